@@ -1,0 +1,87 @@
+//! `opc validate`: every problem in a config, with positions and hints.
+//!
+//! Exit status is the contract scripts rely on: 0 valid (warnings allowed), 1 invalid, 2 unreadable.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use opc_hierarchy::{ConfigError, Diagnostic, Report};
+use serde_json::json;
+
+use super::{eprint, print};
+use crate::Format;
+
+const INVALID: u8 = 1;
+const UNREADABLE: u8 = 2;
+
+pub fn run(path: &Path, format: Format) -> ExitCode {
+    let shown = path.display().to_string();
+    match opc_hierarchy::load(path) {
+        Ok(loaded) => {
+            let warnings = loaded.report.warnings().count();
+            match format {
+                Format::Text => {
+                    eprint(&loaded.report.render(true));
+                    print(&format!(
+                        "{shown}: valid — {} agents, {} level{}{}\n",
+                        loaded.org.len(),
+                        loaded.org.depth() + 1,
+                        if loaded.org.depth() == 0 { "" } else { "s" },
+                        plural_suffix(", ", warnings, "warning"),
+                    ));
+                }
+                Format::Json => print_json(&shown, true, &loaded.report),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(ConfigError::Invalid(report)) => {
+            let errors = report.errors().count();
+            let warnings = report.warnings().count();
+            match format {
+                Format::Text => {
+                    eprint(&report.render(true));
+                    eprint(&format!(
+                        "{shown}: invalid — {}{}\n",
+                        plural_suffix("", errors, "error"),
+                        plural_suffix(", ", warnings, "warning"),
+                    ));
+                }
+                Format::Json => print_json(&shown, false, &report),
+            }
+            ExitCode::from(INVALID)
+        }
+        Err(error @ ConfigError::Unreadable { .. }) => {
+            match format {
+                Format::Text => eprint(&format!(
+                    "error: {error}\nhint: pass --config PATH, set $OPC_CONFIG, or run `opc init` to create opc.config.yaml\n"
+                )),
+                Format::Json => print(&format!(
+                    "{}\n",
+                    json!({"file": shown, "valid": false, "unreadable": error.to_string(), "errors": [], "warnings": []})
+                )),
+            }
+            ExitCode::from(UNREADABLE)
+        }
+    }
+}
+
+fn plural_suffix(prefix: &str, count: usize, noun: &str) -> String {
+    match count {
+        0 if prefix.is_empty() => format!("no {noun}s"),
+        0 => String::new(),
+        1 => format!("{prefix}1 {noun}"),
+        n => format!("{prefix}{n} {noun}s"),
+    }
+}
+
+fn print_json(file: &str, valid: bool, report: &Report) {
+    let list = |items: Vec<&Diagnostic>| serde_json::to_value(items).unwrap_or_default();
+    let value = json!({
+        "file": file,
+        "valid": valid,
+        "unreadable": null,
+        "errors": list(report.errors().collect()),
+        "warnings": list(report.warnings().collect()),
+    });
+    print(&format!("{value}\n"));
+}

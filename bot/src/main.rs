@@ -1,0 +1,91 @@
+//! # opc — the OPC command line
+//!
+//! Role: the one binary users run. `opc init` writes a working example org, `opc validate` checks a
+//! config and shows every problem with its position, `opc visualize` draws the org tree. Later issues add
+//! the gateway (`opc run`), `opc chat` and `opc tasks` here; the library crates do the work, this crate
+//! only wires them to the terminal.
+//!
+//! Invariants: exit codes are stable and documented (`validate`: 0 valid, 1 invalid, 2 unreadable);
+//! nothing here panics on user input; secrets are never printed.
+
+mod commands;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// OPC lets a team talk to an AI company: people write in Slack, Discord or a web chat to a CEO agent,
+/// which delegates down an org tree of agents defined in `opc.config.yaml`.
+///
+/// Start with `opc init my-org`, check the result with `opc validate`, look at it with
+/// `opc visualize`.
+#[derive(Debug, Parser)]
+#[command(name = "opc", version, about, long_about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Write a working example org (opc.config.yaml and its prompt files) into DIR.
+    ///
+    /// The example has a CEO, two VPs, three leads and three workers (four levels), a shared memory
+    /// block and a shareWith pair. Existing files are never overwritten: if any would be, nothing is
+    /// written.
+    Init {
+        /// Directory to write into; created if missing.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Check a config file and report every problem with file:line:column, key path and a hint.
+    ///
+    /// Exit status: 0 valid (warnings are printed), 1 invalid, 2 unreadable.
+    Validate {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Draw the org tree: id, role, model, tools, memory and shareWith of every agent.
+    ///
+    /// Colours are used when stdout is a terminal (set NO_COLOR to turn them off).
+    Visualize {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+}
+
+/// Which config file to read.
+#[derive(Debug, clap::Args)]
+struct ConfigArg {
+    /// Config file [default: $OPC_CONFIG, or ./opc.config.yaml]
+    #[arg(long, short = 'c', value_name = "PATH")]
+    config: Option<PathBuf>,
+}
+
+impl ConfigArg {
+    fn path(&self) -> PathBuf {
+        opc_hierarchy::config_path(self.config.as_deref())
+    }
+}
+
+/// Output format of `opc validate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// Human-readable, with source snippets.
+    Text,
+    /// One JSON object, for editors and CI.
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Init { dir } => commands::init::run(&dir),
+        Command::Validate { config, format } => commands::validate::run(&config.path(), format),
+        Command::Visualize { config } => commands::visualize::run(&config.path()),
+    }
+}

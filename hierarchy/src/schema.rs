@@ -1,0 +1,1265 @@
+//! The typed `opc.config.yaml`: every section, key, type and default.
+//!
+//! Each struct lists its YAML keys once (the `KEYS` constant next to its `decode`), so adding a setting is
+//! adding a field, its key and one line of decoding. Defaults live in the `decode` functions and are
+//! mirrored in README's config reference.
+//!
+//! Invariant: these types say what is *well-formed*; whether the org makes sense (one root, no cycles,
+//! models that name providers …) is checked afterwards by `validate`, which can see the whole config.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+
+use crate::decode::{Decode, Decoder, keywords};
+use crate::diagnostic::{Diagnostic, Path};
+use crate::yaml::{Node, Value};
+
+/// A whole `opc.config.yaml`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Global settings: models, providers, memory, execution limits, privacy.
+    pub framework: Framework,
+    /// Chat platforms.
+    pub channels: Channels,
+    /// The org: agent id → agent, in file order.
+    pub agents: IndexMap<String, Agent>,
+    /// Memory blocks that several agents reference by label.
+    pub shared_blocks: IndexMap<String, SharedBlock>,
+}
+
+/// `framework:` — settings that apply to the whole org.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Framework {
+    /// Display name of the org.
+    pub name: String,
+    /// Model used by agents that name none: `provider/model`, or a model of the default provider.
+    pub default_model: String,
+    /// Cheap model for summarising long child results and for consolidation; defaults to `default_model`.
+    pub fast_model: Option<String>,
+    /// Provider used for bare model names; optional when only one provider is configured.
+    pub default_provider: Option<String>,
+    /// Named LLM endpoints.
+    pub providers: IndexMap<String, Provider>,
+    /// Memory storage and embeddings.
+    pub memory: MemorySettings,
+    /// Concurrency, depth and time limits.
+    pub execution: Execution,
+    /// The privacy gateway.
+    pub privacy: Privacy,
+}
+
+keywords! {
+    /// Which wire protocol a provider speaks.
+    pub enum ProviderKind {
+        /// Anthropic Messages API.
+        Anthropic = "anthropic",
+        /// OpenAI Chat Completions, as served by OpenAI, Ollama, vLLM and llama.cpp.
+        OpenAiCompatible = "openai-compatible",
+    }
+}
+
+/// `framework.providers.<name>` — one LLM endpoint.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Provider {
+    /// Wire protocol.
+    pub kind: ProviderKind,
+    /// Base URL of the API.
+    pub base_url: String,
+    /// Environment variable that holds the API key (none for keyless local servers).
+    pub api_key_env: Option<EnvVar>,
+    /// Price table: model id → USD per million tokens.
+    pub models: IndexMap<String, ModelPrice>,
+}
+
+/// Price of one model in USD per million tokens.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelPrice {
+    /// Per million input tokens.
+    pub input: f64,
+    /// Per million output tokens.
+    pub output: f64,
+}
+
+keywords! {
+    /// Where memory is stored.
+    pub enum Storage {
+        /// A local SQLite file (WAL mode).
+        Sqlite = "sqlite",
+        /// A PostgreSQL server (reserved; not implemented yet).
+        Postgres = "postgres",
+    }
+}
+
+keywords! {
+    /// Where embeddings are computed.
+    pub enum EmbeddingProvider {
+        /// In-process model (all-MiniLM-L6-v2).
+        Local = "local",
+        /// An OpenAI-compatible `/embeddings` endpoint.
+        OpenAiCompatible = "openai-compatible",
+    }
+}
+
+/// `framework.memory`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemorySettings {
+    /// Storage backend.
+    pub storage: Storage,
+    /// Database file, relative to the config file's directory.
+    pub path: PathBuf,
+    /// Embedding model.
+    pub embedding: Embedding,
+    /// Entity/relation graph memory.
+    pub graph_enabled: bool,
+    /// Sleep-time consolidation.
+    pub consolidation: Consolidation,
+}
+
+/// `framework.memory.embedding`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Embedding {
+    /// Where embeddings are computed.
+    pub provider: EmbeddingProvider,
+    /// Model name.
+    pub model: String,
+    /// Vector dimensions.
+    pub dimensions: NonZeroU32,
+}
+
+/// `framework.memory.consolidation`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Consolidation {
+    /// Whether consolidation runs.
+    pub enabled: bool,
+    /// Run after this many agent interactions.
+    pub frequency: NonZeroU32,
+    /// Model for consolidation; defaults to the fast model.
+    pub model: Option<String>,
+}
+
+/// `framework.execution`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Execution {
+    /// Agent sessions running at once, across all tasks.
+    pub max_concurrent_agents: NonZeroU32,
+    /// Deepest allowed agent level (delegation hops from the root).
+    pub max_hierarchy_depth: NonZeroU32,
+    /// Time one task may take before it escalates as a timeout.
+    pub task_timeout: Duration,
+    /// Child results longer than this many tokens are summarised before the parent sees them.
+    pub result_compression_threshold: NonZeroU32,
+    /// Time a human has to decide an approval before it counts as rejected.
+    pub approval_timeout: Duration,
+}
+
+keywords! {
+    /// Kinds of personal data the privacy gateway detects.
+    pub enum PiiType {
+        /// Person names.
+        PersonName = "PERSON_NAME",
+        /// E-mail addresses.
+        Email = "EMAIL",
+        /// Phone numbers.
+        Phone = "PHONE",
+        /// Payment card numbers (Luhn-checked).
+        CreditCard = "CREDIT_CARD",
+        /// API keys, tokens, private keys.
+        ApiKey = "API_KEY",
+        /// Postal addresses.
+        Address = "ADDRESS",
+        /// US social security numbers.
+        Ssn = "SSN",
+        /// IPv4 and IPv6 addresses.
+        IpAddress = "IP_ADDRESS",
+        /// International bank account numbers.
+        Iban = "IBAN",
+        /// URLs.
+        Url = "URL",
+    }
+}
+
+keywords! {
+    /// What the privacy gateway does with detected personal data.
+    pub enum PrivacyMode {
+        /// Replace with consistent fake data of the same type, restored in replies.
+        Mask = "mask",
+        /// Replace with `[REDACTED]`.
+        Redact = "redact",
+        /// Send requests containing personal data to a local model instead.
+        Route = "route",
+    }
+}
+
+/// `framework.privacy`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Privacy {
+    /// Global switch.
+    pub enabled: bool,
+    /// Which kinds of personal data to detect.
+    pub detect_types: Vec<PiiType>,
+    /// Terms never masked (public names such as the company's own).
+    pub whitelist: Vec<String>,
+    /// Minimum NER confidence, 0 to 1.
+    pub confidence_threshold: f64,
+    /// What to do with detected data.
+    pub mode: PrivacyMode,
+}
+
+/// `channels:` — chat platforms. Slack and Discord run only when their section is present.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Channels {
+    /// Slack, if configured.
+    pub slack: Option<Slack>,
+    /// Discord, if configured.
+    pub discord: Option<Discord>,
+    /// The built-in web chat (always on).
+    pub web: Web,
+}
+
+keywords! {
+    /// How the Slack app receives events.
+    pub enum SlackMode {
+        /// Socket Mode websocket (needs no public URL).
+        Socket = "socket",
+        /// Events API over HTTP on the gateway's server.
+        Http = "http",
+    }
+}
+
+/// `channels.slack`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Slack {
+    /// Socket Mode or HTTP Events API.
+    pub mode: SlackMode,
+    /// Env var holding the bot token (`xoxb-…`).
+    pub bot_token_env: EnvVar,
+    /// Env var holding the app-level token (`xapp-…`), needed for Socket Mode.
+    pub app_token_env: Option<EnvVar>,
+    /// Env var holding the signing secret, needed for HTTP mode.
+    pub signing_secret_env: Option<EnvVar>,
+    /// Slack Web API base URL (a proxy, or a fake in tests).
+    pub api_base_url: String,
+}
+
+/// `channels.discord`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Discord {
+    /// Env var holding the bot token.
+    pub bot_token_env: EnvVar,
+    /// Env var holding the application's public key, for the HTTP interactions endpoint.
+    pub public_key_env: Option<EnvVar>,
+    /// The application id (a public number, not a secret).
+    pub application_id: Option<String>,
+    /// Discord API base URL.
+    pub api_base_url: String,
+}
+
+/// `channels.web` — the built-in web chat.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Web {
+    /// Address to serve on.
+    pub listen: SocketAddr,
+    /// Env var holding the access token; required for a non-loopback `listen`.
+    pub access_token_env: Option<EnvVar>,
+}
+
+/// The name of an environment variable that holds a secret. Secrets never appear in the config itself.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct EnvVar(pub String);
+
+impl EnvVar {
+    /// The variable's name.
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+}
+
+/// One agent of the org.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Agent {
+    /// Title shown to other agents and humans ("VP Engineering").
+    pub role: String,
+    /// Declared level (0 for the root); must equal the agent's depth when given.
+    pub level: Option<u32>,
+    /// The agent this one reports to; `None` only for the root.
+    pub parent: Option<String>,
+    /// Agents that report to this one.
+    pub children: Vec<String>,
+    /// The agent's instructions.
+    pub prompt: Option<Prompt>,
+    /// Model override: `provider/model` or a model of the default provider.
+    pub model: Option<String>,
+    /// Tools the agent may call.
+    pub tools: Vec<Tool>,
+    /// Memory settings.
+    pub memory: AgentMemory,
+    /// Who may decide this agent's approval requests (in addition to global approvers).
+    pub approvers: Vec<Approver>,
+}
+
+/// Where an agent's prompt comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Prompt {
+    /// `file:prompts/ceo.md` — a file relative to the config file's directory.
+    File(PathBuf),
+    /// The prompt text itself.
+    Inline(String),
+}
+
+keywords! {
+    /// Tools an agent can be given, spelled as in the config.
+    pub enum Tool {
+        /// Hand a task to one direct child and wait for its answer.
+        Delegate = "delegate",
+        /// Hand tasks to several direct children at once.
+        DelegateParallel = "delegateParallel",
+        /// Pass a problem up to the parent (error, timeout, uncertainty, approval needed).
+        Escalate = "escalate",
+        /// Ask a human to approve or reject.
+        RequestApproval = "requestApproval",
+        /// Read memory the agent may see.
+        MemoryRead = "memory_read",
+        /// Write memory the agent may change.
+        MemoryWrite = "memory_write",
+        /// Replace text in a core memory block.
+        MemoryReplace = "memory_replace",
+        /// Append to a core memory block.
+        MemoryInsert = "memory_insert",
+        /// Read a file.
+        Read = "Read",
+        /// Write a file.
+        Write = "Write",
+        /// Edit a file.
+        Edit = "Edit",
+        /// Run a shell command.
+        Bash = "Bash",
+        /// Search file contents.
+        Grep = "Grep",
+        /// Find files by pattern.
+        Glob = "Glob",
+    }
+}
+
+impl Tool {
+    /// The tool's name on the wire, as models see it (`delegateParallel` → `delegate_parallel`).
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            Tool::DelegateParallel => "delegate_parallel",
+            Tool::RequestApproval => "request_approval",
+            other => other.as_str(),
+        }
+    }
+
+    /// Whether this tool hands work to children (and so needs children to exist).
+    pub fn delegates(self) -> bool {
+        matches!(self, Tool::Delegate | Tool::DelegateParallel)
+    }
+}
+
+/// `agents.<id>.memory`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentMemory {
+    /// Core memory blocks, always in the agent's context.
+    pub blocks: Vec<Block>,
+    /// Conversation-history search.
+    pub recall: bool,
+    /// Long-term fact extraction.
+    pub archival: bool,
+    /// Labels of `sharedBlocks` this agent sees.
+    pub shared_blocks: Vec<String>,
+    /// Same-level agents that may read this agent's memory.
+    pub share_with: Vec<String>,
+}
+
+/// A core memory block owned by one agent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    /// Unique label within the agent ("persona").
+    pub label: String,
+    /// What the block is for, shown to the agent.
+    pub description: String,
+    /// Initial content.
+    pub value: String,
+    /// Maximum length in characters.
+    pub limit: NonZeroU32,
+    /// Whether the agent itself may not edit it.
+    pub read_only: bool,
+}
+
+/// `sharedBlocks.<label>` — a block several agents reference.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SharedBlock {
+    /// What the block is for.
+    pub description: String,
+    /// Initial content.
+    pub value: String,
+    /// Maximum length in characters.
+    pub limit: NonZeroU32,
+    /// Whether agents may not edit it.
+    pub read_only: bool,
+}
+
+keywords! {
+    /// Chat platforms an approver can be identified on.
+    pub enum Platform {
+        /// Slack.
+        Slack = "slack",
+        /// Discord.
+        Discord = "discord",
+        /// The built-in web chat.
+        Web = "web",
+    }
+}
+
+/// A person or role allowed to decide approvals: `slack:U012AB3CD`, `discord:role:1234567890`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Approver {
+    /// Platform the id belongs to.
+    pub platform: Platform,
+    /// Whether `id` names a role (everyone holding it may approve) rather than one user.
+    pub is_role: bool,
+    /// The platform's user or role id.
+    pub id: String,
+}
+
+const DEFAULT_BLOCK_LIMIT: u32 = 2000;
+/// Where the web chat listens unless `channels.web.listen` says otherwise.
+pub const DEFAULT_WEB_LISTEN: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 7420);
+
+fn non_zero(n: u32) -> NonZeroU32 {
+    NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN)
+}
+
+impl Config {
+    const KEYS: &'static [&'static str] = &["framework", "channels", "agents", "sharedBlocks"];
+
+    /// Decodes a whole document. Returns `None` only when the document is not a mapping at all; otherwise
+    /// every well-formed part is kept so that semantic checks can still run on the rest.
+    pub(crate) fn decode(doc: &Node, cx: &mut Decoder) -> Option<Config> {
+        let root = Path::Root;
+        if doc.value == Value::Null {
+            cx.push(
+                Diagnostic::error(root, doc.span, "the config is empty")
+                    .with_hint("run `opc init` to write a working example, then edit it"),
+            );
+            return None;
+        }
+        let f = cx.fields(doc, root, Self::KEYS)?;
+        let framework = match f.node("framework") {
+            Some(node) => Framework::decode(node, root.key("framework"), cx),
+            None => {
+                cx.push(
+                    Diagnostic::error(root, doc.span, "missing required key `framework`")
+                        .with_hint("add a `framework:` section with at least `defaultModel` and `providers`"),
+                );
+                None
+            }
+        };
+        let channels = match f.node("channels") {
+            Some(node) => Channels::decode(node, root.key("channels"), cx),
+            None => Some(Channels::default()),
+        };
+        let agents = decode_agents(doc, f.node("agents"), cx);
+        let shared_blocks = f.or_default(cx, root, "sharedBlocks");
+        Some(Config {
+            framework: framework?,
+            channels: channels.unwrap_or_default(),
+            agents,
+            shared_blocks,
+        })
+    }
+}
+
+/// The `agents:` mapping; agent ids are checked here because they are keys, not values.
+fn decode_agents(doc: &Node, node: Option<&Node>, cx: &mut Decoder) -> IndexMap<String, Agent> {
+    let root = Path::Root;
+    let path = root.key("agents");
+    let Some(node) = node else {
+        cx.push(
+            Diagnostic::error(root, doc.span, "missing required key `agents`")
+                .with_hint("define at least one agent, the root: `agents: { ceo: { role: CEO } }`"),
+        );
+        return IndexMap::new();
+    };
+    let Some(entries) = cx.unique_entries(node, path) else {
+        return IndexMap::new();
+    };
+    if entries.is_empty() {
+        cx.push(
+            Diagnostic::error(path, node.span, "no agents are defined")
+                .with_hint("define at least one agent, the root: `ceo: { role: CEO }`"),
+        );
+    }
+    let mut agents = IndexMap::with_capacity(entries.len());
+    for entry in entries {
+        if !is_agent_id(&entry.key) {
+            cx.push(
+                Diagnostic::error(
+                    path.key(&entry.key),
+                    entry.key_span,
+                    format!("`{}` is not a valid agent id", entry.key),
+                )
+                .with_hint("agent ids use lowercase letters, digits and `-` only, e.g. `vp-eng`"),
+            );
+        }
+        if let Some(agent) = Agent::decode(&entry.value, path.key(&entry.key), cx) {
+            agents.insert(entry.key.clone(), agent);
+        }
+    }
+    agents
+}
+
+/// Agent ids are `[a-z0-9-]+`: they appear in namespaces, URLs and tool arguments unescaped.
+pub fn is_agent_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+impl Framework {
+    const KEYS: &'static [&'static str] = &[
+        "name",
+        "defaultModel",
+        "fastModel",
+        "defaultProvider",
+        "providers",
+        "memory",
+        "execution",
+        "privacy",
+    ];
+
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, Self::KEYS)?;
+        let default_model = f.required(
+            cx,
+            path,
+            node,
+            "defaultModel",
+            "name the model agents use by default, e.g. `defaultModel: anthropic/claude-sonnet-4-20250514`",
+        );
+        let providers: IndexMap<String, Provider> = f.or_default(cx, path, "providers");
+        if providers.is_empty() && f.node("providers").is_none() {
+            cx.push(
+                Diagnostic::error(path, node.span, "no LLM provider is configured")
+                    .with_hint("add `providers: { anthropic: { kind: anthropic, apiKeyEnv: ANTHROPIC_API_KEY } }`"),
+            );
+        }
+        let memory = f
+            .node("memory")
+            .and_then(|n| MemorySettings::decode(n, path.key("memory"), cx));
+        let execution = f
+            .node("execution")
+            .and_then(|n| Execution::decode(n, path.key("execution"), cx));
+        let privacy = f
+            .node("privacy")
+            .and_then(|n| Privacy::decode(n, path.key("privacy"), cx));
+        Some(Framework {
+            name: f.or(cx, path, "name", "OPC".to_string()),
+            default_model: default_model?,
+            fast_model: f.optional(cx, path, "fastModel"),
+            default_provider: f.optional(cx, path, "defaultProvider"),
+            providers,
+            memory: memory.unwrap_or_default(),
+            execution: execution.unwrap_or_default(),
+            privacy: privacy.unwrap_or_default(),
+        })
+    }
+
+    /// The model that summarises long results and consolidates memory.
+    pub fn fast_model(&self) -> &str {
+        self.fast_model.as_deref().unwrap_or(&self.default_model)
+    }
+
+    /// Splits a model reference into (provider name, model id).
+    ///
+    /// `anthropic/claude-x` names its provider. A bare `claude-x` belongs to the one provider whose price
+    /// table lists it, else to `defaultProvider`, else to the only provider there is.
+    pub fn resolve_model<'a>(&'a self, model: &'a str) -> Result<(&'a str, &'a str), ModelError> {
+        if let Some((provider, id)) = model.split_once('/')
+            && let Some((name, _)) = self.providers.get_key_value(provider)
+        {
+            if id.is_empty() {
+                return Err(ModelError::EmptyModel);
+            }
+            return Ok((name.as_str(), id));
+        }
+        let mut listing = self
+            .providers
+            .iter()
+            .filter(|(_, p)| p.models.contains_key(model));
+        if let (Some((name, _)), None) = (listing.next(), listing.next()) {
+            return Ok((name.as_str(), model));
+        }
+        if let Some(default) = &self.default_provider {
+            return match self.providers.get_key_value(default.as_str()) {
+                Some((name, _)) => Ok((name.as_str(), model)),
+                None => Err(ModelError::UnknownDefaultProvider(default.clone())),
+            };
+        }
+        match self.providers.len() {
+            1 => Ok((
+                self.providers.keys().next().map_or("", String::as_str),
+                model,
+            )),
+            0 => Err(ModelError::NoProviders),
+            _ if model.contains('/') => Err(ModelError::UnknownProvider(
+                model.split_once('/').map_or("", |(p, _)| p).to_string(),
+            )),
+            _ => Err(ModelError::Ambiguous),
+        }
+    }
+}
+
+/// Why a model reference names no configured provider.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    /// `provider/` with nothing after the slash.
+    #[error("the model id after the provider name is empty")]
+    EmptyModel,
+    /// `x/model` where `x` is not a configured provider.
+    #[error("`{0}` is not a configured provider")]
+    UnknownProvider(String),
+    /// `defaultProvider` names no provider.
+    #[error("framework.defaultProvider `{0}` is not a configured provider")]
+    UnknownDefaultProvider(String),
+    /// No providers at all.
+    #[error("no provider is configured")]
+    NoProviders,
+    /// A bare model name with several providers and no default.
+    #[error("several providers are configured and none is the default")]
+    Ambiguous,
+}
+
+impl Decode for Provider {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        const KEYS: &[&str] = &["kind", "baseUrl", "apiKeyEnv", "models"];
+        let f = cx.fields(node, path, KEYS)?;
+        let kind = f.required::<ProviderKind>(
+            cx,
+            path,
+            node,
+            "kind",
+            "say which API this is: `kind: anthropic` or `kind: openai-compatible`",
+        )?;
+        let base_url = match (f.optional::<Url>(cx, path, "baseUrl"), kind) {
+            (Some(url), _) => url.0,
+            (None, ProviderKind::Anthropic) => "https://api.anthropic.com".to_string(),
+            (None, ProviderKind::OpenAiCompatible) => {
+                if f.node("baseUrl").is_none() {
+                    cx.push(
+                        Diagnostic::error(path, node.span, "missing required key `baseUrl`")
+                            .with_hint("an openai-compatible provider needs its URL, e.g. `baseUrl: http://127.0.0.1:11434/v1` for Ollama"),
+                    );
+                }
+                return None;
+            }
+        };
+        let api_key_env = match kind {
+            ProviderKind::Anthropic => Some(f.or(
+                cx,
+                path,
+                "apiKeyEnv",
+                EnvVar("ANTHROPIC_API_KEY".to_string()),
+            )),
+            ProviderKind::OpenAiCompatible => f.optional(cx, path, "apiKeyEnv"),
+        };
+        Some(Provider {
+            kind,
+            base_url,
+            api_key_env,
+            models: f.or_default(cx, path, "models"),
+        })
+    }
+}
+
+impl Decode for ModelPrice {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        const KEYS: &[&str] = &["input", "output"];
+        let f = cx.fields(node, path, KEYS)?;
+        let mut price = |key: &str| {
+            let value = f.or(cx, path, key, 0.0_f64);
+            if value < 0.0 {
+                cx.push(
+                    Diagnostic::error(
+                        path.key(key),
+                        f.node(key).map_or(node.span, |n| n.span),
+                        "a price cannot be negative",
+                    )
+                    .with_hint("write the price in USD per million tokens, e.g. 3.0"),
+                );
+            }
+            value.max(0.0)
+        };
+        Some(ModelPrice {
+            input: price("input"),
+            output: price("output"),
+        })
+    }
+}
+
+/// An http(s) URL. Only the shape is checked here; the HTTP client parses it fully when it connects.
+struct Url(String);
+
+impl Decode for Url {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let text = String::decode(node, path, cx)?;
+        let rest = text
+            .strip_prefix("https://")
+            .or_else(|| text.strip_prefix("http://"));
+        match rest {
+            Some(host)
+                if !host.is_empty()
+                    && !host.starts_with('/')
+                    && !text.contains(char::is_whitespace) =>
+            {
+                Some(Url(text.trim_end_matches('/').to_string()))
+            }
+            _ => {
+                cx.push(
+                    Diagnostic::error(path, node.span, format!("`{text}` is not an http(s) URL"))
+                        .with_hint("write the full URL, e.g. https://api.example.com or http://127.0.0.1:8080/v1"),
+                );
+                None
+            }
+        }
+    }
+}
+
+impl Default for MemorySettings {
+    fn default() -> Self {
+        MemorySettings {
+            storage: Storage::Sqlite,
+            path: PathBuf::from(".opc/opc.db"),
+            embedding: Embedding::default(),
+            graph_enabled: false,
+            consolidation: Consolidation::default(),
+        }
+    }
+}
+
+impl MemorySettings {
+    const KEYS: &'static [&'static str] =
+        &["storage", "path", "embedding", "graph", "consolidation"];
+
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, Self::KEYS)?;
+        let default = MemorySettings::default();
+        let embedding = match f.node("embedding") {
+            Some(n) => Embedding::decode(n, path.key("embedding"), cx).unwrap_or_default(),
+            None => Embedding::default(),
+        };
+        let graph_enabled = match f.node("graph") {
+            Some(n) => {
+                let graph_path = path.key("graph");
+                cx.fields(n, graph_path, &["enabled"])
+                    .map_or(false, |g| g.or(cx, graph_path, "enabled", false))
+            }
+            None => false,
+        };
+        let consolidation = match f.node("consolidation") {
+            Some(n) => Consolidation::decode(n, path.key("consolidation"), cx).unwrap_or_default(),
+            None => Consolidation::default(),
+        };
+        Some(MemorySettings {
+            storage: f.or(cx, path, "storage", default.storage),
+            path: f
+                .optional::<String>(cx, path, "path")
+                .map_or(default.path, PathBuf::from),
+            embedding,
+            graph_enabled,
+            consolidation,
+        })
+    }
+}
+
+impl Default for Embedding {
+    fn default() -> Self {
+        Embedding {
+            provider: EmbeddingProvider::Local,
+            model: "all-MiniLM-L6-v2".to_string(),
+            dimensions: non_zero(384),
+        }
+    }
+}
+
+impl Embedding {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        const KEYS: &[&str] = &["provider", "model", "dimensions"];
+        let f = cx.fields(node, path, KEYS)?;
+        let d = Embedding::default();
+        Some(Embedding {
+            provider: f.or(cx, path, "provider", d.provider),
+            model: f.or(cx, path, "model", d.model),
+            dimensions: f.or(cx, path, "dimensions", d.dimensions),
+        })
+    }
+}
+
+impl Default for Consolidation {
+    fn default() -> Self {
+        Consolidation {
+            enabled: true,
+            frequency: non_zero(5),
+            model: None,
+        }
+    }
+}
+
+impl Consolidation {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        const KEYS: &[&str] = &["enabled", "frequency", "model"];
+        let f = cx.fields(node, path, KEYS)?;
+        let d = Consolidation::default();
+        Some(Consolidation {
+            enabled: f.or(cx, path, "enabled", d.enabled),
+            frequency: f.or(cx, path, "frequency", d.frequency),
+            model: f.optional(cx, path, "model"),
+        })
+    }
+}
+
+impl Default for Execution {
+    fn default() -> Self {
+        Execution {
+            max_concurrent_agents: non_zero(10),
+            max_hierarchy_depth: non_zero(6),
+            task_timeout: Duration::from_secs(5 * 60),
+            result_compression_threshold: non_zero(2000),
+            approval_timeout: Duration::from_secs(60 * 60),
+        }
+    }
+}
+
+impl Execution {
+    const KEYS: &'static [&'static str] = &[
+        "maxConcurrentAgents",
+        "maxHierarchyDepth",
+        "taskTimeout",
+        "resultCompressionThreshold",
+        "approvalTimeout",
+    ];
+
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, Self::KEYS)?;
+        let d = Execution::default();
+        Some(Execution {
+            max_concurrent_agents: f.or(cx, path, "maxConcurrentAgents", d.max_concurrent_agents),
+            max_hierarchy_depth: f.or(cx, path, "maxHierarchyDepth", d.max_hierarchy_depth),
+            task_timeout: f.or(cx, path, "taskTimeout", d.task_timeout),
+            result_compression_threshold: f.or(
+                cx,
+                path,
+                "resultCompressionThreshold",
+                d.result_compression_threshold,
+            ),
+            approval_timeout: f.or(cx, path, "approvalTimeout", d.approval_timeout),
+        })
+    }
+}
+
+impl Default for Privacy {
+    fn default() -> Self {
+        Privacy {
+            enabled: true,
+            detect_types: PiiType::ALL.to_vec(),
+            whitelist: Vec::new(),
+            confidence_threshold: 0.85,
+            mode: PrivacyMode::Mask,
+        }
+    }
+}
+
+impl Privacy {
+    const KEYS: &'static [&'static str] = &[
+        "enabled",
+        "detectTypes",
+        "whitelist",
+        "confidenceThreshold",
+        "mode",
+    ];
+
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, Self::KEYS)?;
+        let d = Privacy::default();
+        let mut confidence_threshold =
+            f.or(cx, path, "confidenceThreshold", d.confidence_threshold);
+        if !(0.0..=1.0).contains(&confidence_threshold) {
+            let span = f.node("confidenceThreshold").map_or(node.span, |n| n.span);
+            cx.push(
+                Diagnostic::error(
+                    path.key("confidenceThreshold"),
+                    span,
+                    format!("must be between 0 and 1, found {confidence_threshold}"),
+                )
+                .with_hint("0.85 is a good start: higher masks less, lower masks more"),
+            );
+            confidence_threshold = d.confidence_threshold;
+        }
+        Some(Privacy {
+            enabled: f.or(cx, path, "enabled", d.enabled),
+            detect_types: f.or(cx, path, "detectTypes", d.detect_types),
+            whitelist: f.or_default(cx, path, "whitelist"),
+            confidence_threshold,
+            mode: f.or(cx, path, "mode", d.mode),
+        })
+    }
+}
+
+impl Default for Channels {
+    fn default() -> Self {
+        Channels {
+            slack: None,
+            discord: None,
+            web: Web {
+                listen: DEFAULT_WEB_LISTEN,
+                access_token_env: None,
+            },
+        }
+    }
+}
+
+impl Channels {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, &["slack", "discord", "web"])?;
+        let web = match f.node("web") {
+            Some(n) => Web::decode(n, path.key("web"), cx),
+            None => None,
+        };
+        Some(Channels {
+            slack: f.optional(cx, path, "slack"),
+            discord: f.optional(cx, path, "discord"),
+            web: web.unwrap_or(Channels::default().web),
+        })
+    }
+}
+
+impl Decode for Slack {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        const KEYS: &[&str] = &[
+            "mode",
+            "botTokenEnv",
+            "appTokenEnv",
+            "signingSecretEnv",
+            "apiBaseUrl",
+        ];
+        let f = cx.fields(node, path, KEYS)?;
+        let mode = f.or(cx, path, "mode", SlackMode::Socket);
+        let app_token_env = f.optional(cx, path, "appTokenEnv");
+        let signing_secret_env = f.optional(cx, path, "signingSecretEnv");
+        let needed = match mode {
+            SlackMode::Socket if app_token_env.is_none() && f.node("appTokenEnv").is_none() => {
+                Some((
+                    "appTokenEnv",
+                    "Socket Mode needs the app-level token: `appTokenEnv: SLACK_APP_TOKEN`",
+                ))
+            }
+            SlackMode::Http
+                if signing_secret_env.is_none() && f.node("signingSecretEnv").is_none() =>
+            {
+                Some((
+                    "signingSecretEnv",
+                    "HTTP mode verifies requests with the signing secret: `signingSecretEnv: SLACK_SIGNING_SECRET`",
+                ))
+            }
+            _ => None,
+        };
+        if let Some((key, hint)) = needed {
+            cx.push(
+                Diagnostic::error(
+                    path,
+                    node.span,
+                    format!("missing required key `{key}` for mode `{mode}`"),
+                )
+                .with_hint(hint),
+            );
+        }
+        Some(Slack {
+            mode,
+            bot_token_env: f.required(
+                cx,
+                path,
+                node,
+                "botTokenEnv",
+                "name the env var that holds the bot token: `botTokenEnv: SLACK_BOT_TOKEN`",
+            )?,
+            app_token_env,
+            signing_secret_env,
+            api_base_url: f
+                .optional::<Url>(cx, path, "apiBaseUrl")
+                .map_or_else(|| "https://slack.com/api".to_string(), |u| u.0),
+        })
+    }
+}
+
+impl Decode for Discord {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        const KEYS: &[&str] = &["botTokenEnv", "publicKeyEnv", "applicationId", "apiBaseUrl"];
+        let f = cx.fields(node, path, KEYS)?;
+        let application_id = match f.node("applicationId") {
+            // Snowflake ids are numbers in YAML unless quoted; both spellings mean the same id.
+            Some(Node {
+                value: Value::Int(i),
+                ..
+            }) if *i > 0 => Some(i.to_string()),
+            Some(_) => f.optional::<String>(cx, path, "applicationId"),
+            None => None,
+        };
+        Some(Discord {
+            bot_token_env: f.required(
+                cx,
+                path,
+                node,
+                "botTokenEnv",
+                "name the env var that holds the bot token: `botTokenEnv: DISCORD_BOT_TOKEN`",
+            )?,
+            public_key_env: f.optional(cx, path, "publicKeyEnv"),
+            application_id,
+            api_base_url: f
+                .optional::<Url>(cx, path, "apiBaseUrl")
+                .map_or_else(|| "https://discord.com/api".to_string(), |u| u.0),
+        })
+    }
+}
+
+impl Web {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, &["listen", "accessTokenEnv"])?;
+        let listen = match f.node("listen") {
+            Some(n) => {
+                let text = String::decode(n, path.key("listen"), cx)?;
+                match text.parse::<SocketAddr>() {
+                    Ok(addr) => addr,
+                    Err(_) => {
+                        cx.push(
+                            Diagnostic::error(
+                                path.key("listen"),
+                                n.span,
+                                format!("`{text}` is not an address:port"),
+                            )
+                            .with_hint("write an IP address and port, e.g. 127.0.0.1:7420"),
+                        );
+                        return None;
+                    }
+                }
+            }
+            None => DEFAULT_WEB_LISTEN,
+        };
+        let access_token_env = f.optional(cx, path, "accessTokenEnv");
+        if !listen.ip().is_loopback() && access_token_env.is_none() {
+            let span = f.node("listen").map_or(node.span, |n| n.span);
+            cx.push(
+                Diagnostic::error(
+                    path.key("listen"),
+                    span,
+                    format!("`{listen}` is reachable from other machines, so the web chat needs an access token"),
+                )
+                .with_hint("add `accessTokenEnv: OPC_WEB_TOKEN` (and export it), or listen on 127.0.0.1"),
+            );
+        }
+        Some(Web {
+            listen,
+            access_token_env,
+        })
+    }
+}
+
+impl Decode for EnvVar {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let name = String::decode(node, path, cx)?;
+        if crate::secrets::looks_like_secret(&name) {
+            cx.push(
+                Diagnostic::error(path, node.span, "this looks like a secret itself, not the name of an environment variable")
+                    .with_hint("never write secrets in the config: export the secret (e.g. `export SLACK_BOT_TOKEN=…`) and write the variable's name here"),
+            );
+            return None;
+        }
+        let valid = name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+        if !valid {
+            cx.push(
+                Diagnostic::error(
+                    path,
+                    node.span,
+                    format!("`{name}` is not an environment variable name"),
+                )
+                .with_hint("use capital letters, digits and `_`, e.g. SLACK_BOT_TOKEN"),
+            );
+            return None;
+        }
+        Some(EnvVar(name))
+    }
+}
+
+impl Agent {
+    const KEYS: &'static [&'static str] = &[
+        "role",
+        "level",
+        "parent",
+        "children",
+        "prompt",
+        "model",
+        "tools",
+        "memory",
+        "approvers",
+    ];
+
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, Self::KEYS)?;
+        let role: Option<String> = f.required(
+            cx,
+            path,
+            node,
+            "role",
+            "give the agent a title, e.g. `role: VP Engineering`",
+        );
+        if let (Some(role), Some(role_node)) = (&role, f.node("role"))
+            && role.trim().is_empty()
+        {
+            cx.push(
+                Diagnostic::error(path.key("role"), role_node.span, "the role is empty")
+                    .with_hint("give the agent a title, e.g. `role: VP Engineering`"),
+            );
+        }
+        let memory = match f.node("memory") {
+            Some(n) => AgentMemory::decode(n, path.key("memory"), cx).unwrap_or_default(),
+            None => AgentMemory::default(),
+        };
+        Some(Agent {
+            role: role?,
+            level: f.optional(cx, path, "level"),
+            parent: f.optional(cx, path, "parent"),
+            children: f.or_default(cx, path, "children"),
+            prompt: f.optional(cx, path, "prompt"),
+            model: f.optional(cx, path, "model"),
+            tools: f.or_default(cx, path, "tools"),
+            memory,
+            approvers: f.or_default(cx, path, "approvers"),
+        })
+    }
+
+    /// Whether the agent has a delegation tool.
+    pub fn can_delegate(&self) -> bool {
+        self.tools.iter().any(|t| t.delegates())
+    }
+}
+
+impl Decode for Prompt {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let text = String::decode(node, path, cx)?;
+        match text.strip_prefix("file:") {
+            Some(file) if file.trim().is_empty() => {
+                cx.push(
+                    Diagnostic::error(path, node.span, "`file:` names no file")
+                        .with_hint("write the path after `file:`, e.g. `file:prompts/ceo.md`"),
+                );
+                None
+            }
+            Some(file) => Some(Prompt::File(PathBuf::from(file.trim()))),
+            None => Some(Prompt::Inline(text)),
+        }
+    }
+}
+
+impl Default for AgentMemory {
+    fn default() -> Self {
+        AgentMemory {
+            blocks: Vec::new(),
+            recall: true,
+            archival: false,
+            shared_blocks: Vec::new(),
+            share_with: Vec::new(),
+        }
+    }
+}
+
+impl AgentMemory {
+    const KEYS: &'static [&'static str] =
+        &["blocks", "recall", "archival", "sharedBlocks", "shareWith"];
+
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, Self::KEYS)?;
+        let d = AgentMemory::default();
+        Some(AgentMemory {
+            blocks: f.or_default(cx, path, "blocks"),
+            recall: f.or(cx, path, "recall", d.recall),
+            archival: f.or(cx, path, "archival", d.archival),
+            shared_blocks: f.or_default(cx, path, "sharedBlocks"),
+            share_with: f.or_default(cx, path, "shareWith"),
+        })
+    }
+}
+
+impl Decode for Block {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        const KEYS: &[&str] = &["label", "description", "value", "limit", "readOnly"];
+        let f = cx.fields(node, path, KEYS)?;
+        let label: String = f.required(
+            cx,
+            path,
+            node,
+            "label",
+            "name the block, e.g. `label: persona`",
+        )?;
+        Some(Block {
+            label,
+            description: f.or_default(cx, path, "description"),
+            value: f.or_default(cx, path, "value"),
+            limit: f.or(cx, path, "limit", non_zero(DEFAULT_BLOCK_LIMIT)),
+            read_only: f.or(cx, path, "readOnly", false),
+        })
+    }
+}
+
+impl Decode for SharedBlock {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        const KEYS: &[&str] = &["description", "value", "limit", "readOnly"];
+        let f = cx.fields(node, path, KEYS)?;
+        Some(SharedBlock {
+            description: f.or_default(cx, path, "description"),
+            value: f.or_default(cx, path, "value"),
+            limit: f.or(cx, path, "limit", non_zero(DEFAULT_BLOCK_LIMIT)),
+            read_only: f.or(cx, path, "readOnly", false),
+        })
+    }
+}
+
+impl Decode for Approver {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        const HINT: &str =
+            "write `slack:U012AB3CD`, `discord:123456789012345678`, or `discord:role:<role id>`";
+        let text = String::decode(node, path, cx)?;
+        let parsed = text.split_once(':').and_then(|(platform, rest)| {
+            let platform = Platform::ALL
+                .iter()
+                .copied()
+                .find(|p| p.as_str() == platform)?;
+            let (is_role, id) = match rest.strip_prefix("role:") {
+                Some(role) => (true, role),
+                None => (false, rest.strip_prefix("user:").unwrap_or(rest)),
+            };
+            let id_ok = !id.is_empty() && !id.contains(char::is_whitespace) && !id.contains(':');
+            id_ok.then(|| Approver {
+                platform,
+                is_role,
+                id: id.to_string(),
+            })
+        });
+        if parsed.is_none() {
+            cx.push(
+                Diagnostic::error(path, node.span, format!("`{text}` is not an approver"))
+                    .with_hint(HINT),
+            );
+        }
+        parsed
+    }
+}

@@ -1,0 +1,721 @@
+//! Semantic rules: does the decoded config describe a working org?
+//!
+//! Runs after decoding, on whatever decoded cleanly, so that one typo does not hide the other problems.
+//! Rules speak in key paths (`agents.vp-eng.children[1]`); [`Checker::locate`] turns a path back into a
+//! line and column by walking the positioned tree, which is the only source of positions.
+//!
+//! The rules, in the order they run: org shape (one root, parents exist, parent/children agree, no
+//! cycles, levels, depth), tools, memory (blocks, shared blocks, shareWith), prompts, models, storage,
+//! and finally credentials anywhere in the file.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path as FsPath;
+
+use crate::decode::did_you_mean;
+use crate::diagnostic::{Diagnostic, KeyPath, Path, Segment};
+use crate::schema::{Config, Prompt, Storage};
+use crate::secrets;
+use crate::yaml::{Node, Span, Value};
+
+/// Which part of a `key: value` entry a diagnostic points at.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Anchor {
+    /// The key (`vp-eng:`) — for problems with the entry as a whole.
+    Key,
+    /// The value — for problems with what was written.
+    Value,
+}
+
+/// Runs every semantic rule. `base_dir` is where relative paths (prompt files) resolve; `None` skips the
+/// checks that need a file system.
+pub(crate) fn check(config: &Config, doc: &Node, base_dir: Option<&FsPath>) -> Vec<Diagnostic> {
+    let mut checker = Checker {
+        config,
+        doc,
+        out: Vec::new(),
+    };
+    let depths = checker.org_shape();
+    checker.tools();
+    checker.memory(&depths);
+    if let Some(base_dir) = base_dir {
+        checker.prompts(base_dir);
+    }
+    checker.models();
+    checker.storage();
+    checker.credentials(doc, Path::Root);
+    checker.out
+}
+
+struct Checker<'a> {
+    config: &'a Config,
+    doc: &'a Node,
+    out: Vec<Diagnostic>,
+}
+
+/// Depth (hops from the root) of each agent whose ancestry reaches the root; agents under a missing
+/// parent or in a cycle have none.
+type Depths<'a> = HashMap<&'a str, u32>;
+
+impl<'a> Checker<'a> {
+    /// The position of `path`: the deepest part of it that exists in the document.
+    fn locate(&self, path: &KeyPath, anchor: Anchor) -> Span {
+        let mut node = self.doc;
+        let mut span = self.doc.span;
+        for (i, segment) in path.0.iter().enumerate() {
+            let last = i + 1 == path.0.len();
+            match segment {
+                Segment::Key(key) => match node.entry(key) {
+                    Some(entry) => {
+                        span = if last && anchor == Anchor::Key {
+                            entry.key_span
+                        } else {
+                            entry.value.span
+                        };
+                        // An empty value has no text of its own; point at its key instead.
+                        if entry.value.value == Value::Null && span.byte_len == 0 {
+                            span = entry.key_span;
+                        }
+                        node = &entry.value;
+                    }
+                    None => break,
+                },
+                Segment::Index(index) => match node.element(*index) {
+                    Some(element) => {
+                        span = element.span;
+                        node = element;
+                    }
+                    None => break,
+                },
+            }
+        }
+        span
+    }
+
+    fn error(&mut self, path: KeyPath, anchor: Anchor, message: String, hint: impl Into<String>) {
+        let span = self.locate(&path, anchor);
+        self.out
+            .push(Diagnostic::error(path, span, message).with_hint(hint));
+    }
+
+    fn warning(&mut self, path: KeyPath, anchor: Anchor, message: String, hint: impl Into<String>) {
+        let span = self.locate(&path, anchor);
+        self.out
+            .push(Diagnostic::warning(path, span, message).with_hint(hint));
+    }
+
+    /// The path of the `nth` element of the list at `list` whose text is `text` (decoding drops invalid
+    /// items, so a decoded index is not always the YAML index).
+    fn item(&self, list: KeyPath, text: &str, nth: usize) -> KeyPath {
+        self.item_where(list, nth, |node| node.value == Value::Str(text.to_string()))
+    }
+
+    fn item_where(&self, list: KeyPath, nth: usize, matches: impl Fn(&Node) -> bool) -> KeyPath {
+        let found = self.node_at(&list).and_then(|node| match &node.value {
+            Value::Seq(items) => items
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| matches(n))
+                .nth(nth)
+                .map(|(i, _)| i),
+            _ => None,
+        });
+        match found {
+            Some(index) => list.index(index),
+            None => list,
+        }
+    }
+
+    fn node_at(&self, path: &KeyPath) -> Option<&'a Node> {
+        path.0
+            .iter()
+            .try_fold(self.doc, |node, segment| match segment {
+                Segment::Key(key) => node.get(key),
+                Segment::Index(index) => node.element(*index),
+            })
+    }
+
+    fn agent_path(id: &str) -> KeyPath {
+        KeyPath::of(["agents", id])
+    }
+
+    fn suggest(&self, id: &str) -> String {
+        match did_you_mean(id, self.config.agents.keys().map(String::as_str)) {
+            Some(s) => format!("did you mean `{s}`? Otherwise define `{id}` under `agents:`"),
+            None => format!("define `{id}` under `agents:`, or remove this reference"),
+        }
+    }
+
+    /// One root; parents exist and list their children; children name their parent; no cycles; levels
+    /// match depth; depth within `maxHierarchyDepth`. Returns each reachable agent's depth.
+    fn org_shape(&mut self) -> Depths<'a> {
+        let agents = &self.config.agents;
+        let roots: Vec<&str> = agents
+            .iter()
+            .filter(|(_, a)| a.parent.is_none())
+            .map(|(id, _)| id.as_str())
+            .collect();
+        match roots.as_slice() {
+            [] if !agents.is_empty() => self.error(
+                KeyPath::of(["agents"]),
+                Anchor::Key,
+                "there is no root agent: every agent has a parent".into(),
+                "the agent at the top (your CEO) must have no `parent:`",
+            ),
+            [first, rest @ ..] => {
+                for extra in rest {
+                    self.error(
+                        Self::agent_path(extra),
+                        Anchor::Key,
+                        format!("`{extra}` has no parent, but `{first}` is already the root"),
+                        format!(
+                            "an org has exactly one root: give `{extra}` a `parent:`, or remove it"
+                        ),
+                    );
+                }
+            }
+            [] => {}
+        }
+
+        for (id, agent) in agents {
+            let Some(parent) = &agent.parent else {
+                continue;
+            };
+            let path = Self::agent_path(id).key("parent");
+            if parent == id {
+                self.error(
+                    path,
+                    Anchor::Value,
+                    format!("`{id}` names itself as its parent"),
+                    "name the agent it reports to",
+                );
+            } else if let Some(parent_agent) = agents.get(parent) {
+                if !parent_agent.children.contains(id) {
+                    self.error(
+                        path,
+                        Anchor::Value,
+                        format!("`{id}` names `{parent}` as its parent, but `agents.{parent}.children` does not list `{id}`"),
+                        format!("add `{id}` to `agents.{parent}.children`, or change this parent"),
+                    );
+                }
+            } else {
+                let hint = self.suggest(parent);
+                self.error(
+                    path,
+                    Anchor::Value,
+                    format!("parent `{parent}` is not an agent"),
+                    hint,
+                );
+            }
+        }
+
+        for (id, agent) in agents {
+            let list = Self::agent_path(id).key("children");
+            let mut seen = HashSet::new();
+            for child in &agent.children {
+                let nth = agent.children.iter().filter(|c| *c == child).count() - 1;
+                if !seen.insert(child.as_str()) {
+                    if nth == 1 {
+                        let path = self.item(list.clone(), child, 1);
+                        self.error(
+                            path,
+                            Anchor::Value,
+                            format!("`{child}` is listed twice"),
+                            "list each child once",
+                        );
+                    }
+                    continue;
+                }
+                let path = self.item(list.clone(), child, 0);
+                match agents.get(child) {
+                    None => {
+                        let hint = self.suggest(child);
+                        self.error(
+                            path,
+                            Anchor::Value,
+                            format!("child `{child}` is not an agent"),
+                            hint,
+                        );
+                    }
+                    Some(c) if c.parent.as_deref() != Some(id.as_str()) => {
+                        let actual = match &c.parent {
+                            Some(p) => format!("its parent is `{p}`"),
+                            None => "it has no parent".to_string(),
+                        };
+                        self.error(
+                            path,
+                            Anchor::Value,
+                            format!("`{child}` is listed as a child of `{id}`, but {actual}"),
+                            format!("set `parent: {id}` on `{child}`, or remove it from this list"),
+                        );
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+
+        let depths = self.depths();
+        let max = self.config.framework.execution.max_hierarchy_depth.get();
+        for (id, agent) in agents {
+            let Some(&depth) = depths.get(id.as_str()) else {
+                continue;
+            };
+            if let Some(level) = agent.level
+                && level != depth
+            {
+                let chain = self.chain(id);
+                self.error(
+                    Self::agent_path(id).key("level"),
+                    Anchor::Value,
+                    format!("level {level} does not match the agent's place in the tree: it is at level {depth} ({chain})"),
+                    format!("set `level: {depth}`, or move the agent under a different parent"),
+                );
+            }
+            let parent_depth_ok = agent
+                .parent
+                .as_deref()
+                .and_then(|p| depths.get(p))
+                .is_some_and(|&d| d <= max);
+            if depth > max && parent_depth_ok {
+                self.error(
+                    Self::agent_path(id),
+                    Anchor::Key,
+                    format!("`{id}` is at depth {depth}, deeper than framework.execution.maxHierarchyDepth ({max})"),
+                    "raise `maxHierarchyDepth`, or attach this branch higher in the tree",
+                );
+            }
+        }
+        depths
+    }
+
+    /// Walks every agent's parent chain once: depths for the chains that reach the root, one error per
+    /// cycle. Iterative, so an adversarially deep org cannot overflow the stack.
+    fn depths(&mut self) -> Depths<'a> {
+        let agents = &self.config.agents;
+        let mut depths: Depths<'a> = HashMap::with_capacity(agents.len());
+        let mut dead: HashSet<&'a str> = HashSet::new();
+        for start in agents.keys() {
+            let mut chain: Vec<&'a str> = Vec::new();
+            let mut on_chain: HashMap<&'a str, usize> = HashMap::new();
+            let mut current = start.as_str();
+            let base = loop {
+                if let Some(&d) = depths.get(current) {
+                    break Some(d);
+                }
+                if dead.contains(current) {
+                    break None;
+                }
+                if let Some(&at) = on_chain.get(current) {
+                    self.report_cycle(&chain[at..]);
+                    break None;
+                }
+                let Some(agent) = agents.get(current) else {
+                    break None;
+                };
+                on_chain.insert(current, chain.len());
+                chain.push(current);
+                match agent.parent.as_deref() {
+                    None => {
+                        depths.insert(current, 0);
+                        chain.pop();
+                        break Some(0);
+                    }
+                    Some(parent) => match agents.get_key_value(parent) {
+                        Some((key, _)) => current = key.as_str(),
+                        None => break None,
+                    },
+                }
+            };
+            match base {
+                Some(base) => {
+                    for (i, id) in chain.iter().rev().enumerate() {
+                        depths.insert(
+                            id,
+                            base + 1 + u32::try_from(i).unwrap_or(u32::MAX - base - 1),
+                        );
+                    }
+                }
+                None => dead.extend(chain),
+            }
+        }
+        depths
+    }
+
+    fn report_cycle(&mut self, members: &[&str]) {
+        // Self-parenting is reported by the parent rule with a clearer message.
+        if members.len() < 2 {
+            return;
+        }
+        let first_in_file = self
+            .config
+            .agents
+            .keys()
+            .find(|id| members.contains(&id.as_str()))
+            .map_or(members[0], String::as_str);
+        let start = members
+            .iter()
+            .position(|m| *m == first_in_file)
+            .unwrap_or(0);
+        let mut loop_ids: Vec<&str> = members[start..]
+            .iter()
+            .chain(&members[..start])
+            .copied()
+            .collect();
+        loop_ids.push(first_in_file);
+        self.error(
+            Self::agent_path(first_in_file).key("parent"),
+            Anchor::Value,
+            format!("the org has a cycle: {}", loop_ids.join(" → ")),
+            "an agent cannot report to its own subordinate; change one `parent:` to break the loop",
+        );
+    }
+
+    /// `ceo → vp-eng → lead` for the agent `id`, root first.
+    fn chain(&self, id: &str) -> String {
+        let mut ids = vec![id];
+        let mut current = id;
+        while let Some(parent) = self
+            .config
+            .agents
+            .get(current)
+            .and_then(|a| a.parent.as_deref())
+        {
+            if ids.contains(&parent) || ids.len() > self.config.agents.len() {
+                break;
+            }
+            ids.push(parent);
+            current = parent;
+        }
+        ids.reverse();
+        ids.join(" → ")
+    }
+
+    /// Leaves cannot delegate; managers without delegation tools are probably a mistake.
+    fn tools(&mut self) {
+        for (id, agent) in &self.config.agents {
+            let list = Self::agent_path(id).key("tools");
+            if agent.children.is_empty() {
+                for tool in agent.tools.iter().filter(|t| t.delegates()) {
+                    let path = self.item(list.clone(), tool.as_str(), 0);
+                    self.error(
+                        path,
+                        Anchor::Value,
+                        format!("`{id}` has no children, so it cannot use `{tool}`"),
+                        "remove the tool, or give the agent children",
+                    );
+                }
+            } else if !agent.can_delegate() {
+                let anchor_path = if self.node_at(&list).is_some() {
+                    list.clone()
+                } else {
+                    Self::agent_path(id)
+                };
+                self.warning(
+                    anchor_path,
+                    Anchor::Key,
+                    format!("`{id}` has children but neither `delegate` nor `delegateParallel`, so it can never hand them work"),
+                    "add `delegate` (and `delegateParallel`) to its tools",
+                );
+            }
+            let mut seen = HashSet::new();
+            for tool in &agent.tools {
+                if !seen.insert(tool) {
+                    let path = self.item(list.clone(), tool.as_str(), 1);
+                    self.warning(
+                        path,
+                        Anchor::Value,
+                        format!("`{tool}` is listed twice"),
+                        "list each tool once",
+                    );
+                }
+            }
+        }
+    }
+
+    /// Block labels unique per agent, initial values within limits, shared blocks exist, shareWith
+    /// targets exist and are at the same level.
+    fn memory(&mut self, depths: &Depths<'a>) {
+        let config = self.config;
+        for (label, block) in &config.shared_blocks {
+            let length = block.value.chars().count();
+            if length > block.limit.get() as usize {
+                self.error(
+                    KeyPath::of(["sharedBlocks", label, "value"]),
+                    Anchor::Value,
+                    format!(
+                        "the initial value is {length} characters, over the block's limit of {}",
+                        block.limit
+                    ),
+                    "shorten the value, or raise `limit`",
+                );
+            }
+        }
+        let mut referenced: HashSet<&str> = HashSet::new();
+        for (id, agent) in &config.agents {
+            let memory = &agent.memory;
+            let blocks = Self::agent_path(id).key("memory").key("blocks");
+            let mut labels: HashMap<&str, usize> = HashMap::new();
+            for block in &memory.blocks {
+                let nth = labels.entry(&block.label).or_insert(0);
+                let block_path = self.item_where(blocks.clone(), *nth, |n| {
+                    n.get("label")
+                        .is_some_and(|l| l.value == Value::Str(block.label.clone()))
+                });
+                *nth += 1;
+                if *nth == 2 {
+                    self.error(
+                        block_path.key("label"),
+                        Anchor::Value,
+                        format!("`{id}` already has a block labelled `{}`", block.label),
+                        "block labels must be unique per agent; rename one",
+                    );
+                }
+                if memory.shared_blocks.contains(&block.label) {
+                    self.error(
+                        block_path.key("label"),
+                        Anchor::Value,
+                        format!(
+                            "`{}` is both an own block and a shared block of `{id}`",
+                            block.label
+                        ),
+                        "rename the own block, so memory tools know which one is meant",
+                    );
+                }
+                let length = block.value.chars().count();
+                if length > block.limit.get() as usize {
+                    self.error(
+                        block_path.key("value"),
+                        Anchor::Value,
+                        format!("the initial value is {length} characters, over the block's limit of {}", block.limit),
+                        "shorten the value, or raise `limit`",
+                    );
+                }
+            }
+
+            let shared = Self::agent_path(id).key("memory").key("sharedBlocks");
+            for label in &memory.shared_blocks {
+                referenced.insert(label);
+                if !config.shared_blocks.contains_key(label) {
+                    let hint = match did_you_mean(
+                        label,
+                        config.shared_blocks.keys().map(String::as_str),
+                    ) {
+                        Some(s) => format!(
+                            "did you mean `{s}`? Otherwise define it under the top-level `sharedBlocks:`"
+                        ),
+                        None => format!("define `{label}` under the top-level `sharedBlocks:`"),
+                    };
+                    let path = self.item(shared.clone(), label, 0);
+                    self.error(
+                        path,
+                        Anchor::Value,
+                        format!("shared block `{label}` is not defined"),
+                        hint,
+                    );
+                }
+            }
+
+            let share = Self::agent_path(id).key("memory").key("shareWith");
+            let mut seen = HashSet::new();
+            for other in &memory.share_with {
+                let path = self.item(
+                    share.clone(),
+                    other,
+                    usize::from(!seen.insert(other.as_str())),
+                );
+                if other == id {
+                    self.error(
+                        path,
+                        Anchor::Value,
+                        format!("`{id}` shares with itself"),
+                        "remove it: an agent always sees its own memory",
+                    );
+                    continue;
+                }
+                if !config.agents.contains_key(other) {
+                    let hint = self.suggest(other);
+                    self.error(
+                        path,
+                        Anchor::Value,
+                        format!("`{other}` is not an agent"),
+                        hint,
+                    );
+                    continue;
+                }
+                if let (Some(mine), Some(theirs)) =
+                    (depths.get(id.as_str()), depths.get(other.as_str()))
+                    && mine != theirs
+                {
+                    self.error(
+                        path,
+                        Anchor::Value,
+                        format!("`{id}` is at level {mine} but `{other}` is at level {theirs}: shareWith only connects agents at the same level"),
+                        "superiors already read their subordinates' memory; remove this entry",
+                    );
+                }
+            }
+        }
+        for label in config.shared_blocks.keys() {
+            if !referenced.contains(label.as_str()) {
+                self.warning(
+                    KeyPath::of(["sharedBlocks", label]),
+                    Anchor::Key,
+                    format!("shared block `{label}` is not used by any agent"),
+                    "list it in some agent's `memory.sharedBlocks`, or remove it",
+                );
+            }
+        }
+    }
+
+    /// Prompt files exist, are readable UTF-8, and are not empty.
+    fn prompts(&mut self, base_dir: &FsPath) {
+        for (id, agent) in &self.config.agents {
+            let path = Self::agent_path(id).key("prompt");
+            match &agent.prompt {
+                Some(Prompt::File(file)) => {
+                    let resolved = base_dir.join(file);
+                    match std::fs::read_to_string(&resolved) {
+                        Ok(text) if text.trim().is_empty() => self.warning(
+                            path,
+                            Anchor::Value,
+                            format!("prompt file `{}` is empty", file.display()),
+                            "write the agent's instructions into it",
+                        ),
+                        Ok(_) => {}
+                        Err(e) => self.error(
+                            path,
+                            Anchor::Value,
+                            format!("cannot read prompt file `{}` ({}): {e}", file.display(), resolved.display()),
+                            "create the file or fix the path; paths are relative to the config file's directory",
+                        ),
+                    }
+                }
+                Some(Prompt::Inline(text)) if text.trim().is_empty() => self.warning(
+                    path,
+                    Anchor::Value,
+                    "the prompt is empty".into(),
+                    "write the agent's instructions, or `file:prompts/<id>.md`",
+                ),
+                _ => {}
+            }
+        }
+    }
+
+    /// Every model reference names a configured provider; models without a price get a warning.
+    fn models(&mut self) {
+        let framework = &self.config.framework;
+        if let Some(default) = &framework.default_provider
+            && !framework.providers.contains_key(default)
+        {
+            let hint = provider_hint(framework.providers.keys().map(String::as_str), default);
+            self.error(
+                KeyPath::of(["framework", "defaultProvider"]),
+                Anchor::Value,
+                format!("`{default}` is not a configured provider"),
+                hint,
+            );
+        }
+        let mut references: Vec<(KeyPath, &str)> = vec![(
+            KeyPath::of(["framework", "defaultModel"]),
+            framework.default_model.as_str(),
+        )];
+        if let Some(fast) = &framework.fast_model {
+            references.push((KeyPath::of(["framework", "fastModel"]), fast));
+        }
+        if let Some(model) = &framework.memory.consolidation.model {
+            references.push((
+                KeyPath::of(["framework", "memory", "consolidation", "model"]),
+                model,
+            ));
+        }
+        for (id, agent) in &self.config.agents {
+            if let Some(model) = &agent.model {
+                references.push((Self::agent_path(id).key("model"), model));
+            }
+        }
+        let mut unpriced_warned = HashSet::new();
+        for (path, model) in references {
+            match framework.resolve_model(model) {
+                Ok((provider, id)) => {
+                    let priced = framework
+                        .providers
+                        .get(provider)
+                        .is_some_and(|p| p.models.contains_key(id));
+                    if !priced && unpriced_warned.insert((provider, id)) {
+                        self.warning(
+                            path,
+                            Anchor::Value,
+                            format!("provider `{provider}` has no price for `{id}`, so its cost will be counted as 0"),
+                            format!("add `{id}: {{ input: …, output: … }}` (USD per million tokens) to `framework.providers.{provider}.models`"),
+                        );
+                    }
+                }
+                Err(e) => {
+                    let wanted = model.split_once('/').map_or(model, |(p, _)| p);
+                    let hint =
+                        provider_hint(framework.providers.keys().map(String::as_str), wanted);
+                    self.error(
+                        path,
+                        Anchor::Value,
+                        format!("model `{model}` names no configured provider: {e}"),
+                        hint,
+                    );
+                }
+            }
+        }
+    }
+
+    fn storage(&mut self) {
+        if self.config.framework.memory.storage == Storage::Postgres {
+            self.warning(
+                KeyPath::of(["framework", "memory", "storage"]),
+                Anchor::Value,
+                "postgres storage is not implemented yet".into(),
+                "use `storage: sqlite` until it is",
+            );
+        }
+    }
+
+    /// No credential anywhere in the file: secrets come from environment variables only. Walks with a
+    /// borrowed path so that the whole-document scan allocates nothing unless it finds something.
+    fn credentials(&mut self, node: &Node, path: Path<'_>) {
+        match &node.value {
+            Value::Str(text) => {
+                // `…Env` values are checked (with a better message) when they are decoded.
+                let is_env_key = matches!(path, Path::Key(_, key) if key.ends_with("Env"));
+                if !is_env_key && let Some(kind) = secrets::find_secret(text) {
+                    self.out.push(
+                        Diagnostic::error(path, node.span, format!("this looks like a {kind}; secrets must not be written in the config"))
+                            .with_hint("remove it (and rotate it if the file was shared), export it as an environment variable, and name that variable in the matching `…Env` key"),
+                    );
+                }
+            }
+            Value::Seq(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.credentials(item, path.index(i));
+                }
+            }
+            Value::Map(entries) => {
+                for entry in entries {
+                    self.credentials(&entry.value, path.key(&entry.key));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn provider_hint<'p>(providers: impl Iterator<Item = &'p str> + Clone, wanted: &str) -> String {
+    let names: Vec<&str> = providers.clone().collect();
+    if names.is_empty() {
+        return "add a provider under `framework.providers`".to_string();
+    }
+    let list = names.join(", ");
+    match did_you_mean(wanted, providers) {
+        Some(s) if s != wanted => {
+            format!("did you mean `{s}`? Write `provider/model`; configured providers: {list}")
+        }
+        _ => format!(
+            "write `provider/model`, or set `framework.defaultProvider`; configured providers: {list}"
+        ),
+    }
+}

@@ -1,0 +1,11 @@
+//! # opc-memory — organisational memory
+//!
+//! Role: core memory blocks (always in an agent's context, self-edited through tools), recall memory
+//! (conversation history searched by SQLite + tantivy + vectors fused with RRF), semantic facts, and the
+//! namespace ACL that decides which agent may read or write which memory, using the
+//! [`opc_hierarchy::OrgTree`].
+//!
+//! Invariants (enforced once the memory issue lands):
+//! - every read and write is checked against the org tree before it touches storage;
+//! - a block's value never exceeds its limit, and concurrent edits are serialised by a version check;
+//! - every entry carries immutable provenance (author, task, thread, time, content hash).

@@ -1,0 +1,13 @@
+//! # opc-privacy — the privacy gateway
+//!
+//! Role: find personal data (regex recognisers plus a local NER model) in every LLM request, replace it
+//! with same-type fake values kept in a per-session vault, and restore the real values in the reply,
+//! including streamed replies.
+//!
+//! Invariants (enforced once the privacy issue lands):
+//! - no detected PII value leaves the process in an LLM request when privacy is enabled;
+//! - within one session a real value always maps to the same fake value, and restoring is longest-match
+//!   first so that overlapping fakes never restore partially;
+//! - vaults live in memory only and are dropped with their session; nothing here is ever logged.
+//!
+//! The gateway plugs into the agents crate's LLM call stack as one layer; agent code never sees it.

@@ -1,0 +1,7 @@
+//! # opc-tests — end-to-end tests and their test doubles
+//!
+//! Role: the workspace member that holds end-to-end tests which drive the real `opc` components over real
+//! sockets on 127.0.0.1, and the test doubles they need (a scripted LLM server, a fake Slack, a fake
+//! Discord). Test doubles live here and nowhere else, so no product crate can reach them.
+//!
+//! Invariant: nothing in this crate talks to any host other than the loopback interface.
