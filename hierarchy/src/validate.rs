@@ -225,10 +225,12 @@ impl<'a> Checker<'a> {
                     }
                     continue;
                 }
-                let path = self.item(list.clone(), child, 0);
+                // Located only when something is wrong: finding it walks the document.
+                let path = || self.item(list.clone(), child, 0);
                 match agents.get(child) {
                     None => {
                         let hint = self.suggest(child);
+                        let path = path();
                         self.error(
                             path,
                             Anchor::Value,
@@ -237,6 +239,7 @@ impl<'a> Checker<'a> {
                         );
                     }
                     Some(c) if c.parent.as_deref() != Some(id.as_str()) => {
+                        let path = path();
                         let actual = match &c.parent {
                             Some(p) => format!("its parent is `{p}`"),
                             None => "it has no parent".to_string(),
@@ -456,22 +459,28 @@ impl<'a> Checker<'a> {
             let mut labels: HashMap<&str, usize> = HashMap::new();
             for block in &memory.blocks {
                 let nth = labels.entry(&block.label).or_insert(0);
-                let block_path = self.item_where(blocks.clone(), *nth, |n| {
-                    n.get("label")
-                        .is_some_and(|l| l.value == Value::Str(block.label.clone()))
-                });
+                let occurrence = *nth;
                 *nth += 1;
-                if *nth == 2 {
+                // Located only when something is wrong: finding it walks the document.
+                let block_path = |checker: &Self| {
+                    checker.item_where(blocks.clone(), occurrence, |n| {
+                        n.get("label")
+                            .is_some_and(|l| l.value == Value::Str(block.label.clone()))
+                    })
+                };
+                if occurrence == 1 {
+                    let path = block_path(self).key("label");
                     self.error(
-                        block_path.key("label"),
+                        path,
                         Anchor::Value,
                         format!("`{id}` already has a block labelled `{}`", block.label),
                         "block labels must be unique per agent; rename one",
                     );
                 }
                 if memory.shared_blocks.contains(&block.label) {
+                    let path = block_path(self).key("label");
                     self.error(
-                        block_path.key("label"),
+                        path,
                         Anchor::Value,
                         format!(
                             "`{}` is both an own block and a shared block of `{id}`",
@@ -482,8 +491,9 @@ impl<'a> Checker<'a> {
                 }
                 let length = block.value.chars().count();
                 if length > block.limit.get() as usize {
+                    let path = block_path(self).key("value");
                     self.error(
-                        block_path.key("value"),
+                        path,
                         Anchor::Value,
                         format!("the initial value is {length} characters, over the block's limit of {}", block.limit),
                         "shorten the value, or raise `limit`",
