@@ -16,11 +16,13 @@ use indexmap::IndexMap;
 use crate::diagnostic::{Diagnostic, Path};
 use crate::yaml::{Entry, Node, Value};
 
-/// Collects diagnostics while decoding.
-#[derive(Debug, Default)]
-pub struct Decoder {
+/// Collects diagnostics while decoding one document.
+#[derive(Debug)]
+pub struct Decoder<'d> {
     /// Everything found so far, in discovery order.
     pub diagnostics: Vec<Diagnostic>,
+    /// The whole document, to locate keys that are reported only by path.
+    doc: &'d Node,
 }
 
 /// A type that can be read from a config node.
@@ -29,7 +31,24 @@ pub trait Decode: Sized {
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self>;
 }
 
-impl Decoder {
+impl<'d> Decoder<'d> {
+    /// A decoder for `doc`.
+    pub fn new(doc: &'d Node) -> Self {
+        Decoder {
+            diagnostics: Vec::new(),
+            doc,
+        }
+    }
+
+    /// Where the key of the entry at `path` is (the mapping's own key, for "missing key" errors).
+    pub fn key_span(&self, path: Path<'_>) -> crate::yaml::Span {
+        crate::diagnostic::locate(
+            self.doc,
+            &path.to_key_path(),
+            crate::diagnostic::Anchor::Key,
+        )
+    }
+
     /// Records a diagnostic.
     pub fn push(&mut self, diagnostic: Diagnostic) {
         self.diagnostics.push(diagnostic);
@@ -203,7 +222,11 @@ impl<'n> Fields<'n> {
         match self.node(key) {
             Some(node) => T::decode(node, path.key(key), cx),
             None => {
-                let span = self.entry(key).map_or(at.span, |e| e.key_span);
+                let span = match self.entry(key) {
+                    Some(entry) => entry.key_span,
+                    None if matches!(path, Path::Root) => at.span,
+                    None => cx.key_span(path),
+                };
                 cx.push(
                     Diagnostic::error(path, span, format!("missing required key `{key}`"))
                         .with_hint(hint.to_string()),
@@ -472,7 +495,7 @@ mod tests {
 
     fn decode_field<T: Decode>(yaml: &str) -> (Option<T>, Vec<Diagnostic>) {
         let doc = parse(yaml).expect("valid yaml");
-        let mut cx = Decoder::default();
+        let mut cx = Decoder::new(&doc);
         let value = doc
             .get("v")
             .and_then(|node| T::decode(node, Path::Root.key("v"), &mut cx));

@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::yaml::Span;
+use crate::yaml::{Node, Span, Value};
 
 /// How serious a diagnostic is: errors make the config invalid, warnings do not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -171,6 +171,49 @@ impl fmt::Display for KeyPath {
     }
 }
 
+/// Which part of a `key: value` entry a position refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Anchor {
+    /// The key (`vp-eng:`) — for problems with the entry as a whole, such as a missing key inside it.
+    Key,
+    /// The value — for problems with what was written.
+    Value,
+}
+
+/// The position of `path` in `doc`: the deepest part of the path that exists. An empty value has no
+/// text of its own, so it is located at its key.
+pub fn locate(doc: &Node, path: &KeyPath, anchor: Anchor) -> Span {
+    let mut node = doc;
+    let mut span = doc.span;
+    for (i, segment) in path.0.iter().enumerate() {
+        let last = i + 1 == path.0.len();
+        match segment {
+            Segment::Key(key) => match node.entry(key) {
+                Some(entry) => {
+                    span = if last && anchor == Anchor::Key {
+                        entry.key_span
+                    } else {
+                        entry.value.span
+                    };
+                    if entry.value.value == Value::Null && span.byte_len == 0 {
+                        span = entry.key_span;
+                    }
+                    node = &entry.value;
+                }
+                None => break,
+            },
+            Segment::Index(index) => match node.element(*index) {
+                Some(element) => {
+                    span = element.span;
+                    node = element;
+                }
+                None => break,
+            },
+        }
+    }
+    span
+}
+
 /// A borrowed key path built on the stack while decoding: no allocation unless a diagnostic needs it.
 #[derive(Clone, Copy, Debug)]
 pub enum Path<'a> {
@@ -191,6 +234,27 @@ impl<'a> Path<'a> {
     /// The path one index deeper.
     pub fn index(&'a self, index: usize) -> Path<'a> {
         Path::Index(self, index)
+    }
+
+    /// The owned form, root first.
+    pub fn to_key_path(&self) -> KeyPath {
+        let mut segments = Vec::new();
+        let mut current = self;
+        loop {
+            match current {
+                Path::Root => break,
+                Path::Key(parent, key) => {
+                    segments.push(Segment::Key((*key).to_string()));
+                    current = parent;
+                }
+                Path::Index(parent, index) => {
+                    segments.push(Segment::Index(*index));
+                    current = parent;
+                }
+            }
+        }
+        segments.reverse();
+        KeyPath(segments)
     }
 }
 

@@ -185,7 +185,7 @@ pub fn check(source: &str, base_dir: Option<&Path>) -> (Option<Config>, Vec<Diag
             return (None, vec![diagnostic]);
         }
     };
-    let mut decoder = decode::Decoder::default();
+    let mut decoder = decode::Decoder::new(&doc);
     let config = Config::decode(&doc, &mut decoder);
     let mut diagnostics = decoder.diagnostics;
     if let Some(config) = &config {

@@ -545,7 +545,7 @@ impl Framework {
         let providers: IndexMap<String, Provider> = f.or_default(cx, path, "providers");
         if providers.is_empty() && f.node("providers").is_none() {
             cx.push(
-                Diagnostic::error(path, node.span, "no LLM provider is configured")
+                Diagnostic::error(path, cx.key_span(path), "no LLM provider is configured")
                     .with_hint("add `providers: { anthropic: { kind: anthropic, apiKeyEnv: ANTHROPIC_API_KEY } }`"),
             );
         }
@@ -580,7 +580,8 @@ impl Framework {
     /// `anthropic/claude-x` names its provider. A bare `claude-x` belongs to the one provider whose price
     /// table lists it, else to `defaultProvider`, else to the only provider there is.
     pub fn resolve_model<'a>(&'a self, model: &'a str) -> Result<(&'a str, &'a str), ModelError> {
-        if let Some((provider, id)) = model.split_once('/')
+        let prefix = model.split_once('/');
+        if let Some((provider, id)) = prefix
             && let Some((name, _)) = self.providers.get_key_value(provider)
         {
             if id.is_empty() {
@@ -592,26 +593,44 @@ impl Framework {
             .providers
             .iter()
             .filter(|(_, p)| p.models.contains_key(model));
-        if let (Some((name, _)), None) = (listing.next(), listing.next()) {
-            return Ok((name.as_str(), model));
+        let provider = match (listing.next(), listing.next()) {
+            (Some((name, _)), None) => name,
+            _ => match &self.default_provider {
+                Some(default) => match self.providers.get_key_value(default.as_str()) {
+                    Some((name, _)) => name,
+                    None => return Err(ModelError::UnknownDefaultProvider(default.clone())),
+                },
+                None => match self.providers.len() {
+                    0 => return Err(ModelError::NoProviders),
+                    1 => self
+                        .providers
+                        .keys()
+                        .next()
+                        .ok_or(ModelError::NoProviders)?,
+                    _ if prefix.is_some() => {
+                        return Err(ModelError::UnknownProvider(
+                            prefix.map_or("", |(p, _)| p).to_string(),
+                        ));
+                    }
+                    _ => return Err(ModelError::Ambiguous),
+                },
+            },
+        };
+        // Model ids with a slash (`meta-llama/Llama-3-8B`) exist only behind OpenAI-compatible servers;
+        // for any other provider `x/model` means "provider x", which is not configured.
+        if let Some((unknown, _)) = prefix
+            && self
+                .providers
+                .get(provider.as_str())
+                .is_some_and(|p| p.kind != ProviderKind::OpenAiCompatible)
+            && !self
+                .providers
+                .get(provider.as_str())
+                .is_some_and(|p| p.models.contains_key(model))
+        {
+            return Err(ModelError::UnknownProvider(unknown.to_string()));
         }
-        if let Some(default) = &self.default_provider {
-            return match self.providers.get_key_value(default.as_str()) {
-                Some((name, _)) => Ok((name.as_str(), model)),
-                None => Err(ModelError::UnknownDefaultProvider(default.clone())),
-            };
-        }
-        match self.providers.len() {
-            1 => Ok((
-                self.providers.keys().next().map_or("", String::as_str),
-                model,
-            )),
-            0 => Err(ModelError::NoProviders),
-            _ if model.contains('/') => Err(ModelError::UnknownProvider(
-                model.split_once('/').map_or("", |(p, _)| p).to_string(),
-            )),
-            _ => Err(ModelError::Ambiguous),
-        }
+        Ok((provider.as_str(), model))
     }
 }
 
@@ -639,24 +658,28 @@ impl Decode for Provider {
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
         const KEYS: &[&str] = &["kind", "baseUrl", "apiKeyEnv", "models"];
         let f = cx.fields(node, path, KEYS)?;
-        let kind = f.required::<ProviderKind>(
-            cx,
-            path,
-            node,
-            "kind",
-            "say which API this is: `kind: anthropic` or `kind: openai-compatible`",
-        )?;
+        // A bad `kind` or `baseUrl` is recorded; the provider keeps its name so that the models naming it
+        // are not reported as unresolvable too.
+        let kind = f
+            .required::<ProviderKind>(
+                cx,
+                path,
+                node,
+                "kind",
+                "say which API this is: `kind: anthropic` or `kind: openai-compatible`",
+            )
+            .unwrap_or(ProviderKind::Anthropic);
         let base_url = match (f.optional::<Url>(cx, path, "baseUrl"), kind) {
             (Some(url), _) => url.0,
             (None, ProviderKind::Anthropic) => "https://api.anthropic.com".to_string(),
             (None, ProviderKind::OpenAiCompatible) => {
                 if f.node("baseUrl").is_none() {
                     cx.push(
-                        Diagnostic::error(path, node.span, "missing required key `baseUrl`")
+                        Diagnostic::error(path, cx.key_span(path), "missing required key `baseUrl`")
                             .with_hint("an openai-compatible provider needs its URL, e.g. `baseUrl: http://127.0.0.1:11434/v1` for Ollama"),
                     );
                 }
-                return None;
+                String::new()
             }
         };
         let api_key_env = match kind {
@@ -757,7 +780,7 @@ impl MemorySettings {
             Some(n) => {
                 let graph_path = path.key("graph");
                 cx.fields(n, graph_path, &["enabled"])
-                    .map_or(false, |g| g.or(cx, graph_path, "enabled", false))
+                    .is_some_and(|g| g.or(cx, graph_path, "enabled", false))
             }
             None => false,
         };
@@ -948,10 +971,13 @@ impl Decode for Slack {
             "apiBaseUrl",
         ];
         let f = cx.fields(node, path, KEYS)?;
-        let mode = f.or(cx, path, "mode", SlackMode::Socket);
+        let given_mode = f.optional::<SlackMode>(cx, path, "mode");
+        let mode_is_valid = given_mode.is_some() || f.node("mode").is_none();
+        let mode = given_mode.unwrap_or(SlackMode::Socket);
         let app_token_env = f.optional(cx, path, "appTokenEnv");
         let signing_secret_env = f.optional(cx, path, "signingSecretEnv");
         let needed = match mode {
+            _ if !mode_is_valid => None,
             SlackMode::Socket if app_token_env.is_none() && f.node("appTokenEnv").is_none() => {
                 Some((
                     "appTokenEnv",
@@ -969,10 +995,11 @@ impl Decode for Slack {
             _ => None,
         };
         if let Some((key, hint)) = needed {
+            let span = cx.key_span(path);
             cx.push(
                 Diagnostic::error(
                     path,
-                    node.span,
+                    span,
                     format!("missing required key `{key}` for mode `{mode}`"),
                 )
                 .with_hint(hint),
@@ -1050,7 +1077,7 @@ impl Web {
             None => DEFAULT_WEB_LISTEN,
         };
         let access_token_env = f.optional(cx, path, "accessTokenEnv");
-        if !listen.ip().is_loopback() && access_token_env.is_none() {
+        if !listen.ip().is_loopback() && f.node("accessTokenEnv").is_none() {
             let span = f.node("listen").map_or(node.span, |n| n.span);
             cx.push(
                 Diagnostic::error(
@@ -1134,8 +1161,10 @@ impl Agent {
             Some(n) => AgentMemory::decode(n, path.key("memory"), cx).unwrap_or_default(),
             None => AgentMemory::default(),
         };
+        // A missing or mistyped role is already an error; the agent keeps its place in the org so that
+        // its parent and children are not reported as broken too.
         Some(Agent {
-            role: role?,
+            role: role.unwrap_or_default(),
             level: f.optional(cx, path, "level"),
             parent: f.optional(cx, path, "parent"),
             children: f.or_default(cx, path, "children"),

@@ -12,19 +12,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path as FsPath;
 
 use crate::decode::did_you_mean;
-use crate::diagnostic::{Diagnostic, KeyPath, Path, Segment};
+use crate::diagnostic::{self, Anchor, Diagnostic, KeyPath, Path, Segment};
 use crate::schema::{Config, Prompt, Storage};
 use crate::secrets;
 use crate::yaml::{Node, Span, Value};
-
-/// Which part of a `key: value` entry a diagnostic points at.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Anchor {
-    /// The key (`vp-eng:`) — for problems with the entry as a whole.
-    Key,
-    /// The value — for problems with what was written.
-    Value,
-}
 
 /// Runs every semantic rule. `base_dir` is where relative paths (prompt files) resolve; `None` skips the
 /// checks that need a file system.
@@ -57,38 +48,8 @@ struct Checker<'a> {
 type Depths<'a> = HashMap<&'a str, u32>;
 
 impl<'a> Checker<'a> {
-    /// The position of `path`: the deepest part of it that exists in the document.
     fn locate(&self, path: &KeyPath, anchor: Anchor) -> Span {
-        let mut node = self.doc;
-        let mut span = self.doc.span;
-        for (i, segment) in path.0.iter().enumerate() {
-            let last = i + 1 == path.0.len();
-            match segment {
-                Segment::Key(key) => match node.entry(key) {
-                    Some(entry) => {
-                        span = if last && anchor == Anchor::Key {
-                            entry.key_span
-                        } else {
-                            entry.value.span
-                        };
-                        // An empty value has no text of its own; point at its key instead.
-                        if entry.value.value == Value::Null && span.byte_len == 0 {
-                            span = entry.key_span;
-                        }
-                        node = &entry.value;
-                    }
-                    None => break,
-                },
-                Segment::Index(index) => match node.element(*index) {
-                    Some(element) => {
-                        span = element.span;
-                        node = element;
-                    }
-                    None => break,
-                },
-            }
-        }
-        span
+        diagnostic::locate(self.doc, path, anchor)
     }
 
     fn error(&mut self, path: KeyPath, anchor: Anchor, message: String, hint: impl Into<String>) {
@@ -397,7 +358,12 @@ impl<'a> Checker<'a> {
         for (id, agent) in &self.config.agents {
             let list = Self::agent_path(id).key("tools");
             if agent.children.is_empty() {
-                for tool in agent.tools.iter().filter(|t| t.delegates()) {
+                let mut reported = HashSet::new();
+                for tool in agent
+                    .tools
+                    .iter()
+                    .filter(|t| t.delegates() && reported.insert(**t))
+                {
                     let path = self.item(list.clone(), tool.as_str(), 0);
                     self.error(
                         path,
@@ -502,7 +468,18 @@ impl<'a> Checker<'a> {
             }
 
             let shared = Self::agent_path(id).key("memory").key("sharedBlocks");
+            let mut referenced_here = HashSet::new();
             for label in &memory.shared_blocks {
+                if !referenced_here.insert(label.as_str()) {
+                    let path = self.item(shared.clone(), label, 1);
+                    self.warning(
+                        path,
+                        Anchor::Value,
+                        format!("`{label}` is listed twice"),
+                        "list each shared block once",
+                    );
+                    continue;
+                }
                 referenced.insert(label);
                 if !config.shared_blocks.contains_key(label) {
                     let hint = match did_you_mean(
@@ -694,7 +671,7 @@ impl<'a> Checker<'a> {
                 let is_env_key = matches!(path, Path::Key(_, key) if key.ends_with("Env"));
                 if !is_env_key && let Some(kind) = secrets::find_secret(text) {
                     self.out.push(
-                        Diagnostic::error(path, node.span, format!("this looks like a {kind}; secrets must not be written in the config"))
+                        Diagnostic::error(path, node.span, format!("this looks like {} {kind}; secrets must not be written in the config", article(kind)))
                             .with_hint("remove it (and rotate it if the file was shared), export it as an environment variable, and name that variable in the matching `…Env` key"),
                     );
                 }
@@ -727,5 +704,14 @@ fn provider_hint<'p>(providers: impl Iterator<Item = &'p str> + Clone, wanted: &
         _ => format!(
             "write `provider/model`, or set `framework.defaultProvider`; configured providers: {list}"
         ),
+    }
+}
+
+/// "a" or "an" before `word`, by its first letter (good enough for the credential names above).
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['A', 'E', 'I', 'O', 'U', 'a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
     }
 }

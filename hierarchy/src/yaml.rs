@@ -236,7 +236,7 @@ impl Builder {
                 };
                 let (mut node, size) = (node.clone(), *size);
                 self.count(size, span)?;
-                node.span = span;
+                relocate(&mut node, span);
                 self.complete(node);
             }
             Event::SequenceStart(_, anchor, _) => {
@@ -375,6 +375,25 @@ fn key_text(value: &Value) -> String {
         Value::Bool(b) => b.to_string(),
         Value::Null => "~".to_string(),
         Value::Seq(_) | Value::Map(_) => format!("<{}>", value.kind()),
+    }
+}
+
+/// Gives every node of an alias's copy the alias's position: a problem found in the copy is reported
+/// where the alias is used (inside the agent that uses it), not at the anchor in some other agent.
+fn relocate(node: &mut Node, span: Span) {
+    let mut stack = vec![node];
+    while let Some(node) = stack.pop() {
+        node.span = span;
+        match &mut node.value {
+            Value::Seq(items) => stack.extend(items.iter_mut()),
+            Value::Map(entries) => {
+                for entry in entries.iter_mut() {
+                    entry.key_span = span;
+                    stack.push(&mut entry.value);
+                }
+            }
+            _ => {}
+        }
     }
 }
 

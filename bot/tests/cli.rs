@@ -1,0 +1,169 @@
+//! The `opc` binary as a user runs it: exit codes, output formats, `init` safety, `$OPC_CONFIG`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn opc(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_opc"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("OPC_CONFIG")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("opc runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn init_writes_a_valid_org_and_refuses_to_overwrite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let target = dir.path().join("my-org");
+    let out = opc(&["init", target.to_str().expect("utf-8 path")], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(target.join("opc.config.yaml").is_file());
+    assert!(target.join("prompts/ceo.md").is_file());
+
+    let out = opc(&["validate"], &target);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("valid — 9 agents, 4 levels"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // A user's edits survive a second init: nothing is written, and the command says why.
+    std::fs::write(target.join("prompts/ceo.md"), "my own prompt").expect("edit");
+    let out = opc(&["init", "."], &target);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("refusing to overwrite"),
+        "{}",
+        text(&out.stderr)
+    );
+    let kept = std::fs::read_to_string(target.join("prompts/ceo.md")).expect("still there");
+    assert_eq!(kept, "my own prompt");
+}
+
+#[test]
+fn validate_reports_every_error_with_positions_and_exits_1() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("opc.config.yaml"),
+        "framework:\n  defaultModel: m\n  providers: { p: { kind: anthropic } }\n  execution: { taskTimeout: soon }\nagents:\n  ceo: { role: CEO, chidren: [] }\n",
+    )
+    .expect("write config");
+
+    let out = opc(&["validate"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("opc.config.yaml:4:29"), "{stderr}");
+    assert!(
+        stderr.contains("framework.execution.taskTimeout"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("did you mean `children`?"), "{stderr}");
+    assert!(stderr.contains("invalid — 2 errors, 1 warning"), "{stderr}");
+
+    let out = opc(&["validate", "--format", "json"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json output");
+    assert_eq!(report["valid"], false);
+    let errors = report["errors"].as_array().expect("errors array");
+    assert_eq!(errors.len(), 2, "{report}");
+    assert_eq!(errors[0]["path"], "framework.execution.taskTimeout");
+    assert_eq!(
+        (errors[0]["line"].as_u64(), errors[0]["column"].as_u64()),
+        (Some(4), Some(29))
+    );
+    assert_eq!(errors[1]["path"], "agents.ceo.chidren");
+    assert_eq!(
+        (errors[1]["line"].as_u64(), errors[1]["column"].as_u64()),
+        (Some(6), Some(21))
+    );
+    assert!(
+        errors[1]["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("children"))
+    );
+}
+
+#[test]
+fn unreadable_config_exits_2_and_config_env_is_honoured() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = opc(&["validate"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("opc init"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = opc(
+        &["validate", "--format", "json", "--config", "missing.yaml"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json output");
+    assert!(
+        report["unreadable"]
+            .as_str()
+            .is_some_and(|m| m.contains("missing.yaml"))
+    );
+
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../opc.config.yaml");
+    let out = Command::new(env!("CARGO_BIN_EXE_opc"))
+        .arg("validate")
+        .current_dir(dir.path())
+        .env("OPC_CONFIG", &example)
+        .output()
+        .expect("opc runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn visualize_draws_the_tree_without_colour_when_piped() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = opc(&["visualize"], &root);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let drawing = text(&out.stdout);
+    assert!(
+        !drawing.contains('\u{1b}'),
+        "no escape codes in piped output"
+    );
+    let lines: Vec<&str> = drawing.lines().collect();
+    assert!(
+        lines[1].starts_with("ceo  CEO  [anthropic/claude-opus-4-6]"),
+        "{drawing}"
+    );
+    assert!(
+        drawing.contains("├── vp-eng  VP Engineering  [anthropic/claude-sonnet-4-5, default]"),
+        "{drawing}"
+    );
+    assert!(drawing.contains("│   │   └── dev-backend"), "{drawing}");
+    assert!(drawing.contains("shares with: vp-ops"), "{drawing}");
+    assert!(drawing.contains("shared team_policies"), "{drawing}");
+    assert!(
+        lines
+            .last()
+            .is_some_and(|l| l.starts_with("        └── support-agent")),
+        "{drawing}"
+    );
+}
+
+#[test]
+fn help_explains_every_command() {
+    let out = opc(&["--help"], Path::new("."));
+    let help = text(&out.stdout);
+    for command in ["init", "validate", "visualize"] {
+        assert!(help.contains(command), "{help}");
+    }
+    let out = opc(&["validate", "--help"], Path::new("."));
+    assert!(
+        text(&out.stdout).contains("0 valid"),
+        "{}",
+        text(&out.stdout)
+    );
+}
