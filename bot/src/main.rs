@@ -1,9 +1,9 @@
 //! # opc — the OPC command line
 //!
 //! Role: the one binary users run. `opc init` writes a working example org, `opc validate` checks a
-//! config and shows every problem with its position, `opc visualize` draws the org tree. Later issues add
-//! the gateway (`opc run`), `opc chat` and `opc tasks` here; the library crates do the work, this crate
-//! only wires them to the terminal.
+//! config and shows every problem with its position, `opc visualize` draws the org tree, `opc run`
+//! starts the server. Later issues grow `run` into the chat gateway and add `opc chat` and `opc tasks`;
+//! the library crates do the work, this crate only wires them to the terminal and the network.
 //!
 //! Invariants: exit codes are stable and documented (`validate`: 0 valid, 1 invalid, 2 unreadable);
 //! nothing here panics on user input; secrets are never printed.
@@ -49,6 +49,14 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Start OPC: validate the config and serve on `channels.web.listen` (127.0.0.1:7420 by default).
+    ///
+    /// This version serves a read-only org view: `/` (the org chart), `/api/org` (JSON) and
+    /// `/healthz`. An invalid config never starts. Ctrl-C or SIGTERM stops it cleanly.
+    Run {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
     /// Draw the org tree: id, role, model, tools, memory and shareWith of every agent.
     ///
     /// Colours are used when stdout is a terminal (set NO_COLOR to turn them off).
@@ -87,5 +95,6 @@ fn main() -> ExitCode {
         Command::Init { dir } => commands::init::run(&dir),
         Command::Validate { config, format } => commands::validate::run(&config.path(), format),
         Command::Visualize { config } => commands::visualize::run(&config.path()),
+        Command::Run { config } => commands::run::run(&config.path()),
     }
 }

@@ -167,3 +167,83 @@ fn help_explains_every_command() {
         text(&out.stdout)
     );
 }
+
+#[test]
+fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpStream;
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("opc.config.yaml"),
+        "framework:\n  name: Tiny <Org>\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\nchannels:\n  web: { listen: \"127.0.0.1:0\" }\nagents:\n  ceo: { role: CEO, tools: [delegate], children: [dev] }\n  dev: { role: Dev, parent: ceo }\n",
+    )
+    .expect("write config");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_opc"))
+        .arg("run")
+        .current_dir(dir.path())
+        .env_remove("OPC_CONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("opc run starts");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut banner = String::new();
+    stdout.read_line(&mut banner).expect("banner line");
+    let address = banner
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {banner:?}"))
+        .to_string();
+    assert!(address.starts_with("127.0.0.1:"), "{banner}");
+
+    let get = |path: &str| {
+        let mut stream = TcpStream::connect(&address).expect("connect");
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        .expect("send");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("read");
+        response
+    };
+    let org = get("/api/org");
+    assert!(org.starts_with("HTTP/1.1 200"), "{org}");
+    let body = org.split("\r\n\r\n").nth(1).expect("body");
+    let json: serde_json::Value = serde_json::from_str(body).expect("json body");
+    assert_eq!(json["root"], "ceo");
+    assert_eq!(json["agents"][1]["parent"], "ceo");
+    let page = get("/");
+    assert!(
+        page.contains("Tiny &lt;Org&gt;"),
+        "names are escaped: {page}"
+    );
+    assert!(get("/healthz").ends_with("ok"));
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let status = child.wait().expect("exits");
+    assert_eq!(status.code(), Some(0));
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).expect("rest of stdout");
+    assert!(rest.contains("opc: stopped"), "{rest}");
+}
+
+#[test]
+fn run_refuses_an_invalid_config() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("opc.config.yaml"), "agents: {}\n").expect("write config");
+    let out = opc(&["run"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("not starting"),
+        "{}",
+        text(&out.stderr)
+    );
+}

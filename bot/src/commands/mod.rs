@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod init;
+pub mod run;
 pub mod validate;
 pub mod visualize;
 
