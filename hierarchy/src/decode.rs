@@ -143,12 +143,13 @@ impl<'d> Decoder<'d> {
         path: Path<'_>,
         words: &[(&'static str, T)],
     ) -> Option<T> {
-        let allowed = words.iter().map(|(w, _)| *w).collect::<Vec<_>>().join(", ");
+        // Built only on the error paths: enum values are decoded for every tool of every agent.
+        let allowed = || words.iter().map(|(w, _)| *w).collect::<Vec<_>>().join(", ");
         let Value::Str(text) = &node.value else {
             self.type_error(
                 node,
                 path,
-                &format!("one of: {allowed}"),
+                &format!("one of: {}", allowed()),
                 "write one of the allowed words",
             );
             return None;
@@ -157,8 +158,8 @@ impl<'d> Decoder<'d> {
             return Some(*value);
         }
         let hint = match did_you_mean(text, words.iter().map(|(w, _)| *w)) {
-            Some(suggestion) => format!("did you mean `{suggestion}`? Allowed: {allowed}"),
-            None => format!("allowed: {allowed}"),
+            Some(suggestion) => format!("did you mean `{suggestion}`? Allowed: {}", allowed()),
+            None => format!("allowed: {}", allowed()),
         };
         self.push(
             Diagnostic::error(path, node.span, format!("unknown value `{text}`")).with_hint(hint),

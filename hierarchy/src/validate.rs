@@ -172,10 +172,10 @@ impl<'a> Checker<'a> {
         for (id, agent) in agents {
             let list = Self::agent_path(id).key("children");
             let mut seen = HashSet::new();
+            let mut reported_twice = HashSet::new();
             for child in &agent.children {
-                let nth = agent.children.iter().filter(|c| *c == child).count() - 1;
                 if !seen.insert(child.as_str()) {
-                    if nth == 1 {
+                    if reported_twice.insert(child.as_str()) {
                         let path = self.item(list.clone(), child, 1);
                         self.error(
                             path,
