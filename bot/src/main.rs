@@ -2,8 +2,8 @@
 //!
 //! Role: the one binary users run. `opc init` writes a working example org, `opc validate` checks a
 //! config and shows every problem with its position, `opc visualize` draws the org tree, `opc run`
-//! starts the server. Later issues grow `run` into the chat gateway and add `opc chat` and `opc tasks`;
-//! the library crates do the work, this crate only wires them to the terminal and the network.
+//! starts the server, `opc chat` talks to the root agent, `opc tasks` shows the ledger. The library
+//! crates do the work; this crate only wires them to the terminal and the network.
 //!
 //! Invariants: exit codes are stable and documented (`validate`: 0 valid, 1 invalid, 2 unreadable);
 //! nothing here panics on user input; secrets are never printed.
@@ -57,6 +57,24 @@ enum Command {
         #[command(flatten)]
         config: ConfigArg,
     },
+    /// Send a message to the root agent and print its answer; without a message, chat interactively.
+    ///
+    /// The answer goes to stdout (streamed when it is a terminal), the delegation trace, approval
+    /// prompts and the token/cost total to stderr. Ctrl-C cancels the running request and everything it
+    /// delegated. Exit status: 0 answered, 1 failed, 2 not started, 3 escalated, 130 cancelled.
+    Chat {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        args: commands::chat::ChatArgs,
+    },
+    /// List recent requests, or show one delegation tree with state, time, tokens and cost per task.
+    Tasks {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        args: commands::tasks::TasksArgs,
+    },
     /// Draw the org tree: id, role, model, tools, memory and shareWith of every agent.
     ///
     /// Colours are used when stdout is a terminal (set NO_COLOR to turn them off).
@@ -96,5 +114,7 @@ fn main() -> ExitCode {
         Command::Validate { config, format } => commands::validate::run(&config.path(), format),
         Command::Visualize { config } => commands::visualize::run(&config.path()),
         Command::Run { config } => commands::run::run(&config.path()),
+        Command::Chat { config, args } => commands::chat::run(&config.path(), args),
+        Command::Tasks { config, args } => commands::tasks::run(&config.path(), args),
     }
 }

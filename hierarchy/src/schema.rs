@@ -73,6 +73,10 @@ pub struct Provider {
     pub api_key_env: Option<EnvVar>,
     /// Price table: model id → USD per million tokens.
     pub models: IndexMap<String, ModelPrice>,
+    /// At most this many calls in flight to this provider (`maxConcurrentRequests`); unbounded if unset.
+    pub max_concurrent_requests: Option<NonZeroU32>,
+    /// At most this many calls started per minute (`requestsPerMinute`); unlimited if unset.
+    pub requests_per_minute: Option<NonZeroU32>,
 }
 
 /// Price of one model in USD per million tokens.
@@ -656,7 +660,14 @@ pub enum ModelError {
 
 impl Decode for Provider {
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
-        const KEYS: &[&str] = &["kind", "baseUrl", "apiKeyEnv", "models"];
+        const KEYS: &[&str] = &[
+            "kind",
+            "baseUrl",
+            "apiKeyEnv",
+            "models",
+            "maxConcurrentRequests",
+            "requestsPerMinute",
+        ];
         let f = cx.fields(node, path, KEYS)?;
         // A bad `kind` or `baseUrl` is recorded; the provider keeps its name so that the models naming it
         // are not reported as unresolvable too.
@@ -696,6 +707,8 @@ impl Decode for Provider {
             base_url,
             api_key_env,
             models: f.or_default(cx, path, "models"),
+            max_concurrent_requests: f.optional(cx, path, "maxConcurrentRequests"),
+            requests_per_minute: f.optional(cx, path, "requestsPerMinute"),
         })
     }
 }

@@ -5,3 +5,5 @@
 //! Discord). Test doubles live here and nowhere else, so no product crate can reach them.
 //!
 //! Invariant: nothing in this crate talks to any host other than the loopback interface.
+
+pub mod scripted_llm;

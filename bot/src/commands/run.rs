@@ -17,40 +17,20 @@ use axum::Router;
 use axum::extract::State;
 use axum::response::{Html, Json};
 use axum::routing::get;
-use opc_hierarchy::{ConfigError, Loaded, OrgTree};
+use opc_hierarchy::{Loaded, OrgTree};
 use serde_json::{Value, json};
 
 use super::{eprint, print};
 
 pub fn run(path: &Path) -> ExitCode {
-    let loaded = match opc_hierarchy::load(path) {
+    let loaded = match super::load_config(path) {
         Ok(loaded) => loaded,
-        Err(ConfigError::Invalid(report)) => {
-            eprint(&report.render(true));
-            eprint(&format!("{}: invalid — not starting\n", path.display()));
-            return ExitCode::from(1);
-        }
-        Err(error) => {
-            eprint(&format!(
-                "error: {error}\nhint: run `opc init` to create an example org, or pass --config PATH\n"
-            ));
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
-    if loaded.report.warnings().next().is_some() {
-        eprint(&loaded.report.render(true));
+    match super::runtime() {
+        Ok(runtime) => runtime.block_on(serve(Arc::new(loaded))),
+        Err(code) => code,
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprint(&format!("error: cannot start the async runtime: {e}\n"));
-            return ExitCode::FAILURE;
-        }
-    };
-    runtime.block_on(serve(Arc::new(loaded)))
 }
 
 async fn serve(loaded: Arc<Loaded>) -> ExitCode {

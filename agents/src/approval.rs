@@ -1,0 +1,125 @@
+//! The `request_approval` tool: persist a pending approval, suspend the task, and resume it with the
+//! human's decision.
+//!
+//! Fail closed: no decision before `approvalTimeout` is a rejection, and so is a cancelled task. The
+//! approval row is the source of truth; the in-process waiter only wakes the session early. A decision
+//! taken while no session waits (the process restarted) resumes the tree from the database instead
+//! ([`crate::Engine::decide`]).
+//!
+//! Invariant: while the task waits, its deadline and its ancestors' are paused (see [`crate::clock`]),
+//! and it holds no agent slot.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::engine::Inner;
+use crate::events::Event;
+use crate::session::path_of;
+use crate::store::{Approval, Decided, StoreError, TaskRecord, TaskState, now_ms};
+use crate::tools::ApprovalArgs;
+
+/// Ask, wait, and answer the tool call with the decision: `(content, is_error)`.
+pub(crate) async fn request(
+    inner: &Arc<Inner>,
+    record: &TaskRecord,
+    tool_use_id: &str,
+    args: &ApprovalArgs,
+    clocks: &[crate::clock::Clock],
+) -> Result<(String, bool), StoreError> {
+    let store = &inner.store;
+    let timeout = inner.config.framework.execution.approval_timeout;
+    let (approval, created) =
+        store.request_approval(record, tool_use_id, &args.summary, &args.options, timeout)?;
+    if approval.state != "pending" {
+        return Ok(answer(&approval));
+    }
+    // Register before re-reading, so a decision landing in between is not missed.
+    let (tx, mut rx) = watch::channel(false);
+    inner
+        .approval_waiters
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(approval.id, tx);
+    let _unregister = Unregister {
+        inner: inner.clone(),
+        approval: approval.id,
+    };
+    store.transition(record.id, TaskState::AwaitingApproval)?;
+    if created {
+        inner.events.publish(Event::ApprovalRequested {
+            approval: approval.id,
+            task: record.id,
+            conversation: record.conversation_id.clone(),
+            agent: record.agent.clone(),
+            path: path_of(inner, &record.agent),
+            summary: approval.summary.clone(),
+            options: approval.options.clone(),
+        });
+    }
+    let _paused: Vec<_> = clocks.iter().map(|c| c.pause()).collect();
+    let remaining = Duration::from_millis(approval.expires_at.saturating_sub(now_ms()).max(0) as u64);
+    let decided_in_time = tokio::time::timeout(remaining, async {
+        loop {
+            if let Some(a) = store.approval(approval.id)?
+                && a.state != "pending"
+            {
+                return Ok::<_, StoreError>(a);
+            }
+            if rx.changed().await.is_err() {
+                // Cannot happen while `_unregister` holds the sender in the map; wait for the timeout.
+                std::future::pending::<()>().await;
+            }
+        }
+    })
+    .await;
+    let decided = match decided_in_time {
+        Ok(result) => result?,
+        Err(_) => match store.decide(approval.id, "reject", "timeout")? {
+            Decided::Recorded(a) | Decided::Expired(a) | Decided::AlreadyDecided(a) => {
+                if a.decided_by.as_deref() == Some("timeout") {
+                    inner.events.publish(Event::ApprovalResolved {
+                        approval: a.id,
+                        task: a.task_id,
+                        decision: "reject".into(),
+                        by: "timeout".into(),
+                    });
+                }
+                a
+            }
+            Decided::NotFound => approval,
+        },
+    };
+    store.transition(record.id, TaskState::Executing)?;
+    Ok(answer(&decided))
+}
+
+/// The tool result the model sees for a decided approval.
+fn answer(approval: &Approval) -> (String, bool) {
+    let decision = approval.decision.as_deref().unwrap_or("reject");
+    let by = approval.decided_by.as_deref().unwrap_or("unknown");
+    let text = match by {
+        "timeout" => "rejected: no decision was made before the approval timed out".to_string(),
+        "cancelled" => "rejected: the request was cancelled".to_string(),
+        _ if approval.state == "approved" => format!("approved by {by}"),
+        _ => format!("decision: {decision} (by {by})"),
+    };
+    (text, false)
+}
+
+/// Removes the in-process waiter however the wait ends.
+struct Unregister {
+    inner: Arc<Inner>,
+    approval: i64,
+}
+
+impl Drop for Unregister {
+    fn drop(&mut self) {
+        self.inner
+            .approval_waiters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.approval);
+    }
+}

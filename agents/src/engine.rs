@@ -1,0 +1,546 @@
+//! The engine's public face: start conversations, send messages, cancel tasks, decide approvals, and
+//! wait for answers. The work itself happens in [`crate::session`].
+//!
+//! Lifecycle of a message:
+//! 1. [`Engine::send`] records a root task (with the conversation's history) and spawns its session;
+//! 2. the session delegates down the org tree, each child an independent session awaited by its parent;
+//! 3. the root's outcome is published on the event bus and returned by [`RootRun::wait`].
+//!
+//! Invariants:
+//! - every root run is tracked, so shutdown and cancellation reach it;
+//! - a suspended tree (pending approval) is resumed from the database, in this process or a new one, by
+//!   re-entering the root session: completed tool calls are answered from their stored results, so
+//!   nothing runs twice;
+//! - startup recovery runs before the engine accepts work.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use opc_hierarchy::{Config, OrgTree};
+use tokio::sync::{Semaphore, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::context::{ContextBuilder, MemoryHooks, PromptError};
+use crate::events::{Event, EventBus};
+use crate::llm::layers::{RetryPolicy, StackOptions, standard_stack};
+use crate::llm::provider::Providers;
+use crate::llm::{Content, Message, Role};
+use crate::store::{Approval, Decided, NewTask, Recovery, Store, StoreError, TaskId, TaskState};
+use crate::tools::Escalation;
+
+/// Engine settings that are not in `opc.config.yaml`.
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    /// Stream every LLM call (tokens reach the event bus as they are generated).
+    pub streaming: bool,
+    /// LLM turns one session may take before it fails with a clear error.
+    pub max_turns: u32,
+    /// `max_tokens` for each call.
+    pub max_tokens: u32,
+    /// Time limit for one LLM attempt.
+    pub attempt_timeout: std::time::Duration,
+    /// Retry policy for LLM calls.
+    pub retry: RetryPolicy,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            streaming: true,
+            max_turns: 25,
+            max_tokens: 4096,
+            attempt_timeout: std::time::Duration::from_secs(300),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// Why the engine refused something.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A prompt file is unreadable.
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// An agent's model does not resolve (the config was not validated).
+    #[error("agent `{agent}`: model `{model}`: {message}")]
+    Model {
+        /// The agent.
+        agent: String,
+        /// The model reference.
+        model: String,
+        /// Why.
+        message: String,
+    },
+    /// A message was sent to a conversation whose previous message is still being worked on.
+    #[error("conversation {conversation} is still working on task {task}; wait for it or cancel it")]
+    Busy {
+        /// The conversation.
+        conversation: String,
+        /// Its running root task.
+        task: TaskId,
+    },
+    /// Unknown approval id.
+    #[error("there is no approval {0}")]
+    NoApproval(i64),
+    /// The decision is not one of the approval's options.
+    #[error("`{given}` is not an option of approval {approval}; choose one of: {}", .options.join(", "))]
+    BadDecision {
+        /// The approval.
+        approval: i64,
+        /// What was given.
+        given: String,
+        /// What is allowed.
+        options: Vec<String>,
+    },
+}
+
+/// How a root task ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// The root task.
+    pub task: TaskId,
+    /// The conversation.
+    pub conversation: String,
+    /// Final state.
+    pub state: TaskState,
+    /// The answer (completed), the error (failed / cancelled) or the escalation, rendered for a human.
+    pub text: String,
+    /// The escalation, when the root escalated.
+    pub escalation: Option<Escalation>,
+    /// Prompt tokens over the whole tree.
+    pub tokens_in: u64,
+    /// Generated tokens over the whole tree.
+    pub tokens_out: u64,
+    /// USD over the whole tree.
+    pub cost_usd: f64,
+}
+
+/// A root task that is running.
+pub struct RootRun {
+    /// The conversation.
+    pub conversation: String,
+    /// The root task.
+    pub task: TaskId,
+    done: watch::Receiver<Option<Outcome>>,
+}
+
+impl RootRun {
+    /// Wait for the outcome.
+    pub async fn wait(mut self) -> Outcome {
+        wait_outcome(&mut self.done, self.task, &self.conversation).await
+    }
+}
+
+async fn wait_outcome(
+    done: &mut watch::Receiver<Option<Outcome>>,
+    task: TaskId,
+    conversation: &str,
+) -> Outcome {
+    match done.wait_for(Option::is_some).await {
+        Ok(outcome) => outcome.clone().unwrap_or_else(|| lost(task, conversation)),
+        Err(_) => lost(task, conversation),
+    }
+}
+
+fn lost(task: TaskId, conversation: &str) -> Outcome {
+    Outcome {
+        task,
+        conversation: conversation.to_string(),
+        state: TaskState::Failed,
+        text: "the engine stopped before the task finished".into(),
+        escalation: None,
+        tokens_in: 0,
+        tokens_out: 0,
+        cost_usd: 0.0,
+    }
+}
+
+/// Shared state behind [`Engine`] and the sessions.
+pub(crate) struct Inner {
+    pub(crate) config: Arc<Config>,
+    pub(crate) org: Arc<OrgTree>,
+    pub(crate) providers: Providers,
+    pub(crate) context: ContextBuilder,
+    pub(crate) store: Arc<Store>,
+    pub(crate) events: EventBus,
+    /// `maxConcurrentAgents`: held while an agent is thinking (an LLM call), never while it waits for
+    /// children or a human — otherwise a deep tree under load would deadlock with every slot held by a
+    /// waiting parent.
+    pub(crate) agent_slots: Semaphore,
+    pub(crate) options: EngineOptions,
+    /// `(provider, model)` per agent, resolved once.
+    pub(crate) models: HashMap<String, (String, String)>,
+    /// `(provider, model)` of `fastModel`.
+    pub(crate) fast_model: (String, String),
+    /// In-process waiters for pending approvals, by approval id.
+    pub(crate) approval_waiters: Mutex<HashMap<i64, watch::Sender<bool>>>,
+    /// Cancellation tokens of running tasks.
+    pub(crate) task_tokens: Mutex<HashMap<TaskId, CancellationToken>>,
+    /// Running roots and their outcome channels.
+    roots: Mutex<HashMap<TaskId, watch::Receiver<Option<Outcome>>>>,
+    tracker: TaskTracker,
+    shutdown: CancellationToken,
+}
+
+/// The agents engine. Cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+    recovery: Arc<Recovery>,
+}
+
+impl Engine {
+    /// Build the engine: read prompts, resolve models, run startup recovery, and resume trees suspended
+    /// on pending approvals (they wait for a decision or their deadline again).
+    pub fn new(
+        config: Arc<Config>,
+        org: Arc<OrgTree>,
+        base_dir: &Path,
+        providers: Providers,
+        store: Arc<Store>,
+        memory: Arc<dyn MemoryHooks>,
+        options: EngineOptions,
+    ) -> Result<Engine, EngineError> {
+        let context = ContextBuilder::new(&config, &org, base_dir, memory)?;
+        let resolve = |agent: &str, model: &str| {
+            config
+                .framework
+                .resolve_model(model)
+                .map(|(p, m)| (p.to_string(), m.to_string()))
+                .map_err(|e| EngineError::Model {
+                    agent: agent.to_string(),
+                    model: model.to_string(),
+                    message: e.to_string(),
+                })
+        };
+        let mut models = HashMap::new();
+        for (id, agent) in &config.agents {
+            let model = agent
+                .model
+                .as_deref()
+                .unwrap_or(&config.framework.default_model);
+            models.insert(id.clone(), resolve(id, model)?);
+        }
+        let fast_model = resolve("fastModel", config.framework.fast_model())?;
+        let recovery = store.recover()?;
+        let inner = Arc::new(Inner {
+            agent_slots: Semaphore::new(config.framework.execution.max_concurrent_agents.get() as usize),
+            config,
+            org,
+            providers,
+            context,
+            store,
+            events: EventBus::default(),
+            options,
+            models,
+            fast_model,
+            approval_waiters: Mutex::default(),
+            task_tokens: Mutex::default(),
+            roots: Mutex::default(),
+            tracker: TaskTracker::new(),
+            shutdown: CancellationToken::new(),
+        });
+        let engine = Engine {
+            inner,
+            recovery: Arc::new(recovery),
+        };
+        let mut roots: Vec<TaskId> = engine
+            .recovery
+            .pending_approvals
+            .iter()
+            .map(|a| a.root_id)
+            .collect();
+        roots.dedup();
+        for root in roots {
+            engine.spawn_root(root);
+        }
+        Ok(engine)
+    }
+
+    /// Build providers from the config with the standard layer stack (keys read with `env`), then the
+    /// engine. `privacy` is the privacy layer factory (one layer per provider), when enabled.
+    pub fn from_config(
+        loaded: &opc_hierarchy::Loaded,
+        store: Arc<Store>,
+        memory: Arc<dyn MemoryHooks>,
+        options: EngineOptions,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Engine, EngineError> {
+        let providers = Providers::build(&loaded.config.framework.providers, env, |id, p| {
+            standard_stack(StackOptions {
+                provider: id.to_string(),
+                attempt_timeout: options.attempt_timeout,
+                retry: options.retry,
+                max_concurrent: p.max_concurrent_requests.map(|n| n.get() as usize),
+                requests_per_minute: p.requests_per_minute,
+                prices: p.models.clone(),
+                privacy: None,
+            })
+        });
+        Engine::new(
+            Arc::new(loaded.config.clone()),
+            Arc::new(loaded.org.clone()),
+            &loaded.base_dir,
+            providers,
+            store,
+            memory,
+            options,
+        )
+    }
+
+    /// What startup recovery found and did.
+    pub fn recovery(&self) -> &Recovery {
+        &self.recovery
+    }
+
+    /// The event bus.
+    pub fn events(&self) -> &EventBus {
+        &self.inner.events
+    }
+
+    /// The database.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// The configured providers (to check for missing keys).
+    pub fn providers(&self) -> &Providers {
+        &self.inner.providers
+    }
+
+    /// The org.
+    pub fn org(&self) -> &OrgTree {
+        &self.inner.org
+    }
+
+    /// Send `text` to the root agent: in a new conversation (`None`) or as a follow-up in an existing
+    /// one, which continues the root agent's session history.
+    pub fn send(&self, conversation: Option<&str>, text: &str) -> Result<RootRun, EngineError> {
+        let inner = &self.inner;
+        let root_agent = inner.org.root().to_string();
+        let (conversation, mut history) = match conversation {
+            Some(id) if inner.store.conversation_exists(id)? => {
+                let history = match inner.store.last_root_task(id)? {
+                    Some(prev) if !prev.state.is_terminal() => {
+                        return Err(EngineError::Busy {
+                            conversation: id.to_string(),
+                            task: prev.id,
+                        });
+                    }
+                    Some(prev) => {
+                        let mut messages = inner.store.messages(prev.id)?;
+                        close_history(&mut messages, &prev);
+                        messages
+                    }
+                    None => Vec::new(),
+                };
+                (id.to_string(), history)
+            }
+            Some(id) => {
+                inner.store.create_conversation(id, &root_agent)?;
+                (id.to_string(), Vec::new())
+            }
+            None => {
+                let id = new_conversation_id();
+                inner.store.create_conversation(&id, &root_agent)?;
+                (id, Vec::new())
+            }
+        };
+        history.push(inner.context.task_message(&root_agent, text));
+        let task = inner.store.create_task(&NewTask {
+            parent_id: None,
+            conversation_id: &conversation,
+            agent: &root_agent,
+            depth: 0,
+            tool_use_id: None,
+            tool_index: 0,
+            input: text,
+            messages: &history,
+        })?;
+        inner.events.publish(Event::TaskCreated {
+            task,
+            parent: None,
+            root: task,
+            conversation: conversation.clone(),
+            agent: root_agent,
+        });
+        let done = self.spawn_root(task);
+        Ok(RootRun {
+            conversation,
+            task,
+            done,
+        })
+    }
+
+    /// Start (or resume) the session of root task `task` in the background, once.
+    fn spawn_root(&self, task: TaskId) -> watch::Receiver<Option<Outcome>> {
+        let mut roots = self
+            .inner
+            .roots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(done) = roots.get(&task) {
+            return done.clone();
+        }
+        let (tx, rx) = watch::channel(None);
+        roots.insert(task, rx.clone());
+        drop(roots);
+        let inner = self.inner.clone();
+        let shutdown = inner.shutdown.clone();
+        self.inner.tracker.spawn(async move {
+            let run = crate::session::run_root(inner.clone(), task);
+            let outcome = tokio::select! {
+                outcome = run => Some(outcome),
+                // Shutdown leaves the tree in the database as it is (suspended or interrupted).
+                _ = shutdown.cancelled() => None,
+            };
+            if let Some(outcome) = outcome {
+                let _ = tx.send(Some(outcome));
+            }
+            inner
+                .roots
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&task);
+        });
+        rx
+    }
+
+    /// Wait for root task `task`: its outcome if it is running here, else what the database says.
+    pub async fn wait_root(&self, task: TaskId) -> Result<Outcome, EngineError> {
+        let running = self
+            .inner
+            .roots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&task)
+            .cloned();
+        let record = self.inner.store.task(task)?;
+        match running {
+            Some(mut done) => Ok(wait_outcome(&mut done, task, &record.conversation_id).await),
+            None => Ok(crate::session::outcome_of(&self.inner, &record)?),
+        }
+    }
+
+    /// Cancel a task and its whole subtree. Returns the ids cancelled.
+    pub fn cancel(&self, task: TaskId) -> Result<Vec<TaskId>, EngineError> {
+        let cancelled = self
+            .inner
+            .store
+            .cancel_subtree(task, "cancelled by a human")?;
+        let tokens = self
+            .inner
+            .task_tokens
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for id in &cancelled {
+            if let Some(token) = tokens.get(id) {
+                token.cancel();
+            }
+        }
+        Ok(cancelled)
+    }
+
+    /// Decide a pending approval. Only one decision counts: later ones get
+    /// [`Decided::AlreadyDecided`]. A decision for a tree suspended by an earlier process resumes it here.
+    pub fn decide(&self, approval: i64, decision: &str, by: &str) -> Result<Decided, EngineError> {
+        let inner = &self.inner;
+        let Some(current) = inner.store.approval(approval)? else {
+            return Err(EngineError::NoApproval(approval));
+        };
+        if !current.options.iter().any(|o| o == decision) {
+            return Err(EngineError::BadDecision {
+                approval,
+                given: decision.to_string(),
+                options: current.options,
+            });
+        }
+        let decided = inner.store.decide(approval, decision, by)?;
+        if let Decided::Recorded(a) | Decided::Expired(a) = &decided {
+            self.resolved(a);
+        }
+        Ok(decided)
+    }
+
+    fn resolved(&self, approval: &Approval) {
+        let inner = &self.inner;
+        inner.events.publish(Event::ApprovalResolved {
+            approval: approval.id,
+            task: approval.task_id,
+            decision: approval.decision.clone().unwrap_or_default(),
+            by: approval.decided_by.clone().unwrap_or_default(),
+        });
+        let waiter = inner
+            .approval_waiters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&approval.id)
+            .cloned();
+        match waiter {
+            Some(waiter) => {
+                let _ = waiter.send(true);
+            }
+            None => {
+                self.spawn_root(approval.root_id);
+            }
+        }
+    }
+
+    /// Approvals waiting for a human.
+    pub fn pending_approvals(&self) -> Result<Vec<Approval>, EngineError> {
+        Ok(self.inner.store.pending_approvals()?)
+    }
+
+    /// Stop: running trees stay in the database as they are (a restart marks running ones interrupted
+    /// and resumes suspended ones). Waits for the background runs to drop.
+    pub async fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+        self.inner.tracker.close();
+        self.inner.tracker.wait().await;
+    }
+}
+
+/// Make a finished root's history safe to continue: every tool call answered, ending with the model's
+/// turn, so the next user message alternates correctly in both wire formats.
+fn close_history(messages: &mut Vec<Message>, prev: &crate::store::TaskRecord) {
+    let note = match prev.state {
+        TaskState::Completed => return,
+        TaskState::Escalated => "(escalated to the human; see the escalation above)".to_string(),
+        _ => format!(
+            "(this request ended without an answer: {})",
+            prev.error.as_deref().unwrap_or("it did not finish")
+        ),
+    };
+    if let Some(last) = messages.last()
+        && last.role == Role::Assistant
+    {
+        let pending: Vec<Content> = last
+            .tool_uses()
+            .map(|(id, _, _)| Content::ToolResult {
+                tool_use_id: id.to_string(),
+                content: "not run: the request ended".into(),
+                is_error: true,
+            })
+            .collect();
+        if pending.is_empty() {
+            return;
+        }
+        messages.push(Message {
+            role: Role::User,
+            content: pending,
+        });
+    }
+    messages.push(Message {
+        role: Role::Assistant,
+        content: vec![Content::text(note)],
+    });
+}
+
+fn new_conversation_id() -> String {
+    format!("c-{:016x}", fastrand::u64(..))
+}

@@ -1,0 +1,163 @@
+//! The engine's event bus: everything that happens to a task, as it happens, for live consumers
+//! (`opc chat`'s trace, the chat gateway, the dashboard).
+//!
+//! Why `tokio::sync::broadcast`: many independent consumers, none of which may slow the engine down. A
+//! consumer that falls behind loses the oldest events (it sees `Lagged`) rather than stalling agents;
+//! the durable record is the database, not the bus.
+//!
+//! Invariant: events carry ids, agent ids, states and numbers, plus the text that consumers display
+//! (streamed tokens, final answers, approval summaries). They are for display, never for logs.
+
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+use crate::store::TaskId;
+
+/// One thing that happened.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A task was recorded.
+    TaskCreated {
+        /// The task.
+        task: TaskId,
+        /// Its parent, for delegated tasks.
+        parent: Option<TaskId>,
+        /// Its root.
+        root: TaskId,
+        /// The conversation.
+        conversation: String,
+        /// The agent that will run it.
+        agent: String,
+    },
+    /// An agent's session started (or resumed) on a task.
+    AgentStarted {
+        /// The task.
+        task: TaskId,
+        /// The agent.
+        agent: String,
+    },
+    /// An agent called a tool.
+    ToolCalled {
+        /// The task.
+        task: TaskId,
+        /// The agent.
+        agent: String,
+        /// The tool's wire name.
+        tool: String,
+    },
+    /// A task was handed to a child agent.
+    Delegated {
+        /// The delegating task.
+        task: TaskId,
+        /// The new child task.
+        child: TaskId,
+        /// The delegating agent.
+        from: String,
+        /// The child agent.
+        to: String,
+    },
+    /// Answer text streamed from a model.
+    Token {
+        /// The task.
+        task: TaskId,
+        /// The agent.
+        agent: String,
+        /// The text piece.
+        text: String,
+    },
+    /// A retry discarded the text streamed so far for this task's current call.
+    StreamRestarted {
+        /// The task.
+        task: TaskId,
+    },
+    /// An agent finished its task.
+    AgentFinished {
+        /// The task.
+        task: TaskId,
+        /// The agent.
+        agent: String,
+        /// Final state name (`COMPLETED`, `FAILED`, `ESCALATED`, `CANCELLED`).
+        state: String,
+        /// The answer (completed), error (failed/cancelled) or escalation reason.
+        text: String,
+        /// Prompt tokens used by the task itself.
+        tokens_in: u64,
+        /// Generated tokens.
+        tokens_out: u64,
+        /// USD.
+        cost_usd: f64,
+        /// Wall time.
+        duration_ms: u64,
+    },
+    /// An agent escalated to its parent (or, at the root, to the human).
+    Escalated {
+        /// The task.
+        task: TaskId,
+        /// The agent.
+        agent: String,
+        /// `error`, `timeout`, `uncertainty` or `approval_needed`.
+        kind: String,
+        /// Why.
+        reason: String,
+    },
+    /// An agent asked a human to decide.
+    ApprovalRequested {
+        /// The approval.
+        approval: i64,
+        /// The task waiting.
+        task: TaskId,
+        /// The conversation.
+        conversation: String,
+        /// The agent asking.
+        agent: String,
+        /// Its delegation path from the root (`ceo › vp-ops › support-agent`).
+        path: Vec<String>,
+        /// What to decide.
+        summary: String,
+        /// The choices.
+        options: Vec<String>,
+    },
+    /// An approval was decided (by a human, a timeout or a cancellation).
+    ApprovalResolved {
+        /// The approval.
+        approval: i64,
+        /// The task it belongs to.
+        task: TaskId,
+        /// The option chosen.
+        decision: String,
+        /// Who decided.
+        by: String,
+    },
+}
+
+/// The bus: clone it freely; every clone publishes to the same subscribers.
+#[derive(Clone, Debug)]
+pub struct EventBus {
+    sender: broadcast::Sender<Event>,
+}
+
+impl EventBus {
+    /// A bus that buffers `capacity` events per slow subscriber.
+    pub fn new(capacity: usize) -> Self {
+        EventBus {
+            sender: broadcast::channel(capacity.max(16)).0,
+        }
+    }
+
+    /// Publish; having no subscriber is fine.
+    pub fn publish(&self, event: Event) {
+        let _ = self.sender.send(event);
+    }
+
+    /// Subscribe to events published from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.sender.subscribe()
+    }
+}
+
+impl Default for EventBus {
+    fn default() -> Self {
+        EventBus::new(4096)
+    }
+}

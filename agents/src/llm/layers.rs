@@ -1,0 +1,526 @@
+//! The layers every LLM call passes through, and the order they are stacked in.
+//!
+//! ```text
+//!   engine ─► trace ─► cost ─► [privacy] ─► retry ─► limit ─► timeout ─► wire client (HTTP)
+//! ```
+//!
+//! Why this order:
+//! - `trace` is outermost so its span covers every attempt and the total duration;
+//! - `cost` prices the final usage once, whatever happened below;
+//! - `privacy` (the privacy-gateway issue) sits **above retry**: PII is masked once per call and restored
+//!   once in the answer, and retries replay the already-masked request. It is plugged in through
+//!   [`StackOptions::privacy`], so no agent code changes when it lands;
+//! - `retry` is above `limit` so a request waiting out a backoff does not hold a concurrency slot;
+//! - `limit` (per-provider semaphore + governor rate limit) is above `timeout`, so waiting for a slot is
+//!   not counted against the attempt's time limit.
+//!
+//! Invariant: layers never log message content or keys — only provider, model, agent, task id, status,
+//! attempt numbers, token counts and durations.
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use indexmap::IndexMap;
+use opc_hierarchy::schema::ModelPrice;
+use tokio::sync::Semaphore;
+use tracing::Instrument;
+
+use super::{Layer, LlmError, LlmRequest, LlmResponse, LlmService, SharedLlm, Stack, StreamDelta};
+
+/// Knobs for the standard stack of one provider.
+pub struct StackOptions {
+    /// Provider id, for errors and spans.
+    pub provider: String,
+    /// Time limit for one attempt (connect to last byte).
+    pub attempt_timeout: Duration,
+    /// Retry policy.
+    pub retry: RetryPolicy,
+    /// At most this many calls in flight to the provider; `None` = unbounded.
+    pub max_concurrent: Option<usize>,
+    /// At most this many calls started per minute; `None` = unlimited.
+    pub requests_per_minute: Option<NonZeroU32>,
+    /// Price table for the cost layer: model → USD per million tokens.
+    pub prices: IndexMap<String, ModelPrice>,
+    /// The privacy layer, when the privacy gateway is enabled (see the module docs for its position).
+    pub privacy: Option<Box<dyn Layer>>,
+}
+
+/// Build the standard stack in the documented order.
+pub fn standard_stack(options: StackOptions) -> Stack {
+    let StackOptions {
+        provider,
+        attempt_timeout,
+        retry,
+        max_concurrent,
+        requests_per_minute,
+        prices,
+        privacy,
+    } = options;
+    let mut stack = Stack::new()
+        .layer(TraceLayer {
+            provider: provider.clone(),
+        })
+        .layer(CostLayer {
+            prices: Arc::new(prices),
+        });
+    if let Some(privacy) = privacy {
+        stack = stack.boxed_layer(privacy);
+    }
+    stack
+        .layer(RetryLayer(retry))
+        .layer(LimitLayer::new(max_concurrent, requests_per_minute))
+        .layer(TimeoutLayer {
+            provider,
+            after: attempt_timeout,
+        })
+}
+
+impl Stack {
+    /// Add an already-boxed layer (the privacy seam takes one).
+    pub fn boxed_layer(mut self, layer: Box<dyn Layer>) -> Self {
+        self.push(layer);
+        self
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// timeout
+
+/// Fails an attempt that takes longer than `after` with [`LlmError::Timeout`] (retryable).
+pub struct TimeoutLayer {
+    /// Provider id for the error.
+    pub provider: String,
+    /// The limit.
+    pub after: Duration,
+}
+
+struct Timeout {
+    inner: SharedLlm,
+    provider: String,
+    after: Duration,
+}
+
+impl Layer for TimeoutLayer {
+    fn layer(&self, inner: SharedLlm) -> SharedLlm {
+        Arc::new(Timeout {
+            inner,
+            provider: self.provider.clone(),
+            after: self.after,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl LlmService for Timeout {
+    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        match tokio::time::timeout(self.after, self.inner.call(request)).await {
+            Ok(result) => result,
+            Err(_) => Err(LlmError::Timeout {
+                provider: self.provider.clone(),
+                after: self.after,
+            }),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// retry
+
+/// Exponential backoff with full jitter, honouring the provider's `retry-after`.
+#[derive(Clone, Copy, Debug)]
+pub struct RetryPolicy {
+    /// Attempts in total, including the first (1 = no retry).
+    pub max_attempts: u32,
+    /// Backoff before the second attempt; doubles each time.
+    pub base_delay: Duration,
+    /// Cap on one backoff (and on an honoured `retry-after`).
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 4,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before attempt `attempt + 1` after `error`: the provider's `retry-after` when given
+    /// (capped), else a random delay in `[backoff/2, backoff]` where backoff = base · 2^(attempt-1).
+    pub fn delay(&self, attempt: u32, error: &LlmError) -> Duration {
+        if let Some(after) = error.retry_after() {
+            return after.min(self.max_delay);
+        }
+        let exp = self
+            .base_delay
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
+            .min(self.max_delay);
+        let half = exp / 2;
+        half + exp.saturating_sub(half).mul_f64(fastrand::f64())
+    }
+}
+
+/// Retries retryable failures ([`LlmError::is_retryable`]) up to the policy's attempt count.
+pub struct RetryLayer(pub RetryPolicy);
+
+struct Retry {
+    inner: SharedLlm,
+    policy: RetryPolicy,
+}
+
+impl Layer for RetryLayer {
+    fn layer(&self, inner: SharedLlm) -> SharedLlm {
+        Arc::new(Retry {
+            inner,
+            policy: self.0,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl LlmService for Retry {
+    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        let mut attempt = 1;
+        let sink = request.stream.clone();
+        loop {
+            let last_attempt = attempt >= self.policy.max_attempts;
+            // Each attempt gets a copy; the original is kept for the replay. (A copy is a few
+            // allocations per message — noise next to an HTTP round trip.)
+            let result = self.inner.call(request.clone()).await;
+            match result {
+                Ok(mut response) => {
+                    response.attempts = attempt;
+                    return Ok(response);
+                }
+                Err(error) if !error.is_retryable() => return Err(error),
+                Err(error) if last_attempt => {
+                    return Err(if attempt == 1 {
+                        error
+                    } else {
+                        LlmError::Exhausted {
+                            attempts: attempt,
+                            last: Box::new(error),
+                        }
+                    });
+                }
+                Err(error) => {
+                    let delay = self.policy.delay(attempt, &error);
+                    tracing::warn!(
+                        attempt,
+                        delay_ms = delay.as_millis() as u64,
+                        error = %error,
+                        "LLM call failed; retrying"
+                    );
+                    if let Some(sink) = &sink {
+                        let _ = sink.send(StreamDelta::Restart);
+                    }
+                    tokio::time::sleep(delay).await;
+                    attempt += 1;
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// per-provider concurrency and rate limit
+
+/// Bounds calls in flight (a semaphore) and calls started per minute (governor) for one provider.
+pub struct LimitLayer {
+    slots: Option<Arc<Semaphore>>,
+    rate: Option<Arc<DefaultDirectRateLimiter>>,
+}
+
+impl LimitLayer {
+    /// A limit of `max_concurrent` in-flight calls and `per_minute` starts; `None` means unbounded.
+    pub fn new(max_concurrent: Option<usize>, per_minute: Option<NonZeroU32>) -> Self {
+        LimitLayer {
+            slots: max_concurrent.map(|n| Arc::new(Semaphore::new(n.max(1)))),
+            rate: per_minute.map(|n| Arc::new(RateLimiter::direct(Quota::per_minute(n)))),
+        }
+    }
+}
+
+struct Limit {
+    inner: SharedLlm,
+    slots: Option<Arc<Semaphore>>,
+    rate: Option<Arc<DefaultDirectRateLimiter>>,
+}
+
+impl Layer for LimitLayer {
+    fn layer(&self, inner: SharedLlm) -> SharedLlm {
+        Arc::new(Limit {
+            inner,
+            slots: self.slots.clone(),
+            rate: self.rate.clone(),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl LlmService for Limit {
+    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        // The semaphore is never closed, so acquire cannot fail; treat a failure as "no limit".
+        let _slot = match &self.slots {
+            Some(slots) => slots.acquire().await.ok(),
+            None => None,
+        };
+        if let Some(rate) = &self.rate {
+            rate.until_ready().await;
+        }
+        self.inner.call(request).await
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// tracing
+
+/// Opens a span per call (provider, model, agent, task) and logs the outcome with its duration.
+pub struct TraceLayer {
+    /// Provider id.
+    pub provider: String,
+}
+
+struct Trace {
+    inner: SharedLlm,
+    provider: String,
+}
+
+impl Layer for TraceLayer {
+    fn layer(&self, inner: SharedLlm) -> SharedLlm {
+        Arc::new(Trace {
+            inner,
+            provider: self.provider.clone(),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl LlmService for Trace {
+    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        let span = tracing::debug_span!(
+            "llm_call",
+            provider = %self.provider,
+            model = %request.model,
+            agent = %request.meta.agent,
+            task = request.meta.task_id,
+        );
+        let started = Instant::now();
+        let result = self.inner.call(request).instrument(span.clone()).await;
+        let _enter = span.enter();
+        let ms = started.elapsed().as_millis() as u64;
+        match &result {
+            Ok(r) => tracing::debug!(
+                ms,
+                input_tokens = r.usage.input_tokens,
+                output_tokens = r.usage.output_tokens,
+                attempts = r.attempts,
+                "LLM call finished"
+            ),
+            Err(error) => tracing::warn!(ms, error = %error, "LLM call failed"),
+        }
+        result
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// cost
+
+/// Prices each response from the provider's price table (USD per million tokens). Unpriced models cost 0
+/// (`opc validate` already warns about them).
+pub struct CostLayer {
+    /// model → price.
+    pub prices: Arc<IndexMap<String, ModelPrice>>,
+}
+
+struct Cost {
+    inner: SharedLlm,
+    prices: Arc<IndexMap<String, ModelPrice>>,
+}
+
+impl Layer for CostLayer {
+    fn layer(&self, inner: SharedLlm) -> SharedLlm {
+        Arc::new(Cost {
+            inner,
+            prices: self.prices.clone(),
+        })
+    }
+}
+
+/// USD for `usage` at `price`.
+pub fn price_of(price: &ModelPrice, usage: super::Usage) -> f64 {
+    (usage.input_tokens as f64 * price.input + usage.output_tokens as f64 * price.output) / 1e6
+}
+
+#[async_trait::async_trait]
+impl LlmService for Cost {
+    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        let price = self.prices.get(&request.model).copied();
+        let mut response = self.inner.call(request).await?;
+        response.cost_usd = price.map_or(0.0, |p| price_of(&p, response.usage));
+        Ok(response)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+    use crate::llm::{CallMeta, Content, Message, StopReason, Usage};
+
+    /// Fails with `errors` in order, then succeeds.
+    struct Flaky {
+        errors: std::sync::Mutex<Vec<LlmError>>,
+        calls: AtomicU32,
+    }
+
+    #[async_trait::async_trait]
+    impl LlmService for Flaky {
+        async fn call(&self, _request: LlmRequest) -> Result<LlmResponse, LlmError> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            let next = self.errors.lock().unwrap().pop();
+            match next {
+                Some(error) => Err(error),
+                None => Ok(LlmResponse {
+                    content: vec![Content::text("ok")],
+                    stop_reason: StopReason::EndTurn,
+                    usage: Usage {
+                        input_tokens: 1_000_000,
+                        output_tokens: 2_000_000,
+                    },
+                    cost_usd: 0.0,
+                    attempts: 1,
+                }),
+            }
+        }
+    }
+
+    fn request() -> LlmRequest {
+        LlmRequest {
+            model: "m".into(),
+            system: String::new(),
+            messages: vec![Message::user("hi")],
+            tools: vec![],
+            max_tokens: 10,
+            stream: None,
+            meta: CallMeta::default(),
+        }
+    }
+
+    fn status(status: u16, retry_after: Option<Duration>) -> LlmError {
+        LlmError::Status {
+            provider: "p".into(),
+            status,
+            message: "x".into(),
+            retry_after,
+        }
+    }
+
+    fn policy() -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: 3,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(5),
+        }
+    }
+
+    #[tokio::test]
+    async fn retries_retryable_errors_then_succeeds() {
+        let flaky = Arc::new(Flaky {
+            errors: std::sync::Mutex::new(vec![status(500, None), status(429, None)]),
+            calls: AtomicU32::new(0),
+        });
+        let service = Stack::new()
+            .layer(RetryLayer(policy()))
+            .service(flaky.clone());
+        let response = service.call(request()).await.unwrap();
+        assert_eq!(response.attempts, 3);
+        assert_eq!(flaky.calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn gives_up_with_the_last_error_and_does_not_retry_client_errors() {
+        let flaky = Arc::new(Flaky {
+            errors: std::sync::Mutex::new(vec![status(500, None); 5]),
+            calls: AtomicU32::new(0),
+        });
+        let service = Stack::new()
+            .layer(RetryLayer(policy()))
+            .service(flaky.clone());
+        let error = service.call(request()).await.unwrap_err();
+        assert!(matches!(error, LlmError::Exhausted { attempts: 3, .. }), "{error}");
+        assert!(error.to_string().contains("HTTP 500"), "{error}");
+
+        let flaky = Arc::new(Flaky {
+            errors: std::sync::Mutex::new(vec![status(400, None)]),
+            calls: AtomicU32::new(0),
+        });
+        let service = Stack::new()
+            .layer(RetryLayer(policy()))
+            .service(flaky.clone());
+        assert!(service.call(request()).await.is_err());
+        assert_eq!(flaky.calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn delay_honours_retry_after_and_caps_it() {
+        let p = policy();
+        let asked = status(429, Some(Duration::from_millis(3)));
+        assert_eq!(p.delay(1, &asked), Duration::from_millis(3));
+        let asked = status(429, Some(Duration::from_secs(60)));
+        assert_eq!(p.delay(1, &asked), p.max_delay);
+        for attempt in 1..10 {
+            let d = p.delay(attempt, &status(500, None));
+            assert!(d <= p.max_delay, "{d:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn cost_uses_the_price_table() {
+        let flaky = Arc::new(Flaky {
+            errors: std::sync::Mutex::new(vec![]),
+            calls: AtomicU32::new(0),
+        });
+        let prices = IndexMap::from([(
+            "m".to_string(),
+            ModelPrice {
+                input: 3.0,
+                output: 15.0,
+            },
+        )]);
+        let service = Stack::new()
+            .layer(CostLayer {
+                prices: Arc::new(prices),
+            })
+            .service(flaky);
+        let response = service.call(request()).await.unwrap();
+        assert!((response.cost_usd - 33.0).abs() < 1e-9);
+    }
+
+    #[tokio::test]
+    async fn timeout_turns_a_hung_attempt_into_a_retryable_error() {
+        struct Hang;
+        #[async_trait::async_trait]
+        impl LlmService for Hang {
+            async fn call(&self, _request: LlmRequest) -> Result<LlmResponse, LlmError> {
+                std::future::pending().await
+            }
+        }
+        let service = Stack::new()
+            .layer(TimeoutLayer {
+                provider: "p".into(),
+                after: Duration::from_millis(10),
+            })
+            .service(Arc::new(Hang));
+        let error = service.call(request()).await.unwrap_err();
+        assert!(error.is_retryable());
+        assert_eq!(error.to_string(), "p did not answer within 10ms");
+    }
+}

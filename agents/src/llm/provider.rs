@@ -1,0 +1,152 @@
+//! Providers: turning `framework.providers` into HTTP-backed [`LlmService`]s, and routing a
+//! `provider/model` reference to the right one.
+//!
+//! Invariants:
+//! - API keys are read from the environment variable the config names, once, at construction; they are
+//!   held in [`ApiKey`], whose `Debug` never prints the value, and they are never logged;
+//! - a provider whose key variable is unset still builds (so `opc run` can start and explain), but every
+//!   call fails with [`LlmError::MissingKey`] naming the variable; `opc chat` checks up front instead
+//!   ([`Providers::missing_keys`]);
+//! - one `reqwest::Client` (connection pool) is shared by every provider.
+
+use std::fmt;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use opc_hierarchy::schema::{Provider, ProviderKind};
+
+use super::{LlmError, LlmRequest, LlmResponse, SharedLlm, Stack};
+
+/// A secret API key. Its `Debug` and `Display` are redacted so it cannot leak into logs or errors.
+#[derive(Clone)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wrap a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        ApiKey(key.into())
+    }
+
+    /// The key, for the one header that carries it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// Where and how to reach one provider.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    /// The provider's id in the config (`anthropic`, `local`).
+    pub provider: String,
+    /// Base URL without a trailing slash. Anthropic: `https://api.anthropic.com` (the client appends
+    /// `/v1/messages`). OpenAI-compatible: up to and including the version, e.g.
+    /// `http://127.0.0.1:11434/v1` (the client appends `/chat/completions`).
+    pub base_url: String,
+    /// The key, when one is configured and set.
+    pub key: Option<ApiKey>,
+    /// The variable the key comes from, when the config names one.
+    pub key_var: Option<String>,
+}
+
+impl Endpoint {
+    /// The key, or the error naming the variable to set. `Ok(None)` when the provider needs no key.
+    pub fn require_key(&self) -> Result<Option<&ApiKey>, LlmError> {
+        match (&self.key, &self.key_var) {
+            (Some(key), _) => Ok(Some(key)),
+            (None, Some(var)) => Err(LlmError::MissingKey {
+                provider: self.provider.clone(),
+                var: var.clone(),
+            }),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+/// The process-wide HTTP client. reqwest is built with `rustls-no-provider`, so the ring provider must be
+/// installed before the first client exists; doing it here means no caller can forget.
+pub fn http_client() -> reqwest::Client {
+    // Err only means a provider is already installed, which is what we want.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .user_agent(concat!("opc/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .unwrap_or_else(|_| reqwest::Client::new())
+}
+
+/// Every configured provider, each wrapped in the call stack, by provider id.
+#[derive(Clone)]
+pub struct Providers {
+    services: Arc<IndexMap<String, SharedLlm>>,
+    endpoints: Arc<IndexMap<String, Endpoint>>,
+}
+
+impl Providers {
+    /// Build one service per provider: the wire client for its `kind`, wrapped by `stack(provider_id)`.
+    /// Keys are looked up with `env` (the process environment in production).
+    pub fn build(
+        providers: &IndexMap<String, Provider>,
+        env: impl Fn(&str) -> Option<String>,
+        mut stack: impl FnMut(&str, &Provider) -> Stack,
+    ) -> Self {
+        let client = http_client();
+        let mut services = IndexMap::new();
+        let mut endpoints = IndexMap::new();
+        for (id, provider) in providers {
+            let key_var = provider.api_key_env.as_ref().map(|var| var.0.clone());
+            let endpoint = Endpoint {
+                provider: id.clone(),
+                base_url: provider.base_url.trim_end_matches('/').to_string(),
+                key: key_var
+                    .as_deref()
+                    .and_then(&env)
+                    .filter(|key| !key.trim().is_empty())
+                    .map(ApiKey::new),
+                key_var,
+            };
+            let wire: SharedLlm = match provider.kind {
+                ProviderKind::Anthropic => Arc::new(super::anthropic::AnthropicClient::new(
+                    client.clone(),
+                    endpoint.clone(),
+                )),
+                ProviderKind::OpenAiCompatible => Arc::new(super::openai::OpenAiClient::new(
+                    client.clone(),
+                    endpoint.clone(),
+                )),
+            };
+            services.insert(id.clone(), stack(id, provider).service(wire));
+            endpoints.insert(id.clone(), endpoint);
+        }
+        Providers {
+            services: Arc::new(services),
+            endpoints: Arc::new(endpoints),
+        }
+    }
+
+    /// The stacked service for a provider id.
+    pub fn get(&self, provider: &str) -> Option<&SharedLlm> {
+        self.services.get(provider)
+    }
+
+    /// `(provider, variable)` for every provider whose key variable is named but unset, in config order.
+    pub fn missing_keys(&self) -> Vec<(String, String)> {
+        self.endpoints
+            .values()
+            .filter(|e| e.key.is_none())
+            .filter_map(|e| e.key_var.clone().map(|var| (e.provider.clone(), var)))
+            .collect()
+    }
+
+    /// Call `provider` with `request`.
+    pub async fn call(&self, provider: &str, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        match self.services.get(provider) {
+            Some(service) => service.call(request).await,
+            None => Err(LlmError::UnknownModel(format!("{provider}/{}", request.model))),
+        }
+    }
+}

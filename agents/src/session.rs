@@ -1,0 +1,795 @@
+//! Agent sessions: the tool-use loop of one task, and the tools that connect sessions into a tree.
+//!
+//! A session is a loop over its own message history (saved after every turn):
+//! - if the last message is the model's and asks for tools, run them and append their results;
+//! - otherwise ask the model (one LLM call through the provider's layer stack);
+//! - a reply without tool calls is the final answer.
+//!
+//! Because the loop is driven only by the saved history, re-entering it after a restart continues where
+//! it stopped. Tools are idempotent per tool call: a `delegate` finds the child task its call already
+//! created (finished → its stored result; suspended → resumed), and `request_approval` finds its stored
+//! approval. That is how a decision taken in a new process resumes a whole suspended tree.
+//!
+//! Invariants:
+//! - delegation only to the agent's direct children; anything else is a tool error and creates no task;
+//! - invalid tool arguments are a tool error returned to the model, never a task failure;
+//! - a child sees only its own task text (Select), and its result reaches the parent summarised when it
+//!   exceeds `resultCompressionThreshold` (Compress); the original stays in the task record;
+//! - cancelling a task drops its future, which drops its children's futures; the database marks the
+//!   whole subtree CANCELLED in one transaction.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::future::{BoxFuture, FutureExt, join_all};
+use opc_hierarchy::schema::Tool;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
+use crate::context::{estimate_tokens, summary_request};
+use crate::engine::{EngineError, Inner, Outcome};
+use crate::events::Event;
+use crate::llm::{CallMeta, Content, LlmRequest, Message, Role, StreamDelta};
+use crate::store::{CallRecord, Ending, NewTask, StoreError, TaskId, TaskRecord, TaskState};
+use crate::tools::{
+    self, ApprovalArgs, DelegateArgs, DelegateParallelArgs, Escalation, EscalationKind,
+};
+
+/// How a task ended, as its parent (or the human, for a root) sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum TaskEnd {
+    /// The answer the parent gets (a summary when the output was compressed).
+    Completed(String),
+    /// A structured escalation.
+    Escalated(Escalation),
+    /// An error message.
+    Failed(String),
+    /// Cancelled, with the reason.
+    Cancelled(String),
+}
+
+/// The chain of deadlines from the root down to a task: an approval pauses them all.
+type Clocks = Arc<Vec<Clock>>;
+
+/// Run (or resume) a root task to its end and publish the outcome.
+pub(crate) async fn run_root(inner: Arc<Inner>, task: TaskId) -> Outcome {
+    let end = run_task(inner.clone(), task, CancellationToken::new(), Arc::new(Vec::new())).await;
+    match inner.store.task(task) {
+        Ok(record) => outcome_of(&inner, &record).unwrap_or_else(|e| failed_outcome(task, &e)),
+        Err(e) => {
+            let _ = end;
+            failed_outcome(task, &EngineError::Store(e))
+        }
+    }
+}
+
+fn failed_outcome(task: TaskId, error: &EngineError) -> Outcome {
+    Outcome {
+        task,
+        conversation: String::new(),
+        state: TaskState::Failed,
+        text: error.to_string(),
+        escalation: None,
+        tokens_in: 0,
+        tokens_out: 0,
+        cost_usd: 0.0,
+    }
+}
+
+/// A root task's outcome from its record (and its tree's totals).
+pub(crate) fn outcome_of(inner: &Inner, record: &TaskRecord) -> Result<Outcome, EngineError> {
+    let (tokens_in, tokens_out, cost_usd) = inner.store.tree_totals(record.root_id)?;
+    let escalation: Option<Escalation> = record
+        .escalation
+        .as_deref()
+        .and_then(|json| serde_json::from_str(json).ok());
+    let text = match (record.state, &escalation) {
+        (TaskState::Completed, _) => record.output.clone().unwrap_or_default(),
+        (TaskState::Escalated, Some(e)) => render_escalation(&record.agent, e),
+        _ => record
+            .error
+            .clone()
+            .unwrap_or_else(|| format!("task is {}", record.state.as_str())),
+    };
+    Ok(Outcome {
+        task: record.id,
+        conversation: record.conversation_id.clone(),
+        state: record.state,
+        text,
+        escalation,
+        tokens_in,
+        tokens_out,
+        cost_usd,
+    })
+}
+
+/// An escalation as a human reads it.
+pub fn render_escalation(agent: &str, e: &Escalation) -> String {
+    let mut text = format!("Escalated by {agent} ({}): {}", e.kind.as_str(), e.reason);
+    if let Some(partial) = e.partial_result.as_deref().filter(|p| !p.is_empty()) {
+        text.push_str("\nPartial result: ");
+        text.push_str(partial);
+    }
+    text
+}
+
+/// Run one task under its cancellation token and deadline, and record how it ended.
+fn run_task(
+    inner: Arc<Inner>,
+    task: TaskId,
+    parent_token: CancellationToken,
+    clocks: Clocks,
+) -> BoxFuture<'static, TaskEnd> {
+    async move {
+        let record = match inner.store.task(task) {
+            Ok(r) => r,
+            Err(e) => return TaskEnd::Failed(e.to_string()),
+        };
+        if record.state.is_terminal() {
+            return stored_end(&record);
+        }
+        let token = parent_token.child_token();
+        inner
+            .task_tokens
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(task, token.clone());
+        let clock = Clock::start(inner.config.framework.execution.task_timeout);
+        let mut chain = (*clocks).clone();
+        chain.push(clock.clone());
+        let chain = Arc::new(chain);
+        let started = Instant::now();
+
+        let end = tokio::select! {
+            end = session(inner.clone(), record.clone(), chain) => end,
+            _ = token.cancelled() => {
+                let _ = inner.store.cancel_subtree(task, "cancelled");
+                TaskEnd::Cancelled(inner.store.task(task).ok().and_then(|t| t.error).unwrap_or_else(|| "cancelled".into()))
+            }
+            _ = clock.expired() => {
+                let escalation = Escalation {
+                    kind: EscalationKind::Timeout,
+                    reason: format!(
+                        "{} did not finish within the task timeout of {}",
+                        record.agent,
+                        humantime_like(clock.budget())
+                    ),
+                    partial_result: None,
+                };
+                // The subtree below is abandoned: cancel it, then record the escalation on this task.
+                if let Ok(ids) = inner.store.cancel_descendants(task, "cancelled: the task above it timed out") {
+                    cancel_tokens(&inner, &ids);
+                }
+                let json = serde_json::to_string(&escalation).unwrap_or_default();
+                let _ = inner.store.finish(task, Ending::Escalated(&json));
+                TaskEnd::Escalated(escalation)
+            }
+        };
+        inner
+            .task_tokens
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&task);
+        finish(&inner, &record, &end, started);
+        end
+    }
+    .boxed()
+}
+
+fn cancel_tokens(inner: &Inner, ids: &[TaskId]) {
+    let tokens = inner.task_tokens.lock().unwrap_or_else(|p| p.into_inner());
+    for id in ids {
+        if let Some(t) = tokens.get(id) {
+            t.cancel();
+        }
+    }
+}
+
+fn humantime_like(d: std::time::Duration) -> String {
+    let secs = d.as_secs();
+    if d.subsec_millis() != 0 || secs == 0 {
+        format!("{}ms", d.as_millis())
+    } else if secs % 3600 == 0 {
+        format!("{}h", secs / 3600)
+    } else if secs % 60 == 0 {
+        format!("{}m", secs / 60)
+    } else {
+        format!("{secs}s")
+    }
+}
+
+/// Publish the end of a task (the database already records it).
+fn finish(inner: &Inner, record: &TaskRecord, end: &TaskEnd, started: Instant) {
+    let stored = inner.store.task(record.id).ok();
+    let (state, text) = match end {
+        TaskEnd::Completed(text) => ("COMPLETED", text.clone()),
+        TaskEnd::Escalated(e) => {
+            inner.events.publish(Event::Escalated {
+                task: record.id,
+                agent: record.agent.clone(),
+                kind: e.kind.as_str().to_string(),
+                reason: e.reason.clone(),
+            });
+            ("ESCALATED", e.reason.clone())
+        }
+        TaskEnd::Failed(error) => ("FAILED", error.clone()),
+        TaskEnd::Cancelled(reason) => ("CANCELLED", reason.clone()),
+    };
+    inner.events.publish(Event::AgentFinished {
+        task: record.id,
+        agent: record.agent.clone(),
+        state: state.to_string(),
+        text,
+        tokens_in: stored.as_ref().map_or(0, |t| t.tokens_in),
+        tokens_out: stored.as_ref().map_or(0, |t| t.tokens_out),
+        cost_usd: stored.as_ref().map_or(0.0, |t| t.cost_usd),
+        duration_ms: started.elapsed().as_millis() as u64,
+    });
+}
+
+/// What a finished task gives its parent, from its record.
+fn stored_end(record: &TaskRecord) -> TaskEnd {
+    match record.state {
+        TaskState::Completed => TaskEnd::Completed(
+            record
+                .summary
+                .clone()
+                .or_else(|| record.output.clone())
+                .unwrap_or_default(),
+        ),
+        TaskState::Escalated => match record
+            .escalation
+            .as_deref()
+            .and_then(|j| serde_json::from_str(j).ok())
+        {
+            Some(e) => TaskEnd::Escalated(e),
+            None => TaskEnd::Failed("escalated without details".into()),
+        },
+        TaskState::Cancelled => {
+            TaskEnd::Cancelled(record.error.clone().unwrap_or_else(|| "cancelled".into()))
+        }
+        _ => TaskEnd::Failed(record.error.clone().unwrap_or_else(|| "failed".into())),
+    }
+}
+
+/// The tool-use loop.
+async fn session(inner: Arc<Inner>, record: TaskRecord, clocks: Clocks) -> TaskEnd {
+    match session_inner(&inner, &record, &clocks).await {
+        Ok(end) => end,
+        Err(error) => {
+            let message = error.to_string();
+            let _ = inner.store.finish(record.id, Ending::Failed(&message));
+            TaskEnd::Failed(message)
+        }
+    }
+}
+
+async fn session_inner(
+    inner: &Arc<Inner>,
+    record: &TaskRecord,
+    clocks: &Clocks,
+) -> Result<TaskEnd, StoreError> {
+    let store = &inner.store;
+    let id = record.id;
+    if record.state == TaskState::Created {
+        store.transition(id, TaskState::Assigned)?;
+    }
+    inner.events.publish(Event::AgentStarted {
+        task: id,
+        agent: record.agent.clone(),
+    });
+    let agent = inner.config.agents.get(&record.agent);
+    let agent_tools: Vec<Tool> = agent.map(|a| a.tools.clone()).unwrap_or_default();
+    let children: Vec<(String, String)> = inner
+        .org
+        .children(&record.agent)
+        .into_iter()
+        .map(|c| (c.to_string(), inner.org.role(c).unwrap_or(c).to_string()))
+        .collect();
+    let specs: Vec<_> = agent_tools
+        .iter()
+        .filter_map(|t| tools::spec(*t, &children))
+        .collect();
+    let system = inner.context.system_prompt(&record.agent);
+    let (provider, model) = inner
+        .models
+        .get(&record.agent)
+        .cloned()
+        .unwrap_or_else(|| inner.fast_model.clone());
+    let mut messages = store.messages(id)?;
+    let mut turns = 0u32;
+
+    loop {
+        let pending_tools = messages
+            .last()
+            .filter(|m| m.role == Role::Assistant)
+            .map(|m| m.tool_uses().count() > 0);
+        match pending_tools {
+            Some(true) => {
+                let last = messages.last().cloned().unwrap_or_else(|| Message::user(""));
+                // An escalation ends the session; other tools in the same turn are not run.
+                if let Some(end) = escalation_in(&last, &agent_tools) {
+                    let json = serde_json::to_string(&end).unwrap_or_default();
+                    store.finish(id, Ending::Escalated(&json))?;
+                    return Ok(TaskEnd::Escalated(end));
+                }
+                let results = run_tools(inner, record, &last, &agent_tools, clocks).await?;
+                messages.push(Message {
+                    role: Role::User,
+                    content: results,
+                });
+                store.save_messages(id, &messages)?;
+            }
+            Some(false) => {
+                let answer = messages.last().map(Message::text).unwrap_or_default();
+                return complete(inner, record, answer).await;
+            }
+            None => {
+                turns += 1;
+                if turns > inner.options.max_turns {
+                    let error = format!(
+                        "{} reached the limit of {} model turns without a final answer",
+                        record.agent, inner.options.max_turns
+                    );
+                    store.finish(id, Ending::Failed(&error))?;
+                    return Ok(TaskEnd::Failed(error));
+                }
+                store.transition(id, TaskState::Executing)?;
+                let request = LlmRequest {
+                    model: model.clone(),
+                    system: system.clone(),
+                    messages: messages.clone(),
+                    tools: specs.clone(),
+                    max_tokens: inner.options.max_tokens,
+                    stream: None,
+                    meta: CallMeta {
+                        agent: record.agent.clone(),
+                        task_id: Some(id),
+                    },
+                };
+                match call_model(inner, &provider, request, id, &record.agent).await? {
+                    Ok(content) => {
+                        messages.push(Message {
+                            role: Role::Assistant,
+                            content,
+                        });
+                        store.save_messages(id, &messages)?;
+                    }
+                    Err(error) => {
+                        store.finish(id, Ending::Failed(&error))?;
+                        return Ok(TaskEnd::Failed(error));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One LLM call with an agent slot held, streamed to the bus when enabled, recorded in the ledger.
+/// The outer `Result` is the database; the inner one the call (its error rendered for people).
+async fn call_model(
+    inner: &Arc<Inner>,
+    provider: &str,
+    mut request: LlmRequest,
+    task: TaskId,
+    agent: &str,
+) -> Result<Result<Vec<Content>, String>, StoreError> {
+    let forwarder = if inner.options.streaming {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        request.stream = Some(tx);
+        let events = inner.events.clone();
+        let agent = agent.to_string();
+        Some(tokio::spawn(async move {
+            while let Some(delta) = rx.recv().await {
+                events.publish(match delta {
+                    StreamDelta::Text(text) => Event::Token {
+                        task,
+                        agent: agent.clone(),
+                        text,
+                    },
+                    StreamDelta::Restart => Event::StreamRestarted { task },
+                });
+            }
+        }))
+    } else {
+        None
+    };
+    let model_ref = format!("{provider}/{}", request.model);
+    let started = Instant::now();
+    let result = {
+        // The semaphore is never closed, so acquire cannot fail.
+        let _slot = inner.agent_slots.acquire().await.ok();
+        inner.providers.call(provider, request).await
+    };
+    if let Some(forwarder) = forwarder {
+        // The request (and its sender) is gone, so the forwarder ends after the last delta.
+        let _ = forwarder.await;
+    }
+    let duration_ms = started.elapsed().as_millis() as u64;
+    match result {
+        Ok(response) => {
+            let tool_calls: Vec<String> = response
+                .content
+                .iter()
+                .filter_map(|c| match c {
+                    Content::ToolUse { name, .. } => Some(name.clone()),
+                    _ => None,
+                })
+                .collect();
+            inner.store.record_call(&CallRecord {
+                task_id: task,
+                agent: agent.to_string(),
+                model: model_ref,
+                tokens_in: response.usage.input_tokens,
+                tokens_out: response.usage.output_tokens,
+                cost_usd: response.cost_usd,
+                duration_ms,
+                attempts: response.attempts,
+                tool_calls,
+                error: None,
+            })?;
+            let mut content = response.content;
+            if content.is_empty() {
+                content.push(Content::text(""));
+            }
+            Ok(Ok(content))
+        }
+        Err(error) => {
+            let message = format!("{agent}: the model call failed: {error}");
+            inner.store.record_call(&CallRecord {
+                task_id: task,
+                agent: agent.to_string(),
+                model: model_ref,
+                tokens_in: 0,
+                tokens_out: 0,
+                cost_usd: 0.0,
+                duration_ms,
+                attempts: match &error {
+                    crate::llm::LlmError::Exhausted { attempts, .. } => *attempts,
+                    _ => 1,
+                },
+                tool_calls: Vec::new(),
+                error: Some(error.to_string()),
+            })?;
+            Ok(Err(message))
+        }
+    }
+}
+
+/// A valid `escalate` call in the message, if the agent has the tool.
+fn escalation_in(message: &Message, agent_tools: &[Tool]) -> Option<Escalation> {
+    if !agent_tools.contains(&Tool::Escalate) {
+        return None;
+    }
+    message
+        .tool_uses()
+        .filter(|(_, name, _)| *name == Tool::Escalate.wire_name())
+        .find_map(|(_, name, input)| tools::parse::<Escalation>(name, input).ok())
+}
+
+/// Run every tool call of the model's last turn, concurrently, and return their results in order.
+async fn run_tools(
+    inner: &Arc<Inner>,
+    record: &TaskRecord,
+    message: &Message,
+    agent_tools: &[Tool],
+    clocks: &Clocks,
+) -> Result<Vec<Content>, StoreError> {
+    let calls: Vec<(String, String, serde_json::Value)> = message
+        .tool_uses()
+        .map(|(id, name, input)| (id.to_string(), name.to_string(), input.clone()))
+        .collect();
+    let delegates = calls
+        .iter()
+        .any(|(_, name, _)| name == "delegate" || name == "delegate_parallel");
+    if delegates {
+        inner.store.transition(record.id, TaskState::Delegated)?;
+    }
+    let futures = calls.into_iter().map(|(id, name, input)| {
+        let inner = inner.clone();
+        let record = record.clone();
+        let clocks = clocks.clone();
+        let agent_tools = agent_tools.to_vec();
+        async move {
+            inner.events.publish(Event::ToolCalled {
+                task: record.id,
+                agent: record.agent.clone(),
+                tool: name.clone(),
+            });
+            let result = run_tool(&inner, &record, &id, &name, &input, &agent_tools, &clocks).await;
+            result.map(|(content, is_error)| Content::ToolResult {
+                tool_use_id: id,
+                content,
+                is_error,
+            })
+        }
+    });
+    let results = join_all(futures).await;
+    let state = inner.store.task(record.id)?.state;
+    if !state.is_terminal() {
+        inner.store.transition(record.id, TaskState::Executing)?;
+    }
+    results.into_iter().collect()
+}
+
+/// One tool call → `(content, is_error)`.
+async fn run_tool(
+    inner: &Arc<Inner>,
+    record: &TaskRecord,
+    tool_use_id: &str,
+    name: &str,
+    input: &serde_json::Value,
+    agent_tools: &[Tool],
+    clocks: &Clocks,
+) -> Result<(String, bool), StoreError> {
+    let Some(tool) = tools::by_wire_name(agent_tools, name) else {
+        let offered: Vec<&str> = agent_tools
+            .iter()
+            .filter(|t| tools::EXECUTED.contains(t))
+            .map(|t| t.wire_name())
+            .collect();
+        return Ok((
+            format!(
+                "unknown tool `{name}`; your tools are: {}",
+                if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
+            ),
+            true,
+        ));
+    };
+    match tool {
+        Tool::Delegate => {
+            let args: DelegateArgs = match tools::parse(name, input) {
+                Ok(a) => a,
+                Err(e) => return Ok((e, true)),
+            };
+            if let Err(e) = check_delegation(inner, record, &args.agent) {
+                return Ok((e, true));
+            }
+            let end = delegate(inner, record, tool_use_id, 0, &args, clocks).await?;
+            Ok(tool_result_of(&args.agent, end))
+        }
+        Tool::DelegateParallel => {
+            let args: DelegateParallelArgs = match tools::parse(name, input) {
+                Ok(a) => a,
+                Err(e) => return Ok((e, true)),
+            };
+            // All or nothing: one bad target creates no task at all.
+            let errors: Vec<String> = args
+                .tasks
+                .iter()
+                .filter_map(|t| check_delegation(inner, record, &t.agent).err())
+                .collect();
+            if !errors.is_empty() {
+                return Ok((
+                    format!("no task was delegated: {}", errors.join("; ")),
+                    true,
+                ));
+            }
+            let runs = args.tasks.iter().enumerate().map(|(i, t)| async move {
+                let end = delegate(inner, record, tool_use_id, i as u32, t, clocks).await?;
+                Ok::<_, StoreError>((t.agent.clone(), end))
+            });
+            let mut items = Vec::new();
+            for result in join_all(runs).await {
+                let (agent, end) = result?;
+                items.push(match end {
+                    TaskEnd::Completed(text) => json!({"agent": agent, "status": "completed", "result": text}),
+                    TaskEnd::Escalated(e) => json!({"agent": agent, "status": "escalated", "escalation": e}),
+                    TaskEnd::Failed(error) => json!({"agent": agent, "status": "failed", "error": error}),
+                    TaskEnd::Cancelled(reason) => json!({"agent": agent, "status": "cancelled", "error": reason}),
+                });
+            }
+            Ok((serde_json::Value::Array(items).to_string(), false))
+        }
+        Tool::RequestApproval => {
+            let args: ApprovalArgs = match tools::parse(name, input) {
+                Ok(a) => a,
+                Err(e) => return Ok((e, true)),
+            };
+            crate::approval::request(inner, record, tool_use_id, &args, clocks.as_slice()).await
+        }
+        // Escalations end the session before tools run; reaching here means its arguments were invalid.
+        Tool::Escalate => match tools::parse::<Escalation>(name, input) {
+            Err(e) => Ok((e, true)),
+            Ok(_) => Ok(("escalation recorded".into(), false)),
+        },
+        _ => Ok((format!("tool `{name}` is not available in this build"), true)),
+    }
+}
+
+/// Whether `from`'s task may delegate to `to`: direct children only. The error names the relation.
+fn check_delegation(inner: &Inner, record: &TaskRecord, to: &str) -> Result<(), String> {
+    let org = &inner.org;
+    let from = record.agent.as_str();
+    if org.may_delegate(from, to) {
+        let max = inner.config.framework.execution.max_hierarchy_depth.get();
+        if record.depth + 1 >= max {
+            return Err(format!(
+                "cannot delegate to `{to}`: the delegation would exceed maxHierarchyDepth ({max})"
+            ));
+        }
+        return Ok(());
+    }
+    let relation = if !org.contains(to) {
+        "there is no agent with that id"
+    } else if to == from {
+        "that is you"
+    } else if org.is_ancestor(from, to) {
+        "that agent is below your direct subordinates; delegate to the subordinate who leads them"
+    } else if org.is_ancestor(to, from) {
+        "that agent is above you; use `escalate` to raise problems with your superior"
+    } else {
+        "that agent is not in your team"
+    };
+    let children = org.children(from);
+    Err(format!(
+        "cannot delegate to `{to}`: {relation}. You can delegate to: {}",
+        if children.is_empty() { "nobody".to_string() } else { children.join(", ") }
+    ))
+}
+
+/// The delegate tool's result for the parent: `(content, is_error)`.
+fn tool_result_of(agent: &str, end: TaskEnd) -> (String, bool) {
+    match end {
+        TaskEnd::Completed(text) => (text, false),
+        TaskEnd::Escalated(e) => (
+            json!({"escalated_by": agent, "type": e.kind, "reason": e.reason, "partial_result": e.partial_result})
+                .to_string(),
+            false,
+        ),
+        TaskEnd::Failed(error) => (format!("{agent} failed: {error}"), true),
+        TaskEnd::Cancelled(reason) => (format!("{agent}'s task was cancelled: {reason}"), true),
+    }
+}
+
+/// Run a child task for a parent's tool call: the existing one if this call already created it.
+async fn delegate(
+    inner: &Arc<Inner>,
+    parent: &TaskRecord,
+    tool_use_id: &str,
+    index: u32,
+    args: &DelegateArgs,
+    clocks: &Clocks,
+) -> Result<TaskEnd, StoreError> {
+    let store = &inner.store;
+    let child = match store.child_for(parent.id, tool_use_id, index)? {
+        Some(existing) => existing.id,
+        None => {
+            let first = inner.context.task_message(&args.agent, &args.task);
+            let id = store.create_task(&NewTask {
+                parent_id: Some(parent.id),
+                conversation_id: &parent.conversation_id,
+                agent: &args.agent,
+                depth: parent.depth + 1,
+                tool_use_id: Some(tool_use_id),
+                tool_index: index,
+                input: &args.task,
+                messages: std::slice::from_ref(&first),
+            })?;
+            inner.events.publish(Event::TaskCreated {
+                task: id,
+                parent: Some(parent.id),
+                root: parent.root_id,
+                conversation: parent.conversation_id.clone(),
+                agent: args.agent.clone(),
+            });
+            inner.events.publish(Event::Delegated {
+                task: parent.id,
+                child: id,
+                from: parent.agent.clone(),
+                to: args.agent.clone(),
+            });
+            id
+        }
+    };
+    let token = inner
+        .task_tokens
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&parent.id)
+        .cloned()
+        .unwrap_or_default();
+    Ok(run_task(inner.clone(), child, token, clocks.clone()).await)
+}
+
+/// The final answer: summarise it for the parent when it is long, then complete the task.
+async fn complete(
+    inner: &Arc<Inner>,
+    record: &TaskRecord,
+    answer: String,
+) -> Result<TaskEnd, StoreError> {
+    inner
+        .store
+        .transition(record.id, TaskState::ResultPropagating)?;
+    let threshold = inner
+        .config
+        .framework
+        .execution
+        .result_compression_threshold
+        .get() as usize;
+    let summary = if record.parent_id.is_some() && estimate_tokens(&answer) > threshold {
+        Some(summarise(inner, record, &answer, threshold).await?)
+    } else {
+        None
+    };
+    inner.store.finish(
+        record.id,
+        Ending::Completed {
+            output: &answer,
+            summary: summary.as_deref(),
+        },
+    )?;
+    Ok(TaskEnd::Completed(summary.unwrap_or(answer)))
+}
+
+async fn summarise(
+    inner: &Arc<Inner>,
+    record: &TaskRecord,
+    answer: &str,
+    threshold: usize,
+) -> Result<String, StoreError> {
+    let (provider, model) = inner.fast_model.clone();
+    let role = inner.org.role(&record.agent).unwrap_or(&record.agent).to_string();
+    let request = summary_request(
+        &model,
+        &role,
+        answer,
+        threshold,
+        CallMeta {
+            agent: "summarizer".into(),
+            task_id: Some(record.id),
+        },
+    );
+    let result = {
+        let _slot = inner.agent_slots.acquire().await.ok();
+        let started = Instant::now();
+        let result = inner.providers.call(&provider, request).await;
+        let (usage, cost, attempts, error) = match &result {
+            Ok(r) => (r.usage, r.cost_usd, r.attempts, None),
+            Err(e) => (Default::default(), 0.0, 1, Some(e.to_string())),
+        };
+        inner.store.record_call(&CallRecord {
+            task_id: record.id,
+            agent: "summarizer".into(),
+            model: format!("{provider}/{model}"),
+            tokens_in: usage.input_tokens,
+            tokens_out: usage.output_tokens,
+            cost_usd: cost,
+            duration_ms: started.elapsed().as_millis() as u64,
+            attempts,
+            tool_calls: Vec::new(),
+            error,
+        })?;
+        result
+    };
+    Ok(match result {
+        Ok(response) => {
+            let text = Message {
+                role: Role::Assistant,
+                content: response.content,
+            }
+            .text();
+            format!("[summary of a {}-token report]\n{text}", estimate_tokens(answer))
+        }
+        // Summarising is an optimisation: if it fails, the parent gets a clearly marked cut instead.
+        Err(error) => {
+            let keep: String = answer.chars().take(threshold * 4).collect();
+            format!("[report truncated to {threshold} tokens: the summariser failed: {error}]\n{keep}")
+        }
+    })
+}
+
+/// The delegation path from the root to `agent` (`["ceo", "vp-ops", "support-agent"]`).
+pub(crate) fn path_of(inner: &Inner, agent: &str) -> Vec<String> {
+    let mut path: Vec<String> = inner
+        .org
+        .ancestors(agent)
+        .into_iter()
+        .rev()
+        .map(str::to_string)
+        .collect();
+    path.push(agent.to_string());
+    path
+}

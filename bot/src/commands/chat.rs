@@ -1,0 +1,421 @@
+//! `opc chat`: talk to the root agent from the terminal.
+//!
+//! One message (`opc chat "…"`) or an interactive session (`opc chat`, one conversation across turns).
+//! The answer goes to stdout — streamed live when stdout is a terminal, printed once and exactly when it
+//! is piped — and a live delegation trace, approval prompts and the token/cost total go to stderr.
+//! Ctrl-C cancels the running task tree (the whole subtree is recorded CANCELLED); at the prompt it
+//! quits.
+//!
+//! Exit status: 0 answered, 1 failed, 2 not started (config, database or API key), 3 escalated to you,
+//! 130 cancelled.
+//!
+//! Invariants: approvals are decided only by an explicit answer typed here; end of input rejects (fail
+//! closed). Secrets are never printed: a missing key is reported by its variable name.
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use opc_agents::context::NoMemory;
+use opc_agents::{Engine, EngineOptions, Event, Outcome, TaskId, TaskState};
+use tokio::sync::{broadcast, mpsc};
+
+use super::{eprint, print};
+
+/// Options of `opc chat`.
+#[derive(Debug, clap::Args)]
+pub struct ChatArgs {
+    /// The message; without one, an interactive session starts.
+    pub message: Option<String>,
+    /// Continue this conversation (its id is printed at the end of every answer).
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// Ask models for whole responses instead of streams.
+    #[arg(long)]
+    pub no_stream: bool,
+    /// No delegation trace on stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+pub fn run(path: &Path, args: ChatArgs) -> ExitCode {
+    let loaded = match super::load_config(path) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    let store = match super::open_store(&loaded) {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
+    match super::runtime() {
+        Ok(runtime) => runtime.block_on(chat(loaded, store, args)),
+        Err(code) => code,
+    }
+}
+
+/// Build the engine for a CLI or gateway command, reporting missing keys of the providers the org uses.
+pub fn engine(
+    loaded: &opc_hierarchy::Loaded,
+    store: opc_agents::Store,
+    options: EngineOptions,
+) -> Result<Engine, String> {
+    let engine = Engine::from_config(loaded, Arc::new(store), Arc::new(NoMemory), options, |var| {
+        std::env::var(var).ok()
+    })
+    .map_err(|e| format!("error: {e}\n"))?;
+    let used = used_providers(loaded);
+    let missing: Vec<(String, String)> = engine
+        .providers()
+        .missing_keys()
+        .into_iter()
+        .filter(|(provider, _)| used.contains(provider))
+        .collect();
+    if let Some((provider, var)) = missing.first() {
+        return Err(format!(
+            "error: the API key for provider `{provider}` is missing: set the environment variable {var}\n\
+             hint: `export {var}=…`, or point the agents at a keyless OpenAI-compatible server \
+             (`kind: openai-compatible`, `baseUrl: http://127.0.0.1:11434/v1`)\n"
+        ));
+    }
+    for (agent, tool) in opc_agents::tools::unavailable_tools(&loaded.config).iter().take(1) {
+        eprint(&format!(
+            "note: some configured tools are not available in this build and are not offered to agents \
+             (first: `{}` of {agent}); delegation, escalation and approvals are\n",
+            tool.as_str()
+        ));
+    }
+    Ok(engine)
+}
+
+/// Providers that some agent's model, or the fast model, resolves to.
+fn used_providers(loaded: &opc_hierarchy::Loaded) -> Vec<String> {
+    let framework = &loaded.config.framework;
+    let mut models: Vec<&str> = loaded
+        .config
+        .agents
+        .values()
+        .map(|a| a.model.as_deref().unwrap_or(&framework.default_model))
+        .collect();
+    models.push(framework.fast_model());
+    let mut used: Vec<String> = models
+        .into_iter()
+        .filter_map(|m| framework.resolve_model(m).ok().map(|(p, _)| p.to_string()))
+        .collect();
+    used.sort();
+    used.dedup();
+    used
+}
+
+async fn chat(loaded: opc_hierarchy::Loaded, store: opc_agents::Store, args: ChatArgs) -> ExitCode {
+    let options = EngineOptions {
+        streaming: !args.no_stream,
+        ..EngineOptions::default()
+    };
+    let engine = match engine(&loaded, store, options) {
+        Ok(engine) => engine,
+        Err(message) => {
+            eprint(&message);
+            return ExitCode::from(2);
+        }
+    };
+    let interrupted = engine.recovery().interrupted.len();
+    if interrupted > 0 {
+        eprint(&format!(
+            "note: {interrupted} task(s) were interrupted when OPC last stopped; they are marked FAILED\n"
+        ));
+    }
+    let mut lines = stdin_lines();
+    let trace = Trace {
+        quiet: args.quiet,
+        live: std::io::stdout().is_terminal(),
+    };
+    let code = match args.message {
+        Some(message) => {
+            let outcome = turn(&engine, args.conversation.as_deref(), &message, &mut lines, &trace).await;
+            match outcome {
+                Ok(outcome) => exit_code(&outcome),
+                Err(code) => code,
+            }
+        }
+        None => repl(&engine, args.conversation, &mut lines, &trace).await,
+    };
+    engine.shutdown().await;
+    code
+}
+
+fn exit_code(outcome: &Outcome) -> ExitCode {
+    match outcome.state {
+        TaskState::Completed => ExitCode::SUCCESS,
+        TaskState::Escalated => ExitCode::from(3),
+        TaskState::Cancelled => ExitCode::from(130),
+        _ => ExitCode::FAILURE,
+    }
+}
+
+async fn repl(
+    engine: &Engine,
+    mut conversation: Option<String>,
+    lines: &mut mpsc::UnboundedReceiver<String>,
+    trace: &Trace,
+) -> ExitCode {
+    eprint(&format!(
+        "Chatting with {} ({}). Type /exit or press Ctrl-D to quit; Ctrl-C cancels a running request.\n",
+        engine.org().role(engine.org().root()).unwrap_or_default(),
+        engine.org().root()
+    ));
+    loop {
+        eprint("you › ");
+        let line = tokio::select! {
+            line = lines.recv() => line,
+            _ = tokio::signal::ctrl_c() => None,
+        };
+        let Some(line) = line else {
+            eprint("\n");
+            return ExitCode::SUCCESS;
+        };
+        let text = line.trim();
+        match text {
+            "" => continue,
+            "/exit" | "/quit" => return ExitCode::SUCCESS,
+            _ => {}
+        }
+        match turn(engine, conversation.as_deref(), text, lines, trace).await {
+            Ok(outcome) => conversation = Some(outcome.conversation),
+            Err(code) => return code,
+        }
+    }
+}
+
+/// Lines of stdin, read on a thread (stdin reads block).
+fn stdin_lines() -> mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+struct Trace {
+    quiet: bool,
+    /// Stream the answer to stdout as it is generated (stdout is a terminal).
+    live: bool,
+}
+
+/// A task of the running tree, for the trace.
+struct Node {
+    agent: String,
+    depth: usize,
+}
+
+/// Send one message and follow its tree until the answer.
+async fn turn(
+    engine: &Engine,
+    conversation: Option<&str>,
+    text: &str,
+    lines: &mut mpsc::UnboundedReceiver<String>,
+    trace: &Trace,
+) -> Result<Outcome, ExitCode> {
+    // Subscribe before sending, so no event of this tree is missed.
+    let mut events = engine.events().subscribe();
+    let run = match engine.send(conversation, text) {
+        Ok(run) => run,
+        Err(e) => {
+            eprint(&format!("error: {e}\n"));
+            return Err(ExitCode::FAILURE);
+        }
+    };
+    let root = run.task;
+    let started = Instant::now();
+    let mut nodes: HashMap<TaskId, Node> = HashMap::from([(
+        root,
+        Node {
+            agent: engine.org().root().to_string(),
+            depth: 0,
+        },
+    )]);
+    let mut streamed = String::new();
+    let mut pending: Option<(i64, Vec<String>)> = None;
+    let wait = run.wait();
+    tokio::pin!(wait);
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut wait => break outcome,
+            event = events.recv() => match event {
+                Ok(event) => {
+                    if let Some(approval) = show(&event, root, &mut nodes, &mut streamed, trace) {
+                        pending = Some(approval);
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    if !trace.quiet {
+                        eprint(&format!("  … {n} trace events skipped\n"));
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => {}
+            },
+            line = lines.recv(), if pending.is_some() => {
+                let Some((approval, options)) = pending.take() else { continue };
+                let choice = line.map(|l| l.trim().to_string());
+                let decision = match &choice {
+                    Some(c) if options.contains(c) => c.clone(),
+                    Some(c) => {
+                        eprint(&format!("`{c}` is not an option; choose one of: {}\n  decide › ", options.join(", ")));
+                        pending = Some((approval, options));
+                        continue;
+                    }
+                    // End of input: fail closed.
+                    None => "reject".to_string(),
+                };
+                let by = std::env::var("USER").map(|u| format!("cli:{u}")).unwrap_or_else(|_| "cli".into());
+                if let Err(e) = engine.decide(approval, &decision, &by) {
+                    eprint(&format!("error: {e}\n"));
+                }
+            }
+            _ = tokio::signal::ctrl_c() => {
+                eprint("\ncancelling the request and everything it delegated…\n");
+                if let Err(e) = engine.cancel(root) {
+                    eprint(&format!("error: {e}\n"));
+                }
+            }
+        }
+    };
+    finish(&outcome, &streamed, trace, started);
+    Ok(outcome)
+}
+
+/// Show one event; returns an approval to ask about.
+fn show(
+    event: &Event,
+    root: TaskId,
+    nodes: &mut HashMap<TaskId, Node>,
+    streamed: &mut String,
+    trace: &Trace,
+) -> Option<(i64, Vec<String>)> {
+    let indent = |task: &TaskId, nodes: &HashMap<TaskId, Node>| {
+        "  ".repeat(nodes.get(task).map_or(0, |n| n.depth) + 1)
+    };
+    match event {
+        Event::TaskCreated {
+            task,
+            parent: Some(parent),
+            root: r,
+            agent,
+            ..
+        } if *r == root => {
+            let depth = nodes.get(parent).map_or(0, |n| n.depth) + 1;
+            nodes.insert(
+                *task,
+                Node {
+                    agent: agent.clone(),
+                    depth,
+                },
+            );
+        }
+        Event::Delegated { child, from, to, .. } if nodes.contains_key(child) && !trace.quiet => {
+            eprint(&format!("{}{from} → {to} (task {child})\n", indent(child, nodes)));
+        }
+        Event::Token { task, text, .. } if *task == root => {
+            streamed.push_str(text);
+            if trace.live {
+                print(text);
+            }
+        }
+        Event::StreamRestarted { task } if *task == root => {
+            streamed.clear();
+            if trace.live {
+                print("\n");
+                eprint("  (the model's answer was interrupted; retrying)\n");
+            }
+        }
+        Event::ToolCalled { task, .. } if *task == root => {
+            // That turn was not the final answer; only the last turn's text is the answer.
+            streamed.clear();
+            if trace.live {
+                print("\n");
+            }
+        }
+        Event::AgentFinished {
+            task,
+            agent,
+            state,
+            tokens_in,
+            tokens_out,
+            cost_usd,
+            duration_ms,
+            ..
+        } if nodes.contains_key(task) && *task != root && !trace.quiet => {
+            let mark = if state == "COMPLETED" { "✓" } else { "✗" };
+            eprint(&format!(
+                "{}{mark} {agent} {state} in {:.1}s · {} tokens · ${cost_usd:.4}\n",
+                indent(task, nodes),
+                *duration_ms as f64 / 1000.0,
+                tokens_in + tokens_out
+            ));
+        }
+        Event::Escalated {
+            task,
+            agent,
+            kind,
+            reason,
+        } if nodes.contains_key(task) && !trace.quiet => {
+            eprint(&format!("{}⚠ {agent} escalated ({kind}): {reason}\n", indent(task, nodes)));
+        }
+        Event::ApprovalRequested {
+            approval,
+            task,
+            path,
+            summary,
+            options,
+            ..
+        } if nodes.contains_key(task) => {
+            eprint(&format!(
+                "\n┌ approval {approval} requested by {}\n│ {summary}\n└ decide ({}) › ",
+                path.join(" › "),
+                options.join(" / ")
+            ));
+            return Some((*approval, options.clone()));
+        }
+        Event::ApprovalResolved { approval, decision, by, .. } if !trace.quiet => {
+            eprint(&format!("  approval {approval}: {decision} (by {by})\n"));
+        }
+        _ => {}
+    }
+    let _ = nodes.get(&root).map(|n| &n.agent);
+    None
+}
+
+fn finish(outcome: &Outcome, streamed: &str, trace: &Trace, started: Instant) {
+    match outcome.state {
+        TaskState::Completed => {
+            if trace.live && streamed == outcome.text {
+                print("\n");
+            } else {
+                if trace.live && !streamed.is_empty() {
+                    print("\n");
+                }
+                print(&outcome.text);
+                print("\n");
+            }
+        }
+        TaskState::Escalated => eprint(&format!("\n{}\n", outcome.text)),
+        TaskState::Cancelled => eprint(&format!("cancelled: {}\n", outcome.text)),
+        _ => eprint(&format!("error: {}\n", outcome.text)),
+    }
+    eprint(&format!(
+        "— task {} · conversation {} · {} tokens in / {} out · ${:.4} · {:.1}s\n",
+        outcome.task,
+        outcome.conversation,
+        outcome.tokens_in,
+        outcome.tokens_out,
+        outcome.cost_usd,
+        started.elapsed().as_secs_f64()
+    ));
+}

@@ -1,0 +1,160 @@
+//! `opc tasks`: the ledger — recent root tasks, or one delegation tree with state, timing, tokens and
+//! cost per node.
+//!
+//! Read-only: it opens the database without starting an engine, so it is safe to run next to `opc run`
+//! (SQLite WAL lets readers and the writer work at once).
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use opc_agents::store::TaskRecord;
+
+use super::{eprint, print};
+
+/// Options of `opc tasks`.
+#[derive(Debug, clap::Args)]
+pub struct TasksArgs {
+    /// Show the delegation tree of this task (a root task, or any task in a tree).
+    #[arg(long, value_name = "ID")]
+    pub tree: Option<i64>,
+    /// How many recent root tasks to list.
+    #[arg(long, default_value_t = 20)]
+    pub limit: u32,
+}
+
+pub fn run(path: &Path, args: TasksArgs) -> ExitCode {
+    let loaded = match super::load_config(path) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    let database = super::database_path(&loaded);
+    if !database.exists() {
+        print(&format!(
+            "No tasks yet ({} does not exist). Start one with `opc chat \"…\"`.\n",
+            database.display()
+        ));
+        return ExitCode::SUCCESS;
+    }
+    let store = match super::open_store(&loaded) {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
+    let result = match args.tree {
+        Some(id) => store.task(id).and_then(|task| store.tree(task.root_id)).map(|tree| render_tree(&tree)),
+        None => store.recent_roots(args.limit).map(|roots| render_list(&roots)),
+    };
+    match result {
+        Ok(text) => {
+            print(&text);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprint(&format!("error: {e}\n"));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn duration(task: &TaskRecord) -> String {
+    let end = task.finished_at.unwrap_or(task.updated_at);
+    let ms = (end - task.created_at).max(0);
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60)
+    }
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        let cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+/// Recent root tasks, newest first.
+pub fn render_list(roots: &[TaskRecord]) -> String {
+    if roots.is_empty() {
+        return "No tasks yet. Start one with `opc chat \"…\"`.\n".into();
+    }
+    let mut out = format!(
+        "{:>6}  {:<18}  {:<12}  {:>8}  {:>9}  {:>9}  {}\n",
+        "ID", "STATE", "AGENT", "TIME", "TOKENS", "COST", "MESSAGE"
+    );
+    for task in roots {
+        let _ = writeln!(
+            out,
+            "{:>6}  {:<18}  {:<12}  {:>8}  {:>9}  {:>9}  {}",
+            task.id,
+            task.state.as_str(),
+            task.agent,
+            duration(task),
+            task.tokens_in + task.tokens_out,
+            format!("${:.4}", task.cost_usd),
+            one_line(&task.input, 50)
+        );
+    }
+    out.push_str("Totals are per root task's own calls; `opc tasks --tree ID` shows the whole tree.\n");
+    out
+}
+
+/// One tree, parents before children, with box-drawing indentation.
+pub fn render_tree(tree: &[TaskRecord]) -> String {
+    let Some(root) = tree.first() else {
+        return String::new();
+    };
+    let mut out = String::new();
+    let (mut tokens, mut cost) = (0u64, 0f64);
+    // Depth-first from the root, children in creation order.
+    let mut stack: Vec<(&TaskRecord, String, bool)> = vec![(root, String::new(), true)];
+    while let Some((task, prefix, last)) = stack.pop() {
+        tokens += task.tokens_in + task.tokens_out;
+        cost += task.cost_usd;
+        let branch = if task.parent_id.is_none() {
+            ""
+        } else if last {
+            "└─ "
+        } else {
+            "├─ "
+        };
+        let _ = write!(
+            out,
+            "{prefix}{branch}#{} {} {} · {} · {} in / {} out · ${:.4} · {} call{}",
+            task.id,
+            task.agent,
+            task.state.as_str(),
+            duration(task),
+            task.tokens_in,
+            task.tokens_out,
+            task.cost_usd,
+            task.llm_calls,
+            if task.llm_calls == 1 { "" } else { "s" }
+        );
+        if let Some(error) = &task.error {
+            let _ = write!(out, " · {}", one_line(error, 60));
+        }
+        out.push('\n');
+        let child_prefix = if task.parent_id.is_none() {
+            String::new()
+        } else {
+            format!("{prefix}{}", if last { "   " } else { "│  " })
+        };
+        let children: Vec<&TaskRecord> = tree.iter().filter(|t| t.parent_id == Some(task.id)).collect();
+        for (i, child) in children.iter().enumerate().rev() {
+            stack.push((child, child_prefix.clone(), i + 1 == children.len()));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{} task{} · {tokens} tokens · ${cost:.4}",
+        tree.len(),
+        if tree.len() == 1 { "" } else { "s" }
+    );
+    out
+}

@@ -1,0 +1,943 @@
+//! # Tests of the scripted LLM server over real HTTP
+//!
+//! Role: drive [`opc_tests::scripted_llm::ScriptedLlm`] (and the `scripted-llm` binary) with a
+//! plain HTTP client on 127.0.0.1, checking both wire formats streamed and not, marker routing,
+//! per-session cursors, faults, placeholder substitution and the recording.
+//!
+//! Invariants: every test starts its own server on an ephemeral loopback port and finishes in well
+//! under a second; no test talks to any other host.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::BufRead;
+use std::time::{Duration, Instant};
+
+use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
+use serde_json::{Value, json};
+
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().build().unwrap()
+}
+
+fn anthropic_body(system: &str, user: &str, stream: bool) -> Value {
+    json!({
+        "model": "claude-test",
+        "max_tokens": 256,
+        "system": system,
+        "messages": [{"role": "user", "content": user}],
+        "tools": [
+            {"name": "delegate", "description": "d", "input_schema": {"type": "object"}},
+            {"name": "read_file", "description": "r", "input_schema": {"type": "object"}},
+        ],
+        "stream": stream,
+    })
+}
+
+fn openai_body(system: &str, user: &str, stream: bool) -> Value {
+    json!({
+        "model": "gpt-test",
+        "messages": [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user},
+        ],
+        "tools": [{"type": "function", "function": {"name": "delegate", "parameters": {}}}],
+        "stream": stream,
+    })
+}
+
+async fn post(client: &reqwest::Client, url: String, body: &Value) -> reqwest::Response {
+    client
+        .post(url)
+        .header("x-api-key", "test-key")
+        .header("anthropic-version", "2023-06-01")
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn anthropic(server: &ScriptedLlm, system: &str, user: &str) -> Value {
+    let body = anthropic_body(system, user, false);
+    let response = post(&client(), format!("{}/v1/messages", server.url()), &body).await;
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+/// First text block of an Anthropic reply.
+fn text_of(reply: &Value) -> String {
+    reply["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "text")
+        .map(|b| b["text"].as_str().unwrap().to_string())
+        .unwrap_or_default()
+}
+
+/// Parses an SSE body into (event name, data) pairs.
+fn parse_sse(text: &str) -> Vec<(Option<String>, String)> {
+    text.split("\n\n")
+        .filter(|block| !block.trim().is_empty())
+        .map(|block| {
+            let mut name = None;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(n) = line.strip_prefix("event: ") {
+                    name = Some(n.to_string());
+                } else if let Some(d) = line.strip_prefix("data: ") {
+                    data.push_str(d);
+                }
+            }
+            (name, data)
+        })
+        .collect()
+}
+
+/// The input of the (single) tool call of a streamed Anthropic reply.
+fn streamed_tool_input(sse: &str) -> Value {
+    let json: String = parse_sse(sse)
+        .iter()
+        .filter_map(|(_, data)| {
+            let data: Value = serde_json::from_str(data).unwrap();
+            data["delta"]["partial_json"].as_str().map(str::to_string)
+        })
+        .collect();
+    serde_json::from_str(&json).unwrap()
+}
+
+#[tokio::test]
+async fn routes_by_marker_with_fallback() {
+    let script = Script::new()
+        .agent("Agent id: ceo", vec![Step::text("I am the CEO")])
+        .agent("Agent id: dev", vec![Step::text("I am a developer")])
+        .fallback(vec![Step::text("who am I?")]);
+    let server = ScriptedLlm::start(script).await.unwrap();
+    let ceo = anthropic(&server, "You are... Agent id: ceo. Be brief.", "hi").await;
+    let dev = anthropic(&server, "Agent id: dev", "hi").await;
+    let other = anthropic(&server, "Agent id: nobody", "hi").await;
+    assert_eq!(text_of(&ceo), "I am the CEO");
+    assert_eq!(text_of(&dev), "I am a developer");
+    assert_eq!(text_of(&other), "who am I?");
+    assert_eq!(server.requests().len(), 3);
+    assert_eq!(server.requests_for("Agent id: ceo").len(), 1);
+    assert_eq!(server.requests_for("Agent id: dev").len(), 1);
+    assert_eq!(server.requests()[2].agent_marker, None);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn no_agent_and_no_fallback_is_a_500() {
+    let server = ScriptedLlm::start(Script::new().agent("X", vec![Step::text("x")]))
+        .await
+        .unwrap();
+    let body = anthropic_body("nothing matches", "hi", false);
+    let response = post(&client(), format!("{}/v1/messages", server.url()), &body).await;
+    assert_eq!(response.status(), 500);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["type"], "error");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("fallback")
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn cursor_is_per_session_and_repeats_last_reply() {
+    let script = Script::new().agent(
+        "M",
+        vec![
+            Step::text("first"),
+            Step::text("second"),
+            Step::status(500, None),
+        ],
+    );
+    let server = ScriptedLlm::start(script).await.unwrap();
+    assert_eq!(
+        text_of(&anthropic(&server, "M", "session a").await),
+        "first"
+    );
+    assert_eq!(
+        text_of(&anthropic(&server, "M", "session b").await),
+        "first"
+    );
+    assert_eq!(
+        text_of(&anthropic(&server, "M", "session a").await),
+        "second"
+    );
+    // Step 3 is a fault, consumed once; then the last non-fault step repeats.
+    let body = anthropic_body("M", "session a", false);
+    let response = post(&client(), format!("{}/v1/messages", server.url()), &body).await;
+    assert_eq!(response.status(), 500);
+    assert_eq!(
+        text_of(&anthropic(&server, "M", "session a").await),
+        "second"
+    );
+    assert_eq!(
+        text_of(&anthropic(&server, "M", "session a").await),
+        "second"
+    );
+    assert_eq!(
+        text_of(&anthropic(&server, "M", "session b").await),
+        "second"
+    );
+    let steps: Vec<Option<usize>> = server.requests().iter().map(|r| r.step_index).collect();
+    assert_eq!(
+        steps,
+        [
+            Some(0),
+            Some(0),
+            Some(1),
+            Some(2),
+            Some(1),
+            Some(1),
+            Some(1)
+        ]
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn exhausted_script_with_only_faults_says_so() {
+    let server = ScriptedLlm::start(Script::new().agent("M", vec![Step::status(503, None)]))
+        .await
+        .unwrap();
+    let client = client();
+    let url = format!("{}/v1/chat/completions", server.url());
+    let body = openai_body("M", "x", false);
+    assert_eq!(post(&client, url.clone(), &body).await.status(), 503);
+    let response = post(&client, url, &body).await;
+    assert_eq!(response.status(), 500);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["message"], "script exhausted for M");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn anthropic_non_streamed_tool_call_and_usage() {
+    let script = Script::new().agent(
+        "M",
+        vec![
+            Step::tools([
+                ("delegate", json!({"to": "dev", "task": "build"})),
+                ("read_file", json!({"path": "a.txt"})),
+            ])
+            .with_usage(123, 45),
+            Step::text("done"),
+        ],
+    );
+    let server = ScriptedLlm::start(script).await.unwrap();
+    let reply = anthropic(&server, "M", "go").await;
+    assert_eq!(reply["type"], "message");
+    assert_eq!(reply["role"], "assistant");
+    assert_eq!(reply["model"], "claude-test");
+    assert!(reply["id"].as_str().unwrap().starts_with("msg_"));
+    assert_eq!(reply["stop_reason"], "tool_use");
+    assert_eq!(
+        reply["usage"],
+        json!({"input_tokens": 123, "output_tokens": 45})
+    );
+    let content = reply["content"].as_array().unwrap();
+    assert_eq!(content.len(), 2);
+    assert_eq!(content[0]["type"], "tool_use");
+    assert_eq!(content[0]["name"], "delegate");
+    assert_eq!(content[0]["input"], json!({"to": "dev", "task": "build"}));
+    assert!(content[0]["id"].as_str().unwrap().starts_with("toolu_"));
+    assert_ne!(content[0]["id"], content[1]["id"]);
+    assert_eq!(content[1]["name"], "read_file");
+
+    let reply = anthropic(&server, "M", "go").await;
+    assert_eq!(reply["stop_reason"], "end_turn");
+    assert_eq!(reply["content"], json!([{"type": "text", "text": "done"}]));
+    let usage = &reply["usage"];
+    assert!(usage["input_tokens"].as_u64().unwrap() >= 1);
+    assert_eq!(usage["output_tokens"], 1);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn anthropic_streamed_text_and_tool() {
+    let text = "Here is a longer answer that spans several streamed chunks of text.";
+    let script = Script::new().agent(
+        "M",
+        vec![Step::reply(opc_tests::scripted_llm::Reply {
+            text: Some(text.to_string()),
+            tool_calls: vec![opc_tests::scripted_llm::ToolCall {
+                name: "delegate".into(),
+                input: json!({"to": "dev", "task": "a task with \"quotes\""}),
+            }],
+            usage: None,
+        })],
+    );
+    let server = ScriptedLlm::start(script).await.unwrap();
+    let body = anthropic_body("M", "go", true);
+    let response = post(&client(), format!("{}/v1/messages", server.url()), &body).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    let events = parse_sse(&response.text().await.unwrap());
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_deref().unwrap()).collect();
+    assert_eq!(names.first(), Some(&"message_start"));
+    assert_eq!(names.last(), Some(&"message_stop"));
+    assert_eq!(names[names.len() - 2], "message_delta");
+    let mut streamed_text = String::new();
+    let mut partial_json = String::new();
+    let mut text_deltas = 0;
+    let mut json_deltas = 0;
+    let mut tool_start = None;
+    for (name, data) in &events {
+        let data: Value = serde_json::from_str(data).unwrap();
+        assert_eq!(data["type"], name.as_deref().unwrap());
+        match name.as_deref().unwrap() {
+            "message_start" => {
+                assert_eq!(data["message"]["content"], json!([]));
+                assert_eq!(data["message"]["model"], "claude-test");
+                assert_eq!(data["message"]["usage"]["output_tokens"], 0);
+                assert!(data["message"]["usage"]["input_tokens"].as_u64().unwrap() > 0);
+            }
+            "content_block_start" if data["content_block"]["type"] == "tool_use" => {
+                assert_eq!(data["index"], 1);
+                tool_start = Some(data["content_block"].clone());
+            }
+            "content_block_delta" => match data["delta"]["type"].as_str().unwrap() {
+                "text_delta" => {
+                    text_deltas += 1;
+                    streamed_text.push_str(data["delta"]["text"].as_str().unwrap());
+                }
+                "input_json_delta" => {
+                    json_deltas += 1;
+                    partial_json.push_str(data["delta"]["partial_json"].as_str().unwrap());
+                }
+                other => panic!("unexpected delta {other}"),
+            },
+            "message_delta" => {
+                assert_eq!(data["delta"]["stop_reason"], "tool_use");
+                assert!(data["usage"]["output_tokens"].as_u64().unwrap() > 1);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(streamed_text, text);
+    assert!(text_deltas >= 3, "{text_deltas} text deltas");
+    assert!(json_deltas >= 2, "{json_deltas} json deltas");
+    let tool_start = tool_start.unwrap();
+    assert_eq!(tool_start["name"], "delegate");
+    assert_eq!(tool_start["input"], json!({}));
+    let input: Value = serde_json::from_str(&partial_json).unwrap();
+    assert_eq!(
+        input,
+        json!({"to": "dev", "task": "a task with \"quotes\""})
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn openai_non_streamed_both_paths() {
+    let script = Script::new().agent(
+        "M",
+        vec![
+            Step::tool("delegate", json!({"to": "dev"})),
+            Step::text("all done"),
+        ],
+    );
+    let server = ScriptedLlm::start(script).await.unwrap();
+    let client = client();
+    let body = openai_body("system says M", "go", false);
+    let reply: Value = post(
+        &client,
+        format!("{}/v1/chat/completions", server.url()),
+        &body,
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(reply["object"], "chat.completion");
+    assert_eq!(reply["model"], "gpt-test");
+    assert!(reply["id"].as_str().unwrap().starts_with("chatcmpl-"));
+    let choice = &reply["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls");
+    assert_eq!(choice["message"]["role"], "assistant");
+    assert_eq!(choice["message"]["content"], Value::Null);
+    let call = &choice["message"]["tool_calls"][0];
+    assert_eq!(call["type"], "function");
+    assert!(call["id"].as_str().unwrap().starts_with("call_"));
+    assert_eq!(call["function"]["name"], "delegate");
+    let args: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(args, json!({"to": "dev"}));
+    let usage = &reply["usage"];
+    assert_eq!(
+        usage["total_tokens"].as_u64().unwrap(),
+        usage["prompt_tokens"].as_u64().unwrap() + usage["completion_tokens"].as_u64().unwrap()
+    );
+
+    let reply: Value = post(&client, format!("{}/chat/completions", server.url()), &body)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let choice = &reply["choices"][0];
+    assert_eq!(choice["finish_reason"], "stop");
+    assert_eq!(choice["message"]["content"], "all done");
+    assert!(choice["message"].get("tool_calls").is_none());
+    let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/v1/chat/completions", "/chat/completions"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn openai_streamed_with_usage() {
+    let text = "one two three four five six seven eight";
+    let script = Script::new().agent(
+        "M",
+        vec![
+            Step::text(text).with_usage(10, 20),
+            Step::tools([("a", json!({"x": 1})), ("b", json!({"y": [1, 2]}))]),
+        ],
+    );
+    let server = ScriptedLlm::start(script).await.unwrap();
+    let client = client();
+    let mut body = openai_body("M", "go", true);
+    body["stream_options"] = json!({"include_usage": true});
+    let response = post(
+        &client,
+        format!("{}/v1/chat/completions", server.url()),
+        &body,
+    )
+    .await;
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    let events = parse_sse(&response.text().await.unwrap());
+    assert!(events.iter().all(|(name, _)| name.is_none()));
+    assert_eq!(events.last().unwrap().1, "[DONE]");
+    let chunks: Vec<Value> = events[..events.len() - 1]
+        .iter()
+        .map(|(_, d)| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    let content: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(content, text);
+    let usage_chunk = chunks.last().unwrap();
+    assert_eq!(usage_chunk["choices"], json!([]));
+    assert_eq!(
+        usage_chunk["usage"],
+        json!({"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30})
+    );
+    assert_eq!(
+        chunks[chunks.len() - 2]["choices"][0]["finish_reason"],
+        "stop"
+    );
+
+    // Second step: two tool calls, no usage chunk requested.
+    body.as_object_mut().unwrap().remove("stream_options");
+    let response = post(
+        &client,
+        format!("{}/v1/chat/completions", server.url()),
+        &body,
+    )
+    .await;
+    let events = parse_sse(&response.text().await.unwrap());
+    assert_eq!(events.last().unwrap().1, "[DONE]");
+    let chunks: Vec<Value> = events[..events.len() - 1]
+        .iter()
+        .map(|(_, d)| serde_json::from_str(d).unwrap())
+        .collect();
+    assert!(chunks.iter().all(|c| c.get("usage").is_none()));
+    assert_eq!(
+        chunks.last().unwrap()["choices"][0]["finish_reason"],
+        "tool_calls"
+    );
+    let mut names = [String::new(), String::new()];
+    let mut args = [String::new(), String::new()];
+    let mut fragments = [0, 0];
+    for chunk in &chunks {
+        for call in chunk["choices"][0]["delta"]["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let i = call["index"].as_u64().unwrap() as usize;
+            if let Some(name) = call["function"]["name"].as_str() {
+                assert!(call["id"].as_str().unwrap().starts_with("call_"));
+                assert_eq!(call["function"]["arguments"], "");
+                names[i] = name.to_string();
+            } else {
+                fragments[i] += 1;
+                args[i].push_str(call["function"]["arguments"].as_str().unwrap());
+            }
+        }
+    }
+    assert_eq!(names, ["a", "b"]);
+    assert!(fragments.iter().all(|f| *f >= 2));
+    assert_eq!(
+        serde_json::from_str::<Value>(&args[0]).unwrap(),
+        json!({"x": 1})
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&args[1]).unwrap(),
+        json!({"y": [1, 2]})
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn rate_limit_fault_in_both_formats() {
+    let script = Script::from_json(
+        r#"{"agents": [{"marker": "M", "replies": [
+            {"fault": "status", "status": 429, "retry_after": 0.05},
+            {"fault": "status", "status": 429, "retry_after": 1},
+            {"fault": "status", "status": 500},
+            {"text": "ok"}
+        ]}]}"#,
+    )
+    .unwrap();
+    let server = ScriptedLlm::start(script).await.unwrap();
+    let client = client();
+
+    let response = post(
+        &client,
+        format!("{}/v1/messages", server.url()),
+        &anthropic_body("M", "s", false),
+    )
+    .await;
+    assert_eq!(response.status(), 429);
+    assert_eq!(response.headers()["retry-after"], "0.05");
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["type"], "error");
+    assert_eq!(error["error"]["type"], "rate_limit_error");
+    assert!(error["error"]["message"].is_string());
+
+    let url = format!("{}/v1/chat/completions", server.url());
+    let body = openai_body("M", "s", false);
+    let response = post(&client, url.clone(), &body).await;
+    assert_eq!(response.status(), 429);
+    assert_eq!(response.headers()["retry-after"], "1");
+    let error: Value = response.json().await.unwrap();
+    assert!(error["error"]["message"].is_string());
+    assert!(error["error"]["type"].is_string());
+
+    let response = post(&client, url.clone(), &body).await;
+    assert_eq!(response.status(), 500);
+    assert!(response.headers().get("retry-after").is_none());
+    let response = post(&client, url, &body).await;
+    assert_eq!(response.status(), 200);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn malformed_fault_is_invalid_json() {
+    let server = ScriptedLlm::start(
+        Script::new().agent("M", vec![Step::fault(Fault::Malformed), Step::text("ok")]),
+    )
+    .await
+    .unwrap();
+    let body = anthropic_body("M", "s", false);
+    let response = post(&client(), format!("{}/v1/messages", server.url()), &body).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let text = response.text().await.unwrap();
+    assert!(serde_json::from_str::<Value>(&text).is_err());
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn cut_fault_truncates_the_body() {
+    let script = Script::new().agent("M", vec![Step::fault(Fault::Cut), Step::text("recovered")]);
+    let server = ScriptedLlm::start(script).await.unwrap();
+    let client = client();
+
+    // Streamed: the start event and some text arrive, then the body fails.
+    let body = anthropic_body("M", "streamed", true);
+    let mut response = post(&client, format!("{}/v1/messages", server.url()), &body).await;
+    assert_eq!(response.status(), 200);
+    let mut received = Vec::new();
+    let error = loop {
+        match response.chunk().await {
+            Ok(Some(bytes)) => received.extend_from_slice(&bytes),
+            Ok(None) => panic!("the cut stream ended cleanly"),
+            Err(e) => break e,
+        }
+    };
+    assert!(error.is_body() || error.is_decode() || error.is_request());
+    let received = String::from_utf8(received).unwrap();
+    assert!(received.contains("event: message_start"), "{received}");
+    assert!(received.contains("text_delta"), "{received}");
+    assert!(!received.contains("message_stop"));
+
+    // OpenAI streamed.
+    let body = openai_body("M", "openai streamed", true);
+    let response = post(
+        &client,
+        format!("{}/v1/chat/completions", server.url()),
+        &body,
+    )
+    .await;
+    assert!(response.text().await.is_err());
+
+    // Not streamed: the JSON body is cut short.
+    let body = anthropic_body("M", "plain", false);
+    let response = post(&client, format!("{}/v1/messages", server.url()), &body).await;
+    assert_eq!(response.status(), 200);
+    assert!(response.text().await.is_err());
+
+    // The next request of a session goes on with the script.
+    let reply = anthropic(&server, "M", "plain").await;
+    assert_eq!(text_of(&reply), "recovered");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn hang_and_delay() {
+    let script = Script::new().agent(
+        "M",
+        vec![
+            Step::text("slow").with_delay_ms(150),
+            Step::fault(Fault::Hang),
+        ],
+    );
+    let server = ScriptedLlm::start(script).await.unwrap();
+    let client = client();
+    let started = Instant::now();
+    assert_eq!(text_of(&anthropic(&server, "M", "s").await), "slow");
+    assert!(started.elapsed() >= Duration::from_millis(150));
+
+    let result = client
+        .post(format!("{}/v1/messages", server.url()))
+        .timeout(Duration::from_millis(150))
+        .json(&anthropic_body("M", "s", false))
+        .send()
+        .await;
+    assert!(result.unwrap_err().is_timeout());
+    // A request hanging on the server does not hold up shutdown.
+    let hanging = tokio::spawn({
+        let client = client.clone();
+        let url = format!("{}/v1/messages", server.url());
+        async move {
+            client
+                .post(url)
+                .json(&anthropic_body("M", "s", false))
+                .send()
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(server.requests().len(), 3);
+    let started = Instant::now();
+    server.shutdown().await;
+    assert!(started.elapsed() < Duration::from_secs(1));
+    let response = hanging.await.unwrap().unwrap();
+    assert_eq!(response.status(), 503);
+}
+
+#[tokio::test]
+async fn placeholder_substitution() {
+    let script = Script::from_json(
+        r#"{"agents": [{"marker": "M", "replies": [
+            {"tool": "delegate", "input": {"task": "Handle: {{input}}", "n": 2, "tags": ["{{input}}"]}},
+            {"text": "You asked: {{input}}"}
+        ]}]}"#,
+    )
+    .unwrap();
+    let server = ScriptedLlm::start(script).await.unwrap();
+    let user = "build a \"quoted\" thing\nnow";
+    let reply = anthropic(&server, "M", user).await;
+    assert_eq!(
+        reply["content"][0]["input"],
+        json!({"task": format!("Handle: {user}"), "n": 2, "tags": [user]})
+    );
+    // The first user message stays the session even as the conversation grows.
+    let mut body = anthropic_body("M", user, false);
+    body["messages"]
+        .as_array_mut()
+        .unwrap()
+        .extend([
+            json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "delegate", "input": {}}]}),
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}]}),
+        ]);
+    let reply: Value = post(&client(), format!("{}/v1/messages", server.url()), &body)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(text_of(&reply), format!("You asked: {user}"));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn recording_and_accessors() {
+    let server = ScriptedLlm::start(Script::new().agent("M", vec![Step::text("ok")]))
+        .await
+        .unwrap();
+    let client = client();
+    let body = json!({
+        "model": "claude-test",
+        "system": [{"type": "text", "text": "You are M."}],
+        "messages": [
+            {"role": "user", "content": "task one"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "file body"}]},
+                {"type": "text", "text": "and more"},
+            ]},
+        ],
+        "tools": [{"name": "read_file", "input_schema": {}}, {"name": "delegate", "input_schema": {}}],
+    });
+    client
+        .post(format!("{}/v1/messages", server.url()))
+        .header("x-api-key", "sk-ant-test")
+        .header("anthropic-version", "2023-06-01")
+        .header("x-other", "not recorded")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let body = json!({
+        "model": "gpt-test",
+        "messages": [
+            {"role": "system", "content": "You are M."},
+            {"role": "user", "content": [{"type": "text", "text": "task two"}]},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "delegate", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "delegated"},
+        ],
+        "tools": [{"type": "function", "function": {"name": "delegate", "parameters": {}}}],
+    });
+    client
+        .post(format!("{}/v1/chat/completions", server.url()))
+        .bearer_auth("sk-openai-test")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let not_found = client
+        .post(format!("{}/v1/nothing", server.url()))
+        .body("not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_found.status(), 404);
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let a = &requests[0];
+    assert_eq!(a.path, "/v1/messages");
+    assert_eq!(a.agent_marker.as_deref(), Some("M"));
+    assert_eq!(a.system, "You are M.");
+    assert_eq!(a.session, "task one");
+    assert_eq!(a.user_texts(), ["task one", "file body", "and more"]);
+    assert_eq!(a.tool_names(), ["read_file", "delegate"]);
+    assert_eq!(a.header("X-API-Key"), Some("sk-ant-test"));
+    assert_eq!(a.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(a.headers.len(), 2);
+    assert!(!a.is_stream());
+    let o = &requests[1];
+    assert_eq!(o.session, "task two");
+    assert_eq!(o.user_texts(), ["task two", "delegated"]);
+    assert_eq!(o.tool_names(), ["delegate"]);
+    assert_eq!(o.header("authorization"), Some("Bearer sk-openai-test"));
+    assert!(o.received_at >= a.received_at);
+    assert_eq!(requests[2].path, "/v1/nothing");
+    assert_eq!(requests[2].body, json!("not json"));
+
+    // The recording over HTTP matches.
+    let over_http: Value = client
+        .get(format!("{}/_requests", server.url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let over_http: Vec<opc_tests::scripted_llm::RecordedRequest> =
+        serde_json::from_value(over_http).unwrap();
+    assert_eq!(over_http, requests);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn many_concurrent_sessions_are_deterministic() {
+    const SESSIONS: usize = 1000;
+    let script = Script::new().agent(
+        "Agent id: root",
+        vec![
+            Step::tool("delegate", json!({"task": "{{input}}"})).with_delay_ms(50),
+            Step::text("finished {{input}}").with_delay_ms(50),
+        ],
+    );
+    let server = ScriptedLlm::start(script).await.unwrap();
+    let client = client();
+    let url = format!("{}/v1/messages", server.url());
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..SESSIONS)
+        .map(|i| {
+            let client = client.clone();
+            let url = url.clone();
+            tokio::spawn(async move {
+                let task = format!("task {i}");
+                let first = client
+                    .post(&url)
+                    .json(&anthropic_body("Agent id: root", &task, i % 2 == 0))
+                    .send()
+                    .await
+                    .unwrap()
+                    .text()
+                    .await
+                    .unwrap();
+                let input = if i % 2 == 0 {
+                    streamed_tool_input(&first)
+                } else {
+                    serde_json::from_str::<Value>(&first).unwrap()["content"][0]["input"].clone()
+                };
+                assert_eq!(input, json!({"task": task}));
+                let second: Value = client
+                    .post(&url)
+                    .json(&anthropic_body("Agent id: root", &task, false))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                assert_eq!(text_of(&second), format!("finished {task}"));
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    // Two rounds of 50 ms each, all sessions in parallel (sequentially it would take 100 s).
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.requests().len(), 2 * SESSIONS);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn refuses_non_loopback_addresses() {
+    let error = ScriptedLlm::start_on(Script::new(), "0.0.0.0:0".parse().unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+}
+
+#[test]
+fn script_parsing_and_validation() {
+    let text = r#"{
+        "agents": [{"marker": "Agent id: ceo", "replies": [
+            {"text": "hi", "delay_ms": 5, "usage": {"input": 1, "output": 2}},
+            {"tool": "delegate", "input": {"to": "x"}},
+            {"tools": [{"name": "a", "input": {}}, {"name": "b"}]},
+            {"fault": "status", "status": 429, "retry_after": 0.05},
+            {"fault": "status", "status": 500},
+            {"fault": "malformed"},
+            {"fault": "cut"},
+            {"fault": "hang", "delay_ms": 1}
+        ]}],
+        "fallback": [{"text": "?"}]
+    }"#;
+    let script = Script::from_json(text).unwrap();
+    assert_eq!(script.agents[0].replies.len(), 8);
+    assert_eq!(script.agents[0].replies[0].delay_ms, 5);
+    assert_eq!(
+        script.agents[0].replies[3].kind,
+        opc_tests::scripted_llm::StepKind::Fault(Fault::Status {
+            status: 429,
+            retry_after: Some("0.05".into())
+        })
+    );
+    // Round trip.
+    let again = Script::from_json(&serde_json::to_string(&script).unwrap()).unwrap();
+    assert_eq!(again, script);
+
+    for bad in [
+        r#"{"agents": [{"marker": "m", "replies": [{}]}]}"#,
+        r#"{"agents": [{"marker": "m", "replies": [{"fault": "boom"}]}]}"#,
+        r#"{"agents": [{"marker": "m", "replies": [{"fault": "status"}]}]}"#,
+        r#"{"agents": [{"marker": "m", "replies": [{"fault": "status", "status": 200}]}]}"#,
+        r#"{"agents": [{"marker": "m", "replies": [{"fault": "cut", "text": "x"}]}]}"#,
+        r#"{"agents": [{"marker": "m", "replies": [{"text": "x", "status": 429}]}]}"#,
+        r#"{"agents": [{"marker": "m", "replies": [{"input": {}}]}]}"#,
+        r#"{"agents": [{"marker": "m", "replies": [{"tool": "a", "tools": []}]}]}"#,
+        r#"{"agents": [{"marker": "m", "replies": [{"txt": "typo"}]}]}"#,
+        r#"{"agents": [], "fallbacks": []}"#,
+    ] {
+        assert!(Script::from_json(bad).is_err(), "accepted {bad}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("script.json");
+    std::fs::write(&path, text).unwrap();
+    assert_eq!(Script::from_file(&path).unwrap(), script);
+    let error = Script::from_file(dir.path().join("missing.json")).unwrap_err();
+    assert!(error.contains("missing.json"), "{error}");
+}
+
+#[tokio::test]
+async fn binary_serves_a_script_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("script.json");
+    std::fs::write(
+        &path,
+        r#"{"agents": [{"marker": "M", "replies": [{"text": "from the binary"}]}]}"#,
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_scripted-llm"))
+        .arg("--script")
+        .arg(&path)
+        .arg("--quiet")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    let client = client();
+    let reply: Value = post(
+        &client,
+        format!("{url}/v1/messages"),
+        &anthropic_body("M", "x", false),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(text_of(&reply), "from the binary");
+    let recorded: Value = client
+        .get(format!("{url}/_requests"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(recorded.as_array().unwrap().len(), 1);
+    // Stop it the way a user would (SIGTERM) and check it exits cleanly.
+    let status = std::process::Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
+}
