@@ -59,7 +59,8 @@ pub(crate) async fn request(
         });
     }
     let _paused: Vec<_> = clocks.iter().map(|c| c.pause()).collect();
-    let remaining = Duration::from_millis(approval.expires_at.saturating_sub(now_ms()).max(0) as u64);
+    let remaining =
+        Duration::from_millis(approval.expires_at.saturating_sub(now_ms()).max(0) as u64);
     let decided_in_time = tokio::time::timeout(remaining, async {
         loop {
             if let Some(a) = store.approval(approval.id)?

@@ -1,9 +1,13 @@
 //! A task's deadline (`taskTimeout`) that stops running while a human decides.
 //!
-//! Why pausable: `approvalTimeout` (default 1 h) is longer than `taskTimeout` (default 5 min). If waiting
-//! for a human counted against the task, every approval would turn into a timeout escalation. So while an
-//! approval is pending, the clocks of the waiting task and of all its ancestors are paused, and resume
-//! with the time they had left.
+//! Why pausable: `taskTimeout` bounds an agent's *own* work. Two kinds of waiting do not count:
+//! - waiting for children: otherwise a parent (which started first) would always time out before a hung
+//!   child, and the child's timeout could never reach the parent as an escalation;
+//! - waiting for a human: `approvalTimeout` (default 1 h) is longer than `taskTimeout` (default 5 min),
+//!   so every approval would turn into a timeout escalation. While an approval is pending, the clocks of
+//!   the waiting task and of all its ancestors are paused.
+//!
+//! A paused clock resumes with the time it had left.
 //!
 //! Invariant: a clock expires only when it has been un-paused for its whole budget in total.
 
@@ -34,7 +38,9 @@ impl Clock {
         Clock {
             state: Arc::new(watch::Sender::new(State {
                 paused: 0,
-                deadline: now.checked_add(budget).unwrap_or(now + Duration::from_secs(86_400 * 365)),
+                deadline: now
+                    .checked_add(budget)
+                    .unwrap_or(now + Duration::from_secs(86_400 * 365)),
                 paused_at: None,
             })),
             budget,

@@ -77,7 +77,9 @@ pub enum EngineError {
         message: String,
     },
     /// A message was sent to a conversation whose previous message is still being worked on.
-    #[error("conversation {conversation} is still working on task {task}; wait for it or cancel it")]
+    #[error(
+        "conversation {conversation} is still working on task {task}; wait for it or cancel it"
+    )]
     Busy {
         /// The conversation.
         conversation: String,
@@ -229,7 +231,9 @@ impl Engine {
         let fast_model = resolve("fastModel", config.framework.fast_model())?;
         let recovery = store.recover()?;
         let inner = Arc::new(Inner {
-            agent_slots: Semaphore::new(config.framework.execution.max_concurrent_agents.get() as usize),
+            agent_slots: Semaphore::new(
+                config.framework.execution.max_concurrent_agents.get() as usize
+            ),
             config,
             org,
             providers,
@@ -379,11 +383,7 @@ impl Engine {
 
     /// Start (or resume) the session of root task `task` in the background, once.
     fn spawn_root(&self, task: TaskId) -> watch::Receiver<Option<Outcome>> {
-        let mut roots = self
-            .inner
-            .roots
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut roots = self.inner.roots.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(done) = roots.get(&task) {
             return done.clone();
         }

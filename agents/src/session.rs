@@ -55,7 +55,13 @@ type Clocks = Arc<Vec<Clock>>;
 
 /// Run (or resume) a root task to its end and publish the outcome.
 pub(crate) async fn run_root(inner: Arc<Inner>, task: TaskId) -> Outcome {
-    let end = run_task(inner.clone(), task, CancellationToken::new(), Arc::new(Vec::new())).await;
+    let end = run_task(
+        inner.clone(),
+        task,
+        CancellationToken::new(),
+        Arc::new(Vec::new()),
+    )
+    .await;
     match inner.store.task(task) {
         Ok(record) => outcome_of(&inner, &record).unwrap_or_else(|e| failed_outcome(task, &e)),
         Err(e) => {
@@ -154,7 +160,7 @@ fn run_task(
                     reason: format!(
                         "{} did not finish within the task timeout of {}",
                         record.agent,
-                        humantime_like(clock.budget())
+                        humantime::format_duration(clock.budget())
                     ),
                     partial_result: None,
                 };
@@ -184,19 +190,6 @@ fn cancel_tokens(inner: &Inner, ids: &[TaskId]) {
         if let Some(t) = tokens.get(id) {
             t.cancel();
         }
-    }
-}
-
-fn humantime_like(d: std::time::Duration) -> String {
-    let secs = d.as_secs();
-    if d.subsec_millis() != 0 || secs == 0 {
-        format!("{}ms", d.as_millis())
-    } else if secs % 3600 == 0 {
-        format!("{}h", secs / 3600)
-    } else if secs % 60 == 0 {
-        format!("{}m", secs / 60)
-    } else {
-        format!("{secs}s")
     }
 }
 
@@ -308,7 +301,10 @@ async fn session_inner(
             .map(|m| m.tool_uses().count() > 0);
         match pending_tools {
             Some(true) => {
-                let last = messages.last().cloned().unwrap_or_else(|| Message::user(""));
+                let last = messages
+                    .last()
+                    .cloned()
+                    .unwrap_or_else(|| Message::user(""));
                 // An escalation ends the session; other tools in the same turn are not run.
                 if let Some(end) = escalation_in(&last, &agent_tools) {
                     let json = serde_json::to_string(&end).unwrap_or_default();
@@ -484,9 +480,14 @@ async fn run_tools(
     let delegates = calls
         .iter()
         .any(|(_, name, _)| name == "delegate" || name == "delegate_parallel");
-    if delegates {
+    // While its children work, a task's own deadline is paused: `taskTimeout` bounds each agent's
+    // own work, so a hung child times out (and escalates to this task) before this task does.
+    let _paused = if delegates {
         inner.store.transition(record.id, TaskState::Delegated)?;
-    }
+        clocks.last().map(Clock::pause)
+    } else {
+        None
+    };
     let futures = calls.into_iter().map(|(id, name, input)| {
         let inner = inner.clone();
         let record = record.clone();
@@ -533,7 +534,11 @@ async fn run_tool(
         return Ok((
             format!(
                 "unknown tool `{name}`; your tools are: {}",
-                if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
+                if offered.is_empty() {
+                    "none".to_string()
+                } else {
+                    offered.join(", ")
+                }
             ),
             true,
         ));
@@ -575,10 +580,18 @@ async fn run_tool(
             for result in join_all(runs).await {
                 let (agent, end) = result?;
                 items.push(match end {
-                    TaskEnd::Completed(text) => json!({"agent": agent, "status": "completed", "result": text}),
-                    TaskEnd::Escalated(e) => json!({"agent": agent, "status": "escalated", "escalation": e}),
-                    TaskEnd::Failed(error) => json!({"agent": agent, "status": "failed", "error": error}),
-                    TaskEnd::Cancelled(reason) => json!({"agent": agent, "status": "cancelled", "error": reason}),
+                    TaskEnd::Completed(text) => {
+                        json!({"agent": agent, "status": "completed", "result": text})
+                    }
+                    TaskEnd::Escalated(e) => {
+                        json!({"agent": agent, "status": "escalated", "escalation": e})
+                    }
+                    TaskEnd::Failed(error) => {
+                        json!({"agent": agent, "status": "failed", "error": error})
+                    }
+                    TaskEnd::Cancelled(reason) => {
+                        json!({"agent": agent, "status": "cancelled", "error": reason})
+                    }
                 });
             }
             Ok((serde_json::Value::Array(items).to_string(), false))
@@ -595,7 +608,10 @@ async fn run_tool(
             Err(e) => Ok((e, true)),
             Ok(_) => Ok(("escalation recorded".into(), false)),
         },
-        _ => Ok((format!("tool `{name}` is not available in this build"), true)),
+        _ => Ok((
+            format!("tool `{name}` is not available in this build"),
+            true,
+        )),
     }
 }
 
@@ -626,7 +642,11 @@ fn check_delegation(inner: &Inner, record: &TaskRecord, to: &str) -> Result<(), 
     let children = org.children(from);
     Err(format!(
         "cannot delegate to `{to}`: {relation}. You can delegate to: {}",
-        if children.is_empty() { "nobody".to_string() } else { children.join(", ") }
+        if children.is_empty() {
+            "nobody".to_string()
+        } else {
+            children.join(", ")
+        }
     ))
 }
 
@@ -731,7 +751,11 @@ async fn summarise(
     threshold: usize,
 ) -> Result<String, StoreError> {
     let (provider, model) = inner.fast_model.clone();
-    let role = inner.org.role(&record.agent).unwrap_or(&record.agent).to_string();
+    let role = inner
+        .org
+        .role(&record.agent)
+        .unwrap_or(&record.agent)
+        .to_string();
     let request = summary_request(
         &model,
         &role,
@@ -771,12 +795,17 @@ async fn summarise(
                 content: response.content,
             }
             .text();
-            format!("[summary of a {}-token report]\n{text}", estimate_tokens(answer))
+            format!(
+                "[summary of a {}-token report]\n{text}",
+                estimate_tokens(answer)
+            )
         }
         // Summarising is an optimisation: if it fails, the parent gets a clearly marked cut instead.
         Err(error) => {
             let keep: String = answer.chars().take(threshold * 4).collect();
-            format!("[report truncated to {threshold} tokens: the summariser failed: {error}]\n{keep}")
+            format!(
+                "[report truncated to {threshold} tokens: the summariser failed: {error}]\n{keep}"
+            )
         }
     })
 }

@@ -482,9 +482,8 @@ impl Store {
             source,
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                open_err(rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
-            })?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| open_err(rusqlite::Error::ToSqlConversionFailure(Box::new(e))))?;
         }
         let conn = Connection::open(path).map_err(open_err)?;
         Self::init(conn).map_err(open_err)
@@ -516,7 +515,9 @@ impl Store {
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         // A panic while holding the lock cannot leave SQLite inconsistent (transactions roll back on
         // drop), so a poisoned lock is still safe to use.
-        self.conn.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.conn
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     // -------------------------------------------------------------------------------- conversations
@@ -535,7 +536,11 @@ impl Store {
     /// Whether the conversation exists.
     pub fn conversation_exists(&self, id: &str) -> Result<bool, StoreError> {
         self.conn()
-            .query_row("SELECT 1 FROM conversations WHERE id = ?1", [id], |_| Ok(()))
+            .query_row(
+                "SELECT 1 FROM conversations WHERE id = ?1",
+                [id],
+                |_| Ok(()),
+            )
             .optional()
             .map(|r| r.is_some())
             .map_err(sql("looking up a conversation"))
@@ -581,7 +586,8 @@ impl Store {
         let rows = stmt
             .query_map([conversation_id], |row| row.get(0))
             .map_err(sql("reading notices"))?;
-        rows.collect::<Result<_, _>>().map_err(sql("reading notices"))
+        rows.collect::<Result<_, _>>()
+            .map_err(sql("reading notices"))
     }
 
     // -------------------------------------------------------------------------------- tasks
@@ -666,7 +672,9 @@ impl Store {
     pub fn messages(&self, id: TaskId) -> Result<Vec<Message>, StoreError> {
         let text: String = self
             .conn()
-            .query_row("SELECT messages FROM tasks WHERE id = ?1", [id], |r| r.get(0))
+            .query_row("SELECT messages FROM tasks WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
             .optional()
             .map_err(sql("reading a session"))?
             .ok_or(StoreError::NoTask(id))?;
@@ -745,14 +753,15 @@ impl Store {
             Ending::Escalated(json) => (TaskState::Escalated, None, None, None, Some(json)),
             Ending::Cancelled(reason) => (TaskState::Cancelled, None, None, Some(reason), None),
         };
-        if state == TaskState::Completed && !current.may_become(TaskState::ResultPropagating) {
-            if current != TaskState::ResultPropagating {
-                return Err(StoreError::BadTransition {
-                    task: id,
-                    from: current.as_str(),
-                    to: state.as_str(),
-                });
-            }
+        if state == TaskState::Completed
+            && current != TaskState::ResultPropagating
+            && !current.may_become(TaskState::ResultPropagating)
+        {
+            return Err(StoreError::BadTransition {
+                task: id,
+                from: current.as_str(),
+                to: state.as_str(),
+            });
         }
         tx.execute(
             "UPDATE tasks SET state = ?2, output = ?3, summary = ?4, error = ?5, escalation = ?6, \
@@ -827,7 +836,8 @@ impl Store {
                 })
             })
             .map_err(sql("reading the ledger"))?;
-        rows.collect::<Result<_, _>>().map_err(sql("reading the ledger"))
+        rows.collect::<Result<_, _>>()
+            .map_err(sql("reading the ledger"))
     }
 
     /// Every task of a tree, in creation order (parents before children).
@@ -895,7 +905,12 @@ impl Store {
         self.cancel_below(id, reason, false)
     }
 
-    fn cancel_below(&self, id: TaskId, reason: &str, include_self: bool) -> Result<Vec<TaskId>, StoreError> {
+    fn cancel_below(
+        &self,
+        id: TaskId,
+        reason: &str,
+        include_self: bool,
+    ) -> Result<Vec<TaskId>, StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction().map_err(sql("cancelling tasks"))?;
         Self::state_in(&tx, id)?;
@@ -1003,7 +1018,8 @@ impl Store {
         let rows = stmt
             .query_map([], approval_from_row)
             .map_err(sql("listing approvals"))?;
-        rows.collect::<Result<_, _>>().map_err(sql("listing approvals"))
+        rows.collect::<Result<_, _>>()
+            .map_err(sql("listing approvals"))
     }
 
     /// Decide an approval once. `decision` is one of its options; anything other than `approve` counts
@@ -1060,7 +1076,9 @@ impl Store {
     ///   ("interrupted"), and each affected conversation gets a notice.
     pub fn recover(&self) -> Result<Recovery, StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction().map_err(sql("recovering after a restart"))?;
+        let tx = conn
+            .transaction()
+            .map_err(sql("recovering after a restart"))?;
         let now = now_ms();
         let mut recovery = Recovery::default();
         {
@@ -1203,7 +1221,13 @@ mod tests {
         let g = child(&store, c, "t2");
         let task = store.task(g).unwrap();
         let approval = store
-            .request_approval(&task, "t3", "ship?", &["approve".into(), "reject".into()], Duration::from_secs(60))
+            .request_approval(
+                &task,
+                "t3",
+                "ship?",
+                &["approve".into(), "reject".into()],
+                Duration::from_secs(60),
+            )
             .unwrap()
             .0;
         let cancelled = store.cancel_subtree(r, "cancelled by user").unwrap();
@@ -1229,13 +1253,22 @@ mod tests {
             .unwrap();
         assert_eq!(a.id, again.id);
         assert!(!created);
-        assert!(matches!(store.decide(a.id, "approve", "u1").unwrap(), Decided::Recorded(x) if x.state == "approved"));
-        assert!(matches!(store.decide(a.id, "reject", "u2").unwrap(), Decided::AlreadyDecided(x) if x.decided_by.as_deref() == Some("u1")));
+        assert!(
+            matches!(store.decide(a.id, "approve", "u1").unwrap(), Decided::Recorded(x) if x.state == "approved")
+        );
+        assert!(
+            matches!(store.decide(a.id, "reject", "u2").unwrap(), Decided::AlreadyDecided(x) if x.decided_by.as_deref() == Some("u1"))
+        );
         let (b, _) = store
             .request_approval(&task, "t2", "ship?", &options, Duration::ZERO)
             .unwrap();
-        assert!(matches!(store.decide(b.id, "approve", "u1").unwrap(), Decided::Expired(x) if x.state == "rejected"));
-        assert_eq!(store.decide(999, "approve", "u1").unwrap(), Decided::NotFound);
+        assert!(
+            matches!(store.decide(b.id, "approve", "u1").unwrap(), Decided::Expired(x) if x.state == "rejected")
+        );
+        assert_eq!(
+            store.decide(999, "approve", "u1").unwrap(),
+            Decided::NotFound
+        );
     }
 
     #[test]
@@ -1245,7 +1278,13 @@ mod tests {
         let r1 = root(&store, "c");
         let c1 = child(&store, r1, "t1");
         store
-            .request_approval(&store.task(c1).unwrap(), "t2", "ok?", &["approve".into()], Duration::from_secs(60))
+            .request_approval(
+                &store.task(c1).unwrap(),
+                "t2",
+                "ok?",
+                &["approve".into()],
+                Duration::from_secs(60),
+            )
             .unwrap();
         // Chain 2: root executing. Interrupted.
         let r2 = root(&store, "d");

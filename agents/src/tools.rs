@@ -280,7 +280,9 @@ impl Validate for ApprovalArgs {
         if self.options.len() < 2 {
             return Err("`options` must offer at least two choices".into());
         }
-        self.options.iter().try_for_each(|o| non_empty("options[]", o))
+        self.options
+            .iter()
+            .try_for_each(|o| non_empty("options[]", o))
     }
 }
 
@@ -298,9 +300,17 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["delegate", "delegate_parallel", "escalate", "request_approval"]
+            [
+                "delegate",
+                "delegate_parallel",
+                "escalate",
+                "request_approval"
+            ]
         );
-        assert_eq!(by_wire_name(&[Tool::DelegateParallel], "delegate_parallel"), Some(Tool::DelegateParallel));
+        assert_eq!(
+            by_wire_name(&[Tool::DelegateParallel], "delegate_parallel"),
+            Some(Tool::DelegateParallel)
+        );
         assert_eq!(by_wire_name(&[Tool::Delegate], "delegate_parallel"), None);
         assert_eq!(by_wire_name(&[Tool::MemoryRead], "memory_read"), None);
     }
@@ -309,24 +319,37 @@ mod tests {
     fn schema_and_decoder_agree() {
         // Accepted by both.
         assert!(parse::<DelegateArgs>("delegate", &json!({"agent": "vp", "task": "x"})).is_ok());
-        assert!(parse::<Escalation>("escalate", &json!({"type": "timeout", "reason": "slow"})).is_ok());
+        assert!(
+            parse::<Escalation>("escalate", &json!({"type": "timeout", "reason": "slow"})).is_ok()
+        );
         let a: ApprovalArgs = parse("request_approval", &json!({"summary": "ship"})).unwrap();
         assert_eq!(a.options, ["approve", "reject"]);
         // Rejected by both: missing required, extra property, wrong enum, empty string, empty array.
         for (input, needle) in [
             (json!({"agent": "vp"}), "missing field `task`"),
-            (json!({"agent": "vp", "task": "x", "extra": 1}), "unknown field `extra`"),
-            (json!({"agent": "vp", "task": " "}), "`task` must not be empty"),
+            (
+                json!({"agent": "vp", "task": "x", "extra": 1}),
+                "unknown field `extra`",
+            ),
+            (
+                json!({"agent": "vp", "task": " "}),
+                "`task` must not be empty",
+            ),
             (json!("{\"agent\": \"vp\"}"), "expected a JSON object"),
         ] {
             let err = parse::<DelegateArgs>("delegate", &input).unwrap_err();
             assert!(err.contains(needle), "{err}");
         }
-        let err = parse::<Escalation>("escalate", &json!({"type": "panic", "reason": "x"})).unwrap_err();
+        let err =
+            parse::<Escalation>("escalate", &json!({"type": "panic", "reason": "x"})).unwrap_err();
         assert!(err.contains("unknown variant `panic`"), "{err}");
-        let err = parse::<DelegateParallelArgs>("delegate_parallel", &json!({"tasks": []})).unwrap_err();
+        let err =
+            parse::<DelegateParallelArgs>("delegate_parallel", &json!({"tasks": []})).unwrap_err();
         assert!(err.contains("at least one"), "{err}");
         let schema = spec(Tool::Escalate, &[]).unwrap().input_schema;
-        assert_eq!(schema["properties"]["type"]["enum"], json!(EscalationKind::NAMES));
+        assert_eq!(
+            schema["properties"]["type"]["enum"],
+            json!(EscalationKind::NAMES)
+        );
     }
 }

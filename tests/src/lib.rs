@@ -6,4 +6,5 @@
 //!
 //! Invariant: nothing in this crate talks to any host other than the loopback interface.
 
+pub mod org;
 pub mod scripted_llm;

@@ -455,7 +455,10 @@ mod tests {
             .layer(RetryLayer(policy()))
             .service(flaky.clone());
         let error = service.call(request()).await.unwrap_err();
-        assert!(matches!(error, LlmError::Exhausted { attempts: 3, .. }), "{error}");
+        assert!(
+            matches!(error, LlmError::Exhausted { attempts: 3, .. }),
+            "{error}"
+        );
         assert!(error.to_string().contains("HTTP 500"), "{error}");
 
         let flaky = Arc::new(Flaky {

@@ -243,7 +243,7 @@ pub enum LlmError {
         message: String,
     },
     /// One attempt took longer than the layer's limit.
-    #[error("{provider} did not answer within {}", humanize(*.after))]
+    #[error("{provider} did not answer within {}", humantime::format_duration(*.after))]
     Timeout {
         /// Provider id.
         provider: String,
@@ -279,7 +279,9 @@ impl LlmError {
             LlmError::Status { status, .. } => {
                 matches!(status, 408 | 409 | 429) || (500..=599).contains(status)
             }
-            LlmError::Connect { .. } | LlmError::StreamCut { .. } | LlmError::Timeout { .. } => true,
+            LlmError::Connect { .. } | LlmError::StreamCut { .. } | LlmError::Timeout { .. } => {
+                true
+            }
             LlmError::Malformed { .. }
             | LlmError::MissingKey { .. }
             | LlmError::UnknownModel(_)
@@ -293,14 +295,6 @@ impl LlmError {
             LlmError::Status { retry_after, .. } => *retry_after,
             _ => None,
         }
-    }
-}
-
-fn humanize(d: Duration) -> String {
-    if d.as_secs() >= 1 && d.subsec_millis() == 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{}ms", d.as_millis())
     }
 }
 

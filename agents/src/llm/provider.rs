@@ -128,6 +128,28 @@ impl Providers {
         }
     }
 
+    /// Providers from ready-made services (already wrapped in whatever layers they need), for embedding
+    /// the engine with a custom transport. They need no keys.
+    pub fn from_services(services: impl IntoIterator<Item = (String, SharedLlm)>) -> Self {
+        let services: IndexMap<String, SharedLlm> = services.into_iter().collect();
+        let endpoints = services
+            .keys()
+            .map(|id| {
+                let endpoint = Endpoint {
+                    provider: id.clone(),
+                    base_url: String::new(),
+                    key: None,
+                    key_var: None,
+                };
+                (id.clone(), endpoint)
+            })
+            .collect();
+        Providers {
+            services: Arc::new(services),
+            endpoints: Arc::new(endpoints),
+        }
+    }
+
     /// The stacked service for a provider id.
     pub fn get(&self, provider: &str) -> Option<&SharedLlm> {
         self.services.get(provider)
@@ -146,7 +168,10 @@ impl Providers {
     pub async fn call(&self, provider: &str, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         match self.services.get(provider) {
             Some(service) => service.call(request).await,
-            None => Err(LlmError::UnknownModel(format!("{provider}/{}", request.model))),
+            None => Err(LlmError::UnknownModel(format!(
+                "{provider}/{}",
+                request.model
+            ))),
         }
     }
 }

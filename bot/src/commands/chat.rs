@@ -62,9 +62,13 @@ pub fn engine(
     store: opc_agents::Store,
     options: EngineOptions,
 ) -> Result<Engine, String> {
-    let engine = Engine::from_config(loaded, Arc::new(store), Arc::new(NoMemory), options, |var| {
-        std::env::var(var).ok()
-    })
+    let engine = Engine::from_config(
+        loaded,
+        Arc::new(store),
+        Arc::new(NoMemory),
+        options,
+        |var| std::env::var(var).ok(),
+    )
     .map_err(|e| format!("error: {e}\n"))?;
     let used = used_providers(loaded);
     let missing: Vec<(String, String)> = engine
@@ -80,7 +84,10 @@ pub fn engine(
              (`kind: openai-compatible`, `baseUrl: http://127.0.0.1:11434/v1`)\n"
         ));
     }
-    for (agent, tool) in opc_agents::tools::unavailable_tools(&loaded.config).iter().take(1) {
+    for (agent, tool) in opc_agents::tools::unavailable_tools(&loaded.config)
+        .iter()
+        .take(1)
+    {
         eprint(&format!(
             "note: some configured tools are not available in this build and are not offered to agents \
              (first: `{}` of {agent}); delegation, escalation and approvals are\n",
@@ -134,7 +141,14 @@ async fn chat(loaded: opc_hierarchy::Loaded, store: opc_agents::Store, args: Cha
     };
     let code = match args.message {
         Some(message) => {
-            let outcome = turn(&engine, args.conversation.as_deref(), &message, &mut lines, &trace).await;
+            let outcome = turn(
+                &engine,
+                args.conversation.as_deref(),
+                &message,
+                &mut lines,
+                &trace,
+            )
+            .await;
             match outcome {
                 Ok(outcome) => exit_code(&outcome),
                 Err(code) => code,
@@ -319,8 +333,13 @@ fn show(
                 },
             );
         }
-        Event::Delegated { child, from, to, .. } if nodes.contains_key(child) && !trace.quiet => {
-            eprint(&format!("{}{from} → {to} (task {child})\n", indent(child, nodes)));
+        Event::Delegated {
+            child, from, to, ..
+        } if nodes.contains_key(child) && !trace.quiet => {
+            eprint(&format!(
+                "{}{from} → {to} (task {child})\n",
+                indent(child, nodes)
+            ));
         }
         Event::Token { task, text, .. } if *task == root => {
             streamed.push_str(text);
@@ -366,7 +385,10 @@ fn show(
             kind,
             reason,
         } if nodes.contains_key(task) && !trace.quiet => {
-            eprint(&format!("{}⚠ {agent} escalated ({kind}): {reason}\n", indent(task, nodes)));
+            eprint(&format!(
+                "{}⚠ {agent} escalated ({kind}): {reason}\n",
+                indent(task, nodes)
+            ));
         }
         Event::ApprovalRequested {
             approval,
@@ -383,7 +405,12 @@ fn show(
             ));
             return Some((*approval, options.clone()));
         }
-        Event::ApprovalResolved { approval, decision, by, .. } if !trace.quiet => {
+        Event::ApprovalResolved {
+            approval,
+            decision,
+            by,
+            ..
+        } if !trace.quiet => {
             eprint(&format!("  approval {approval}: {decision} (by {by})\n"));
         }
         _ => {}

@@ -41,8 +41,13 @@ pub fn run(path: &Path, args: TasksArgs) -> ExitCode {
         Err(code) => return code,
     };
     let result = match args.tree {
-        Some(id) => store.task(id).and_then(|task| store.tree(task.root_id)).map(|tree| render_tree(&tree)),
-        None => store.recent_roots(args.limit).map(|roots| render_list(&roots)),
+        Some(id) => store
+            .task(id)
+            .and_then(|task| store.tree(task.root_id))
+            .map(|tree| render_tree(&tree)),
+        None => store
+            .recent_roots(args.limit)
+            .map(|roots| render_list(&roots)),
     };
     match result {
         Ok(text) => {
@@ -100,7 +105,9 @@ pub fn render_list(roots: &[TaskRecord]) -> String {
             one_line(&task.input, 50)
         );
     }
-    out.push_str("Totals are per root task's own calls; `opc tasks --tree ID` shows the whole tree.\n");
+    out.push_str(
+        "Totals are per root task's own calls; `opc tasks --tree ID` shows the whole tree.\n",
+    );
     out
 }
 
@@ -145,7 +152,10 @@ pub fn render_tree(tree: &[TaskRecord]) -> String {
         } else {
             format!("{prefix}{}", if last { "   " } else { "│  " })
         };
-        let children: Vec<&TaskRecord> = tree.iter().filter(|t| t.parent_id == Some(task.id)).collect();
+        let children: Vec<&TaskRecord> = tree
+            .iter()
+            .filter(|t| t.parent_id == Some(task.id))
+            .collect();
         for (i, child) in children.iter().enumerate().rev() {
             stack.push((child, child_prefix.clone(), i + 1 == children.len()));
         }

@@ -1,0 +1,197 @@
+//! A test org wired to the scripted LLM server: a config file in a temporary directory, and engines
+//! built on it (sharing one database file, so a test can "restart" by building a second engine).
+//!
+//! The org (four levels on the engineering side, an approval-capable worker on the ops side):
+//!
+//! ```text
+//! ceo ─┬─ vp-eng ── lead-backend ─┬─ dev-backend
+//!      │                          └─ dev-data
+//!      └─ vp-ops ── support
+//! ```
+//!
+//! Every agent's system prompt carries `Agent id: {id}`, which is the scripted server's marker.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use opc_agents::context::NoMemory;
+use opc_agents::llm::layers::RetryPolicy;
+use opc_agents::{Engine, EngineOptions, Store};
+
+/// Which wire format the provider speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    /// Anthropic Messages API.
+    Anthropic,
+    /// OpenAI-compatible Chat Completions.
+    OpenAi,
+}
+
+/// The env var holding the test key, and its value.
+pub const KEY_VAR: &str = "OPC_TEST_LLM_KEY";
+/// The key the engine is given (the scripted server records it).
+pub const KEY: &str = "test-key-123";
+
+/// The marker of an agent in the scripted server.
+pub fn marker(agent: &str) -> String {
+    format!("Agent id: {agent}\n")
+}
+
+/// A config on disk, pointing at `llm_url`.
+pub struct TestOrg {
+    dir: tempfile::TempDir,
+    /// The loaded config.
+    pub loaded: opc_hierarchy::Loaded,
+}
+
+/// Settings of the `execution` section.
+#[derive(Clone, Debug)]
+pub struct Execution {
+    /// `maxConcurrentAgents`.
+    pub max_concurrent_agents: u32,
+    /// `taskTimeout`.
+    pub task_timeout: &'static str,
+    /// `resultCompressionThreshold`.
+    pub compression_threshold: u32,
+    /// `approvalTimeout`.
+    pub approval_timeout: &'static str,
+}
+
+impl Default for Execution {
+    fn default() -> Self {
+        Execution {
+            max_concurrent_agents: 10,
+            task_timeout: "5m",
+            compression_threshold: 2000,
+            approval_timeout: "1h",
+        }
+    }
+}
+
+impl TestOrg {
+    /// Write the config for a server at `llm_url` speaking `wire`.
+    pub fn new(llm_url: &str, wire: Wire, execution: Execution) -> TestOrg {
+        let (kind, base) = match wire {
+            Wire::Anthropic => ("anthropic", llm_url.to_string()),
+            Wire::OpenAi => ("openai-compatible", format!("{llm_url}/v1")),
+        };
+        let Execution {
+            max_concurrent_agents,
+            task_timeout,
+            compression_threshold,
+            approval_timeout,
+        } = execution;
+        let yaml = format!(
+            r#"
+framework:
+  name: Test Org
+  defaultProvider: llm
+  defaultModel: test-model
+  fastModel: test-fast
+  providers:
+    llm:
+      kind: {kind}
+      baseUrl: {base}
+      apiKeyEnv: {KEY_VAR}
+      models:
+        test-model: {{ input: 3.0, output: 15.0 }}
+        test-fast: {{ input: 1.0, output: 5.0 }}
+  execution:
+    maxConcurrentAgents: {max_concurrent_agents}
+    taskTimeout: {task_timeout}
+    resultCompressionThreshold: {compression_threshold}
+    approvalTimeout: {approval_timeout}
+agents:
+  ceo:
+    role: CEO
+    level: 0
+    prompt: "You run the company."
+    tools: [delegate, delegateParallel]
+    children: [vp-eng, vp-ops]
+  vp-eng:
+    role: VP Engineering
+    level: 1
+    parent: ceo
+    tools: [delegate, delegateParallel, escalate]
+    children: [lead-backend]
+  vp-ops:
+    role: VP Operations
+    level: 1
+    parent: ceo
+    tools: [delegate, escalate]
+    children: [support]
+  lead-backend:
+    role: Backend Lead
+    level: 2
+    parent: vp-eng
+    tools: [delegate, delegateParallel, escalate]
+    children: [dev-backend, dev-data]
+  dev-backend:
+    role: Backend Developer
+    level: 3
+    parent: lead-backend
+    tools: [escalate]
+  dev-data:
+    role: Data Engineer
+    level: 3
+    parent: lead-backend
+    tools: [escalate]
+  support:
+    role: Support Agent
+    level: 2
+    parent: vp-ops
+    tools: [escalate, requestApproval]
+"#
+        );
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let path = dir.path().join("opc.config.yaml");
+        std::fs::write(&path, yaml).unwrap_or_else(|e| panic!("write config: {e}"));
+        let loaded = match opc_hierarchy::load(&path) {
+            Ok(loaded) => loaded,
+            Err(opc_hierarchy::ConfigError::Invalid(report)) => {
+                panic!("test org invalid:\n{}", report.render(false))
+            }
+            Err(e) => panic!("test org: {e}"),
+        };
+        TestOrg { dir, loaded }
+    }
+
+    /// The database file every engine of this org shares.
+    pub fn database(&self) -> PathBuf {
+        self.dir.path().join("opc.db")
+    }
+
+    /// The config file.
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.path().join("opc.config.yaml")
+    }
+
+    /// Engine options for tests: fast retries.
+    pub fn options(streaming: bool) -> EngineOptions {
+        EngineOptions {
+            streaming,
+            max_turns: 10,
+            max_tokens: 1024,
+            attempt_timeout: Duration::from_secs(10),
+            retry: RetryPolicy {
+                max_attempts: 3,
+                base_delay: Duration::from_millis(10),
+                max_delay: Duration::from_millis(200),
+            },
+        }
+    }
+
+    /// An engine on the org's database, with the test key in its environment.
+    pub fn engine(&self, options: EngineOptions) -> Engine {
+        let store = Store::open(&self.database()).unwrap_or_else(|e| panic!("store: {e}"));
+        Engine::from_config(
+            &self.loaded,
+            Arc::new(store),
+            Arc::new(NoMemory),
+            options,
+            |var| (var == KEY_VAR).then(|| KEY.to_string()),
+        )
+        .unwrap_or_else(|e| panic!("engine: {e}"))
+    }
+}

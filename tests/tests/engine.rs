@@ -1,0 +1,822 @@
+//! End-to-end tests of the agents engine against the scripted LLM server over real HTTP on 127.0.0.1:
+//! delegation down four levels, parallel delegation, compression, org enforcement, provider faults,
+//! timeouts, approvals across a restart, cancellation — in both wire formats, streamed and not.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::time::{Duration, Instant};
+
+use opc_agents::store::{Decided, TaskRecord};
+use opc_agents::{Engine, Event, TaskState};
+use opc_tests::org::{Execution, KEY, TestOrg, Wire, marker};
+use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
+use serde_json::json;
+
+fn tree(engine: &Engine, root: i64) -> Vec<TaskRecord> {
+    engine.store().tree(root).unwrap()
+}
+
+/// The four-level chain: CEO → VP Eng → Backend Lead → Backend Dev, each passing the answer up.
+fn chain_script() -> Script {
+    Script::new()
+        .agent(
+            marker("ceo"),
+            vec![
+                Step::tool(
+                    "delegate",
+                    json!({"agent": "vp-eng", "task": "VP-TASK: plan the API"}),
+                ),
+                Step::text("CEO-FINAL: {{last_result}}"),
+            ],
+        )
+        .agent(
+            marker("vp-eng"),
+            vec![
+                Step::tool(
+                    "delegate",
+                    json!({"agent": "lead-backend", "task": "LEAD-TASK: design endpoints"}),
+                ),
+                Step::text("VP-SAYS: {{last_result}}"),
+            ],
+        )
+        .agent(
+            marker("lead-backend"),
+            vec![
+                Step::tool(
+                    "delegate",
+                    json!({"agent": "dev-backend", "task": "DEV-TASK: write the handler"}),
+                ),
+                Step::text("LEAD-SAYS: {{last_result}}"),
+            ],
+        )
+        .agent(marker("dev-backend"), vec![Step::text("DEV-RESULT-42")])
+}
+
+async fn chain(wire: Wire, streaming: bool) {
+    let llm = ScriptedLlm::start(chain_script()).await.unwrap();
+    let org = TestOrg::new(&llm.url(), wire, Execution::default());
+    let engine = org.engine(TestOrg::options(streaming));
+    let mut events = engine.events().subscribe();
+    let run = engine.send(None, "USER: build the API").unwrap();
+    let root = run.task;
+    let outcome = run.wait().await;
+    assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
+    assert_eq!(outcome.text, "CEO-FINAL: VP-SAYS: LEAD-SAYS: DEV-RESULT-42");
+
+    // Four independent sessions; each first request holds only its direct parent's task.
+    let expected_first = [
+        ("ceo", "USER: build the API"),
+        ("vp-eng", "VP-TASK: plan the API"),
+        ("lead-backend", "LEAD-TASK: design endpoints"),
+        ("dev-backend", "DEV-TASK: write the handler"),
+    ];
+    for (agent, task) in expected_first {
+        let requests = llm.requests_for(&marker(agent));
+        assert!(!requests.is_empty(), "{agent} was never called");
+        let first = &requests[0];
+        assert_eq!(
+            first.user_texts(),
+            vec![task.to_string()],
+            "{agent}'s first request"
+        );
+        assert_eq!(first.is_stream(), streaming);
+        assert!(first.system.contains(&marker(agent)));
+        let body = first.body.to_string();
+        for (other, other_task) in expected_first {
+            if other != agent {
+                assert!(!body.contains(other_task), "{agent} saw {other}'s task");
+            }
+        }
+        match wire {
+            Wire::Anthropic => assert_eq!(first.header("x-api-key"), Some(KEY)),
+            Wire::OpenAi => assert_eq!(
+                first.header("authorization"),
+                Some(&*format!("Bearer {KEY}"))
+            ),
+        }
+    }
+    // The leaf is offered only `escalate`; the managers the delegate tools.
+    assert_eq!(
+        llm.requests_for(&marker("dev-backend"))[0].tool_names(),
+        vec!["escalate"]
+    );
+    assert_eq!(
+        llm.requests_for(&marker("ceo"))[0].tool_names(),
+        vec!["delegate", "delegate_parallel"]
+    );
+
+    // The ledger: 4 linked tasks, each with tokens and cost.
+    let tasks = tree(&engine, root);
+    assert_eq!(tasks.len(), 4);
+    let agents: Vec<&str> = tasks.iter().map(|t| t.agent.as_str()).collect();
+    assert_eq!(agents, ["ceo", "vp-eng", "lead-backend", "dev-backend"]);
+    for pair in tasks.windows(2) {
+        assert_eq!(pair[1].parent_id, Some(pair[0].id));
+        assert_eq!(pair[1].root_id, root);
+    }
+    for task in &tasks {
+        assert_eq!(task.state, TaskState::Completed);
+        assert!(task.tokens_in > 0 && task.tokens_out > 0, "{task:?}");
+        assert!(task.cost_usd > 0.0, "{task:?}");
+        let calls = engine.store().calls(task.id).unwrap();
+        assert_eq!(calls.len(), if task.agent == "dev-backend" { 1 } else { 2 });
+        assert_eq!(calls[0].model, "llm/test-model");
+    }
+    let total: f64 = tasks.iter().map(|t| t.cost_usd).sum();
+    assert!((outcome.cost_usd - total).abs() < 1e-12);
+
+    // The bus saw the delegation and, when streaming, the root's tokens.
+    let mut delegated = 0;
+    let mut root_tokens = String::new();
+    while let Ok(event) = events.try_recv() {
+        match event {
+            Event::Delegated { .. } => delegated += 1,
+            Event::Token { task, text, .. } if task == root => root_tokens.push_str(&text),
+            _ => {}
+        }
+    }
+    assert_eq!(delegated, 3);
+    if streaming {
+        assert_eq!(root_tokens, outcome.text);
+    } else {
+        assert!(root_tokens.is_empty());
+    }
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn four_level_chain_anthropic_streaming() {
+    chain(Wire::Anthropic, true).await;
+}
+
+#[tokio::test]
+async fn four_level_chain_anthropic_whole_responses() {
+    chain(Wire::Anthropic, false).await;
+}
+
+#[tokio::test]
+async fn four_level_chain_openai_streaming() {
+    chain(Wire::OpenAi, true).await;
+}
+
+#[tokio::test]
+async fn four_level_chain_openai_whole_responses() {
+    chain(Wire::OpenAi, false).await;
+}
+
+#[tokio::test]
+async fn delegate_parallel_runs_children_concurrently() {
+    let script = Script::new()
+        .agent(
+            marker("lead-backend"),
+            vec![
+                Step::tool(
+                    "delegate_parallel",
+                    json!({"tasks": [
+                        {"agent": "dev-backend", "task": "part A"},
+                        {"agent": "dev-data", "task": "part B"}
+                    ]}),
+                ),
+                Step::text("both: {{last_result}}"),
+            ],
+        )
+        .agent(
+            marker("dev-backend"),
+            vec![Step::text("A-DONE").with_delay_ms(300)],
+        )
+        .agent(
+            marker("dev-data"),
+            vec![Step::text("B-DONE").with_delay_ms(300)],
+        )
+        // The lead is the root of this test's tree only through the chain above it.
+        .agent(
+            marker("ceo"),
+            vec![
+                Step::tool("delegate", json!({"agent": "vp-eng", "task": "go"})),
+                Step::text("{{last_result}}"),
+            ],
+        )
+        .agent(
+            marker("vp-eng"),
+            vec![
+                Step::tool("delegate", json!({"agent": "lead-backend", "task": "go"})),
+                Step::text("{{last_result}}"),
+            ],
+        );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let engine = org.engine(TestOrg::options(true));
+    let started = Instant::now();
+    let outcome = engine.send(None, "parallel please").unwrap().wait().await;
+    let elapsed = started.elapsed();
+    assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
+    let results: serde_json::Value =
+        serde_json::from_str(outcome.text.trim_start_matches("both: ")).unwrap();
+    assert_eq!(
+        results,
+        json!([
+            {"agent": "dev-backend", "status": "completed", "result": "A-DONE"},
+            {"agent": "dev-data", "status": "completed", "result": "B-DONE"}
+        ])
+    );
+    // The two 300 ms children overlapped: their requests arrived together, and the whole tree took
+    // about one delay, not two.
+    let a = llm.requests_for(&marker("dev-backend"))[0].received_at;
+    let b = llm.requests_for(&marker("dev-data"))[0].received_at;
+    let gap = a.max(b).duration_since(a.min(b)).unwrap();
+    assert!(
+        gap < Duration::from_millis(150),
+        "children started {gap:?} apart"
+    );
+    assert!(elapsed < Duration::from_millis(580), "took {elapsed:?}");
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn long_child_results_reach_the_parent_summarised() {
+    let long = "detail ".repeat(200); // ~350 tokens by the engine's estimate
+    let script = Script::new()
+        .agent(
+            marker("lead-backend"),
+            vec![
+                Step::tool(
+                    "delegate",
+                    json!({"agent": "dev-backend", "task": "report"}),
+                ),
+                Step::text("lead got: {{last_result}}"),
+            ],
+        )
+        .agent(marker("dev-backend"), vec![Step::text(long.clone())])
+        .agent(
+            "Agent id: opc-summarizer",
+            vec![Step::text("SHORT-SUMMARY")],
+        )
+        .agent(
+            marker("ceo"),
+            vec![
+                Step::tool("delegate", json!({"agent": "vp-eng", "task": "go"})),
+                Step::text("{{last_result}}"),
+            ],
+        )
+        .agent(
+            marker("vp-eng"),
+            vec![
+                Step::tool("delegate", json!({"agent": "lead-backend", "task": "go"})),
+                Step::text("{{last_result}}"),
+            ],
+        );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(
+        &llm.url(),
+        Wire::OpenAi,
+        Execution {
+            compression_threshold: 100,
+            ..Execution::default()
+        },
+    );
+    let engine = org.engine(TestOrg::options(false));
+    let run = engine.send(None, "go").unwrap();
+    let root = run.task;
+    let outcome = run.wait().await;
+    assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
+    // The lead's second request has the summary, never the original.
+    let lead = llm.requests_for(&marker("lead-backend"));
+    let second = lead[1].body.to_string();
+    assert!(second.contains("SHORT-SUMMARY"));
+    assert!(
+        !second.contains("detail detail"),
+        "the lead saw the raw report"
+    );
+    // The summariser got the original, with the fast model.
+    let summarizer = llm.requests_for("Agent id: opc-summarizer");
+    assert_eq!(summarizer.len(), 1);
+    assert!(summarizer[0].body.to_string().contains("detail detail"));
+    assert_eq!(summarizer[0].body["model"], "test-fast");
+    // The original stays in the task record, the summary next to it; the call is in the ledger.
+    let dev = tree(&engine, root)
+        .into_iter()
+        .find(|t| t.agent == "dev-backend")
+        .unwrap();
+    assert_eq!(dev.output.as_deref(), Some(long.as_str()));
+    assert!(dev.summary.as_deref().unwrap().contains("SHORT-SUMMARY"));
+    let calls = engine.store().calls(dev.id).unwrap();
+    assert_eq!(calls.iter().filter(|c| c.agent == "summarizer").count(), 1);
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn delegation_outside_direct_children_is_a_tool_error_and_creates_no_task() {
+    let script = Script::new()
+        .agent(
+            marker("vp-eng"),
+            vec![
+                // grandchild, sibling, parent, unknown, self; then malformed arguments; then a bad
+                // parallel batch (one bad target → nothing runs).
+                Step::tools([
+                    ("delegate", json!({"agent": "dev-backend", "task": "x"})),
+                    ("delegate", json!({"agent": "vp-ops", "task": "x"})),
+                    ("delegate", json!({"agent": "ceo", "task": "x"})),
+                    ("delegate", json!({"agent": "nobody", "task": "x"})),
+                ]),
+                Step::tools([
+                    ("delegate", json!({"agent": "lead-backend"})),
+                    ("delegate", json!({"agent": "lead-backend", "task": "x", "priority": 1})),
+                    ("escalate", json!({"type": "panic", "reason": "x"})),
+                    ("no_such_tool", json!({})),
+                ]),
+                Step::tool(
+                    "delegate_parallel",
+                    json!({"tasks": [{"agent": "lead-backend", "task": "ok"}, {"agent": "support", "task": "no"}]}),
+                ),
+                Step::text("VP gave up"),
+            ],
+        )
+        .agent(
+            marker("ceo"),
+            vec![Step::tool("delegate", json!({"agent": "vp-eng", "task": "go"})), Step::text("{{last_result}}")],
+        );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let engine = org.engine(TestOrg::options(false));
+    let run = engine.send(None, "go").unwrap();
+    let root = run.task;
+    let outcome = run.wait().await;
+    assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
+    assert_eq!(outcome.text, "VP gave up");
+    // No task beyond CEO → VP.
+    let agents: Vec<String> = tree(&engine, root).into_iter().map(|t| t.agent).collect();
+    assert_eq!(agents, ["ceo", "vp-eng"]);
+
+    let vp = llm.requests_for(&marker("vp-eng"));
+    let results = |i: usize| -> Vec<serde_json::Value> {
+        vp[i].body["messages"].as_array().unwrap().last().unwrap()["content"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let first = results(1);
+    assert_eq!(first.len(), 4);
+    for (block, needle) in first.iter().zip([
+        "`dev-backend`: that agent is below your direct subordinates",
+        "`vp-ops`: that agent is not in your team",
+        "`ceo`: that agent is above you",
+        "`nobody`: there is no agent with that id",
+    ]) {
+        assert_eq!(block["type"], "tool_result");
+        assert_eq!(block["is_error"], true);
+        let text = block["content"].as_str().unwrap();
+        assert!(text.contains(needle), "{text}");
+        assert!(text.contains("You can delegate to: lead-backend"), "{text}");
+    }
+    let second = results(2);
+    for (block, needle) in second.iter().zip([
+        "missing field `task`",
+        "unknown field `priority`",
+        "unknown variant `panic`",
+        "unknown tool `no_such_tool`",
+    ]) {
+        assert_eq!(block["is_error"], true);
+        let text = block["content"].as_str().unwrap();
+        assert!(text.contains(needle), "{text}");
+    }
+    let third = results(3);
+    let text = third[0]["content"].as_str().unwrap();
+    assert!(text.starts_with("no task was delegated"), "{text}");
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn rate_limits_and_cut_streams_are_retried() {
+    let script = Script::new().agent(
+        marker("ceo"),
+        vec![
+            Step::status(429, Some("0.05")),
+            Step::fault(Fault::Cut),
+            Step::text("FINALLY"),
+        ],
+    );
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let llm = ScriptedLlm::start(script.clone()).await.unwrap();
+        let org = TestOrg::new(&llm.url(), wire, Execution::default());
+        let engine = org.engine(TestOrg::options(true));
+        let mut events = engine.events().subscribe();
+        let run = engine.send(None, "hello").unwrap();
+        let root = run.task;
+        let outcome = run.wait().await;
+        assert_eq!(
+            outcome.state,
+            TaskState::Completed,
+            "{wire:?}: {}",
+            outcome.text
+        );
+        assert_eq!(outcome.text, "FINALLY");
+        assert_eq!(llm.requests().len(), 3);
+        let calls = engine.store().calls(root).unwrap();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].attempts, 3);
+        // The cut stream's partial text was withdrawn before the retry.
+        let mut restarted = false;
+        while let Ok(event) = events.try_recv() {
+            restarted |= matches!(event, Event::StreamRestarted { task } if task == root);
+        }
+        assert!(restarted, "{wire:?}");
+        engine.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn repeated_server_errors_fail_the_task_with_a_clear_error() {
+    let script = Script::new().agent(
+        marker("ceo"),
+        vec![
+            Step::status(500, None),
+            Step::status(500, None),
+            Step::status(500, None),
+            Step::text("never"),
+        ],
+    );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let engine = org.engine(TestOrg::options(false));
+    let run = engine.send(None, "hello").unwrap();
+    let root = run.task;
+    let outcome = run.wait().await;
+    assert_eq!(outcome.state, TaskState::Failed);
+    assert!(
+        outcome
+            .text
+            .starts_with("ceo: the model call failed: llm returned HTTP 500"),
+        "{}",
+        outcome.text
+    );
+    assert!(
+        outcome.text.contains("gave up after 3 attempts"),
+        "{}",
+        outcome.text
+    );
+    assert_eq!(llm.requests().len(), 3);
+    let record = engine.store().task(root).unwrap();
+    assert_eq!(record.state, TaskState::Failed);
+    assert_eq!(record.error.as_deref(), Some(outcome.text.as_str()));
+    let calls = engine.store().calls(root).unwrap();
+    assert!(calls[0].error.is_some());
+
+    // A malformed body is not retried: it fails at once, clearly.
+    let script = Script::new().agent(
+        marker("ceo"),
+        vec![Step::fault(Fault::Malformed), Step::text("never")],
+    );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let engine = org.engine(TestOrg::options(false));
+    let outcome = engine.send(None, "hello").unwrap().wait().await;
+    assert_eq!(outcome.state, TaskState::Failed);
+    assert!(
+        outcome.text.contains("sent a malformed response"),
+        "{}",
+        outcome.text
+    );
+    assert_eq!(llm.requests().len(), 1);
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_child_timeout_reaches_the_parent_as_a_structured_escalation() {
+    let script = Script::new()
+        .agent(
+            marker("ceo"),
+            vec![
+                Step::tool("delegate", json!({"agent": "vp-ops", "task": "slow thing"})),
+                Step::text("CEO: {{last_result}}"),
+            ],
+        )
+        .agent(
+            marker("vp-ops"),
+            vec![
+                Step::tool("delegate", json!({"agent": "support", "task": "very slow"})),
+                Step::text("VP: {{last_result}}"),
+            ],
+        )
+        .agent(marker("support"), vec![Step::fault(Fault::Hang)]);
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(
+        &llm.url(),
+        Wire::Anthropic,
+        Execution {
+            task_timeout: "400ms",
+            ..Execution::default()
+        },
+    );
+    let engine = org.engine(TestOrg::options(false));
+    let run = engine.send(None, "go").unwrap();
+    let root = run.task;
+    let outcome = run.wait().await;
+    // The VP's second request carries the escalation; its (scripted) answer reaches the CEO in time.
+    let vp = llm.requests_for(&marker("vp-ops"));
+    assert_eq!(vp.len(), 2, "{}", outcome.text);
+    let result = vp[1].user_texts().last().cloned().unwrap();
+    let escalation: serde_json::Value = serde_json::from_str(&result).unwrap();
+    assert_eq!(escalation["type"], "timeout");
+    assert_eq!(escalation["escalated_by"], "support");
+    assert!(escalation["reason"].as_str().unwrap().contains("400ms"));
+    let support = tree(&engine, root)
+        .into_iter()
+        .find(|t| t.agent == "support")
+        .unwrap();
+    assert_eq!(support.state, TaskState::Escalated);
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn escalations_travel_up_one_level_at_a_time() {
+    let script = Script::new()
+        .agent(
+            marker("ceo"),
+            vec![Step::tool("delegate", json!({"agent": "vp-eng", "task": "ship"})), Step::text("unused")],
+        )
+        .agent(
+            marker("vp-eng"),
+            vec![
+                Step::tool("delegate", json!({"agent": "lead-backend", "task": "ship"})),
+                // The VP cannot resolve it and passes it on.
+                Step::tool(
+                    "escalate",
+                    json!({"type": "uncertainty", "reason": "lead unsure: {{last_result}}", "partial_result": "half"}),
+                ),
+            ],
+        )
+        .agent(
+            marker("lead-backend"),
+            vec![Step::tool("escalate", json!({"type": "uncertainty", "reason": "which DB?"}))],
+        )
+;
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let engine = org.engine(TestOrg::options(true));
+    let run = engine.send(None, "go").unwrap();
+    let root = run.task;
+    let outcome = run.wait().await;
+    // The CEO (root) has no escalate tool: it gets the VP's escalation as its tool result and answers.
+    let ceo = llm.requests_for(&marker("ceo"));
+    let result: serde_json::Value =
+        serde_json::from_str(ceo[1].user_texts().last().unwrap()).unwrap();
+    assert_eq!(result["escalated_by"], "vp-eng");
+    assert_eq!(result["type"], "uncertainty");
+    assert!(result["reason"].as_str().unwrap().contains("which DB?"));
+    assert_eq!(outcome.state, TaskState::Completed);
+    let states: Vec<(String, TaskState)> = tree(&engine, root)
+        .into_iter()
+        .map(|t| (t.agent, t.state))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("ceo".to_string(), TaskState::Completed),
+            ("vp-eng".to_string(), TaskState::Escalated),
+            ("lead-backend".to_string(), TaskState::Escalated)
+        ]
+    );
+    engine.shutdown().await;
+}
+
+fn approval_script() -> Script {
+    Script::new()
+        .agent(
+            marker("ceo"),
+            vec![
+                Step::tool("delegate", json!({"agent": "vp-ops", "task": "refund"})),
+                Step::text("CEO: {{last_result}}"),
+            ],
+        )
+        .agent(
+            marker("vp-ops"),
+            vec![
+                Step::tool(
+                    "delegate",
+                    json!({"agent": "support", "task": "refund order 7"}),
+                ),
+                Step::text("VP: {{last_result}}"),
+            ],
+        )
+        .agent(
+            marker("support"),
+            vec![
+                Step::tool(
+                    "request_approval",
+                    json!({"summary": "Refund $120 for order 7"}),
+                ),
+                Step::text("SUPPORT: {{last_result}}"),
+            ],
+        )
+}
+
+async fn next_approval(events: &mut tokio::sync::broadcast::Receiver<Event>) -> (i64, Vec<String>) {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), events.recv()).await {
+            Ok(Ok(Event::ApprovalRequested { approval, path, .. })) => return (approval, path),
+            Ok(Ok(_)) => {}
+            other => panic!("no approval requested: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn approvals_survive_a_restart_and_are_decided_once() {
+    let llm = ScriptedLlm::start(approval_script()).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+
+    let first = org.engine(TestOrg::options(true));
+    let mut events = first.events().subscribe();
+    let run = first.send(None, "please refund").unwrap();
+    let root = run.task;
+    let (approval, path) = next_approval(&mut events).await;
+    assert_eq!(path, ["ceo", "vp-ops", "support"]);
+    let pending = first.pending_approvals().unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].summary, "Refund $120 for order 7");
+    let states: Vec<TaskState> = tree(&first, root).iter().map(|t| t.state).collect();
+    assert_eq!(
+        states,
+        [
+            TaskState::Delegated,
+            TaskState::Delegated,
+            TaskState::AwaitingApproval
+        ]
+    );
+    // The process goes away with the approval pending.
+    first.shutdown().await;
+    drop(run);
+    drop(first);
+
+    let second = org.engine(TestOrg::options(true));
+    assert!(
+        second.recovery().interrupted.is_empty(),
+        "{:?}",
+        second.recovery()
+    );
+    assert_eq!(second.recovery().pending_approvals.len(), 1);
+    let decided = second.decide(approval, "approve", "U-alice").unwrap();
+    assert!(
+        matches!(decided, Decided::Recorded(ref a) if a.state == "approved"),
+        "{decided:?}"
+    );
+    let outcome = tokio::time::timeout(Duration::from_secs(10), second.wait_root(root))
+        .await
+        .expect("resumed tree finished")
+        .unwrap();
+    assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
+    assert_eq!(outcome.text, "CEO: VP: SUPPORT: approved by U-alice");
+    // A second decision is refused and changes nothing.
+    let again = second.decide(approval, "reject", "U-bob").unwrap();
+    assert!(
+        matches!(again, Decided::AlreadyDecided(ref a) if a.decided_by.as_deref() == Some("U-alice"))
+    );
+    // A decision that is not an option is an error.
+    assert!(second.decide(approval, "maybe", "U-bob").is_err());
+    // Nothing ran twice: one support session start, one approval request to the model.
+    assert_eq!(llm.requests_for(&marker("support")).len(), 2);
+    assert_eq!(llm.requests_for(&marker("ceo")).len(), 2);
+    second.shutdown().await;
+}
+
+#[tokio::test]
+async fn undecided_approvals_are_rejected_at_the_timeout() {
+    let llm = ScriptedLlm::start(approval_script()).await.unwrap();
+    let org = TestOrg::new(
+        &llm.url(),
+        Wire::OpenAi,
+        Execution {
+            approval_timeout: "300ms",
+            // The deadline is paused while the human decides: this must not escalate.
+            task_timeout: "200ms",
+            ..Execution::default()
+        },
+    );
+    let engine = org.engine(TestOrg::options(false));
+    let mut events = engine.events().subscribe();
+    let run = engine.send(None, "please refund").unwrap();
+    let (approval, _) = next_approval(&mut events).await;
+    let outcome = run.wait().await;
+    assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
+    assert_eq!(
+        outcome.text,
+        "CEO: VP: SUPPORT: rejected: no decision was made before the approval timed out"
+    );
+    let record = engine.store().approval(approval).unwrap().unwrap();
+    assert_eq!(record.state, "rejected");
+    assert_eq!(record.decided_by.as_deref(), Some("timeout"));
+    // Deciding after the timeout is refused.
+    assert!(matches!(
+        engine.decide(approval, "approve", "U-late").unwrap(),
+        Decided::AlreadyDecided(_)
+    ));
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn cancelling_a_root_cancels_its_whole_subtree() {
+    let script = Script::new()
+        .agent(
+            marker("ceo"),
+            vec![
+                Step::tool("delegate", json!({"agent": "vp-eng", "task": "go"})),
+                Step::text("unused"),
+            ],
+        )
+        .agent(
+            marker("vp-eng"),
+            vec![
+                Step::tool("delegate", json!({"agent": "lead-backend", "task": "go"})),
+                Step::text("unused"),
+            ],
+        )
+        .agent(
+            marker("lead-backend"),
+            vec![
+                Step::tool("delegate", json!({"agent": "dev-backend", "task": "go"})),
+                Step::text("unused"),
+            ],
+        )
+        .agent(marker("dev-backend"), vec![Step::fault(Fault::Hang)]);
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let engine = org.engine(TestOrg::options(true));
+    let mut events = engine.events().subscribe();
+    let run = engine.send(None, "go").unwrap();
+    let root = run.task;
+    // Wait until the leaf is running.
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), events.recv()).await {
+            Ok(Ok(Event::AgentStarted { agent, .. })) if agent == "dev-backend" => break,
+            Ok(Ok(_)) => {}
+            other => panic!("leaf never started: {other:?}"),
+        }
+    }
+    let cancelled = engine.cancel(root).unwrap();
+    assert_eq!(cancelled.len(), 4);
+    let outcome = tokio::time::timeout(Duration::from_secs(5), run.wait())
+        .await
+        .unwrap();
+    assert_eq!(outcome.state, TaskState::Cancelled);
+    for task in tree(&engine, root) {
+        assert_eq!(task.state, TaskState::Cancelled, "{}", task.agent);
+        assert!(task.finished_at.is_some());
+    }
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn follow_ups_continue_the_root_session_and_crashes_are_reported() {
+    let script = Script::new().agent(
+        marker("ceo"),
+        vec![Step::text("first answer"), Step::text("second answer")],
+    );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let engine = org.engine(TestOrg::options(false));
+    let first = engine.send(None, "question one").unwrap().wait().await;
+    assert_eq!(first.text, "first answer");
+    let second = engine
+        .send(Some(&first.conversation), "question two")
+        .unwrap()
+        .wait()
+        .await;
+    assert_eq!(second.text, "second answer");
+    assert_eq!(second.conversation, first.conversation);
+    let requests = llm.requests_for(&marker("ceo"));
+    let body = &requests[1].body["messages"];
+    assert_eq!(body[0]["content"][0]["text"], "question one");
+    assert_eq!(body[1]["content"][0]["text"], "first answer");
+    assert_eq!(body[2]["content"][0]["text"], "question two");
+    engine.shutdown().await;
+
+    // A task left EXECUTING by a crash is marked FAILED on startup, and its conversation is told.
+    let hang = Script::new().agent(marker("ceo"), vec![Step::fault(Fault::Hang)]);
+    let llm = ScriptedLlm::start(hang).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let engine = org.engine(TestOrg::options(false));
+    let mut events = engine.events().subscribe();
+    let run = engine.send(None, "will crash").unwrap();
+    let (root, conversation) = (run.task, run.conversation.clone());
+    loop {
+        if let Ok(Ok(Event::AgentStarted { .. })) =
+            tokio::time::timeout(Duration::from_secs(10), events.recv()).await
+        {
+            break;
+        }
+    }
+    while llm.requests().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    engine.shutdown().await;
+    drop(engine);
+    let engine = org.engine(TestOrg::options(false));
+    assert_eq!(
+        engine.recovery().interrupted,
+        vec![(root, conversation.clone(), true)]
+    );
+    let record = engine.store().task(root).unwrap();
+    assert_eq!(record.state, TaskState::Failed);
+    assert!(record.error.unwrap().starts_with("interrupted"));
+    assert_eq!(engine.store().notices(&conversation).unwrap().len(), 1);
+    engine.shutdown().await;
+}
