@@ -1,0 +1,170 @@
+//! `opc chat` and `opc tasks` as a user runs them, against the scripted LLM server on 127.0.0.1:
+//! the answer on stdout exactly, the trace on stderr, approvals typed on stdin, the ledger afterwards,
+//! and a clear refusal when the API key is missing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker};
+use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use serde_json::json;
+
+/// Run `opc` with `stdin` as input, on a blocking thread so the test's server keeps serving.
+async fn opc(config: &Path, args: &[&str], stdin: &str, key: bool) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_opc"));
+    command
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .env("NO_COLOR", "1")
+        .env_remove(KEY_VAR)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if key {
+        command.env(KEY_VAR, KEY);
+    }
+    let stdin = stdin.to_string();
+    tokio::task::spawn_blocking(move || {
+        let mut child = command.spawn().expect("opc starts");
+        let mut input = child.stdin.take().expect("stdin");
+        let _ = input.write_all(stdin.as_bytes());
+        drop(input);
+        child.wait_with_output().expect("opc runs")
+    })
+    .await
+    .expect("join")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[tokio::test]
+async fn chat_prints_the_answer_and_trace_and_tasks_shows_the_tree() {
+    let script = Script::new()
+        .agent(
+            marker("ceo"),
+            vec![
+                Step::tool(
+                    "delegate",
+                    json!({"agent": "vp-ops", "task": "refund order 7"}),
+                ),
+                Step::text("Done: {{last_result}}"),
+            ],
+        )
+        .agent(marker("vp-ops"), vec![Step::text("refund issued")]);
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let out = opc(
+        &org.config_path(),
+        &["chat", "please refund order 7"],
+        "",
+        true,
+    )
+    .await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout, "Done: refund issued\n");
+    assert!(stderr.contains("ceo → vp-ops (task 2)"), "{stderr}");
+    assert!(stderr.contains("✓ vp-ops COMPLETED"), "{stderr}");
+    assert!(stderr.contains("tokens in"), "{stderr}");
+
+    let out = opc(&org.config_path(), &["tasks"], "", false).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let list = text(&out.stdout);
+    assert!(
+        list.contains("COMPLETED") && list.contains("please refund order 7"),
+        "{list}"
+    );
+
+    let out = opc(&org.config_path(), &["tasks", "--tree", "1"], "", false).await;
+    let tree = text(&out.stdout);
+    assert!(tree.starts_with("#1 ceo COMPLETED"), "{tree}");
+    assert!(tree.contains("└─ #2 vp-ops COMPLETED"), "{tree}");
+    assert!(tree.contains("2 tasks"), "{tree}");
+}
+
+#[tokio::test]
+async fn approvals_are_typed_on_stdin_and_end_of_input_rejects() {
+    let script = Script::new()
+        .agent(
+            marker("ceo"),
+            vec![
+                Step::tool("delegate", json!({"agent": "vp-ops", "task": "refund"})),
+                Step::text("CEO: {{last_result}}"),
+            ],
+        )
+        .agent(
+            marker("vp-ops"),
+            vec![
+                Step::tool(
+                    "delegate",
+                    json!({"agent": "support", "task": "refund order 7"}),
+                ),
+                Step::text("{{last_result}}"),
+            ],
+        )
+        .agent(
+            marker("support"),
+            vec![
+                Step::tool(
+                    "request_approval",
+                    json!({"summary": "Refund $120 for order 7"}),
+                ),
+                Step::text("{{last_result}}"),
+            ],
+        );
+    let llm = ScriptedLlm::start(script.clone()).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let out = opc(
+        &org.config_path(),
+        &["chat", "refund please"],
+        "maybe\napprove\n",
+        true,
+    )
+    .await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("approval 1 requested by ceo › vp-ops › support"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Refund $120 for order 7"), "{stderr}");
+    assert!(stderr.contains("`maybe` is not an option"), "{stderr}");
+    assert!(
+        text(&out.stdout).starts_with("CEO: approved by cli"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // No input at all: the approval is rejected, not left hanging.
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let out = opc(&org.config_path(), &["chat", "refund please"], "", true).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("CEO: decision: reject"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[tokio::test]
+async fn a_missing_api_key_is_a_clear_startup_error() {
+    let llm = ScriptedLlm::start(Script::new()).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let out = opc(&org.config_path(), &["chat", "hello"], "", false).await;
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "the API key for provider `llm` is missing: set the environment variable {KEY_VAR}"
+        )),
+        "{stderr}"
+    );
+    assert!(llm.requests().is_empty());
+}
