@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker};
+use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use serde_json::json;
 
@@ -45,16 +45,7 @@ fn text(bytes: &[u8]) -> String {
 #[tokio::test]
 async fn chat_prints_the_answer_and_trace_and_tasks_shows_the_tree() {
     let script = Script::new()
-        .agent(
-            marker("ceo"),
-            vec![
-                Step::tool(
-                    "delegate",
-                    json!({"agent": "vp-ops", "task": "refund order 7"}),
-                ),
-                Step::text("Done: {{last_result}}"),
-            ],
-        )
+        .agent(marker("ceo"), relay("vp-ops", "refund order 7", "Done: "))
         .agent(marker("vp-ops"), vec![Step::text("refund issued")]);
     let llm = ScriptedLlm::start(script).await.unwrap();
     let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
@@ -91,23 +82,8 @@ async fn chat_prints_the_answer_and_trace_and_tasks_shows_the_tree() {
 #[tokio::test]
 async fn approvals_are_typed_on_stdin_and_end_of_input_rejects() {
     let script = Script::new()
-        .agent(
-            marker("ceo"),
-            vec![
-                Step::tool("delegate", json!({"agent": "vp-ops", "task": "refund"})),
-                Step::text("CEO: {{last_result}}"),
-            ],
-        )
-        .agent(
-            marker("vp-ops"),
-            vec![
-                Step::tool(
-                    "delegate",
-                    json!({"agent": "support", "task": "refund order 7"}),
-                ),
-                Step::text("{{last_result}}"),
-            ],
-        )
+        .agent(marker("ceo"), relay("vp-ops", "refund", "CEO: "))
+        .agent(marker("vp-ops"), relay("support", "refund order 7", ""))
         .agent(
             marker("support"),
             vec![
@@ -167,4 +143,49 @@ async fn a_missing_api_key_is_a_clear_startup_error() {
         "{stderr}"
     );
     assert!(llm.requests().is_empty());
+}
+
+#[tokio::test]
+async fn ctrl_c_cancels_the_running_tree() {
+    use opc_tests::scripted_llm::Fault;
+    let script = Script::new()
+        .agent(marker("ceo"), relay("vp-eng", "go", ""))
+        .agent(marker("vp-eng"), vec![Step::fault(Fault::Hang)]);
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let child = Command::new(env!("CARGO_BIN_EXE_opc"))
+        .args(["chat", "wait forever", "--config"])
+        .arg(org.config_path())
+        .env(KEY_VAR, KEY)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("opc starts");
+    // Wait until the VP's (hanging) call has reached the server, then press Ctrl-C.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while llm.requests_for(&marker("vp-eng")).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the VP was never called"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let pid = child.id().to_string();
+    let killed = Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().expect("opc exits"))
+        .await
+        .expect("join");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("cancelling the request"), "{stderr}");
+
+    let out = opc(&org.config_path(), &["tasks", "--tree", "1"], "", false).await;
+    let tree = text(&out.stdout);
+    assert!(tree.starts_with("#1 ceo CANCELLED"), "{tree}");
+    assert!(tree.contains("└─ #2 vp-eng CANCELLED"), "{tree}");
 }

@@ -19,6 +19,8 @@ use opc_agents::context::NoMemory;
 use opc_agents::llm::layers::RetryPolicy;
 use opc_agents::{Engine, EngineOptions, Store};
 
+use crate::scripted_llm::Step;
+
 /// Which wire format the provider speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wire {
@@ -36,6 +38,17 @@ pub const KEY: &str = "test-key-123";
 /// The marker of an agent in the scripted server.
 pub fn marker(agent: &str) -> String {
     format!("Agent id: {agent}\n")
+}
+
+/// A scripted manager that delegates `task` to `child`, then answers `prefix` + the child's answer.
+pub fn relay(child: &str, task: &str, prefix: &str) -> Vec<Step> {
+    vec![
+        Step::tool(
+            "delegate",
+            serde_json::json!({"agent": child, "task": task}),
+        ),
+        Step::text(format!("{prefix}{{{{last_result}}}}")),
+    ]
 }
 
 /// A config on disk, pointing at `llm_url`.

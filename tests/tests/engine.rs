@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use opc_agents::store::{Decided, TaskRecord};
 use opc_agents::{Engine, Event, TaskState};
-use opc_tests::org::{Execution, KEY, TestOrg, Wire, marker};
+use opc_tests::org::{Execution, KEY, TestOrg, Wire, marker, relay};
 use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
 use serde_json::json;
 
@@ -20,33 +20,15 @@ fn chain_script() -> Script {
     Script::new()
         .agent(
             marker("ceo"),
-            vec![
-                Step::tool(
-                    "delegate",
-                    json!({"agent": "vp-eng", "task": "VP-TASK: plan the API"}),
-                ),
-                Step::text("CEO-FINAL: {{last_result}}"),
-            ],
+            relay("vp-eng", "VP-TASK: plan the API", "CEO-FINAL: "),
         )
         .agent(
             marker("vp-eng"),
-            vec![
-                Step::tool(
-                    "delegate",
-                    json!({"agent": "lead-backend", "task": "LEAD-TASK: design endpoints"}),
-                ),
-                Step::text("VP-SAYS: {{last_result}}"),
-            ],
+            relay("lead-backend", "LEAD-TASK: design endpoints", "VP-SAYS: "),
         )
         .agent(
             marker("lead-backend"),
-            vec![
-                Step::tool(
-                    "delegate",
-                    json!({"agent": "dev-backend", "task": "DEV-TASK: write the handler"}),
-                ),
-                Step::text("LEAD-SAYS: {{last_result}}"),
-            ],
+            relay("dev-backend", "DEV-TASK: write the handler", "LEAD-SAYS: "),
         )
         .agent(marker("dev-backend"), vec![Step::text("DEV-RESULT-42")])
 }
@@ -188,20 +170,8 @@ async fn delegate_parallel_runs_children_concurrently() {
             vec![Step::text("B-DONE").with_delay_ms(300)],
         )
         // The lead is the root of this test's tree only through the chain above it.
-        .agent(
-            marker("ceo"),
-            vec![
-                Step::tool("delegate", json!({"agent": "vp-eng", "task": "go"})),
-                Step::text("{{last_result}}"),
-            ],
-        )
-        .agent(
-            marker("vp-eng"),
-            vec![
-                Step::tool("delegate", json!({"agent": "lead-backend", "task": "go"})),
-                Step::text("{{last_result}}"),
-            ],
-        );
+        .agent(marker("ceo"), relay("vp-eng", "go", ""))
+        .agent(marker("vp-eng"), relay("lead-backend", "go", ""));
     let llm = ScriptedLlm::start(script).await.unwrap();
     let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
     let engine = org.engine(TestOrg::options(true));
@@ -237,33 +207,15 @@ async fn long_child_results_reach_the_parent_summarised() {
     let script = Script::new()
         .agent(
             marker("lead-backend"),
-            vec![
-                Step::tool(
-                    "delegate",
-                    json!({"agent": "dev-backend", "task": "report"}),
-                ),
-                Step::text("lead got: {{last_result}}"),
-            ],
+            relay("dev-backend", "report", "lead got: "),
         )
         .agent(marker("dev-backend"), vec![Step::text(long.clone())])
         .agent(
             "Agent id: opc-summarizer",
             vec![Step::text("SHORT-SUMMARY")],
         )
-        .agent(
-            marker("ceo"),
-            vec![
-                Step::tool("delegate", json!({"agent": "vp-eng", "task": "go"})),
-                Step::text("{{last_result}}"),
-            ],
-        )
-        .agent(
-            marker("vp-eng"),
-            vec![
-                Step::tool("delegate", json!({"agent": "lead-backend", "task": "go"})),
-                Step::text("{{last_result}}"),
-            ],
-        );
+        .agent(marker("ceo"), relay("vp-eng", "go", ""))
+        .agent(marker("vp-eng"), relay("lead-backend", "go", ""));
     let llm = ScriptedLlm::start(script).await.unwrap();
     let org = TestOrg::new(
         &llm.url(),
@@ -332,7 +284,7 @@ async fn delegation_outside_direct_children_is_a_tool_error_and_creates_no_task(
         )
         .agent(
             marker("ceo"),
-            vec![Step::tool("delegate", json!({"agent": "vp-eng", "task": "go"})), Step::text("{{last_result}}")],
+            relay("vp-eng", "go", ""),
         );
     let llm = ScriptedLlm::start(script).await.unwrap();
     let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
@@ -482,20 +434,8 @@ async fn repeated_server_errors_fail_the_task_with_a_clear_error() {
 #[tokio::test]
 async fn a_child_timeout_reaches_the_parent_as_a_structured_escalation() {
     let script = Script::new()
-        .agent(
-            marker("ceo"),
-            vec![
-                Step::tool("delegate", json!({"agent": "vp-ops", "task": "slow thing"})),
-                Step::text("CEO: {{last_result}}"),
-            ],
-        )
-        .agent(
-            marker("vp-ops"),
-            vec![
-                Step::tool("delegate", json!({"agent": "support", "task": "very slow"})),
-                Step::text("VP: {{last_result}}"),
-            ],
-        )
+        .agent(marker("ceo"), relay("vp-ops", "slow thing", "CEO: "))
+        .agent(marker("vp-ops"), relay("support", "very slow", "VP: "))
         .agent(marker("support"), vec![Step::fault(Fault::Hang)]);
     let llm = ScriptedLlm::start(script).await.unwrap();
     let org = TestOrg::new(
@@ -580,23 +520,8 @@ async fn escalations_travel_up_one_level_at_a_time() {
 
 fn approval_script() -> Script {
     Script::new()
-        .agent(
-            marker("ceo"),
-            vec![
-                Step::tool("delegate", json!({"agent": "vp-ops", "task": "refund"})),
-                Step::text("CEO: {{last_result}}"),
-            ],
-        )
-        .agent(
-            marker("vp-ops"),
-            vec![
-                Step::tool(
-                    "delegate",
-                    json!({"agent": "support", "task": "refund order 7"}),
-                ),
-                Step::text("VP: {{last_result}}"),
-            ],
-        )
+        .agent(marker("ceo"), relay("vp-ops", "refund", "CEO: "))
+        .agent(marker("vp-ops"), relay("support", "refund order 7", "VP: "))
         .agent(
             marker("support"),
             vec![

@@ -223,9 +223,8 @@ struct Trace {
     live: bool,
 }
 
-/// A task of the running tree, for the trace.
+/// A task of the running tree, for the trace's indentation.
 struct Node {
-    agent: String,
     depth: usize,
 }
 
@@ -248,13 +247,7 @@ async fn turn(
     };
     let root = run.task;
     let started = Instant::now();
-    let mut nodes: HashMap<TaskId, Node> = HashMap::from([(
-        root,
-        Node {
-            agent: engine.org().root().to_string(),
-            depth: 0,
-        },
-    )]);
+    let mut nodes: HashMap<TaskId, Node> = HashMap::from([(root, Node { depth: 0 })]);
     let mut streamed = String::new();
     let mut pending: Option<(i64, Vec<String>)> = None;
     let wait = run.wait();
@@ -321,17 +314,10 @@ fn show(
             task,
             parent: Some(parent),
             root: r,
-            agent,
             ..
         } if *r == root => {
             let depth = nodes.get(parent).map_or(0, |n| n.depth) + 1;
-            nodes.insert(
-                *task,
-                Node {
-                    agent: agent.clone(),
-                    depth,
-                },
-            );
+            nodes.insert(*task, Node { depth });
         }
         Event::Delegated {
             child, from, to, ..
@@ -415,7 +401,6 @@ fn show(
         }
         _ => {}
     }
-    let _ = nodes.get(&root).map(|n| &n.agent);
     None
 }
 
