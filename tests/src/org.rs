@@ -120,7 +120,7 @@ agents:
     role: CEO
     level: 0
     prompt: "You run the company."
-    tools: [delegate, delegateParallel]
+    tools: [delegate, delegateParallel, escalate]
     children: [vp-eng, vp-ops]
   vp-eng:
     role: VP Engineering

@@ -83,7 +83,7 @@ async fn chain(wire: Wire, streaming: bool) {
     );
     assert_eq!(
         llm.requests_for(&marker("ceo"))[0].tool_names(),
-        vec!["delegate", "delegate_parallel"]
+        vec!["delegate", "delegate_parallel", "escalate"]
     );
 
     // The ledger: 4 linked tasks, each with tokens and cost.
@@ -198,6 +198,11 @@ async fn delegate_parallel_runs_children_concurrently() {
         "children started {gap:?} apart"
     );
     assert!(elapsed < Duration::from_millis(580), "took {elapsed:?}");
+    // Isolation: each sibling saw only its own task.
+    let a_body = llm.requests_for(&marker("dev-backend"))[0].body.to_string();
+    let b_body = llm.requests_for(&marker("dev-data"))[0].body.to_string();
+    assert!(a_body.contains("part A") && !a_body.contains("part B"));
+    assert!(b_body.contains("part B") && !b_body.contains("part A"));
     engine.shutdown().await;
 }
 
@@ -743,5 +748,52 @@ async fn follow_ups_continue_the_root_session_and_crashes_are_reported() {
     assert_eq!(record.state, TaskState::Failed);
     assert!(record.error.unwrap().starts_with("interrupted"));
     assert_eq!(engine.store().notices(&conversation).unwrap().len(), 1);
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_root_escalation_is_shown_to_the_human() {
+    let script = Script::new().agent(
+        marker("ceo"),
+        vec![Step::tool(
+            "escalate",
+            json!({"type": "approval_needed", "reason": "budget above my limit", "partial_result": "draft plan"}),
+        )],
+    );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let engine = org.engine(TestOrg::options(false));
+    let outcome = engine.send(None, "spend $1M").unwrap().wait().await;
+    assert_eq!(outcome.state, TaskState::Escalated);
+    assert_eq!(
+        outcome.text,
+        "Escalated by ceo (approval_needed): budget above my limit\nPartial result: draft plan"
+    );
+    assert_eq!(outcome.escalation.unwrap().reason, "budget above my limit");
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_session_that_never_answers_fails_at_the_turn_limit() {
+    // The CEO keeps delegating (the last step repeats), so it never gives a final answer.
+    let script = Script::new()
+        .agent(
+            marker("ceo"),
+            vec![Step::tool(
+                "delegate",
+                json!({"agent": "vp-ops", "task": "again"}),
+            )],
+        )
+        .agent(marker("vp-ops"), vec![Step::text("done")]);
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let engine = org.engine(TestOrg::options(false));
+    let outcome = engine.send(None, "loop").unwrap().wait().await;
+    assert_eq!(outcome.state, TaskState::Failed);
+    assert_eq!(
+        outcome.text,
+        "ceo reached the limit of 10 model turns without a final answer"
+    );
+    assert_eq!(llm.requests_for(&marker("ceo")).len(), 10);
     engine.shutdown().await;
 }

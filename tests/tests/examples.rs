@@ -11,8 +11,8 @@ fn examples() -> &'static Path {
 
 #[test]
 fn offline_demo_config_validates_without_warnings() {
-    let loaded = opc_hierarchy::load(&examples().join("opc.config.yaml"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let loaded =
+        opc_hierarchy::load(&examples().join("opc.config.yaml")).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(loaded.report.warnings().count(), 0);
     assert_eq!(loaded.org.depth(), 3);
 }
