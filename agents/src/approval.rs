@@ -20,7 +20,8 @@ use crate::session::path_of;
 use crate::store::{Approval, Decided, StoreError, TaskRecord, TaskState, now_ms};
 use crate::tools::ApprovalArgs;
 
-/// Ask, wait, and answer the tool call with the decision: `(content, is_error)`.
+/// Ask, wait, and answer the tool call with the decision: `(content, is_error)`. If anything fails
+/// while the approval is pending, it is rejected (fail closed) before the error is returned.
 pub(crate) async fn request(
     inner: &Arc<Inner>,
     record: &TaskRecord,
@@ -35,6 +36,21 @@ pub(crate) async fn request(
     if approval.state != "pending" {
         return Ok(answer(&approval));
     }
+    let result = wait(inner, record, &approval, created, clocks).await;
+    if result.is_err() {
+        let _ = store.decide(approval.id, "reject", "error");
+    }
+    result
+}
+
+async fn wait(
+    inner: &Arc<Inner>,
+    record: &TaskRecord,
+    approval: &Approval,
+    created: bool,
+    clocks: &[crate::clock::Clock],
+) -> Result<(String, bool), StoreError> {
+    let store = &inner.store;
     // Register before re-reading, so a decision landing in between is not missed.
     let (tx, mut rx) = watch::channel(false);
     inner
@@ -46,7 +62,7 @@ pub(crate) async fn request(
         inner: inner.clone(),
         approval: approval.id,
     };
-    store.transition(record.id, TaskState::AwaitingApproval)?;
+    let before = store.transition(record.id, TaskState::AwaitingApproval)?;
     if created {
         inner.events.publish(Event::ApprovalRequested {
             approval: approval.id,
@@ -89,10 +105,16 @@ pub(crate) async fn request(
                 }
                 a
             }
-            Decided::NotFound => approval,
+            Decided::NotFound => approval.clone(),
         },
     };
-    store.transition(record.id, TaskState::Executing)?;
+    // Back to what the task was doing (a parallel delegation may still be running).
+    let back = if before == TaskState::Delegated {
+        TaskState::Delegated
+    } else {
+        TaskState::Executing
+    };
+    store.transition(record.id, back)?;
     Ok(answer(&decided))
 }
 
@@ -103,6 +125,7 @@ fn answer(approval: &Approval) -> (String, bool) {
     let text = match by {
         "timeout" => "rejected: no decision was made before the approval timed out".to_string(),
         "cancelled" => "rejected: the request was cancelled".to_string(),
+        "error" => "rejected: the approval could not be processed".to_string(),
         _ if approval.state == "approved" => format!("approved by {by}"),
         _ => format!("decision: {decision} (by {by})"),
     };

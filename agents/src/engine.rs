@@ -43,6 +43,9 @@ pub struct EngineOptions {
     pub attempt_timeout: std::time::Duration,
     /// Retry policy for LLM calls.
     pub retry: RetryPolicy,
+    /// Re-enter trees suspended on approvals at startup (the gateway does; a one-off `opc chat` leaves
+    /// them for the gateway instead of running other conversations' work in the background).
+    pub resume_suspended: bool,
 }
 
 impl Default for EngineOptions {
@@ -53,6 +56,7 @@ impl Default for EngineOptions {
             max_tokens: 4096,
             attempt_timeout: std::time::Duration::from_secs(300),
             retry: RetryPolicy::default(),
+            resume_suspended: true,
         }
     }
 }
@@ -197,8 +201,9 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Build the engine: read prompts, resolve models, run startup recovery, and resume trees suspended
-    /// on pending approvals (they wait for a decision or their deadline again).
+    /// Build the engine: claim the database (one engine per database), read prompts, resolve models,
+    /// run startup recovery, and resume trees suspended on approvals (they wait for a decision or their
+    /// deadline again). Must be called inside a Tokio runtime.
     pub fn new(
         config: Arc<Config>,
         org: Arc<OrgTree>,
@@ -229,6 +234,7 @@ impl Engine {
             models.insert(id.clone(), resolve(id, model)?);
         }
         let fast_model = resolve("fastModel", config.framework.fast_model())?;
+        store.lock_exclusive()?;
         let recovery = store.recover()?;
         let inner = Arc::new(Inner {
             agent_slots: Semaphore::new(
@@ -253,15 +259,10 @@ impl Engine {
             inner,
             recovery: Arc::new(recovery),
         };
-        let mut roots: Vec<TaskId> = engine
-            .recovery
-            .pending_approvals
-            .iter()
-            .map(|a| a.root_id)
-            .collect();
-        roots.dedup();
-        for root in roots {
-            engine.spawn_root(root);
+        if engine.inner.options.resume_suspended {
+            for root in engine.recovery.suspended_roots.clone() {
+                engine.spawn_root(root);
+            }
         }
         Ok(engine)
     }
@@ -331,10 +332,11 @@ impl Engine {
             Some(id) if inner.store.conversation_exists(id)? => {
                 let history = match inner.store.last_root_task(id)? {
                     Some(prev) if !prev.state.is_terminal() => {
-                        return Err(EngineError::Busy {
+                        return Err(StoreError::Busy {
                             conversation: id.to_string(),
                             task: prev.id,
-                        });
+                        }
+                        .into());
                     }
                     Some(prev) => {
                         let mut messages = inner.store.messages(prev.id)?;

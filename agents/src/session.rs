@@ -142,6 +142,11 @@ fn run_task(
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(task, token.clone());
+        // Removed however this future ends — also when an ancestor's cancellation drops it.
+        let _registered = TokenGuard {
+            inner: inner.clone(),
+            task,
+        };
         let clock = Clock::start(inner.config.framework.execution.task_timeout);
         let mut chain = (*clocks).clone();
         chain.push(clock.clone());
@@ -173,15 +178,26 @@ fn run_task(
                 TaskEnd::Escalated(escalation)
             }
         };
-        inner
-            .task_tokens
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&task);
         finish(&inner, &record, &end, started);
         end
     }
     .boxed()
+}
+
+/// Unregisters a task's cancellation token when its run ends or is dropped.
+struct TokenGuard {
+    inner: Arc<Inner>,
+    task: TaskId,
+}
+
+impl Drop for TokenGuard {
+    fn drop(&mut self) {
+        self.inner
+            .task_tokens
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.task);
+    }
 }
 
 fn cancel_tokens(inner: &Inner, ids: &[TaskId]) {
@@ -252,8 +268,16 @@ async fn session(inner: Arc<Inner>, record: TaskRecord, clocks: Clocks) -> TaskE
     match session_inner(&inner, &record, &clocks).await {
         Ok(end) => end,
         Err(error) => {
+            // A task ended elsewhere (cancelled) refuses further transitions: report how it ended.
+            if let Ok(current) = inner.store.task(record.id)
+                && current.state.is_terminal()
+            {
+                return stored_end(&current);
+            }
             let message = error.to_string();
-            let _ = inner.store.finish(record.id, Ending::Failed(&message));
+            if let Err(e) = inner.store.finish(record.id, Ending::Failed(&message)) {
+                tracing::error!(task = record.id, error = %e, "cannot record a task failure");
+            }
             TaskEnd::Failed(message)
         }
     }
@@ -346,7 +370,8 @@ async fn session_inner(
                     },
                 };
                 match call_model(inner, &provider, request, id, &record.agent).await? {
-                    Ok(content) => {
+                    Ok(mut content) => {
+                        unique_tool_ids(&mut content, &messages);
                         messages.push(Message {
                             role: Role::Assistant,
                             content,
@@ -450,6 +475,29 @@ async fn call_model(
                 error: Some(error.to_string()),
             })?;
             Ok(Err(message))
+        }
+    }
+}
+
+/// Make the model's tool-call ids unique within the session. Children and approvals are keyed by
+/// `(task, tool call id)`, and some OpenAI-compatible servers number calls per turn (`call_0`), so a
+/// repeated id would answer a new call with an old result (an old approval, an old child).
+fn unique_tool_ids(content: &mut [Content], history: &[Message]) {
+    let mut seen: std::collections::HashSet<String> = history
+        .iter()
+        .flat_map(|m| m.tool_uses().map(|(id, _, _)| id.to_string()))
+        .collect();
+    let turn = history.len();
+    for block in content.iter_mut() {
+        if let Content::ToolUse { id, .. } = block {
+            let mut candidate = id.clone();
+            let mut n = 0;
+            while seen.contains(&candidate) || candidate.is_empty() {
+                n += 1;
+                candidate = format!("{id}_t{turn}_{n}");
+            }
+            seen.insert(candidate.clone());
+            *id = candidate;
         }
     }
 }
@@ -821,4 +869,35 @@ pub(crate) fn path_of(inner: &Inner, agent: &str) -> Vec<String> {
         .collect();
     path.push(agent.to_string());
     path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_tool_ids_are_made_unique_within_a_session() {
+        let call = |id: &str| Content::ToolUse {
+            id: id.into(),
+            name: "request_approval".into(),
+            input: json!({}),
+        };
+        let history = vec![
+            Message::user("go"),
+            Message {
+                role: Role::Assistant,
+                content: vec![call("call_0")],
+            },
+        ];
+        let mut content = vec![call("call_0"), call("call_0"), call("")];
+        unique_tool_ids(&mut content, &history);
+        let ids: Vec<&str> = content
+            .iter()
+            .filter_map(|c| match c {
+                Content::ToolUse { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, ["call_0_t2_1", "call_0_t2_2", "_t2_1"]);
+    }
 }

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde::Serialize;
 
 use crate::llm::Message;
@@ -103,7 +103,9 @@ impl TaskState {
             Failed | Cancelled | Escalated => true,
             Assigned => self == Created,
             Executing => matches!(self, Assigned | Delegated | AwaitingApproval | Executing),
-            Delegated | AwaitingApproval => self == Executing,
+            // A turn may delegate and ask for approval at once, so the two waits can alternate.
+            Delegated => matches!(self, Executing | AwaitingApproval),
+            AwaitingApproval => matches!(self, Executing | Delegated),
             ResultPropagating => self == Executing,
             Completed => self == ResultPropagating,
             Created => false,
@@ -153,6 +155,26 @@ pub enum StoreError {
     /// No such task.
     #[error("there is no task {0}")]
     NoTask(TaskId),
+    /// The conversation's previous request is still running.
+    #[error(
+        "conversation {conversation} is still working on task {task}; wait for it or cancel it"
+    )]
+    Busy {
+        /// The conversation.
+        conversation: String,
+        /// Its running root task.
+        task: TaskId,
+    },
+    /// Another OPC process is using this database.
+    #[error(
+        "another OPC process is using {path} (lock file {lock}); stop it first, or point `framework.memory.path` elsewhere"
+    )]
+    Locked {
+        /// The database.
+        path: String,
+        /// The lock file.
+        lock: String,
+    },
 }
 
 fn sql(doing: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
@@ -392,6 +414,9 @@ pub struct Recovery {
     pub expired_approvals: Vec<i64>,
     /// Approvals still pending (their tasks stay suspended).
     pub pending_approvals: Vec<Approval>,
+    /// Roots of trees suspended on an approval that was pending at startup (decided by expiry or
+    /// still pending): the engine re-enters them so they wait again, or carry on with the rejection.
+    pub suspended_roots: Vec<TaskId>,
 }
 
 const SCHEMA: &str = "
@@ -472,6 +497,10 @@ CREATE TABLE IF NOT EXISTS notices (
 /// The engine's database.
 pub struct Store {
     conn: Mutex<Connection>,
+    /// The database file (`None` in memory).
+    path: Option<std::path::PathBuf>,
+    /// The held lock file, once [`Store::lock_exclusive`] succeeded; released on drop.
+    lock: Mutex<Option<std::fs::File>>,
 }
 
 impl Store {
@@ -486,7 +515,38 @@ impl Store {
                 .map_err(|e| open_err(rusqlite::Error::ToSqlConversionFailure(Box::new(e))))?;
         }
         let conn = Connection::open(path).map_err(open_err)?;
-        Self::init(conn).map_err(open_err)
+        let mut store = Self::init(conn).map_err(open_err)?;
+        store.path = Some(path.to_path_buf());
+        Ok(store)
+    }
+
+    /// Claim the database for this process: the engine runs startup recovery and resumes suspended
+    /// trees, which must never happen twice over one database. Readers (`opc tasks`) do not lock.
+    pub fn lock_exclusive(&self) -> Result<(), StoreError> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        let mut lock_path = path.clone().into_os_string();
+        lock_path.push(".lock");
+        let lock_path = std::path::PathBuf::from(lock_path);
+        let locked = |reason: String| StoreError::Locked {
+            path: path.display().to_string(),
+            lock: format!("{}: {reason}", lock_path.display()),
+        };
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| locked(e.to_string()))?;
+        match file.try_lock() {
+            Ok(()) => {
+                *self.lock.lock().unwrap_or_else(|p| p.into_inner()) = Some(file);
+                Ok(())
+            }
+            Err(std::fs::TryLockError::WouldBlock) => Err(locked("held by another process".into())),
+            Err(std::fs::TryLockError::Error(e)) => Err(locked(e.to_string())),
+        }
     }
 
     /// A private in-memory database (tests, benchmarks).
@@ -509,6 +569,8 @@ impl Store {
         conn.execute_batch(SCHEMA)?;
         Ok(Store {
             conn: Mutex::new(conn),
+            path: None,
+            lock: Mutex::new(None),
         })
     }
 
@@ -596,7 +658,9 @@ impl Store {
     pub fn create_task(&self, task: &NewTask<'_>) -> Result<TaskId, StoreError> {
         let messages = serde_json::to_string(task.messages).unwrap_or_else(|_| "[]".into());
         let mut conn = self.conn();
-        let tx = conn.transaction().map_err(sql("creating a task"))?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("creating a task"))?;
         let root_id: Option<TaskId> = match task.parent_id {
             Some(parent) => Some(
                 tx.query_row("SELECT root_id FROM tasks WHERE id = ?1", [parent], |r| {
@@ -606,7 +670,26 @@ impl Store {
                 .map_err(sql("creating a task"))?
                 .ok_or(StoreError::NoTask(parent))?,
             ),
-            None => None,
+            None => {
+                // One request at a time per conversation: checked in the inserting transaction, so two
+                // concurrent senders cannot both start a root.
+                let live: Option<TaskId> = tx
+                    .query_row(
+                        "SELECT id FROM tasks WHERE conversation_id = ?1 AND parent_id IS NULL \
+                         AND state NOT IN ('COMPLETED', 'FAILED', 'ESCALATED', 'CANCELLED')",
+                        [task.conversation_id],
+                        |r| r.get(0),
+                    )
+                    .optional()
+                    .map_err(sql("creating a task"))?;
+                if let Some(live) = live {
+                    return Err(StoreError::Busy {
+                        conversation: task.conversation_id.to_string(),
+                        task: live,
+                    });
+                }
+                None
+            }
         };
         let now = now_ms();
         tx.execute(
@@ -701,7 +784,9 @@ impl Store {
     /// state. Same-state "transitions" are no-ops.
     pub fn transition(&self, id: TaskId, next: TaskState) -> Result<TaskState, StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction().map_err(sql("changing a task's state"))?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("changing a task's state"))?;
         let current = Self::state_in(&tx, id)?;
         if current == next {
             return Ok(current);
@@ -739,7 +824,9 @@ impl Store {
     /// first ending (e.g. cancelled while its last LLM call was in flight) and `false` is returned.
     pub fn finish(&self, id: TaskId, ending: Ending<'_>) -> Result<bool, StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction().map_err(sql("ending a task"))?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("ending a task"))?;
         let current = Self::state_in(&tx, id)?;
         if current.is_terminal() {
             return Ok(false);
@@ -777,7 +864,9 @@ impl Store {
     pub fn record_call(&self, call: &CallRecord) -> Result<(), StoreError> {
         let tools = serde_json::to_string(&call.tool_calls).unwrap_or_else(|_| "[]".into());
         let mut conn = self.conn();
-        let tx = conn.transaction().map_err(sql("recording an LLM call"))?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("recording an LLM call"))?;
         tx.execute(
             "INSERT INTO llm_calls (task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, \
              attempts, tool_calls, error, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -912,7 +1001,9 @@ impl Store {
         include_self: bool,
     ) -> Result<Vec<TaskId>, StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction().map_err(sql("cancelling tasks"))?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("cancelling tasks"))?;
         Self::state_in(&tx, id)?;
         let ids: Vec<TaskId> = {
             let mut stmt = tx
@@ -964,7 +1055,9 @@ impl Store {
         let now = now_ms();
         let expires = now.saturating_add(timeout.as_millis() as i64);
         let mut conn = self.conn();
-        let tx = conn.transaction().map_err(sql("requesting an approval"))?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("requesting an approval"))?;
         let created = tx.execute(
             "INSERT OR IGNORE INTO approvals (task_id, root_id, conversation_id, agent, tool_use_id, summary, \
              options, state, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8, ?9)",
@@ -1026,7 +1119,9 @@ impl Store {
     /// as a rejection for the state column. An expired approval is rejected instead of recorded.
     pub fn decide(&self, id: i64, decision: &str, by: &str) -> Result<Decided, StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction().map_err(sql("deciding an approval"))?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("deciding an approval"))?;
         let read = |tx: &Connection| {
             tx.query_row(
                 &format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1"),
@@ -1077,7 +1172,7 @@ impl Store {
     pub fn recover(&self) -> Result<Recovery, StoreError> {
         let mut conn = self.conn();
         let tx = conn
-            .transaction()
+            .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql("recovering after a restart"))?;
         let now = now_ms();
         let mut recovery = Recovery::default();
@@ -1098,12 +1193,13 @@ impl Store {
             [now],
         )
         .map_err(sql("recovering after a restart"))?;
-        // Live tasks that are neither waiting on a pending approval nor an ancestor of one.
+        // Live tasks that are neither waiting on an approval pending at startup (expired just now or
+        // not) nor an ancestor of one.
         let interrupted: Vec<(TaskId, String, bool)> = {
             let mut stmt = tx
                 .prepare(
                     "WITH RECURSIVE keep(id) AS ( \
-                       SELECT task_id FROM approvals WHERE state = 'pending' \
+                       SELECT task_id FROM approvals WHERE state = 'pending' OR (decided_by = 'timeout' AND decided_at = ?1) \
                        UNION SELECT t.parent_id FROM tasks t JOIN keep ON t.id = keep.id WHERE t.parent_id IS NOT NULL) \
                      SELECT id, conversation_id, parent_id IS NULL FROM tasks \
                      WHERE state NOT IN ('COMPLETED', 'FAILED', 'ESCALATED', 'CANCELLED') \
@@ -1111,7 +1207,21 @@ impl Store {
                 )
                 .map_err(sql("recovering after a restart"))?;
             let rows = stmt
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .query_map([now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .map_err(sql("recovering after a restart"))?;
+            rows.collect::<Result<_, _>>()
+                .map_err(sql("recovering after a restart"))?
+        };
+        recovery.suspended_roots = {
+            let mut stmt = tx
+                .prepare(
+                    "SELECT DISTINCT a.root_id FROM approvals a JOIN tasks t ON t.id = a.task_id \
+                     WHERE (a.state = 'pending' OR (a.decided_by = 'timeout' AND a.decided_at = ?1)) \
+                     AND t.state NOT IN ('COMPLETED', 'FAILED', 'ESCALATED', 'CANCELLED') ORDER BY a.root_id",
+                )
+                .map_err(sql("recovering after a restart"))?;
+            let rows = stmt
+                .query_map([now], |r| r.get(0))
                 .map_err(sql("recovering after a restart"))?;
             rows.collect::<Result<_, _>>()
                 .map_err(sql("recovering after a restart"))?

@@ -132,7 +132,7 @@ agents:
     role: VP Operations
     level: 1
     parent: ceo
-    tools: [delegate, escalate]
+    tools: [delegate, escalate, requestApproval]
     children: [support]
   lead-backend:
     role: Backend Lead
@@ -192,6 +192,7 @@ agents:
                 base_delay: Duration::from_millis(10),
                 max_delay: Duration::from_millis(200),
             },
+            resume_suspended: true,
         }
     }
 

@@ -797,3 +797,125 @@ async fn a_session_that_never_answers_fails_at_the_turn_limit() {
     assert_eq!(llm.requests_for(&marker("ceo")).len(), 10);
     engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn delegating_and_asking_for_approval_in_one_turn_works() {
+    let script = Script::new()
+        .agent(marker("ceo"), relay("vp-ops", "refund", "CEO: "))
+        .agent(
+            marker("vp-ops"),
+            vec![
+                Step::tools([
+                    (
+                        "delegate",
+                        json!({"agent": "support", "task": "prepare the refund"}),
+                    ),
+                    ("request_approval", json!({"summary": "Refund $120?"})),
+                ]),
+                Step::text("VP done"),
+            ],
+        )
+        .agent(
+            marker("support"),
+            vec![Step::text("prepared").with_delay_ms(100)],
+        );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let engine = org.engine(TestOrg::options(false));
+    let mut events = engine.events().subscribe();
+    let run = engine.send(None, "go").unwrap();
+    let (approval, _) = next_approval(&mut events).await;
+    engine.decide(approval, "approve", "U-1").unwrap();
+    let outcome = run.wait().await;
+    assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
+    assert_eq!(outcome.text, "CEO: VP done");
+    let vp = llm.requests_for(&marker("vp-ops"));
+    assert_eq!(
+        vp[1].user_texts()[1..],
+        ["prepared".to_string(), "approved by U-1".to_string()]
+    );
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_approval_that_expires_while_stopped_is_rejected_on_restart() {
+    let llm = ScriptedLlm::start(approval_script()).await.unwrap();
+    let org = TestOrg::new(
+        &llm.url(),
+        Wire::Anthropic,
+        Execution {
+            approval_timeout: "300ms",
+            ..Execution::default()
+        },
+    );
+    let first = org.engine(TestOrg::options(false));
+    let mut events = first.events().subscribe();
+    let run = first.send(None, "please refund").unwrap();
+    let root = run.task;
+    next_approval(&mut events).await;
+    first.shutdown().await;
+    drop((run, first));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+
+    let second = org.engine(TestOrg::options(false));
+    assert!(
+        second.recovery().interrupted.is_empty(),
+        "{:?}",
+        second.recovery()
+    );
+    assert_eq!(second.recovery().expired_approvals.len(), 1);
+    assert_eq!(second.recovery().suspended_roots, vec![root]);
+    let outcome = tokio::time::timeout(Duration::from_secs(10), second.wait_root(root))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        outcome.text,
+        "CEO: VP: SUPPORT: rejected: no decision was made before the approval timed out"
+    );
+    second.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_suspended_tree_can_be_cancelled_after_a_restart_and_one_engine_owns_a_database() {
+    let llm = ScriptedLlm::start(approval_script()).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let first = org.engine(TestOrg::options(true));
+    let mut events = first.events().subscribe();
+    let run = first.send(None, "please refund").unwrap();
+    let root = run.task;
+    let (approval, _) = next_approval(&mut events).await;
+
+    // A second engine on the same database is refused while the first holds it.
+    let store = opc_agents::Store::open(&org.database()).unwrap();
+    let error = opc_agents::Engine::from_config(
+        &org.loaded,
+        std::sync::Arc::new(store),
+        std::sync::Arc::new(opc_agents::context::NoMemory),
+        TestOrg::options(true),
+        |_| Some(KEY.to_string()),
+    )
+    .err()
+    .expect("second engine refused");
+    assert!(
+        error.to_string().contains("another OPC process is using"),
+        "{error}"
+    );
+
+    first.shutdown().await;
+    drop((run, first));
+    let second = org.engine(TestOrg::options(true));
+    let cancelled = second.cancel(root).unwrap();
+    assert_eq!(cancelled.len(), 3);
+    let outcome = tokio::time::timeout(Duration::from_secs(10), second.wait_root(root))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.state, TaskState::Cancelled);
+    let record = second.store().approval(approval).unwrap().unwrap();
+    assert_eq!(record.state, "rejected");
+    assert_eq!(record.decided_by.as_deref(), Some("cancelled"));
+    // No model call ran after the cancel.
+    assert_eq!(llm.requests_for(&marker("support")).len(), 1);
+    second.shutdown().await;
+}

@@ -213,7 +213,8 @@ impl LlmService for Retry {
                     tracing::warn!(
                         attempt,
                         delay_ms = delay.as_millis() as u64,
-                        error = %error,
+                        kind = error.kind(),
+                        status = error.status(),
                         "LLM call failed; retrying"
                     );
                     if let Some(sink) = &sink {
@@ -322,7 +323,12 @@ impl LlmService for Trace {
                 attempts = r.attempts,
                 "LLM call finished"
             ),
-            Err(error) => tracing::warn!(ms, error = %error, "LLM call failed"),
+            Err(error) => tracing::warn!(
+                ms,
+                kind = error.kind(),
+                status = error.status(),
+                "LLM call failed"
+            ),
         }
         result
     }

@@ -289,6 +289,29 @@ impl LlmError {
         }
     }
 
+    /// The kind of failure, for logs: no provider text, no URL (either could carry content or keys).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LlmError::Status { .. } => "http_status",
+            LlmError::Connect { .. } => "connect",
+            LlmError::StreamCut { .. } => "stream_cut",
+            LlmError::Malformed { .. } => "malformed",
+            LlmError::Timeout { .. } => "timeout",
+            LlmError::MissingKey { .. } => "missing_key",
+            LlmError::UnknownModel(_) => "unknown_model",
+            LlmError::Exhausted { last, .. } => last.kind(),
+        }
+    }
+
+    /// The HTTP status, when the provider answered with one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            LlmError::Status { status, .. } => Some(*status),
+            LlmError::Exhausted { last, .. } => last.status(),
+            _ => None,
+        }
+    }
+
     /// The delay the provider asked for before the next attempt.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {

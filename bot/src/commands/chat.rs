@@ -12,7 +12,7 @@
 //! Invariants: approvals are decided only by an explicit answer typed here; end of input rejects (fail
 //! closed). Secrets are never printed: a missing key is reported by its variable name.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
@@ -119,6 +119,8 @@ fn used_providers(loaded: &opc_hierarchy::Loaded) -> Vec<String> {
 async fn chat(loaded: opc_hierarchy::Loaded, store: opc_agents::Store, args: ChatArgs) -> ExitCode {
     let options = EngineOptions {
         streaming: !args.no_stream,
+        // Trees of other conversations suspended on approvals are left for `opc run`.
+        resume_suspended: false,
         ..EngineOptions::default()
     };
     let engine = match engine(&loaded, store, options) {
@@ -138,6 +140,7 @@ async fn chat(loaded: opc_hierarchy::Loaded, store: opc_agents::Store, args: Cha
     let trace = Trace {
         quiet: args.quiet,
         live: std::io::stdout().is_terminal(),
+        typed_input: std::io::stdin().is_terminal(),
     };
     let code = match args.message {
         Some(message) => {
@@ -221,6 +224,8 @@ struct Trace {
     quiet: bool,
     /// Stream the answer to stdout as it is generated (stdout is a terminal).
     live: bool,
+    /// A person types the input (stdin is a terminal).
+    typed_input: bool,
 }
 
 /// A task of the running tree, for the trace's indentation.
@@ -249,7 +254,8 @@ async fn turn(
     let started = Instant::now();
     let mut nodes: HashMap<TaskId, Node> = HashMap::from([(root, Node { depth: 0 })]);
     let mut streamed = String::new();
-    let mut pending: Option<(i64, Vec<String>)> = None;
+    // Approvals waiting for an answer typed here, oldest first.
+    let mut pending: VecDeque<(i64, Vec<String>)> = VecDeque::new();
     let wait = run.wait();
     tokio::pin!(wait);
     let outcome = loop {
@@ -258,7 +264,12 @@ async fn turn(
             event = events.recv() => match event {
                 Ok(event) => {
                     if let Some(approval) = show(&event, root, &mut nodes, &mut streamed, trace) {
-                        pending = Some(approval);
+                        // On a terminal, lines typed before the card appeared are not answers to it.
+                        // (Piped input is a script that knows what it approves.)
+                        if trace.typed_input {
+                            while lines.try_recv().is_ok() {}
+                        }
+                        pending.push_back(approval);
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(n)) => {
@@ -268,14 +279,14 @@ async fn turn(
                 }
                 Err(broadcast::error::RecvError::Closed) => {}
             },
-            line = lines.recv(), if pending.is_some() => {
-                let Some((approval, options)) = pending.take() else { continue };
+            line = lines.recv(), if !pending.is_empty() => {
+                let Some((approval, options)) = pending.pop_front() else { continue };
                 let choice = line.map(|l| l.trim().to_string());
                 let decision = match &choice {
                     Some(c) if options.contains(c) => c.clone(),
                     Some(c) => {
                         eprint(&format!("`{c}` is not an option; choose one of: {}\n  decide › ", options.join(", ")));
-                        pending = Some((approval, options));
+                        pending.push_front((approval, options));
                         continue;
                     }
                     // End of input: fail closed.
@@ -284,6 +295,9 @@ async fn turn(
                 let by = std::env::var("USER").map(|u| format!("cli:{u}")).unwrap_or_else(|_| "cli".into());
                 if let Err(e) = engine.decide(approval, &decision, &by) {
                     eprint(&format!("error: {e}\n"));
+                }
+                if let Some((next, options)) = pending.front() {
+                    eprint(&format!("decide approval {next} ({}) › ", options.join(" / ")));
                 }
             }
             _ = tokio::signal::ctrl_c() => {
