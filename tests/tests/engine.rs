@@ -919,3 +919,28 @@ async fn a_suspended_tree_can_be_cancelled_after_a_restart_and_one_engine_owns_a
     assert_eq!(llm.requests_for(&marker("support")).len(), 1);
     second.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_stream_cut_on_every_attempt_fails_cleanly() {
+    let script = Script::new().agent(
+        marker("ceo"),
+        vec![
+            Step::fault(Fault::Cut),
+            Step::fault(Fault::Cut),
+            Step::fault(Fault::Cut),
+            Step::text("never"),
+        ],
+    );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let engine = org.engine(TestOrg::options(true));
+    let outcome = engine.send(None, "hello").unwrap().wait().await;
+    assert_eq!(outcome.state, TaskState::Failed);
+    assert!(
+        outcome.text.contains("response stream was cut off")
+            && outcome.text.contains("gave up after 3 attempts"),
+        "{}",
+        outcome.text
+    );
+    engine.shutdown().await;
+}
