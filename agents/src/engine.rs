@@ -328,8 +328,9 @@ impl Engine {
     pub fn send(&self, conversation: Option<&str>, text: &str) -> Result<RootRun, EngineError> {
         let inner = &self.inner;
         let root_agent = inner.org.root().to_string();
+        // The conversation row is written with the root task (one transaction).
         let (conversation, mut history) = match conversation {
-            Some(id) if inner.store.conversation_exists(id)? => {
+            Some(id) => {
                 let history = match inner.store.last_root_task(id)? {
                     Some(prev) if !prev.state.is_terminal() => {
                         return Err(StoreError::Busy {
@@ -347,15 +348,7 @@ impl Engine {
                 };
                 (id.to_string(), history)
             }
-            Some(id) => {
-                inner.store.create_conversation(id, &root_agent)?;
-                (id.to_string(), Vec::new())
-            }
-            None => {
-                let id = new_conversation_id();
-                inner.store.create_conversation(&id, &root_agent)?;
-                (id, Vec::new())
-            }
+            None => (new_conversation_id(), Vec::new()),
         };
         history.push(inner.context.task_message(&root_agent, text));
         let task = inner.store.create_task(&NewTask {

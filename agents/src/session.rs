@@ -129,8 +129,8 @@ fn run_task(
     clocks: Clocks,
 ) -> BoxFuture<'static, TaskEnd> {
     async move {
-        let record = match inner.store.task(task) {
-            Ok(r) => r,
+        let (record, messages) = match inner.store.begin(task) {
+            Ok(started) => started,
             Err(e) => return TaskEnd::Failed(e.to_string()),
         };
         if record.state.is_terminal() {
@@ -154,7 +154,7 @@ fn run_task(
         let started = Instant::now();
 
         let end = tokio::select! {
-            end = session(inner.clone(), record.clone(), chain) => end,
+            end = session(inner.clone(), record.clone(), messages, chain) => end,
             _ = token.cancelled() => {
                 let _ = inner.store.cancel_subtree(task, "cancelled");
                 TaskEnd::Cancelled(inner.store.task(task).ok().and_then(|t| t.error).unwrap_or_else(|| "cancelled".into()))
@@ -264,8 +264,13 @@ fn stored_end(record: &TaskRecord) -> TaskEnd {
 }
 
 /// The tool-use loop.
-async fn session(inner: Arc<Inner>, record: TaskRecord, clocks: Clocks) -> TaskEnd {
-    match session_inner(&inner, &record, &clocks).await {
+async fn session(
+    inner: Arc<Inner>,
+    record: TaskRecord,
+    messages: Vec<Message>,
+    clocks: Clocks,
+) -> TaskEnd {
+    match session_inner(&inner, &record, messages, &clocks).await {
         Ok(end) => end,
         Err(error) => {
             // A task ended elsewhere (cancelled) refuses further transitions: report how it ended.
@@ -286,13 +291,11 @@ async fn session(inner: Arc<Inner>, record: TaskRecord, clocks: Clocks) -> TaskE
 async fn session_inner(
     inner: &Arc<Inner>,
     record: &TaskRecord,
+    mut messages: Vec<Message>,
     clocks: &Clocks,
 ) -> Result<TaskEnd, StoreError> {
     let store = &inner.store;
     let id = record.id;
-    if record.state == TaskState::Created {
-        store.transition(id, TaskState::Assigned)?;
-    }
     inner.events.publish(Event::AgentStarted {
         task: id,
         agent: record.agent.clone(),
@@ -315,8 +318,9 @@ async fn session_inner(
         .get(&record.agent)
         .cloned()
         .unwrap_or_else(|| inner.fast_model.clone());
-    let mut messages = store.messages(id)?;
     let mut turns = 0u32;
+    // Tracked here so each model turn does not need its own state write.
+    let mut executing = record.state == TaskState::Executing;
 
     loop {
         let pending_tools = messages
@@ -336,6 +340,8 @@ async fn session_inner(
                     return Ok(TaskEnd::Escalated(end));
                 }
                 let results = run_tools(inner, record, &last, &agent_tools, clocks).await?;
+                // run_tools leaves the task EXECUTING.
+                executing = true;
                 messages.push(Message {
                     role: Role::User,
                     content: results,
@@ -356,7 +362,10 @@ async fn session_inner(
                     store.finish(id, Ending::Failed(&error))?;
                     return Ok(TaskEnd::Failed(error));
                 }
-                store.transition(id, TaskState::Executing)?;
+                if !executing {
+                    store.transition(id, TaskState::Executing)?;
+                    executing = true;
+                }
                 let request = LlmRequest {
                     model: model.clone(),
                     system: system.clone(),
@@ -369,15 +378,10 @@ async fn session_inner(
                         task_id: Some(id),
                     },
                 };
-                match call_model(inner, &provider, request, id, &record.agent).await? {
-                    Ok(mut content) => {
-                        unique_tool_ids(&mut content, &messages);
-                        messages.push(Message {
-                            role: Role::Assistant,
-                            content,
-                        });
-                        store.save_messages(id, &messages)?;
-                    }
+                match call_model(inner, &provider, request, &mut messages, id, &record.agent)
+                    .await?
+                {
+                    Ok(()) => {}
                     Err(error) => {
                         store.finish(id, Ending::Failed(&error))?;
                         return Ok(TaskEnd::Failed(error));
@@ -388,15 +392,17 @@ async fn session_inner(
     }
 }
 
-/// One LLM call with an agent slot held, streamed to the bus when enabled, recorded in the ledger.
+/// One LLM call with an agent slot held, streamed to the bus when enabled. On success the answer is
+/// appended to `messages`; the call and the new history are saved in one transaction.
 /// The outer `Result` is the database; the inner one the call (its error rendered for people).
 async fn call_model(
     inner: &Arc<Inner>,
     provider: &str,
     mut request: LlmRequest,
+    messages: &mut Vec<Message>,
     task: TaskId,
     agent: &str,
-) -> Result<Result<Vec<Content>, String>, StoreError> {
+) -> Result<Result<(), String>, StoreError> {
     let forwarder = if inner.options.streaming {
         let (tx, mut rx) = mpsc::unbounded_channel();
         request.stream = Some(tx);
@@ -439,7 +445,16 @@ async fn call_model(
                     _ => None,
                 })
                 .collect();
-            inner.store.record_call(&CallRecord {
+            let mut content = response.content;
+            if content.is_empty() {
+                content.push(Content::text(""));
+            }
+            unique_tool_ids(&mut content, messages);
+            messages.push(Message {
+                role: Role::Assistant,
+                content,
+            });
+            let call = CallRecord {
                 task_id: task,
                 agent: agent.to_string(),
                 model: model_ref,
@@ -450,12 +465,9 @@ async fn call_model(
                 attempts: response.attempts,
                 tool_calls,
                 error: None,
-            })?;
-            let mut content = response.content;
-            if content.is_empty() {
-                content.push(Content::text(""));
-            }
-            Ok(Ok(content))
+            };
+            inner.store.record_turn(&call, Some(messages))?;
+            Ok(Ok(()))
         }
         Err(error) => {
             let message = format!("{agent}: the model call failed: {error}");
@@ -528,6 +540,7 @@ async fn run_tools(
     let delegates = calls
         .iter()
         .any(|(_, name, _)| name == "delegate" || name == "delegate_parallel");
+    let waits = delegates || calls.iter().any(|(_, name, _)| name == "request_approval");
     // While its children work, a task's own deadline is paused: `taskTimeout` bounds each agent's
     // own work, so a hung child times out (and escalates to this task) before this task does.
     let _paused = if delegates {
@@ -556,8 +569,9 @@ async fn run_tools(
         }
     });
     let results = join_all(futures).await;
-    let state = inner.store.task(record.id)?.state;
-    if !state.is_terminal() {
+    // Back from waiting on children or a human (a resumed task may still be AWAITING_APPROVAL).
+    // Fails for a task cancelled meanwhile; the session then reports how it ended.
+    if waits {
         inner.store.transition(record.id, TaskState::Executing)?;
     }
     results.into_iter().collect()
@@ -768,16 +782,18 @@ async fn complete(
     record: &TaskRecord,
     answer: String,
 ) -> Result<TaskEnd, StoreError> {
-    inner
-        .store
-        .transition(record.id, TaskState::ResultPropagating)?;
     let threshold = inner
         .config
         .framework
         .execution
         .result_compression_threshold
         .get() as usize;
+    // Summarising takes a model call, so the state shows it; otherwise the task passes through
+    // RESULT_PROPAGATING inside the completing transaction.
     let summary = if record.parent_id.is_some() && estimate_tokens(&answer) > threshold {
+        inner
+            .store
+            .transition(record.id, TaskState::ResultPropagating)?;
         Some(summarise(inner, record, &answer, threshold).await?)
     } else {
         None

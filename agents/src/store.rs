@@ -177,6 +177,22 @@ pub enum StoreError {
     },
 }
 
+/// `execute` through the connection's statement cache: the engine runs the same few statements
+/// thousands of times, and re-parsing SQL was a measurable share of each call.
+fn exec(conn: &Connection, query: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
+    conn.prepare_cached(query)?.execute(params)
+}
+
+/// `query_row` through the statement cache.
+fn row<T>(
+    conn: &Connection,
+    query: &str,
+    params: impl rusqlite::Params,
+    f: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    conn.prepare_cached(query)?.query_row(params, f)
+}
+
 fn sql(doing: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
     move |source| StoreError::Sql { doing, source }
 }
@@ -452,7 +468,7 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE INDEX IF NOT EXISTS tasks_parent ON tasks(parent_id, tool_use_id, tool_index);
 CREATE INDEX IF NOT EXISTS tasks_root ON tasks(root_id);
 CREATE INDEX IF NOT EXISTS tasks_conversation ON tasks(conversation_id, id);
-CREATE INDEX IF NOT EXISTS tasks_state ON tasks(state);
+DROP INDEX IF EXISTS tasks_state;
 CREATE TABLE IF NOT EXISTS llm_calls (
     id          INTEGER PRIMARY KEY,
     task_id     INTEGER NOT NULL REFERENCES tasks(id),
@@ -501,6 +517,57 @@ pub struct Store {
     path: Option<std::path::PathBuf>,
     /// The held lock file, once [`Store::lock_exclusive`] succeeded; released on drop.
     lock: Mutex<Option<std::fs::File>>,
+    /// Stops the background checkpointer (file databases only) when the store is dropped.
+    _checkpointer: Option<Checkpointer>,
+}
+
+/// Moves the WAL into the database file from a thread with its own connection, once a second.
+///
+/// Why not SQLite's automatic checkpoint: it runs inside whichever commit crosses the threshold, while
+/// that commit holds the engine's connection lock — every agent waiting on the store then waits for
+/// ~1,000 pages to be copied and fsynced (it was the p99 of a turn). A passive checkpoint on the side
+/// never blocks writers.
+struct Checkpointer {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    fn start(path: &Path) -> Option<Checkpointer> {
+        let conn = Connection::open(path).ok()?;
+        conn.busy_timeout(Duration::from_secs(5)).ok()?;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("opc-sqlite-checkpoint".into())
+            .spawn(move || {
+                let checkpoint = || {
+                    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                    {
+                        tracing::warn!(error = %e, "WAL checkpoint failed");
+                    }
+                };
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(Duration::from_secs(1))
+                {
+                    checkpoint();
+                }
+                checkpoint();
+            })
+            .ok()?;
+        Some(Checkpointer {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl Store {
@@ -516,7 +583,12 @@ impl Store {
         }
         let conn = Connection::open(path).map_err(open_err)?;
         let mut store = Self::init(conn).map_err(open_err)?;
+        store
+            .conn()
+            .pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(open_err)?;
         store.path = Some(path.to_path_buf());
+        store._checkpointer = Checkpointer::start(path);
         Ok(store)
     }
 
@@ -566,11 +638,13 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.set_prepared_statement_cache_capacity(64);
         conn.execute_batch(SCHEMA)?;
         Ok(Store {
             conn: Mutex::new(conn),
             path: None,
             lock: Mutex::new(None),
+            _checkpointer: None,
         })
     }
 
@@ -586,41 +660,28 @@ impl Store {
 
     /// Record a new conversation with `root_agent`, under `id`.
     pub fn create_conversation(&self, id: &str, root_agent: &str) -> Result<(), StoreError> {
-        self.conn()
-            .execute(
-                "INSERT OR IGNORE INTO conversations (id, root_agent, created_at) VALUES (?1, ?2, ?3)",
-                params![id, root_agent, now_ms()],
-            )
-            .map_err(sql("creating a conversation"))?;
+        exec(
+            &self.conn(),
+            "INSERT OR IGNORE INTO conversations (id, root_agent, created_at) VALUES (?1, ?2, ?3)",
+            params![id, root_agent, now_ms()],
+        )
+        .map_err(sql("creating a conversation"))?;
         Ok(())
-    }
-
-    /// Whether the conversation exists.
-    pub fn conversation_exists(&self, id: &str) -> Result<bool, StoreError> {
-        self.conn()
-            .query_row(
-                "SELECT 1 FROM conversations WHERE id = ?1",
-                [id],
-                |_| Ok(()),
-            )
-            .optional()
-            .map(|r| r.is_some())
-            .map_err(sql("looking up a conversation"))
     }
 
     /// The latest root task of a conversation, if any.
     pub fn last_root_task(&self, conversation_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.conn()
-            .query_row(
-                &format!(
-                    "SELECT {TASK_COLUMNS} FROM tasks WHERE conversation_id = ?1 AND parent_id IS NULL \
+        row(
+            &self.conn(),
+            &format!(
+                "SELECT {TASK_COLUMNS} FROM tasks WHERE conversation_id = ?1 AND parent_id IS NULL \
                      ORDER BY id DESC LIMIT 1"
-                ),
-                [conversation_id],
-                task_from_row,
-            )
-            .optional()
-            .map_err(sql("finding a conversation's last task"))
+            ),
+            [conversation_id],
+            task_from_row,
+        )
+        .optional()
+        .map_err(sql("finding a conversation's last task"))
     }
 
     /// Tell a conversation something (e.g. that its task was interrupted).
@@ -630,8 +691,7 @@ impl Store {
         task_id: Option<TaskId>,
         text: &str,
     ) -> Result<(), StoreError> {
-        self.conn()
-            .execute(
+        exec(&self.conn(), 
                 "INSERT INTO notices (conversation_id, task_id, text, created_at) VALUES (?1, ?2, ?3, ?4)",
                 params![conversation_id, task_id, text, now_ms()],
             )
@@ -654,7 +714,8 @@ impl Store {
 
     // -------------------------------------------------------------------------------- tasks
 
-    /// Record a new task (state CREATED). A root task is its own root.
+    /// Record a new task (state CREATED). A root task is its own root, and records its conversation if
+    /// it is the first; it is refused while the conversation has a live root ([`StoreError::Busy`]).
     pub fn create_task(&self, task: &NewTask<'_>) -> Result<TaskId, StoreError> {
         let messages = serde_json::to_string(task.messages).unwrap_or_else(|_| "[]".into());
         let mut conn = self.conn();
@@ -663,9 +724,12 @@ impl Store {
             .map_err(sql("creating a task"))?;
         let root_id: Option<TaskId> = match task.parent_id {
             Some(parent) => Some(
-                tx.query_row("SELECT root_id FROM tasks WHERE id = ?1", [parent], |r| {
-                    r.get(0)
-                })
+                row(
+                    &tx,
+                    "SELECT root_id FROM tasks WHERE id = ?1",
+                    [parent],
+                    |r| r.get(0),
+                )
                 .optional()
                 .map_err(sql("creating a task"))?
                 .ok_or(StoreError::NoTask(parent))?,
@@ -673,26 +737,32 @@ impl Store {
             None => {
                 // One request at a time per conversation: checked in the inserting transaction, so two
                 // concurrent senders cannot both start a root.
-                let live: Option<TaskId> = tx
-                    .query_row(
-                        "SELECT id FROM tasks WHERE conversation_id = ?1 AND parent_id IS NULL \
+                let live: Option<TaskId> = row(
+                    &tx,
+                    "SELECT id FROM tasks WHERE conversation_id = ?1 AND parent_id IS NULL \
                          AND state NOT IN ('COMPLETED', 'FAILED', 'ESCALATED', 'CANCELLED')",
-                        [task.conversation_id],
-                        |r| r.get(0),
-                    )
-                    .optional()
-                    .map_err(sql("creating a task"))?;
+                    [task.conversation_id],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(sql("creating a task"))?;
                 if let Some(live) = live {
                     return Err(StoreError::Busy {
                         conversation: task.conversation_id.to_string(),
                         task: live,
                     });
                 }
+                exec(
+                    &tx,
+                    "INSERT OR IGNORE INTO conversations (id, root_agent, created_at) VALUES (?1, ?2, ?3)",
+                    params![task.conversation_id, task.agent, now_ms()],
+                )
+                .map_err(sql("creating a task"))?;
                 None
             }
         };
         let now = now_ms();
-        tx.execute(
+        exec(&tx, 
             "INSERT INTO tasks (parent_id, root_id, conversation_id, agent, depth, tool_use_id, tool_index, \
              state, input, messages, created_at, updated_at) \
              VALUES (?1, COALESCE(?2, 0), ?3, ?4, ?5, ?6, ?7, 'CREATED', ?8, ?9, ?10, ?10)",
@@ -712,7 +782,7 @@ impl Store {
         .map_err(sql("creating a task"))?;
         let id = tx.last_insert_rowid();
         if root_id.is_none() {
-            tx.execute("UPDATE tasks SET root_id = id WHERE id = ?1", [id])
+            exec(&tx, "UPDATE tasks SET root_id = id WHERE id = ?1", [id])
                 .map_err(sql("creating a task"))?;
         }
         tx.commit().map_err(sql("creating a task"))?;
@@ -721,15 +791,15 @@ impl Store {
 
     /// One task.
     pub fn task(&self, id: TaskId) -> Result<TaskRecord, StoreError> {
-        self.conn()
-            .query_row(
-                &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
-                [id],
-                task_from_row,
-            )
-            .optional()
-            .map_err(sql("reading a task"))?
-            .ok_or(StoreError::NoTask(id))
+        row(
+            &self.conn(),
+            &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
+            [id],
+            task_from_row,
+        )
+        .optional()
+        .map_err(sql("reading a task"))?
+        .ok_or(StoreError::NoTask(id))
     }
 
     /// The child a parent's tool call created, if it exists (makes delegation idempotent on resume).
@@ -739,8 +809,7 @@ impl Store {
         tool_use_id: &str,
         index: u32,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        self.conn()
-            .query_row(
+        row(&self.conn(), 
                 &format!(
                     "SELECT {TASK_COLUMNS} FROM tasks WHERE parent_id = ?1 AND tool_use_id = ?2 AND tool_index = ?3"
                 ),
@@ -751,16 +820,66 @@ impl Store {
             .map_err(sql("finding a child task"))
     }
 
+    /// Start (or resume) a task's session in one transaction: its record (CREATED becomes ASSIGNED, and
+    /// EXECUTING right away when a model turn is next) and its saved history.
+    pub fn begin(&self, id: TaskId) -> Result<(TaskRecord, Vec<Message>), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("starting a task"))?;
+        let mut record = row(
+            &tx,
+            &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
+            [id],
+            task_from_row,
+        )
+        .optional()
+        .map_err(sql("starting a task"))?
+        .ok_or(StoreError::NoTask(id))?;
+        let text: String = row(&tx, "SELECT messages FROM tasks WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .map_err(sql("starting a task"))?;
+        let messages: Vec<Message> =
+            serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+                what: "session history",
+                task: id,
+                message: e.to_string(),
+            })?;
+        // A new task is assigned; if its next step is a model turn (the history ends with the task or
+        // tool results), it is executing from here on — one commit instead of two.
+        let next_is_turn = messages
+            .last()
+            .is_some_and(|m| m.role == crate::llm::Role::User);
+        let next = match record.state {
+            TaskState::Created | TaskState::Assigned if next_is_turn => Some(TaskState::Executing),
+            TaskState::Created => Some(TaskState::Assigned),
+            _ => None,
+        };
+        if let Some(next) = next {
+            exec(
+                &tx,
+                "UPDATE tasks SET state = ?2, updated_at = ?3 WHERE id = ?1",
+                params![id, next.as_str(), now_ms()],
+            )
+            .map_err(sql("starting a task"))?;
+            record.state = next;
+        }
+        tx.commit().map_err(sql("starting a task"))?;
+        Ok((record, messages))
+    }
+
     /// A task's saved session history.
     pub fn messages(&self, id: TaskId) -> Result<Vec<Message>, StoreError> {
-        let text: String = self
-            .conn()
-            .query_row("SELECT messages FROM tasks WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(sql("reading a session"))?
-            .ok_or(StoreError::NoTask(id))?;
+        let text: String = row(
+            &self.conn(),
+            "SELECT messages FROM tasks WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(sql("reading a session"))?
+        .ok_or(StoreError::NoTask(id))?;
         serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
             what: "session history",
             task: id,
@@ -771,12 +890,12 @@ impl Store {
     /// Save a task's session history (after every turn).
     pub fn save_messages(&self, id: TaskId, messages: &[Message]) -> Result<(), StoreError> {
         let text = serde_json::to_string(messages).unwrap_or_else(|_| "[]".into());
-        self.conn()
-            .execute(
-                "UPDATE tasks SET messages = ?2, updated_at = ?3 WHERE id = ?1",
-                params![id, text, now_ms()],
-            )
-            .map_err(sql("saving a session"))?;
+        exec(
+            &self.conn(),
+            "UPDATE tasks SET messages = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, text, now_ms()],
+        )
+        .map_err(sql("saving a session"))?;
         Ok(())
     }
 
@@ -798,7 +917,8 @@ impl Store {
                 to: next.as_str(),
             });
         }
-        tx.execute(
+        exec(
+            &tx,
             "UPDATE tasks SET state = ?2, updated_at = ?3 WHERE id = ?1",
             params![id, next.as_str(), now_ms()],
         )
@@ -808,11 +928,12 @@ impl Store {
     }
 
     fn state_in(tx: &Connection, id: TaskId) -> Result<TaskState, StoreError> {
-        let state: String = tx
-            .query_row("SELECT state FROM tasks WHERE id = ?1", [id], |r| r.get(0))
-            .optional()
-            .map_err(sql("reading a task's state"))?
-            .ok_or(StoreError::NoTask(id))?;
+        let state: String = row(&tx, "SELECT state FROM tasks WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .optional()
+        .map_err(sql("reading a task's state"))?
+        .ok_or(StoreError::NoTask(id))?;
         TaskState::parse(&state).ok_or(StoreError::Corrupt {
             what: "state",
             task: id,
@@ -850,7 +971,8 @@ impl Store {
                 to: state.as_str(),
             });
         }
-        tx.execute(
+        exec(
+            &tx,
             "UPDATE tasks SET state = ?2, output = ?3, summary = ?4, error = ?5, escalation = ?6, \
              updated_at = ?7, finished_at = ?7 WHERE id = ?1",
             params![id, state.as_str(), output, summary, error, escalation, now],
@@ -862,12 +984,22 @@ impl Store {
 
     /// Record one LLM call and add it to its task's totals, in one transaction.
     pub fn record_call(&self, call: &CallRecord) -> Result<(), StoreError> {
+        self.record_turn(call, None)
+    }
+
+    /// Record one LLM call, add it to its task's totals and save the session history that includes its
+    /// answer — one transaction per model turn.
+    pub fn record_turn(
+        &self,
+        call: &CallRecord,
+        messages: Option<&[Message]>,
+    ) -> Result<(), StoreError> {
         let tools = serde_json::to_string(&call.tool_calls).unwrap_or_else(|_| "[]".into());
         let mut conn = self.conn();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql("recording an LLM call"))?;
-        tx.execute(
+        exec(&tx, 
             "INSERT INTO llm_calls (task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, \
              attempts, tool_calls, error, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
@@ -885,7 +1017,8 @@ impl Store {
             ],
         )
         .map_err(sql("recording an LLM call"))?;
-        tx.execute(
+        exec(
+            &tx,
             "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, \
              cost_usd = cost_usd + ?4, llm_calls = llm_calls + 1 WHERE id = ?1",
             params![
@@ -896,6 +1029,15 @@ impl Store {
             ],
         )
         .map_err(sql("recording an LLM call"))?;
+        if let Some(messages) = messages {
+            let text = serde_json::to_string(messages).unwrap_or_else(|_| "[]".into());
+            exec(
+                &tx,
+                "UPDATE tasks SET messages = ?2, updated_at = ?3 WHERE id = ?1",
+                params![call.task_id, text, now_ms()],
+            )
+            .map_err(sql("saving a session"))?;
+        }
         tx.commit().map_err(sql("recording an LLM call"))
     }
 
@@ -960,8 +1102,7 @@ impl Store {
 
     /// Sum of tokens and cost over a tree: `(tokens_in, tokens_out, cost_usd)`.
     pub fn tree_totals(&self, root_id: TaskId) -> Result<(u64, u64, f64), StoreError> {
-        self.conn()
-            .query_row(
+        row(&self.conn(), 
                 "SELECT COALESCE(SUM(tokens_in), 0), COALESCE(SUM(tokens_out), 0), COALESCE(SUM(cost_usd), 0) \
                  FROM tasks WHERE root_id = ?1",
                 [root_id],
@@ -1023,12 +1164,12 @@ impl Store {
         };
         let now = now_ms();
         for task in &ids {
-            tx.execute(
+            exec(&tx, 
                 "UPDATE tasks SET state = 'CANCELLED', error = ?2, updated_at = ?3, finished_at = ?3 WHERE id = ?1",
                 params![task, reason, now],
             )
             .map_err(sql("cancelling tasks"))?;
-            tx.execute(
+            exec(&tx, 
                 "UPDATE approvals SET state = 'rejected', decision = 'reject', decided_by = 'cancelled', \
                  decided_at = ?2 WHERE task_id = ?1 AND state = 'pending'",
                 params![task, now],
@@ -1058,7 +1199,7 @@ impl Store {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql("requesting an approval"))?;
-        let created = tx.execute(
+        let created = exec(&tx, 
             "INSERT OR IGNORE INTO approvals (task_id, root_id, conversation_id, agent, tool_use_id, summary, \
              options, state, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8, ?9)",
             params![
@@ -1075,29 +1216,29 @@ impl Store {
         )
         .map_err(sql("requesting an approval"))?
             == 1;
-        let approval = tx
-            .query_row(
-                &format!(
-                    "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE task_id = ?1 AND tool_use_id = ?2"
-                ),
-                params![task.id, tool_use_id],
-                approval_from_row,
-            )
-            .map_err(sql("requesting an approval"))?;
+        let approval = row(
+            &tx,
+            &format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE task_id = ?1 AND tool_use_id = ?2"
+            ),
+            params![task.id, tool_use_id],
+            approval_from_row,
+        )
+        .map_err(sql("requesting an approval"))?;
         tx.commit().map_err(sql("requesting an approval"))?;
         Ok((approval, created))
     }
 
     /// One approval.
     pub fn approval(&self, id: i64) -> Result<Option<Approval>, StoreError> {
-        self.conn()
-            .query_row(
-                &format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1"),
-                [id],
-                approval_from_row,
-            )
-            .optional()
-            .map_err(sql("reading an approval"))
+        row(
+            &self.conn(),
+            &format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1"),
+            [id],
+            approval_from_row,
+        )
+        .optional()
+        .map_err(sql("reading an approval"))
     }
 
     /// Approvals still waiting for a human, oldest first.
@@ -1123,7 +1264,8 @@ impl Store {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql("deciding an approval"))?;
         let read = |tx: &Connection| {
-            tx.query_row(
+            row(
+                &tx,
                 &format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1"),
                 [id],
                 approval_from_row,
@@ -1146,7 +1288,8 @@ impl Store {
         } else {
             ("rejected", decision, by)
         };
-        tx.execute(
+        exec(
+            &tx,
             "UPDATE approvals SET state = ?2, decision = ?3, decided_by = ?4, decided_at = ?5 \
              WHERE id = ?1 AND state = 'pending'",
             params![id, state, decision, by, now],
@@ -1187,7 +1330,7 @@ impl Store {
                 .collect::<Result<_, _>>()
                 .map_err(sql("recovering after a restart"))?;
         }
-        tx.execute(
+        exec(&tx, 
             "UPDATE approvals SET state = 'rejected', decision = 'reject', decided_by = 'timeout', decided_at = ?1 \
              WHERE state = 'pending' AND expires_at <= ?1",
             [now],
@@ -1227,14 +1370,14 @@ impl Store {
                 .map_err(sql("recovering after a restart"))?
         };
         for (id, conversation, is_root) in &interrupted {
-            tx.execute(
+            exec(&tx, 
                 "UPDATE tasks SET state = 'FAILED', error = 'interrupted: the process stopped while this task was running', \
                  updated_at = ?2, finished_at = ?2 WHERE id = ?1",
                 params![id, now],
             )
             .map_err(sql("recovering after a restart"))?;
             if *is_root {
-                tx.execute(
+                exec(&tx, 
                     "INSERT INTO notices (conversation_id, task_id, text, created_at) VALUES (?1, ?2, ?3, ?4)",
                     params![
                         conversation,
