@@ -691,7 +691,7 @@ impl Store {
         task_id: Option<TaskId>,
         text: &str,
     ) -> Result<(), StoreError> {
-        exec(&self.conn(), 
+        exec(&self.conn(),
                 "INSERT INTO notices (conversation_id, task_id, text, created_at) VALUES (?1, ?2, ?3, ?4)",
                 params![conversation_id, task_id, text, now_ms()],
             )
@@ -762,7 +762,7 @@ impl Store {
             }
         };
         let now = now_ms();
-        exec(&tx, 
+        exec(&tx,
             "INSERT INTO tasks (parent_id, root_id, conversation_id, agent, depth, tool_use_id, tool_index, \
              state, input, messages, created_at, updated_at) \
              VALUES (?1, COALESCE(?2, 0), ?3, ?4, ?5, ?6, ?7, 'CREATED', ?8, ?9, ?10, ?10)",
@@ -809,7 +809,7 @@ impl Store {
         tool_use_id: &str,
         index: u32,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        row(&self.conn(), 
+        row(&self.conn(),
                 &format!(
                     "SELECT {TASK_COLUMNS} FROM tasks WHERE parent_id = ?1 AND tool_use_id = ?2 AND tool_index = ?3"
                 ),
@@ -999,7 +999,7 @@ impl Store {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql("recording an LLM call"))?;
-        exec(&tx, 
+        exec(&tx,
             "INSERT INTO llm_calls (task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, \
              attempts, tool_calls, error, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
@@ -1102,7 +1102,7 @@ impl Store {
 
     /// Sum of tokens and cost over a tree: `(tokens_in, tokens_out, cost_usd)`.
     pub fn tree_totals(&self, root_id: TaskId) -> Result<(u64, u64, f64), StoreError> {
-        row(&self.conn(), 
+        row(&self.conn(),
                 "SELECT COALESCE(SUM(tokens_in), 0), COALESCE(SUM(tokens_out), 0), COALESCE(SUM(cost_usd), 0) \
                  FROM tasks WHERE root_id = ?1",
                 [root_id],
@@ -1164,12 +1164,12 @@ impl Store {
         };
         let now = now_ms();
         for task in &ids {
-            exec(&tx, 
+            exec(&tx,
                 "UPDATE tasks SET state = 'CANCELLED', error = ?2, updated_at = ?3, finished_at = ?3 WHERE id = ?1",
                 params![task, reason, now],
             )
             .map_err(sql("cancelling tasks"))?;
-            exec(&tx, 
+            exec(&tx,
                 "UPDATE approvals SET state = 'rejected', decision = 'reject', decided_by = 'cancelled', \
                  decided_at = ?2 WHERE task_id = ?1 AND state = 'pending'",
                 params![task, now],
@@ -1199,7 +1199,7 @@ impl Store {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql("requesting an approval"))?;
-        let created = exec(&tx, 
+        let created = exec(&tx,
             "INSERT OR IGNORE INTO approvals (task_id, root_id, conversation_id, agent, tool_use_id, summary, \
              options, state, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8, ?9)",
             params![
@@ -1330,7 +1330,7 @@ impl Store {
                 .collect::<Result<_, _>>()
                 .map_err(sql("recovering after a restart"))?;
         }
-        exec(&tx, 
+        exec(&tx,
             "UPDATE approvals SET state = 'rejected', decision = 'reject', decided_by = 'timeout', decided_at = ?1 \
              WHERE state = 'pending' AND expires_at <= ?1",
             [now],
@@ -1370,14 +1370,14 @@ impl Store {
                 .map_err(sql("recovering after a restart"))?
         };
         for (id, conversation, is_root) in &interrupted {
-            exec(&tx, 
+            exec(&tx,
                 "UPDATE tasks SET state = 'FAILED', error = 'interrupted: the process stopped while this task was running', \
                  updated_at = ?2, finished_at = ?2 WHERE id = ?1",
                 params![id, now],
             )
             .map_err(sql("recovering after a restart"))?;
             if *is_root {
-                exec(&tx, 
+                exec(&tx,
                     "INSERT INTO notices (conversation_id, task_id, text, created_at) VALUES (?1, ?2, ?3, ?4)",
                     params![
                         conversation,
