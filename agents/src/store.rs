@@ -928,7 +928,7 @@ impl Store {
     }
 
     fn state_in(tx: &Connection, id: TaskId) -> Result<TaskState, StoreError> {
-        let state: String = row(&tx, "SELECT state FROM tasks WHERE id = ?1", [id], |r| {
+        let state: String = row(tx, "SELECT state FROM tasks WHERE id = ?1", [id], |r| {
             r.get(0)
         })
         .optional()
@@ -1265,7 +1265,7 @@ impl Store {
             .map_err(sql("deciding an approval"))?;
         let read = |tx: &Connection| {
             row(
-                &tx,
+                tx,
                 &format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1"),
                 [id],
                 approval_from_row,
