@@ -84,14 +84,16 @@ pub fn engine(
              (`kind: openai-compatible`, `baseUrl: http://127.0.0.1:11434/v1`)\n"
         ));
     }
-    for (agent, tool) in opc_agents::tools::unavailable_tools(&loaded.config)
+    let mut unavailable: Vec<&str> = opc_agents::tools::unavailable_tools(&loaded.config)
         .iter()
-        .take(1)
-    {
+        .map(|(_, tool)| tool.as_str())
+        .collect();
+    unavailable.sort_unstable();
+    unavailable.dedup();
+    if !unavailable.is_empty() {
         eprint(&format!(
-            "note: some configured tools are not available in this build and are not offered to agents \
-             (first: `{}` of {agent}); delegation, escalation and approvals are\n",
-            tool.as_str()
+            "note: not offered to agents, because this build does not execute them yet: {}\n",
+            unavailable.join(", ")
         ));
     }
     Ok(engine)
