@@ -378,10 +378,12 @@ async fn session_inner(
                         task_id: Some(id),
                     },
                 };
-                match call_model(inner, &provider, request, &mut messages, id, &record.agent)
-                    .await?
-                {
-                    Ok(()) => {}
+                match call_model(inner, &provider, request, &mut messages, record).await? {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        let answer = messages.last().map(Message::text).unwrap_or_default();
+                        return Ok(TaskEnd::Completed(answer));
+                    }
                     Err(error) => {
                         store.finish(id, Ending::Failed(&error))?;
                         return Ok(TaskEnd::Failed(error));
@@ -393,16 +395,18 @@ async fn session_inner(
 }
 
 /// One LLM call with an agent slot held, streamed to the bus when enabled. On success the answer is
-/// appended to `messages`; the call and the new history are saved in one transaction.
+/// appended to `messages`; the call and the new history are saved in one transaction — which also
+/// completes the task when the answer is final and short enough to need no summary (`Ok(Ok(true))`).
 /// The outer `Result` is the database; the inner one the call (its error rendered for people).
 async fn call_model(
     inner: &Arc<Inner>,
     provider: &str,
     mut request: LlmRequest,
     messages: &mut Vec<Message>,
-    task: TaskId,
-    agent: &str,
-) -> Result<Result<(), String>, StoreError> {
+    finishing: &TaskRecord,
+) -> Result<Result<bool, String>, StoreError> {
+    let task = finishing.id;
+    let agent = finishing.agent.as_str();
     let forwarder = if inner.options.streaming {
         let (tx, mut rx) = mpsc::unbounded_channel();
         request.stream = Some(tx);
@@ -466,8 +470,17 @@ async fn call_model(
                 tool_calls,
                 error: None,
             };
-            inner.store.record_turn(&call, Some(messages))?;
-            Ok(Ok(()))
+            // A final answer that needs no summary completes the task in the same transaction.
+            let last = messages.last();
+            let final_answer = last
+                .filter(|m| m.tool_uses().next().is_none())
+                .map(Message::text)
+                .filter(|text| completes_without_summary(inner, finishing, text));
+            let completed =
+                inner
+                    .store
+                    .record_turn(&call, Some(messages), final_answer.as_deref())?;
+            Ok(Ok(completed))
         }
         Err(error) => {
             let message = format!("{agent}: the model call failed: {error}");
@@ -776,6 +789,18 @@ async fn delegate(
     Ok(run_task(inner.clone(), child, token, clocks.clone()).await)
 }
 
+/// Whether a final answer goes to the parent as it is: a root's always does; a child's when it is
+/// within `resultCompressionThreshold`.
+fn completes_without_summary(inner: &Inner, record: &TaskRecord, answer: &str) -> bool {
+    let threshold = inner
+        .config
+        .framework
+        .execution
+        .result_compression_threshold
+        .get() as usize;
+    record.parent_id.is_none() || estimate_tokens(answer) <= threshold
+}
+
 /// The final answer: summarise it for the parent when it is long, then complete the task.
 async fn complete(
     inner: &Arc<Inner>,
@@ -790,7 +815,7 @@ async fn complete(
         .get() as usize;
     // Summarising takes a model call, so the state shows it; otherwise the task passes through
     // RESULT_PROPAGATING inside the completing transaction.
-    let summary = if record.parent_id.is_some() && estimate_tokens(&answer) > threshold {
+    let summary = if !completes_without_summary(inner, record, &answer) {
         inner
             .store
             .transition(record.id, TaskState::ResultPropagating)?;
@@ -798,13 +823,17 @@ async fn complete(
     } else {
         None
     };
-    inner.store.finish(
+    let finished = inner.store.finish(
         record.id,
         Ending::Completed {
             output: &answer,
             summary: summary.as_deref(),
         },
     )?;
+    if !finished {
+        // Ended meanwhile (cancelled): its first ending stands.
+        return Ok(stored_end(&inner.store.task(record.id)?));
+    }
     Ok(TaskEnd::Completed(summary.unwrap_or(answer)))
 }
 

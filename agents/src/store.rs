@@ -984,16 +984,19 @@ impl Store {
 
     /// Record one LLM call and add it to its task's totals, in one transaction.
     pub fn record_call(&self, call: &CallRecord) -> Result<(), StoreError> {
-        self.record_turn(call, None)
+        self.record_turn(call, None, None).map(|_| ())
     }
 
     /// Record one LLM call, add it to its task's totals and save the session history that includes its
-    /// answer — one transaction per model turn.
+    /// answer — one transaction per model turn. With `completed`, the answer is final and the task is
+    /// completed with it in the same transaction (it passes through RESULT_PROPAGATING); returns
+    /// whether it was (a task that already ended, e.g. cancelled, keeps its ending).
     pub fn record_turn(
         &self,
         call: &CallRecord,
         messages: Option<&[Message]>,
-    ) -> Result<(), StoreError> {
+        completed: Option<&str>,
+    ) -> Result<bool, StoreError> {
         let tools = serde_json::to_string(&call.tool_calls).unwrap_or_else(|_| "[]".into());
         let mut conn = self.conn();
         let tx = conn
@@ -1038,7 +1041,30 @@ impl Store {
             )
             .map_err(sql("saving a session"))?;
         }
-        tx.commit().map_err(sql("recording an LLM call"))
+        let mut done = false;
+        if let Some(output) = completed {
+            let current = Self::state_in(&tx, call.task_id)?;
+            if !current.is_terminal() {
+                if !current.may_become(TaskState::ResultPropagating) {
+                    return Err(StoreError::BadTransition {
+                        task: call.task_id,
+                        from: current.as_str(),
+                        to: TaskState::Completed.as_str(),
+                    });
+                }
+                let now = now_ms();
+                exec(
+                    &tx,
+                    "UPDATE tasks SET state = 'COMPLETED', output = ?2, updated_at = ?3, finished_at = ?3 \
+                     WHERE id = ?1",
+                    params![call.task_id, output, now],
+                )
+                .map_err(sql("ending a task"))?;
+                done = true;
+            }
+        }
+        tx.commit().map_err(sql("recording an LLM call"))?;
+        Ok(done)
     }
 
     /// The LLM calls made for a task, in order.
