@@ -422,12 +422,22 @@ impl Engine {
         }
     }
 
-    /// Cancel a task and its whole subtree. Returns the ids cancelled.
+    /// Cancel a task and its whole subtree. Returns the ids cancelled. Approvals pending in the subtree
+    /// are rejected, and each rejection is published (so approval cards can be updated).
     pub fn cancel(&self, task: TaskId) -> Result<Vec<TaskId>, EngineError> {
+        let pending = self.inner.store.pending_approvals()?;
         let cancelled = self
             .inner
             .store
             .cancel_subtree(task, "cancelled by a human")?;
+        for approval in pending.iter().filter(|a| cancelled.contains(&a.task_id)) {
+            self.inner.events.publish(Event::ApprovalResolved {
+                approval: approval.id,
+                task: approval.task_id,
+                decision: "reject".into(),
+                by: "cancelled".into(),
+            });
+        }
         let tokens = self
             .inner
             .task_tokens

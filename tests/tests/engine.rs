@@ -905,8 +905,26 @@ async fn a_suspended_tree_can_be_cancelled_after_a_restart_and_one_engine_owns_a
     first.shutdown().await;
     drop((run, first));
     let second = org.engine(TestOrg::options(true));
+    let mut events = second.events().subscribe();
     let cancelled = second.cancel(root).unwrap();
     assert_eq!(cancelled.len(), 3);
+    // The rejection is announced, so a chat card can be updated.
+    let resolved = loop {
+        match events.try_recv() {
+            Ok(Event::ApprovalResolved {
+                approval: a,
+                by,
+                decision,
+                ..
+            }) => break (a, by, decision),
+            Ok(_) => {}
+            Err(e) => panic!("no ApprovalResolved: {e:?}"),
+        }
+    };
+    assert_eq!(
+        resolved,
+        (approval, "cancelled".to_string(), "reject".to_string())
+    );
     let outcome = tokio::time::timeout(Duration::from_secs(10), second.wait_root(root))
         .await
         .unwrap()
