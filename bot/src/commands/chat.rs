@@ -278,6 +278,13 @@ async fn turn(
                     if !trace.quiet {
                         eprint(&format!("  … {n} trace events skipped\n"));
                     }
+                    // A skipped approval card would leave its task waiting: ask the database.
+                    for approval in engine.pending_approvals().unwrap_or_default() {
+                        if approval.root_id == root && !pending.iter().any(|(id, _)| *id == approval.id) {
+                            eprint(&card(approval.id, &approval.agent, &approval.summary, &approval.options));
+                            pending.push_back((approval.id, approval.options));
+                        }
+                    }
                 }
                 Err(broadcast::error::RecvError::Closed) => {}
             },
@@ -400,11 +407,7 @@ fn show(
             options,
             ..
         } if nodes.contains_key(task) => {
-            eprint(&format!(
-                "\n┌ approval {approval} requested by {}\n│ {summary}\n└ decide ({}) › ",
-                path.join(" › "),
-                options.join(" / ")
-            ));
+            eprint(&card(*approval, &path.join(" › "), summary, options));
             return Some((*approval, options.clone()));
         }
         Event::ApprovalResolved {
@@ -418,6 +421,14 @@ fn show(
         _ => {}
     }
     None
+}
+
+/// An approval as shown on the terminal, ending with the prompt.
+fn card(approval: i64, requested_by: &str, summary: &str, options: &[String]) -> String {
+    format!(
+        "\n┌ approval {approval} requested by {requested_by}\n│ {summary}\n└ decide ({}) › ",
+        options.join(" / ")
+    )
 }
 
 fn finish(outcome: &Outcome, streamed: &str, trace: &Trace, started: Instant) {
