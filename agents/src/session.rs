@@ -792,13 +792,17 @@ async fn delegate(
 /// Whether a final answer goes to the parent as it is: a root's always does; a child's when it is
 /// within `resultCompressionThreshold`.
 fn completes_without_summary(inner: &Inner, record: &TaskRecord, answer: &str) -> bool {
-    let threshold = inner
+    record.parent_id.is_none() || estimate_tokens(answer) <= compression_threshold(inner)
+}
+
+/// `resultCompressionThreshold`, in (estimated) tokens.
+fn compression_threshold(inner: &Inner) -> usize {
+    inner
         .config
         .framework
         .execution
         .result_compression_threshold
-        .get() as usize;
-    record.parent_id.is_none() || estimate_tokens(answer) <= threshold
+        .get() as usize
 }
 
 /// The final answer: summarise it for the parent when it is long, then complete the task.
@@ -807,12 +811,7 @@ async fn complete(
     record: &TaskRecord,
     answer: String,
 ) -> Result<TaskEnd, StoreError> {
-    let threshold = inner
-        .config
-        .framework
-        .execution
-        .result_compression_threshold
-        .get() as usize;
+    let threshold = compression_threshold(inner);
     // Summarising takes a model call, so the state shows it; otherwise the task passes through
     // RESULT_PROPAGATING inside the completing transaction.
     let summary = if !completes_without_summary(inner, record, &answer) {

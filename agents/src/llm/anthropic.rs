@@ -884,10 +884,10 @@ mod tests {
 
     #[tokio::test]
     async fn missing_key_fails_before_any_request() {
-        // Port 9 (discard) on an unroutable address: a request would hang or fail with Connect.
+        // Loopback port 9 (discard, not served here): a request would fail with Connect instead.
         let client = AnthropicClient::new(
             http_client(),
-            endpoint("http://192.0.2.1:9", None, Some("ANTHROPIC_API_KEY")),
+            endpoint("http://127.0.0.1:9", None, Some("ANTHROPIC_API_KEY")),
         );
         let err = client
             .call(request(vec![Message::user("hi")]))

@@ -889,7 +889,7 @@ mod tests {
     async fn missing_key_fails_before_any_request() {
         let client = OpenAiClient::new(
             http_client(),
-            endpoint("http://192.0.2.1:9/v1", None, Some("OPENAI_API_KEY")),
+            endpoint("http://127.0.0.1:9/v1", None, Some("OPENAI_API_KEY")),
         );
         let err = client
             .call(request(vec![Message::user("hi")]))
