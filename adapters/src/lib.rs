@@ -1,10 +1,400 @@
 //! # opc-adapters — chat platforms behind one trait
 //!
-//! Role: normalise Slack, Discord and the built-in web chat into one stream of inbound events (mention,
-//! follow-up, button action, slash command) and one set of outbound operations (post, reply, streaming
-//! reply, approval card, ephemeral reply). One file per platform.
+//! Role: normalise Slack, Discord and the built-in web chat into one stream of [`Inbound`] events
+//! (mention, thread message, button action, slash command) and one set of outbound operations
+//! ([`Adapter`]: post, edit, approval card, ephemeral reply). One file per platform; a new platform is a
+//! new file implementing [`Adapter`] and sending [`Inbound`]s into the gateway's [`Inbox`].
 //!
-//! Invariants (enforced once the gateway issue lands):
-//! - this crate depends on no other OPC crate: it knows platforms, not agents;
-//! - inbound HTTP requests are verified (Slack signatures, Discord Ed25519) before anything is parsed;
-//! - every inbound event is acknowledged before any slow work starts.
+//! Invariants:
+//! - this crate depends on no other OPC crate: it knows platforms, not agents, and the gateway (in
+//!   `bot/`) decides what an event means for a conversation;
+//! - inbound HTTP requests are verified (Slack signatures, Discord Ed25519, the web chat's access token)
+//!   before anything in them is parsed;
+//! - every inbound event is acknowledged to its platform before it is handed on, and handing on never
+//!   waits for agent work (the inbox is a queue, drained by the gateway);
+//! - a platform's redelivery of an event (Slack retries, gateway replays) reaches the inbox once
+//!   ([`Dedup`]);
+//! - tokens are read by the caller from env vars and passed in; adapters never log them, nor message
+//!   text (it may hold personal data).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub mod dedup;
+pub mod discord;
+pub mod markdown;
+pub mod slack;
+pub mod stream;
+pub mod web;
+
+pub use dedup::Dedup;
+pub use stream::StreamingReply;
+
+/// The chat platforms OPC speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    /// Slack (Socket Mode or the HTTP Events API).
+    Slack,
+    /// Discord (gateway websocket, optional HTTP interactions).
+    Discord,
+    /// The built-in web chat.
+    Web,
+}
+
+impl Platform {
+    /// The lowercase name used in config (`slack:U123` approvers) and in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::Slack => "slack",
+            Platform::Discord => "discord",
+            Platform::Web => "web",
+        }
+    }
+}
+
+impl std::fmt::Display for Platform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A thread on a platform: where a conversation's messages go. Serialisable, because the gateway
+/// stores it so that a conversation can be answered (and its approval cards posted) after a restart.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Place {
+    /// The platform.
+    pub platform: Platform,
+    /// Slack team id, Discord guild id (`@me` for direct messages), `web` for the web chat.
+    pub workspace: String,
+    /// The channel the thread belongs to (Slack channel id, Discord parent channel id, web: the
+    /// conversation id).
+    pub channel: String,
+    /// The thread's key, unique within the workspace: Slack `thread_ts` (the root message's `ts`), the
+    /// Discord thread's channel id (equal to the id of the message it was started from; the DM channel
+    /// id in direct messages), the web chat's conversation id.
+    pub thread: String,
+}
+
+/// Who sent an event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    /// The platform's user id (`U012AB3CD`, a Discord snowflake, `operator` on the web chat).
+    pub id: String,
+    /// Display name, for cards ("decided by …").
+    pub name: String,
+    /// Role ids the user holds where the platform has roles (Discord guild members); empty elsewhere.
+    pub roles: Vec<String>,
+}
+
+/// A message the bot posted, so it can be edited later. Serialisable (stored with approval cards).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Posted {
+    /// The platform.
+    pub platform: Platform,
+    /// The channel the message is in (Slack channel, Discord channel or thread id, web conversation).
+    pub channel: String,
+    /// The message id (Slack `ts`, Discord snowflake, web message number).
+    pub id: String,
+}
+
+/// How to answer one event to the person who caused it (an ephemeral reply where the platform has
+/// them). Opaque to the gateway: each adapter puts in what it needs (Slack channel + user, Discord
+/// interaction token, web conversation).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplyHandle(pub serde_json::Value);
+
+/// One event from a platform, normalised.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Inbound {
+    /// Where it happened. For a message this is the thread a new conversation would live in.
+    pub place: Place,
+    /// Who did it.
+    pub user: User,
+    /// How to answer this event to `user` alone.
+    pub reply: ReplyHandle,
+    /// What happened.
+    pub kind: InboundKind,
+}
+
+/// The kinds of inbound event.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InboundKind {
+    /// The bot was mentioned. Continues the conversation of thread `continues` if it has one; otherwise
+    /// starts a new conversation in `Inbound::place`.
+    Mention {
+        /// The text, with the bot's own mention removed.
+        text: String,
+        /// The thread this message was written in, if any (Slack `thread_ts`, the Discord channel id).
+        continues: Option<String>,
+    },
+    /// A message that does not mention the bot, written in thread `continues`: a follow-up if that
+    /// thread has a conversation, ignored otherwise. The bot's own messages never arrive.
+    Message {
+        /// The text.
+        text: String,
+        /// The thread it was written in.
+        continues: String,
+    },
+    /// A button on an approval card was clicked.
+    Action {
+        /// What the button means.
+        action: Action,
+        /// The card the button was on (to update it).
+        card: Posted,
+    },
+    /// A slash command.
+    Command(Command),
+}
+
+/// A button's meaning. Buttons carry it in their platform id, written by [`Action::encode`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Choose option number `option` (0-based, in the card's order) of approval `approval`.
+    Decide {
+        /// The approval id.
+        approval: i64,
+        /// Index into the card's options.
+        option: usize,
+    },
+}
+
+impl Action {
+    const PREFIX: &'static str = "opc:decide:";
+
+    /// The id to put on a button (Slack `action_id`, Discord `custom_id`; at most 40 bytes).
+    pub fn encode(&self) -> String {
+        match self {
+            Action::Decide { approval, option } => format!("{}{approval}:{option}", Self::PREFIX),
+        }
+    }
+
+    /// Read a button id written by [`Action::encode`]; `None` for anything else.
+    pub fn decode(id: &str) -> Option<Action> {
+        let rest = id.strip_prefix(Self::PREFIX)?;
+        let (approval, option) = rest.split_once(':')?;
+        Some(Action::Decide {
+            approval: approval.parse().ok()?,
+            option: option.parse().ok()?,
+        })
+    }
+}
+
+/// The slash commands (`/opc status` on Slack, `/status` on Discord and the web chat).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Active tasks with their delegation path, state and elapsed time.
+    Status,
+    /// The org tree.
+    Agents,
+    /// Recent conversations with their cost.
+    Tasks,
+    /// Cancel a task tree (approvers only).
+    Cancel(String),
+    /// What the commands do.
+    Help,
+    /// Anything else: answered with the help text and what was not understood.
+    Unknown(String),
+}
+
+impl Command {
+    /// Parse a command from its name and argument text, as every platform delivers them. The name may
+    /// carry a leading `/`. `opc` as the name takes the subcommand from the first word (Slack apps
+    /// usually register one `/opc` command).
+    pub fn parse(name: &str, args: &str) -> Command {
+        let name = name.trim().trim_start_matches('/');
+        let args = args.trim();
+        if name == "opc" {
+            let (sub, rest) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
+            return if sub.is_empty() {
+                Command::Help
+            } else {
+                Command::parse(sub, rest)
+            };
+        }
+        match name {
+            "status" => Command::Status,
+            "agents" => Command::Agents,
+            "tasks" => Command::Tasks,
+            "help" => Command::Help,
+            "cancel" => Command::Cancel(args.to_string()),
+            other => Command::Unknown(format!("/{other} {args}").trim_end().to_string()),
+        }
+    }
+
+    /// The commands, for registration on platforms that need it (Discord) and for `/help`.
+    pub const ALL: &'static [(&'static str, &'static str)] = &[
+        (
+            "status",
+            "Active tasks: delegation path, state, elapsed time",
+        ),
+        ("agents", "The org tree"),
+        ("tasks", "Recent conversations and their cost"),
+        (
+            "cancel",
+            "Cancel a task tree: /cancel <task id> (approvers only)",
+        ),
+        ("help", "What the commands do"),
+    ];
+}
+
+/// An approval card: a request from an agent, with a button per option.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Card {
+    /// The approval id.
+    pub approval: i64,
+    /// The agent asking.
+    pub agent: String,
+    /// Its role ("VP Operations").
+    pub role: String,
+    /// Its delegation path from the root, root first.
+    pub path: Vec<String>,
+    /// What is to be decided (markdown).
+    pub summary: String,
+    /// The options, in button order.
+    pub options: Vec<String>,
+    /// Pending, or how it was decided.
+    pub state: CardState,
+}
+
+/// Whether a card can still be clicked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum CardState {
+    /// Waiting for an approver: buttons shown.
+    Pending,
+    /// Decided: buttons removed, the decision shown.
+    Decided {
+        /// The option chosen.
+        option: String,
+        /// Who decided: a display name, or `timeout` / `cancelled` when the system did.
+        by: String,
+        /// When, RFC 3339 UTC.
+        at: String,
+    },
+}
+
+impl Card {
+    /// The button id for option `index`.
+    pub fn button_id(&self, index: usize) -> String {
+        Action::Decide {
+            approval: self.approval,
+            option: index,
+        }
+        .encode()
+    }
+
+    /// The card as plain markdown (fallback text, notifications, the web chat's accessible text).
+    pub fn to_markdown(&self) -> String {
+        let mut text = format!(
+            "**Approval needed** from **{}** ({}) — {}\n\n{}",
+            self.agent,
+            self.role,
+            self.path.join(" › "),
+            self.summary
+        );
+        match &self.state {
+            CardState::Pending => {
+                text.push_str("\n\nOptions: ");
+                text.push_str(&self.options.join(" / "));
+            }
+            CardState::Decided { option, by, at } => {
+                text.push_str(&format!("\n\n**{option}** — decided by {by} at {at}"));
+            }
+        }
+        text
+    }
+}
+
+/// Whether a reply is for the one user only (Slack ephemeral, Discord ephemeral interaction response)
+/// or for the channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Visibility {
+    /// Only the user who caused the event sees it, where the platform allows that.
+    Ephemeral,
+    /// Everyone in the channel or thread sees it.
+    Public,
+}
+
+/// Where adapters deliver inbound events; the gateway drains it. Bounded so that a flood is
+/// back-pressured at the platform edge instead of growing memory.
+pub type Inbox = tokio::sync::mpsc::Sender<Inbound>;
+
+/// Why a platform call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AdapterError {
+    /// The platform answered with an error.
+    #[error("{platform} refused `{method}`: {error}")]
+    Api {
+        /// Which platform.
+        platform: Platform,
+        /// The API method or route.
+        method: String,
+        /// The platform's error code (never the request's content).
+        error: String,
+    },
+    /// The platform could not be reached.
+    #[error("{platform} unreachable during `{method}`: {error}")]
+    Transport {
+        /// Which platform.
+        platform: Platform,
+        /// The API method or route.
+        method: String,
+        /// What failed.
+        error: String,
+    },
+    /// The adapter was given something it cannot use (a bad token, an unknown reply handle …).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// One chat platform, outbound. Inbound events are sent to the [`Inbox`] given to the adapter's
+/// constructor; HTTP endpoints (Slack Events API, Discord interactions, the web chat) are mounted by the
+/// gateway from [`Adapter::routes`].
+#[async_trait::async_trait]
+pub trait Adapter: Send + Sync + 'static {
+    /// Which platform this is.
+    fn platform(&self) -> Platform;
+
+    /// Longest message the platform accepts, in characters; longer replies are split.
+    fn max_message_len(&self) -> usize;
+
+    /// Least time between two edits of one streaming message (the platform's rate limits).
+    fn edit_interval(&self) -> Duration;
+
+    /// Markdown as agents write it → the platform's own format.
+    fn render(&self, markdown: &str) -> String;
+
+    /// Post `text` (already rendered) in a thread.
+    async fn post(&self, place: &Place, text: &str) -> Result<Posted, AdapterError>;
+
+    /// Replace the text of a message this adapter posted.
+    async fn edit(&self, message: &Posted, text: &str) -> Result<(), AdapterError>;
+
+    /// Post an approval card (buttons for a pending card) in a thread or channel.
+    async fn post_card(&self, place: &Place, card: &Card) -> Result<Posted, AdapterError>;
+
+    /// Redraw a card, e.g. decided: no buttons, who decided and when.
+    async fn update_card(&self, message: &Posted, card: &Card) -> Result<(), AdapterError>;
+
+    /// Answer the user behind an event (`reply` from its [`Inbound`]).
+    async fn respond(
+        &self,
+        reply: &ReplyHandle,
+        text: &str,
+        visibility: Visibility,
+    ) -> Result<(), AdapterError>;
+
+    /// Live progress of a conversation (engine events as JSON: delegation, tool calls …) for platforms
+    /// that show a trace. Chat platforms ignore it.
+    async fn progress(&self, _place: &Place, _event: &serde_json::Value) {}
+
+    /// HTTP endpoints this adapter serves on the gateway's server (none by default).
+    fn routes(&self) -> axum::Router {
+        axum::Router::new()
+    }
+
+    /// Stop receiving: close websockets, stop background tasks. Outbound calls may still be made
+    /// until the adapter is dropped (the gateway posts final answers while it drains).
+    async fn shutdown(&self) {}
+}

@@ -1,0 +1,1 @@
+//! markdown (being written).

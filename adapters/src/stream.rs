@@ -1,0 +1,184 @@
+//! Streaming a reply into a chat thread: progressive edits at a bounded rate, split at the platform's
+//! length limit, and a final edit that is exact.
+//!
+//! Why edits and not a message per token: chat platforms rate-limit writes (Slack ~1 `chat.update` per
+//! second per channel, Discord 5 edits per 5 s), so the reply is one message edited at most once per
+//! [`Adapter::edit_interval`]; text beyond [`Adapter::max_message_len`] continues in a new message.
+//!
+//! Invariants:
+//! - after [`StreamingReply::finish`] the thread shows exactly the final answer, rendered for the
+//!   platform, split the same way whatever was streamed before (a retried model call that restarted its
+//!   stream leaves no trace);
+//! - no message is edited more often than the adapter allows, except by `finish`;
+//! - splitting never cuts a character in two.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::{Adapter, AdapterError, Place, Posted};
+
+/// Shown at the end of a message while more is coming.
+const TYPING: &str = " …";
+
+/// One reply being streamed into one thread.
+pub struct StreamingReply {
+    adapter: Arc<dyn Adapter>,
+    place: Place,
+    /// Markdown received so far.
+    text: String,
+    /// Messages posted, with the text each shows now.
+    messages: Vec<(Posted, String)>,
+    /// Text arrived since the last flush.
+    dirty: bool,
+    last_flush: Option<Instant>,
+}
+
+impl StreamingReply {
+    /// A reply that will be posted in `place`. Nothing is posted until there is text.
+    pub fn new(adapter: Arc<dyn Adapter>, place: Place) -> StreamingReply {
+        StreamingReply {
+            adapter,
+            place,
+            text: String::new(),
+            messages: Vec::new(),
+            dirty: false,
+            last_flush: None,
+        }
+    }
+
+    /// Append streamed text.
+    pub fn push(&mut self, piece: &str) {
+        if !piece.is_empty() {
+            self.text.push_str(piece);
+            self.dirty = true;
+        }
+    }
+
+    /// Forget the text streamed so far (the model call was retried and streams again from the start).
+    pub fn restart(&mut self) {
+        self.text.clear();
+        self.dirty = true;
+    }
+
+    /// When the next flush may happen, if there is anything to flush.
+    pub fn due(&self) -> Option<Instant> {
+        if !self.dirty {
+            return None;
+        }
+        Some(match self.last_flush {
+            Some(at) => at + self.adapter.edit_interval(),
+            None => Instant::now(),
+        })
+    }
+
+    /// Show the text so far if the rate allows; a no-op otherwise.
+    pub async fn flush_if_due(&mut self) -> Result<(), AdapterError> {
+        match self.due() {
+            Some(at) if at <= Instant::now() => {
+                let shown = format!("{}{TYPING}", self.adapter.render(&self.text));
+                self.show(&shown).await?;
+                self.dirty = false;
+                self.last_flush = Some(Instant::now());
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Replace everything with the final answer and return the messages that hold it.
+    pub async fn finish(mut self, final_markdown: &str) -> Result<Vec<Posted>, AdapterError> {
+        let rendered = self.adapter.render(final_markdown);
+        let rendered = if rendered.trim().is_empty() {
+            "(no answer)".to_string()
+        } else {
+            rendered
+        };
+        self.show(&rendered).await?;
+        Ok(self
+            .messages
+            .into_iter()
+            .map(|(posted, _)| posted)
+            .collect())
+    }
+
+    /// Make the thread show `text`, split into messages, editing only what changed.
+    async fn show(&mut self, text: &str) -> Result<(), AdapterError> {
+        let chunks = split_message(text, self.adapter.max_message_len());
+        for (index, chunk) in chunks.iter().enumerate() {
+            match self.messages.get_mut(index) {
+                Some((posted, shown)) => {
+                    if shown != chunk {
+                        self.adapter.edit(posted, chunk).await?;
+                        *shown = chunk.clone();
+                    }
+                }
+                None => {
+                    let posted = self.adapter.post(&self.place, chunk).await?;
+                    self.messages.push((posted, chunk.clone()));
+                }
+            }
+        }
+        // Shorter than before (a restarted stream): blank the messages no longer needed.
+        for (posted, shown) in self.messages.iter_mut().skip(chunks.len()) {
+            if shown != "…" {
+                self.adapter.edit(posted, "…").await?;
+                *shown = "…".to_string();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Split `text` into pieces of at most `max` characters, preferring to cut after a newline, then after
+/// a space; never inside a character. Empty text gives one empty piece.
+pub fn split_message(text: &str, max: usize) -> Vec<String> {
+    let max = max.max(1);
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    while rest.chars().count() > max {
+        // Byte index just past the `max`-th character.
+        let limit = rest
+            .char_indices()
+            .nth(max)
+            .map_or(rest.len(), |(index, _)| index);
+        let window = &rest[..limit];
+        let cut = window
+            .rfind('\n')
+            .map(|i| i + 1)
+            .filter(|&i| i > limit / 2)
+            .or_else(|| window.rfind(' ').map(|i| i + 1).filter(|&i| i > limit / 2))
+            .unwrap_or(limit);
+        pieces.push(rest[..cut].to_string());
+        rest = &rest[cut..];
+    }
+    pieces.push(rest.to_string());
+    pieces
+}
+
+/// Default least time between edits of one message, for adapters without a stricter rule.
+pub const DEFAULT_EDIT_INTERVAL: Duration = Duration::from_millis(1000);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_prefer_newlines_then_spaces_and_keep_every_character() {
+        let text = "first line\nsecond line is longer\nthird";
+        let pieces = split_message(text, 16);
+        assert_eq!(pieces.concat(), text);
+        assert!(pieces.iter().all(|p| p.chars().count() <= 16));
+        assert_eq!(pieces[0], "first line\n");
+
+        let words = "alpha beta gamma delta";
+        let pieces = split_message(words, 12);
+        assert_eq!(pieces, ["alpha beta ", "gamma delta"]);
+
+        let wide = "ééééé";
+        let pieces = split_message(wide, 2);
+        assert_eq!(pieces, ["éé", "éé", "é"]);
+        assert_eq!(split_message("", 5), [""]);
+    }
+}
