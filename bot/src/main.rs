@@ -9,6 +9,7 @@
 //! nothing here panics on user input; secrets are never printed.
 
 mod commands;
+mod gateway;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,10 +50,13 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Start OPC: validate the config and serve on `channels.web.listen` (127.0.0.1:7420 by default).
+    /// Start the gateway: web chat on `channels.web.listen` (127.0.0.1:7420 by default), plus Slack and
+    /// Discord when configured.
     ///
-    /// This version serves a read-only org view: `/` (the org chart), `/api/org` (JSON) and
-    /// `/healthz`. An invalid config never starts. Ctrl-C or SIGTERM stops it cleanly.
+    /// The web chat is at `/`, the org chart at `/org` (JSON: `/api/org`), health at `/healthz`. A
+    /// platform whose token variable is unset stops start-up with an error naming it; a missing LLM key
+    /// only warns, and messages are answered with a notice naming the variable. An invalid config
+    /// never starts. Ctrl-C or SIGTERM stops it cleanly.
     Run {
         #[command(flatten)]
         config: ConfigArg,

@@ -216,7 +216,7 @@ fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
     let json: serde_json::Value = serde_json::from_str(body).expect("json body");
     assert_eq!(json["root"], "ceo");
     assert_eq!(json["agents"][1]["parent"], "ceo");
-    let page = get("/");
+    let page = get("/org");
     assert!(
         page.contains("Tiny &lt;Org&gt;"),
         "names are escaped: {page}"

@@ -25,6 +25,8 @@ pub struct Config {
     pub framework: Framework,
     /// Chat platforms.
     pub channels: Channels,
+    /// How chat messages reach the org: rate limits, approvers, the approvals channel.
+    pub gateway: Gateway,
     /// The org: agent id → agent, in file order.
     pub agents: IndexMap<String, Agent>,
     /// Memory blocks that several agents reference by label.
@@ -271,6 +273,44 @@ pub struct Web {
     pub access_token_env: Option<EnvVar>,
 }
 
+/// `gateway:` — how chat messages reach the org.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gateway {
+    /// Messages allowed per user and per channel before the sender is asked to slow down.
+    pub rate_limit: RateLimit,
+    /// Who may decide any agent's approval requests (agents can add their own `approvers`).
+    pub approvers: Vec<Approver>,
+    /// Where approval cards are posted, per platform; unset: in the conversation's thread.
+    pub approvals_channel: ApprovalsChannel,
+}
+
+/// `gateway.rateLimit` — checked before any LLM work; a message over the limit gets one polite notice.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateLimit {
+    /// Per person (platform user id).
+    pub per_user: Rate,
+    /// Per channel (all its users together).
+    pub per_channel: Rate,
+}
+
+/// `messages` per `per`: a burst of `messages` at once, then one every `per / messages`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rate {
+    /// How many messages.
+    pub messages: NonZeroU32,
+    /// In how long.
+    pub per: Duration,
+}
+
+/// `gateway.approvalsChannel` — channel ids per platform.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ApprovalsChannel {
+    /// A Slack channel id (`C0123ABCD`).
+    pub slack: Option<String>,
+    /// A Discord channel id.
+    pub discord: Option<String>,
+}
+
 /// The name of an environment variable that holds a secret. Secrets never appear in the config itself.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct EnvVar(pub String);
@@ -439,7 +479,8 @@ fn non_zero(n: u32) -> NonZeroU32 {
 }
 
 impl Config {
-    const KEYS: &'static [&'static str] = &["framework", "channels", "agents", "sharedBlocks"];
+    const KEYS: &'static [&'static str] =
+        &["framework", "channels", "gateway", "agents", "sharedBlocks"];
 
     /// Decodes a whole document. Returns `None` only when the document is not a mapping at all; otherwise
     /// every well-formed part is kept so that semantic checks can still run on the rest.
@@ -467,11 +508,16 @@ impl Config {
             Some(node) => Channels::decode(node, root.key("channels"), cx),
             None => Some(Channels::default()),
         };
+        let gateway = match f.node("gateway") {
+            Some(node) => Gateway::decode(node, root.key("gateway"), cx),
+            None => Some(Gateway::default()),
+        };
         let agents = decode_agents(doc, f.node("agents"), cx);
         let shared_blocks = f.or_default(cx, root, "sharedBlocks");
         Some(Config {
             framework: framework?,
             channels: channels.unwrap_or_default(),
+            gateway: gateway.unwrap_or_default(),
             agents,
             shared_blocks,
         })
@@ -974,6 +1020,98 @@ impl Channels {
     }
 }
 
+impl Default for Gateway {
+    fn default() -> Self {
+        Gateway {
+            rate_limit: RateLimit {
+                per_user: Rate {
+                    messages: non_zero(10),
+                    per: Duration::from_secs(60),
+                },
+                per_channel: Rate {
+                    messages: non_zero(60),
+                    per: Duration::from_secs(60),
+                },
+            },
+            approvers: Vec::new(),
+            approvals_channel: ApprovalsChannel::default(),
+        }
+    }
+}
+
+impl Gateway {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, &["rateLimit", "approvers", "approvalsChannel"])?;
+        let d = Gateway::default();
+        let rate_limit = match f.node("rateLimit") {
+            Some(n) => {
+                let path = path.key("rateLimit");
+                let limits = cx.fields(n, path, &["perUser", "perChannel"])?;
+                RateLimit {
+                    per_user: limits.or(cx, path, "perUser", d.rate_limit.per_user),
+                    per_channel: limits.or(cx, path, "perChannel", d.rate_limit.per_channel),
+                }
+            }
+            None => d.rate_limit,
+        };
+        let approvals_channel = match f.node("approvalsChannel") {
+            Some(n) => {
+                let path = path.key("approvalsChannel");
+                let channels = cx.fields(n, path, &["slack", "discord"])?;
+                ApprovalsChannel {
+                    slack: channels.optional(cx, path, "slack"),
+                    discord: snowflake(&channels, cx, path, "discord"),
+                }
+            }
+            None => ApprovalsChannel::default(),
+        };
+        Some(Gateway {
+            rate_limit,
+            approvers: f.or_default(cx, path, "approvers"),
+            approvals_channel,
+        })
+    }
+}
+
+impl Decode for Rate {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, &["messages", "per"])?;
+        Some(Rate {
+            messages: f.required(
+                cx,
+                path,
+                node,
+                "messages",
+                "say how many messages are allowed, e.g. `{ messages: 10, per: 1m }`",
+            )?,
+            per: f.required(
+                cx,
+                path,
+                node,
+                "per",
+                "say in how long, e.g. `{ messages: 10, per: 1m }`",
+            )?,
+        })
+    }
+}
+
+/// A Discord id: a number in YAML unless quoted; both spellings mean the same id.
+fn snowflake(
+    f: &crate::decode::Fields<'_>,
+    cx: &mut Decoder,
+    path: Path<'_>,
+    key: &str,
+) -> Option<String> {
+    match f.node(key) {
+        Some(Node {
+            value: Value::Int(i),
+            ..
+        }) if *i > 0 => Some(i.to_string()),
+        Some(_) => f.optional::<String>(cx, path, key),
+        None => None,
+    }
+}
+
 impl Decode for Slack {
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
         const KEYS: &[&str] = &[
@@ -1040,15 +1178,7 @@ impl Decode for Discord {
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
         const KEYS: &[&str] = &["botTokenEnv", "publicKeyEnv", "applicationId", "apiBaseUrl"];
         let f = cx.fields(node, path, KEYS)?;
-        let application_id = match f.node("applicationId") {
-            // Snowflake ids are numbers in YAML unless quoted; both spellings mean the same id.
-            Some(Node {
-                value: Value::Int(i),
-                ..
-            }) if *i > 0 => Some(i.to_string()),
-            Some(_) => f.optional::<String>(cx, path, "applicationId"),
-            None => None,
-        };
+        let application_id = snowflake(&f, cx, path, "applicationId");
         Some(Discord {
             bot_token_env: f.required(
                 cx,

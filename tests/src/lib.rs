@@ -6,5 +6,7 @@
 //!
 //! Invariant: nothing in this crate talks to any host other than the loopback interface.
 
+pub mod opc_process;
 pub mod org;
 pub mod scripted_llm;
+pub mod sse;

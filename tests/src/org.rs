@@ -85,6 +85,16 @@ impl Default for Execution {
 impl TestOrg {
     /// Write the config for a server at `llm_url` speaking `wire`.
     pub fn new(llm_url: &str, wire: Wire, execution: Execution) -> TestOrg {
+        TestOrg::with_sections(llm_url, wire, execution, "")
+    }
+
+    /// Like [`TestOrg::new`], with extra top-level YAML sections (`channels:`, `gateway:` …) appended.
+    pub fn with_sections(
+        llm_url: &str,
+        wire: Wire,
+        execution: Execution,
+        sections: &str,
+    ) -> TestOrg {
         let (kind, base) = match wire {
             Wire::Anthropic => ("anthropic", llm_url.to_string()),
             Wire::OpenAi => ("openai-compatible", format!("{llm_url}/v1")),
@@ -155,6 +165,7 @@ agents:
     level: 2
     parent: vp-ops
     tools: [escalate, requestApproval]
+{sections}
 "#
         );
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));

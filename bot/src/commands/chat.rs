@@ -56,8 +56,40 @@ pub fn run(path: &Path, args: ChatArgs) -> ExitCode {
     }
 }
 
-/// Build the engine for a CLI or gateway command, reporting missing keys of the providers the org uses.
+/// Build the engine for `opc chat`, refusing to start when a provider the org uses has no key.
 pub fn engine(
+    loaded: &opc_hierarchy::Loaded,
+    store: opc_agents::Store,
+    options: EngineOptions,
+) -> Result<Engine, String> {
+    if let Some((provider, var)) = missing_key(loaded) {
+        return Err(format!(
+            "error: the API key for provider `{provider}` is missing: set the environment variable {var}\n\
+             hint: `export {var}=…`, or point the agents at a keyless OpenAI-compatible server \
+             (`kind: openai-compatible`, `baseUrl: http://127.0.0.1:11434/v1`)\n"
+        ));
+    }
+    build_engine(loaded, store, options)
+}
+
+/// The first provider the org uses whose key variable is unset: `(provider, variable)`.
+pub fn missing_key(loaded: &opc_hierarchy::Loaded) -> Option<(String, String)> {
+    let used = used_providers(loaded);
+    loaded
+        .config
+        .framework
+        .providers
+        .iter()
+        .filter(|(name, _)| used.contains(name))
+        .find_map(|(name, provider)| {
+            let var = provider.api_key_env.as_ref()?;
+            let set = std::env::var(var.name()).is_ok_and(|v| !v.trim().is_empty());
+            (!set).then(|| (name.clone(), var.name().to_string()))
+        })
+}
+
+/// Build the engine (keys or not) and note the tools this build does not execute yet.
+pub fn build_engine(
     loaded: &opc_hierarchy::Loaded,
     store: opc_agents::Store,
     options: EngineOptions,
@@ -70,20 +102,6 @@ pub fn engine(
         |var| std::env::var(var).ok(),
     )
     .map_err(|e| format!("error: {e}\n"))?;
-    let used = used_providers(loaded);
-    let missing: Vec<(String, String)> = engine
-        .providers()
-        .missing_keys()
-        .into_iter()
-        .filter(|(provider, _)| used.contains(provider))
-        .collect();
-    if let Some((provider, var)) = missing.first() {
-        return Err(format!(
-            "error: the API key for provider `{provider}` is missing: set the environment variable {var}\n\
-             hint: `export {var}=…`, or point the agents at a keyless OpenAI-compatible server \
-             (`kind: openai-compatible`, `baseUrl: http://127.0.0.1:11434/v1`)\n"
-        ));
-    }
     let mut unavailable: Vec<&str> = opc_agents::tools::unavailable_tools(&loaded.config)
         .iter()
         .map(|(_, tool)| tool.as_str())

@@ -1,39 +1,184 @@
-//! `opc run`: start OPC on the config's web address.
+//! `opc run`: the gateway — web chat on `channels.web.listen` (127.0.0.1:7420 by default), plus Slack and
+//! Discord when their sections are in the config — wired to the agents engine.
 //!
-//! This first version validates the config and serves a read-only view of the org: `/` (the org
-//! chart as a page), `/api/org` (the same as JSON) and `/healthz`. The chat gateway issue turns this
-//! into the full gateway (web chat, Slack, Discord); the start-up and shutdown path here is what it
-//! builds on.
+//! Start-up order is chosen so that the main job starts on a fresh machine and fails early otherwise:
+//! config → platform secrets (a missing one is an error naming its variable) → database and engine (a
+//! missing LLM key only warns: every message is then answered with a notice naming the variable) →
+//! listening socket → platform connections → ready line on stdout.
 //!
-//! Invariants: an invalid config never starts a server; SIGINT and SIGTERM stop accepting, finish
-//! in-flight requests and exit 0.
+//! Invariants: an invalid config never starts a server; secrets are read from the environment only and
+//! never printed; SIGINT and SIGTERM stop accepting, close platform connections, let in-flight tasks
+//! persist their state, and exit 0.
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::Router;
 use axum::extract::State;
 use axum::response::{Html, Json};
 use axum::routing::get;
+use opc_adapters::discord::{DiscordAdapter, DiscordConfig};
+use opc_adapters::slack::{SlackAdapter, SlackConfig, SlackMode};
+use opc_adapters::web::{WebChat, WebConfig};
+use opc_adapters::{Adapter, Inbound};
+use opc_agents::EngineOptions;
+use opc_hierarchy::schema::{EnvVar, SlackMode as ConfigSlackMode};
 use opc_hierarchy::{Loaded, OrgTree};
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
 use super::{eprint, print};
+use crate::gateway::threads::Threads;
+use crate::gateway::{Gateway, Parts};
+
+/// How many inbound events may wait for the gateway before adapters push back (HTTP 503 on the web
+/// chat, a logged drop on platforms that already got their ack).
+const INBOX_CAPACITY: usize = 4096;
 
 pub fn run(path: &Path) -> ExitCode {
+    let started = Instant::now();
     let loaded = match super::load_config(path) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
     match super::runtime() {
-        Ok(runtime) => runtime.block_on(serve(Arc::new(loaded))),
+        Ok(runtime) => runtime.block_on(serve(Arc::new(loaded), started)),
         Err(code) => code,
     }
 }
 
-async fn serve(loaded: Arc<Loaded>) -> ExitCode {
+/// The secrets named by the config, read from the environment.
+struct Secrets {
+    slack: Option<SlackConfig>,
+    discord: Option<DiscordConfig>,
+    web_token: Option<String>,
+}
+
+/// Read `var`, or explain which config key names it and how to fix it.
+fn secret(var: &EnvVar, key: &str, remove: &str) -> Result<String, String> {
+    match std::env::var(var.name()) {
+        Ok(value) if !value.trim().is_empty() => Ok(value),
+        _ => Err(format!(
+            "error: `{key}` names the environment variable {name}, which is not set\n\
+             hint: `export {name}=…` before `opc run`, or remove `{remove}` from the config\n",
+            name = var.name()
+        )),
+    }
+}
+
+fn optional_secret(var: Option<&EnvVar>, key: &str, remove: &str) -> Result<Option<String>, String> {
+    var.map(|var| secret(var, key, remove)).transpose()
+}
+
+fn secrets(loaded: &Loaded) -> Result<Secrets, String> {
+    let channels = &loaded.config.channels;
+    let slack = match &channels.slack {
+        Some(slack) => {
+            let remove = "channels.slack";
+            Some(SlackConfig {
+                mode: match slack.mode {
+                    ConfigSlackMode::Socket => SlackMode::Socket,
+                    ConfigSlackMode::Http => SlackMode::Http,
+                },
+                bot_token: secret(&slack.bot_token_env, "channels.slack.botTokenEnv", remove)?,
+                app_token: match slack.mode {
+                    ConfigSlackMode::Socket => optional_secret(
+                        slack.app_token_env.as_ref(),
+                        "channels.slack.appTokenEnv",
+                        remove,
+                    )?,
+                    ConfigSlackMode::Http => None,
+                },
+                signing_secret: match slack.mode {
+                    ConfigSlackMode::Http => optional_secret(
+                        slack.signing_secret_env.as_ref(),
+                        "channels.slack.signingSecretEnv",
+                        remove,
+                    )?,
+                    ConfigSlackMode::Socket => None,
+                },
+                api_base_url: slack.api_base_url.clone(),
+            })
+        }
+        None => None,
+    };
+    let discord = match &channels.discord {
+        Some(discord) => {
+            let remove = "channels.discord";
+            Some(DiscordConfig {
+                bot_token: secret(
+                    &discord.bot_token_env,
+                    "channels.discord.botTokenEnv",
+                    remove,
+                )?,
+                public_key: optional_secret(
+                    discord.public_key_env.as_ref(),
+                    "channels.discord.publicKeyEnv",
+                    remove,
+                )?,
+                application_id: discord.application_id.clone(),
+                api_base_url: discord.api_base_url.clone(),
+            })
+        }
+        None => None,
+    };
+    let web_token = optional_secret(
+        channels.web.access_token_env.as_ref(),
+        "channels.web.accessTokenEnv",
+        "channels.web.accessTokenEnv",
+    )?;
+    Ok(Secrets {
+        slack,
+        discord,
+        web_token,
+    })
+}
+
+async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
+    // serenity, slack-morphism and reqwest all use rustls; one process-wide provider must be chosen
+    // before the first TLS client exists.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let secrets = match secrets(&loaded) {
+        Ok(secrets) => secrets,
+        Err(message) => {
+            eprint(&message);
+            return ExitCode::from(2);
+        }
+    };
+    let store = match super::open_store(&loaded) {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
+    let threads = match Threads::open(&super::database_path(&loaded)) {
+        Ok(threads) => threads,
+        Err(e) => {
+            eprint(&format!("error: {e}\n"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let missing_key = super::chat::missing_key(&loaded);
+    let options = EngineOptions {
+        // With no key, resumed trees could only fail; they wait for a restart with the key set.
+        resume_suspended: missing_key.is_none(),
+        ..EngineOptions::default()
+    };
+    let engine = match super::chat::build_engine(&loaded, store, options) {
+        Ok(engine) => engine,
+        Err(message) => {
+            eprint(&message);
+            return ExitCode::from(2);
+        }
+    };
+    if let Some((provider, var)) = &missing_key {
+        eprint(&format!(
+            "warning: the API key for provider `{provider}` is missing: set {var} and restart; \
+             until then every message is answered with this notice\n"
+        ));
+    }
+
     let address = loaded.config.channels.web.listen;
     let listener = match tokio::net::TcpListener::bind(address).await {
         Ok(listener) => listener,
@@ -45,20 +190,64 @@ async fn serve(loaded: Arc<Loaded>) -> ExitCode {
         }
     };
     let bound = listener.local_addr().unwrap_or(address);
-    print(&format!(
-        "opc: {} — {} agents; org view on http://{bound}/ (Ctrl-C to stop)\n",
-        loaded.config.framework.name,
-        loaded.org.len()
-    ));
-    let app = Router::new()
-        .route("/", get(org_page))
+
+    let (inbox, inbound) = mpsc::channel::<Inbound>(INBOX_CAPACITY);
+    let mut adapters: Vec<Arc<dyn Adapter>> = vec![WebChat::new(
+        WebConfig {
+            access_token: secrets.web_token,
+            title: loaded.config.framework.name.clone(),
+        },
+        inbox.clone(),
+    )];
+    if let Some(config) = secrets.slack {
+        match SlackAdapter::connect(config, inbox.clone()).await {
+            Ok(slack) => adapters.push(slack),
+            Err(e) => return platform_failed("Slack", &e.to_string(), "channels.slack", &adapters).await,
+        }
+    }
+    if let Some(config) = secrets.discord {
+        match DiscordAdapter::connect(config, inbox.clone()).await {
+            Ok(discord) => adapters.push(discord),
+            Err(e) => {
+                return platform_failed("Discord", &e.to_string(), "channels.discord", &adapters)
+                    .await;
+            }
+        }
+    }
+    drop(inbox);
+
+    let mut app = Router::new()
+        .route("/org", get(org_page))
         .route("/api/org", get(org_json))
         .route("/healthz", get(|| async { "ok" }))
-        .with_state(loaded);
-    match axum::serve(listener, app)
+        .with_state(loaded.clone());
+    for adapter in &adapters {
+        app = app.merge(adapter.routes());
+    }
+    let platforms: Vec<&str> = adapters.iter().map(|a| a.platform().as_str()).collect();
+    let gateway = Gateway::new(Parts {
+        loaded: loaded.clone(),
+        engine,
+        missing_key,
+        adapters: adapters.clone(),
+        threads,
+    });
+    gateway.start(inbound);
+    print(&format!(
+        "opc: {} — {} agents; web chat on http://{bound}/ · channels: {} · ready in {} ms (Ctrl-C to stop)\n",
+        loaded.config.framework.name,
+        loaded.org.len(),
+        platforms.join(", "),
+        started.elapsed().as_millis()
+    ));
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
-        .await
-    {
+        .await;
+    for adapter in &adapters {
+        adapter.shutdown().await;
+    }
+    gateway.shutdown().await;
+    match served {
         Ok(()) => {
             print("opc: stopped\n");
             ExitCode::SUCCESS
@@ -68,6 +257,21 @@ async fn serve(loaded: Arc<Loaded>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+async fn platform_failed(
+    platform: &str,
+    error: &str,
+    section: &str,
+    started: &[Arc<dyn Adapter>],
+) -> ExitCode {
+    for adapter in started {
+        adapter.shutdown().await;
+    }
+    eprint(&format!(
+        "error: cannot connect to {platform}: {error}\nhint: check the token named in `{section}`, or remove `{section}` to run without {platform}\n"
+    ));
+    ExitCode::from(2)
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM, whichever comes first.
@@ -117,7 +321,7 @@ async fn org_page(State(loaded): State<Arc<Loaded>>) -> Html<String> {
     let mut page = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{name} — OPC</title>\
          <style>body{{font:15px system-ui,sans-serif;margin:2em}}li{{margin:.3em 0}}.role{{color:#555}}</style>\
-         </head><body><h1>{name}</h1><p>{} agents in {} levels.</p><ul>",
+         </head><body><h1>{name}</h1><p>{} agents in {} levels. <a href=\"/\">Chat</a></p><ul>",
         org.len(),
         org.depth() + 1
     );

@@ -1,0 +1,144 @@
+//! What the slash commands answer: `/status`, `/agents`, `/tasks`, `/help` (and `/cancel`'s wording).
+//!
+//! Pure rendering over the engine's database and the org, as markdown; adapters turn it into each
+//! platform's format. Answers are sent ephemerally, to the person who asked.
+//!
+//! Invariant: read-only — nothing here changes a task (cancelling is done by the gateway, after the
+//! approver check).
+
+use std::fmt::Write as _;
+
+use opc_adapters::Command;
+use opc_agents::store::{Store, TaskRecord};
+use opc_hierarchy::OrgTree;
+
+use super::now_ms;
+
+/// `/status`: every task that has not ended, grouped by tree, with its delegation path, state and
+/// elapsed time.
+pub fn status(store: &Store) -> String {
+    let live = match store.live_tasks() {
+        Ok(live) => live,
+        Err(e) => return format!("Could not read the tasks: {e}"),
+    };
+    if live.is_empty() {
+        return "Nothing is running. Mention me with a request to start something.".into();
+    }
+    let mut roots: Vec<i64> = live.iter().map(|t| t.root_id).collect();
+    roots.dedup();
+    let mut out = format!(
+        "**{} active task{}**\n",
+        live.len(),
+        if live.len() == 1 { "" } else { "s" }
+    );
+    let now = now_ms();
+    for root in roots {
+        let tree = store.tree(root).unwrap_or_default();
+        for task in live.iter().filter(|t| t.root_id == root) {
+            let _ = writeln!(
+                out,
+                "• `#{}` {} — {} — {}",
+                task.id,
+                path(&tree, task).join(" › "),
+                task.state.as_str(),
+                elapsed(now - task.created_at)
+            );
+        }
+    }
+    out.push_str("Cancel a tree with `/cancel <id>` (approvers only).");
+    out
+}
+
+/// The agents from the root down to `task`'s agent.
+fn path(tree: &[TaskRecord], task: &TaskRecord) -> Vec<String> {
+    let mut path = vec![task.agent.clone()];
+    let mut parent = task.parent_id;
+    while let Some(id) = parent {
+        match tree.iter().find(|t| t.id == id) {
+            Some(up) => {
+                path.push(up.agent.clone());
+                parent = up.parent_id;
+            }
+            None => break,
+        }
+    }
+    path.reverse();
+    path
+}
+
+fn elapsed(ms: i64) -> String {
+    let secs = ms.max(0) / 1000;
+    if secs < 60 {
+        format!("{secs}s")
+    } else if secs < 3600 {
+        format!("{}m{:02}s", secs / 60, secs % 60)
+    } else {
+        format!("{}h{:02}m", secs / 3600, (secs / 60) % 60)
+    }
+}
+
+/// `/agents`: the org tree, one agent a line, indented by level.
+pub fn agents(org: &OrgTree) -> String {
+    let mut out = String::from("**The org**\n");
+    let mut stack = vec![(org.root(), 0usize)];
+    while let Some((id, depth)) = stack.pop() {
+        let _ = writeln!(
+            out,
+            "{}• **{}** — {}",
+            "    ".repeat(depth),
+            id,
+            org.role(id).unwrap_or_default()
+        );
+        stack.extend(org.children(id).into_iter().rev().map(|c| (c, depth + 1)));
+    }
+    out
+}
+
+/// `/tasks`: recent requests with their state and the cost of their whole tree.
+pub fn tasks(store: &Store) -> String {
+    let roots = match store.recent_roots(10) {
+        Ok(roots) => roots,
+        Err(e) => return format!("Could not read the tasks: {e}"),
+    };
+    if roots.is_empty() {
+        return "No requests yet.".into();
+    }
+    let mut out = String::from("**Recent requests**\n");
+    for root in &roots {
+        let (tokens_in, tokens_out, cost) = store.tree_totals(root.id).unwrap_or((0, 0, 0.0));
+        let end = root.finished_at.unwrap_or_else(now_ms);
+        let _ = writeln!(
+            out,
+            "• `#{}` {} — {} — {} tokens — ${cost:.4} — “{}”",
+            root.id,
+            root.state.as_str(),
+            elapsed(end - root.created_at),
+            tokens_in + tokens_out,
+            excerpt(&root.input, 40)
+        );
+    }
+    out
+}
+
+fn excerpt(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        format!("{}…", flat.chars().take(max - 1).collect::<String>())
+    }
+}
+
+/// `/help`, optionally after saying what was not understood.
+pub fn help(unknown: Option<&str>) -> String {
+    let mut out = String::new();
+    if let Some(unknown) = unknown {
+        let _ = writeln!(out, "I don't know `{unknown}`.");
+    }
+    out.push_str("**Commands**\n");
+    for (name, what) in Command::ALL {
+        let _ = writeln!(out, "• `/{name}` — {what}");
+    }
+    out.push_str("Mention me with a request to start a conversation; reply in its thread to continue it.");
+    out
+}

@@ -1,0 +1,722 @@
+//! The chat gateway: inbound events from every adapter → the agents engine → answers streamed back to
+//! the thread they came from; approval cards out, button clicks in; slash commands.
+//!
+//! Shape: one task drains the inbox in order and does only quick work (thread lookup, rate limit, one
+//! database transaction to start the root task), so ordering within a thread is kept and a message
+//! flood never queues LLM work. Everything slow — streaming a reply, posting a card, answering a
+//! command — runs in its own tracked task. A second task follows the engine's event bus to post and
+//! update approval cards.
+//!
+//! Invariants:
+//! - a message over a rate limit makes no LLM call and gets at most one notice per episode;
+//! - a thread has one conversation (persisted in [`threads`]), so follow-ups — also after a restart —
+//!   continue it; messages in threads that are not ours are ignored;
+//! - only approvers decide approvals and cancel trees; an approval is decided once (the engine's
+//!   transaction), and its cards are redrawn with who decided and when;
+//! - with an LLM key missing the gateway still runs and answers every message with a notice naming the
+//!   variable, without calling the engine;
+//! - message text is never logged.
+
+pub mod commands;
+pub mod limits;
+pub mod threads;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use opc_adapters::{
+    Action, Adapter, Card, CardState, Command, Inbound, InboundKind, Place, Platform, Posted,
+    StreamingReply, User, Visibility,
+};
+use opc_agents::store::{Decided, StoreError, TaskId};
+use opc_agents::{Engine, EngineError, Event, Outcome, TaskState};
+use opc_hierarchy::Loaded;
+use opc_hierarchy::schema::Approver;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use limits::{RateLimits, Verdict};
+use threads::Threads;
+
+/// Everything the gateway is built from.
+pub struct Parts {
+    /// The loaded config (org, approvers, rate limits).
+    pub loaded: Arc<Loaded>,
+    /// The agents engine.
+    pub engine: Engine,
+    /// The provider and env var of an LLM key that is missing, if any: messages then get a notice.
+    pub missing_key: Option<(String, String)>,
+    /// The running adapters.
+    pub adapters: Vec<Arc<dyn Adapter>>,
+    /// The thread map.
+    pub threads: Threads,
+}
+
+/// The running gateway. Cheap to clone.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    loaded: Arc<Loaded>,
+    engine: Engine,
+    missing_key: Option<(String, String)>,
+    adapters: HashMap<Platform, Arc<dyn Adapter>>,
+    threads: Threads,
+    limits: RateLimits,
+    tracker: TaskTracker,
+    stop: CancellationToken,
+}
+
+impl Gateway {
+    /// Assemble the gateway; nothing runs until [`Gateway::start`].
+    pub fn new(parts: Parts) -> Gateway {
+        let limits = RateLimits::new(&parts.loaded.config.gateway.rate_limit);
+        Gateway {
+            inner: Arc::new(Inner {
+                adapters: parts
+                    .adapters
+                    .into_iter()
+                    .map(|a| (a.platform(), a))
+                    .collect(),
+                loaded: parts.loaded,
+                engine: parts.engine,
+                missing_key: parts.missing_key,
+                threads: parts.threads,
+                limits,
+                tracker: TaskTracker::new(),
+                stop: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// Start draining `inbox`, following the engine's events, and answering trees that were suspended
+    /// on approvals when OPC last stopped.
+    pub fn start(&self, inbox: mpsc::Receiver<Inbound>) {
+        // Subscribe before anything can publish, so no approval request is missed.
+        let events = self.inner.engine.events().subscribe();
+        let this = self.clone();
+        self.inner
+            .tracker
+            .spawn(async move { this.follow_approvals(events).await });
+        for &root in &self.inner.engine.recovery().suspended_roots {
+            self.resume_root(root);
+        }
+        let this = self.clone();
+        self.inner
+            .tracker
+            .spawn(async move { this.drain(inbox).await });
+        let this = self.clone();
+        self.inner.tracker.spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => this.inner.limits.tidy(),
+                    () = this.inner.stop.cancelled() => break,
+                }
+            }
+        });
+    }
+
+    /// Stop: no new events are taken; running trees stay in the database as they are (the engine
+    /// persists every turn) and replies in flight end. Adapters are shut down by the caller.
+    pub async fn shutdown(&self) {
+        self.inner.stop.cancel();
+        self.inner.engine.shutdown().await;
+        self.inner.tracker.close();
+        // Reply tasks end once the engine's runs have ended; a platform call stuck past this is dropped.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), self.inner.tracker.wait())
+            .await;
+    }
+
+    async fn drain(self, mut inbox: mpsc::Receiver<Inbound>) {
+        loop {
+            let inbound = tokio::select! {
+                inbound = inbox.recv() => inbound,
+                () = self.inner.stop.cancelled() => None,
+            };
+            let Some(inbound) = inbound else { break };
+            self.handle(inbound);
+        }
+    }
+
+    fn adapter(&self, platform: Platform) -> Option<Arc<dyn Adapter>> {
+        self.inner.adapters.get(&platform).cloned()
+    }
+
+    /// Route one event. Quick: anything slow is spawned.
+    fn handle(&self, inbound: Inbound) {
+        let Some(adapter) = self.adapter(inbound.place.platform) else {
+            tracing::warn!(platform = %inbound.place.platform, "event from a platform that is not running");
+            return;
+        };
+        match inbound.kind.clone() {
+            InboundKind::Mention { text, continues } => {
+                self.on_message(adapter, &inbound, &text, continues.as_deref(), true);
+            }
+            InboundKind::Message { text, continues } => {
+                self.on_message(adapter, &inbound, &text, Some(&continues), false);
+            }
+            InboundKind::Action { action, card } => {
+                let this = self.clone();
+                self.inner.tracker.spawn(async move {
+                    this.on_action(adapter, inbound, action, card).await;
+                });
+            }
+            InboundKind::Command(command) => {
+                let this = self.clone();
+                self.inner.tracker.spawn(async move {
+                    this.on_command(adapter, inbound, command).await;
+                });
+            }
+        }
+    }
+
+    fn respond(&self, adapter: &Arc<dyn Adapter>, inbound: &Inbound, text: String) {
+        let adapter = adapter.clone();
+        let reply = inbound.reply.clone();
+        self.inner.tracker.spawn(async move {
+            let rendered = adapter.render(&text);
+            if let Err(e) = adapter.respond(&reply, &rendered, Visibility::Ephemeral).await {
+                tracing::warn!(platform = %adapter.platform(), error = %e, "could not answer a user");
+            }
+        });
+    }
+
+    fn post_notice(&self, adapter: &Arc<dyn Adapter>, place: &Place, text: String) {
+        let adapter = adapter.clone();
+        let place = place.clone();
+        self.inner.tracker.spawn(async move {
+            let rendered = adapter.render(&text);
+            if let Err(e) = adapter.post(&place, &rendered).await {
+                tracing::warn!(platform = %adapter.platform(), error = %e, "could not post a notice");
+            }
+        });
+    }
+
+    /// A message: continue its thread's conversation, or start one if the bot was mentioned.
+    fn on_message(
+        &self,
+        adapter: Arc<dyn Adapter>,
+        inbound: &Inbound,
+        text: &str,
+        continues: Option<&str>,
+        mentioned: bool,
+    ) {
+        let inner = &self.inner;
+        let platform = inbound.place.platform;
+        let existing = match continues {
+            Some(thread) => {
+                match inner
+                    .threads
+                    .conversation(platform, &inbound.place.workspace, thread)
+                {
+                    Ok(found) => found,
+                    Err(e) => {
+                        tracing::error!(error = %e, "thread lookup failed");
+                        self.respond(
+                            &adapter,
+                            inbound,
+                            "OPC could not read its database; please try again.".into(),
+                        );
+                        return;
+                    }
+                }
+            }
+            None => None,
+        };
+        let (conversation, place) = match existing {
+            Some((conversation, place)) => (Some(conversation), place),
+            None if mentioned => (None, inbound.place.clone()),
+            // A message in a thread that is not one of ours.
+            None => return,
+        };
+        let user_key = format!("{platform}:{}:{}", inbound.place.workspace, inbound.user.id);
+        let channel_key = format!(
+            "{platform}:{}:{}",
+            inbound.place.workspace, inbound.place.channel
+        );
+        match inner.limits.check(&user_key, &channel_key) {
+            Verdict::Allowed => {}
+            Verdict::Notify(notice) => {
+                tracing::info!(%platform, "rate limit reached; message skipped");
+                self.respond(&adapter, inbound, notice);
+                return;
+            }
+            Verdict::Silent => return,
+        }
+        if text.trim().is_empty() {
+            self.respond(&adapter, inbound, commands::help(None));
+            return;
+        }
+        if let Some((provider, var)) = &inner.missing_key {
+            self.post_notice(
+                &adapter,
+                &place,
+                format!(
+                    "I can't answer yet: the API key for the `{provider}` model provider is missing. \
+                     Set the environment variable `{var}` where `opc run` runs, then restart it."
+                ),
+            );
+            if conversation.is_none() {
+                // Nothing was started, so the thread is not bound; the next mention tries again.
+            }
+            return;
+        }
+        // Subscribe before sending, so the first streamed tokens are not missed.
+        let events = inner.engine.events().subscribe();
+        match inner.engine.send(conversation.as_deref(), text) {
+            Ok(run) => {
+                if conversation.is_none()
+                    && let Err(e) = inner.threads.bind(&place, &run.conversation)
+                {
+                    tracing::error!(error = %e, "could not record the thread of a new conversation");
+                }
+                tracing::info!(%platform, task = run.task, "request started");
+                let this = self.clone();
+                let root = run.task;
+                inner.tracker.spawn(async move {
+                    let outcome = async move { Some(run.wait().await) };
+                    this.stream_reply(adapter, place, root, events, outcome)
+                        .await;
+                });
+            }
+            Err(EngineError::Busy { task, .. })
+            | Err(EngineError::Store(StoreError::Busy { task, .. })) => {
+                self.respond(
+                    &adapter,
+                    inbound,
+                    format!(
+                        "I'm still working on the previous message in this thread (task `#{task}`). \
+                         Send this again once I've answered, or cancel it with `/cancel {task}`."
+                    ),
+                );
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "could not start a request");
+                self.respond(
+                    &adapter,
+                    inbound,
+                    format!("I couldn't start on that: {e}"),
+                );
+            }
+        }
+    }
+
+    /// Stream root task `root`'s answer into `place`, then show its outcome exactly. Progress events of
+    /// the tree go to the adapter (the web chat shows them as a trace).
+    async fn stream_reply(
+        &self,
+        adapter: Arc<dyn Adapter>,
+        place: Place,
+        root: TaskId,
+        mut events: broadcast::Receiver<Event>,
+        outcome: impl Future<Output = Option<Outcome>>,
+    ) {
+        let mut reply = StreamingReply::new(adapter.clone(), place.clone());
+        let mut tree: HashSet<TaskId> = HashSet::from([root]);
+        let mut events_open = true;
+        tokio::pin!(outcome);
+        let outcome = loop {
+            let due = reply.due();
+            tokio::select! {
+                outcome = &mut outcome => break outcome,
+                event = events.recv(), if events_open => match event {
+                    Ok(event) => {
+                        if !in_tree(&event, root, &mut tree) {
+                            continue;
+                        }
+                        match &event {
+                            Event::Token { task, text, .. } if *task == root => reply.push(text),
+                            Event::Token { .. } => {}
+                            Event::StreamRestarted { task } if *task == root => reply.restart(),
+                            _ => {
+                                if let Ok(json) = serde_json::to_value(&event) {
+                                    adapter.progress(&place, &json).await;
+                                }
+                            }
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => events_open = false,
+                },
+                () = sleep_until(due), if due.is_some() => {
+                    if let Err(e) = reply.flush_if_due().await {
+                        tracing::warn!(platform = %adapter.platform(), error = %e, "could not update a streaming reply");
+                    }
+                }
+            }
+        };
+        let Some(outcome) = outcome else { return };
+        if let Err(e) = reply.finish(&final_text(&outcome)).await {
+            tracing::warn!(platform = %adapter.platform(), error = %e, "could not post an answer");
+        }
+    }
+
+    /// A tree that was suspended on an approval when OPC stopped: its answer goes to its thread.
+    fn resume_root(&self, root: TaskId) {
+        let inner = &self.inner;
+        let conversation = match inner.engine.store().task(root) {
+            Ok(task) => task.conversation_id,
+            Err(_) => return,
+        };
+        let Ok(Some(place)) = inner.threads.place_of(&conversation) else {
+            return;
+        };
+        let Some(adapter) = self.adapter(place.platform) else {
+            return;
+        };
+        let events = inner.engine.events().subscribe();
+        let this = self.clone();
+        inner.tracker.spawn(async move {
+            let engine = this.inner.engine.clone();
+            let outcome = async move { engine.wait_root(root).await.ok() };
+            this.stream_reply(adapter, place, root, events, outcome)
+                .await;
+        });
+    }
+
+    /// Post a card for every approval request, redraw cards when approvals are decided.
+    async fn follow_approvals(self, mut events: broadcast::Receiver<Event>) {
+        self.post_missing_cards().await;
+        loop {
+            let event = tokio::select! {
+                event = events.recv() => event,
+                () = self.inner.stop.cancelled() => break,
+            };
+            match event {
+                Ok(Event::ApprovalRequested { approval, .. }) => {
+                    self.post_cards(approval).await;
+                }
+                Ok(Event::ApprovalResolved {
+                    approval,
+                    decision,
+                    by,
+                    ..
+                }) => self.redraw_cards(approval, decision, by).await,
+                Ok(_) => {}
+                // Missed some: catch up from the database.
+                Err(broadcast::error::RecvError::Lagged(_)) => self.post_missing_cards().await,
+                Err(broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    }
+
+    async fn post_missing_cards(&self) {
+        let pending = self.inner.engine.pending_approvals().unwrap_or_default();
+        for approval in pending {
+            self.post_cards(approval.id).await;
+        }
+    }
+
+    fn card(&self, approval: &opc_agents::store::Approval) -> Card {
+        let org = self.inner.engine.org();
+        let mut path: Vec<String> = org
+            .ancestors(&approval.agent)
+            .into_iter()
+            .rev()
+            .map(str::to_string)
+            .collect();
+        path.push(approval.agent.clone());
+        Card {
+            approval: approval.id,
+            agent: approval.agent.clone(),
+            role: org.role(&approval.agent).unwrap_or_default().to_string(),
+            path,
+            summary: approval.summary.clone(),
+            options: approval.options.clone(),
+            state: CardState::Pending,
+        }
+    }
+
+    /// Post approval `id`'s card where its conversation lives (or the platform's approvals channel),
+    /// once.
+    async fn post_cards(&self, id: i64) {
+        let inner = &self.inner;
+        if inner.threads.cards(id).is_ok_and(|cards| !cards.is_empty()) {
+            return;
+        }
+        let Ok(Some(approval)) = inner.engine.store().approval(id) else {
+            return;
+        };
+        if approval.state != "pending" {
+            return;
+        }
+        // Conversations started from `opc chat` have no thread: they are decided there.
+        let Ok(Some(place)) = inner.threads.place_of(&approval.conversation_id) else {
+            return;
+        };
+        let Some(adapter) = self.adapter(place.platform) else {
+            return;
+        };
+        let channels = &inner.loaded.config.gateway.approvals_channel;
+        let dedicated = match place.platform {
+            Platform::Slack => channels.slack.clone(),
+            Platform::Discord => channels.discord.clone(),
+            Platform::Web => None,
+        };
+        let target = match dedicated {
+            Some(channel) => Place {
+                platform: place.platform,
+                workspace: place.workspace.clone(),
+                thread: channel.clone(),
+                channel,
+            },
+            None => place,
+        };
+        let card = self.card(&approval);
+        match adapter.post_card(&target, &card).await {
+            Ok(posted) => {
+                if let Err(e) = inner.threads.add_card(&posted, &card) {
+                    tracing::error!(error = %e, approval = id, "could not record an approval card");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(platform = %adapter.platform(), approval = id, error = %e, "could not post an approval card");
+            }
+        }
+    }
+
+    async fn redraw_cards(&self, id: i64, decision: String, by: String) {
+        let cards = self.inner.threads.cards(id).unwrap_or_default();
+        let at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        for (posted, mut card) in cards {
+            card.state = CardState::Decided {
+                option: decision.clone(),
+                by: by.clone(),
+                at: at.clone(),
+            };
+            let Some(adapter) = self.adapter(posted.platform) else {
+                continue;
+            };
+            if let Err(e) = adapter.update_card(&posted, &card).await {
+                tracing::warn!(platform = %adapter.platform(), approval = id, error = %e, "could not update an approval card");
+            } else if let Err(e) = self.inner.threads.add_card(&posted, &card) {
+                tracing::error!(error = %e, approval = id, "could not record an approval card");
+            }
+        }
+    }
+
+    /// Whether `user` may decide for `agent` (or, for the root agent, cancel its trees): the global
+    /// approvers plus the agent's own. On the web chat the operator decides: it is bound to loopback
+    /// or guarded by an access token, like the terminal `opc chat` is.
+    fn is_approver(&self, user: &User, platform: Platform, agent: &str) -> bool {
+        if platform == Platform::Web {
+            return true;
+        }
+        let config = &self.inner.loaded.config;
+        let own = config
+            .agents
+            .get(agent)
+            .map(|a| a.approvers.as_slice())
+            .unwrap_or_default();
+        config
+            .gateway
+            .approvers
+            .iter()
+            .chain(own)
+            .any(|approver| approver_matches(approver, platform, user))
+    }
+
+    fn approvers_of(&self, agent: &str) -> Vec<String> {
+        let config = &self.inner.loaded.config;
+        let own = config
+            .agents
+            .get(agent)
+            .map(|a| a.approvers.as_slice())
+            .unwrap_or_default();
+        config
+            .gateway
+            .approvers
+            .iter()
+            .chain(own)
+            .map(|a| {
+                format!(
+                    "{}:{}{}",
+                    a.platform.as_str(),
+                    if a.is_role { "role:" } else { "" },
+                    a.id
+                )
+            })
+            .collect()
+    }
+
+    async fn on_action(
+        &self,
+        adapter: Arc<dyn Adapter>,
+        inbound: Inbound,
+        action: Action,
+        _card: Posted,
+    ) {
+        let Action::Decide { approval, option } = action;
+        let engine = &self.inner.engine;
+        let record = match engine.store().approval(approval) {
+            Ok(Some(record)) => record,
+            Ok(None) => {
+                self.respond(&adapter, &inbound, format!("Approval #{approval} does not exist."));
+                return;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "approval lookup failed");
+                self.respond(
+                    &adapter,
+                    &inbound,
+                    "OPC could not read its database; please try again.".into(),
+                );
+                return;
+            }
+        };
+        let platform = inbound.place.platform;
+        if !self.is_approver(&inbound.user, platform, &record.agent) {
+            tracing::info!(%platform, approval, "approval refused: not an approver");
+            let approvers = self.approvers_of(&record.agent);
+            let who = if approvers.is_empty() {
+                "No approvers are configured for this agent; an admin can add them under \
+                 `gateway.approvers` or the agent's `approvers` in opc.config.yaml."
+                    .to_string()
+            } else {
+                format!("Approvers: {}.", approvers.join(", "))
+            };
+            self.respond(
+                &adapter,
+                &inbound,
+                format!(
+                    "Only approvers can decide approval #{approval} for **{}**. {who}",
+                    record.agent
+                ),
+            );
+            return;
+        }
+        let Some(choice) = record.options.get(option).cloned() else {
+            self.respond(
+                &adapter,
+                &inbound,
+                format!("That button is not an option of approval #{approval}."),
+            );
+            return;
+        };
+        let by = format!("{} ({platform}:{})", inbound.user.name, inbound.user.id);
+        let answer = match engine.decide(approval, &choice, &by) {
+            Ok(Decided::Recorded(_)) => {
+                tracing::info!(%platform, approval, "approval decided");
+                format!("Recorded **{choice}** for approval #{approval}.")
+            }
+            Ok(Decided::AlreadyDecided(done)) | Ok(Decided::Expired(done)) => format!(
+                "Approval #{approval} was already decided: **{}** by {}.",
+                done.decision.unwrap_or_default(),
+                done.decided_by.unwrap_or_default()
+            ),
+            Ok(Decided::NotFound) => format!("Approval #{approval} does not exist."),
+            Err(e) => format!("Could not record that: {e}"),
+        };
+        self.respond(&adapter, &inbound, answer);
+    }
+
+    async fn on_command(&self, adapter: Arc<dyn Adapter>, inbound: Inbound, command: Command) {
+        let engine = &self.inner.engine;
+        let text = match command {
+            Command::Status => commands::status(engine.store()),
+            Command::Agents => commands::agents(engine.org()),
+            Command::Tasks => commands::tasks(engine.store()),
+            Command::Help => commands::help(None),
+            Command::Unknown(what) => commands::help(Some(&what)),
+            Command::Cancel(arg) => self.cancel(&inbound, &arg),
+        };
+        self.respond(&adapter, &inbound, text);
+    }
+
+    fn cancel(&self, inbound: &Inbound, arg: &str) -> String {
+        let engine = &self.inner.engine;
+        let root = engine.org().root().to_string();
+        if !self.is_approver(&inbound.user, inbound.place.platform, &root) {
+            return "Only approvers can cancel tasks.".into();
+        }
+        let Ok(task) = arg.trim().trim_start_matches('#').parse::<TaskId>() else {
+            return format!(
+                "`/cancel` needs a task id, e.g. `/cancel 12` (see `/status`); `{}` is not one.",
+                arg.trim()
+            );
+        };
+        match engine.store().task(task) {
+            Ok(record) if record.state.is_terminal() => {
+                format!("Task #{task} has already ended ({}).", record.state.as_str())
+            }
+            Ok(_) => match engine.cancel(task) {
+                Ok(cancelled) => format!(
+                    "Cancelled task #{task} ({} task{} in its tree).",
+                    cancelled.len(),
+                    if cancelled.len() == 1 { "" } else { "s" }
+                ),
+                Err(e) => format!("Could not cancel task #{task}: {e}"),
+            },
+            Err(_) => format!("There is no task #{task}; `/status` lists the running ones."),
+        }
+    }
+}
+
+/// Whether `event` belongs to root `root`'s tree; learns the tree's tasks from `TaskCreated`.
+fn in_tree(event: &Event, root: TaskId, tree: &mut HashSet<TaskId>) -> bool {
+    match event {
+        Event::TaskCreated {
+            task, root: of, ..
+        } => {
+            if *of == root {
+                tree.insert(*task);
+                true
+            } else {
+                false
+            }
+        }
+        Event::AgentStarted { task, .. }
+        | Event::ToolCalled { task, .. }
+        | Event::Token { task, .. }
+        | Event::StreamRestarted { task }
+        | Event::AgentFinished { task, .. }
+        | Event::Escalated { task, .. }
+        | Event::ApprovalRequested { task, .. }
+        | Event::ApprovalResolved { task, .. } => tree.contains(task),
+        Event::Delegated { task, child, .. } => {
+            if tree.contains(task) {
+                tree.insert(*child);
+                true
+            } else {
+                false
+            }
+        }
+    }
+}
+
+/// The text shown for an outcome: the answer, or what went wrong.
+fn final_text(outcome: &Outcome) -> String {
+    match outcome.state {
+        TaskState::Completed => outcome.text.clone(),
+        TaskState::Cancelled => format!("**Cancelled.** {}", outcome.text),
+        TaskState::Escalated => outcome.text.clone(),
+        _ => format!("**This request failed.** {}", outcome.text),
+    }
+}
+
+fn approver_matches(approver: &Approver, platform: Platform, user: &User) -> bool {
+    approver.platform.as_str() == platform.as_str()
+        && if approver.is_role {
+            user.roles.iter().any(|r| *r == approver.id)
+        } else {
+            user.id == approver.id
+        }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Milliseconds since the Unix epoch (the engine's time unit).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -1,0 +1,208 @@
+//! `opc run` end to end through the built-in web chat: the real binary, the scripted LLM server, the JSON
+//! API and the SSE stream over loopback — delegation streamed into the conversation with the exact
+//! final text, approvals decided from the chat, slash commands, a missing LLM key answered with a
+//! notice (and no LLM call), a missing platform token refused at start-up.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::time::Duration;
+
+use opc_tests::opc_process::OpcRun;
+use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
+use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use opc_tests::sse::Sse;
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(20);
+const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
+
+async fn post(url: &str, body: Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(url)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body = response.json().await.unwrap_or(Value::Null);
+    (status, body)
+}
+
+async fn new_conversation(opc: &OpcRun) -> (String, Sse) {
+    let (status, body) = post(&opc.url("/api/conversations"), json!({})).await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["id"].as_str().unwrap().to_string();
+    let sse = Sse::connect(&opc.url(&format!("/api/conversations/{id}/events")), None).await;
+    (id, sse)
+}
+
+async fn say(opc: &OpcRun, conversation: &str, text: &str) {
+    let (status, body) = post(
+        &opc.url(&format!("/api/conversations/{conversation}/messages")),
+        json!({ "text": text }),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+}
+
+/// The text of a `message` or `edit` event equal to `text`.
+fn shows(text: &str) -> impl Fn(&Value) -> bool + '_ {
+    move |data| data["text"].as_str() == Some(text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_web_message_is_delegated_and_streamed_back_with_the_exact_final_text() {
+    let mut ceo = relay("vp-eng", "plan the page", "CEO: ");
+    ceo.push(Step::text("Budget: 10k"));
+    let script = Script::new()
+        .agent(marker("ceo"), ceo)
+        .agent(marker("vp-eng"), vec![Step::text("a status page in two sprints")]);
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
+    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+
+    let (conversation, mut sse) = new_conversation(&opc).await;
+    say(&opc, &conversation, "Plan a public status page").await;
+
+    // The delegation is traced live …
+    sse.wait_for("progress", WAIT, |e| {
+        e["event"] == "delegated" && e["from"] == "ceo" && e["to"] == "vp-eng"
+    })
+    .await;
+    // … and the answer ends exactly as the CEO wrote it.
+    let expected = "CEO: a status page in two sprints";
+    sse.wait_for("message|edit", WAIT, shows(expected)).await;
+    let ceo = llm.requests_for(&marker("ceo"));
+    assert!(ceo[0].user_texts().iter().any(|t| t.contains("Plan a public status page")));
+
+    // A follow-up in the same conversation continues the CEO's session.
+    say(&opc, &conversation, "And the budget?").await;
+    sse.wait_for("message|edit", WAIT, shows("Budget: 10k")).await;
+    let ceo = llm.requests_for(&marker("ceo"));
+    let last = ceo.last().unwrap().user_texts();
+    assert!(
+        last.iter().any(|t| t.contains("Plan a public status page")),
+        "the follow-up carries the earlier turn: {last:?}"
+    );
+
+    let (code, rest) = opc.stop();
+    assert_eq!(code, Some(0));
+    assert!(rest.contains("opc: stopped"), "{rest}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_is_decided_from_the_web_chat_and_the_task_resumes() {
+    let script = Script::new()
+        .agent(marker("ceo"), relay("vp-ops", "refund", "CEO: "))
+        .agent(marker("vp-ops"), relay("support", "refund order 7", "VP: "))
+        .agent(
+            marker("support"),
+            vec![
+                Step::tool("request_approval", json!({"summary": "Refund $120 for order 7"})),
+                Step::text("SUPPORT: {{last_result}}"),
+            ],
+        );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
+    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let (conversation, mut sse) = new_conversation(&opc).await;
+    say(&opc, &conversation, "Refund order 7").await;
+
+    let card = sse.wait_for("card", WAIT, |_| true).await;
+    let text = card.to_string();
+    assert!(text.contains("Refund $120 for order 7"), "{text}");
+    assert!(text.contains("support"), "{text}");
+    let approval = card["card"]["approval"].as_i64().expect("approval id in the card");
+    let options = card["card"]["options"].as_array().unwrap().clone();
+    let approve = options.iter().position(|o| o == "approve").unwrap();
+
+    let (status, body) = post(
+        &opc.url(&format!("/api/approvals/{approval}")),
+        json!({ "option": approve }),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    let updated = sse.wait_for("card_update", WAIT, |_| true).await;
+    assert!(updated.to_string().contains("operator"), "{updated}");
+    sse.wait_for("message|edit", WAIT, |data| {
+        data["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("CEO: VP: SUPPORT:") && t.contains("approve"))
+    })
+    .await;
+
+    // A second click is refused: decided once.
+    let (status, _) = post(
+        &opc.url(&format!("/api/approvals/{approval}")),
+        json!({ "option": approve }),
+    )
+    .await;
+    assert_eq!(status, 202);
+    sse.wait_for("notice", WAIT, |n| {
+        n["text"].as_str().is_some_and(|t| t.contains("already decided"))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_commands_answer_in_the_web_chat() {
+    let llm = ScriptedLlm::start(Script::new()).await.unwrap();
+    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
+    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let (conversation, mut sse) = new_conversation(&opc).await;
+    say(&opc, &conversation, "/agents").await;
+    sse.wait_for("notice", WAIT, |n| {
+        n["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("vp-eng") && t.contains("Backend Developer"))
+    })
+    .await;
+    say(&opc, &conversation, "/status").await;
+    sse.wait_for("notice", WAIT, |n| {
+        n["text"].as_str().is_some_and(|t| t.contains("Nothing is running"))
+    })
+    .await;
+    say(&opc, &conversation, "/frobnicate").await;
+    sse.wait_for("notice", WAIT, |n| {
+        n["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("/frobnicate") && t.contains("/status"))
+    })
+    .await;
+    assert!(llm.requests().is_empty(), "commands make no LLM call");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_llm_key_opc_run_starts_and_answers_with_a_notice() {
+    let llm = ScriptedLlm::start(Script::new()).await.unwrap();
+    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
+    let opc = OpcRun::start(&org.config_path(), &[]);
+    let (conversation, mut sse) = new_conversation(&opc).await;
+    say(&opc, &conversation, "Hello?").await;
+    sse.wait_for("message", WAIT, |m| {
+        m["text"].as_str().is_some_and(|t| t.contains(KEY_VAR))
+    })
+    .await;
+    assert!(llm.requests().is_empty(), "no LLM call without a key");
+    assert_eq!(
+        opc.stderr().matches(KEY_VAR).count(),
+        1,
+        "warned once at start-up: {}",
+        opc.stderr()
+    );
+}
+
+#[test]
+fn a_missing_platform_token_stops_start_up_naming_the_variable() {
+    let org = TestOrg::with_sections(
+        "http://127.0.0.1:9",
+        Wire::Anthropic,
+        Execution::default(),
+        "channels:\n  web: { listen: \"127.0.0.1:0\" }\n  slack:\n    mode: socket\n    botTokenEnv: OPC_TEST_UNSET_SLACK_BOT\n    appTokenEnv: OPC_TEST_UNSET_SLACK_APP\n",
+    );
+    let Err((code, stderr)) = OpcRun::try_start(&org.config_path(), &[(KEY_VAR, KEY)]) else {
+        panic!("opc run started without its Slack token");
+    };
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("OPC_TEST_UNSET_SLACK_BOT"), "{stderr}");
+    assert!(stderr.contains("channels.slack.botTokenEnv"), "{stderr}");
+}
