@@ -1,1 +1,989 @@
-//! discord (being written).
+//! Discord: the gateway websocket (serenity) for messages and interactions, optional HTTP interactions
+//! endpoint, REST (serenity's `Http`) for posting, editing, approval cards and interaction replies.
+//!
+//! Conversation threads: a mention in a guild channel starts a conversation whose thread key is the
+//! mention message's id. Discord threads started from a message have the message's id as their channel
+//! id, so the adapter only starts the thread when it first posts there (`POST
+//! /channels/{channel}/messages/{message}/threads`), and later messages written in that thread arrive
+//! with `channel_id` = the thread key. In DMs the conversation lives in the DM channel itself.
+//!
+//! Invariants:
+//! - every interaction is acknowledged (deferred response) before its event is put in the inbox, so
+//!   Discord's 3 s limit never depends on the gateway;
+//! - HTTP interactions are verified (Ed25519 over timestamp + raw body) before their body is parsed;
+//! - the bot's own messages and other bots' messages never reach the inbox; a redelivered message or
+//!   interaction reaches it once ([`Dedup`]);
+//! - outgoing messages carry `allowed_mentions: {parse: []}`: agent text can never ping anyone;
+//! - the token is never logged or put in an error (interaction tokens neither: errors carry the route
+//!   template, status and Discord's error code only), and neither is message text.
+
+use std::collections::{HashMap, HashSet};
+use std::num::NonZeroU64;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use serenity::all::{
+    ApplicationId, ChannelId, ClientBuilder, CommandDataOptionValue, CommandInteraction,
+    ComponentInteraction, Context, EventHandler, GatewayIntents, Http, HttpBuilder, HttpError,
+    Interaction, InteractionId, LightMethod, Message, MessageId, MessageType, Ready, Request, Route,
+    ShardManager, UserId, Verifier,
+};
+
+use crate::{
+    Action, Adapter, AdapterError, Card, CardState, Command, Dedup, Inbound, InboundKind, Inbox,
+    Place, Platform, Posted, ReplyHandle, User, Visibility,
+};
+
+/// Discord's own API base URL (the default of [`DiscordConfig::api_base_url`]).
+pub const DISCORD_API: &str = "https://discord.com/api";
+
+/// How long [`DiscordAdapter::connect`] waits for the gateway's READY.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Interaction response types (Discord docs, "interaction callback type").
+const DEFERRED_CHANNEL_MESSAGE: u64 = 5;
+const DEFERRED_UPDATE_MESSAGE: u64 = 6;
+/// Message flag EPHEMERAL.
+const EPHEMERAL: u64 = 64;
+/// "A thread has already been created for this message".
+const THREAD_ALREADY_CREATED: isize = 160_004;
+/// Embed description limit (an approval card is an embed).
+const EMBED_DESCRIPTION_MAX: usize = 4096;
+/// How many thread names (from mention text) are remembered until the thread is started.
+const THREAD_NAMES_MAX: usize = 10_000;
+
+/// How the adapter reaches Discord. The caller reads the secrets from env vars.
+#[derive(Clone)]
+pub struct DiscordConfig {
+    /// The bot token (without the `Bot ` prefix; it is added when missing).
+    pub bot_token: String,
+    /// The application's public key (hex), enabling the HTTP interactions endpoint.
+    pub public_key: Option<String>,
+    /// The application id; learnt from READY when absent.
+    pub application_id: Option<String>,
+    /// REST base URL, `https://discord.com/api` unless testing against a fake.
+    pub api_base_url: String,
+}
+
+impl DiscordConfig {
+    /// A config for Discord itself, without an HTTP interactions endpoint.
+    pub fn new(bot_token: impl Into<String>) -> DiscordConfig {
+        DiscordConfig {
+            bot_token: bot_token.into(),
+            public_key: None,
+            application_id: None,
+            api_base_url: DISCORD_API.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Debug for DiscordConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiscordConfig")
+            .field("bot_token", &"<redacted>")
+            .field("public_key", &self.public_key)
+            .field("application_id", &self.application_id)
+            .field("api_base_url", &self.api_base_url)
+            .finish()
+    }
+}
+
+/// The Discord adapter: see the module documentation.
+pub struct DiscordAdapter {
+    shared: Arc<Shared>,
+    shards: Arc<ShardManager>,
+    verifier: Option<Arc<Verifier>>,
+}
+
+/// State shared by the adapter, the gateway event handler and the HTTP endpoint.
+struct Shared {
+    http: Arc<Http>,
+    inbox: Inbox,
+    bot_id: OnceLock<UserId>,
+    application_id: OnceLock<ApplicationId>,
+    dedup: Dedup,
+    /// Threads known to exist (keys of places whose thread was started).
+    threads: tokio::sync::Mutex<HashSet<String>>,
+    /// Thread names from mention text, until the thread is started.
+    names: Mutex<HashMap<String, String>>,
+}
+
+impl DiscordAdapter {
+    /// Validate the token, start the gateway, wait for READY, register the slash commands.
+    pub async fn connect(
+        config: DiscordConfig,
+        inbox: Inbox,
+    ) -> Result<Arc<DiscordAdapter>, AdapterError> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let verifier = match &config.public_key {
+            Some(key) => Some(Arc::new(parse_public_key(key)?)),
+            None => None,
+        };
+        let http = Arc::new(build_http(&config));
+        let me = http
+            .get_current_user()
+            .await
+            .map_err(|e| api_error("GET /users/@me", e))?;
+        let shared = Arc::new(Shared {
+            http,
+            inbox,
+            bot_id: OnceLock::new(),
+            application_id: OnceLock::new(),
+            dedup: Dedup::default(),
+            threads: tokio::sync::Mutex::new(HashSet::new()),
+            names: Mutex::new(HashMap::new()),
+        });
+        let _ = shared.bot_id.set(me.id);
+        if let Some(id) = &config.application_id {
+            let _ = shared
+                .application_id
+                .set(ApplicationId::from(snowflake(id)?));
+        }
+
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let handler = Handler {
+            shared: shared.clone(),
+            ready: Mutex::new(Some(ready_tx)),
+        };
+        let intents = GatewayIntents::GUILD_MESSAGES
+            | GatewayIntents::DIRECT_MESSAGES
+            | GatewayIntents::MESSAGE_CONTENT;
+        let mut client = ClientBuilder::new_with_http(build_http(&config), intents)
+            .event_handler(handler)
+            .await
+            .map_err(|e| api_error("GET /gateway", e))?;
+        let shards = client.shard_manager.clone();
+        tokio::spawn(async move {
+            if let Err(error) = client.start().await {
+                tracing::error!(error = %error_kind(&error), "discord gateway stopped");
+            }
+        });
+        let ready = match tokio::time::timeout(READY_TIMEOUT, ready_rx).await {
+            Ok(Ok(ready)) => ready,
+            Ok(Err(_)) | Err(_) => {
+                shards.shutdown_all().await;
+                return Err(AdapterError::Transport {
+                    platform: Platform::Discord,
+                    method: "gateway READY".into(),
+                    error: format!("no READY within {} s", READY_TIMEOUT.as_secs()),
+                });
+            }
+        };
+        let _ = shared.application_id.set(ready);
+        let adapter = Arc::new(DiscordAdapter {
+            shared,
+            shards,
+            verifier,
+        });
+        if let Err(error) = adapter.register_commands().await {
+            adapter.shards.shutdown_all().await;
+            return Err(error);
+        }
+        tracing::info!(bot = %me.id, "discord connected");
+        Ok(adapter)
+    }
+
+    /// The bot's user id.
+    pub fn bot_user_id(&self) -> Option<String> {
+        self.shared.bot_id.get().map(ToString::to_string)
+    }
+
+    /// The application id (from config or READY).
+    pub fn application_id(&self) -> Option<String> {
+        self.shared.application_id.get().map(ToString::to_string)
+    }
+
+    /// Overwrite the global slash commands with [`Command::ALL`].
+    async fn register_commands(&self) -> Result<(), AdapterError> {
+        let app = self.shared.app_id()?;
+        let commands: Vec<Value> = Command::ALL
+            .iter()
+            .map(|(name, description)| {
+                let mut command = json!({"name": name, "description": description, "type": 1});
+                if *name == "cancel" {
+                    command["options"] = json!([{
+                        "type": 3,
+                        "name": "task",
+                        "description": "The task id",
+                        "required": true,
+                    }]);
+                }
+                command
+            })
+            .collect();
+        self.shared
+            .call(
+                "PUT /applications/{id}/commands",
+                Route::Commands {
+                    application_id: app,
+                },
+                LightMethod::Put,
+                Some(Value::Array(commands)),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The channel a place's messages go to, starting its thread first when needed.
+    async fn channel_for(&self, place: &Place) -> Result<ChannelId, AdapterError> {
+        if place.thread == place.channel {
+            return Ok(ChannelId::from(snowflake(&place.channel)?));
+        }
+        let thread = ChannelId::from(snowflake(&place.thread)?);
+        let mut known = self.shared.threads.lock().await;
+        if known.contains(&place.thread) {
+            return Ok(thread);
+        }
+        let name = self
+            .shared
+            .names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&place.thread)
+            .unwrap_or_else(|| "OPC".to_string());
+        let result = self
+            .shared
+            .call(
+                "POST /channels/{id}/messages/{id}/threads",
+                Route::ChannelMessageThreads {
+                    channel_id: ChannelId::from(snowflake(&place.channel)?),
+                    message_id: MessageId::from(snowflake(&place.thread)?),
+                },
+                LightMethod::Post,
+                Some(json!({"name": name, "auto_archive_duration": 1440})),
+            )
+            .await;
+        match result {
+            Ok(_) => {}
+            Err(AdapterError::Api { error, .. })
+                if error.contains(&format!("code {THREAD_ALREADY_CREATED}")) => {}
+            Err(error) => return Err(error),
+        }
+        known.insert(place.thread.clone());
+        Ok(thread)
+    }
+
+    async fn create_message(
+        &self,
+        channel: ChannelId,
+        body: Value,
+    ) -> Result<Posted, AdapterError> {
+        let answer = self
+            .shared
+            .call(
+                "POST /channels/{id}/messages",
+                Route::ChannelMessages {
+                    channel_id: channel,
+                },
+                LightMethod::Post,
+                Some(body),
+            )
+            .await?;
+        let id = answer
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| AdapterError::Api {
+                platform: Platform::Discord,
+                method: "POST /channels/{id}/messages".into(),
+                error: "answer without a message id".into(),
+            })?;
+        Ok(Posted {
+            platform: Platform::Discord,
+            channel: channel.to_string(),
+            id: id.to_string(),
+        })
+    }
+
+    async fn edit_message(&self, message: &Posted, body: Value) -> Result<(), AdapterError> {
+        self.shared
+            .call(
+                "PATCH /channels/{id}/messages/{id}",
+                Route::ChannelMessage {
+                    channel_id: ChannelId::from(snowflake(&message.channel)?),
+                    message_id: MessageId::from(snowflake(&message.id)?),
+                },
+                LightMethod::Patch,
+                Some(body),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The HTTP interactions endpoint: verify, answer PING, acknowledge and deliver the rest.
+    async fn http_interaction(&self, headers: &HeaderMap, body: &[u8]) -> Response {
+        let Some(verifier) = &self.verifier else {
+            return StatusCode::NOT_FOUND.into_response();
+        };
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        let verified = match (header("x-signature-ed25519"), header("x-signature-timestamp")) {
+            (Some(signature), Some(timestamp)) => {
+                verifier.verify(signature, timestamp, body).is_ok()
+            }
+            _ => false,
+        };
+        if !verified {
+            tracing::warn!("discord interaction with a missing or bad signature refused");
+            return (
+                StatusCode::UNAUTHORIZED,
+                axum::Json(json!({"error": "invalid request signature"})),
+            )
+                .into_response();
+        }
+        let Ok(value) = serde_json::from_slice::<Value>(body) else {
+            tracing::warn!(kind = "not json", "malformed discord interaction dropped");
+            return StatusCode::BAD_REQUEST.into_response();
+        };
+        if value.get("type").and_then(Value::as_u64) == Some(1) {
+            return axum::Json(json!({"type": 1})).into_response();
+        }
+        let interaction = match serde_json::from_value::<Interaction>(value) {
+            Ok(interaction) => interaction,
+            Err(_) => {
+                tracing::warn!(kind = "interaction", "malformed discord interaction dropped");
+                return StatusCode::BAD_REQUEST.into_response();
+            }
+        };
+        let Some((inbound, deferred)) = self.shared.interaction_inbound(&interaction) else {
+            // Unknown or repeated: acknowledge so Discord shows no error, deliver nothing.
+            return axum::Json(json!({"type": DEFERRED_UPDATE_MESSAGE})).into_response();
+        };
+        // The HTTP answer is the acknowledgement; the event is handed on once it is on its way.
+        let inbox = self.shared.inbox.clone();
+        tokio::spawn(async move {
+            if inbox.send(inbound).await.is_err() {
+                tracing::warn!("discord inbox closed; interaction dropped");
+            }
+        });
+        axum::Json(deferred).into_response()
+    }
+}
+
+/// Serenity's HTTP client for this config: Discord itself, or the given base URL as a proxy (rate
+/// limiter off, since a fake does not send Discord's rate-limit headers).
+fn build_http(config: &DiscordConfig) -> Http {
+    let base = config.api_base_url.trim_end_matches('/');
+    let mut builder = HttpBuilder::new(&config.bot_token);
+    if base != DISCORD_API {
+        // serenity's routes are `https://discord.com/api/v10/…`; a proxy replaces the origin.
+        let origin = base.strip_suffix("/api").unwrap_or(base);
+        builder = builder.proxy(origin).ratelimiter_disabled(true);
+    }
+    if let Some(id) = config
+        .application_id
+        .as_deref()
+        .and_then(|id| snowflake(id).ok())
+    {
+        builder = builder.application_id(ApplicationId::from(id));
+    }
+    builder.build()
+}
+
+fn parse_public_key(hex: &str) -> Result<Verifier, AdapterError> {
+    let bad = || AdapterError::Invalid("Discord public key must be 64 hex digits".into());
+    let hex = hex.trim();
+    if hex.len() != 64 || !hex.is_ascii() {
+        return Err(bad());
+    }
+    let mut key = [0u8; 32];
+    for (i, byte) in key.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+    }
+    Verifier::try_new(key).map_err(|_| bad())
+}
+
+/// A Discord snowflake id.
+fn snowflake(id: &str) -> Result<NonZeroU64, AdapterError> {
+    id.parse::<NonZeroU64>()
+        .map_err(|_| AdapterError::Invalid(format!("not a Discord id: `{id}`")))
+}
+
+/// A serenity error, without URLs (they may hold interaction tokens) nor request content.
+fn api_error(method: &str, error: serenity::Error) -> AdapterError {
+    match error {
+        serenity::Error::Http(HttpError::UnsuccessfulRequest(response)) => AdapterError::Api {
+            platform: Platform::Discord,
+            method: method.to_string(),
+            error: format!(
+                "HTTP {}, code {}: {}",
+                response.status_code.as_u16(),
+                response.error.code,
+                response.error.message
+            ),
+        },
+        other => AdapterError::Transport {
+            platform: Platform::Discord,
+            method: method.to_string(),
+            error: error_kind(&other),
+        },
+    }
+}
+
+/// What kind of failure a serenity error is, without its details (URLs may carry tokens).
+fn error_kind(error: &serenity::Error) -> String {
+    match error {
+        serenity::Error::Http(HttpError::Request(e)) => {
+            if e.is_connect() {
+                "connection failed".into()
+            } else if e.is_timeout() {
+                "timed out".into()
+            } else {
+                "request failed".into()
+            }
+        }
+        serenity::Error::Http(HttpError::UnsuccessfulRequest(r)) => {
+            format!("HTTP {}", r.status_code.as_u16())
+        }
+        serenity::Error::Http(_) => "http error".into(),
+        serenity::Error::Json(_) => "malformed answer".into(),
+        serenity::Error::Gateway(e) => format!("gateway: {e}"),
+        serenity::Error::Tungstenite(_) => "websocket error".into(),
+        _ => "error".into(),
+    }
+}
+
+impl Shared {
+    fn app_id(&self) -> Result<ApplicationId, AdapterError> {
+        self.application_id
+            .get()
+            .copied()
+            .ok_or_else(|| AdapterError::Invalid("Discord application id unknown".into()))
+    }
+
+    /// One REST call through serenity's client (rate limiter, auth), answered as JSON (`Null` when
+    /// empty).
+    async fn call(
+        &self,
+        method: &str,
+        route: Route<'_>,
+        verb: LightMethod,
+        body: Option<Value>,
+    ) -> Result<Value, AdapterError> {
+        let body = body
+            .map(|b| serde_json::to_vec(&b))
+            .transpose()
+            .map_err(|e| AdapterError::Invalid(format!("cannot encode {method}: {e}")))?;
+        let response = self
+            .http
+            .request(Request::new(route, verb).body(body))
+            .await
+            .map_err(|e| api_error(method, e))?;
+        let bytes = response.bytes().await.map_err(|_| AdapterError::Transport {
+            platform: Platform::Discord,
+            method: method.to_string(),
+            error: "answer cut short".into(),
+        })?;
+        if bytes.is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(&bytes).map_err(|_| AdapterError::Api {
+            platform: Platform::Discord,
+            method: method.to_string(),
+            error: "malformed answer".into(),
+        })
+    }
+
+    /// A message from the gateway → an inbound event, or `None` when it is not for us.
+    fn message_inbound(&self, message: &Message) -> Option<Inbound> {
+        let bot = *self.bot_id.get()?;
+        if message.author.bot || message.author.id == bot {
+            return None;
+        }
+        if !matches!(message.kind, MessageType::Regular | MessageType::InlineReply) {
+            return None;
+        }
+        if !self.dedup.first(&format!("m{}", message.id)) {
+            return None;
+        }
+        let channel = message.channel_id.to_string();
+        let mention_forms = [format!("<@{bot}>"), format!("<@!{bot}>")];
+        let mentioned = message.mentions.iter().any(|u| u.id == bot)
+            || mention_forms.iter().any(|m| message.content.contains(m.as_str()));
+        let (workspace, thread) = match message.guild_id {
+            Some(guild) => (guild.to_string(), message.id.to_string()),
+            None => ("@me".to_string(), channel.clone()),
+        };
+        let user = User {
+            id: message.author.id.to_string(),
+            name: display_name(&message.author),
+            roles: message
+                .member
+                .as_ref()
+                .map(|m| m.roles.iter().map(ToString::to_string).collect())
+                .unwrap_or_default(),
+        };
+        let reply = ReplyHandle(json!({
+            "kind": "message",
+            "channel": channel,
+            "message": message.id.to_string(),
+        }));
+        // In a DM the bot is always the one addressed: every message there is a mention.
+        let kind = if mentioned || message.guild_id.is_none() {
+            let mut text = message.content.clone();
+            for form in &mention_forms {
+                text = text.replace(form.as_str(), "");
+            }
+            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            if message.guild_id.is_some() {
+                self.remember_thread_name(&thread, &text);
+            }
+            InboundKind::Mention {
+                text,
+                continues: Some(channel.clone()),
+            }
+        } else {
+            if message.content.trim().is_empty() {
+                return None;
+            }
+            InboundKind::Message {
+                text: message.content.clone(),
+                continues: channel.clone(),
+            }
+        };
+        let thread = match kind {
+            InboundKind::Message { .. } => channel.clone(),
+            _ => thread,
+        };
+        Some(Inbound {
+            place: Place {
+                platform: Platform::Discord,
+                workspace,
+                channel,
+                thread,
+            },
+            user,
+            reply,
+            kind,
+        })
+    }
+
+    fn remember_thread_name(&self, thread: &str, text: &str) {
+        let mut name = String::new();
+        for word in text.split_whitespace() {
+            if name.chars().count() + word.chars().count() + 1 > 80 {
+                break;
+            }
+            if !name.is_empty() {
+                name.push(' ');
+            }
+            name.push_str(word);
+        }
+        if name.is_empty() {
+            name = "OPC".into();
+        }
+        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        if names.len() >= THREAD_NAMES_MAX {
+            names.clear();
+        }
+        names.insert(thread.to_string(), name);
+    }
+
+    /// An interaction → its inbound event and the deferred response that acknowledges it, or `None`
+    /// for interactions OPC does not handle (and repeats).
+    fn interaction_inbound(&self, interaction: &Interaction) -> Option<(Inbound, Value)> {
+        match interaction {
+            Interaction::Command(command) => {
+                if !self.dedup.first(&format!("i{}", command.id)) {
+                    return None;
+                }
+                Some((
+                    command_inbound(command),
+                    json!({"type": DEFERRED_CHANNEL_MESSAGE, "data": {"flags": EPHEMERAL}}),
+                ))
+            }
+            Interaction::Component(component) => {
+                let Some(action) = Action::decode(&component.data.custom_id) else {
+                    tracing::warn!(kind = "component", "unknown discord button id dropped");
+                    return None;
+                };
+                if !self.dedup.first(&format!("i{}", component.id)) {
+                    return None;
+                }
+                Some((
+                    component_inbound(component, action),
+                    json!({"type": DEFERRED_UPDATE_MESSAGE}),
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    /// Gateway path: acknowledge within Discord's 3 s, then hand on.
+    async fn handle_interaction(&self, interaction: Interaction) {
+        let (id, token) = match &interaction {
+            Interaction::Command(c) => (c.id, c.token.clone()),
+            Interaction::Component(c) => (c.id, c.token.clone()),
+            _ => return,
+        };
+        let Some((inbound, deferred)) = self.interaction_inbound(&interaction) else {
+            return;
+        };
+        if let Err(error) = self.acknowledge(id, &token, deferred).await {
+            tracing::warn!(interaction = %id, %error, "discord interaction not acknowledged");
+            return;
+        }
+        if self.inbox.send(inbound).await.is_err() {
+            tracing::warn!("discord inbox closed; interaction dropped");
+        }
+    }
+
+    async fn acknowledge(
+        &self,
+        id: InteractionId,
+        token: &str,
+        body: Value,
+    ) -> Result<(), AdapterError> {
+        self.call(
+            "POST /interactions/{id}/{token}/callback",
+            Route::InteractionResponse {
+                interaction_id: id,
+                token,
+            },
+            LightMethod::Post,
+            Some(body),
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+fn display_name(user: &serenity::all::User) -> String {
+    user.global_name.clone().unwrap_or_else(|| user.name.clone())
+}
+
+fn interaction_user(
+    user: &serenity::all::User,
+    member: Option<&serenity::all::Member>,
+) -> User {
+    User {
+        id: user.id.to_string(),
+        name: member
+            .and_then(|m| m.nick.clone())
+            .unwrap_or_else(|| display_name(user)),
+        roles: member
+            .map(|m| m.roles.iter().map(ToString::to_string).collect())
+            .unwrap_or_default(),
+    }
+}
+
+fn interaction_place(
+    guild: Option<serenity::all::GuildId>,
+    channel: ChannelId,
+    thread: String,
+) -> Place {
+    Place {
+        platform: Platform::Discord,
+        workspace: guild.map_or_else(|| "@me".to_string(), |g| g.to_string()),
+        channel: channel.to_string(),
+        thread,
+    }
+}
+
+fn interaction_reply(application: ApplicationId, token: &str) -> ReplyHandle {
+    ReplyHandle(json!({
+        "kind": "interaction",
+        "application_id": application.to_string(),
+        "token": token,
+    }))
+}
+
+fn command_inbound(command: &CommandInteraction) -> Inbound {
+    let args = command
+        .data
+        .options
+        .iter()
+        .filter_map(|option| match &option.value {
+            CommandDataOptionValue::String(s) => Some(s.clone()),
+            CommandDataOptionValue::Integer(i) => Some(i.to_string()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let channel = command.channel_id.to_string();
+    Inbound {
+        place: interaction_place(command.guild_id, command.channel_id, channel),
+        user: interaction_user(&command.user, command.member.as_deref()),
+        reply: interaction_reply(command.application_id, &command.token),
+        kind: InboundKind::Command(Command::parse(&command.data.name, &args)),
+    }
+}
+
+fn component_inbound(component: &ComponentInteraction, action: Action) -> Inbound {
+    let channel = component.channel_id.to_string();
+    Inbound {
+        place: interaction_place(component.guild_id, component.channel_id, channel.clone()),
+        user: interaction_user(&component.user, component.member.as_ref()),
+        reply: interaction_reply(component.application_id, &component.token),
+        kind: InboundKind::Action {
+            action,
+            card: Posted {
+                platform: Platform::Discord,
+                channel,
+                id: component.message.id.to_string(),
+            },
+        },
+    }
+}
+
+/// The card's body: an embed with its markdown, and a row of buttons while it is pending.
+fn card_body(card: &Card) -> Value {
+    let description = truncate(&neutralise_mentions(&card.to_markdown()), EMBED_DESCRIPTION_MAX);
+    let components: Vec<Value> = match card.state {
+        CardState::Pending => card
+            .options
+            .iter()
+            .enumerate()
+            .take(25)
+            .collect::<Vec<_>>()
+            .chunks(5)
+            .map(|row| {
+                let buttons: Vec<Value> = row
+                    .iter()
+                    .map(|(i, option)| {
+                        json!({
+                            "type": 2,
+                            "style": if *i == 0 { 1 } else { 2 },
+                            "label": truncate(option, 80),
+                            "custom_id": card.button_id(*i),
+                        })
+                    })
+                    .collect();
+                json!({"type": 1, "components": buttons})
+            })
+            .collect(),
+        CardState::Decided { .. } => Vec::new(),
+    };
+    json!({
+        "content": "",
+        "embeds": [{"description": description, "color": 0x5865F2}],
+        "components": components,
+        "allowed_mentions": {"parse": []},
+    })
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// Break `@everyone` / `@here` with a zero-width space, so they show as text even where
+/// `allowed_mentions` is not honoured. (Stand-in until `markdown::discord` lands.)
+fn neutralise_mentions(text: &str) -> String {
+    text.replace("@everyone", "@\u{200b}everyone")
+        .replace("@here", "@\u{200b}here")
+}
+
+fn reply_field<'a>(reply: &'a ReplyHandle, field: &str) -> Result<&'a str, AdapterError> {
+    reply
+        .0
+        .get(field)
+        .and_then(Value::as_str)
+        .ok_or_else(|| AdapterError::Invalid(format!("not a Discord reply handle (no `{field}`)")))
+}
+
+#[async_trait::async_trait]
+impl Adapter for DiscordAdapter {
+    fn platform(&self) -> Platform {
+        Platform::Discord
+    }
+
+    fn max_message_len(&self) -> usize {
+        2000
+    }
+
+    fn edit_interval(&self) -> Duration {
+        // Discord allows 5 edits per 5 s per channel; keep a margin.
+        Duration::from_millis(1200)
+    }
+
+    fn render(&self, markdown: &str) -> String {
+        neutralise_mentions(markdown)
+    }
+
+    async fn post(&self, place: &Place, text: &str) -> Result<Posted, AdapterError> {
+        let channel = self.channel_for(place).await?;
+        self.create_message(
+            channel,
+            json!({"content": text, "allowed_mentions": {"parse": []}}),
+        )
+        .await
+    }
+
+    async fn edit(&self, message: &Posted, text: &str) -> Result<(), AdapterError> {
+        self.edit_message(
+            message,
+            json!({"content": text, "allowed_mentions": {"parse": []}}),
+        )
+        .await
+    }
+
+    async fn post_card(&self, place: &Place, card: &Card) -> Result<Posted, AdapterError> {
+        let channel = self.channel_for(place).await?;
+        self.create_message(channel, card_body(card)).await
+    }
+
+    async fn update_card(&self, message: &Posted, card: &Card) -> Result<(), AdapterError> {
+        self.edit_message(message, card_body(card)).await
+    }
+
+    async fn respond(
+        &self,
+        reply: &ReplyHandle,
+        text: &str,
+        visibility: Visibility,
+    ) -> Result<(), AdapterError> {
+        match reply_field(reply, "kind")? {
+            "interaction" => {
+                let application = ApplicationId::from(snowflake(reply_field(
+                    reply,
+                    "application_id",
+                )?)?);
+                let token = reply_field(reply, "token")?;
+                let mut body = json!({"content": text, "allowed_mentions": {"parse": []}});
+                if visibility == Visibility::Ephemeral {
+                    body["flags"] = json!(EPHEMERAL);
+                }
+                self.shared
+                    .call(
+                        "POST /webhooks/{id}/{token}",
+                        Route::WebhookFollowupMessages {
+                            application_id: application,
+                            token,
+                        },
+                        LightMethod::Post,
+                        Some(body),
+                    )
+                    .await?;
+                Ok(())
+            }
+            "message" => {
+                // Discord has no ephemeral messages outside interactions: reply in the channel.
+                let channel = ChannelId::from(snowflake(reply_field(reply, "channel")?)?);
+                let message = reply_field(reply, "message")?;
+                self.create_message(
+                    channel,
+                    json!({
+                        "content": text,
+                        "allowed_mentions": {"parse": [], "replied_user": false},
+                        "message_reference": {"message_id": message, "fail_if_not_exists": false},
+                    }),
+                )
+                .await?;
+                Ok(())
+            }
+            other => Err(AdapterError::Invalid(format!(
+                "unknown Discord reply handle kind `{other}`"
+            ))),
+        }
+    }
+
+    fn routes(&self) -> axum::Router {
+        if self.verifier.is_none() {
+            return axum::Router::new();
+        }
+        let adapter = DiscordAdapter {
+            shared: self.shared.clone(),
+            shards: self.shards.clone(),
+            verifier: self.verifier.clone(),
+        };
+        let adapter = Arc::new(adapter);
+        axum::Router::new().route(
+            "/discord/interactions",
+            axum::routing::post(move |headers: HeaderMap, body: Bytes| {
+                let adapter = adapter.clone();
+                async move { adapter.http_interaction(&headers, &body).await }
+            }),
+        )
+    }
+
+    async fn shutdown(&self) {
+        self.shards.shutdown_all().await;
+    }
+}
+
+/// serenity's event handler: READY, messages, interactions.
+struct Handler {
+    shared: Arc<Shared>,
+    ready: Mutex<Option<tokio::sync::oneshot::Sender<ApplicationId>>>,
+}
+
+#[serenity::async_trait]
+impl EventHandler for Handler {
+    async fn ready(&self, _ctx: Context, ready: Ready) {
+        tracing::info!(
+            session_guilds = ready.guilds.len(),
+            "discord gateway READY"
+        );
+        let sender = self.ready.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(sender) = sender {
+            let _ = sender.send(ready.application.id);
+        }
+    }
+
+    async fn message(&self, _ctx: Context, message: Message) {
+        if let Some(inbound) = self.shared.message_inbound(&message)
+            && self.shared.inbox.send(inbound).await.is_err()
+        {
+            tracing::warn!("discord inbox closed; message dropped");
+        }
+    }
+
+    async fn interaction_create(&self, _ctx: Context, interaction: Interaction) {
+        self.shared.handle_interaction(interaction).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn debug_redacts_the_token() {
+        let config = DiscordConfig::new("secret-token");
+        assert!(!format!("{config:?}").contains("secret-token"));
+    }
+
+    #[test]
+    fn everyone_and_here_are_neutralised() {
+        let text = neutralise_mentions("hi @everyone and @here");
+        assert!(!text.contains("@everyone") && !text.contains("@here"));
+    }
+
+    #[test]
+    fn pending_cards_have_buttons_decided_cards_none() {
+        let mut card = Card {
+            approval: 7,
+            agent: "cfo".into(),
+            role: "CFO".into(),
+            path: vec!["ceo".into(), "cfo".into()],
+            summary: "Pay?".into(),
+            options: vec!["Approve".into(), "Reject".into()],
+            state: CardState::Pending,
+        };
+        let body = card_body(&card);
+        assert_eq!(
+            body["components"][0]["components"][1]["custom_id"],
+            card.button_id(1)
+        );
+        card.state = CardState::Decided {
+            option: "Approve".into(),
+            by: "ann".into(),
+            at: "2025-01-01T00:00:00Z".into(),
+        };
+        assert_eq!(card_body(&card)["components"], json!([]));
+    }
+
+    #[test]
+    fn public_keys_are_checked() {
+        assert!(parse_public_key("zz").is_err());
+        assert!(parse_public_key(&"0".repeat(63)).is_err());
+    }
+}
