@@ -1,0 +1,266 @@
+// The web chat's script: one conversation over the JSON API and its server-sent event stream.
+// Invariants: every text from the server is escaped before it reaches innerHTML (the markdown subset
+// is applied to escaped text; links only for http(s) URLs); the page works with the keyboard alone.
+"use strict";
+(function () {
+  const token = new URLSearchParams(location.search).get("token");
+  const log = document.getElementById("log");
+  const empty = document.getElementById("empty");
+  const input = document.getElementById("input");
+  const form = document.getElementById("composer");
+  const sendButton = document.getElementById("send");
+  const statusLine = document.getElementById("status");
+  const traceList = document.getElementById("trace-list");
+  const traceCount = document.getElementById("trace-count");
+  let conversation = null;
+  let source = null;
+
+  // ---- markdown subset: code blocks, inline code, bold, italics, http(s) links, line breaks ----
+  function esc(s) {
+    return String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+  }
+  function spans(raw) {
+    const links = [];
+    let s = esc(raw).replace(/\[([^\]\n]+)\]\((https?:\/\/[^\s)]+)\)/g, (m, text, url) => {
+      links.push('<a href="' + url + '" target="_blank" rel="noopener noreferrer">' + text + "</a>");
+      return "\u0000" + (links.length - 1) + "\u0000";
+    });
+    s = s.replace(/\*\*([^*\n]+)\*\*/g, "<strong>$1</strong>");
+    s = s.replace(/(^|[^*\w])\*([^*\s][^*\n]*)\*(?![\w*])/g, "$1<em>$2</em>");
+    s = s.replace(/(^|[^\w])_([^_\s][^_\n]*)_(?!\w)/g, "$1<em>$2</em>");
+    s = s.replace(/\n/g, "<br>");
+    return s.replace(/\u0000(\d+)\u0000/g, (m, i) => links[Number(i)]);
+  }
+  function inline(raw) {
+    return raw.split(/(`[^`\n]+`)/).map((part, i) =>
+      i % 2 ? "<code>" + esc(part.slice(1, -1)) + "</code>" : spans(part)).join("");
+  }
+  function markdown(text) {
+    return String(text).split("```").map((part, i) => {
+      if (i % 2 === 0) return inline(part);
+      const nl = part.indexOf("\n");
+      const code = nl >= 0 && /^[\w+.-]*$/.test(part.slice(0, nl)) ? part.slice(nl + 1) : part;
+      return "<pre><code>" + esc(code.replace(/\n$/, "")) + "</code></pre>";
+    }).join("");
+  }
+
+  // ---- HTTP ----
+  function headers() {
+    const h = { "Content-Type": "application/json" };
+    if (token) h["Authorization"] = "Bearer " + token;
+    return h;
+  }
+  async function postJson(path, body) {
+    const response = await fetch(path, { method: "POST", headers: headers(), body: JSON.stringify(body) });
+    let data = {};
+    try { data = await response.json(); } catch (e) { /* not JSON */ }
+    return { status: response.status, data };
+  }
+  function say(text) { statusLine.textContent = text; }
+
+  // ---- rendering ----
+  function nearBottom() { return window.innerHeight + window.scrollY >= document.body.scrollHeight - 80; }
+  function keepScrolled(was) { if (was) window.scrollTo(0, document.body.scrollHeight); }
+  function clearAll() {
+    log.replaceChildren();
+    traceList.replaceChildren();
+    traceCount.textContent = "0";
+  }
+  function element(id, className) {
+    let node = document.getElementById(id);
+    if (!node) {
+      node = document.createElement("div");
+      node.id = id;
+      log.appendChild(node);
+    }
+    node.className = className;
+    return node;
+  }
+  function showMessage(data) {
+    const was = nearBottom();
+    const node = element("m-" + data.id, "msg " + (data.author === "user" ? "user" : "bot"));
+    node.dataset.author = data.author || "bot";
+    node.innerHTML = '<span class="who">' + (data.author === "user" ? "You" : "OPC") + "</span>" +
+      '<div class="body">' + markdown(data.text) + "</div>";
+    keepScrolled(was);
+  }
+  function editMessage(data) {
+    const node = document.getElementById("m-" + data.id);
+    if (!node) return showMessage({ id: data.id, author: "bot", text: data.text });
+    const was = nearBottom();
+    const body = node.querySelector(".body");
+    if (body) body.innerHTML = markdown(data.text);
+    keepScrolled(was);
+  }
+  function showCard(data) {
+    const was = nearBottom();
+    const card = data.card;
+    const node = element("m-" + data.id, "card");
+    const hadFocus = node.contains(document.activeElement);
+    node.setAttribute("role", "group");
+    node.setAttribute("aria-label", "Approval " + card.approval + " requested by " + card.agent);
+    node.dataset.approval = card.approval;
+    const path = (card.path || []).join(" › ");
+    node.innerHTML = '<div class="body">' + markdown("**Approval needed** from **" + card.agent + "** (" +
+      card.role + ")" + (path ? " — " + path : "") + "\n\n" + card.summary) + "</div>";
+    const decided = card.state && card.state.Decided;
+    if (decided) {
+      const p = document.createElement("p");
+      p.className = "decision";
+      p.tabIndex = -1;
+      p.textContent = "Decided: " + decided.option + " — by " + decided.by + " at " + decided.at;
+      node.appendChild(p);
+      if (hadFocus) p.focus();
+    } else {
+      const options = document.createElement("div");
+      options.className = "options";
+      (card.options || []).forEach((label, index) => {
+        const button = document.createElement("button");
+        button.type = "button";
+        button.textContent = label;
+        button.setAttribute("aria-label", label + " (approval " + card.approval + ")");
+        button.addEventListener("click", () => decide(node, card.approval, index, label));
+        options.appendChild(button);
+      });
+      node.appendChild(options);
+    }
+    keepScrolled(was);
+  }
+  function showNotice(data) {
+    const was = nearBottom();
+    const node = document.createElement("div");
+    node.className = "notice";
+    node.setAttribute("role", "note");
+    node.innerHTML = '<span class="who">Notice (only you see this)</span><div class="body">' + markdown(data.text) + "</div>";
+    log.appendChild(node);
+    keepScrolled(was);
+  }
+  function describe(e) {
+    switch (e.event) {
+      case "task_created": return "task " + e.task + " created for " + e.agent;
+      case "delegated": return e.from + " → " + e.to;
+      case "agent_started": return e.agent + " started";
+      case "tool_called": return e.agent + " called " + e.tool;
+      case "agent_finished": {
+        const secs = e.duration_ms != null ? ", " + (e.duration_ms / 1000).toFixed(1) + " s" : "";
+        const cost = e.cost_usd != null ? ", $" + Number(e.cost_usd).toFixed(4) : "";
+        return e.agent + " finished (" + String(e.state || "").toLowerCase() + secs + cost + ")";
+      }
+      case "escalated": return e.agent + " escalated (" + e.kind + "): " + e.reason;
+      case "approval_requested": return e.agent + " asks for approval " + e.approval;
+      case "approval_resolved": return "approval " + e.approval + ": " + e.decision + " by " + e.by;
+      default: return String(e.event || "event");
+    }
+  }
+  function showProgress(e) {
+    const li = document.createElement("li");
+    li.textContent = describe(e);
+    traceList.appendChild(li);
+    traceCount.textContent = String(traceList.children.length);
+  }
+
+  // ---- the event stream ----
+  function connect(id) {
+    if (source) source.close();
+    conversation = id;
+    history.replaceState(null, "", location.pathname + location.search + "#c=" + id);
+    let url = "/api/conversations/" + encodeURIComponent(id) + "/events";
+    if (token) url += "?token=" + encodeURIComponent(token);
+    const es = new EventSource(url);
+    source = es;
+    const on = (name, handler) => es.addEventListener(name, (ev) => {
+      let data;
+      try { data = JSON.parse(ev.data); } catch (e) { return; }
+      handler(data);
+    });
+    on("reset", clearAll);
+    on("message", showMessage);
+    on("edit", editMessage);
+    on("card", showCard);
+    on("card_update", showCard);
+    on("notice", showNotice);
+    on("progress", showProgress);
+    es.addEventListener("open", () => { if (statusLine.dataset.lost) { say("Connected."); delete statusLine.dataset.lost; } });
+    es.addEventListener("error", () => {
+      if (es !== source) return;
+      if (es.readyState === EventSource.CLOSED) {
+        // Refused (404: forgotten after a restart, 401: token): say so; otherwise retry later.
+        fetch(url, { method: "GET", headers: headers() }).then((r) => {
+          if (r.body) r.body.cancel();
+          if (r.status === 404) { forget(); say("That conversation is no longer in memory; your next message starts a new one."); }
+          else if (r.status === 401) say("Access token missing or wrong: open this page as /?token=<token>.");
+          else setTimeout(() => { if (es === source) connect(id); }, 2000);
+        }).catch(() => setTimeout(() => { if (es === source) connect(id); }, 2000));
+      } else {
+        statusLine.dataset.lost = "1";
+        say("Connection lost; reconnecting…");
+      }
+    });
+  }
+  function forget() {
+    if (source) source.close();
+    source = null;
+    conversation = null;
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+
+  // ---- actions ----
+  async function decide(node, approval, option, label) {
+    const buttons = node.querySelectorAll("button");
+    buttons.forEach((b) => { b.disabled = true; });
+    say("Sending decision “" + label + "”…");
+    try {
+      const r = await postJson("/api/approvals/" + encodeURIComponent(approval), { option });
+      if (r.status === 202) { say("Decision sent: " + label + "."); return; }
+      say("Decision refused: " + (r.data.error || "HTTP " + r.status));
+    } catch (e) {
+      say("Could not reach the server; try again.");
+    }
+    buttons.forEach((b) => { b.disabled = false; });
+  }
+  async function send(text) {
+    if (!conversation) {
+      const r = await postJson("/api/conversations", { text });
+      if (r.status !== 201) return r;
+      connect(r.data.id);
+      return { status: 202, data: {} };
+    }
+    const r = await postJson("/api/conversations/" + encodeURIComponent(conversation) + "/messages", { text });
+    if (r.status === 404) forget();
+    return r;
+  }
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const text = input.value;
+    if (!text.trim()) { say("Type a message first."); input.focus(); return; }
+    sendButton.disabled = true;
+    say("Sending…");
+    try {
+      const r = await send(text);
+      if (r.status === 202) { input.value = ""; say(""); }
+      else if (r.status === 404) say("That conversation is no longer in memory; press Send again to start a new one.");
+      else say("Not sent: " + (r.data.error || "HTTP " + r.status));
+    } catch (e) {
+      say("Could not reach the server; your message is still in the box.");
+    }
+    sendButton.disabled = false;
+    input.focus();
+  });
+  input.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  document.getElementById("new-conversation").addEventListener("click", () => {
+    forget();
+    clearAll();
+    log.appendChild(empty);
+    say("New conversation: your next message starts it.");
+    input.focus();
+  });
+
+  const match = /^#c=([0-9A-Za-z-]{1,64})$/.exec(location.hash);
+  if (match) connect(match[1]);
+  input.focus();
+})();
