@@ -162,9 +162,10 @@ impl WebEvent {
     fn to_sse(&self) -> Event {
         let (name, data) = match self {
             WebEvent::Reset => ("reset", json!({})),
-            WebEvent::Message { id, author, text } => {
-                ("message", json!({"id": id.to_string(), "author": author, "text": text}))
-            }
+            WebEvent::Message { id, author, text } => (
+                "message",
+                json!({"id": id.to_string(), "author": author, "text": text}),
+            ),
             WebEvent::Edit { id, text } => ("edit", json!({"id": id.to_string(), "text": text})),
             WebEvent::Card { id, card, update } => (
                 if *update { "card_update" } else { "card" },
@@ -249,8 +250,12 @@ impl ChatState {
                     break;
                 };
                 self.conversations.remove(&oldest);
-                self.approvals.retain(|_, (conversation, _)| *conversation != oldest);
-                tracing::debug!(platform = "web", "forgot the least recently used conversation");
+                self.approvals
+                    .retain(|_, (conversation, _)| *conversation != oldest);
+                tracing::debug!(
+                    platform = "web",
+                    "forgot the least recently used conversation"
+                );
             }
         }
         let conversation = self
@@ -308,7 +313,8 @@ impl ChatState {
             }
         }
         if let Some(card) = card {
-            self.approvals.insert(card.approval, (id.to_string(), number));
+            self.approvals
+                .insert(card.approval, (id.to_string(), number));
         }
         number
     }
@@ -394,7 +400,9 @@ impl Adapter for WebChat {
 
     async fn post(&self, place: &Place, text: &str) -> Result<Posted, AdapterError> {
         if !valid_id(&place.channel) {
-            return Err(AdapterError::Invalid("not a web chat conversation".to_string()));
+            return Err(AdapterError::Invalid(
+                "not a web chat conversation".to_string(),
+            ));
         }
         let number = self
             .shared
@@ -428,7 +436,9 @@ impl Adapter for WebChat {
 
     async fn post_card(&self, place: &Place, card: &Card) -> Result<Posted, AdapterError> {
         if !valid_id(&place.channel) {
-            return Err(AdapterError::Invalid("not a web chat conversation".to_string()));
+            return Err(AdapterError::Invalid(
+                "not a web chat conversation".to_string(),
+            ));
         }
         let number = self.shared.lock().push_message(
             &place.channel,
@@ -588,7 +598,7 @@ async fn page(State(shared): State<Arc<Shared>>) -> Response {
 }
 
 /// The JSON object of a request body; `Ok(None)` for an empty body.
-#[allow(clippy::result_large_err)]
+#[allow(clippy::result_large_err)] // the error is the HTTP answer itself; not a hot path
 fn read_json(body: Result<Bytes, BytesRejection>) -> Result<Option<Value>, Response> {
     let bytes = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -613,7 +623,7 @@ fn read_json(body: Result<Bytes, BytesRejection>) -> Result<Option<Value>, Respo
 }
 
 /// `text` of a body as a message, or the error to answer.
-#[allow(clippy::result_large_err)]
+#[allow(clippy::result_large_err)] // the error is the HTTP answer itself; not a hot path
 fn message_text(body: &Value) -> Result<String, Response> {
     match body.get("text") {
         Some(Value::String(text)) if !text.trim().is_empty() => Ok(text.clone()),
@@ -659,6 +669,7 @@ fn busy() -> Response {
 }
 
 /// Record the user's message and hand it to the inbox, atomically with respect to `post`.
+#[allow(clippy::result_large_err)] // the error is the HTTP answer itself; not a hot path
 fn deliver(shared: &Shared, conversation: &str, text: &str) -> Result<(), Response> {
     let inbound = inbound_for(conversation, text);
     let is_command = matches!(inbound.kind, InboundKind::Command(_));
@@ -734,7 +745,11 @@ async fn send_message(
         Err(response) => return response,
     };
     match deliver(&shared, &id, &text) {
-        Ok(()) => (StatusCode::ACCEPTED, axum::Json(json!({ "accepted": true }))).into_response(),
+        Ok(()) => (
+            StatusCode::ACCEPTED,
+            axum::Json(json!({ "accepted": true })),
+        )
+            .into_response(),
         Err(response) => response,
     }
 }
@@ -757,9 +772,8 @@ async fn events(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Re
             Ok(event) => Some((event, live)),
             // Too slow (or the conversation was forgotten): end the stream; the client reconnects
             // and gets a full replay (or a 404).
-            Err(broadcast::error::RecvError::Lagged(_)) | Err(broadcast::error::RecvError::Closed) => {
-                None
-            }
+            Err(broadcast::error::RecvError::Lagged(_))
+            | Err(broadcast::error::RecvError::Closed) => None,
         }
     });
     let stream = replay
@@ -839,7 +853,11 @@ async fn decide(
     match shared.inbox.try_send(inbound) {
         Ok(()) => {
             tracing::debug!(platform = "web", approval, option, "approval decision");
-            (StatusCode::ACCEPTED, axum::Json(json!({ "accepted": true }))).into_response()
+            (
+                StatusCode::ACCEPTED,
+                axum::Json(json!({ "accepted": true })),
+            )
+                .into_response()
         }
         Err(_) => {
             tracing::warn!(platform = "web", "inbox full or closed, decision refused");
@@ -923,7 +941,10 @@ mod tests {
         assert!(!constant_time_eq(b"secret", b"secret2"));
         assert!(!constant_time_eq(b"", b"x"));
         assert_eq!(percent_decode("a%2Fb+c%zz%4"), "a/b c%zz%4");
-        assert_eq!(escape_html("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(
+            escape_html("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
         assert!(valid_id("0123abcd"));
         assert!(!valid_id("../x"));
     }
@@ -931,9 +952,14 @@ mod tests {
     #[test]
     fn slash_text_is_a_command_and_other_text_a_mention() {
         let inbound = inbound_for("c1", "/cancel 42");
-        assert_eq!(inbound.kind, InboundKind::Command(Command::Cancel("42".into())));
+        assert_eq!(
+            inbound.kind,
+            InboundKind::Command(Command::Cancel("42".into()))
+        );
         let inbound = inbound_for("c1", "hello /status");
-        assert!(matches!(inbound.kind, InboundKind::Mention { continues: Some(ref c), .. } if c == "c1"));
+        assert!(
+            matches!(inbound.kind, InboundKind::Mention { continues: Some(ref c), .. } if c == "c1")
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //!
 //! Invariant: nothing in this crate talks to any host other than the loopback interface.
 
+pub mod browser;
 pub mod opc_process;
 pub mod org;
 pub mod scripted_llm;

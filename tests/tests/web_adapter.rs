@@ -1,0 +1,647 @@
+//! The web chat adapter end to end over loopback: its JSON API and event stream (reqwest), and its page
+//! in headless Chromium. A small echo consumer of the inbox plays the gateway: a mention is answered by
+//! a streamed reply, a progress event and an approval card; a decision updates the card and is answered
+//! with a notice; a command is answered with a notice.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use opc_adapters::web::{WebChat, WebConfig};
+use opc_adapters::{Action, Adapter, Card, CardState, Command, Inbound, InboundKind, Platform};
+use opc_tests::browser::Browser;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+/// Hang guard only: every wait ends as soon as its event arrives.
+const WAIT: Duration = Duration::from_secs(30);
+
+struct Chat {
+    base: String,
+    http: reqwest::Client,
+    /// Every inbound event the echo consumer received, in order.
+    seen: mpsc::UnboundedReceiver<Inbound>,
+}
+
+/// Serve a web chat on 127.0.0.1 with an echo consumer behind its inbox.
+async fn start(token: Option<&str>) -> Chat {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (inbox, rx) = mpsc::channel(64);
+    let adapter = WebChat::new(
+        WebConfig {
+            access_token: token.map(str::to_string),
+            title: "OPC <test>".to_string(),
+        },
+        inbox,
+    );
+    let (seen_tx, seen) = mpsc::unbounded_channel();
+    tokio::spawn(echo(adapter.clone(), rx, seen_tx));
+    let base = serve(&adapter).await;
+    Chat {
+        base,
+        http: reqwest::Client::new(),
+        seen,
+    }
+}
+
+async fn serve(adapter: &Arc<WebChat>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let routes = adapter.routes();
+    tokio::spawn(async move { axum::serve(listener, routes).await.unwrap() });
+    base
+}
+
+/// The gateway stand-in.
+async fn echo(
+    adapter: Arc<WebChat>,
+    mut inbox: mpsc::Receiver<Inbound>,
+    seen: mpsc::UnboundedSender<Inbound>,
+) {
+    let mut next_approval = 100;
+    let mut cards = std::collections::HashMap::new();
+    while let Some(inbound) = inbox.recv().await {
+        let _ = seen.send(inbound.clone());
+        match &inbound.kind {
+            InboundKind::Mention { text, .. } => {
+                let place = &inbound.place;
+                let answer = format!("echo: {text}");
+                let posted = adapter.post(place, "…").await.unwrap();
+                let chars: Vec<char> = answer.chars().collect();
+                for cut in [chars.len() / 3, 2 * chars.len() / 3] {
+                    let partial: String = chars[..cut].iter().collect();
+                    adapter
+                        .edit(&posted, &format!("{partial} …"))
+                        .await
+                        .unwrap();
+                }
+                adapter.edit(&posted, &answer).await.unwrap();
+                // Streamed tokens are not kept for the trace; delegation is.
+                adapter
+                    .progress(
+                        place,
+                        &json!({"event": "token", "task": 1, "agent": "ceo", "text": "x"}),
+                    )
+                    .await;
+                adapter
+                    .progress(
+                        place,
+                        &json!({"event": "delegated", "task": 1, "child": 2, "from": "ceo", "to": "vp-eng"}),
+                    )
+                    .await;
+                next_approval += 1;
+                let card = Card {
+                    approval: next_approval,
+                    agent: "vp-eng".to_string(),
+                    role: "VP Engineering".to_string(),
+                    path: vec!["ceo".to_string(), "vp-eng".to_string()],
+                    summary: "Deploy to **production**?".to_string(),
+                    options: vec!["Approve".to_string(), "Reject".to_string()],
+                    state: CardState::Pending,
+                };
+                adapter.post_card(place, &card).await.unwrap();
+                cards.insert(next_approval, card);
+            }
+            InboundKind::Action {
+                action: Action::Decide { approval, option },
+                card: posted,
+            } => {
+                let mut card = cards[approval].clone();
+                card.state = CardState::Decided {
+                    option: card.options[*option].clone(),
+                    by: inbound.user.name.clone(),
+                    at: "2026-01-01T00:00:00Z".to_string(),
+                };
+                adapter.update_card(posted, &card).await.unwrap();
+                adapter
+                    .respond(
+                        &inbound.reply,
+                        "decision recorded",
+                        opc_adapters::Visibility::Ephemeral,
+                    )
+                    .await
+                    .unwrap();
+            }
+            InboundKind::Command(command) => {
+                adapter
+                    .respond(
+                        &inbound.reply,
+                        &format!("command {command:?}"),
+                        opc_adapters::Visibility::Ephemeral,
+                    )
+                    .await
+                    .unwrap();
+            }
+            InboundKind::Message { .. } => {}
+        }
+    }
+}
+
+/// Server-sent events read off a streaming response body.
+struct Events {
+    body: std::pin::Pin<
+        Box<dyn futures_util::Stream<Item = reqwest::Result<axum::body::Bytes>> + Send>,
+    >,
+    buffer: String,
+}
+
+impl Events {
+    async fn open(chat: &Chat, id: &str) -> Events {
+        let response = chat
+            .http
+            .get(format!("{}/api/conversations/{id}/events", chat.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert!(
+            response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/event-stream")
+        );
+        Events {
+            body: Box::pin(response.bytes_stream()),
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event: its name and JSON data. Comments (keep-alives) are skipped.
+    async fn next(&mut self) -> (String, Value) {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let frame: String = self.buffer.drain(..end + 2).collect();
+                let mut name = "message".to_string();
+                let mut data = String::new();
+                for line in frame.lines() {
+                    if let Some(value) = line.strip_prefix("event:") {
+                        name = value.trim().to_string();
+                    } else if let Some(value) = line.strip_prefix("data:") {
+                        data.push_str(value.strip_prefix(' ').unwrap_or(value));
+                    }
+                }
+                if data.is_empty() {
+                    continue;
+                }
+                return (name, serde_json::from_str(&data).unwrap());
+            }
+            let chunk = tokio::time::timeout(WAIT, self.body.next())
+                .await
+                .expect("no event in time")
+                .expect("event stream ended")
+                .unwrap();
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+
+    /// Skip events until one named `name`.
+    async fn skip_to(&mut self, name: &str) -> Value {
+        loop {
+            let (got, data) = self.next().await;
+            if got == name {
+                return data;
+            }
+        }
+    }
+
+    async fn expect(&mut self, name: &str) -> Value {
+        let (got, data) = self.next().await;
+        assert_eq!(got, name, "expected a `{name}` event, got `{got}`: {data}");
+        data
+    }
+}
+
+impl Chat {
+    async fn create(&self, body: Option<Value>) -> String {
+        let mut request = self.http.post(format!("{}/api/conversations", self.base));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 201);
+        let body: Value = response.json().await.unwrap();
+        let id = body["id"].as_str().unwrap().to_string();
+        assert_eq!(id.len(), 16);
+        id
+    }
+
+    async fn send(&self, id: &str, text: &str) -> reqwest::Response {
+        self.http
+            .post(format!("{}/api/conversations/{id}/messages", self.base))
+            .json(&json!({ "text": text }))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn decide(&self, approval: i64, option: usize) -> reqwest::Response {
+        self.http
+            .post(format!("{}/api/approvals/{approval}", self.base))
+            .json(&json!({ "option": option }))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn next_seen(&mut self) -> Inbound {
+        tokio::time::timeout(WAIT, self.seen.recv())
+            .await
+            .expect("no inbound in time")
+            .unwrap()
+    }
+}
+
+/// Read the events of one echoed exchange: the user message, the streamed answer, trace, card.
+async fn expect_exchange(events: &mut Events, text: &str) -> Value {
+    let question = events.expect("message").await;
+    assert_eq!(question["author"], "user");
+    assert_eq!(question["text"], text);
+    let answer = events.expect("message").await;
+    assert_eq!(answer["author"], "bot");
+    assert_eq!(answer["text"], "…");
+    let mut last = String::new();
+    for _ in 0..3 {
+        let edit = events.expect("edit").await;
+        assert_eq!(edit["id"], answer["id"]);
+        last = edit["text"].as_str().unwrap().to_string();
+    }
+    assert_eq!(last, format!("echo: {text}"));
+    let progress = events.expect("progress").await;
+    assert_eq!(
+        progress["event"], "delegated",
+        "tokens are not in the trace"
+    );
+    assert_eq!(progress["to"], "vp-eng");
+    let card = events.expect("card").await;
+    assert_eq!(card["card"]["state"], "Pending");
+    assert_eq!(card["card"]["options"], json!(["Approve", "Reject"]));
+    card
+}
+
+#[tokio::test]
+async fn a_conversation_streams_answers_cards_and_decisions_in_order() {
+    let mut chat = start(None).await;
+    let id = chat.create(None).await;
+    let mut events = Events::open(&chat, &id).await;
+    events.expect("reset").await;
+
+    let response = chat.send(&id, "hello *web*").await;
+    assert_eq!(response.status(), 202);
+    let inbound = chat.next_seen().await;
+    assert_eq!(
+        inbound.kind,
+        InboundKind::Mention {
+            text: "hello *web*".to_string(),
+            continues: Some(id.clone())
+        }
+    );
+    assert_eq!(inbound.place.platform, Platform::Web);
+    assert_eq!(inbound.place.workspace, "web");
+    assert_eq!(inbound.place.channel, id);
+    assert_eq!(inbound.place.thread, id);
+    assert_eq!(inbound.user.id, "operator");
+
+    let card = expect_exchange(&mut events, "hello *web*").await;
+    let approval = card["card"]["approval"].as_i64().unwrap();
+
+    let response = chat.decide(approval, 1).await;
+    assert_eq!(response.status(), 202);
+    let inbound = chat.next_seen().await;
+    match inbound.kind {
+        InboundKind::Action {
+            action,
+            card: posted,
+        } => {
+            assert_eq!(
+                action,
+                Action::Decide {
+                    approval,
+                    option: 1
+                }
+            );
+            assert_eq!(posted.channel, id);
+            assert_eq!(posted.id, card["id"].as_str().unwrap());
+        }
+        other => panic!("expected an action, got {other:?}"),
+    }
+    let update = events.expect("card_update").await;
+    assert_eq!(update["id"], card["id"]);
+    assert_eq!(update["card"]["state"]["Decided"]["option"], "Reject");
+    assert_eq!(update["card"]["state"]["Decided"]["by"], "operator");
+    let notice = events.expect("notice").await;
+    assert_eq!(notice["text"], "decision recorded");
+
+    // An option the card does not have is refused.
+    let response = chat.decide(approval, 5).await;
+    assert_eq!(response.status(), 400);
+}
+
+#[tokio::test]
+async fn a_late_subscriber_gets_the_current_state_replayed() {
+    let chat = start(None).await;
+    // The first message comes with the creation request.
+    let id = chat.create(Some(json!({"text": "first"}))).await;
+    let mut live = Events::open(&chat, &id).await;
+    live.expect("reset").await;
+    // Whatever was already delivered is replayed, the rest arrives live; wait for the card.
+    let card = live.skip_to("card").await;
+    let approval = card["card"]["approval"].as_i64().unwrap();
+    assert_eq!(chat.decide(approval, 0).await.status(), 202);
+    live.skip_to("card_update").await;
+    live.expect("notice").await;
+
+    // A reload: the messages with their latest text, the card as it is now, the trace.
+    let mut replay = Events::open(&chat, &id).await;
+    replay.expect("reset").await;
+    let question = replay.expect("message").await;
+    assert_eq!(
+        (question["author"].as_str(), question["text"].as_str()),
+        (Some("user"), Some("first"))
+    );
+    let answer = replay.expect("message").await;
+    assert_eq!(answer["text"], "echo: first");
+    let card = replay.expect("card").await;
+    assert_eq!(card["card"]["state"]["Decided"]["option"], "Approve");
+    let progress = replay.expect("progress").await;
+    assert_eq!(progress["from"], "ceo");
+
+    // And it continues live.
+    assert_eq!(chat.send(&id, "second").await.status(), 202);
+    expect_exchange(&mut replay, "second").await;
+}
+
+#[tokio::test]
+async fn bad_requests_get_clear_errors() {
+    let chat = start(None).await;
+    let response = chat.send("0123456789abcdef", "hello").await;
+    assert_eq!(response.status(), 404);
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("no such conversation")
+    );
+    let response = chat
+        .http
+        .get(format!("{}/api/conversations/nope/events", chat.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+
+    let id = chat.create(None).await;
+    for empty in ["", "   \n"] {
+        let response = chat.send(&id, empty).await;
+        assert_eq!(response.status(), 400);
+        let body: Value = response.json().await.unwrap();
+        assert!(body["error"].as_str().unwrap().contains("empty"), "{body}");
+    }
+    let response = chat
+        .http
+        .post(format!("{}/api/conversations/{id}/messages", chat.base))
+        .body("not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+
+    let response = chat.send(&id, &"x".repeat(40 * 1024)).await;
+    assert_eq!(response.status(), 413);
+    let body: Value = response.json().await.unwrap();
+    assert!(body["error"].as_str().unwrap().contains("larger than"));
+
+    assert_eq!(chat.decide(4242, 0).await.status(), 404);
+}
+
+#[tokio::test]
+async fn the_access_token_is_required_on_every_route() {
+    let chat = start(Some("s3cret/+token")).await;
+    let response = chat
+        .http
+        .get(format!("{}/", chat.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    let body: Value = response.json().await.unwrap();
+    let error = body["error"].as_str().unwrap();
+    assert!(error.contains("Authorization: Bearer") && error.contains("?token="));
+
+    let wrong = chat
+        .http
+        .post(format!("{}/api/conversations", chat.base))
+        .bearer_auth("s3cret/+tokem")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let none = chat
+        .http
+        .post(format!("{}/api/conversations", chat.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(none.status(), 401);
+
+    let response = chat
+        .http
+        .get(format!("{}/", chat.base))
+        .bearer_auth("s3cret/+token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let response = chat
+        .http
+        .get(format!("{}/?token=s3cret%2F%2Btoken", chat.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let page = response.text().await.unwrap();
+    assert!(page.contains("<title>OPC &lt;test&gt;</title>"));
+
+    let created = chat
+        .http
+        .post(format!("{}/api/conversations", chat.base))
+        .bearer_auth("s3cret/+token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let id: Value = created.json().await.unwrap();
+    let id = id["id"].as_str().unwrap();
+    let events = chat
+        .http
+        .get(format!("{}/api/conversations/{id}/events", chat.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), 401);
+    let events = chat
+        .http
+        .get(format!(
+            "{}/api/conversations/{id}/events?token=s3cret%2F%2Btoken",
+            chat.base
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), 200);
+}
+
+#[tokio::test]
+async fn slash_commands_arrive_as_commands_and_are_answered_with_notices() {
+    let mut chat = start(None).await;
+    let id = chat.create(None).await;
+    let mut events = Events::open(&chat, &id).await;
+    events.expect("reset").await;
+
+    assert_eq!(chat.send(&id, "/status").await.status(), 202);
+    assert_eq!(
+        chat.next_seen().await.kind,
+        InboundKind::Command(Command::Status)
+    );
+    let notice = events.expect("notice").await;
+    assert_eq!(notice["text"], "command Status");
+
+    assert_eq!(chat.send(&id, "/cancel  42 ").await.status(), 202);
+    assert_eq!(
+        chat.next_seen().await.kind,
+        InboundKind::Command(Command::Cancel("42".to_string()))
+    );
+    events.expect("notice").await;
+}
+
+#[tokio::test]
+async fn a_full_inbox_is_answered_503_with_retry_after() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (inbox, _rx) = mpsc::channel(1);
+    let adapter = WebChat::new(
+        WebConfig {
+            access_token: None,
+            title: "OPC".to_string(),
+        },
+        inbox,
+    );
+    let base = serve(&adapter).await;
+    let http = reqwest::Client::new();
+    let created = http
+        .post(format!("{base}/api/conversations"))
+        .json(&json!({"text": "one"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let id: Value = created.json().await.unwrap();
+    let response = http
+        .post(format!(
+            "{base}/api/conversations/{}/messages",
+            id["id"].as_str().unwrap()
+        ))
+        .json(&json!({"text": "two"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.headers()["retry-after"], "1");
+}
+
+#[tokio::test]
+async fn the_page_chats_streams_and_decides_in_headless_chromium() {
+    let Some(mut browser) = Browser::for_test().await else {
+        return;
+    };
+    let chat = start(Some("page-token")).await;
+    browser
+        .navigate(&format!("{}/?token=page-token", chat.base))
+        .await
+        .unwrap();
+    browser
+        .wait_for(
+            "document.activeElement && document.activeElement.id === 'input'",
+            WAIT,
+        )
+        .await
+        .unwrap();
+
+    // Keyboard only: type, Enter.
+    browser
+        .type_text("hello **browser** <img src=x>")
+        .await
+        .unwrap();
+    browser.press_enter().await.unwrap();
+    browser
+        .wait_for(
+            "[...document.querySelectorAll('.msg.bot .body')].some(e => e.textContent === 'echo: hello browser <img src=x>')",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    // Markdown rendered, HTML escaped.
+    let rendered = browser
+        .eval("[document.querySelectorAll('#log strong').length > 0, document.querySelectorAll('#log img').length]")
+        .await
+        .unwrap();
+    assert_eq!(rendered, json!([true, 0]));
+    assert_eq!(
+        browser
+            .eval("document.getElementById('input').value")
+            .await
+            .unwrap(),
+        json!("")
+    );
+    // The trace shows the delegation; the card its buttons.
+    browser
+        .wait_for(
+            "document.getElementById('trace-list').textContent.includes('ceo → vp-eng')",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    browser
+        .wait_for(
+            "document.querySelectorAll('.card button').length === 2",
+            WAIT,
+        )
+        .await
+        .unwrap();
+
+    // Approve with the keyboard: focus the first button, Enter.
+    browser.focus(".card button").await.unwrap();
+    browser.press_enter().await.unwrap();
+    browser
+        .wait_for(
+            "(document.querySelector('.card .decision') || {}).textContent === 'Decided: Approve — by operator at 2026-01-01T00:00:00Z'",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    browser
+        .wait_for(
+            "[...document.querySelectorAll('.notice')].some(e => e.textContent.includes('decision recorded'))",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        browser
+            .eval("document.querySelectorAll('.card button').length")
+            .await
+            .unwrap(),
+        json!(0)
+    );
+
+    // A reload replays the conversation (the id is in the URL's fragment).
+    browser.eval("location.reload()").await.unwrap();
+    browser
+        .wait_for(
+            "location.hash.startsWith('#c=') && document.querySelectorAll('.msg.user').length === 1 && !!document.querySelector('.card .decision')",
+            WAIT,
+        )
+        .await
+        .unwrap();
+}
