@@ -29,8 +29,8 @@ use serde_json::{Value, json};
 use serenity::all::{
     ApplicationId, ChannelId, ClientBuilder, CommandDataOptionValue, CommandInteraction,
     ComponentInteraction, Context, EventHandler, GatewayIntents, Http, HttpBuilder, HttpError,
-    Interaction, InteractionId, LightMethod, Message, MessageId, MessageType, Ready, Request, Route,
-    ShardManager, UserId, Verifier,
+    Interaction, InteractionId, LightMethod, Message, MessageId, MessageType, Ready, Request,
+    Route, ShardManager, UserId, Verifier,
 };
 
 use crate::{
@@ -319,7 +319,10 @@ impl DiscordAdapter {
             return StatusCode::NOT_FOUND.into_response();
         };
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-        let verified = match (header("x-signature-ed25519"), header("x-signature-timestamp")) {
+        let verified = match (
+            header("x-signature-ed25519"),
+            header("x-signature-timestamp"),
+        ) {
             (Some(signature), Some(timestamp)) => {
                 verifier.verify(signature, timestamp, body).is_ok()
             }
@@ -343,7 +346,10 @@ impl DiscordAdapter {
         let interaction = match serde_json::from_value::<Interaction>(value) {
             Ok(interaction) => interaction,
             Err(_) => {
-                tracing::warn!(kind = "interaction", "malformed discord interaction dropped");
+                tracing::warn!(
+                    kind = "interaction",
+                    "malformed discord interaction dropped"
+                );
                 return StatusCode::BAD_REQUEST.into_response();
             }
         };
@@ -471,11 +477,14 @@ impl Shared {
             .request(Request::new(route, verb).body(body))
             .await
             .map_err(|e| api_error(method, e))?;
-        let bytes = response.bytes().await.map_err(|_| AdapterError::Transport {
-            platform: Platform::Discord,
-            method: method.to_string(),
-            error: "answer cut short".into(),
-        })?;
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|_| AdapterError::Transport {
+                platform: Platform::Discord,
+                method: method.to_string(),
+                error: "answer cut short".into(),
+            })?;
         if bytes.is_empty() {
             return Ok(Value::Null);
         }
@@ -492,7 +501,10 @@ impl Shared {
         if message.author.bot || message.author.id == bot {
             return None;
         }
-        if !matches!(message.kind, MessageType::Regular | MessageType::InlineReply) {
+        if !matches!(
+            message.kind,
+            MessageType::Regular | MessageType::InlineReply
+        ) {
             return None;
         }
         if !self.dedup.first(&format!("m{}", message.id)) {
@@ -501,7 +513,9 @@ impl Shared {
         let channel = message.channel_id.to_string();
         let mention_forms = [format!("<@{bot}>"), format!("<@!{bot}>")];
         let mentioned = message.mentions.iter().any(|u| u.id == bot)
-            || mention_forms.iter().any(|m| message.content.contains(m.as_str()));
+            || mention_forms
+                .iter()
+                .any(|m| message.content.contains(m.as_str()));
         let (workspace, thread) = match message.guild_id {
             Some(guild) => (guild.to_string(), message.id.to_string()),
             None => ("@me".to_string(), channel.clone()),
@@ -651,13 +665,12 @@ impl Shared {
 }
 
 fn display_name(user: &serenity::all::User) -> String {
-    user.global_name.clone().unwrap_or_else(|| user.name.clone())
+    user.global_name
+        .clone()
+        .unwrap_or_else(|| user.name.clone())
 }
 
-fn interaction_user(
-    user: &serenity::all::User,
-    member: Option<&serenity::all::Member>,
-) -> User {
+fn interaction_user(user: &serenity::all::User, member: Option<&serenity::all::Member>) -> User {
     User {
         id: user.id.to_string(),
         name: member
@@ -730,7 +743,10 @@ fn component_inbound(component: &ComponentInteraction, action: Action) -> Inboun
 
 /// The card's body: an embed with its markdown, and a row of buttons while it is pending.
 fn card_body(card: &Card) -> Value {
-    let description = truncate(&neutralise_mentions(&card.to_markdown()), EMBED_DESCRIPTION_MAX);
+    let description = truncate(
+        &neutralise_mentions(&card.to_markdown()),
+        EMBED_DESCRIPTION_MAX,
+    );
     let components: Vec<Value> = match card.state {
         CardState::Pending => card
             .options
@@ -841,10 +857,8 @@ impl Adapter for DiscordAdapter {
     ) -> Result<(), AdapterError> {
         match reply_field(reply, "kind")? {
             "interaction" => {
-                let application = ApplicationId::from(snowflake(reply_field(
-                    reply,
-                    "application_id",
-                )?)?);
+                let application =
+                    ApplicationId::from(snowflake(reply_field(reply, "application_id")?)?);
                 let token = reply_field(reply, "token")?;
                 let mut body = json!({"content": text, "allowed_mentions": {"parse": []}});
                 if visibility == Visibility::Ephemeral {
@@ -917,10 +931,7 @@ struct Handler {
 #[serenity::async_trait]
 impl EventHandler for Handler {
     async fn ready(&self, _ctx: Context, ready: Ready) {
-        tracing::info!(
-            session_guilds = ready.guilds.len(),
-            "discord gateway READY"
-        );
+        tracing::info!(session_guilds = ready.guilds.len(), "discord gateway READY");
         let sender = self.ready.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(sender) = sender {
             let _ = sender.send(ready.application.id);
