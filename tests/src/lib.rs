@@ -12,3 +12,10 @@ pub mod opc_process;
 pub mod org;
 pub mod scripted_llm;
 pub mod sse;
+
+/// A reqwest client for tests. reqwest is built without a default TLS provider (the product picks
+/// ring once at start-up), so the provider is installed here first, once per process.
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}

@@ -29,7 +29,7 @@ pub struct Sse {
 impl Sse {
     /// Connect to `url` (optionally with a bearer token) and start reading in the background.
     pub async fn connect(url: &str, token: Option<&str>) -> Sse {
-        let client = reqwest::Client::new();
+        let client = crate::http_client();
         let mut request = client.get(url).header("accept", "text/event-stream");
         if let Some(token) = token {
             request = request.bearer_auth(token);

@@ -16,7 +16,7 @@ const WAIT: Duration = Duration::from_secs(20);
 const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
 
 async fn post(url: &str, body: Value) -> (u16, Value) {
-    let response = reqwest::Client::new()
+    let response = opc_tests::http_client()
         .post(url)
         .json(&body)
         .send()
