@@ -8,6 +8,7 @@
 
 pub mod browser;
 pub mod fake_discord;
+pub mod fake_slack;
 pub mod opc_process;
 pub mod org;
 pub mod scripted_llm;
