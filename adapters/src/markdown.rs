@@ -201,16 +201,8 @@ impl SlackWriter {
                 self.push(&line);
                 self.at_item_start = true;
             }
-            Tag::Emphasis => {
-                if !self.in_heading {
-                    self.push("_");
-                }
-            }
-            Tag::Strong => {
-                if !self.in_heading {
-                    self.push("*");
-                }
-            }
+            Tag::Emphasis if !self.in_heading => self.push("_"),
+            Tag::Strong if !self.in_heading => self.push("*"),
             Tag::Strikethrough => self.push("~"),
             Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. } => {
                 self.open(Frame::Link(dest_url.to_string()));
@@ -256,22 +248,17 @@ impl SlackWriter {
             TagEnd::List(_) => {
                 self.lists.pop();
             }
-            TagEnd::Emphasis => {
-                if !self.in_heading {
-                    self.push("_");
-                }
-            }
-            TagEnd::Strong => {
-                if !self.in_heading {
-                    self.push("*");
-                }
-            }
+            TagEnd::Emphasis if !self.in_heading => self.push("_"),
+            TagEnd::Strong if !self.in_heading => self.push("*"),
             TagEnd::Strikethrough => self.push("~"),
             TagEnd::Link | TagEnd::Image => {
                 if let Some((Frame::Link(url), label)) = self.close() {
                     // `|` and `>` end a Slack link early; the label is already escaped.
                     let label = label.replace('|', "¦");
-                    let url = url.replace('|', "%7C").replace('>', "%3E").replace('<', "%3C");
+                    let url = url
+                        .replace('|', "%7C")
+                        .replace('>', "%3E")
+                        .replace('<', "%3C");
                     let link = if label.is_empty() || label == url {
                         format!("<{url}>")
                     } else {
@@ -304,7 +291,10 @@ mod tests {
 
     #[test]
     fn inline_styles() {
-        assert_eq!(slack_mrkdwn("**bold** and _it_ and *it2*"), "*bold* and _it_ and _it2_");
+        assert_eq!(
+            slack_mrkdwn("**bold** and _it_ and *it2*"),
+            "*bold* and _it_ and _it2_"
+        );
         assert_eq!(slack_mrkdwn("~~gone~~"), "~gone~");
         assert_eq!(
             slack_mrkdwn("see [the docs](https://example.com/a?b=1&c=2)"),

@@ -165,9 +165,7 @@ fn connector_for(base_url: &str) -> Result<Connector, AdapterError> {
     if base_url.starts_with("https://") {
         Ok(builder
             .with_native_roots()
-            .map_err(|e| {
-                AdapterError::Invalid(format!("no TLS root certificates for Slack: {e}"))
-            })?
+            .map_err(|e| AdapterError::Invalid(format!("no TLS root certificates for Slack: {e}")))?
             .https_only()
             .enable_http1()
             .enable_http2()
@@ -208,10 +206,12 @@ fn api_error(method: &str, error: SlackClientError) -> AdapterError {
             error: "ratelimited".to_string(),
         },
         SlackClientError::HttpError(e) => transport(format!("HTTP status {}", e.status_code)),
-        SlackClientError::SystemError(e) => transport(format!(
-            "{}",
-            e.message.as_deref().unwrap_or("connection failed")
-        )),
+        SlackClientError::SystemError(e) => transport(
+            e.message
+                .as_deref()
+                .unwrap_or("connection failed")
+                .to_string(),
+        ),
         SlackClientError::HttpProtocolError(_) => transport("HTTP protocol error".to_string()),
         SlackClientError::ProtocolError(_) => transport("unexpected response".to_string()),
         SlackClientError::EndOfStream(_) => transport("connection closed".to_string()),
@@ -298,8 +298,7 @@ impl SlackAdapter {
         let base = config.api_base_url.trim_end_matches('/').to_string();
         let connector = connector_for(&base)?;
         let client = SlackClient::new(
-            SlackClientHyperConnector::with_connector(connector.clone())
-                .with_slack_api_url(&base),
+            SlackClientHyperConnector::with_connector(connector.clone()).with_slack_api_url(&base),
         );
         let hooks = HyperClient::builder(TokioExecutor::new()).build(connector);
         let bot_token = SlackApiToken::new(config.bot_token.clone().into());
@@ -438,11 +437,16 @@ impl SlackAdapter {
             .header("content-type", "application/json; charset=utf-8")
             .body(Full::new(Bytes::from(body.to_string())))
             .map_err(|_| AdapterError::Invalid("malformed Slack response_url".to_string()))?;
-        let response = self
-            .hooks
-            .request(request)
-            .await
-            .map_err(|e| transport(if e.is_connect() { "connection failed" } else { "request failed" }.to_string()))?;
+        let response = self.hooks.request(request).await.map_err(|e| {
+            transport(
+                if e.is_connect() {
+                    "connection failed"
+                } else {
+                    "request failed"
+                }
+                .to_string(),
+            )
+        })?;
         let status = response.status();
         // Drain the body so the connection can be reused.
         let _ = response.into_body().collect().await;
@@ -526,7 +530,10 @@ pub fn card_blocks(card: &Card) -> Value {
 fn card_content(card: &Card) -> Result<SlackMessageContent, AdapterError> {
     let blocks: Vec<SlackBlock> = serde_json::from_value(card_blocks(card))
         .map_err(|e| AdapterError::Invalid(format!("approval card blocks: {e}")))?;
-    let fallback = truncate(&markdown::slack_mrkdwn(&card.to_markdown()), MAX_MESSAGE_LEN);
+    let fallback = truncate(
+        &markdown::slack_mrkdwn(&card.to_markdown()),
+        MAX_MESSAGE_LEN,
+    );
     Ok(SlackMessageContent::new()
         .with_text(fallback)
         .with_blocks(blocks))
@@ -684,12 +691,12 @@ fn strip_mention(text: &str, bot_user: &str) -> String {
     while let Some(start) = rest.find(&open) {
         let after = &rest[start + open.len()..];
         // Only a whole id: `<@U12>` must not match `<@U123>`.
-        if after.starts_with('>') || after.starts_with('|') {
-            if let Some(end) = after.find('>') {
-                out.push_str(&rest[..start]);
-                rest = &after[end + 1..];
-                continue;
-            }
+        if (after.starts_with('>') || after.starts_with('|'))
+            && let Some(end) = after.find('>')
+        {
+            out.push_str(&rest[..start]);
+            rest = &after[end + 1..];
+            continue;
         }
         out.push_str(&rest[..start + open.len()]);
         rest = after;
@@ -913,7 +920,8 @@ impl Receiver {
             .or_else(|| str_at(payload, &["container", "channel_id"]));
         let message_ts = str_at(payload, &["container", "message_ts"])
             .or_else(|| str_at(payload, &["message", "ts"]));
-        let (Some(user_id), Some(channel), Some(message_ts)) = (user_id, channel, message_ts) else {
+        let (Some(user_id), Some(channel), Some(message_ts)) = (user_id, channel, message_ts)
+        else {
             warn!("malformed slack block_actions dropped");
             return;
         };
@@ -1267,8 +1275,7 @@ mod tests {
     const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
     const TIMESTAMP: &str = "1531420618";
     const BODY: &str = "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
-    const SIGNATURE: &str =
-        "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503";
+    const SIGNATURE: &str = "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503";
 
     #[test]
     fn the_official_vector_verifies() {
@@ -1337,7 +1344,10 @@ mod tests {
         let blocks = card_blocks(&card);
         assert_eq!(blocks[0]["type"], "section");
         let text = blocks[0]["text"]["text"].as_str().unwrap();
-        assert!(text.contains("*$5k*") && text.contains("&lt;ads&gt;"), "{text}");
+        assert!(
+            text.contains("*$5k*") && text.contains("&lt;ads&gt;"),
+            "{text}"
+        );
         let buttons = blocks[1]["elements"].as_array().unwrap();
         assert_eq!(buttons.len(), 2);
         assert_eq!(buttons[0]["action_id"], card.button_id(0));

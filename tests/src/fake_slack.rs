@@ -161,7 +161,10 @@ impl FakeSlack {
 
     /// A response URL served by the fake (calls to it are recorded as method `response_url`).
     pub fn response_url(&self, id: &str) -> String {
-        format!("http://{}/hooks/commands/{TEAM_ID}/{id}/secret", self.shared.addr)
+        format!(
+            "http://{}/hooks/commands/{TEAM_ID}/{id}/secret",
+            self.shared.addr
+        )
     }
 
     /// Every Web API / response-URL call so far, in arrival order.
@@ -188,7 +191,11 @@ impl FakeSlack {
     }
 
     /// Wait until `check` finds something in the fake's state, or `timeout` passes.
-    async fn wait<T>(&self, timeout: Duration, mut check: impl FnMut(&FakeSlack) -> Option<T>) -> Option<T> {
+    async fn wait<T>(
+        &self,
+        timeout: Duration,
+        mut check: impl FnMut(&FakeSlack) -> Option<T>,
+    ) -> Option<T> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let notified = self.shared.changed.notified();
@@ -221,7 +228,9 @@ impl FakeSlack {
     /// The ack of `envelope_id`, waiting up to `timeout`.
     pub async fn wait_for_ack(&self, envelope_id: &str, timeout: Duration) -> Option<Ack> {
         self.wait(timeout, |fake| {
-            fake.acks().into_iter().find(|a| a.envelope_id == envelope_id)
+            fake.acks()
+                .into_iter()
+                .find(|a| a.envelope_id == envelope_id)
         })
         .await
     }
@@ -237,9 +246,11 @@ impl FakeSlack {
 
     /// Wait until no websocket is open (the client closed it), up to `timeout`.
     pub async fn wait_for_no_socket(&self, timeout: Duration) -> bool {
-        self.wait(timeout, |fake| lock(&fake.shared.sockets).is_empty().then_some(()))
-            .await
-            .is_some()
+        self.wait(timeout, |fake| {
+            lock(&fake.shared.sockets).is_empty().then_some(())
+        })
+        .await
+        .is_some()
     }
 
     /// Send a frame on the newest live socket, waiting (up to 10 s) for one to be connected.
@@ -329,7 +340,9 @@ pub fn percent_encode(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
             b => out.push_str(&format!("%{b:02X}")),
         }
     }
@@ -584,13 +597,7 @@ pub fn app_mention(
 }
 
 /// An Events API body with a `message` event written in thread `thread_ts`.
-pub fn thread_message(
-    channel: &str,
-    user: &str,
-    text: &str,
-    ts: &str,
-    thread_ts: &str,
-) -> Value {
+pub fn thread_message(channel: &str, user: &str, text: &str, ts: &str, thread_ts: &str) -> Value {
     event_callback(json!({
         "client_msg_id": format!("c9b466b5-845c-49c6-a371-{:012}", next_id()),
         "type": "message",
@@ -734,7 +741,13 @@ pub fn sign(secret: &str, timestamp: i64, body: &str) -> String {
 /// The headers Slack sends with a signed request: timestamp and signature.
 pub fn signed_headers(secret: &str, timestamp: i64, body: &str) -> Vec<(String, String)> {
     vec![
-        ("x-slack-request-timestamp".to_string(), timestamp.to_string()),
-        ("x-slack-signature".to_string(), sign(secret, timestamp, body)),
+        (
+            "x-slack-request-timestamp".to_string(),
+            timestamp.to_string(),
+        ),
+        (
+            "x-slack-signature".to_string(),
+            sign(secret, timestamp, body),
+        ),
     ]
 }

@@ -286,7 +286,11 @@ async fn block_actions_become_actions_and_respond_uses_the_response_url() {
     assert_eq!(inbound.user.name, "U2-name");
 
     adapter
-        .respond(&inbound.reply, "Only approvers can decide.", Visibility::Ephemeral)
+        .respond(
+            &inbound.reply,
+            "Only approvers can decide.",
+            Visibility::Ephemeral,
+        )
         .await
         .unwrap();
     let call = fake
@@ -419,7 +423,12 @@ async fn outbound_operations_make_the_right_web_api_calls() {
     assert_eq!(buttons[0]["text"]["text"], "Approve");
     assert_eq!(buttons[0]["style"], "primary");
     assert!(buttons[1].get("style").is_none());
-    assert!(call.params["text"].as_str().unwrap().contains("Approval needed"));
+    assert!(
+        call.params["text"]
+            .as_str()
+            .unwrap()
+            .contains("Approval needed")
+    );
 
     let decided = card(CardState::Decided {
         option: "Approve".into(),
@@ -442,7 +451,8 @@ async fn outbound_operations_make_the_right_web_api_calls() {
     );
 
     // A message's reply handle: ephemeral → chat.postEphemeral; public → in the thread.
-    let reply = ReplyHandle(json!({"channel": "C1", "user": "U9", "thread_ts": "1700000030.000100"}));
+    let reply =
+        ReplyHandle(json!({"channel": "C1", "user": "U9", "thread_ts": "1700000030.000100"}));
     adapter
         .respond(&reply, "only you", Visibility::Ephemeral)
         .await
@@ -493,10 +503,15 @@ async fn bad_tokens_and_modes_fail_connect_clearly() {
 
     let mut bad_bot = config(&fake, SlackMode::Socket);
     bad_bot.bot_token = "xoxb-not-the-right-one".into();
-    let error = SlackAdapter::connect(bad_bot, tx.clone()).await.unwrap_err();
+    let error = SlackAdapter::connect(bad_bot, tx.clone())
+        .await
+        .unwrap_err();
     let message = error.to_string();
     assert!(matches!(error, AdapterError::Invalid(_)), "{message}");
-    assert!(message.contains("invalid_auth") && message.contains("bot token"), "{message}");
+    assert!(
+        message.contains("invalid_auth") && message.contains("bot token"),
+        "{message}"
+    );
     assert!(!message.contains("xoxb-not-the-right-one"));
 
     let mut bad_app = config(&fake, SlackMode::Socket);
@@ -505,7 +520,10 @@ async fn bad_tokens_and_modes_fail_connect_clearly() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(message.contains("app-level token") && !message.contains("xapp-wrong"), "{message}");
+    assert!(
+        message.contains("app-level token") && !message.contains("xapp-wrong"),
+        "{message}"
+    );
 
     let mut no_app = config(&fake, SlackMode::Socket);
     no_app.app_token = None;
@@ -514,7 +532,9 @@ async fn bad_tokens_and_modes_fail_connect_clearly() {
 
     let mut no_secret = config(&fake, SlackMode::Http);
     no_secret.signing_secret = None;
-    let error = SlackAdapter::connect(no_secret, tx.clone()).await.unwrap_err();
+    let error = SlackAdapter::connect(no_secret, tx.clone())
+        .await
+        .unwrap_err();
     assert!(matches!(&error, AdapterError::Invalid(m) if m.contains("signing secret")));
 }
 
@@ -590,7 +610,10 @@ async fn http_events_are_verified_before_anything_is_delivered() {
         "type": "url_verification"})
     .to_string();
     let response = setup
-        .event(&challenge, fake_slack::signed_headers(SECRET, now, &challenge))
+        .event(
+            &challenge,
+            fake_slack::signed_headers(SECRET, now, &challenge),
+        )
         .await;
     assert_eq!(response.status(), 200);
     let answer: Value = response.json().await.unwrap();
@@ -609,15 +632,22 @@ async fn http_events_are_verified_before_anything_is_delivered() {
     // Forged, stale and unsigned requests: 401, not delivered.
     let forged = app_mention("C1", "U1", "<@W11> forged", "1700000041.000100", None).to_string();
     let response = setup
-        .event(&forged, fake_slack::signed_headers("not-the-secret", now, &forged))
+        .event(
+            &forged,
+            fake_slack::signed_headers("not-the-secret", now, &forged),
+        )
         .await;
     assert_eq!(response.status(), 401);
     let stale = app_mention("C1", "U1", "<@W11> stale", "1700000042.000100", None).to_string();
     let response = setup
-        .event(&stale, fake_slack::signed_headers(SECRET, now - 600, &stale))
+        .event(
+            &stale,
+            fake_slack::signed_headers(SECRET, now - 600, &stale),
+        )
         .await;
     assert_eq!(response.status(), 401);
-    let unsigned = app_mention("C1", "U1", "<@W11> unsigned", "1700000043.000100", None).to_string();
+    let unsigned =
+        app_mention("C1", "U1", "<@W11> unsigned", "1700000043.000100", None).to_string();
     assert_eq!(setup.event(&unsigned, vec![]).await.status(), 401);
     // A body swapped under valid headers.
     assert_eq!(setup.event(&forged, signed.clone()).await.status(), 401);
@@ -628,9 +658,13 @@ async fn http_events_are_verified_before_anything_is_delivered() {
     retry.push(("x-slack-retry-reason".into(), "http_timeout".into()));
     assert_eq!(setup.event(&body, retry).await.status(), 200);
 
-    let sentinel = app_mention("C1", "U1", "<@W11> sentinel", "1700000044.000100", None).to_string();
+    let sentinel =
+        app_mention("C1", "U1", "<@W11> sentinel", "1700000044.000100", None).to_string();
     let response = setup
-        .event(&sentinel, fake_slack::signed_headers(SECRET, now, &sentinel))
+        .event(
+            &sentinel,
+            fake_slack::signed_headers(SECRET, now, &sentinel),
+        )
         .await;
     assert_eq!(response.status(), 200);
     assert_eq!(
@@ -661,9 +695,7 @@ async fn http_interactions_and_commands_are_verified_and_delivered() {
         "http://127.0.0.1:9/hooks/x",
     );
     let body = fake_slack::interaction_form(&payload);
-    let response = setup
-        .post("/slack/interactions", form, &body, vec![])
-        .await;
+    let response = setup.post("/slack/interactions", form, &body, vec![]).await;
     assert_eq!(response.status(), 401, "unsigned interaction refused");
     let response = setup
         .post(
@@ -714,6 +746,9 @@ async fn http_interactions_and_commands_are_verified_and_delivered() {
     let inbound = recv(&mut setup.rx).await;
     assert_eq!(inbound.kind, InboundKind::Command(Command::Agents));
     assert_eq!(inbound.place.channel, "C2");
-    assert_eq!(inbound.reply.0["response_url"], "http://127.0.0.1:9/hooks/y");
+    assert_eq!(
+        inbound.reply.0["response_url"],
+        "http://127.0.0.1:9/hooks/y"
+    );
     setup.adapter.shutdown().await;
 }
