@@ -1181,11 +1181,9 @@ async fn socket_loop(
                 };
                 match connected {
                     Ok((socket, _)) => {
-                        let end = run_socket(&receiver, socket, &stop).await;
-                        if matches!(end, SocketEnd::Disconnect) {
-                            backoff = MIN_BACKOFF;
-                        }
-                        end
+                        // Connected: a later loss starts its backoff afresh.
+                        backoff = MIN_BACKOFF;
+                        run_socket(&receiver, socket, &stop).await
                     }
                     Err(e) => {
                         warn!(error = %e, "slack socket connect failed");
