@@ -73,7 +73,8 @@ pub struct Place {
     pub channel: String,
     /// The thread's key, unique within the workspace: Slack `thread_ts` (the root message's `ts`), the
     /// Discord thread's channel id (equal to the id of the message it was started from; the DM channel
-    /// id in direct messages), the web chat's conversation id.
+    /// id in direct messages), the web chat's conversation id. A `thread` equal to `channel` (or
+    /// empty) means the channel itself: posts go to its top level.
     pub thread: String,
 }
 

@@ -381,7 +381,8 @@ impl SlackAdapter {
         content: SlackMessageContent,
     ) -> Result<Posted, AdapterError> {
         let mut request = SlackApiChatPostMessageRequest::new(channel.to_string().into(), content);
-        if let Some(thread) = thread.filter(|t| !t.is_empty()) {
+        // An empty thread, or the channel itself, means the top level of the channel (see `Place`).
+        if let Some(thread) = thread.filter(|t| !t.is_empty() && *t != channel) {
             request = request.with_thread_ts(thread.to_string().into());
         }
         let response = self

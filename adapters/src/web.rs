@@ -107,6 +107,9 @@ struct Shared {
     /// The page with the title filled in; the CSP nonce is filled in per response.
     page: String,
     state: Mutex<ChatState>,
+    /// Cancelled by [`Adapter::shutdown`]: open event streams end, so the server can stop (an SSE
+    /// response never ends by itself, and graceful shutdown waits for every response).
+    closing: tokio_util::sync::CancellationToken,
 }
 
 #[derive(Default)]
@@ -333,6 +336,7 @@ impl WebChat {
                 inbox,
                 page,
                 state: Mutex::new(ChatState::default()),
+                closing: tokio_util::sync::CancellationToken::new(),
             }),
         })
     }
@@ -383,6 +387,10 @@ fn message_number(message: &Posted) -> Result<u64, AdapterError> {
 impl Adapter for WebChat {
     fn platform(&self) -> Platform {
         Platform::Web
+    }
+
+    async fn shutdown(&self) {
+        self.shared.closing.cancel();
     }
 
     fn max_message_len(&self) -> usize {
@@ -778,6 +786,7 @@ async fn events(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Re
     });
     let stream = replay
         .chain(live)
+        .take_until(shared.closing.clone().cancelled_owned())
         .map(|event| Ok::<Event, Infallible>(event.to_sse()));
     let mut response = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))

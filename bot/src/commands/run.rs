@@ -240,12 +240,17 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
         platforms.join(", "),
         started.elapsed().as_millis()
     ));
+    // On a signal: stop accepting, and close the adapters at once — that ends open event streams and
+    // platform sockets, which graceful shutdown would otherwise wait for forever.
+    let closing = adapters.clone();
     let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            for adapter in &closing {
+                adapter.shutdown().await;
+            }
+        })
         .await;
-    for adapter in &adapters {
-        adapter.shutdown().await;
-    }
     gateway.shutdown().await;
     match served {
         Ok(()) => {
