@@ -744,7 +744,7 @@ fn component_inbound(component: &ComponentInteraction, action: Action) -> Inboun
 /// The card's body: an embed with its markdown, and a row of buttons while it is pending.
 fn card_body(card: &Card) -> Value {
     let description = truncate(
-        &neutralise_mentions(&card.to_markdown()),
+        &crate::markdown::discord(&card.to_markdown()),
         EMBED_DESCRIPTION_MAX,
     );
     let components: Vec<Value> = match card.state {
@@ -789,13 +789,6 @@ fn truncate(text: &str, max: usize) -> String {
     cut
 }
 
-/// Break `@everyone` / `@here` with a zero-width space, so they show as text even where
-/// `allowed_mentions` is not honoured. (Stand-in until `markdown::discord` lands.)
-fn neutralise_mentions(text: &str) -> String {
-    text.replace("@everyone", "@\u{200b}everyone")
-        .replace("@here", "@\u{200b}here")
-}
-
 fn reply_field<'a>(reply: &'a ReplyHandle, field: &str) -> Result<&'a str, AdapterError> {
     reply
         .0
@@ -820,7 +813,7 @@ impl Adapter for DiscordAdapter {
     }
 
     fn render(&self, markdown: &str) -> String {
-        neutralise_mentions(markdown)
+        crate::markdown::discord(markdown)
     }
 
     async fn post(&self, place: &Place, text: &str) -> Result<Posted, AdapterError> {
@@ -964,7 +957,7 @@ mod tests {
 
     #[test]
     fn everyone_and_here_are_neutralised() {
-        let text = neutralise_mentions("hi @everyone and @here");
+        let text = crate::markdown::discord("hi @everyone and @here");
         assert!(!text.contains("@everyone") && !text.contains("@here"));
     }
 

@@ -122,6 +122,10 @@ pub enum SignatureError {
     /// The signature does not match the body.
     #[error("signature mismatch")]
     Mismatch,
+    /// This exact signed request was already received (a replay; Slack's own retries are signed
+    /// anew and carry `X-Slack-Retry-Num`).
+    #[error("request replayed")]
+    Replayed,
 }
 
 /// Check a Slack request signature: `signature` must be `"v0=" + hex(HMAC-SHA256(signing_secret,
@@ -317,6 +321,8 @@ impl SlackAdapter {
         let receiver = Arc::new(Receiver {
             inbox,
             dedup: Dedup::default(),
+            // Longer than the 5-minute window: an older copy is refused as stale anyway.
+            signatures: Dedup::new(Duration::from_secs(6 * 60), 200_000),
             bot_user: auth.user_id.to_string(),
             bot_id: auth.bot_id.map(|id| id.to_string()),
             team: auth.team_id.to_string(),
@@ -670,6 +676,8 @@ impl Adapter for SlackAdapter {
 struct Receiver {
     inbox: Inbox,
     dedup: Dedup,
+    /// Signatures of verified HTTP requests, to refuse a captured request sent again.
+    signatures: Dedup,
     bot_user: String,
     bot_id: Option<String>,
     team: String,
@@ -1040,7 +1048,12 @@ impl Receiver {
         ) else {
             return Err(SignatureError::Missing);
         };
-        verify_signature(secret, timestamp, body, signature, now_unix())
+        verify_signature(secret, timestamp, body, signature, now_unix())?;
+        if self.signatures.first(signature) {
+            Ok(())
+        } else {
+            Err(SignatureError::Replayed)
+        }
     }
 
     /// Verify, or the 401 response.

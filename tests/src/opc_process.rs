@@ -79,9 +79,7 @@ impl OpcRun {
         for (key, value) in env {
             command.env(key, value);
         }
-        let mut child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn opc: {e}"));
+        let mut child = command.spawn().unwrap_or_else(|e| panic!("spawn opc: {e}"));
         let stderr = Arc::new(Mutex::new(String::new()));
         if let Some(mut pipe) = child.stderr.take() {
             let sink = stderr.clone();
@@ -92,7 +90,9 @@ impl OpcRun {
                         break;
                     }
                     let text = String::from_utf8_lossy(&buffer[..n]).into_owned();
-                    sink.lock().unwrap_or_else(|p| p.into_inner()).push_str(&text);
+                    sink.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push_str(&text);
                 }
             });
         }
@@ -128,7 +128,10 @@ impl OpcRun {
 
     /// What it printed on stderr so far.
     pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.stderr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Its process id.

@@ -53,9 +53,10 @@ fn shows(text: &str) -> impl Fn(&Value) -> bool + '_ {
 async fn a_web_message_is_delegated_and_streamed_back_with_the_exact_final_text() {
     let mut ceo = relay("vp-eng", "plan the page", "CEO: ");
     ceo.push(Step::text("Budget: 10k"));
-    let script = Script::new()
-        .agent(marker("ceo"), ceo)
-        .agent(marker("vp-eng"), vec![Step::text("a status page in two sprints")]);
+    let script = Script::new().agent(marker("ceo"), ceo).agent(
+        marker("vp-eng"),
+        vec![Step::text("a status page in two sprints")],
+    );
     let llm = ScriptedLlm::start(script).await.unwrap();
     let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
     let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
@@ -72,11 +73,17 @@ async fn a_web_message_is_delegated_and_streamed_back_with_the_exact_final_text(
     let expected = "CEO: a status page in two sprints";
     sse.wait_for("message|edit", WAIT, shows(expected)).await;
     let ceo = llm.requests_for(&marker("ceo"));
-    assert!(ceo[0].user_texts().iter().any(|t| t.contains("Plan a public status page")));
+    assert!(
+        ceo[0]
+            .user_texts()
+            .iter()
+            .any(|t| t.contains("Plan a public status page"))
+    );
 
     // A follow-up in the same conversation continues the CEO's session.
     say(&opc, &conversation, "And the budget?").await;
-    sse.wait_for("message|edit", WAIT, shows("Budget: 10k")).await;
+    sse.wait_for("message|edit", WAIT, shows("Budget: 10k"))
+        .await;
     let ceo = llm.requests_for(&marker("ceo"));
     let last = ceo.last().unwrap().user_texts();
     assert!(
@@ -97,7 +104,10 @@ async fn an_approval_is_decided_from_the_web_chat_and_the_task_resumes() {
         .agent(
             marker("support"),
             vec![
-                Step::tool("request_approval", json!({"summary": "Refund $120 for order 7"})),
+                Step::tool(
+                    "request_approval",
+                    json!({"summary": "Refund $120 for order 7"}),
+                ),
                 Step::text("SUPPORT: {{last_result}}"),
             ],
         );
@@ -111,7 +121,9 @@ async fn an_approval_is_decided_from_the_web_chat_and_the_task_resumes() {
     let text = card.to_string();
     assert!(text.contains("Refund $120 for order 7"), "{text}");
     assert!(text.contains("support"), "{text}");
-    let approval = card["card"]["approval"].as_i64().expect("approval id in the card");
+    let approval = card["card"]["approval"]
+        .as_i64()
+        .expect("approval id in the card");
     let options = card["card"]["options"].as_array().unwrap().clone();
     let approve = options.iter().position(|o| o == "approve").unwrap();
 
@@ -138,7 +150,9 @@ async fn an_approval_is_decided_from_the_web_chat_and_the_task_resumes() {
     .await;
     assert_eq!(status, 202);
     sse.wait_for("notice", WAIT, |n| {
-        n["text"].as_str().is_some_and(|t| t.contains("already decided"))
+        n["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("already decided"))
     })
     .await;
 }
@@ -158,7 +172,9 @@ async fn slash_commands_answer_in_the_web_chat() {
     .await;
     say(&opc, &conversation, "/status").await;
     sse.wait_for("notice", WAIT, |n| {
-        n["text"].as_str().is_some_and(|t| t.contains("Nothing is running"))
+        n["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Nothing is running"))
     })
     .await;
     say(&opc, &conversation, "/frobnicate").await;

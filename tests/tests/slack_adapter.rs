@@ -652,8 +652,10 @@ async fn http_events_are_verified_before_anything_is_delivered() {
     // A body swapped under valid headers.
     assert_eq!(setup.event(&forged, signed.clone()).await.status(), 401);
 
-    // Slack's retry of the valid request: 200, not delivered again.
-    let mut retry = signed.clone();
+    // The same signed request captured and sent again: a replay, refused.
+    assert_eq!(setup.event(&body, signed.clone()).await.status(), 401);
+    // Slack's retry of the valid request is signed anew: 200, not delivered again.
+    let mut retry = fake_slack::signed_headers(SECRET, now + 1, &body);
     retry.push(("x-slack-retry-num".into(), "1".into()));
     retry.push(("x-slack-retry-reason".into(), "http_timeout".into()));
     assert_eq!(setup.event(&body, retry).await.status(), 200);

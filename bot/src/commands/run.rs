@@ -69,7 +69,11 @@ fn secret(var: &EnvVar, key: &str, remove: &str) -> Result<String, String> {
     }
 }
 
-fn optional_secret(var: Option<&EnvVar>, key: &str, remove: &str) -> Result<Option<String>, String> {
+fn optional_secret(
+    var: Option<&EnvVar>,
+    key: &str,
+    remove: &str,
+) -> Result<Option<String>, String> {
     var.map(|var| secret(var, key, remove)).transpose()
 }
 
@@ -202,7 +206,9 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
     if let Some(config) = secrets.slack {
         match SlackAdapter::connect(config, inbox.clone()).await {
             Ok(slack) => adapters.push(slack),
-            Err(e) => return platform_failed("Slack", &e.to_string(), "channels.slack", &adapters).await,
+            Err(e) => {
+                return platform_failed("Slack", &e.to_string(), "channels.slack", &adapters).await;
+            }
         }
     }
     if let Some(config) = secrets.discord {

@@ -139,6 +139,8 @@ pub fn help(unknown: Option<&str>) -> String {
     for (name, what) in Command::ALL {
         let _ = writeln!(out, "• `/{name}` — {what}");
     }
-    out.push_str("Mention me with a request to start a conversation; reply in its thread to continue it.");
+    out.push_str(
+        "Mention me with a request to start a conversation; reply in its thread to continue it.",
+    );
     out
 }

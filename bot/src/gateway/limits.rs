@@ -120,10 +120,23 @@ mod tests {
     #[test]
     fn a_flood_is_cut_at_the_burst_with_one_notice_and_others_still_pass() {
         let limits = limits(3, 10);
-        let verdicts: Vec<Verdict> = (0..100).map(|_| limits.check("slack:U1", "slack:C1")).collect();
-        assert_eq!(verdicts.iter().filter(|v| **v == Verdict::Allowed).count(), 3);
-        assert_eq!(verdicts.iter().filter(|v| matches!(v, Verdict::Notify(_))).count(), 1);
-        assert!(matches!(&verdicts[3], Verdict::Notify(text) if text.contains("3 messages per 1m")));
+        let verdicts: Vec<Verdict> = (0..100)
+            .map(|_| limits.check("slack:U1", "slack:C1"))
+            .collect();
+        assert_eq!(
+            verdicts.iter().filter(|v| **v == Verdict::Allowed).count(),
+            3
+        );
+        assert_eq!(
+            verdicts
+                .iter()
+                .filter(|v| matches!(v, Verdict::Notify(_)))
+                .count(),
+            1
+        );
+        assert!(
+            matches!(&verdicts[3], Verdict::Notify(text) if text.contains("3 messages per 1m"))
+        );
         // The flood did not use up the channel: another user is still let through.
         assert_eq!(limits.check("slack:U2", "slack:C1"), Verdict::Allowed);
     }
@@ -133,7 +146,9 @@ mod tests {
         let limits = limits(5, 2);
         assert_eq!(limits.check("u1", "c"), Verdict::Allowed);
         assert_eq!(limits.check("u2", "c"), Verdict::Allowed);
-        assert!(matches!(limits.check("u3", "c"), Verdict::Notify(text) if text.contains("channel")));
+        assert!(
+            matches!(limits.check("u3", "c"), Verdict::Notify(text) if text.contains("channel"))
+        );
         assert_eq!(limits.check("u3", "other"), Verdict::Allowed);
     }
 }

@@ -296,11 +296,7 @@ impl Gateway {
             }
             Err(e) => {
                 tracing::error!(error = %e, "could not start a request");
-                self.respond(
-                    &adapter,
-                    inbound,
-                    format!("I couldn't start on that: {e}"),
-                );
+                self.respond(&adapter, inbound, format!("I couldn't start on that: {e}"));
             }
         }
     }
@@ -555,7 +551,11 @@ impl Gateway {
         let record = match engine.store().approval(approval) {
             Ok(Some(record)) => record,
             Ok(None) => {
-                self.respond(&adapter, &inbound, format!("Approval #{approval} does not exist."));
+                self.respond(
+                    &adapter,
+                    &inbound,
+                    format!("Approval #{approval} does not exist."),
+                );
                 return;
             }
             Err(e) => {
@@ -641,7 +641,10 @@ impl Gateway {
         };
         match engine.store().task(task) {
             Ok(record) if record.state.is_terminal() => {
-                format!("Task #{task} has already ended ({}).", record.state.as_str())
+                format!(
+                    "Task #{task} has already ended ({}).",
+                    record.state.as_str()
+                )
             }
             Ok(_) => match engine.cancel(task) {
                 Ok(cancelled) => format!(
@@ -659,9 +662,7 @@ impl Gateway {
 /// Whether `event` belongs to root `root`'s tree; learns the tree's tasks from `TaskCreated`.
 fn in_tree(event: &Event, root: TaskId, tree: &mut HashSet<TaskId>) -> bool {
     match event {
-        Event::TaskCreated {
-            task, root: of, ..
-        } => {
+        Event::TaskCreated { task, root: of, .. } => {
             if *of == root {
                 tree.insert(*task);
                 true

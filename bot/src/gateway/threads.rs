@@ -172,7 +172,9 @@ impl Threads {
         let mut cards = Vec::new();
         for row in rows {
             let (posted, card) = row.map_err(failed("reading approval cards"))?;
-            if let (Ok(posted), Ok(card)) = (serde_json::from_str(&posted), serde_json::from_str(&card)) {
+            if let (Ok(posted), Ok(card)) =
+                (serde_json::from_str(&posted), serde_json::from_str(&card))
+            {
                 cards.push((posted, card));
             }
         }
@@ -215,8 +217,18 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((conversation.as_str(), found), ("conv-a", place("1.0")));
-        assert!(threads.conversation(Platform::Slack, "T1", "2.0").unwrap().is_none());
-        assert!(threads.conversation(Platform::Discord, "T1", "1.0").unwrap().is_none());
+        assert!(
+            threads
+                .conversation(Platform::Slack, "T1", "2.0")
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            threads
+                .conversation(Platform::Discord, "T1", "1.0")
+                .unwrap()
+                .is_none()
+        );
         assert_eq!(threads.place_of("conv-a").unwrap(), Some(place("1.0")));
     }
 }
