@@ -61,6 +61,15 @@ pub struct Call {
     pub path: String,
     /// When the call arrived.
     pub at: Instant,
+    /// What the fake answered (`Null` for response URLs).
+    pub response: Value,
+}
+
+impl Call {
+    /// The `ts` the fake gave the message this call posted or updated.
+    pub fn response_ts(&self) -> Option<String> {
+        self.response["ts"].as_str().map(str::to_string)
+    }
 }
 
 /// One acknowledgement received on the Socket Mode websocket.
@@ -368,25 +377,27 @@ async fn web_api(
         form_object(query.as_deref().unwrap_or(""))
     };
     let token = bearer(&headers);
-    lock(&shared.calls).push(Call {
-        method: method.clone(),
-        params: params.clone(),
-        token: token.clone(),
-        path: format!("/api/{method}"),
-        at: Instant::now(),
-    });
-    shared.changed();
+    let at = Instant::now();
 
     let expected = if method == "apps.connections.open" {
         &shared.app_token
     } else {
         &shared.bot_token
     };
-    let answer = match token {
+    let answer = match token.clone() {
         None => json!({"ok": false, "error": "not_authed"}),
         Some(token) if &token != expected => json!({"ok": false, "error": "invalid_auth"}),
         Some(_) => answer(&shared, &method, &params),
     };
+    lock(&shared.calls).push(Call {
+        method: method.clone(),
+        params,
+        token,
+        path: format!("/api/{method}"),
+        at,
+        response: answer.clone(),
+    });
+    shared.changed();
     axum::Json(answer).into_response()
 }
 
@@ -460,6 +471,7 @@ async fn hook(
         token: None,
         path: format!("/hooks/{rest}"),
         at: Instant::now(),
+        response: Value::Null,
     });
     shared.changed();
     (StatusCode::OK, "ok").into_response()

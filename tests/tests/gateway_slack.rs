@@ -1,0 +1,515 @@
+//! `opc run` end to end with Slack: the real binary against the fake Slack (Socket Mode websocket and
+//! Web API, or signed HTTP Events API requests) and the scripted LLM server, all on loopback.
+//!
+//! Covers: a mention acked before any LLM call, delegated, streamed into its thread and finished with the
+//! exact text; follow-ups in the thread continuing the conversation, also after a restart; approval cards
+//! decided by an approver only, once; the Events API refusing forged, stale, unsigned and replayed
+//! requests and running a retried event once; a flood from one user capped without starving another.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::time::{Duration, SystemTime};
+
+use opc_tests::fake_slack::{
+    self, FakeSlack, app_mention, block_actions, envelope, thread_message,
+};
+use opc_tests::opc_process::OpcRun;
+use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
+use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(20);
+const BOT_VAR: &str = "OPC_TEST_SLACK_BOT";
+const APP_VAR: &str = "OPC_TEST_SLACK_APP";
+const SECRET_VAR: &str = "OPC_TEST_SLACK_SECRET";
+const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+
+fn socket_sections(slack: &FakeSlack, gateway: &str) -> String {
+    format!(
+        "channels:\n  web: {{ listen: \"127.0.0.1:0\" }}\n  slack:\n    mode: socket\n    botTokenEnv: {BOT_VAR}\n    appTokenEnv: {APP_VAR}\n    apiBaseUrl: {}\n{gateway}",
+        slack.api_url()
+    )
+}
+
+fn start(org: &TestOrg, slack: &FakeSlack) -> OpcRun {
+    OpcRun::start(
+        &org.config_path(),
+        &[
+            (KEY_VAR, KEY),
+            (BOT_VAR, &slack.bot_token()),
+            (APP_VAR, &slack.app_token()),
+            (SECRET_VAR, SECRET),
+        ],
+    )
+}
+
+/// The text of the thread's latest message with exactly `text`, from `chat.postMessage` or
+/// `chat.update` in thread `thread` (updates are matched by the ts of a message posted in the thread).
+async fn wait_for_text_in_thread(slack: &FakeSlack, channel: &str, thread: &str, text: &str) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let calls = slack.calls();
+        let in_thread: Vec<String> = calls
+            .iter()
+            .filter(|c| c.method == "chat.postMessage")
+            .filter(|c| c.params["channel"] == channel && c.params["thread_ts"] == thread)
+            .filter_map(|c| c.response_ts())
+            .collect();
+        let found = calls.iter().any(|c| {
+            (c.method == "chat.postMessage"
+                && c.params["channel"] == channel
+                && c.params["thread_ts"] == thread
+                && c.params["text"] == text)
+                || (c.method == "chat.update"
+                    && c.params["ts"]
+                        .as_str()
+                        .is_some_and(|ts| in_thread.iter().any(|t| t == ts))
+                    && c.params["text"] == text)
+        });
+        if found {
+            return;
+        }
+        if tokio::time::Instant::now() > deadline {
+            let shown: Vec<(String, Value)> = calls
+                .iter()
+                .map(|c| (c.method.clone(), c.params.clone()))
+                .collect();
+            panic!("no message {text:?} in thread {thread}; calls: {shown:#?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn as_system_time(at: std::time::Instant) -> SystemTime {
+    SystemTime::now() - at.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_mode_mention_is_acked_delegated_streamed_and_continued_across_a_restart() {
+    let slack = FakeSlack::start().await;
+    let mut ceo = relay("vp-eng", "plan the page", "CEO: ");
+    ceo.push(Step::text("Budget: 10k"));
+    ceo.push(Step::text("Still here, same plan."));
+    let script = Script::new().agent(marker("ceo"), ceo).agent(
+        marker("vp-eng"),
+        vec![Step::text("a status page in two sprints")],
+    );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::with_sections(
+        &llm.url(),
+        Wire::Anthropic,
+        Execution::default(),
+        &socket_sections(&slack, ""),
+    );
+    let opc = start(&org, &slack);
+    assert!(slack.wait_for_connections(1, WAIT).await, "no socket");
+
+    let id = slack
+        .push_envelope(envelope(
+            "events_api",
+            app_mention(
+                "C1",
+                "U1",
+                "<@W11> Plan a public status page",
+                "1000.0001",
+                None,
+            ),
+            0,
+        ))
+        .await;
+    let ack = slack.wait_for_ack(&id, WAIT).await.expect("acked");
+    wait_for_text_in_thread(
+        &slack,
+        "C1",
+        "1000.0001",
+        "CEO: a status page in two sprints",
+    )
+    .await;
+    let first_llm_call = llm.requests()[0].received_at;
+    assert!(
+        as_system_time(ack.at) <= first_llm_call,
+        "the envelope was acked before any LLM call"
+    );
+    assert_eq!(
+        llm.requests_for(&marker("vp-eng")).len(),
+        1,
+        "the CEO delegated"
+    );
+    // The reply was streamed: posted first, then edited to the exact final text (or posted whole).
+    let posts = slack.calls_of("chat.postMessage");
+    assert!(posts.iter().any(|c| c.params["thread_ts"] == "1000.0001"));
+
+    // A follow-up in the thread continues the same conversation.
+    slack
+        .push_envelope(envelope(
+            "events_api",
+            thread_message("C1", "U1", "And the budget?", "1000.0005", "1000.0001"),
+            0,
+        ))
+        .await;
+    wait_for_text_in_thread(&slack, "C1", "1000.0001", "Budget: 10k").await;
+    let last = llm
+        .requests_for(&marker("ceo"))
+        .last()
+        .unwrap()
+        .user_texts();
+    assert!(
+        last.iter().any(|t| t.contains("Plan a public status page")),
+        "{last:?}"
+    );
+
+    // A message in a thread that is not ours is ignored.
+    let calls_before = llm.requests().len();
+    slack
+        .push_envelope(envelope(
+            "events_api",
+            thread_message("C1", "U1", "unrelated", "2000.0002", "2000.0001"),
+            0,
+        ))
+        .await;
+
+    // After a restart the thread still continues its conversation.
+    let (code, _) = opc.stop();
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        llm.requests().len(),
+        calls_before,
+        "the unrelated thread ran nothing"
+    );
+    let _opc = start(&org, &slack);
+    assert!(
+        slack.wait_for_connections(2, WAIT).await,
+        "no socket after restart"
+    );
+    slack
+        .push_envelope(envelope(
+            "events_api",
+            thread_message("C1", "U1", "Still there?", "1000.0009", "1000.0001"),
+            0,
+        ))
+        .await;
+    wait_for_text_in_thread(&slack, "C1", "1000.0001", "Still here, same plan.").await;
+    let last = llm
+        .requests_for(&marker("ceo"))
+        .last()
+        .unwrap()
+        .user_texts();
+    assert!(
+        last.iter().any(|t| t.contains("And the budget?")),
+        "the restarted gateway continued the conversation: {last:?}"
+    );
+}
+
+/// Action ids of the buttons in a Block Kit message.
+fn button_ids(blocks: &Value) -> Vec<String> {
+    blocks
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| b["type"] == "actions")
+        .flat_map(|b| b["elements"].as_array().cloned().unwrap_or_default())
+        .filter_map(|e| e["action_id"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_card_is_decided_by_an_approver_only_and_once() {
+    let slack = FakeSlack::start().await;
+    let script = Script::new()
+        .agent(marker("ceo"), relay("vp-ops", "refund", "CEO: "))
+        .agent(marker("vp-ops"), relay("support", "refund order 7", "VP: "))
+        .agent(
+            marker("support"),
+            vec![
+                Step::tool(
+                    "request_approval",
+                    json!({"summary": "Refund $120 for order 7"}),
+                ),
+                Step::text("SUPPORT: done"),
+            ],
+        );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::with_sections(
+        &llm.url(),
+        Wire::Anthropic,
+        Execution::default(),
+        &socket_sections(&slack, "gateway:\n  approvers: [slack:UBOSS]\n"),
+    );
+    let _opc = start(&org, &slack);
+    assert!(slack.wait_for_connections(1, WAIT).await);
+    slack
+        .push_envelope(envelope(
+            "events_api",
+            app_mention("C1", "U1", "<@W11> Refund order 7", "3000.0001", None),
+            0,
+        ))
+        .await;
+
+    let card = slack
+        .wait_for_call(
+            "chat.postMessage",
+            |p| !button_ids(&p["blocks"]).is_empty(),
+            WAIT,
+        )
+        .await
+        .expect("an approval card");
+    assert_eq!(
+        card.params["thread_ts"], "3000.0001",
+        "posted in the conversation's thread"
+    );
+    let text = card.params["blocks"].to_string();
+    assert!(
+        text.contains("Refund $120 for order 7") && text.contains("support"),
+        "{text}"
+    );
+    assert!(
+        text.contains("vp-ops"),
+        "the card shows the agent's position: {text}"
+    );
+    let approve = button_ids(&card.params["blocks"])[0].clone();
+    let card_ts = card.response_ts().expect("card ts");
+
+    // A non-approver is refused, ephemerally; nothing is decided.
+    slack
+        .push_envelope(envelope(
+            "interactive",
+            block_actions(
+                "C1",
+                "U2",
+                &card_ts,
+                Some("3000.0001"),
+                &approve,
+                &slack.response_url("r1"),
+            ),
+            0,
+        ))
+        .await;
+    let refusal = slack
+        .wait_for_call(
+            "response_url",
+            |p| {
+                p["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("Only approvers"))
+            },
+            WAIT,
+        )
+        .await
+        .expect("refusal");
+    assert_eq!(refusal.params["response_type"], "ephemeral");
+
+    // The approver decides: the card is redrawn without buttons, the task resumes.
+    slack
+        .push_envelope(envelope(
+            "interactive",
+            block_actions(
+                "C1",
+                "UBOSS",
+                &card_ts,
+                Some("3000.0001"),
+                &approve,
+                &slack.response_url("r2"),
+            ),
+            0,
+        ))
+        .await;
+    let updated = slack
+        .wait_for_call(
+            "chat.update",
+            |p| p["ts"] == card_ts.as_str() && p["blocks"].to_string().contains("UBOSS"),
+            WAIT,
+        )
+        .await
+        .expect("card redrawn");
+    assert!(
+        button_ids(&updated.params["blocks"]).is_empty(),
+        "no buttons once decided"
+    );
+    wait_for_text_in_thread(&slack, "C1", "3000.0001", "CEO: VP: SUPPORT: done").await;
+
+    // A second click is refused: decided once.
+    slack
+        .push_envelope(envelope(
+            "interactive",
+            block_actions(
+                "C1",
+                "UBOSS",
+                &card_ts,
+                Some("3000.0001"),
+                &approve,
+                &slack.response_url("r3"),
+            ),
+            0,
+        ))
+        .await;
+    slack
+        .wait_for_call(
+            "response_url",
+            |p| {
+                p["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("already decided"))
+            },
+            WAIT,
+        )
+        .await
+        .expect("second click refused");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_from_one_user_is_capped_and_another_user_is_still_answered() {
+    let slack = FakeSlack::start().await;
+    let script = Script::new().agent(marker("ceo"), vec![Step::text("on it")]);
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::with_sections(
+        &llm.url(),
+        Wire::Anthropic,
+        Execution::default(),
+        &socket_sections(
+            &slack,
+            "gateway:\n  rateLimit:\n    perUser: { messages: 3, per: 1m }\n    perChannel: { messages: 20, per: 1m }\n",
+        ),
+    );
+    let _opc = start(&org, &slack);
+    assert!(slack.wait_for_connections(1, WAIT).await);
+    for i in 0..100 {
+        let ts = format!("4000.{i:04}");
+        slack
+            .push_envelope(envelope(
+                "events_api",
+                app_mention("C1", "U1", &format!("<@W11> request {i}"), &ts, None),
+                0,
+            ))
+            .await;
+    }
+    slack
+        .push_envelope(envelope(
+            "events_api",
+            app_mention("C1", "U2", "<@W11> from someone else", "4001.0001", None),
+            0,
+        ))
+        .await;
+    wait_for_text_in_thread(&slack, "C1", "4001.0001", "on it").await;
+    let notices = slack
+        .wait_for_call("chat.postEphemeral", |p| p["user"] == "U1", WAIT)
+        .await
+        .expect("a polite notice");
+    assert!(
+        notices.params["text"]
+            .as_str()
+            .unwrap()
+            .contains("3 messages per 1m")
+    );
+    // Let anything still queued settle, then count.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let from_u1 = llm
+        .requests()
+        .iter()
+        .filter(|r| r.session.contains("request "))
+        .count();
+    assert!(
+        from_u1 <= 3,
+        "at most the configured 3 LLM calls for U1, got {from_u1}"
+    );
+    assert_eq!(
+        slack
+            .calls_of("chat.postEphemeral")
+            .iter()
+            .filter(|c| c.params["user"] == "U1")
+            .count(),
+        1,
+        "one notice per episode"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_events_api_refuses_forged_stale_unsigned_and_replayed_requests_and_runs_a_retry_once()
+{
+    let slack = FakeSlack::start().await;
+    let script = Script::new().agent(marker("ceo"), vec![Step::text("answered")]);
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let sections = format!(
+        "channels:\n  web: {{ listen: \"127.0.0.1:0\" }}\n  slack:\n    mode: http\n    botTokenEnv: {BOT_VAR}\n    signingSecretEnv: {SECRET_VAR}\n    apiBaseUrl: {}\n",
+        slack.api_url()
+    );
+    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), &sections);
+    let opc = start(&org, &slack);
+    let client = opc_tests::http_client();
+    let url = opc.url("/slack/events");
+    let send = |body: String, headers: Vec<(String, String)>| {
+        let mut request = client.post(&url).body(body);
+        request = request.header("content-type", "application/json");
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    let now = fake_slack::now_unix();
+
+    // url_verification is answered.
+    let challenge =
+        json!({"token": "x", "challenge": "c-123", "type": "url_verification"}).to_string();
+    let response = client
+        .post(&url)
+        .header("content-type", "application/json")
+        .headers(to_header_map(fake_slack::signed_headers(
+            SECRET, now, &challenge,
+        )))
+        .body(challenge.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.text().await.unwrap().contains("c-123"));
+
+    let forged = app_mention("C1", "U1", "<@W11> forged", "5000.0001", None).to_string();
+    assert_eq!(
+        send(
+            forged.clone(),
+            fake_slack::signed_headers("wrong-secret", now, &forged)
+        )
+        .await,
+        401
+    );
+    let stale = app_mention("C1", "U1", "<@W11> stale", "5000.0002", None).to_string();
+    assert_eq!(
+        send(
+            stale.clone(),
+            fake_slack::signed_headers(SECRET, now - 600, &stale)
+        )
+        .await,
+        401
+    );
+    let unsigned = app_mention("C1", "U1", "<@W11> unsigned", "5000.0003", None).to_string();
+    assert_eq!(send(unsigned, vec![]).await, 401);
+
+    let good = app_mention("C1", "U1", "<@W11> real request", "5000.0004", None).to_string();
+    let headers = fake_slack::signed_headers(SECRET, now, &good);
+    assert_eq!(send(good.clone(), headers.clone()).await, 200);
+    // The identical request again is a replay: refused.
+    assert_eq!(send(good.clone(), headers).await, 401);
+    // Slack's retry (signed anew, X-Slack-Retry-Num) is accepted but not run again.
+    let mut retry = fake_slack::signed_headers(SECRET, now + 1, &good);
+    retry.push(("x-slack-retry-num".into(), "1".into()));
+    assert_eq!(send(good.clone(), retry).await, 200);
+
+    wait_for_text_in_thread(&slack, "C1", "5000.0004", "answered").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sessions: Vec<String> = llm.requests().iter().map(|r| r.session.clone()).collect();
+    assert_eq!(
+        sessions.len(),
+        1,
+        "only the real request ran, once: {sessions:?}"
+    );
+    assert!(sessions[0].contains("real request"));
+}
+
+fn to_header_map(headers: Vec<(String, String)>) -> reqwest::header::HeaderMap {
+    let mut map = reqwest::header::HeaderMap::new();
+    for (name, value) in headers {
+        map.insert(
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            value.parse().unwrap(),
+        );
+    }
+    map
+}
