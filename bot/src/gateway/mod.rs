@@ -260,9 +260,7 @@ impl Gateway {
                      Set the environment variable `{var}` where `opc run` runs, then restart it."
                 ),
             );
-            if conversation.is_none() {
-                // Nothing was started, so the thread is not bound; the next mention tries again.
-            }
+            // Nothing was started, so a new thread stays unbound; the next mention tries again.
             return;
         }
         // Subscribe before sending, so the first streamed tokens are not missed.
@@ -702,7 +700,7 @@ fn final_text(outcome: &Outcome) -> String {
 fn approver_matches(approver: &Approver, platform: Platform, user: &User) -> bool {
     approver.platform.as_str() == platform.as_str()
         && if approver.is_role {
-            user.roles.iter().any(|r| *r == approver.id)
+            user.roles.contains(&approver.id)
         } else {
             user.id == approver.id
         }
