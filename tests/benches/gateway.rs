@@ -1,0 +1,234 @@
+//! # Gateway benchmark
+//!
+//! Measures what users feel of `opc run` itself, with the real (release) binary as a child process:
+//!
+//! 1. **Time to ready and idle RSS, web chat only.** The repository's example org (a fresh copy, on
+//!    port 0, no API key — the fresh-machine case) is started 20 times. *Ready* is the time from
+//!    spawning the process to reading its ready line (printed after the config is validated, the
+//!    database opened, the engine built and the socket bound); the binary's own figure (from `main`
+//!    to the ready line) is reported too. *Idle RSS* is `VmRSS` one second after ready.
+//! 2. **Ack latency over the HTTP Events API at 200 events/s.** `opc run` with Slack in HTTP mode
+//!    against the fake Slack, the CEO answering every mention through the scripted LLM server (so every
+//!    event causes real work: a root task, an LLM round trip, posts to Slack). Signed `app_mention`
+//!    events are sent open-loop, one every 5 ms from 50 users in 10 channels; the latency of each is
+//!    request sent → HTTP 200 received. A warm-up of 200 events is discarded.
+//!
+//! Targets (issue 4): ack p99 < 20 ms; idle RSS < 15 MB; ready < 100 ms.
+//!
+//! Run: `cargo build --release -p opc-bot && cargo bench -p opc-tests --bench gateway` (the bench runs
+//! `target/release/opc`; build it first so it is current). `-- --quick` for a short run. Without
+//! `--bench` (as under `cargo test --all-targets`) it runs a small smoke version.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use opc_tests::fake_slack::{self, FakeSlack, app_mention};
+use opc_tests::opc_process::OpcRun;
+use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker};
+use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use tokio::sync::Mutex;
+
+const SECRET: &str = "bench-signing-secret";
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * (sorted.len() as f64 - 1.0)).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn sorted(mut values: Vec<f64>) -> Vec<f64> {
+    values.sort_by(f64::total_cmp);
+    values
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The example org, copied with its prompts, listening on port 0.
+fn example_org(dir: &Path) -> std::path::PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let config = std::fs::read_to_string(root.join("opc.config.yaml"))
+        .unwrap()
+        .replace("listen: 127.0.0.1:7420", "listen: \"127.0.0.1:0\"");
+    std::fs::write(dir.join("opc.config.yaml"), config).unwrap();
+    std::fs::create_dir_all(dir.join("prompts")).unwrap();
+    for entry in std::fs::read_dir(root.join("prompts")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.join("prompts").join(entry.file_name())).unwrap();
+    }
+    dir.join("opc.config.yaml")
+}
+
+struct Startup {
+    ready_ms: Vec<f64>,
+    own_ms: Vec<f64>,
+    rss_kb: Vec<f64>,
+}
+
+fn startup(runs: usize) -> Startup {
+    let dir = tempfile::tempdir().unwrap();
+    let config = example_org(dir.path());
+    let mut result = Startup {
+        ready_ms: Vec::new(),
+        own_ms: Vec::new(),
+        rss_kb: Vec::new(),
+    };
+    for _ in 0..runs {
+        let started = Instant::now();
+        let opc = OpcRun::start(&config, &[("ANTHROPIC_API_KEY", "")]);
+        result
+            .ready_ms
+            .push(started.elapsed().as_secs_f64() * 1000.0);
+        let own = opc
+            .banner
+            .split("ready in ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|ms| ms.parse::<f64>().ok())
+            .unwrap_or(f64::NAN);
+        result.own_ms.push(own);
+        std::thread::sleep(Duration::from_secs(1));
+        result.rss_kb.push(rss_kb(opc.pid()) as f64);
+        let (code, _) = opc.stop();
+        assert_eq!(code, Some(0), "opc run stops cleanly");
+    }
+    result
+}
+
+async fn ack_latency(events: usize, warmup: usize, per_second: u64) -> Vec<f64> {
+    let slack = FakeSlack::start().await;
+    let llm = ScriptedLlm::start(Script::new().agent(marker("ceo"), vec![Step::text("ok")]))
+        .await
+        .unwrap();
+    let sections = format!(
+        "channels:\n  web: {{ listen: \"127.0.0.1:0\" }}\n  slack:\n    mode: http\n    botTokenEnv: OPC_BENCH_SLACK_BOT\n    signingSecretEnv: OPC_BENCH_SLACK_SECRET\n    apiBaseUrl: {}\ngateway:\n  rateLimit:\n    perUser: {{ messages: 1000000, per: 1m }}\n    perChannel: {{ messages: 1000000, per: 1m }}\n",
+        slack.api_url()
+    );
+    let execution = Execution {
+        max_concurrent_agents: 200,
+        ..Execution::default()
+    };
+    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, execution, &sections);
+    let opc = OpcRun::start(
+        &org.config_path(),
+        &[
+            (KEY_VAR, KEY),
+            ("OPC_BENCH_SLACK_BOT", &slack.bot_token()),
+            ("OPC_BENCH_SLACK_SECRET", SECRET),
+        ],
+    );
+    let client = opc_tests::http_client();
+    let url = opc.url("/slack/events");
+    let latencies = Arc::new(Mutex::new(Vec::with_capacity(events)));
+    let interval = Duration::from_micros(1_000_000 / per_second);
+    let start = tokio::time::Instant::now();
+    let mut sends = Vec::with_capacity(warmup + events);
+    for i in 0..warmup + events {
+        tokio::time::sleep_until(start + interval * i as u32).await;
+        let body = app_mention(
+            &format!("C{}", i % 10),
+            &format!("U{}", i % 50),
+            &format!("<@W11> request {i}"),
+            &format!("6000.{i:06}"),
+            None,
+        )
+        .to_string();
+        let headers = fake_slack::signed_headers(SECRET, fake_slack::now_unix(), &body);
+        let mut request = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let latencies = latencies.clone();
+        sends.push(tokio::spawn(async move {
+            let sent = Instant::now();
+            let status = request.send().await.map(|r| r.status().as_u16());
+            let ms = sent.elapsed().as_secs_f64() * 1000.0;
+            assert_eq!(status.ok(), Some(200), "event {i} acknowledged");
+            if i >= warmup {
+                latencies.lock().await.push(ms);
+            }
+        }));
+    }
+    for send in sends {
+        send.await.unwrap();
+    }
+    // Every event did real work: wait until the answers are posted, so the run is not idle work.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while slack.calls_of("chat.postMessage").len() < warmup + events && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let answered = slack.calls_of("chat.postMessage").len();
+    assert!(
+        answered >= warmup + events,
+        "only {answered} of {} events were answered",
+        warmup + events
+    );
+    let (code, _) = opc.stop();
+    assert_eq!(code, Some(0));
+    let values = latencies.lock().await.clone();
+    values
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let bench = args.iter().any(|a| a == "--bench");
+    let quick = !bench || args.iter().any(|a| a == "--quick");
+    let (runs, events, warmup) = if quick { (3, 200, 20) } else { (20, 2000, 200) };
+
+    let startup = startup(runs);
+    let ready = sorted(startup.ready_ms);
+    let own = sorted(startup.own_ms);
+    let rss = sorted(startup.rss_kb);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let acks = sorted(runtime.block_on(ack_latency(events, warmup, 200)));
+
+    let verdict = |ok: bool| if ok { "PASS" } else { "MISS" };
+    println!("gateway benchmark ({runs} starts, {events} events at 200/s after {warmup} warm-up)");
+    println!("| measure | p50 | p90/p99 | target |");
+    println!("|---|---|---|---|");
+    println!(
+        "| time to ready (spawn → ready line) | {:.1} ms | p90 {:.1} ms | < 100 ms: {} |",
+        percentile(&ready, 50.0),
+        percentile(&ready, 90.0),
+        verdict(percentile(&ready, 50.0) < 100.0)
+    );
+    println!(
+        "| time to ready (the binary's own figure) | {:.1} ms | p90 {:.1} ms | |",
+        percentile(&own, 50.0),
+        percentile(&own, 90.0)
+    );
+    println!(
+        "| idle RSS, web chat only | {:.1} MB | p90 {:.1} MB | < 15 MB: {} |",
+        percentile(&rss, 50.0) / 1024.0,
+        percentile(&rss, 90.0) / 1024.0,
+        verdict(percentile(&rss, 50.0) / 1024.0 < 15.0)
+    );
+    println!(
+        "| Events API ack latency at 200 events/s | {:.2} ms | p99 {:.2} ms (max {:.2}) | p99 < 20 ms: {} |",
+        percentile(&acks, 50.0),
+        percentile(&acks, 99.0),
+        acks.last().copied().unwrap_or(f64::NAN),
+        verdict(percentile(&acks, 99.0) < 20.0)
+    );
+}
