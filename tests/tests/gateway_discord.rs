@@ -1,0 +1,137 @@
+//! `opc run` end to end with Discord: the real binary against the fake Discord (REST + v10 gateway
+//! websocket) and the scripted LLM server on loopback — a mention answered in its thread, an approval
+//! button refused for a non-approver and accepted for a role approver, `/status` answered through a
+//! deferred interaction.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::time::Duration;
+
+use opc_tests::fake_discord::{Author, CHANNEL_ID, FakeDiscord, GUILD_ID};
+use opc_tests::opc_process::OpcRun;
+use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
+use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(30);
+const BOSS_ROLE: &str = "1200000000000000009";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discord_mention_is_answered_and_its_approval_decided_by_a_role_approver() {
+    let discord = FakeDiscord::start().await;
+    let script = Script::new()
+        .agent(marker("ceo"), relay("vp-ops", "refund", "CEO: "))
+        .agent(marker("vp-ops"), relay("support", "refund order 7", "VP: "))
+        .agent(
+            marker("support"),
+            vec![
+                Step::tool(
+                    "request_approval",
+                    json!({"summary": "Refund $120 for order 7"}),
+                )
+                .with_delay_ms(200),
+                Step::text("SUPPORT: done"),
+            ],
+        );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let sections = format!(
+        "channels:\n  web: {{ listen: \"127.0.0.1:0\" }}\n  discord:\n    botTokenEnv: OPC_TEST_DISCORD_BOT\n    apiBaseUrl: {}\ngateway:\n  approvers: [\"discord:role:{BOSS_ROLE}\"]\n",
+        discord.api_url()
+    );
+    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), &sections);
+    let _opc = OpcRun::start(
+        &org.config_path(),
+        &[
+            (KEY_VAR, KEY),
+            ("OPC_TEST_DISCORD_BOT", &discord.bot_token()),
+        ],
+    );
+
+    let mention = format!("<@{}> Refund order 7", discord.bot_user_id());
+    let thread = discord.dispatch_message_create(
+        CHANNEL_ID,
+        Some(GUILD_ID),
+        &Author::user("1300000000000000001", "alice"),
+        &mention,
+        true,
+    );
+
+    // The approval card lands in the conversation's thread (started from the mention).
+    let card = discord
+        .wait_for_call(
+            "POST",
+            &format!("/api/v10/channels/{thread}/messages"),
+            |c| {
+                c.body["components"]
+                    .as_array()
+                    .is_some_and(|rows| !rows.is_empty())
+            },
+            WAIT,
+        )
+        .await
+        .expect("an approval card in the thread");
+    let text = card.body.to_string();
+    assert!(
+        text.contains("Refund $120 for order 7") && text.contains("vp-ops"),
+        "{text}"
+    );
+    let approve = card.body["components"][0]["components"][0]["custom_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // A member without the approver role is refused (ephemeral follow-up).
+    discord.dispatch_component(&thread, "1", &approve, "1300000000000000002", &[]);
+    let refusal = discord
+        .wait_for_call(
+            "POST",
+            "/api/v10/webhooks/*/*",
+            |c| c.body.to_string().contains("Only approvers"),
+            WAIT,
+        )
+        .await
+        .expect("refusal");
+    assert_eq!(refusal.body["flags"], 64, "ephemeral");
+
+    // A member with the role decides; the card loses its buttons; the answer is posted.
+    discord.dispatch_component(&thread, "1", &approve, "1300000000000000003", &[BOSS_ROLE]);
+    discord
+        .wait_for_call(
+            "PATCH",
+            "/api/v10/channels/*/messages/*",
+            |c| c.body["components"].as_array().is_some_and(Vec::is_empty),
+            WAIT,
+        )
+        .await
+        .expect("the card redrawn without buttons");
+    let deadline = std::time::Instant::now() + WAIT;
+    while !discord
+        .calls()
+        .iter()
+        .any(|c| c.body["content"] == "CEO: VP: SUPPORT: done")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no final answer; calls: {:#?}",
+            discord.calls()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // /status through an interaction: deferred at once, answered by a follow-up.
+    let status = discord.dispatch_command("status", &[], &[]);
+    discord
+        .wait_for_call(
+            "POST",
+            "/api/v10/webhooks/*/*",
+            |c| c.body.to_string().contains("Nothing is running"),
+            WAIT,
+        )
+        .await
+        .expect("/status answered");
+    let deferred = discord
+        .callbacks()
+        .into_iter()
+        .find(|c| c.interaction_id == status)
+        .expect("a callback for /status");
+    assert_eq!(deferred.body["type"], 5, "deferred first");
+}
