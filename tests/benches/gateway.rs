@@ -182,8 +182,7 @@ async fn ack_latency(events: usize, warmup: usize, per_second: u64) -> Vec<f64> 
     );
     let (code, _) = opc.stop();
     assert_eq!(code, Some(0));
-    let values = latencies.lock().await.clone();
-    values
+    latencies.lock().await.clone()
 }
 
 fn main() {
