@@ -383,6 +383,29 @@ fn message_number(message: &Posted) -> Result<u64, AdapterError> {
         .map_err(|_| AdapterError::Invalid("not a web chat message id".to_string()))
 }
 
+/// The conversation holding message `number` (a card when `card`), and the message's index in it.
+fn stored<'a>(
+    state: &'a mut ChatState,
+    message: &Posted,
+    number: u64,
+    card: bool,
+) -> Result<(&'a mut Conversation, usize), AdapterError> {
+    let conversation = state
+        .touch(&message.channel)
+        .ok_or_else(|| AdapterError::Invalid("web chat conversation forgotten".to_string()))?;
+    let index = conversation
+        .messages
+        .iter()
+        .position(|m| m.id == number && m.card.is_some() == card)
+        .ok_or_else(|| {
+            AdapterError::Invalid(format!(
+                "web chat {} forgotten",
+                if card { "card" } else { "message" }
+            ))
+        })?;
+    Ok((conversation, index))
+}
+
 #[async_trait::async_trait]
 impl Adapter for WebChat {
     fn platform(&self) -> Platform {
@@ -426,15 +449,8 @@ impl Adapter for WebChat {
     async fn edit(&self, message: &Posted, text: &str) -> Result<(), AdapterError> {
         let number = message_number(message)?;
         let mut state = self.shared.lock();
-        let conversation = state
-            .touch(&message.channel)
-            .ok_or_else(|| AdapterError::Invalid("web chat conversation forgotten".to_string()))?;
-        let stored = conversation
-            .messages
-            .iter_mut()
-            .find(|m| m.id == number && m.card.is_none())
-            .ok_or_else(|| AdapterError::Invalid("web chat message forgotten".to_string()))?;
-        stored.text = text.to_string();
+        let (conversation, index) = stored(&mut state, message, number, false)?;
+        conversation.messages[index].text = text.to_string();
         conversation.publish(WebEvent::Edit {
             id: number,
             text: text.to_string(),
@@ -464,14 +480,8 @@ impl Adapter for WebChat {
     async fn update_card(&self, message: &Posted, card: &Card) -> Result<(), AdapterError> {
         let number = message_number(message)?;
         let mut state = self.shared.lock();
-        let conversation = state
-            .touch(&message.channel)
-            .ok_or_else(|| AdapterError::Invalid("web chat conversation forgotten".to_string()))?;
-        let stored = conversation
-            .messages
-            .iter_mut()
-            .find(|m| m.id == number && m.card.is_some())
-            .ok_or_else(|| AdapterError::Invalid("web chat card forgotten".to_string()))?;
+        let (conversation, index) = stored(&mut state, message, number, true)?;
+        let stored = &mut conversation.messages[index];
         stored.text = card.to_markdown();
         stored.card = Some(card.clone());
         conversation.publish(WebEvent::Card {
