@@ -86,6 +86,19 @@ impl Diagnostic {
         self
     }
 
+    /// Masks any credential in the message, hint or path (see `secrets::mask`), so that printing a
+    /// diagnostic, in any format, never prints a pasted secret in full.
+    pub(crate) fn mask_secrets(&mut self) {
+        for text in [&mut self.message, &mut self.path]
+            .into_iter()
+            .chain(self.hint.as_mut())
+        {
+            if let std::borrow::Cow::Owned(masked) = crate::secrets::mask(text) {
+                *text = masked;
+            }
+        }
+    }
+
     /// 1-based line.
     pub fn line(&self) -> u32 {
         self.span.line

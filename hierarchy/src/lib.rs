@@ -17,6 +17,8 @@
 
 pub mod decode;
 pub mod diagnostic;
+mod inactive;
+mod indentation;
 mod org;
 pub mod schema;
 mod secrets;
@@ -26,6 +28,7 @@ pub mod yaml;
 use std::path::{Path, PathBuf};
 
 pub use diagnostic::{Diagnostic, KeyPath, Severity};
+pub use inactive::{Inactive, inactive};
 pub use org::OrgTree;
 pub use schema::Config;
 
@@ -155,6 +158,12 @@ pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
 /// up (`None` skips file checks, for text that has no home on disk).
 pub fn parse(origin: &str, source: String, base_dir: Option<&Path>) -> Result<Loaded, ConfigError> {
     let (config, diagnostics) = check(&source, base_dir);
+    // The text is kept only to show diagnostics; a credential pasted into it is shown masked.
+    let source = if diagnostics.is_empty() {
+        source
+    } else {
+        secrets::mask(&source).into_owned()
+    };
     let report = Report {
         origin: origin.to_string(),
         source,
@@ -177,12 +186,7 @@ pub fn check(source: &str, base_dir: Option<&Path>) -> (Option<Config>, Vec<Diag
     let doc = match yaml::parse(source) {
         Ok(doc) => doc,
         Err(syntax) => {
-            let diagnostic =
-                Diagnostic::error("", syntax.span, format!("invalid YAML: {}", syntax.message))
-                    .with_hint(
-                        "fix the YAML syntax here; the rest of the file is checked once it parses",
-                    );
-            return (None, vec![diagnostic]);
+            return (None, vec![indentation::syntax_error(source, &syntax)]);
         }
     };
     let mut decoder = decode::Decoder::new(&doc);
@@ -192,5 +196,8 @@ pub fn check(source: &str, base_dir: Option<&Path>) -> (Option<Config>, Vec<Diag
         diagnostics.extend(validate::check(config, &doc, base_dir));
     }
     diagnostics.sort_by_key(|d| (d.span.line, d.span.column));
+    for diagnostic in &mut diagnostics {
+        diagnostic.mask_secrets();
+    }
     (config, diagnostics)
 }

@@ -1244,7 +1244,7 @@ impl Decode for EnvVar {
         if crate::secrets::looks_like_secret(&name) {
             cx.push(
                 Diagnostic::error(path, node.span, "this looks like a secret itself, not the name of an environment variable")
-                    .with_hint("never write secrets in the config: export the secret (e.g. `export SLACK_BOT_TOKEN=…`) and write the variable's name here"),
+                    .with_hint("treat the secret as leaked and rotate it with its issuer; then export the new one (e.g. `export SLACK_BOT_TOKEN=…`) and write the variable's name here"),
             );
             return None;
         }
@@ -1426,11 +1426,32 @@ impl Decode for Approver {
                 id: id.to_string(),
             })
         });
-        if parsed.is_none() {
-            cx.push(
+        match parsed {
+            None => cx.push(
                 Diagnostic::error(path, node.span, format!("`{text}` is not an approver"))
                     .with_hint(HINT),
-            );
+            ),
+            // Web users have no identity an entry could match: accepting one would suggest that only
+            // that user decides, while in fact everyone who reaches the web chat does.
+            Some(Approver {
+                platform: Platform::Web,
+                ..
+            }) => {
+                cx.push(
+                    Diagnostic::error(
+                        path,
+                        node.span,
+                        format!("`{text}`: web chat users cannot be listed as approvers"),
+                    )
+                    .with_hint(
+                        "remove this entry: the web chat is the operator's console, and anyone who can \
+                         reach it (on loopback, or with the access token) decides approvals there; \
+                         list Slack or Discord approvers here",
+                    ),
+                );
+                return None;
+            }
+            Some(_) => {}
         }
         parsed
     }

@@ -82,6 +82,64 @@ pub fn find_secret(text: &str) -> Option<&'static str> {
     text.split_whitespace().find_map(credential_kind)
 }
 
+/// `text` with every credential in it masked in place: a few characters at each end stay, so a person
+/// can tell which credential it was (and rotate it), and the middle becomes `*`. The length in bytes is
+/// unchanged, so positions into the text stay valid. Diagnostics, their snippets and their JSON all go
+/// through this, so a pasted secret is never printed in full.
+pub fn mask(text: &str) -> std::borrow::Cow<'_, str> {
+    let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut offset = 0;
+    for word in text.split_inclusive(char::is_whitespace) {
+        let start = offset;
+        offset += word.len();
+        let token = word.trim_end_matches(char::is_whitespace);
+        let trimmed = token.trim_start_matches(['"', '\'', '`', ',', ';', '(']);
+        let lead = token.len() - trimmed.len();
+        let trimmed = trimmed.trim_end_matches(['"', '\'', '`', ',', ';', ')']);
+        if credential_kind(trimmed).is_some() {
+            ranges.push(start + lead..start + lead + trimmed.len());
+        }
+    }
+    ranges.extend(private_key_bodies(text));
+    if ranges.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut bytes = text.as_bytes().to_vec();
+    for range in ranges {
+        let len = range.len();
+        let keep_start = (len / 4).min(8);
+        let keep_end = (len / 8).min(4);
+        for b in &mut bytes[range.start + keep_start..range.end - keep_end] {
+            // Credentials are ASCII (checked by `credential_kind`), as are base64 key bodies, so
+            // overwriting bytes keeps the text valid UTF-8; anything else is left alone.
+            if b.is_ascii_graphic() {
+                *b = b'*';
+            }
+        }
+    }
+    std::borrow::Cow::Owned(String::from_utf8(bytes).unwrap_or_else(|_| text.to_string()))
+}
+
+/// The base64 bodies of PEM private keys in `text` (between the BEGIN and END lines).
+fn private_key_bodies(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut bodies = Vec::new();
+    let mut from = 0;
+    while let Some(begin) = text[from..].find("-----BEGIN") {
+        let begin = from + begin;
+        let Some(header_end) = text[begin + 10..].find("-----").map(|i| begin + 10 + i + 5) else {
+            break;
+        };
+        let end = text[header_end..]
+            .find("-----END")
+            .map_or(text.len(), |i| header_end + i);
+        if text[begin..header_end].contains("PRIVATE KEY") && end > header_end {
+            bodies.push(header_end..end);
+        }
+        from = end.max(header_end);
+    }
+    bodies
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +175,26 @@ mod tests {
         ] {
             assert_eq!(find_secret(text), None, "{text}");
         }
+    }
+
+    #[test]
+    fn masks_keep_the_ends_and_the_length() {
+        let text =
+            "key: \"sk-ant-api03-abcdefghijklmnop1234\" and xoxb-1234567890-abcdefghijkl, fine";
+        let masked = mask(text);
+        assert_eq!(masked.len(), text.len());
+        assert!(!masked.contains("abcdefghijklmnop"), "{masked}");
+        assert!(masked.contains("sk-ant-a"), "{masked}");
+        assert!(masked.contains("1234\""), "{masked}");
+        assert!(masked.contains("xoxb-12"), "{masked}");
+        assert!(masked.ends_with("jkl, fine"), "{masked}");
+        assert_eq!(mask("no secrets here"), "no secrets here");
+        let pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n";
+        let masked = mask(pem);
+        assert!(
+            !masked.contains("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"),
+            "{masked}"
+        );
+        assert!(masked.contains("-----END PRIVATE KEY-----"), "{masked}");
     }
 }

@@ -5,15 +5,15 @@
 //! line and column by walking the positioned tree, which is the only source of positions.
 //!
 //! The rules, in the order they run: org shape (one root, parents exist, parent/children agree, no
-//! cycles, levels, depth), tools, memory (blocks, shared blocks, shareWith), prompts, models, storage,
-//! and finally credentials anywhere in the file.
+//! cycles, levels, depth), tools, memory (blocks, shared blocks, shareWith), prompts, models, and
+//! finally credentials anywhere in the file.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path as FsPath;
 
 use crate::decode::did_you_mean;
 use crate::diagnostic::{self, Anchor, Diagnostic, KeyPath, Path, Segment};
-use crate::schema::{Config, Prompt, Storage};
+use crate::schema::{Config, Prompt, ProviderKind};
 use crate::secrets;
 use crate::yaml::{Node, Span, Value};
 
@@ -32,7 +32,6 @@ pub(crate) fn check(config: &Config, doc: &Node, base_dir: Option<&FsPath>) -> V
         checker.prompts(base_dir);
     }
     checker.models();
-    checker.storage();
     checker.credentials(doc, Path::Root);
     checker.out
 }
@@ -205,11 +204,21 @@ impl<'a> Checker<'a> {
                             Some(p) => format!("its parent is `{p}`"),
                             None => "it has no parent".to_string(),
                         };
+                        // Suggest re-parenting only when it keeps the org a tree: if `child` is
+                        // `id` or above it, `parent: {id}` on it would close a loop.
+                        let hint = if self.is_ancestor(child, id) {
+                            format!(
+                                "remove `{child}` from this list: it is above `{id}` ({}), so making it report to `{id}` would create a cycle",
+                                self.chain(id)
+                            )
+                        } else {
+                            format!("set `parent: {id}` on `{child}`, or remove it from this list")
+                        };
                         self.error(
                             path,
                             Anchor::Value,
                             format!("`{child}` is listed as a child of `{id}`, but {actual}"),
-                            format!("set `parent: {id}` on `{child}`, or remove it from this list"),
+                            hint,
                         );
                     }
                     Some(_) => {}
@@ -331,6 +340,26 @@ impl<'a> Checker<'a> {
             format!("the org has a cycle: {}", loop_ids.join(" → ")),
             "an agent cannot report to its own subordinate; change one `parent:` to break the loop",
         );
+    }
+
+    /// Whether `ancestor` is `id` or on `id`'s parent chain (bounded, so a cycle cannot loop).
+    fn is_ancestor(&self, ancestor: &str, id: &str) -> bool {
+        let mut current = id;
+        for _ in 0..=self.config.agents.len() {
+            if current == ancestor {
+                return true;
+            }
+            match self
+                .config
+                .agents
+                .get(current)
+                .and_then(|a| a.parent.as_deref())
+            {
+                Some(parent) => current = parent,
+                None => return false,
+            }
+        }
+        false
     }
 
     /// `ceo → vp-eng → lead` for the agent `id`, root first.
@@ -627,13 +656,43 @@ impl<'a> Checker<'a> {
                         .providers
                         .get(provider)
                         .is_some_and(|p| p.models.contains_key(id));
-                    if !priced && unpriced_warned.insert((provider, id)) {
-                        self.warning(
+                    if priced {
+                        continue;
+                    }
+                    if !model.contains('/')
+                        && let Some(family) = foreign_family(framework, provider, id)
+                    {
+                        self.error(
+                            path,
+                            Anchor::Value,
+                            format!("`{id}` looks like {family} model, but it resolves to provider `{provider}`, which serves Anthropic models"),
+                            format!(
+                                "add a provider for it (`kind: openai-compatible` with its `baseUrl`) and write `<provider>/{id}`, or use a Claude model; configured providers: {}",
+                                framework.providers.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+                            ),
+                        );
+                        continue;
+                    }
+                    if !unpriced_warned.insert((provider, id)) {
+                        continue;
+                    }
+                    let priced_ids = framework
+                        .providers
+                        .values()
+                        .flat_map(|p| p.models.keys().map(String::as_str));
+                    match did_you_mean(id, priced_ids).filter(|s| *s != id) {
+                        Some(near) => self.warning(
+                            path,
+                            Anchor::Value,
+                            format!("provider `{provider}` has no price for `{id}`: did you mean `{near}`?"),
+                            format!("write `{near}` if that is the model you meant; otherwise add `{id}: {{ input: …, output: … }}` (USD per million tokens) to `framework.providers.{provider}.models`, or its cost counts as 0"),
+                        ),
+                        None => self.warning(
                             path,
                             Anchor::Value,
                             format!("provider `{provider}` has no price for `{id}`, so its cost will be counted as 0"),
                             format!("add `{id}: {{ input: …, output: … }}` (USD per million tokens) to `framework.providers.{provider}.models`"),
-                        );
+                        ),
                     }
                 }
                 Err(e) => {
@@ -651,17 +710,6 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn storage(&mut self) {
-        if self.config.framework.memory.storage == Storage::Postgres {
-            self.warning(
-                KeyPath::of(["framework", "memory", "storage"]),
-                Anchor::Value,
-                "postgres storage is not implemented yet".into(),
-                "use `storage: sqlite` until it is",
-            );
-        }
-    }
-
     /// No credential anywhere in the file: secrets come from environment variables only. Walks with a
     /// borrowed path so that the whole-document scan allocates nothing unless it finds something.
     fn credentials(&mut self, node: &Node, path: Path<'_>) {
@@ -672,7 +720,7 @@ impl<'a> Checker<'a> {
                 if !is_env_key && let Some(kind) = secrets::find_secret(text) {
                     self.out.push(
                         Diagnostic::error(path, node.span, format!("this looks like {} {kind}; secrets must not be written in the config", article(kind)))
-                            .with_hint("remove it (and rotate it if the file was shared), export it as an environment variable, and name that variable in the matching `…Env` key"),
+                            .with_hint(ROTATE_HINT),
                     );
                 }
             }
@@ -690,6 +738,55 @@ impl<'a> Checker<'a> {
         }
     }
 }
+
+/// The model family `id` belongs to when it cannot be served by `provider`: a bare id that an
+/// Anthropic-kind provider at Anthropic's own API would reject (OpenAI, Google, Meta, Mistral … names).
+/// OpenAI-compatible servers serve any name, and a proxy behind a custom `baseUrl` may too, so only
+/// Anthropic's API is judged.
+fn foreign_family(
+    framework: &crate::schema::Framework,
+    provider: &str,
+    id: &str,
+) -> Option<&'static str> {
+    let p = framework.providers.get(provider)?;
+    if p.kind != ProviderKind::Anthropic
+        || p.base_url.trim_end_matches('/') != "https://api.anthropic.com"
+    {
+        return None;
+    }
+    let lower = id.to_ascii_lowercase();
+    if lower.starts_with("claude") {
+        return None;
+    }
+    const FAMILIES: &[(&str, &str)] = &[
+        ("gpt-", "an OpenAI"),
+        ("chatgpt", "an OpenAI"),
+        ("o1", "an OpenAI"),
+        ("o3", "an OpenAI"),
+        ("o4", "an OpenAI"),
+        ("text-embedding", "an OpenAI"),
+        ("gemini", "a Google"),
+        ("gemma", "a Google"),
+        ("llama", "a Meta Llama"),
+        ("mistral", "a Mistral"),
+        ("mixtral", "a Mistral"),
+        ("codestral", "a Mistral"),
+        ("qwen", "a Qwen"),
+        ("deepseek", "a DeepSeek"),
+        ("phi", "a Microsoft Phi"),
+        ("grok", "an xAI"),
+        ("command", "a Cohere"),
+    ];
+    Some(
+        FAMILIES
+            .iter()
+            .find(|(prefix, _)| lower.starts_with(prefix))
+            .map_or("a non-Anthropic", |(_, family)| family),
+    )
+}
+
+/// What to do about a credential found in the file.
+pub(crate) const ROTATE_HINT: &str = "treat it as leaked and rotate it with its issuer (it is in this file, and maybe in version control or a backup); then remove it, export the new one as an environment variable, and name that variable in the matching `…Env` key";
 
 fn provider_hint<'p>(providers: impl Iterator<Item = &'p str> + Clone, wanted: &str) -> String {
     let names: Vec<&str> = providers.clone().collect();

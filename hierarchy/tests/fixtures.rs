@@ -8,7 +8,8 @@
 //! # expect-warning: 3:5 agents.ceo.tools :: neither `delegate`
 //! ```
 //!
-//! `LINE:COLUMN` and the key path must match exactly; the text after `::` must occur in the message.
+//! `LINE:COLUMN` and the key path must match exactly; the text after `::` must occur in the message,
+//! and the text after a second `::`, if any, in the hint.
 //! The set of errors must match the `expect` lines exactly (no missing, no extra), so a cascade of
 //! follow-on errors fails the test too. Warnings are checked when a fixture lists any.
 
@@ -23,6 +24,7 @@ struct Expectation {
     column: u32,
     path: String,
     message: String,
+    hint: Option<String>,
 }
 
 impl Expectation {
@@ -32,6 +34,10 @@ impl Expectation {
             && d.column() == self.column
             && d.path == self.path
             && d.message.contains(&self.message)
+            && self
+                .hint
+                .as_ref()
+                .is_none_or(|h| d.hint.as_deref().unwrap_or("").contains(h.as_str()))
     }
 }
 
@@ -48,12 +54,17 @@ fn expectations(source: &str, file: &Path) -> Vec<Expectation> {
             let (position, rest) = rest.trim().split_once(' ').unwrap_or_else(|| bad());
             let (line_no, column) = position.split_once(':').unwrap_or_else(|| bad());
             let (path, message) = rest.split_once("::").unwrap_or_else(|| bad());
+            let (message, hint) = match message.split_once("::") {
+                Some((message, hint)) => (message, Some(hint.trim().to_string())),
+                None => (message, None),
+            };
             Some(Expectation {
                 severity,
                 line: line_no.parse().unwrap_or_else(|_| bad()),
                 column: column.parse().unwrap_or_else(|_| bad()),
                 path: path.trim().to_string(),
                 message: message.trim().to_string(),
+                hint,
             })
         })
         .collect()
@@ -162,6 +173,45 @@ fn the_example_config_validates_clean() {
     assert_eq!(org.depth(), 3, "CEO → VP → lead → worker");
     assert!(org.shares_with("vp-eng", "vp-ops"));
     assert!(!loaded.config.shared_blocks.is_empty());
+}
+
+/// A credential pasted into the file is never printed in full: not in a message, not in the rendered
+/// snippet, not in the JSON. Each `secret-*` fixture names its secret in a `# secret:` line.
+#[test]
+fn pasted_secrets_are_never_printed_in_full() {
+    let mut checked = 0;
+    for file in fixtures("invalid") {
+        let source = std::fs::read_to_string(&file).expect("fixture is readable");
+        let Some(secret) = source
+            .lines()
+            .find_map(|l| l.strip_prefix("# secret: ").map(str::trim))
+        else {
+            continue;
+        };
+        let Err(ConfigError::Invalid(report)) = opc_hierarchy::load(&file) else {
+            panic!("{}: should be invalid", file.display());
+        };
+        let rendered = report.render(false);
+        let json = serde_json::to_string(&report.diagnostics).expect("diagnostics serialise");
+        let lines = report.lines().join("\n");
+        for (what, text) in [("rendered", &rendered), ("json", &json), ("lines", &lines)] {
+            assert!(
+                !text.contains(secret),
+                "{}: the {what} output contains the secret:\n{text}",
+                file.display()
+            );
+        }
+        assert!(
+            rendered.contains(&secret[..5]) && rendered.contains("rotate"),
+            "{}: the output should show the secret's start and advise rotating it:\n{rendered}",
+            file.display()
+        );
+        checked += 1;
+    }
+    assert!(
+        checked >= 3,
+        "only {checked} secret fixtures name their secret"
+    );
 }
 
 #[test]

@@ -1,0 +1,203 @@
+//! Configured features that this build accepts but does not run yet.
+//!
+//! The schema describes the whole product (privacy gateway, memory, file and shell tools, postgres),
+//! while the engine implements it in stages. A setting that silently does nothing is worse than an
+//! error: the example org turns privacy on, and a user would believe personal data is masked. So this
+//! module is the one place that decides what is configured but inactive; `opc validate`, `opc run` and
+//! `opc chat` print its list, and the engine's own list of executed tools is checked against it by a
+//! test in the `opc` binary. When a feature lands, its entry is removed here.
+//!
+//! Defaults count as configured: `privacy.enabled` and `memory.recall` are on unless turned off, and a
+//! user relying on the default is exactly the one who would be misled.
+
+use crate::diagnostic::KeyPath;
+use crate::schema::{Config, Storage, Tool};
+
+/// A configured feature that does nothing in this build.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Inactive {
+    /// Where it is configured: a key path (the first one, when several agents configure it).
+    pub path: String,
+    /// What it is, e.g. `privacy gateway`.
+    pub feature: String,
+    /// What happens instead, in one sentence.
+    pub effect: String,
+}
+
+/// The tools the engine executes; every other tool is configured but inactive.
+pub const ACTIVE_TOOLS: [Tool; 4] = [
+    Tool::Delegate,
+    Tool::DelegateParallel,
+    Tool::Escalate,
+    Tool::RequestApproval,
+];
+
+/// Every configured feature of `config` that this build does not run, in the order of the reference.
+pub fn inactive(config: &Config) -> Vec<Inactive> {
+    let mut out = Vec::new();
+    let mut add = |path: KeyPath, feature: &str, effect: &str| {
+        out.push(Inactive {
+            path: path.to_string(),
+            feature: feature.to_string(),
+            effect: effect.to_string(),
+        });
+    };
+    let framework = &config.framework;
+    let memory = &framework.memory;
+    if framework.privacy.enabled {
+        add(
+            KeyPath::of(["framework", "privacy", "enabled"]),
+            "privacy gateway",
+            "personal data is sent to the LLM providers unmasked",
+        );
+    }
+    if memory.storage == Storage::Postgres {
+        add(
+            KeyPath::of(["framework", "memory", "storage"]),
+            "postgres storage",
+            "tasks and the ledger are kept in the SQLite file at `framework.memory.path`",
+        );
+    }
+    let agents = |pick: &dyn Fn(&crate::schema::Agent) -> bool| -> Vec<&str> {
+        config
+            .agents
+            .iter()
+            .filter(|(_, a)| pick(a))
+            .map(|(id, _)| id.as_str())
+            .collect()
+    };
+    let per_agent = |ids: &[&str], key: &[&str]| -> KeyPath {
+        let mut path = KeyPath::of(["agents", ids[0]]);
+        for k in key {
+            path = path.key(*k);
+        }
+        path
+    };
+    let blocks = agents(&|a| !a.memory.blocks.is_empty());
+    if !blocks.is_empty() {
+        add(
+            per_agent(&blocks, &["memory", "blocks"]),
+            &format!("core memory blocks ({})", list(&blocks)),
+            "no block reaches a prompt",
+        );
+    }
+    let shared = agents(&|a| !a.memory.shared_blocks.is_empty());
+    if !shared.is_empty() {
+        add(
+            per_agent(&shared, &["memory", "sharedBlocks"]),
+            &format!("shared memory blocks ({})", list(&shared)),
+            "no shared block reaches a prompt",
+        );
+    }
+    let share_with = agents(&|a| !a.memory.share_with.is_empty());
+    if !share_with.is_empty() {
+        add(
+            per_agent(&share_with, &["memory", "shareWith"]),
+            &format!("memory sharing ({})", list(&share_with)),
+            "there is no memory to share yet",
+        );
+    }
+    let recall = agents(&|a| a.memory.recall);
+    if !recall.is_empty() {
+        add(
+            per_agent(&recall, &["memory", "recall"]),
+            &format!("conversation recall ({})", list(&recall)),
+            "agents see the current conversation only",
+        );
+    }
+    let archival = agents(&|a| a.memory.archival);
+    if !archival.is_empty() {
+        add(
+            per_agent(&archival, &["memory", "archival"]),
+            &format!("archival memory ({})", list(&archival)),
+            "no facts are extracted or kept",
+        );
+    }
+    if !recall.is_empty() || !archival.is_empty() {
+        add(
+            KeyPath::of(["framework", "memory", "embedding"]),
+            "embeddings",
+            "nothing is embedded or searched",
+        );
+    }
+    if memory.consolidation.enabled {
+        add(
+            KeyPath::of(["framework", "memory", "consolidation", "enabled"]),
+            "memory consolidation",
+            "no consolidation runs",
+        );
+    }
+    if memory.graph_enabled {
+        add(
+            KeyPath::of(["framework", "memory", "graph", "enabled"]),
+            "graph memory",
+            "no entities or relations are kept",
+        );
+    }
+    let mut tools: Vec<&str> = Vec::new();
+    let mut first: Option<KeyPath> = None;
+    for (id, agent) in &config.agents {
+        for tool in agent.tools.iter().filter(|t| !ACTIVE_TOOLS.contains(t)) {
+            first.get_or_insert_with(|| KeyPath::of(["agents", id, "tools"]));
+            if !tools.contains(&tool.as_str()) {
+                tools.push(tool.as_str());
+            }
+        }
+    }
+    if let Some(path) = first {
+        add(
+            path,
+            &format!("tools {}", tools.join(", ")),
+            "they are not offered to agents",
+        );
+    }
+    out
+}
+
+/// `a, b, c` or `a, b, c and 4 more`.
+fn list(ids: &[&str]) -> String {
+    const SHOWN: usize = 3;
+    if ids.len() <= SHOWN + 1 {
+        ids.join(", ")
+    } else {
+        format!("{} and {} more", ids[..SHOWN].join(", "), ids.len() - SHOWN)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(agents: &str) -> Config {
+        let text = format!(
+            "framework:\n  defaultModel: m\n  providers: {{ p: {{ kind: anthropic, models: {{ m: {{ input: 1, output: 1 }} }} }} }}\n  privacy: {{ enabled: false }}\n  memory: {{ consolidation: {{ enabled: false }} }}\nagents:\n{agents}"
+        );
+        crate::parse("t.yaml", text, None)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .config
+    }
+
+    #[test]
+    fn everything_off_is_nothing_inactive() {
+        let c = config("  ceo: { role: CEO, memory: { recall: false } }\n");
+        assert_eq!(inactive(&c), Vec::new());
+    }
+
+    #[test]
+    fn defaults_and_tools_are_reported_once_each() {
+        let c = config(
+            "  ceo: { role: CEO, tools: [delegate, memory_read, Bash], children: [a] }\n  a: { role: A, parent: ceo, tools: [memory_read] }\n",
+        );
+        let found = inactive(&c);
+        let features: Vec<&str> = found.iter().map(|i| i.feature.as_str()).collect();
+        assert_eq!(
+            features,
+            [
+                "conversation recall (ceo, a)",
+                "embeddings",
+                "tools memory_read, Bash"
+            ]
+        );
+        assert_eq!(found[2].path, "agents.ceo.tools");
+    }
+}
