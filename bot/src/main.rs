@@ -10,6 +10,7 @@
 
 mod commands;
 mod gateway;
+mod log;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -111,30 +112,9 @@ enum Format {
     Json,
 }
 
-/// Diagnostics (retries, failures) go to stderr, filtered by `OPC_LOG` (`warn` by default; e.g.
-/// `OPC_LOG=debug` or `OPC_LOG=warn,opc_agents=debug`). They never contain message content or keys.
-fn init_logging() {
-    use tracing_subscriber::filter::Targets;
-    let filter = std::env::var("OPC_LOG")
-        .ok()
-        .and_then(|spec| spec.parse::<Targets>().ok())
-        .unwrap_or_else(|| Targets::new().with_default(tracing::Level::WARN));
-    use tracing_subscriber::layer::SubscriberExt;
-    use tracing_subscriber::util::SubscriberInitExt;
-    let _ = tracing_subscriber::registry()
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-                .with_target(false),
-        )
-        .with(filter)
-        .try_init();
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    log::init(matches!(cli.command, Command::Chat { .. }));
     match cli.command {
         Command::Init { dir } => commands::init::run(&dir),
         Command::Validate { config, format } => commands::validate::run(&config.path(), format),

@@ -77,6 +77,35 @@ async fn chat_prints_the_answer_and_trace_and_tasks_shows_the_tree() {
     assert!(tree.starts_with("#1 ceo COMPLETED"), "{tree}");
     assert!(tree.contains("└─ #2 vp-ops COMPLETED"), "{tree}");
     assert!(tree.contains("2 tasks"), "{tree}");
+    // The list shows the request's whole tree, as the chat's closing line does.
+    assert_eq!(
+        listed_tokens(&list, 1),
+        tree_tokens(&tree),
+        "{list}\n{tree}"
+    );
+}
+
+/// The TOKENS column of task `id` in `opc tasks`.
+fn listed_tokens(list: &str, id: i64) -> u64 {
+    let row = list
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&id.to_string()))
+        .unwrap_or_else(|| panic!("no row for task {id} in {list}"));
+    let columns: Vec<&str> = row.split_whitespace().collect();
+    // ID STATE [*] AGENT TIME TOKENS COST MESSAGE…
+    let at = if columns[2] == "*" { 5 } else { 4 };
+    columns[at]
+        .parse()
+        .unwrap_or_else(|_| panic!("tokens in {row}"))
+}
+
+/// The token total on the last line of `opc tasks --tree`.
+fn tree_tokens(tree: &str) -> u64 {
+    let last = tree.lines().last().expect("a total line");
+    last.split(" · ")
+        .find_map(|part| part.strip_suffix(" tokens"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no total in {last}"))
 }
 
 #[tokio::test]
@@ -171,6 +200,16 @@ async fn ctrl_c_cancels_the_running_tree() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+    // While it runs, the list shows it as running, with the tree's totals so far (the CEO's turn).
+    let out = opc(&org.config_path(), &["tasks"], "", false).await;
+    let list = text(&out.stdout);
+    assert!(list.contains("still running"), "{list}");
+    let out = opc(&org.config_path(), &["tasks", "--tree", "1"], "", false).await;
+    let tree = text(&out.stdout);
+    let so_far = listed_tokens(&list, 1);
+    assert!(so_far > 0, "the CEO's finished turn is counted: {list}");
+    assert_eq!(so_far, tree_tokens(&tree), "{list}\n{tree}");
+
     let pid = child.id().to_string();
     let killed = Command::new("kill")
         .args(["-INT", &pid])

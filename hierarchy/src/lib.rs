@@ -28,7 +28,7 @@ pub mod yaml;
 use std::path::{Path, PathBuf};
 
 pub use diagnostic::{Diagnostic, KeyPath, Severity};
-pub use inactive::{Inactive, inactive};
+pub use inactive::{ACTIVE_TOOLS, Inactive, inactive};
 pub use org::OrgTree;
 pub use schema::Config;
 

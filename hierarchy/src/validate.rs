@@ -739,8 +739,9 @@ impl<'a> Checker<'a> {
     }
 }
 
-/// The model family `id` belongs to when it cannot be served by `provider`: a bare id that an
-/// Anthropic-kind provider at Anthropic's own API would reject (OpenAI, Google, Meta, Mistral … names).
+/// The model family `id` belongs to when it cannot be served by `provider`: a bare id of a known
+/// other vendor's family (OpenAI, Google, Meta, Mistral …) resolved to Anthropic's own API. Names of
+/// no known family are left to the unpriced-model warning.
 /// OpenAI-compatible servers serve any name, and a proxy behind a custom `baseUrl` may too, so only
 /// Anthropic's API is judged.
 fn foreign_family(
@@ -777,12 +778,10 @@ fn foreign_family(
         ("grok", "an xAI"),
         ("command", "a Cohere"),
     ];
-    Some(
-        FAMILIES
-            .iter()
-            .find(|(prefix, _)| lower.starts_with(prefix))
-            .map_or("a non-Anthropic", |(_, family)| family),
-    )
+    FAMILIES
+        .iter()
+        .find(|(prefix, _)| lower.starts_with(prefix))
+        .map(|(_, family)| *family)
 }
 
 /// What to do about a credential found in the file.

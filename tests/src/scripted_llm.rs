@@ -15,7 +15,11 @@
 //!    its own cursor into the agent's steps, so concurrent independent sessions each walk the
 //!    script from the start, deterministically;
 //! 3. the request takes the step at the cursor and advances it; past the end, the last non-fault
-//!    step answers again, and with none a 500 says `script exhausted for <marker>`.
+//!    step answers again, and with none a 500 says `script exhausted for <marker>`;
+//! 4. a request whose history has no assistant turn starts a conversation, so it goes back to the
+//!    first step — unless the pair's previous request also had none and got a fault, which makes
+//!    this one its retry. So a demo run twice (same message, new conversation) is answered the same
+//!    way both times, while retries and follow-ups still walk on through the script.
 //!
 //! Invariants:
 //! - only loopback addresses are ever bound ([`ScriptedLlm::start_on`] refuses others);
@@ -612,8 +616,38 @@ fn first_user_text(body: &Value) -> String {
 /// Cursors and recording, under one lock.
 #[derive(Default)]
 struct Book {
-    cursors: HashMap<(Option<String>, String), usize>,
+    cursors: HashMap<(Option<String>, String), Cursor>,
     records: Vec<RecordedRequest>,
+}
+
+/// Where a (marker, session) pair is in its agent's steps.
+#[derive(Default)]
+struct Cursor {
+    /// The next step to hand out.
+    next: usize,
+    /// Whether the last request had no assistant turn, and whether it got a fault.
+    last: Option<(bool, bool)>,
+}
+
+impl Cursor {
+    /// The step index for a request; `fresh` when its history has no assistant turn.
+    fn take(&mut self, fresh: bool, is_fault: impl Fn(usize) -> bool) -> usize {
+        let retry_of_fresh = self.last == Some((true, true));
+        if fresh && self.last.is_some() && !retry_of_fresh {
+            self.next = 0;
+        }
+        let index = self.next;
+        self.next += 1;
+        self.last = Some((fresh, is_fault(index)));
+        index
+    }
+}
+
+/// Whether the request starts a conversation: no assistant turn in its history.
+fn starts_conversation(body: &Value) -> bool {
+    !messages(body)
+        .iter()
+        .any(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
 }
 
 struct Inner {
@@ -659,12 +693,12 @@ impl Inner {
                     .to_string(),
             ),
             Some(steps) => {
-                let cursor = book
+                let fresh = starts_conversation(&record.body);
+                let index = book
                     .cursors
                     .entry((marker.clone(), record.session.clone()))
-                    .or_insert(0);
-                let index = *cursor;
-                *cursor += 1;
+                    .or_default()
+                    .take(fresh, |i| steps.get(i).is_some_and(Step::is_fault));
                 let chosen = if index < steps.len() {
                     Some(index)
                 } else {

@@ -9,6 +9,9 @@
 //! Exit status: 0 answered, 1 failed, 2 not started (config, database or API key), 3 escalated to you,
 //! 130 cancelled.
 //!
+//! Approvals take an option's name, its number, or `y` / `n` when there is an approving and a rejecting
+//! option. Time spent waiting for that answer is shown apart from the agents' working time.
+//!
 //! Invariants: approvals are decided only by an explicit answer typed here; end of input rejects (fail
 //! closed). Secrets are never printed: a missing key is reported by its variable name.
 
@@ -17,7 +20,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use opc_agents::context::NoMemory;
 use opc_agents::{Engine, EngineOptions, Event, Outcome, TaskId, TaskState};
@@ -88,7 +91,8 @@ pub fn missing_key(loaded: &opc_hierarchy::Loaded) -> Option<(String, String)> {
         })
 }
 
-/// Build the engine (keys or not) and note the tools this build does not execute yet.
+/// Build the engine (keys or not) and note what the config turns on that this build does not run yet
+/// (`opc run` builds its engine here too).
 pub fn build_engine(
     loaded: &opc_hierarchy::Loaded,
     store: opc_agents::Store,
@@ -102,18 +106,7 @@ pub fn build_engine(
         |var| std::env::var(var).ok(),
     )
     .map_err(|e| format!("error: {e}\n"))?;
-    let mut unavailable: Vec<&str> = opc_agents::tools::unavailable_tools(&loaded.config)
-        .iter()
-        .map(|(_, tool)| tool.as_str())
-        .collect();
-    unavailable.sort_unstable();
-    unavailable.dedup();
-    if !unavailable.is_empty() {
-        eprint(&format!(
-            "note: not offered to agents, because this build does not execute them yet: {}\n",
-            unavailable.join(", ")
-        ));
-    }
+    eprint(&super::inactive_note(&loaded.config));
     Ok(engine)
 }
 
@@ -276,6 +269,9 @@ async fn turn(
     let mut streamed = String::new();
     // Approvals waiting for an answer typed here, oldest first.
     let mut pending: VecDeque<(i64, Vec<String>)> = VecDeque::new();
+    // Time spent waiting for a person to decide, shown apart from the time the agents worked.
+    let mut waiting_since: Option<Instant> = None;
+    let mut waited = Duration::ZERO;
     let wait = run.wait();
     tokio::pin!(wait);
     let outcome = loop {
@@ -289,6 +285,9 @@ async fn turn(
                         if trace.typed_input {
                             while lines.try_recv().is_ok() {}
                         }
+                        if pending.is_empty() {
+                            waiting_since = Some(Instant::now());
+                        }
                         pending.push_back(approval);
                     }
                 }
@@ -300,6 +299,9 @@ async fn turn(
                     for approval in engine.pending_approvals().unwrap_or_default() {
                         if approval.root_id == root && !pending.iter().any(|(id, _)| *id == approval.id) {
                             eprint(&card(approval.id, &approval.agent, &approval.summary, &approval.options));
+                            if pending.is_empty() {
+                                waiting_since = Some(Instant::now());
+                            }
                             pending.push_back((approval.id, approval.options));
                         }
                     }
@@ -308,14 +310,15 @@ async fn turn(
             },
             line = lines.recv(), if !pending.is_empty() => {
                 let Some((approval, options)) = pending.pop_front() else { continue };
-                let choice = line.map(|l| l.trim().to_string());
-                let decision = match &choice {
-                    Some(c) if options.contains(c) => c.clone(),
-                    Some(c) => {
-                        eprint(&format!("`{c}` is not an option; choose one of: {}\n  decide › ", options.join(", ")));
-                        pending.push_front((approval, options));
-                        continue;
-                    }
+                let decision = match line.as_deref().map(str::trim) {
+                    Some(typed) => match choose(typed, &options) {
+                        Some(option) => option,
+                        None => {
+                            eprint(&format!("`{typed}` is not an option; type {}\n  decide › ", choices(&options)));
+                            pending.push_front((approval, options));
+                            continue;
+                        }
+                    },
                     // End of input: fail closed.
                     None => "reject".to_string(),
                 };
@@ -324,7 +327,9 @@ async fn turn(
                     eprint(&format!("error: {e}\n"));
                 }
                 if let Some((next, options)) = pending.front() {
-                    eprint(&format!("decide approval {next} ({}) › ", options.join(" / ")));
+                    eprint(&format!("decide approval {next} ({}) › ", choices(options)));
+                } else if let Some(since) = waiting_since.take() {
+                    waited += since.elapsed();
                 }
             }
             _ = tokio::signal::ctrl_c() => {
@@ -335,7 +340,10 @@ async fn turn(
             }
         }
     };
-    finish(&outcome, &streamed, trace, started);
+    if let Some(since) = waiting_since {
+        waited += since.elapsed();
+    }
+    finish(&outcome, &streamed, trace, started.elapsed(), waited);
     Ok(outcome)
 }
 
@@ -445,11 +453,55 @@ fn show(
 fn card(approval: i64, requested_by: &str, summary: &str, options: &[String]) -> String {
     format!(
         "\n┌ approval {approval} requested by {requested_by}\n│ {summary}\n└ decide ({}) › ",
-        options.join(" / ")
+        choices(options)
     )
 }
 
-fn finish(outcome: &Outcome, streamed: &str, trace: &Trace, started: Instant) {
+/// The accepted answers: `1 approve / 2 reject, or y / n`.
+fn choices(options: &[String]) -> String {
+    let numbered: Vec<String> = options
+        .iter()
+        .enumerate()
+        .map(|(i, o)| format!("{} {o}", i + 1))
+        .collect();
+    let mut text = numbered.join(" / ");
+    if yes_no(options).is_some() {
+        text.push_str(", or y / n");
+    }
+    text
+}
+
+/// The options `y` and `n` stand for, when the options include an approving and a rejecting one.
+fn yes_no(options: &[String]) -> Option<(&str, &str)> {
+    let find = |words: &[&str]| {
+        options
+            .iter()
+            .find(|o| words.contains(&o.to_lowercase().as_str()))
+            .map(String::as_str)
+    };
+    Some((
+        find(&["approve", "approved", "yes", "accept", "allow", "ok"])?,
+        find(&["reject", "rejected", "no", "deny", "decline"])?,
+    ))
+}
+
+/// The option a typed answer picks: the option itself (any case), its number, or `y` / `n`.
+fn choose(typed: &str, options: &[String]) -> Option<String> {
+    if let Some(option) = options.iter().find(|o| o.eq_ignore_ascii_case(typed)) {
+        return Some(option.clone());
+    }
+    if let Ok(n) = typed.parse::<usize>() {
+        return n.checked_sub(1).and_then(|i| options.get(i)).cloned();
+    }
+    let (yes, no) = yes_no(options)?;
+    match typed.to_lowercase().as_str() {
+        "y" | "yes" => Some(yes.to_string()),
+        "n" | "no" => Some(no.to_string()),
+        _ => None,
+    }
+}
+
+fn finish(outcome: &Outcome, streamed: &str, trace: &Trace, took: Duration, waited: Duration) {
     match outcome.state {
         TaskState::Completed => {
             if trace.live && streamed == outcome.text {
@@ -466,13 +518,55 @@ fn finish(outcome: &Outcome, streamed: &str, trace: &Trace, started: Instant) {
         TaskState::Cancelled => eprint(&format!("cancelled: {}\n", outcome.text)),
         _ => eprint(&format!("error: {}\n", outcome.text)),
     }
+    // Waiting for a person is not the agents' working time: shown apart, so neither hides the other.
+    let time = if waited.is_zero() {
+        format!("{:.1}s", took.as_secs_f64())
+    } else {
+        format!(
+            "{:.1}s working + {:.1}s waiting for you",
+            took.saturating_sub(waited).as_secs_f64(),
+            waited.as_secs_f64()
+        )
+    };
     eprint(&format!(
-        "— task {} · conversation {} · {} tokens in / {} out · ${:.4} · {:.1}s\n",
-        outcome.task,
-        outcome.conversation,
-        outcome.tokens_in,
-        outcome.tokens_out,
-        outcome.cost_usd,
-        started.elapsed().as_secs_f64()
+        "— task {} · conversation {} · {} tokens in / {} out · ${:.4} · {time}\n",
+        outcome.task, outcome.conversation, outcome.tokens_in, outcome.tokens_out, outcome.cost_usd,
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(list: &[&str]) -> Vec<String> {
+        list.iter().map(|o| o.to_string()).collect()
+    }
+
+    #[test]
+    fn approvals_accept_names_numbers_and_yes_no() {
+        let o = options(&["approve", "reject"]);
+        for (typed, picked) in [
+            ("approve", "approve"),
+            ("Reject", "reject"),
+            ("1", "approve"),
+            ("2", "reject"),
+            ("y", "approve"),
+            ("YES", "approve"),
+            ("n", "reject"),
+        ] {
+            assert_eq!(choose(typed, &o).as_deref(), Some(picked), "{typed}");
+        }
+        for typed in ["0", "3", "maybe", ""] {
+            assert_eq!(choose(typed, &o), None, "{typed}");
+        }
+        assert_eq!(choices(&o), "1 approve / 2 reject, or y / n");
+    }
+
+    #[test]
+    fn yes_no_needs_an_approving_and_a_rejecting_option() {
+        let o = options(&["ship", "wait", "drop"]);
+        assert_eq!(choose("y", &o), None);
+        assert_eq!(choose("3", &o).as_deref(), Some("drop"));
+        assert_eq!(choices(&o), "1 ship / 2 wait / 3 drop");
+    }
 }

@@ -37,6 +37,26 @@ pub fn load_config(path: &Path) -> Result<Loaded, ExitCode> {
     }
 }
 
+/// What the config turns on that this build does not run yet (the list is decided by
+/// `opc_hierarchy::inactive`), as a note for stderr; empty when everything configured is active.
+/// `opc validate`, `opc run` and `opc chat` print it, so no setting silently does nothing.
+pub fn inactive_note(config: &opc_hierarchy::Config) -> String {
+    let inactive = opc_hierarchy::inactive(config);
+    if inactive.is_empty() {
+        return String::new();
+    }
+    let mut note = String::from(
+        "note: configured, but not active in this build (they arrive with the privacy and memory work):\n",
+    );
+    for item in inactive {
+        note.push_str(&format!(
+            "  - {}: {} [{}]\n",
+            item.feature, item.effect, item.path
+        ));
+    }
+    note
+}
+
 /// A multi-threaded tokio runtime, or the printed error.
 pub fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
     tokio::runtime::Builder::new_multi_thread()
@@ -74,4 +94,18 @@ pub fn eprint(text: &str) {
 pub fn print(text: &str) {
     let mut out = anstream::stdout();
     let _ = out.write_all(text.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    /// The inactive list names exactly the tools the engine does not execute, so the note never
+    /// disagrees with what agents are offered.
+    #[test]
+    fn inactive_tools_agree_with_the_engine() {
+        let mut active = opc_hierarchy::ACTIVE_TOOLS.to_vec();
+        let mut executed = opc_agents::tools::EXECUTED.to_vec();
+        active.sort_by_key(|t| t.as_str());
+        executed.sort_by_key(|t| t.as_str());
+        assert_eq!(active, executed);
+    }
 }

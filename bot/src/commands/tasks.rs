@@ -40,14 +40,22 @@ pub fn run(path: &Path, args: TasksArgs) -> ExitCode {
         Ok(store) => store,
         Err(code) => return code,
     };
+    let now = opc_agents::store::now_ms();
     let result = match args.tree {
         Some(id) => store
             .task(id)
             .and_then(|task| store.tree(task.root_id))
-            .map(|tree| render_tree(&tree)),
-        None => store
-            .recent_roots(args.limit)
-            .map(|roots| render_list(&roots)),
+            .map(|tree| render_tree(&tree, now)),
+        None => store.recent_roots(args.limit).and_then(|roots| {
+            let rows = roots
+                .into_iter()
+                .map(|root| {
+                    let totals = store.tree_totals(root.id)?;
+                    Ok((root, totals))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(render_list(&rows, now))
+        }),
     };
     match result {
         Ok(text) => {
@@ -61,8 +69,13 @@ pub fn run(path: &Path, args: TasksArgs) -> ExitCode {
     }
 }
 
-fn duration(task: &TaskRecord) -> String {
-    let end = task.finished_at.unwrap_or(task.updated_at);
+/// How long the task took, or, while it runs, how long it has been running until `now`.
+fn duration(task: &TaskRecord, now: i64) -> String {
+    let end = match task.finished_at {
+        Some(finished) => finished,
+        None if task.state.is_terminal() => task.updated_at,
+        None => now,
+    };
     let ms = (end - task.created_at).max(0);
     if ms < 1000 {
         format!("{ms}ms")
@@ -83,8 +96,11 @@ fn one_line(text: &str, max: usize) -> String {
     }
 }
 
-/// Recent root tasks, newest first.
-pub fn render_list(roots: &[TaskRecord]) -> String {
+/// Recent requests, newest first, each with the totals of its whole tree `(tokens_in, tokens_out,
+/// cost)`: what the request cost, delegations included, as the chat's closing line shows it. The
+/// totals are summed from the ledger, which is written after every model turn, so a running request
+/// shows what it has used so far.
+pub fn render_list(roots: &[(TaskRecord, (u64, u64, f64))], now: i64) -> String {
     if roots.is_empty() {
         return "No tasks yet. Start one with `opc chat \"…\"`.\n".into();
     }
@@ -92,27 +108,33 @@ pub fn render_list(roots: &[TaskRecord]) -> String {
         "{:>6}  {:<18}  {:<12}  {:>8}  {:>9}  {:>9}  {}\n",
         "ID", "STATE", "AGENT", "TIME", "TOKENS", "COST", "MESSAGE"
     );
-    for task in roots {
+    let mut running = false;
+    for (task, (tokens_in, tokens_out, cost)) in roots {
+        let live = !task.state.is_terminal();
+        running |= live;
         let _ = writeln!(
             out,
             "{:>6}  {:<18}  {:<12}  {:>8}  {:>9}  {:>9}  {}",
             task.id,
-            task.state.as_str(),
+            format!("{}{}", task.state.as_str(), if live { " *" } else { "" }),
             task.agent,
-            duration(task),
-            task.tokens_in + task.tokens_out,
-            format!("${:.4}", task.cost_usd),
+            duration(task, now),
+            tokens_in + tokens_out,
+            format!("${cost:.4}"),
             one_line(&task.input, 50)
         );
     }
     out.push_str(
-        "Totals are per root task's own calls; `opc tasks --tree ID` shows the whole tree.\n",
+        "Totals cover each request's whole tree; `opc tasks --tree ID` shows who did what.\n",
     );
+    if running {
+        out.push_str("* still running: time and totals so far.\n");
+    }
     out
 }
 
 /// One tree, parents before children, with box-drawing indentation.
-pub fn render_tree(tree: &[TaskRecord]) -> String {
+pub fn render_tree(tree: &[TaskRecord], now: i64) -> String {
     let Some(root) = tree.first() else {
         return String::new();
     };
@@ -136,7 +158,7 @@ pub fn render_tree(tree: &[TaskRecord]) -> String {
             task.id,
             task.agent,
             task.state.as_str(),
-            duration(task),
+            duration(task, now),
             task.tokens_in,
             task.tokens_out,
             task.cost_usd,

@@ -1,11 +1,12 @@
 //! `opc validate`: every problem in a config, with positions and hints.
 //!
 //! Exit status is the contract scripts rely on: 0 valid (warnings allowed), 1 invalid, 2 unreadable.
+//! A valid config also gets the list of configured features this build does not run yet.
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use opc_hierarchy::{ConfigError, Diagnostic, Report};
+use opc_hierarchy::{ConfigError, Diagnostic, Inactive, Report};
 use serde_json::json;
 
 use super::{eprint, print};
@@ -22,6 +23,7 @@ pub fn run(path: &Path, format: Format) -> ExitCode {
             match format {
                 Format::Text => {
                     eprint(&loaded.report.render(true));
+                    eprint(&super::inactive_note(&loaded.config));
                     print(&format!(
                         "{shown}: valid — {} agents, {} level{}{}\n",
                         loaded.org.len(),
@@ -30,7 +32,12 @@ pub fn run(path: &Path, format: Format) -> ExitCode {
                         plural_suffix(", ", warnings, "warning"),
                     ));
                 }
-                Format::Json => print_json(&shown, true, &loaded.report),
+                Format::Json => print_json(
+                    &shown,
+                    true,
+                    &loaded.report,
+                    &opc_hierarchy::inactive(&loaded.config),
+                ),
             }
             ExitCode::SUCCESS
         }
@@ -46,7 +53,7 @@ pub fn run(path: &Path, format: Format) -> ExitCode {
                         plural_suffix(", ", warnings, "warning"),
                     ));
                 }
-                Format::Json => print_json(&shown, false, &report),
+                Format::Json => print_json(&shown, false, &report, &[]),
             }
             ExitCode::from(INVALID)
         }
@@ -57,7 +64,7 @@ pub fn run(path: &Path, format: Format) -> ExitCode {
                 )),
                 Format::Json => print(&format!(
                     "{}\n",
-                    json!({"file": shown, "valid": false, "unreadable": error.to_string(), "errors": [], "warnings": []})
+                    json!({"file": shown, "valid": false, "unreadable": error.to_string(), "errors": [], "warnings": [], "inactive": []})
                 )),
             }
             ExitCode::from(UNREADABLE)
@@ -74,7 +81,8 @@ fn plural_suffix(prefix: &str, count: usize, noun: &str) -> String {
     }
 }
 
-fn print_json(file: &str, valid: bool, report: &Report) {
+/// `inactive` is listed only for a valid config: an invalid one runs nothing.
+fn print_json(file: &str, valid: bool, report: &Report, inactive: &[Inactive]) {
     let list = |items: Vec<&Diagnostic>| serde_json::to_value(items).unwrap_or_default();
     let value = json!({
         "file": file,
@@ -82,6 +90,7 @@ fn print_json(file: &str, valid: bool, report: &Report) {
         "unreadable": null,
         "errors": list(report.errors().collect()),
         "warnings": list(report.warnings().collect()),
+        "inactive": serde_json::to_value(inactive).unwrap_or_default(),
     });
     print(&format!("{value}\n"));
 }
