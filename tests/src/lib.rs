@@ -13,10 +13,18 @@ pub mod opc_process;
 pub mod org;
 pub mod scripted_llm;
 pub mod sse;
+pub mod wait;
 
 /// A reqwest client for tests. reqwest is built without a default TLS provider (the product picks
 /// ring once at start-up), so the provider is installed here first, once per process.
+///
+/// No request can hang a test: connecting gives up after 10 s and a response that sends nothing for
+/// 60 s fails (a per-read limit, not a total one, so event streams stay open while they are alive).
 pub fn http_client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::new()
+    reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .read_timeout(std::time::Duration::from_secs(60))
+        .build()
+        .unwrap_or_else(|e| panic!("test HTTP client: {e}"))
 }

@@ -9,9 +9,11 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use crate::wait::blocking_within;
 
 /// Path of the `opc` binary, built if it is missing.
 pub fn opc_binary() -> PathBuf {
@@ -81,9 +83,10 @@ impl OpcRun {
         }
         let mut child = command.spawn().unwrap_or_else(|e| panic!("spawn opc: {e}"));
         let stderr = Arc::new(Mutex::new(String::new()));
+        let mut stderr_reader = None;
         if let Some(mut pipe) = child.stderr.take() {
             let sink = stderr.clone();
-            std::thread::spawn(move || {
+            stderr_reader = Some(std::thread::spawn(move || {
                 let mut buffer = [0u8; 4096];
                 while let Ok(n) = pipe.read(&mut buffer) {
                     if n == 0 {
@@ -94,18 +97,34 @@ impl OpcRun {
                         .unwrap_or_else(|p| p.into_inner())
                         .push_str(&text);
                 }
-            });
+            }));
         }
-        let mut stdout = BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("stdout")));
-        let mut banner = String::new();
-        let read = stdout.read_line(&mut banner).unwrap_or(0);
-        if read == 0 {
-            let status = child.wait().ok().and_then(|s| s.code());
-            // Let the stderr reader catch up.
-            std::thread::sleep(Duration::from_millis(100));
-            let text = stderr.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            return Err((status, text));
-        }
+        let stdout = BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("stdout")));
+        let ready = blocking_within(READY, "opc run's ready line", move || {
+            let mut stdout = stdout;
+            let mut banner = String::new();
+            let read = stdout.read_line(&mut banner).unwrap_or(0);
+            (stdout, banner, read)
+        });
+        let (stdout, banner) = match ready {
+            Some((stdout, banner, read)) if read > 0 => (stdout, banner),
+            ready => {
+                if ready.is_none() {
+                    // Started but never ready: stop it, and say so with what it printed.
+                    let _ = child.kill();
+                }
+                let status = wait_with_deadline(&mut child, EXIT).and_then(|s| s.code());
+                // It has exited: its stderr ends, so the reader finishes with everything it printed.
+                if let Some(reader) = stderr_reader {
+                    let _ = blocking_within(EXIT, "opc run's stderr", move || reader.join());
+                }
+                let mut text = collected(&stderr);
+                if ready.is_none() {
+                    text.push_str(&format!("\n(no ready line within {READY:?}; killed)"));
+                }
+                return Err((status, text));
+            }
+        };
         let address = banner
             .split("http://")
             .nth(1)
@@ -128,10 +147,7 @@ impl OpcRun {
 
     /// What it printed on stderr so far.
     pub fn stderr(&self) -> String {
-        self.stderr
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        collected(&self.stderr)
     }
 
     /// Its process id.
@@ -139,17 +155,46 @@ impl OpcRun {
         self.child.id()
     }
 
-    /// SIGTERM, then wait: the exit code and the rest of stdout.
+    /// SIGTERM, then wait (up to 30 s, else it is killed and this panics): the exit code and the rest of
+    /// stdout.
     pub fn stop(mut self) -> (Option<i32>, String) {
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
-        let code = self.child.wait().ok().and_then(|s| s.code());
+        let Some(status) = wait_with_deadline(&mut self.child, EXIT) else {
+            let _ = self.child.kill();
+            panic!(
+                "opc run did not exit within {EXIT:?} of SIGTERM; stderr:\n{}",
+                self.stderr()
+            );
+        };
         let mut rest = String::new();
         if let Some(mut stdout) = self.stdout.take() {
+            // The process has exited, so this read ends at the closed pipe.
             let _ = stdout.read_to_string(&mut rest);
         }
-        (code, rest)
+        (status.code(), rest)
+    }
+}
+
+/// How long `opc run` may take to print its ready line (generous: a loaded machine, a cold disk).
+const READY: Duration = Duration::from_secs(60);
+/// How long it may take to exit once told to (SIGTERM, or SIGKILL).
+const EXIT: Duration = Duration::from_secs(30);
+
+fn collected(stderr: &Mutex<String>) -> String {
+    stderr.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// Wait for `child` to exit, up to `limit`; `None` if it is still running.
+fn wait_with_deadline(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) | Err(_) => return None,
+        }
     }
 }
 

@@ -34,10 +34,13 @@ impl Sse {
         if let Some(token) = token {
             request = request.bearer_auth(token);
         }
-        let response = request
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("SSE connect {url}: {e}"));
+        let response = crate::wait::within(
+            Duration::from_secs(20),
+            &format!("the SSE response headers of {url}"),
+            request.send(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("SSE connect {url}: {e}"));
         assert!(
             response.status().is_success(),
             "SSE {url}: status {}",

@@ -4,38 +4,72 @@
 //! Why governor's keyed GCRA limiters: constant memory per key, no background timer, and a burst of
 //! `messages` followed by an even refill — what "10 messages a minute" means to a person.
 //!
+//! Why tokio's clock (not governor's default): time then follows tokio's paused clock in tests
+//! (`start_paused`, as agents/src/clock.rs does), so refills and episodes are tested without sleeping.
+//!
 //! Invariants:
 //! - the user's limit is checked first and the channel's only for messages the user's limit let through,
 //!   so one person's flood does not use up the channel's allowance for everyone else;
-//! - a limited sender gets one notice per episode: the next refusals stay silent until one of their
-//!   messages is accepted again (no notice storm in reply to a message storm);
+//! - one notice per episode, per sender AND per channel: a refusal is announced only if neither its
+//!   sender nor its channel has been told since their last accepted message. A flood from one user
+//!   gets that user one notice; a flood from many users in one channel gets the channel one notice (not
+//!   one per refused user: hundreds of notices in a burst would hit the platform's own limits);
+//! - an episode ends when a message of that sender (or in that channel) is accepted again, or when it
+//!   has been quiet for a whole period of its limit (the limiter is full again by then);
 //! - memory is bounded: keys idle long enough to be full again are dropped by [`RateLimits::tidy`].
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use governor::clock::Clock;
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::DashMapStateStore;
+use governor::{Quota, RateLimiter};
 use opc_hierarchy::schema::{Rate, RateLimit};
+use tokio::time::Instant;
 
 /// What the limiter says about one message.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Go ahead.
     Allowed,
-    /// Over the limit; tell the sender (first refusal of an episode).
+    /// Over the limit; tell the sender (first refusal of an episode in this channel and for this
+    /// sender).
     Notify(String),
-    /// Over the limit; the sender has been told already.
+    /// Over the limit; the sender or the channel has been told already.
     Silent,
+}
+
+/// governor's clock, read from tokio's (which is the monotonic clock unless a test pauses it).
+#[derive(Clone, Copy, Debug, Default)]
+struct TokioClock;
+
+impl Clock for TokioClock {
+    type Instant = std::time::Instant;
+
+    fn now(&self) -> std::time::Instant {
+        Instant::now().into_std()
+    }
+}
+
+type Limiter =
+    RateLimiter<String, DashMapStateStore<String>, TokioClock, NoOpMiddleware<std::time::Instant>>;
+
+/// Open episodes: who was told, and when they were last refused.
+#[derive(Default)]
+struct Episodes {
+    users: HashMap<String, Instant>,
+    channels: HashMap<String, Instant>,
 }
 
 /// The per-user and per-channel limiters.
 pub struct RateLimits {
-    users: DefaultKeyedRateLimiter<String>,
-    channels: DefaultKeyedRateLimiter<String>,
+    users: Limiter,
+    channels: Limiter,
     config: RateLimit,
-    told: Mutex<HashSet<String>>,
+    episodes: Mutex<Episodes>,
 }
 
 fn quota(rate: Rate) -> Quota {
@@ -58,10 +92,10 @@ impl RateLimits {
     /// Limiters for the configured rates.
     pub fn new(config: &RateLimit) -> RateLimits {
         RateLimits {
-            users: RateLimiter::keyed(quota(config.per_user)),
-            channels: RateLimiter::keyed(quota(config.per_channel)),
+            users: RateLimiter::dashmap_with_clock(quota(config.per_user), TokioClock),
+            channels: RateLimiter::dashmap_with_clock(quota(config.per_channel), TokioClock),
             config: config.clone(),
-            told: Mutex::new(HashSet::new()),
+            episodes: Mutex::new(Episodes::default()),
         }
     }
 
@@ -82,23 +116,40 @@ impl RateLimits {
         } else {
             None
         };
-        let mut told = self.told.lock().unwrap_or_else(|p| p.into_inner());
-        match refused {
-            None => {
-                told.remove(user);
-                Verdict::Allowed
-            }
-            Some(notice) if told.insert(user.to_string()) => Verdict::Notify(notice),
-            Some(_) => Verdict::Silent,
+        let mut episodes = self.episodes.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(notice) = refused else {
+            episodes.users.remove(user);
+            episodes.channels.remove(channel);
+            return Verdict::Allowed;
+        };
+        let now = Instant::now();
+        let user_told = episodes.users.insert(user.to_string(), now).is_some();
+        let channel_told = episodes.channels.insert(channel.to_string(), now).is_some();
+        if user_told || channel_told {
+            Verdict::Silent
+        } else {
+            Verdict::Notify(notice)
         }
     }
 
-    /// Forget keys whose limiters are full again (bounded memory under many distinct senders).
+    /// Forget keys whose limiters are full again, and episodes quiet for a whole period (bounded
+    /// memory under many distinct senders).
     pub fn tidy(&self) {
         self.users.retain_recent();
         self.channels.retain_recent();
         self.users.shrink_to_fit();
         self.channels.shrink_to_fit();
+        let now = Instant::now();
+        let mut episodes = self.episodes.lock().unwrap_or_else(|p| p.into_inner());
+        let (user_period, channel_period) = (self.config.per_user.per, self.config.per_channel.per);
+        episodes
+            .users
+            .retain(|_, refused| now.duration_since(*refused) < user_period);
+        episodes
+            .channels
+            .retain(|_, refused| now.duration_since(*refused) < channel_period);
+        episodes.users.shrink_to_fit();
+        episodes.channels.shrink_to_fit();
     }
 }
 
@@ -106,10 +157,12 @@ impl RateLimits {
 mod tests {
     use super::*;
 
+    const MINUTE: Duration = Duration::from_secs(60);
+
     fn limits(user: u32, channel: u32) -> RateLimits {
         let rate = |n| Rate {
             messages: NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN),
-            per: Duration::from_secs(60),
+            per: MINUTE,
         };
         RateLimits::new(&RateLimit {
             per_user: rate(user),
@@ -117,32 +170,36 @@ mod tests {
         })
     }
 
-    #[test]
-    fn a_flood_is_cut_at_the_burst_with_one_notice_and_others_still_pass() {
+    fn notices(verdicts: &[Verdict]) -> usize {
+        verdicts
+            .iter()
+            .filter(|v| matches!(v, Verdict::Notify(_)))
+            .count()
+    }
+
+    fn allowed(verdicts: &[Verdict]) -> usize {
+        verdicts.iter().filter(|v| **v == Verdict::Allowed).count()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_flood_is_cut_at_the_burst_with_one_notice_and_others_still_pass() {
         let limits = limits(3, 10);
         let verdicts: Vec<Verdict> = (0..100)
             .map(|_| limits.check("slack:U1", "slack:C1"))
             .collect();
-        assert_eq!(
-            verdicts.iter().filter(|v| **v == Verdict::Allowed).count(),
-            3
-        );
-        assert_eq!(
-            verdicts
-                .iter()
-                .filter(|v| matches!(v, Verdict::Notify(_)))
-                .count(),
-            1
-        );
+        assert_eq!(allowed(&verdicts), 3);
+        assert_eq!(notices(&verdicts), 1);
         assert!(
-            matches!(&verdicts[3], Verdict::Notify(text) if text.contains("3 messages per 1m"))
+            matches!(&verdicts[3], Verdict::Notify(text) if text.contains("3 messages per 1m")),
+            "{:?}",
+            verdicts[3]
         );
         // The flood did not use up the channel: another user is still let through.
         assert_eq!(limits.check("slack:U2", "slack:C1"), Verdict::Allowed);
     }
 
-    #[test]
-    fn the_channel_limit_applies_to_everyone_together() {
+    #[tokio::test(start_paused = true)]
+    async fn the_channel_limit_applies_to_everyone_together() {
         let limits = limits(5, 2);
         assert_eq!(limits.check("u1", "c"), Verdict::Allowed);
         assert_eq!(limits.check("u2", "c"), Verdict::Allowed);
@@ -150,5 +207,76 @@ mod tests {
             matches!(limits.check("u3", "c"), Verdict::Notify(text) if text.contains("channel"))
         );
         assert_eq!(limits.check("u3", "other"), Verdict::Allowed);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_flood_from_many_users_in_one_channel_gets_one_notice_per_episode() {
+        let limits = limits(5, 3);
+        let flood = |from: usize| -> Vec<Verdict> {
+            (from..from + 440)
+                .map(|i| limits.check(&format!("slack:U{i}"), "slack:C1"))
+                .collect()
+        };
+        let first = flood(0);
+        assert_eq!(allowed(&first), 3);
+        assert_eq!(notices(&first), 1, "one notice for the whole channel");
+        assert!(matches!(&first[3], Verdict::Notify(text) if text.contains("channel")));
+        // Another channel is its own episode.
+        assert_eq!(limits.check("slack:U0", "slack:C2"), Verdict::Allowed);
+
+        // Still within the period: the flood goes on, and stays silent.
+        tokio::time::advance(Duration::from_secs(5)).await;
+        let more = flood(1000);
+        assert_eq!((allowed(&more), notices(&more)), (0, 0));
+
+        // One message's worth refills (60 s / 3): one is accepted, which ends the episode; the next
+        // refusal starts a new one and is announced, once.
+        tokio::time::advance(Duration::from_secs(20)).await;
+        let next = flood(2000);
+        assert_eq!(next[0], Verdict::Allowed);
+        assert_eq!(allowed(&next), 1);
+        assert_eq!(notices(&next), 1);
+        assert!(matches!(next[1], Verdict::Notify(_)), "{:?}", next[1]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_sender_told_in_one_channel_is_not_told_again_while_the_channel_is_quiet() {
+        let limits = limits(1, 10);
+        assert_eq!(limits.check("u1", "c1"), Verdict::Allowed);
+        assert!(matches!(limits.check("u1", "c1"), Verdict::Notify(_)));
+        // Elsewhere, the same sender's episode is still open: silent.
+        assert_eq!(limits.check("u1", "c2"), Verdict::Silent);
+        // Another sender over their own limit in c1 during c1's episode: silent too.
+        assert_eq!(limits.check("u2", "c3"), Verdict::Allowed);
+        assert_eq!(limits.check("u2", "c1"), Verdict::Silent);
+        // An accepted message in c1 ends c1's episode, not u1's.
+        assert_eq!(limits.check("u3", "c1"), Verdict::Allowed);
+        assert_eq!(limits.check("u1", "c1"), Verdict::Silent);
+        // u1's own limit refills: accepted, so their episode ends; the next refusal is announced.
+        tokio::time::advance(MINUTE).await;
+        assert_eq!(limits.check("u1", "c1"), Verdict::Allowed);
+        assert!(matches!(limits.check("u1", "c1"), Verdict::Notify(_)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn tidy_forgets_episodes_quiet_for_a_whole_period() {
+        let limits = limits(1, 1000);
+        for i in 0..50 {
+            let user = format!("u{i}");
+            assert_eq!(limits.check(&user, &format!("c{i}")), Verdict::Allowed);
+            assert!(matches!(
+                limits.check(&user, &format!("c{i}")),
+                Verdict::Notify(_)
+            ));
+        }
+        let open = |limits: &RateLimits| {
+            let episodes = limits.episodes.lock().unwrap_or_else(|p| p.into_inner());
+            (episodes.users.len(), episodes.channels.len())
+        };
+        limits.tidy();
+        assert_eq!(open(&limits), (50, 50), "episodes within the period stay");
+        tokio::time::advance(MINUTE).await;
+        limits.tidy();
+        assert_eq!(open(&limits), (0, 0), "quiet episodes are forgotten");
     }
 }
