@@ -8,8 +8,8 @@
 //! Invariants:
 //! - this crate depends on no other OPC crate: it knows platforms, not agents, and the gateway (in
 //!   `bot/`) decides what an event means for a conversation;
-//! - inbound HTTP requests are verified (Slack signatures, Discord Ed25519, the web chat's access token)
-//!   before anything in them is parsed;
+//! - inbound HTTP requests are verified (Slack signatures, Discord Ed25519, the access token on every
+//!   [`Page`]) before anything in them is parsed;
 //! - every inbound event is acknowledged to its platform before it is handed on, and handing on never
 //!   waits for agent work (the inbox is a queue, drained by the gateway);
 //! - a platform's redelivery of an event (Slack retries, gateway replays) reaches the inbox once
@@ -24,11 +24,13 @@ use serde::{Deserialize, Serialize};
 pub mod dedup;
 pub mod discord;
 pub mod markdown;
+pub mod pages;
 pub mod slack;
 pub mod stream;
 pub mod web;
 
 pub use dedup::Dedup;
+pub use pages::Page;
 pub use stream::StreamingReply;
 
 /// The chat platforms OPC speaks.
@@ -390,7 +392,15 @@ pub trait Adapter: Send + Sync + 'static {
     /// that show a trace. Chat platforms ignore it.
     async fn progress(&self, _place: &Place, _event: &serde_json::Value) {}
 
-    /// HTTP endpoints this adapter serves on the gateway's server (none by default).
+    /// Pages this adapter serves to people on the gateway's server (none by default). The gateway puts
+    /// them behind its access token ([`pages::protect`]), together with its own.
+    fn pages(&self) -> Vec<Page> {
+        Vec::new()
+    }
+
+    /// Webhook endpoints this adapter serves on the gateway's server, each verifying its platform's
+    /// signature itself (none by default). They are not behind the access token (the platform does not
+    /// have it), so anything else belongs in [`Adapter::pages`].
     fn routes(&self) -> axum::Router {
         axum::Router::new()
     }

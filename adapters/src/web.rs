@@ -2,63 +2,67 @@
 //! conversation, served on the gateway's own HTTP server. It is the default channel: it needs no
 //! platform token.
 //!
-//! Routes (from [`Adapter::routes`]; the gateway owns `/healthz`, `/api/org` and `/org`):
+//! Pages (from [`Adapter::pages`], put behind the access token by the gateway with its own; see
+//! [`crate::pages`]):
 //! - `GET /` — the page (HTML, CSS and JS in one response, no external fetches);
 //! - `POST /api/conversations` — `201 {"id"}`; an optional `{"text"}` is sent as the first message;
 //! - `POST /api/conversations/{id}/messages` `{"text"}` — `202`; `/word rest` is a command, anything
 //!   else a mention continuing the conversation;
-//! - `GET /api/conversations/{id}/events` — SSE: first `reset`, then the conversation's current state
-//!   (`message`, `card`, `progress`), then live `message` / `edit` / `card` / `card_update` / `notice`
-//!   / `progress`; a keep-alive comment every 15 s;
+//! - `GET /api/conversations/{id}/events` — SSE: first `reset`, then the conversation's transcript
+//!   (`message`, `card`, `notice`, `progress`), then live `message` / `edit` / `card` / `card_update` /
+//!   `notice` / `progress`; a keep-alive comment every 15 s;
 //! - `POST /api/approvals/{approval}` `{"option"}` — `202`, a button click on an approval card.
 //!
 //! Invariants:
-//! - with an access token configured, every route checks it (header `Authorization: Bearer …` or query
-//!   `token=…`, compared in constant time) before reading anything else of the request;
+//! - conversations live in the transcript ([`transcript`], SQLite in the engine's database file):
+//!   messages, cards, notices and the trace outlive a restart, and an approval card posted before it
+//!   can still be decided after it;
+//! - memory is per subscriber, not per conversation: a conversation takes memory only while an event
+//!   stream is open on it (a small broadcast channel, [`SUBSCRIBER_BUFFER`]), and none once the last
+//!   stream closes;
+//! - each conversation is its own user ([`User::id`] is the conversation id), so rate limits apply per
+//!   conversation;
 //! - handlers never wait for the gateway: the inbox is offered the event with `try_send`, a full inbox
 //!   is answered `503` with `Retry-After`;
 //! - a user message is recorded and handed to the inbox under the same lock the gateway's `post` takes,
-//!   so every subscriber sees a question before its answer;
-//! - memory is bounded ([`MAX_CONVERSATIONS`], [`MAX_MESSAGES`], [`MAX_PROGRESS`]); the oldest is
-//!   forgotten first. State is in memory only: a restart forgets the page's history (the gateway keeps
-//!   its own record and may post into a conversation again, which recreates it);
-//! - message text and tokens are never logged.
+//!   and a subscription is opened under the lock that reads its replay, so every subscriber sees a
+//!   question before its answer, and nothing twice;
+//! - message text is never logged.
 
-use std::collections::{HashMap, VecDeque};
+pub mod transcript;
+
+use std::collections::HashMap;
 use std::convert::Infallible;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::{self, Next};
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use tokio::sync::mpsc::error::TrySendError;
 
 use crate::{
-    Adapter, AdapterError, Card, Command, Inbound, InboundKind, Inbox, Place, Platform, Posted,
-    ReplyHandle, User, Visibility,
+    Adapter, AdapterError, Card, Command, Inbound, InboundKind, Inbox, Page, Place, Platform,
+    Posted, ReplyHandle, User, Visibility,
 };
+use transcript::{Author, Entry, Transcript, TranscriptError};
 
-/// Conversations kept in memory; creating one more forgets the least recently used.
-pub const MAX_CONVERSATIONS: usize = 1000;
-/// Messages (user messages, answers, cards) kept per conversation for replay; the oldest go first.
-pub const MAX_MESSAGES: usize = 200;
-/// Progress events kept per conversation for replay; the oldest go first.
-pub const MAX_PROGRESS: usize = 500;
+pub use transcript::{MAX_MESSAGES, MAX_PROGRESS};
+
 /// Largest request body accepted, in bytes.
 pub const MAX_BODY: usize = 32 * 1024;
-/// Live events buffered per slow subscriber; one that falls further behind is disconnected, and its
-/// `EventSource` reconnects and gets a full replay.
-const SUBSCRIBER_BUFFER: usize = 1024;
+/// Live events buffered per conversation with open streams; a subscriber that falls further behind is
+/// disconnected, and its `EventSource` reconnects and gets a full replay. Small, because streamed
+/// answers arrive as edits at most every [`Adapter::edit_interval`], and the buffer is allocated
+/// whole when the first stream opens.
+pub const SUBSCRIBER_BUFFER: usize = 64;
 /// How often an idle event stream carries a keep-alive comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -67,28 +71,16 @@ const CSS: &str = include_str!("web/chat.css");
 const JS: &str = include_str!("web/chat.js");
 
 /// The web chat's configuration.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct WebConfig {
-    /// When set, every route requires it (`Authorization: Bearer <token>` or `?token=<token>`). The
-    /// gateway only serves the web chat without one on a loopback address.
-    pub access_token: Option<String>,
     /// The page's title.
     pub title: String,
+    /// The SQLite database file holding the transcript (the engine's); `None` keeps it in memory, so
+    /// it ends with the process.
+    pub database: Option<PathBuf>,
 }
 
-impl std::fmt::Debug for WebConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WebConfig")
-            .field(
-                "access_token",
-                &self.access_token.as_ref().map(|_| "<redacted>"),
-            )
-            .field("title", &self.title)
-            .finish()
-    }
-}
-
-/// The web chat adapter. Cheap to share: routes and outbound calls use the same state.
+/// The web chat adapter. Cheap to share: pages and outbound calls use the same state.
 pub struct WebChat {
     shared: Arc<Shared>,
 }
@@ -112,28 +104,10 @@ struct Shared {
     closing: tokio_util::sync::CancellationToken,
 }
 
-#[derive(Default)]
 struct ChatState {
-    conversations: HashMap<String, Conversation>,
-    /// Approval id → (conversation, message number) of its card.
-    approvals: HashMap<i64, (String, u64)>,
-    /// Monotonic use counter, for least-recently-used eviction.
-    clock: u64,
-}
-
-struct Conversation {
-    messages: VecDeque<Message>,
-    progress: VecDeque<Value>,
-    next_message: u64,
-    last_used: u64,
-    live: broadcast::Sender<WebEvent>,
-}
-
-struct Message {
-    id: u64,
-    author: &'static str,
-    text: String,
-    card: Option<Card>,
+    transcript: Transcript,
+    /// Conversation → its live channel, only while at least one event stream is open on it.
+    live: HashMap<String, broadcast::Sender<WebEvent>>,
 }
 
 /// One event on a conversation's stream.
@@ -142,21 +116,18 @@ enum WebEvent {
     /// Start of a replay: the page forgets what it shows.
     Reset,
     Message {
-        id: u64,
-        author: &'static str,
+        id: i64,
+        author: Author,
         text: String,
     },
     Edit {
-        id: u64,
+        id: i64,
         text: String,
     },
     Card {
-        id: u64,
-        card: Card,
+        id: i64,
+        card: Box<Card>,
         update: bool,
-    },
-    Notice {
-        text: String,
     },
     Progress(Value),
 }
@@ -165,16 +136,20 @@ impl WebEvent {
     fn to_sse(&self) -> Event {
         let (name, data) = match self {
             WebEvent::Reset => ("reset", json!({})),
+            WebEvent::Message {
+                id,
+                author: Author::Notice,
+                text,
+            } => ("notice", json!({"id": id.to_string(), "text": text})),
             WebEvent::Message { id, author, text } => (
                 "message",
-                json!({"id": id.to_string(), "author": author, "text": text}),
+                json!({"id": id.to_string(), "author": author.as_str(), "text": text}),
             ),
             WebEvent::Edit { id, text } => ("edit", json!({"id": id.to_string(), "text": text})),
             WebEvent::Card { id, card, update } => (
                 if *update { "card_update" } else { "card" },
                 json!({"id": id.to_string(), "card": card, "text": card.to_markdown()}),
             ),
-            WebEvent::Notice { text } => ("notice", json!({"text": text})),
             WebEvent::Progress(event) => ("progress", event.clone()),
         };
         let event = Event::default().event(name).data(data.to_string());
@@ -184,161 +159,119 @@ impl WebEvent {
             event
         }
     }
-}
 
-impl Conversation {
-    fn new(now: u64) -> Conversation {
-        Conversation {
-            messages: VecDeque::new(),
-            progress: VecDeque::new(),
-            next_message: 1,
-            last_used: now,
-            live: broadcast::channel(SUBSCRIBER_BUFFER).0,
+    fn from_entry(entry: Entry) -> WebEvent {
+        match entry {
+            Entry::Message {
+                number,
+                author,
+                text,
+            } => WebEvent::Message {
+                id: number,
+                author,
+                text,
+            },
+            Entry::Card { number, card } => WebEvent::Card {
+                id: number,
+                card: Box::new(card),
+                update: false,
+            },
+            Entry::Progress(event) => WebEvent::Progress(event),
         }
-    }
-
-    /// The events that rebuild this conversation's page, oldest first.
-    fn snapshot(&self) -> Vec<WebEvent> {
-        let mut events = vec![WebEvent::Reset];
-        for message in &self.messages {
-            events.push(match &message.card {
-                Some(card) => WebEvent::Card {
-                    id: message.id,
-                    card: card.clone(),
-                    update: false,
-                },
-                None => WebEvent::Message {
-                    id: message.id,
-                    author: message.author,
-                    text: message.text.clone(),
-                },
-            });
-        }
-        events.extend(self.progress.iter().cloned().map(WebEvent::Progress));
-        events
-    }
-
-    fn publish(&self, event: WebEvent) {
-        // No subscriber is fine: the state is replayed on connect.
-        let _ = self.live.send(event);
     }
 }
 
 impl ChatState {
-    fn tick(&mut self) -> u64 {
-        self.clock += 1;
-        self.clock
-    }
-
-    /// The conversation `id`, marked as used; `None` if unknown.
-    fn touch(&mut self, id: &str) -> Option<&mut Conversation> {
-        let now = self.tick();
-        let conversation = self.conversations.get_mut(id)?;
-        conversation.last_used = now;
-        Some(conversation)
-    }
-
-    /// Create conversation `id` (or use it if it exists), forgetting the least recently used one when
-    /// full.
-    fn open(&mut self, id: &str) -> &mut Conversation {
-        let now = self.tick();
-        if !self.conversations.contains_key(id) {
-            while self.conversations.len() >= MAX_CONVERSATIONS {
-                let Some(oldest) = self
-                    .conversations
-                    .iter()
-                    .min_by_key(|(_, c)| c.last_used)
-                    .map(|(key, _)| key.clone())
-                else {
-                    break;
-                };
-                self.conversations.remove(&oldest);
-                self.approvals
-                    .retain(|_, (conversation, _)| *conversation != oldest);
-                tracing::debug!(
-                    platform = "web",
-                    "forgot the least recently used conversation"
-                );
-            }
+    /// Send `event` to conversation `id`'s open streams, if any; forget its channel once none is open.
+    fn publish(&mut self, id: &str, event: WebEvent) {
+        if let Some(live) = self.live.get(id)
+            && live.send(event).is_err()
+        {
+            self.live.remove(id);
         }
-        let conversation = self
-            .conversations
-            .entry(id.to_string())
-            .or_insert_with(|| Conversation::new(now));
-        conversation.last_used = now;
-        conversation
     }
 
-    /// Record a message in conversation `id` (created if needed), publish it, return its number.
-    fn push_message(
+    /// Record a message in conversation `id` (created if `create`) and publish it; its number, or
+    /// `None` for an unknown conversation.
+    fn push(
         &mut self,
         id: &str,
-        author: &'static str,
+        author: Author,
         text: &str,
-        card: Option<Card>,
-    ) -> u64 {
-        let conversation = self.open(id);
-        let number = conversation.next_message;
-        conversation.next_message += 1;
-        conversation.messages.push_back(Message {
-            id: number,
-            author,
-            text: text.to_string(),
-            card: card.clone(),
-        });
-        let mut dropped = Vec::new();
-        while conversation.messages.len() > MAX_MESSAGES {
-            if let Some(old) = conversation.messages.pop_front()
-                && let Some(card) = old.card
-            {
-                dropped.push((card.approval, old.id));
-            }
-        }
-        conversation.publish(match &card {
-            Some(card) => WebEvent::Card {
-                id: number,
-                card: card.clone(),
-                update: false,
+        card: Option<&Card>,
+        create: bool,
+    ) -> Result<Option<i64>, TranscriptError> {
+        let Some(number) = self.transcript.push(id, author, text, card, create)? else {
+            return Ok(None);
+        };
+        self.publish(
+            id,
+            match card {
+                Some(card) => WebEvent::Card {
+                    id: number,
+                    card: Box::new(card.clone()),
+                    update: false,
+                },
+                None => WebEvent::Message {
+                    id: number,
+                    author,
+                    text: text.to_string(),
+                },
             },
-            None => WebEvent::Message {
-                id: number,
-                author,
-                text: text.to_string(),
-            },
-        });
-        for (approval, message) in dropped {
-            if self
-                .approvals
-                .get(&approval)
-                .is_some_and(|(c, m)| c == id && *m == message)
-            {
-                self.approvals.remove(&approval);
-            }
+        );
+        Ok(Some(number))
+    }
+}
+
+/// An open event stream's hold on its conversation's channel: dropping it (the client went away, or
+/// the server stops) forgets the channel once no other stream is open.
+struct Subscription {
+    receiver: Option<broadcast::Receiver<WebEvent>>,
+    shared: Arc<Shared>,
+    conversation: String,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        drop(self.receiver.take());
+        let mut state = self.shared.lock();
+        if state
+            .live
+            .get(&self.conversation)
+            .is_some_and(|live| live.receiver_count() == 0)
+        {
+            state.live.remove(&self.conversation);
         }
-        if let Some(card) = card {
-            self.approvals
-                .insert(card.approval, (id.to_string(), number));
-        }
-        number
     }
 }
 
 impl WebChat {
-    /// The web chat; inbound events go to `inbox`. Mount [`Adapter::routes`] on the gateway's server.
-    pub fn new(config: WebConfig, inbox: Inbox) -> Arc<WebChat> {
+    /// The web chat; inbound events go to `inbox`. Serve [`Adapter::pages`] on the gateway's server.
+    /// Fails when the transcript's database cannot be opened.
+    pub fn new(config: WebConfig, inbox: Inbox) -> Result<Arc<WebChat>, AdapterError> {
+        let transcript = Transcript::open(config.database.as_deref())
+            .map_err(|e| AdapterError::Invalid(e.to_string()))?;
         let page = PAGE
             .replace("{{TITLE}}", &escape_html(&config.title))
             .replace("{{CSS}}", CSS)
             .replace("{{JS}}", JS);
-        Arc::new(WebChat {
+        Ok(Arc::new(WebChat {
             shared: Arc::new(Shared {
                 config,
                 inbox,
                 page,
-                state: Mutex::new(ChatState::default()),
+                state: Mutex::new(ChatState {
+                    transcript,
+                    live: HashMap::new(),
+                }),
                 closing: tokio_util::sync::CancellationToken::new(),
             }),
-        })
+        }))
+    }
+
+    /// How many conversations have an open event stream (and so hold memory).
+    pub fn live_conversations(&self) -> usize {
+        self.shared.lock().live.len()
     }
 }
 
@@ -359,9 +292,11 @@ fn place_of(conversation: &str) -> Place {
     }
 }
 
-fn operator() -> User {
+/// The person behind a conversation. Each conversation is its own user, so that one page's flood does
+/// not use up the allowance of every other page (there are no accounts behind the access token).
+fn operator(conversation: &str) -> User {
     User {
-        id: "operator".to_string(),
+        id: conversation.to_string(),
         name: "operator".to_string(),
         roles: Vec::new(),
     }
@@ -376,34 +311,19 @@ fn valid_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
-fn message_number(message: &Posted) -> Result<u64, AdapterError> {
+fn message_number(message: &Posted) -> Result<i64, AdapterError> {
     message
         .id
         .parse()
         .map_err(|_| AdapterError::Invalid("not a web chat message id".to_string()))
 }
 
-/// The conversation holding message `number` (a card when `card`), and the message's index in it.
-fn stored<'a>(
-    state: &'a mut ChatState,
-    message: &Posted,
-    number: u64,
-    card: bool,
-) -> Result<(&'a mut Conversation, usize), AdapterError> {
-    let conversation = state
-        .touch(&message.channel)
-        .ok_or_else(|| AdapterError::Invalid("web chat conversation forgotten".to_string()))?;
-    let index = conversation
-        .messages
-        .iter()
-        .position(|m| m.id == number && m.card.is_some() == card)
-        .ok_or_else(|| {
-            AdapterError::Invalid(format!(
-                "web chat {} forgotten",
-                if card { "card" } else { "message" }
-            ))
-        })?;
-    Ok((conversation, index))
+fn database(e: TranscriptError) -> AdapterError {
+    AdapterError::Invalid(e.to_string())
+}
+
+fn not_a_conversation() -> AdapterError {
+    AdapterError::Invalid("not a web chat conversation".to_string())
 }
 
 #[async_trait::async_trait]
@@ -431,14 +351,14 @@ impl Adapter for WebChat {
 
     async fn post(&self, place: &Place, text: &str) -> Result<Posted, AdapterError> {
         if !valid_id(&place.channel) {
-            return Err(AdapterError::Invalid(
-                "not a web chat conversation".to_string(),
-            ));
+            return Err(not_a_conversation());
         }
         let number = self
             .shared
             .lock()
-            .push_message(&place.channel, "bot", text, None);
+            .push(&place.channel, Author::Bot, text, None, true)
+            .map_err(database)?
+            .ok_or_else(not_a_conversation)?;
         Ok(Posted {
             platform: Platform::Web,
             channel: place.channel.clone(),
@@ -449,27 +369,41 @@ impl Adapter for WebChat {
     async fn edit(&self, message: &Posted, text: &str) -> Result<(), AdapterError> {
         let number = message_number(message)?;
         let mut state = self.shared.lock();
-        let (conversation, index) = stored(&mut state, message, number, false)?;
-        conversation.messages[index].text = text.to_string();
-        conversation.publish(WebEvent::Edit {
-            id: number,
-            text: text.to_string(),
-        });
+        if !state
+            .transcript
+            .edit(&message.channel, number, text)
+            .map_err(database)?
+        {
+            return Err(AdapterError::Invalid(
+                "no such web chat message".to_string(),
+            ));
+        }
+        state.publish(
+            &message.channel,
+            WebEvent::Edit {
+                id: number,
+                text: text.to_string(),
+            },
+        );
         Ok(())
     }
 
     async fn post_card(&self, place: &Place, card: &Card) -> Result<Posted, AdapterError> {
         if !valid_id(&place.channel) {
-            return Err(AdapterError::Invalid(
-                "not a web chat conversation".to_string(),
-            ));
+            return Err(not_a_conversation());
         }
-        let number = self.shared.lock().push_message(
-            &place.channel,
-            "bot",
-            &card.to_markdown(),
-            Some(card.clone()),
-        );
+        let number = self
+            .shared
+            .lock()
+            .push(
+                &place.channel,
+                Author::Bot,
+                &card.to_markdown(),
+                Some(card),
+                true,
+            )
+            .map_err(database)?
+            .ok_or_else(not_a_conversation)?;
         Ok(Posted {
             platform: Platform::Web,
             channel: place.channel.clone(),
@@ -480,20 +414,26 @@ impl Adapter for WebChat {
     async fn update_card(&self, message: &Posted, card: &Card) -> Result<(), AdapterError> {
         let number = message_number(message)?;
         let mut state = self.shared.lock();
-        let (conversation, index) = stored(&mut state, message, number, true)?;
-        let stored = &mut conversation.messages[index];
-        stored.text = card.to_markdown();
-        stored.card = Some(card.clone());
-        conversation.publish(WebEvent::Card {
-            id: number,
-            card: card.clone(),
-            update: true,
-        });
+        if !state
+            .transcript
+            .update_card(&message.channel, number, card)
+            .map_err(database)?
+        {
+            return Err(AdapterError::Invalid("no such web chat card".to_string()));
+        }
+        state.publish(
+            &message.channel,
+            WebEvent::Card {
+                id: number,
+                card: Box::new(card.clone()),
+                update: true,
+            },
+        );
         Ok(())
     }
 
-    /// A `notice` on the conversation's stream; the web chat has one operator, so both visibilities
-    /// look the same. Notices are not replayed.
+    /// A `notice` in the conversation, recorded in its transcript (so a page that reconnects still
+    /// shows it); the web chat's user is the conversation, so both visibilities look the same.
     async fn respond(
         &self,
         reply: &ReplyHandle,
@@ -504,14 +444,13 @@ impl Adapter for WebChat {
             .0
             .get("conversation")
             .and_then(Value::as_str)
+            .filter(|id| valid_id(id))
             .ok_or_else(|| AdapterError::Invalid("not a web chat reply handle".to_string()))?;
-        let mut state = self.shared.lock();
-        let conversation = state
-            .touch(conversation)
-            .ok_or_else(|| AdapterError::Invalid("web chat conversation forgotten".to_string()))?;
-        conversation.publish(WebEvent::Notice {
-            text: text.to_string(),
-        });
+        self.shared
+            .lock()
+            .push(conversation, Author::Notice, text, None, false)
+            .map_err(database)?
+            .ok_or_else(not_a_conversation)?;
         Ok(())
     }
 
@@ -522,27 +461,42 @@ impl Adapter for WebChat {
             return;
         }
         let mut state = self.shared.lock();
-        let Some(conversation) = state.touch(&place.channel) else {
-            return;
-        };
-        conversation.progress.push_back(event.clone());
-        while conversation.progress.len() > MAX_PROGRESS {
-            conversation.progress.pop_front();
+        match state.transcript.progress(&place.channel, event) {
+            Ok(true) => state.publish(&place.channel, WebEvent::Progress(event.clone())),
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(platform = "web", error = %e, "could not record a trace event")
+            }
         }
-        conversation.publish(WebEvent::Progress(event.clone()));
     }
 
-    fn routes(&self) -> Router {
+    fn pages(&self) -> Vec<Page> {
         let shared = self.shared.clone();
-        Router::new()
-            .route("/", get(page))
-            .route("/api/conversations", post(create_conversation))
-            .route("/api/conversations/{id}/messages", post(send_message))
-            .route("/api/conversations/{id}/events", get(events))
-            .route("/api/approvals/{approval}", post(decide))
-            .layer(DefaultBodyLimit::max(MAX_BODY))
-            .route_layer(middleware::from_fn_with_state(shared.clone(), authorize))
-            .with_state(shared)
+        vec![
+            Page::new(Method::GET, "/", page, shared.clone()),
+            Page::new(
+                Method::POST,
+                "/api/conversations",
+                create_conversation,
+                shared.clone(),
+            )
+            .body_limit(MAX_BODY),
+            Page::new(
+                Method::POST,
+                "/api/conversations/{id}/messages",
+                send_message,
+                shared.clone(),
+            )
+            .body_limit(MAX_BODY),
+            Page::new(
+                Method::GET,
+                "/api/conversations/{id}/events",
+                events,
+                shared.clone(),
+            ),
+            Page::new(Method::POST, "/api/approvals/{approval}", decide, shared)
+                .body_limit(MAX_BODY),
+        ]
     }
 }
 
@@ -553,40 +507,19 @@ fn error(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(json!({ "error": message }))).into_response()
 }
 
-async fn authorize(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    let Some(expected) = shared.config.access_token.as_deref() else {
-        return next.run(request).await;
-    };
-    let from_header = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(|v| v.trim().to_string());
-    let from_query = request.uri().query().and_then(|query| {
-        query
-            .split('&')
-            .filter_map(|pair| pair.split_once('='))
-            .find(|(key, _)| *key == "token")
-            .map(|(_, value)| percent_decode(value))
-    });
-    let ok = [from_header, from_query]
-        .into_iter()
-        .flatten()
-        .any(|given| constant_time_eq(given.as_bytes(), expected.as_bytes()));
-    if ok {
-        return next.run(request).await;
-    }
-    tracing::debug!(platform = "web", "request without a valid access token");
-    let mut response = error(
-        StatusCode::UNAUTHORIZED,
-        "this web chat needs its access token: send the header `Authorization: Bearer <token>`, \
-         or open the page as `/?token=<token>`",
-    );
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    response
+fn database_error(e: &TranscriptError) -> Response {
+    tracing::error!(platform = "web", error = %e, "web chat database failed");
+    error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "OPC could not read or write its database; try again, and check the server's log",
+    )
+}
+
+fn no_such_conversation() -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        "no such conversation; start a new one",
+    )
 }
 
 async fn page(State(shared): State<Arc<Shared>>) -> Response {
@@ -669,7 +602,7 @@ fn inbound_for(conversation: &str, text: &str) -> Inbound {
     };
     Inbound {
         place: place_of(conversation),
-        user: operator(),
+        user: operator(conversation),
         reply: reply_handle(conversation),
         kind,
     }
@@ -692,17 +625,18 @@ fn deliver(shared: &Shared, conversation: &str, text: &str) -> Result<(), Respon
     let inbound = inbound_for(conversation, text);
     let is_command = matches!(inbound.kind, InboundKind::Command(_));
     let mut state = shared.lock();
-    if state.touch(conversation).is_none() {
-        return Err(error(
-            StatusCode::NOT_FOUND,
-            "no such conversation (it may have been forgotten); start a new one",
-        ));
+    match state.transcript.exists(conversation) {
+        Ok(true) => {}
+        Ok(false) => return Err(no_such_conversation()),
+        Err(e) => return Err(database_error(&e)),
     }
     match shared.inbox.try_send(inbound) {
         Ok(()) => {
             // Commands are answered by notices; they are not part of the conversation's history.
-            if !is_command {
-                state.push_message(conversation, "user", text, None);
+            if !is_command && let Err(e) = state.push(conversation, Author::User, text, None, false)
+            {
+                // The message is on its way; only the page's record of it is missing.
+                tracing::error!(platform = "web", error = %e, "could not record a user message");
             }
             tracing::debug!(platform = "web", command = is_command, "inbound message");
             Ok(())
@@ -734,7 +668,9 @@ async fn create_conversation(
         _ => None,
     };
     let id = format!("{:016x}", fastrand::u64(..));
-    shared.lock().open(&id);
+    if let Err(e) = shared.lock().transcript.create(&id) {
+        return database_error(&e);
+    }
     if let Some(text) = text
         && let Err(response) = deliver(&shared, &id, &text)
     {
@@ -762,6 +698,9 @@ async fn send_message(
         Ok(text) => text,
         Err(response) => return response,
     };
+    if !valid_id(&id) {
+        return no_such_conversation();
+    }
     match deliver(&shared, &id, &text) {
         Ok(()) => (
             StatusCode::ACCEPTED,
@@ -773,23 +712,37 @@ async fn send_message(
 }
 
 async fn events(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    let (snapshot, live) = {
+    if !valid_id(&id) {
+        return no_such_conversation();
+    }
+    let (replay, live) = {
         let mut state = shared.lock();
-        let Some(conversation) = state.touch(&id) else {
-            return error(
-                StatusCode::NOT_FOUND,
-                "no such conversation (it may have been forgotten); start a new one",
-            );
+        // Replay and subscription under one lock: nothing is missed, nothing doubled.
+        let replay = match state.transcript.replay(&id) {
+            Ok(Some(replay)) => replay,
+            Ok(None) => return no_such_conversation(),
+            Err(e) => return database_error(&e),
         };
-        // Snapshot and subscription under one lock: nothing is missed, nothing doubled.
-        (conversation.snapshot(), conversation.live.subscribe())
+        let live = state
+            .live
+            .entry(id.clone())
+            .or_insert_with(|| broadcast::channel(SUBSCRIBER_BUFFER).0)
+            .subscribe();
+        (replay, live)
     };
-    let replay = futures_util::stream::iter(snapshot);
-    let live = futures_util::stream::unfold(live, |mut live| async move {
-        match live.recv().await {
-            Ok(event) => Some((event, live)),
-            // Too slow (or the conversation was forgotten): end the stream; the client reconnects
-            // and gets a full replay (or a 404).
+    let subscription = Subscription {
+        receiver: Some(live),
+        shared: shared.clone(),
+        conversation: id,
+    };
+    let replay = futures_util::stream::iter(
+        std::iter::once(WebEvent::Reset).chain(replay.into_iter().map(WebEvent::from_entry)),
+    );
+    let live = futures_util::stream::unfold(subscription, |mut subscription| async move {
+        let receiver = subscription.receiver.as_mut()?;
+        match receiver.recv().await {
+            Ok(event) => Some((event, subscription)),
+            // Too slow: end the stream; the client reconnects and gets a full replay.
             Err(broadcast::error::RecvError::Lagged(_))
             | Err(broadcast::error::RecvError::Closed) => None,
         }
@@ -835,37 +788,33 @@ async fn decide(
     let Ok(approval) = approval.parse::<i64>() else {
         return error(StatusCode::NOT_FOUND, "no such approval");
     };
-    let mut state = shared.lock();
-    let Some((conversation, number)) = state.approvals.get(&approval).cloned() else {
-        return error(StatusCode::NOT_FOUND, "no such approval");
+    // Under the lock, like `deliver`: the decision is ordered with the conversation's messages.
+    let state = shared.lock();
+    let stored = match state.transcript.card(approval) {
+        Ok(Some(stored)) => stored,
+        Ok(None) => return error(StatusCode::NOT_FOUND, "no such approval"),
+        Err(e) => return database_error(&e),
     };
-    let Some(stored) = state.touch(&conversation).and_then(|c| {
-        c.messages
-            .iter()
-            .find(|m| m.id == number)
-            .and_then(|m| m.card.as_ref())
-    }) else {
-        return error(StatusCode::NOT_FOUND, "no such approval");
-    };
-    if option >= stored.options.len() {
+    if option >= stored.card.options.len() {
         return error(
             StatusCode::BAD_REQUEST,
             &format!(
                 "`option` must be below {}, the number of options",
-                stored.options.len()
+                stored.card.options.len()
             ),
         );
     }
+    let conversation = stored.conversation;
     let inbound = Inbound {
         place: place_of(&conversation),
-        user: operator(),
+        user: operator(&conversation),
         reply: reply_handle(&conversation),
         kind: InboundKind::Action {
             action: crate::Action::Decide { approval, option },
             card: Posted {
                 platform: Platform::Web,
                 channel: conversation.clone(),
-                id: number.to_string(),
+                id: stored.number.to_string(),
             },
         },
     };
@@ -903,63 +852,12 @@ fn escape_html(text: &str) -> String {
     out
 }
 
-/// Compare without an early exit, so the time taken says nothing about where a guess went wrong.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = u8::from(a.len() != b.len());
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= x ^ y;
-    }
-    diff == 0
-}
-
-/// Decode `%XX` escapes and `+` in a query value; malformed escapes are kept as written.
-fn percent_decode(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3])
-                    .ok()
-                    .and_then(|h| u8::from_str_radix(h, 16).ok());
-                match hex {
-                    Some(byte) => {
-                        out.push(byte);
-                        i += 3;
-                    }
-                    None => {
-                        out.push(b'%');
-                        i += 1;
-                    }
-                }
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            byte => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn helpers() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
-        assert!(!constant_time_eq(b"", b"x"));
-        assert_eq!(percent_decode("a%2Fb+c%zz%4"), "a/b c%zz%4");
         assert_eq!(
             escape_html("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
@@ -982,11 +880,10 @@ mod tests {
     }
 
     #[test]
-    fn debug_redacts_the_token() {
-        let config = WebConfig {
-            access_token: Some("hunter2".into()),
-            title: "t".into(),
-        };
-        assert!(!format!("{config:?}").contains("hunter2"));
+    fn each_conversation_is_its_own_user() {
+        assert_ne!(
+            inbound_for("c1", "hi").user.id,
+            inbound_for("c2", "hi").user.id
+        );
     }
 }

@@ -222,3 +222,168 @@ fn a_missing_platform_token_stops_start_up_naming_the_variable() {
     assert!(stderr.contains("OPC_TEST_UNSET_SLACK_BOT"), "{stderr}");
     assert!(stderr.contains("channels.slack.botTokenEnv"), "{stderr}");
 }
+
+/// How `opc run` goes down between the two halves of a restart test.
+#[derive(Clone, Copy, Debug)]
+enum Down {
+    /// SIGTERM: a clean shutdown.
+    Term,
+    /// SIGKILL: a crash, nothing flushed on the way out.
+    Kill,
+}
+
+/// A web conversation with an approval pending, `opc run` restarted: the conversation's history is
+/// replayed (question, card), the approval is decided after the restart (the card redrawn, the task
+/// resumed and answered in the conversation), and a follow-up continues the conversation.
+async fn a_web_conversation_and_its_pending_approval_survive_a_restart(down: Down) {
+    let mut ceo = relay("vp-ops", "refund", "CEO: ");
+    ceo.push(Step::text("Budget: 10k"));
+    let script = Script::new()
+        .agent(marker("ceo"), ceo)
+        .agent(marker("vp-ops"), relay("support", "refund order 7", "VP: "))
+        .agent(
+            marker("support"),
+            vec![
+                Step::tool(
+                    "request_approval",
+                    json!({"summary": "Refund $120 for order 7"}),
+                ),
+                Step::text("SUPPORT: {{last_result}}"),
+            ],
+        );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
+    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let (conversation, mut sse) = new_conversation(&opc).await;
+    say(&opc, &conversation, "Refund order 7").await;
+    let card = sse.wait_for("card", WAIT, |_| true).await;
+    let approval = card["card"]["approval"].as_i64().expect("approval id");
+    let approve = card["card"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|o| o == "approve")
+        .unwrap();
+    drop(sse);
+    match down {
+        Down::Term => assert_eq!(opc.stop().0, Some(0)),
+        // Dropping the process handle kills it with SIGKILL.
+        Down::Kill => drop(opc),
+    }
+
+    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let events = opc.url(&format!("/api/conversations/{conversation}/events"));
+    let mut sse = Sse::connect(&events, None).await;
+    sse.wait_for("reset", WAIT, |_| true).await;
+    let question = sse.wait_for("message", WAIT, |_| true).await;
+    assert_eq!(
+        (question["author"].as_str(), question["text"].as_str()),
+        (Some("user"), Some("Refund order 7")),
+        "the history is replayed after the restart"
+    );
+    let replayed = sse.wait_for("card", WAIT, |_| true).await;
+    assert_eq!(replayed["card"]["approval"], approval);
+    assert_eq!(replayed["card"]["state"], "Pending", "{replayed}");
+
+    let (status, body) = post(
+        &opc.url(&format!("/api/approvals/{approval}")),
+        json!({ "option": approve }),
+    )
+    .await;
+    assert_eq!(
+        status, 202,
+        "the approval is decidable after the restart: {body}"
+    );
+    let updated = sse.wait_for("card_update", WAIT, |_| true).await;
+    assert_eq!(updated["card"]["state"]["Decided"]["option"], "approve");
+    sse.wait_for("message|edit", WAIT, |data| {
+        data["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("CEO: VP: SUPPORT:") && t.contains("approve"))
+    })
+    .await;
+
+    // A follow-up continues the conversation (the CEO's next scripted step, with the earlier turn).
+    say(&opc, &conversation, "And the budget?").await;
+    sse.wait_for("message|edit", WAIT, shows("Budget: 10k"))
+        .await;
+    let last = llm
+        .requests_for(&marker("ceo"))
+        .last()
+        .unwrap()
+        .user_texts();
+    assert!(
+        last.iter().any(|t| t.contains("Refund order 7")),
+        "the follow-up carries the earlier turn: {last:?}"
+    );
+    assert_eq!(opc.stop().0, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_web_conversation_and_its_pending_approval_survive_sigterm() {
+    a_web_conversation_and_its_pending_approval_survive_a_restart(Down::Term).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_web_conversation_and_its_pending_approval_survive_kill_9() {
+    a_web_conversation_and_its_pending_approval_survive_a_restart(Down::Kill).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifteen_concurrent_web_conversations_are_all_answered() {
+    let script = Script::new().agent(marker("ceo"), vec![Step::text("answered")]);
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
+    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let mut conversations = Vec::new();
+    for _ in 0..15 {
+        conversations.push(new_conversation(&opc).await);
+    }
+    // One message each, all at once: more than the per-user allowance (10 a minute) in total.
+    let texts: Vec<String> = (0..15).map(|i| format!("question {i}")).collect();
+    let sends = conversations
+        .iter()
+        .zip(&texts)
+        .map(|((id, _), text)| say(&opc, id, text));
+    futures_util::future::join_all(sends).await;
+    for (id, sse) in &mut conversations {
+        sse.wait_for("message|edit", WAIT, shows("answered")).await;
+        assert!(
+            !sse.seen.iter().any(|e| e.name == "notice"),
+            "conversation {id} got a notice: {:?}",
+            sse.seen
+        );
+    }
+    assert_eq!(llm.requests_for(&marker("ceo")).len(), 15);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limit_notice_is_kept_in_the_conversation() {
+    let llm = ScriptedLlm::start(Script::new().agent(marker("ceo"), vec![Step::text("one")]))
+        .await
+        .unwrap();
+    let sections =
+        format!("{WEB}gateway:\n  rateLimit:\n    perUser: {{ messages: 1, per: 1h }}\n");
+    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), &sections);
+    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let (conversation, mut sse) = new_conversation(&opc).await;
+    say(&opc, &conversation, "first").await;
+    sse.wait_for("message|edit", WAIT, shows("one")).await;
+    say(&opc, &conversation, "second").await;
+    sse.wait_for("notice", WAIT, |n| {
+        n["text"].as_str().is_some_and(|t| t.contains("faster"))
+    })
+    .await;
+    // A page opened later still shows it: the notice is in the transcript.
+    let events = opc.url(&format!("/api/conversations/{conversation}/events"));
+    let mut later = Sse::connect(&events, None).await;
+    later
+        .wait_for("notice", WAIT, |n| {
+            n["text"].as_str().is_some_and(|t| t.contains("faster"))
+        })
+        .await;
+    // Another conversation has its own allowance.
+    let (other, mut other_sse) = new_conversation(&opc).await;
+    say(&opc, &other, "first").await;
+    other_sse.wait_for("message|edit", WAIT, shows("one")).await;
+}

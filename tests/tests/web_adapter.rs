@@ -31,14 +31,15 @@ async fn start(token: Option<&str>) -> Chat {
     let (inbox, rx) = mpsc::channel(64);
     let adapter = WebChat::new(
         WebConfig {
-            access_token: token.map(str::to_string),
             title: "OPC <test>".to_string(),
+            database: None,
         },
         inbox,
-    );
+    )
+    .unwrap();
     let (seen_tx, seen) = mpsc::unbounded_channel();
     tokio::spawn(echo(adapter.clone(), rx, seen_tx));
-    let base = serve(&adapter).await;
+    let base = serve(&adapter, token).await;
     Chat {
         base,
         http: reqwest::Client::new(),
@@ -46,10 +47,11 @@ async fn start(token: Option<&str>) -> Chat {
     }
 }
 
-async fn serve(adapter: &Arc<WebChat>) -> String {
+/// Serve the adapter's pages as the gateway does: behind the access token when there is one.
+async fn serve(adapter: &Arc<WebChat>, token: Option<&str>) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let routes = adapter.routes();
+    let routes = opc_adapters::pages::protect(adapter.pages(), token.map(str::to_string));
     tokio::spawn(async move { axum::serve(listener, routes).await.unwrap() });
     base
 }
@@ -301,7 +303,8 @@ async fn a_conversation_streams_answers_cards_and_decisions_in_order() {
     assert_eq!(inbound.place.workspace, "web");
     assert_eq!(inbound.place.channel, id);
     assert_eq!(inbound.place.thread, id);
-    assert_eq!(inbound.user.id, "operator");
+    assert_eq!(inbound.user.id, id, "each conversation is its own user");
+    assert_eq!(inbound.user.name, "operator");
 
     let card = expect_exchange(&mut events, "hello *web*").await;
     let approval = card["card"]["approval"].as_i64().unwrap();
@@ -364,6 +367,9 @@ async fn a_late_subscriber_gets_the_current_state_replayed() {
     assert_eq!(answer["text"], "echo: first");
     let card = replay.expect("card").await;
     assert_eq!(card["card"]["state"]["Decided"]["option"], "Approve");
+    // Notices are part of the transcript.
+    let notice = replay.expect("notice").await;
+    assert_eq!(notice["text"], "decision recorded");
     let progress = replay.expect("progress").await;
     assert_eq!(progress["from"], "ceo");
 
@@ -522,12 +528,13 @@ async fn a_full_inbox_is_answered_503_with_retry_after() {
     let (inbox, _rx) = mpsc::channel(1);
     let adapter = WebChat::new(
         WebConfig {
-            access_token: None,
             title: "OPC".to_string(),
+            database: None,
         },
         inbox,
-    );
-    let base = serve(&adapter).await;
+    )
+    .unwrap();
+    let base = serve(&adapter, None).await;
     let http = reqwest::Client::new();
     let created = http
         .post(format!("{base}/api/conversations"))

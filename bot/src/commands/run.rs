@@ -10,29 +10,25 @@
 //! never printed; SIGINT and SIGTERM stop accepting, close platform connections, let in-flight tasks
 //! persist their state, and exit 0.
 
-use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::Router;
-use axum::extract::State;
-use axum::response::{Html, Json};
-use axum::routing::get;
 use opc_adapters::discord::{DiscordAdapter, DiscordConfig};
 use opc_adapters::slack::{SlackAdapter, SlackConfig, SlackMode};
 use opc_adapters::web::{WebChat, WebConfig};
 use opc_adapters::{Adapter, Inbound};
 use opc_agents::EngineOptions;
+use opc_hierarchy::Loaded;
 use opc_hierarchy::schema::{EnvVar, SlackMode as ConfigSlackMode};
-use opc_hierarchy::{Loaded, OrgTree};
-use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{eprint, print};
 use crate::gateway::threads::Threads;
 use crate::gateway::{Gateway, Parts};
+
+mod routes;
 
 /// How many inbound events may wait for the gateway before adapters push back (HTTP 503 on the web
 /// chat, a logged drop on platforms that already got their ack).
@@ -196,13 +192,22 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
     let bound = listener.local_addr().unwrap_or(address);
 
     let (inbox, inbound) = mpsc::channel::<Inbound>(INBOX_CAPACITY);
-    let mut adapters: Vec<Arc<dyn Adapter>> = vec![WebChat::new(
+    let web = match WebChat::new(
         WebConfig {
-            access_token: secrets.web_token,
             title: loaded.config.framework.name.clone(),
+            database: Some(super::database_path(&loaded)),
         },
         inbox.clone(),
-    )];
+    ) {
+        Ok(web) => web,
+        Err(e) => {
+            eprint(&format!(
+                "error: {e}\nhint: `framework.memory.path` must be a writable file path\n"
+            ));
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut adapters: Vec<Arc<dyn Adapter>> = vec![web];
     if let Some(config) = secrets.slack {
         match SlackAdapter::connect(config, inbox.clone()).await {
             Ok(slack) => adapters.push(slack),
@@ -222,14 +227,7 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
     }
     drop(inbox);
 
-    let mut app = Router::new()
-        .route("/org", get(org_page))
-        .route("/api/org", get(org_json))
-        .route("/healthz", get(|| async { "ok" }))
-        .with_state(loaded.clone());
-    for adapter in &adapters {
-        app = app.merge(adapter.routes());
-    }
+    let app = routes::app(&loaded, &adapters, secrets.web_token);
     let platforms: Vec<&str> = adapters.iter().map(|a| a.platform().as_str()).collect();
     let gateway = Gateway::new(Parts {
         loaded: loaded.clone(),
@@ -305,64 +303,4 @@ async fn shutdown_signal() {
         () = interrupt => {},
         () = terminate => {},
     }
-}
-
-/// The org as JSON: each agent with its role, level, parent and children, root first.
-async fn org_json(State(loaded): State<Arc<Loaded>>) -> Json<Value> {
-    let org = &loaded.org;
-    let agents: Vec<Value> = breadth_first(org)
-        .into_iter()
-        .map(|id| {
-            json!({
-                "id": id,
-                "role": org.role(id),
-                "level": org.level(id),
-                "parent": org.parent(id),
-                "children": org.children(id),
-            })
-        })
-        .collect();
-    Json(json!({"name": loaded.config.framework.name, "root": org.root(), "agents": agents}))
-}
-
-/// The org chart as a page of nested lists.
-async fn org_page(State(loaded): State<Arc<Loaded>>) -> Html<String> {
-    let org = &loaded.org;
-    let name = html_escape::encode_text(&loaded.config.framework.name);
-    let mut page = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{name} — OPC</title>\
-         <style>body{{font:15px system-ui,sans-serif;margin:2em}}li{{margin:.3em 0}}.role{{color:#555}}</style>\
-         </head><body><h1>{name}</h1><p>{} agents in {} levels. <a href=\"/\">Chat</a></p><ul>",
-        org.len(),
-        org.depth() + 1
-    );
-    // Iterative walk with explicit close markers, so a deep org cannot overflow the stack.
-    enum Step<'a> {
-        Open(&'a str),
-        Close,
-    }
-    let mut stack = vec![Step::Open(org.root())];
-    while let Some(step) = stack.pop() {
-        match step {
-            Step::Open(id) => {
-                let role = html_escape::encode_text(org.role(id).unwrap_or_default());
-                let _ = write!(
-                    page,
-                    "<li><b>{}</b> <span class=\"role\">{role}</span><ul>",
-                    html_escape::encode_text(id)
-                );
-                stack.push(Step::Close);
-                stack.extend(org.children(id).into_iter().rev().map(Step::Open));
-            }
-            Step::Close => page.push_str("</ul></li>"),
-        }
-    }
-    page.push_str("</ul></body></html>");
-    Html(page)
-}
-
-fn breadth_first(org: &OrgTree) -> Vec<&str> {
-    let mut order = vec![org.root()];
-    order.extend(org.descendants(org.root()));
-    order
 }

@@ -1,0 +1,186 @@
+//! The listener's router, built in one place: every page (the gateway's org chart and its JSON, and
+//! each adapter's [`Adapter::pages`] — the web chat) behind the one access check of
+//! [`opc_adapters::pages::protect`]; outside it only `/healthz` and the platform webhooks
+//! ([`Adapter::routes`]), which verify their own signatures.
+//!
+//! Invariant: the router is built from the list [`pages`] returns, and the test below walks that list,
+//! so a page added anywhere is protected and tested without anyone remembering to.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{RawQuery, State};
+use axum::http::Method;
+use axum::response::{Html, Json};
+use axum::routing::get;
+use opc_adapters::{Adapter, Page};
+use opc_hierarchy::{Loaded, OrgTree};
+use serde_json::{Value, json};
+
+/// Every page of the listener: the gateway's own, then each adapter's.
+pub fn pages(loaded: &Arc<Loaded>, adapters: &[Arc<dyn Adapter>]) -> Vec<Page> {
+    let mut pages = vec![
+        Page::new(Method::GET, "/org", org_page, loaded.clone()),
+        Page::new(Method::GET, "/api/org", org_json, loaded.clone()),
+    ];
+    for adapter in adapters {
+        pages.extend(adapter.pages());
+    }
+    pages
+}
+
+/// The listener's router: [`pages`] behind `token` (when set), plus `/healthz` and the adapters'
+/// self-verifying webhooks.
+pub fn app(loaded: &Arc<Loaded>, adapters: &[Arc<dyn Adapter>], token: Option<String>) -> Router {
+    let mut app = opc_adapters::pages::protect(pages(loaded, adapters), token)
+        .route("/healthz", get(|| async { "ok" }));
+    for adapter in adapters {
+        app = app.merge(adapter.routes());
+    }
+    app
+}
+
+/// The org as JSON: each agent with its role, level, parent and children, root first.
+async fn org_json(State(loaded): State<Arc<Loaded>>) -> Json<Value> {
+    let org = &loaded.org;
+    let agents: Vec<Value> = breadth_first(org)
+        .into_iter()
+        .map(|id| {
+            json!({
+                "id": id,
+                "role": org.role(id),
+                "level": org.level(id),
+                "parent": org.parent(id),
+                "children": org.children(id),
+            })
+        })
+        .collect();
+    Json(json!({"name": loaded.config.framework.name, "root": org.root(), "agents": agents}))
+}
+
+/// The org chart as a page of nested lists. Its link back to the chat keeps the query (the access
+/// token, when the page was opened with one).
+async fn org_page(State(loaded): State<Arc<Loaded>>, RawQuery(query): RawQuery) -> Html<String> {
+    let org = &loaded.org;
+    let name = html_escape::encode_text(&loaded.config.framework.name);
+    let chat = match query {
+        Some(query) => format!("/?{query}"),
+        None => "/".to_string(),
+    };
+    let mut page = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{name} — OPC</title>\
+         <meta name=\"referrer\" content=\"no-referrer\">\
+         <style>body{{font:15px system-ui,sans-serif;margin:2em}}li{{margin:.3em 0}}.role{{color:#555}}</style>\
+         </head><body><h1>{name}</h1><p>{} agents in {} levels. <a href=\"{}\">Chat</a></p><ul>",
+        org.len(),
+        org.depth() + 1,
+        html_escape::encode_double_quoted_attribute(&chat)
+    );
+    // Iterative walk with explicit close markers, so a deep org cannot overflow the stack.
+    enum Step<'a> {
+        Open(&'a str),
+        Close,
+    }
+    let mut stack = vec![Step::Open(org.root())];
+    while let Some(step) = stack.pop() {
+        match step {
+            Step::Open(id) => {
+                let role = html_escape::encode_text(org.role(id).unwrap_or_default());
+                let _ = write!(
+                    page,
+                    "<li><b>{}</b> <span class=\"role\">{role}</span><ul>",
+                    html_escape::encode_text(id)
+                );
+                stack.push(Step::Close);
+                stack.extend(org.children(id).into_iter().rev().map(Step::Open));
+            }
+            Step::Close => page.push_str("</ul></li>"),
+        }
+    }
+    page.push_str("</ul></body></html>");
+    Html(page)
+}
+
+fn breadth_first(org: &OrgTree) -> Vec<&str> {
+    let mut order = vec![org.root()];
+    order.extend(org.descendants(org.root()));
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use std::time::Duration;
+
+    use opc_adapters::web::{WebChat, WebConfig};
+    use opc_tests::org::{Execution, TestOrg, Wire};
+
+    use super::*;
+
+    const TOKEN: &str = "walk-the-routes";
+
+    /// A request to `page`, its `{parameters}` filled in, with or without the token.
+    async fn call(base: &str, page: &Page, token: bool) -> u16 {
+        let client = opc_tests::http_client();
+        let path: String = page
+            .path
+            .split('/')
+            .map(|part| if part.starts_with('{') { "1" } else { part })
+            .collect::<Vec<_>>()
+            .join("/");
+        let mut request = client.request(page.method.clone(), format!("{base}{path}"));
+        if token {
+            request = request.bearer_auth(TOKEN);
+        }
+        let response = tokio::time::timeout(Duration::from_secs(20), request.send())
+            .await
+            .unwrap_or_else(|_| panic!("{page:?} did not answer in time"))
+            .unwrap();
+        response.status().as_u16()
+    }
+
+    #[tokio::test]
+    async fn every_page_refuses_a_request_without_the_token() {
+        let org = TestOrg::new("http://127.0.0.1:9", Wire::Anthropic, Execution::default());
+        let loaded = Arc::new(opc_hierarchy::load(&org.config_path()).unwrap());
+        let (inbox, _inbound) = tokio::sync::mpsc::channel(8);
+        let web = WebChat::new(
+            WebConfig {
+                title: "walk".into(),
+                database: None,
+            },
+            inbox,
+        )
+        .unwrap();
+        let adapters: Vec<Arc<dyn Adapter>> = vec![web];
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let app = app(&loaded, &adapters, Some(TOKEN.to_string()));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let pages = pages(&loaded, &adapters);
+        assert!(
+            pages.len() >= 7,
+            "the gateway's and the web chat's pages: {pages:?}"
+        );
+        for page in &pages {
+            assert_eq!(
+                call(&base, page, false).await,
+                401,
+                "{page:?} without the token"
+            );
+            let with = call(&base, page, true).await;
+            assert!(
+                with != 401 && with != 404 && with != 405 || page.path.contains('{') && with == 404,
+                "{page:?} with the token answered {with}"
+            );
+        }
+        // Outside the check: the health probe.
+        let health = opc_tests::http_client()
+            .get(format!("{base}/healthz"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(health.status(), 200);
+    }
+}
