@@ -63,6 +63,10 @@ async fn chat_prints_the_answer_and_trace_and_tasks_shows_the_tree() {
     assert!(stderr.contains("ceo → vp-ops (task 2)"), "{stderr}");
     assert!(stderr.contains("✓ vp-ops COMPLETED"), "{stderr}");
     assert!(stderr.contains("tokens in"), "{stderr}");
+    assert!(
+        stderr.contains("not active in this build") && stderr.contains("privacy gateway"),
+        "chat names what the config turns on but this build does not run: {stderr}"
+    );
 
     let out = opc(&org.config_path(), &["tasks"], "", false).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -140,6 +144,14 @@ async fn approvals_are_typed_on_stdin_and_end_of_input_rejects() {
     );
     assert!(stderr.contains("Refund $120 for order 7"), "{stderr}");
     assert!(stderr.contains("`maybe` is not an option"), "{stderr}");
+    assert!(
+        stderr.contains("decide (1 approve / 2 reject, or y / n)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("waiting for you"),
+        "waiting is shown apart: {stderr}"
+    );
     assert!(
         text(&out.stdout).starts_with("CEO: approved by cli"),
         "{}",
@@ -227,4 +239,24 @@ async fn ctrl_c_cancels_the_running_tree() {
     let tree = text(&out.stdout);
     assert!(tree.starts_with("#1 ceo CANCELLED"), "{tree}");
     assert!(tree.contains("└─ #2 vp-eng CANCELLED"), "{tree}");
+}
+
+/// A retried call reads like the trace (the agent, the model, why, when), not like a log record.
+#[tokio::test]
+async fn a_retry_is_a_trace_line() {
+    let script = Script::new().agent(
+        marker("ceo"),
+        vec![Step::status(529, Some("0")), Step::text("fine now")],
+    );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let out = opc(&org.config_path(), &["chat", "hello"], "", true).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(text(&out.stdout), "fine now\n");
+    assert!(
+        stderr.contains("  ↻ ceo: ") && stderr.contains("call failed (HTTP 529); retrying in"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("WARN"), "no raw log records: {stderr}");
 }

@@ -231,6 +231,13 @@ mod tests {
     }
 
     #[test]
+    fn a_tab_in_the_indentation_is_named() {
+        let d = diagnose("agents:\n  vp:\n\trole: VP\n");
+        assert!(d.message.contains("line 3 is indented with a tab"), "{d}");
+        assert_eq!((d.line(), d.column()), (3, 1), "{d}");
+    }
+
+    #[test]
     fn other_syntax_errors_keep_the_parsers_words() {
         let d = diagnose("agents: [a, b\n");
         assert!(!d.message.contains("indentation"), "{d}");

@@ -11,8 +11,13 @@
 //!    depth, shareWith, shared blocks, tools, prompt files, model providers, and no inline secrets.
 //! 4. [`OrgTree`] is built only from a config with no errors.
 //!
+//! Beside the pipeline: `indentation` rewords a YAML syntax error caused by indentation so it names the
+//! wrong line; `secrets` recognises pasted credentials and masks them in every diagnostic and in the
+//! text kept for snippets; [`inactive`] lists what a config turns on that this build does not run yet.
+//!
 //! Invariants: no input makes this crate panic; a config is either valid (possibly with warnings) or has
-//! at least one error diagnostic; every diagnostic has a position. This is the leaf crate of the
+//! at least one error diagnostic; every diagnostic has a position; no output of this crate contains a
+//! pasted credential in full. This is the leaf crate of the
 //! workspace: it depends on no other OPC crate.
 
 pub mod decode;

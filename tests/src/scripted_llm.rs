@@ -16,10 +16,12 @@
 //!    script from the start, deterministically;
 //! 3. the request takes the step at the cursor and advances it; past the end, the last non-fault
 //!    step answers again, and with none a 500 says `script exhausted for <marker>`;
-//! 4. a request whose history has no assistant turn starts a conversation, so it goes back to the
-//!    first step — unless the pair's previous request also had none and got a fault, which makes
-//!    this one its retry. So a demo run twice (same message, new conversation) is answered the same
-//!    way both times, while retries and follow-ups still walk on through the script.
+//! 4. with `"per_conversation": true` in the script, a request whose history has no assistant turn
+//!    starts a conversation, so it goes back to the first step — unless the pair's previous request
+//!    also had none and got a fault, which makes this one its retry. So a demo run twice (same
+//!    message, new conversation) is answered the same way both times, while retries and follow-ups
+//!    still walk on through the script. Without it (the default, which tests that send bare requests
+//!    rely on), every request advances the cursor.
 //!
 //! Invariants:
 //! - only loopback addresses are ever bound ([`ScriptedLlm::start_on`] refuses others);
@@ -90,6 +92,9 @@ pub struct Script {
     /// Steps used when no agent's marker is in the system prompt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fallback: Vec<Step>,
+    /// Each new conversation walks the script from the start (see the module docs, step 4).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_conversation: bool,
 }
 
 impl Script {
@@ -123,6 +128,12 @@ impl Script {
     /// Sets the steps used when no agent's marker matches.
     pub fn fallback(mut self, replies: Vec<Step>) -> Script {
         self.fallback = replies;
+        self
+    }
+
+    /// Makes every new conversation start the script over (see the module docs, step 4).
+    pub fn per_conversation(mut self) -> Script {
+        self.per_conversation = true;
         self
     }
 }
@@ -630,10 +641,11 @@ struct Cursor {
 }
 
 impl Cursor {
-    /// The step index for a request; `fresh` when its history has no assistant turn.
-    fn take(&mut self, fresh: bool, is_fault: impl Fn(usize) -> bool) -> usize {
+    /// The step index for a request; `fresh` when its history has no assistant turn, and a fresh
+    /// request `restarts` the script unless it retries a fault.
+    fn take(&mut self, fresh: bool, restarts: bool, is_fault: impl Fn(usize) -> bool) -> usize {
         let retry_of_fresh = self.last == Some((true, true));
-        if fresh && self.last.is_some() && !retry_of_fresh {
+        if restarts && fresh && self.last.is_some() && !retry_of_fresh {
             self.next = 0;
         }
         let index = self.next;
@@ -698,7 +710,9 @@ impl Inner {
                     .cursors
                     .entry((marker.clone(), record.session.clone()))
                     .or_default()
-                    .take(fresh, |i| steps.get(i).is_some_and(Step::is_fault));
+                    .take(fresh, self.script.per_conversation, |i| {
+                        steps.get(i).is_some_and(Step::is_fault)
+                    });
                 let chosen = if index < steps.len() {
                     Some(index)
                 } else {
@@ -1642,6 +1656,32 @@ mod tests {
         assert_eq!(
             out,
             json!({"task": "do say \"hi\"", "n": 3, "list": ["say \"hi\""], "{{input}}": 1})
+        );
+    }
+
+    #[test]
+    fn a_fresh_conversation_restarts_but_a_retry_of_a_fault_walks_on() {
+        // Steps: 0 fault, 1 tool call, 2 text.
+        let fault = |i: usize| i == 0;
+        let mut cursor = Cursor::default();
+        assert_eq!(
+            cursor.take(true, true, fault),
+            0,
+            "first request: the fault"
+        );
+        assert_eq!(cursor.take(true, true, fault), 1, "its retry walks on");
+        assert_eq!(cursor.take(false, true, fault), 2, "the follow-up turn");
+        assert_eq!(
+            cursor.take(true, true, fault),
+            0,
+            "a new conversation starts over"
+        );
+        let mut legacy = Cursor::default();
+        assert_eq!(legacy.take(false, false, fault), 0);
+        assert_eq!(
+            legacy.take(true, false, fault),
+            1,
+            "without per_conversation, every request advances"
         );
     }
 }
