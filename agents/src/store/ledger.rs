@@ -4,6 +4,7 @@
 use rusqlite::{TransactionBehavior, params};
 use serde::Serialize;
 
+use super::tasks::encode_history;
 use super::{Store, StoreError, TaskId, TaskState, exec, now_ms, row, sql};
 use crate::llm::Message;
 
@@ -48,7 +49,15 @@ impl Store {
         messages: Option<&[Message]>,
         completed: Option<&str>,
     ) -> Result<bool, StoreError> {
-        let tools = serde_json::to_string(&call.tool_calls).unwrap_or_else(|_| "[]".into());
+        // Encoded before the transaction: nothing is written if either cannot be.
+        let tools = serde_json::to_string(&call.tool_calls).map_err(|e| StoreError::Encode {
+            what: "tool calls",
+            task: call.task_id,
+            message: e.to_string(),
+        })?;
+        let history = messages
+            .map(|m| encode_history(m, call.task_id))
+            .transpose()?;
         let mut conn = self.conn();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -83,8 +92,7 @@ impl Store {
             ],
         )
         .map_err(sql("recording an LLM call"))?;
-        if let Some(messages) = messages {
-            let text = serde_json::to_string(messages).unwrap_or_else(|_| "[]".into());
+        if let Some(text) = history {
             exec(
                 &tx,
                 "UPDATE tasks SET messages = ?2, updated_at = ?3 WHERE id = ?1",
@@ -106,9 +114,9 @@ impl Store {
                 let now = now_ms();
                 exec(
                     &tx,
-                    "UPDATE tasks SET state = 'COMPLETED', output = ?2, updated_at = ?3, finished_at = ?3 \
+                    "UPDATE tasks SET state = ?4, output = ?2, updated_at = ?3, finished_at = ?3 \
                      WHERE id = ?1",
-                    params![call.task_id, output, now],
+                    params![call.task_id, output, now, TaskState::Completed.as_str()],
                 )
                 .map_err(sql("ending a task"))?;
                 done = true;
@@ -139,7 +147,13 @@ impl Store {
                     cost_usd: row.get(5)?,
                     duration_ms: row.get::<_, i64>(6)? as u64,
                     attempts: row.get(7)?,
-                    tool_calls: serde_json::from_str(&tools).unwrap_or_default(),
+                    tool_calls: serde_json::from_str(&tools).map_err(|e| {
+                        rusqlite::Error::FromSqlConversionFailure(
+                            8,
+                            rusqlite::types::Type::Text,
+                            format!("tool calls: {e}").into(),
+                        )
+                    })?,
                     error: row.get(9)?,
                 })
             })
