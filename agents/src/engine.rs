@@ -89,6 +89,9 @@ pub struct Outcome {
     pub tokens_out: u64,
     /// USD over the whole tree.
     pub cost_usd: f64,
+    /// Calls in the tree whose token usage the provider did not report: the totals above are then
+    /// lower bounds (see [`crate::store::tokens_text`]).
+    pub unknown_usage_calls: u32,
 }
 
 /// A root task that is running.
@@ -128,6 +131,7 @@ fn lost(task: TaskId, conversation: &str) -> Outcome {
         tokens_in: 0,
         tokens_out: 0,
         cost_usd: 0.0,
+        unknown_usage_calls: 0,
     }
 }
 
@@ -455,12 +459,13 @@ fn failed_outcome(task: TaskId, error: &EngineError) -> Outcome {
         tokens_in: 0,
         tokens_out: 0,
         cost_usd: 0.0,
+        unknown_usage_calls: 0,
     }
 }
 
 /// A root task's outcome from its record (and its tree's totals).
 fn outcome_of(store: &Store, record: &TaskRecord) -> Result<Outcome, EngineError> {
-    let (tokens_in, tokens_out, cost_usd) = store.tree_totals(record.root_id)?;
+    let totals = store.totals(record.root_id)?;
     let escalation: Option<Escalation> = record
         .escalation
         .as_deref()
@@ -479,9 +484,10 @@ fn outcome_of(store: &Store, record: &TaskRecord) -> Result<Outcome, EngineError
         state: record.state,
         text,
         escalation,
-        tokens_in,
-        tokens_out,
-        cost_usd,
+        tokens_in: totals.tokens_in,
+        tokens_out: totals.tokens_out,
+        cost_usd: totals.cost_usd,
+        unknown_usage_calls: totals.unknown_usage_calls,
     })
 }
 

@@ -390,9 +390,10 @@ async fn call_model(
                 task_id: task,
                 agent: agent.to_string(),
                 model: model_ref,
-                tokens_in: response.usage.input_tokens,
-                tokens_out: response.usage.output_tokens,
+                tokens_in: response.usage.map_or(0, |u| u.input_tokens),
+                tokens_out: response.usage.map_or(0, |u| u.output_tokens),
                 cost_usd: response.cost_usd,
+                usage_unknown: response.usage.is_none(),
                 duration_ms,
                 attempts: response.attempts,
                 tool_calls,
@@ -418,6 +419,7 @@ async fn call_model(
                 tokens_in: 0,
                 tokens_out: 0,
                 cost_usd: 0.0,
+                usage_unknown: false,
                 duration_ms,
                 attempts: match &error {
                     crate::llm::LlmError::Exhausted { attempts, .. } => *attempts,
@@ -779,17 +781,19 @@ async fn summarise(
         let _slot = rt.agent_slots.acquire().await.ok();
         let started = Instant::now();
         let result = rt.providers.call(&provider, request).await;
+        // A failed call used no tokens we know of; a response without usage is unknown.
         let (usage, cost, attempts, error) = match &result {
             Ok(r) => (r.usage, r.cost_usd, r.attempts, None),
-            Err(e) => (Default::default(), 0.0, 1, Some(e.to_string())),
+            Err(e) => (Some(Default::default()), 0.0, 1, Some(e.to_string())),
         };
         rt.store.record_call(&CallRecord {
             task_id: record.id,
             agent: "summarizer".into(),
             model: format!("{provider}/{model}"),
-            tokens_in: usage.input_tokens,
-            tokens_out: usage.output_tokens,
+            tokens_in: usage.map_or(0, |u| u.input_tokens),
+            tokens_out: usage.map_or(0, |u| u.output_tokens),
             cost_usd: cost,
+            usage_unknown: usage.is_none(),
             duration_ms: started.elapsed().as_millis() as u64,
             attempts,
             tool_calls: Vec::new(),

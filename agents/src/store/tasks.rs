@@ -55,11 +55,13 @@ pub struct TaskRecord {
     pub cost_usd: f64,
     /// LLM calls made.
     pub llm_calls: u32,
+    /// Of those, calls whose token usage the provider did not report (the sums are lower bounds).
+    pub unknown_usage_calls: u32,
 }
 
 pub(super) const TASK_COLUMNS: &str = "id, parent_id, root_id, conversation_id, agent, depth, tool_use_id, tool_index, \
      state, input, output, summary, error, escalation, created_at, updated_at, finished_at, \
-     tokens_in, tokens_out, cost_usd, llm_calls";
+     tokens_in, tokens_out, cost_usd, llm_calls, unknown_usage_calls";
 
 pub(super) fn task_from_row(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
     let state: String = row.get(8)?;
@@ -85,6 +87,7 @@ pub(super) fn task_from_row(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         tokens_out: row.get::<_, i64>(18)? as u64,
         cost_usd: row.get(19)?,
         llm_calls: row.get(20)?,
+        unknown_usage_calls: row.get(21)?,
     })
 }
 

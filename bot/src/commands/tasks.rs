@@ -100,7 +100,11 @@ pub fn render_list(roots: &[TaskRecord]) -> String {
             task.state.as_str(),
             task.agent,
             duration(task),
-            task.tokens_in + task.tokens_out,
+            // `≥`: some calls' usage is unknown, so the count is a lower bound.
+            match task.unknown_usage_calls {
+                0 => (task.tokens_in + task.tokens_out).to_string(),
+                _ => format!("≥{}", task.tokens_in + task.tokens_out),
+            },
             format!("${:.4}", task.cost_usd),
             one_line(&task.input, 50)
         );
@@ -108,6 +112,9 @@ pub fn render_list(roots: &[TaskRecord]) -> String {
     out.push_str(
         "Totals are per root task's own calls; `opc tasks --tree ID` shows the whole tree.\n",
     );
+    if roots.iter().any(|t| t.unknown_usage_calls > 0) {
+        out.push_str("≥: the provider did not report token usage for some calls; the count is a lower bound.\n");
+    }
     out
 }
 
@@ -117,12 +124,13 @@ pub fn render_tree(tree: &[TaskRecord]) -> String {
         return String::new();
     };
     let mut out = String::new();
-    let (mut tokens, mut cost) = (0u64, 0f64);
+    let (mut tokens, mut cost, mut unknown) = (0u64, 0f64, 0u32);
     // Depth-first from the root, children in creation order.
     let mut stack: Vec<(&TaskRecord, String, bool)> = vec![(root, String::new(), true)];
     while let Some((task, prefix, last)) = stack.pop() {
         tokens += task.tokens_in + task.tokens_out;
         cost += task.cost_usd;
+        unknown += task.unknown_usage_calls;
         let branch = if task.parent_id.is_none() {
             ""
         } else if last {
@@ -143,6 +151,9 @@ pub fn render_tree(tree: &[TaskRecord]) -> String {
             task.llm_calls,
             if task.llm_calls == 1 { "" } else { "s" }
         );
+        if task.unknown_usage_calls > 0 {
+            let _ = write!(out, " · usage unknown for {}", task.unknown_usage_calls);
+        }
         if let Some(error) = &task.error {
             let _ = write!(out, " · {}", one_line(error, 60));
         }
@@ -162,9 +173,10 @@ pub fn render_tree(tree: &[TaskRecord]) -> String {
     }
     let _ = writeln!(
         out,
-        "{} task{} · {tokens} tokens · ${cost:.4}",
+        "{} task{} · {} tokens · ${cost:.4}",
         tree.len(),
-        if tree.len() == 1 { "" } else { "s" }
+        if tree.len() == 1 { "" } else { "s" },
+        opc_agents::store::tokens_text(tokens, unknown)
     );
     out
 }
