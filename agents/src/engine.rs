@@ -1,5 +1,6 @@
 //! The engine's public face: start conversations, send messages, cancel tasks, decide approvals, and
-//! wait for answers. The work itself happens in [`crate::session`].
+//! wait for answers. The work itself happens in `session`, over the state the sessions share
+//! (`runtime`); the engine keeps only its own bookkeeping of root runs.
 //!
 //! Lifecycle of a message:
 //! 1. [`Engine::send`] records a root task (with the conversation's history) and spawns its session;
@@ -24,42 +25,16 @@ use tokio_util::task::TaskTracker;
 
 use crate::context::{ContextBuilder, MemoryHooks, PromptError};
 use crate::events::{Event, EventBus};
-use crate::llm::layers::{RetryPolicy, StackOptions, standard_stack};
+use crate::llm::layers::{StackOptions, standard_stack};
 use crate::llm::provider::Providers;
 use crate::llm::{Content, Message, Role};
-use crate::store::{Approval, Decided, NewTask, Recovery, Store, StoreError, TaskId, TaskState};
+pub use crate::runtime::EngineOptions;
+use crate::runtime::Runtime;
+use crate::store::{
+    Approval, Decided, NewTask, Recovery, Store, StoreError, SystemDecider, TaskId, TaskRecord,
+    TaskState,
+};
 use crate::tools::Escalation;
-
-/// Engine settings that are not in `opc.config.yaml`.
-#[derive(Clone, Debug)]
-pub struct EngineOptions {
-    /// Stream every LLM call (tokens reach the event bus as they are generated).
-    pub streaming: bool,
-    /// LLM turns one session may take before it fails with a clear error.
-    pub max_turns: u32,
-    /// `max_tokens` for each call.
-    pub max_tokens: u32,
-    /// Time limit for one LLM attempt.
-    pub attempt_timeout: std::time::Duration,
-    /// Retry policy for LLM calls.
-    pub retry: RetryPolicy,
-    /// Re-enter trees suspended on approvals at startup (the gateway does; a one-off `opc chat` leaves
-    /// them for the gateway instead of running other conversations' work in the background).
-    pub resume_suspended: bool,
-}
-
-impl Default for EngineOptions {
-    fn default() -> Self {
-        EngineOptions {
-            streaming: true,
-            max_turns: 25,
-            max_tokens: 4096,
-            attempt_timeout: std::time::Duration::from_secs(300),
-            retry: RetryPolicy::default(),
-            resume_suspended: true,
-        }
-    }
-}
 
 /// Why the engine refused something.
 #[derive(Debug, thiserror::Error)]
@@ -79,16 +54,6 @@ pub enum EngineError {
         model: String,
         /// Why.
         message: String,
-    },
-    /// A message was sent to a conversation whose previous message is still being worked on.
-    #[error(
-        "conversation {conversation} is still working on task {task}; wait for it or cancel it"
-    )]
-    Busy {
-        /// The conversation.
-        conversation: String,
-        /// Its running root task.
-        task: TaskId,
     },
     /// Unknown approval id.
     #[error("there is no approval {0}")]
@@ -124,6 +89,9 @@ pub struct Outcome {
     pub tokens_out: u64,
     /// USD over the whole tree.
     pub cost_usd: f64,
+    /// Calls in the tree whose token usage the provider did not report: the totals above are then
+    /// lower bounds (see [`crate::store::tokens_text`]).
+    pub unknown_usage_calls: u32,
 }
 
 /// A root task that is running.
@@ -163,30 +131,12 @@ fn lost(task: TaskId, conversation: &str) -> Outcome {
         tokens_in: 0,
         tokens_out: 0,
         cost_usd: 0.0,
+        unknown_usage_calls: 0,
     }
 }
 
-/// Shared state behind [`Engine`] and the sessions.
-pub(crate) struct Inner {
-    pub(crate) config: Arc<Config>,
-    pub(crate) org: Arc<OrgTree>,
-    pub(crate) providers: Providers,
-    pub(crate) context: ContextBuilder,
-    pub(crate) store: Arc<Store>,
-    pub(crate) events: EventBus,
-    /// `maxConcurrentAgents`: held while an agent is thinking (an LLM call), never while it waits for
-    /// children or a human — otherwise a deep tree under load would deadlock with every slot held by a
-    /// waiting parent.
-    pub(crate) agent_slots: Semaphore,
-    pub(crate) options: EngineOptions,
-    /// `(provider, model)` per agent, resolved once.
-    pub(crate) models: HashMap<String, (String, String)>,
-    /// `(provider, model)` of `fastModel`.
-    pub(crate) fast_model: (String, String),
-    /// In-process waiters for pending approvals, by approval id.
-    pub(crate) approval_waiters: Mutex<HashMap<i64, watch::Sender<bool>>>,
-    /// Cancellation tokens of running tasks.
-    pub(crate) task_tokens: Mutex<HashMap<TaskId, CancellationToken>>,
+/// The engine's own bookkeeping of root runs (the sessions never see it).
+struct Runs {
     /// Running roots and their outcome channels.
     roots: Mutex<HashMap<TaskId, watch::Receiver<Option<Outcome>>>>,
     tracker: TaskTracker,
@@ -196,7 +146,8 @@ pub(crate) struct Inner {
 /// The agents engine. Cheap to clone.
 #[derive(Clone)]
 pub struct Engine {
-    inner: Arc<Inner>,
+    rt: Arc<Runtime>,
+    runs: Arc<Runs>,
     recovery: Arc<Recovery>,
 }
 
@@ -236,7 +187,7 @@ impl Engine {
         let fast_model = resolve("fastModel", config.framework.fast_model())?;
         store.lock_exclusive()?;
         let recovery = store.recover()?;
-        let inner = Arc::new(Inner {
+        let rt = Arc::new(Runtime {
             agent_slots: Semaphore::new(
                 config.framework.execution.max_concurrent_agents.get() as usize
             ),
@@ -249,17 +200,19 @@ impl Engine {
             options,
             models,
             fast_model,
-            approval_waiters: Mutex::default(),
-            task_tokens: Mutex::default(),
-            roots: Mutex::default(),
-            tracker: TaskTracker::new(),
-            shutdown: CancellationToken::new(),
+            approvals: Arc::default(),
+            tokens: Arc::default(),
         });
         let engine = Engine {
-            inner,
+            rt,
+            runs: Arc::new(Runs {
+                roots: Mutex::default(),
+                tracker: TaskTracker::new(),
+                shutdown: CancellationToken::new(),
+            }),
             recovery: Arc::new(recovery),
         };
-        if engine.inner.options.resume_suspended {
+        if engine.rt.options.resume_suspended {
             for root in engine.recovery.suspended_roots.clone() {
                 engine.spawn_root(root);
             }
@@ -305,33 +258,33 @@ impl Engine {
 
     /// The event bus.
     pub fn events(&self) -> &EventBus {
-        &self.inner.events
+        &self.rt.events
     }
 
     /// The database.
     pub fn store(&self) -> &Store {
-        &self.inner.store
+        &self.rt.store
     }
 
     /// The configured providers (to check for missing keys).
     pub fn providers(&self) -> &Providers {
-        &self.inner.providers
+        &self.rt.providers
     }
 
     /// The org.
     pub fn org(&self) -> &OrgTree {
-        &self.inner.org
+        &self.rt.org
     }
 
     /// Send `text` to the root agent: in a new conversation (`None`) or as a follow-up in an existing
     /// one, which continues the root agent's session history.
     pub fn send(&self, conversation: Option<&str>, text: &str) -> Result<RootRun, EngineError> {
-        let inner = &self.inner;
-        let root_agent = inner.org.root().to_string();
+        let rt = &self.rt;
+        let root_agent = rt.org.root().to_string();
         // The conversation row is written with the root task (one transaction).
         let (conversation, mut history) = match conversation {
             Some(id) => {
-                let history = match inner.store.last_root_task(id)? {
+                let history = match rt.store.last_root_task(id)? {
                     Some(prev) if !prev.state.is_terminal() => {
                         return Err(StoreError::Busy {
                             conversation: id.to_string(),
@@ -340,7 +293,7 @@ impl Engine {
                         .into());
                     }
                     Some(prev) => {
-                        let mut messages = inner.store.messages(prev.id)?;
+                        let mut messages = rt.store.messages(prev.id)?;
                         close_history(&mut messages, &prev);
                         messages
                     }
@@ -350,8 +303,8 @@ impl Engine {
             }
             None => (new_conversation_id(), Vec::new()),
         };
-        history.push(inner.context.task_message(&root_agent, text));
-        let task = inner.store.create_task(&NewTask {
+        history.push(rt.context.task_message(&root_agent, text));
+        let task = rt.store.create_task(&NewTask {
             parent_id: None,
             conversation_id: &conversation,
             agent: &root_agent,
@@ -361,7 +314,7 @@ impl Engine {
             input: text,
             messages: &history,
         })?;
-        inner.events.publish(Event::TaskCreated {
+        rt.events.publish(Event::TaskCreated {
             task,
             parent: None,
             root: task,
@@ -378,17 +331,26 @@ impl Engine {
 
     /// Start (or resume) the session of root task `task` in the background, once.
     fn spawn_root(&self, task: TaskId) -> watch::Receiver<Option<Outcome>> {
-        let mut roots = self.inner.roots.lock().unwrap_or_else(|p| p.into_inner());
+        let mut roots = self.runs.roots.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(done) = roots.get(&task) {
             return done.clone();
         }
         let (tx, rx) = watch::channel(None);
         roots.insert(task, rx.clone());
         drop(roots);
-        let inner = self.inner.clone();
-        let shutdown = inner.shutdown.clone();
-        self.inner.tracker.spawn(async move {
-            let run = crate::session::run_root(inner.clone(), task);
+        let rt = self.rt.clone();
+        let runs = self.runs.clone();
+        let shutdown = runs.shutdown.clone();
+        self.runs.tracker.spawn(async move {
+            let run = async {
+                crate::session::run_root(rt.clone(), task).await;
+                match rt.store.task(task) {
+                    Ok(record) => {
+                        outcome_of(&rt.store, &record).unwrap_or_else(|e| failed_outcome(task, &e))
+                    }
+                    Err(e) => failed_outcome(task, &EngineError::Store(e)),
+                }
+            };
             let outcome = tokio::select! {
                 outcome = run => Some(outcome),
                 // Shutdown leaves the tree in the database as it is (suspended or interrupted).
@@ -397,8 +359,7 @@ impl Engine {
             if let Some(outcome) = outcome {
                 let _ = tx.send(Some(outcome));
             }
-            inner
-                .roots
+            runs.roots
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(&task);
@@ -409,53 +370,41 @@ impl Engine {
     /// Wait for root task `task`: its outcome if it is running here, else what the database says.
     pub async fn wait_root(&self, task: TaskId) -> Result<Outcome, EngineError> {
         let running = self
-            .inner
+            .runs
             .roots
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(&task)
             .cloned();
-        let record = self.inner.store.task(task)?;
+        let record = self.rt.store.task(task)?;
         match running {
             Some(mut done) => Ok(wait_outcome(&mut done, task, &record.conversation_id).await),
-            None => Ok(crate::session::outcome_of(&self.inner, &record)?),
+            None => outcome_of(&self.rt.store, &record),
         }
     }
 
     /// Cancel a task and its whole subtree. Returns the ids cancelled. Approvals pending in the subtree
     /// are rejected, and each rejection is published (so approval cards can be updated).
     pub fn cancel(&self, task: TaskId) -> Result<Vec<TaskId>, EngineError> {
-        let pending = self.inner.store.pending_approvals()?;
-        let cancelled = self
-            .inner
-            .store
-            .cancel_subtree(task, "cancelled by a human")?;
+        let pending = self.rt.store.pending_approvals()?;
+        let cancelled = self.rt.store.cancel_subtree(task, "cancelled by a human")?;
         for approval in pending.iter().filter(|a| cancelled.contains(&a.task_id)) {
-            self.inner.events.publish(Event::ApprovalResolved {
+            self.rt.events.publish(Event::ApprovalResolved {
                 approval: approval.id,
                 task: approval.task_id,
                 decision: "reject".into(),
-                by: "cancelled".into(),
+                by: SystemDecider::Cancelled.as_str().into(),
             });
         }
-        let tokens = self
-            .inner
-            .task_tokens
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        for id in &cancelled {
-            if let Some(token) = tokens.get(id) {
-                token.cancel();
-            }
-        }
+        self.rt.tokens.cancel(&cancelled);
         Ok(cancelled)
     }
 
     /// Decide a pending approval. Only one decision counts: later ones get
     /// [`Decided::AlreadyDecided`]. A decision for a tree suspended by an earlier process resumes it here.
     pub fn decide(&self, approval: i64, decision: &str, by: &str) -> Result<Decided, EngineError> {
-        let inner = &self.inner;
-        let Some(current) = inner.store.approval(approval)? else {
+        let rt = &self.rt;
+        let Some(current) = rt.store.approval(approval)? else {
             return Err(EngineError::NoApproval(approval));
         };
         if !current.options.iter().any(|o| o == decision) {
@@ -465,7 +414,7 @@ impl Engine {
                 options: current.options,
             });
         }
-        let decided = inner.store.decide(approval, decision, by)?;
+        let decided = rt.store.decide(approval, decision, by)?;
         if let Decided::Recorded(a) | Decided::Expired(a) = &decided {
             self.resolved(a);
         }
@@ -473,46 +422,78 @@ impl Engine {
     }
 
     fn resolved(&self, approval: &Approval) {
-        let inner = &self.inner;
-        inner.events.publish(Event::ApprovalResolved {
+        let rt = &self.rt;
+        rt.events.publish(Event::ApprovalResolved {
             approval: approval.id,
             task: approval.task_id,
             decision: approval.decision.clone().unwrap_or_default(),
             by: approval.decided_by.clone().unwrap_or_default(),
         });
-        let waiter = inner
-            .approval_waiters
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&approval.id)
-            .cloned();
-        match waiter {
-            Some(waiter) => {
-                let _ = waiter.send(true);
-            }
-            None => {
-                self.spawn_root(approval.root_id);
-            }
+        if !rt.approvals.wake(approval.id) {
+            self.spawn_root(approval.root_id);
         }
     }
 
     /// Approvals waiting for a human.
     pub fn pending_approvals(&self) -> Result<Vec<Approval>, EngineError> {
-        Ok(self.inner.store.pending_approvals()?)
+        Ok(self.rt.store.pending_approvals()?)
     }
 
     /// Stop: running trees stay in the database as they are (a restart marks running ones interrupted
     /// and resumes suspended ones). Waits for the background runs to drop.
     pub async fn shutdown(&self) {
-        self.inner.shutdown.cancel();
-        self.inner.tracker.close();
-        self.inner.tracker.wait().await;
+        self.runs.shutdown.cancel();
+        self.runs.tracker.close();
+        self.runs.tracker.wait().await;
     }
+}
+
+/// The outcome of a root that could not be read back.
+fn failed_outcome(task: TaskId, error: &EngineError) -> Outcome {
+    Outcome {
+        task,
+        conversation: String::new(),
+        state: TaskState::Failed,
+        text: error.to_string(),
+        escalation: None,
+        tokens_in: 0,
+        tokens_out: 0,
+        cost_usd: 0.0,
+        unknown_usage_calls: 0,
+    }
+}
+
+/// A root task's outcome from its record (and its tree's totals).
+fn outcome_of(store: &Store, record: &TaskRecord) -> Result<Outcome, EngineError> {
+    let totals = store.totals(record.root_id)?;
+    let escalation: Option<Escalation> = record
+        .escalation
+        .as_deref()
+        .and_then(|json| serde_json::from_str(json).ok());
+    let text = match (record.state, &escalation) {
+        (TaskState::Completed, _) => record.output.clone().unwrap_or_default(),
+        (TaskState::Escalated, Some(e)) => crate::session::render_escalation(&record.agent, e),
+        _ => record
+            .error
+            .clone()
+            .unwrap_or_else(|| format!("task is {}", record.state.as_str())),
+    };
+    Ok(Outcome {
+        task: record.id,
+        conversation: record.conversation_id.clone(),
+        state: record.state,
+        text,
+        escalation,
+        tokens_in: totals.tokens_in,
+        tokens_out: totals.tokens_out,
+        cost_usd: totals.cost_usd,
+        unknown_usage_calls: totals.unknown_usage_calls,
+    })
 }
 
 /// Make a finished root's history safe to continue: every tool call answered, ending with the model's
 /// turn, so the next user message alternates correctly in both wire formats.
-fn close_history(messages: &mut Vec<Message>, prev: &crate::store::TaskRecord) {
+fn close_history(messages: &mut Vec<Message>, prev: &TaskRecord) {
     let note = match prev.state {
         TaskState::Completed => return,
         TaskState::Escalated => "(escalated to the human; see the escalation above)".to_string(),

@@ -9,6 +9,7 @@
 //!   standard layers ([`llm::layers`]) and the two wire clients (Anthropic, OpenAI-compatible);
 //! - [`engine`]: the public API ([`Engine`]): send, cancel, decide, wait;
 //! - `session`: the tool-use loop and the delegation tools; `approval`: `request_approval`;
+//!   `runtime`: the state they share (engine → session → approval → runtime, no cycle);
 //! - [`context`]: system prompts and first messages; [`tools`]: tool schemas and argument validation;
 //! - [`store`]: SQLite (tasks, ledger, approvals); [`events`]: the live event bus; [`clock`]: deadlines.
 //!
@@ -26,6 +27,7 @@ pub mod context;
 pub mod engine;
 pub mod events;
 pub mod llm;
+mod runtime;
 mod session;
 pub mod store;
 pub mod tools;

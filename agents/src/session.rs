@@ -29,9 +29,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::context::{estimate_tokens, summary_request};
-use crate::engine::{EngineError, Inner, Outcome};
 use crate::events::Event;
 use crate::llm::{CallMeta, Content, LlmRequest, Message, Role, StreamDelta};
+use crate::runtime::Runtime;
 use crate::store::{CallRecord, Ending, NewTask, StoreError, TaskId, TaskRecord, TaskState};
 use crate::tools::{
     self, ApprovalArgs, DelegateArgs, DelegateParallelArgs, Escalation, EscalationKind,
@@ -50,65 +50,26 @@ pub(crate) enum TaskEnd {
     Cancelled(String),
 }
 
-/// The chain of deadlines from the root down to a task: an approval pauses them all.
-type Clocks = Arc<Vec<Clock>>;
-
-/// Run (or resume) a root task to its end and publish the outcome.
-pub(crate) async fn run_root(inner: Arc<Inner>, task: TaskId) -> Outcome {
-    let end = run_task(
-        inner.clone(),
-        task,
-        CancellationToken::new(),
-        Arc::new(Vec::new()),
-    )
-    .await;
-    match inner.store.task(task) {
-        Ok(record) => outcome_of(&inner, &record).unwrap_or_else(|e| failed_outcome(task, &e)),
-        Err(e) => {
-            let _ = end;
-            failed_outcome(task, &EngineError::Store(e))
-        }
-    }
+/// What a task hands down to the tasks it delegates to.
+///
+/// Invariant: a child's cancellation token is always derived from the token its parent's session
+/// holds, handed down through this scope — never looked up — so cancelling a task always reaches its
+/// whole subtree (there is no token a child could fall back to).
+#[derive(Clone)]
+struct Scope {
+    /// The task's own token (children derive theirs from it).
+    token: CancellationToken,
+    /// The chain of deadlines from the root down to the task: an approval pauses them all.
+    clocks: Arc<Vec<Clock>>,
 }
 
-fn failed_outcome(task: TaskId, error: &EngineError) -> Outcome {
-    Outcome {
-        task,
-        conversation: String::new(),
-        state: TaskState::Failed,
-        text: error.to_string(),
-        escalation: None,
-        tokens_in: 0,
-        tokens_out: 0,
-        cost_usd: 0.0,
-    }
-}
-
-/// A root task's outcome from its record (and its tree's totals).
-pub(crate) fn outcome_of(inner: &Inner, record: &TaskRecord) -> Result<Outcome, EngineError> {
-    let (tokens_in, tokens_out, cost_usd) = inner.store.tree_totals(record.root_id)?;
-    let escalation: Option<Escalation> = record
-        .escalation
-        .as_deref()
-        .and_then(|json| serde_json::from_str(json).ok());
-    let text = match (record.state, &escalation) {
-        (TaskState::Completed, _) => record.output.clone().unwrap_or_default(),
-        (TaskState::Escalated, Some(e)) => render_escalation(&record.agent, e),
-        _ => record
-            .error
-            .clone()
-            .unwrap_or_else(|| format!("task is {}", record.state.as_str())),
+/// Run (or resume) a root task to its end; the outcome is then read from the store.
+pub(crate) async fn run_root(rt: Arc<Runtime>, task: TaskId) -> TaskEnd {
+    let scope = Scope {
+        token: CancellationToken::new(),
+        clocks: Arc::new(Vec::new()),
     };
-    Ok(Outcome {
-        task: record.id,
-        conversation: record.conversation_id.clone(),
-        state: record.state,
-        text,
-        escalation,
-        tokens_in,
-        tokens_out,
-        cost_usd,
-    })
+    run_task(rt, task, scope).await
 }
 
 /// An escalation as a human reads it.
@@ -121,43 +82,35 @@ pub fn render_escalation(agent: &str, e: &Escalation) -> String {
     text
 }
 
-/// Run one task under its cancellation token and deadline, and record how it ended.
-fn run_task(
-    inner: Arc<Inner>,
-    task: TaskId,
-    parent_token: CancellationToken,
-    clocks: Clocks,
-) -> BoxFuture<'static, TaskEnd> {
+/// Run one task under a cancellation token derived from its parent's and its own deadline, and record
+/// how it ended.
+fn run_task(rt: Arc<Runtime>, task: TaskId, parent: Scope) -> BoxFuture<'static, TaskEnd> {
     async move {
-        let (record, messages) = match inner.store.begin(task) {
+        let (record, messages) = match rt.store.begin(task) {
             Ok(started) => started,
             Err(e) => return TaskEnd::Failed(e.to_string()),
         };
         if record.state.is_terminal() {
             return stored_end(&record);
         }
-        let token = parent_token.child_token();
-        inner
-            .task_tokens
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(task, token.clone());
-        // Removed however this future ends — also when an ancestor's cancellation drops it.
-        let _registered = TokenGuard {
-            inner: inner.clone(),
-            task,
-        };
-        let clock = Clock::start(inner.config.framework.execution.task_timeout);
-        let mut chain = (*clocks).clone();
+        let token = parent.token.child_token();
+        // Registered for `Engine::cancel`, and removed however this future ends — also when an
+        // ancestor's cancellation drops it.
+        let _registered = rt.tokens.register(task, token.clone());
+        let clock = Clock::start(rt.config.framework.execution.task_timeout);
+        let mut chain = (*parent.clocks).clone();
         chain.push(clock.clone());
-        let chain = Arc::new(chain);
+        let scope = Scope {
+            token: token.clone(),
+            clocks: Arc::new(chain),
+        };
         let started = Instant::now();
 
         let end = tokio::select! {
-            end = session(inner.clone(), record.clone(), messages, chain) => end,
+            end = session(rt.clone(), record.clone(), messages, scope) => end,
             _ = token.cancelled() => {
-                let _ = inner.store.cancel_subtree(task, "cancelled");
-                TaskEnd::Cancelled(inner.store.task(task).ok().and_then(|t| t.error).unwrap_or_else(|| "cancelled".into()))
+                let _ = rt.store.cancel_subtree(task, "cancelled");
+                TaskEnd::Cancelled(rt.store.task(task).ok().and_then(|t| t.error).unwrap_or_else(|| "cancelled".into()))
             }
             _ = clock.expired() => {
                 let escalation = Escalation {
@@ -170,66 +123,41 @@ fn run_task(
                     partial_result: None,
                 };
                 // The subtree below is abandoned: cancel it, then record the escalation on this task.
-                if let Ok(ids) = inner.store.cancel_descendants(task, "cancelled: the task above it timed out") {
-                    cancel_tokens(&inner, &ids);
+                if let Ok(ids) = rt.store.cancel_descendants(task, "cancelled: the task above it timed out") {
+                    rt.tokens.cancel(&ids);
                 }
                 let json = serde_json::to_string(&escalation).unwrap_or_default();
-                let _ = inner.store.finish(task, Ending::Escalated(&json));
+                let _ = rt.store.finish(task, Ending::Escalated(&json));
                 TaskEnd::Escalated(escalation)
             }
         };
-        finish(&inner, &record, &end, started);
+        finish(&rt, &record, &end, started);
         end
     }
     .boxed()
 }
 
-/// Unregisters a task's cancellation token when its run ends or is dropped.
-struct TokenGuard {
-    inner: Arc<Inner>,
-    task: TaskId,
-}
-
-impl Drop for TokenGuard {
-    fn drop(&mut self) {
-        self.inner
-            .task_tokens
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.task);
-    }
-}
-
-fn cancel_tokens(inner: &Inner, ids: &[TaskId]) {
-    let tokens = inner.task_tokens.lock().unwrap_or_else(|p| p.into_inner());
-    for id in ids {
-        if let Some(t) = tokens.get(id) {
-            t.cancel();
-        }
-    }
-}
-
 /// Publish the end of a task (the database already records it).
-fn finish(inner: &Inner, record: &TaskRecord, end: &TaskEnd, started: Instant) {
-    let stored = inner.store.task(record.id).ok();
+fn finish(rt: &Runtime, record: &TaskRecord, end: &TaskEnd, started: Instant) {
+    let stored = rt.store.task(record.id).ok();
     let (state, text) = match end {
-        TaskEnd::Completed(text) => ("COMPLETED", text.clone()),
+        TaskEnd::Completed(text) => (TaskState::Completed, text.clone()),
         TaskEnd::Escalated(e) => {
-            inner.events.publish(Event::Escalated {
+            rt.events.publish(Event::Escalated {
                 task: record.id,
                 agent: record.agent.clone(),
                 kind: e.kind.as_str().to_string(),
                 reason: e.reason.clone(),
             });
-            ("ESCALATED", e.reason.clone())
+            (TaskState::Escalated, e.reason.clone())
         }
-        TaskEnd::Failed(error) => ("FAILED", error.clone()),
-        TaskEnd::Cancelled(reason) => ("CANCELLED", reason.clone()),
+        TaskEnd::Failed(error) => (TaskState::Failed, error.clone()),
+        TaskEnd::Cancelled(reason) => (TaskState::Cancelled, reason.clone()),
     };
-    inner.events.publish(Event::AgentFinished {
+    rt.events.publish(Event::AgentFinished {
         task: record.id,
         agent: record.agent.clone(),
-        state: state.to_string(),
+        state: state.as_str().to_string(),
         text,
         tokens_in: stored.as_ref().map_or(0, |t| t.tokens_in),
         tokens_out: stored.as_ref().map_or(0, |t| t.tokens_out),
@@ -265,22 +193,22 @@ fn stored_end(record: &TaskRecord) -> TaskEnd {
 
 /// The tool-use loop.
 async fn session(
-    inner: Arc<Inner>,
+    rt: Arc<Runtime>,
     record: TaskRecord,
     messages: Vec<Message>,
-    clocks: Clocks,
+    scope: Scope,
 ) -> TaskEnd {
-    match session_inner(&inner, &record, messages, &clocks).await {
+    match session_inner(&rt, &record, messages, &scope).await {
         Ok(end) => end,
         Err(error) => {
             // A task ended elsewhere (cancelled) refuses further transitions: report how it ended.
-            if let Ok(current) = inner.store.task(record.id)
+            if let Ok(current) = rt.store.task(record.id)
                 && current.state.is_terminal()
             {
                 return stored_end(&current);
             }
             let message = error.to_string();
-            if let Err(e) = inner.store.finish(record.id, Ending::Failed(&message)) {
+            if let Err(e) = rt.store.finish(record.id, Ending::Failed(&message)) {
                 tracing::error!(task = record.id, error = %e, "cannot record a task failure");
             }
             TaskEnd::Failed(message)
@@ -289,35 +217,35 @@ async fn session(
 }
 
 async fn session_inner(
-    inner: &Arc<Inner>,
+    rt: &Arc<Runtime>,
     record: &TaskRecord,
     mut messages: Vec<Message>,
-    clocks: &Clocks,
+    scope: &Scope,
 ) -> Result<TaskEnd, StoreError> {
-    let store = &inner.store;
+    let store = &rt.store;
     let id = record.id;
-    inner.events.publish(Event::AgentStarted {
+    rt.events.publish(Event::AgentStarted {
         task: id,
         agent: record.agent.clone(),
     });
-    let agent = inner.config.agents.get(&record.agent);
+    let agent = rt.config.agents.get(&record.agent);
     let agent_tools: Vec<Tool> = agent.map(|a| a.tools.clone()).unwrap_or_default();
-    let children: Vec<(String, String)> = inner
+    let children: Vec<(String, String)> = rt
         .org
         .children(&record.agent)
         .into_iter()
-        .map(|c| (c.to_string(), inner.org.role(c).unwrap_or(c).to_string()))
+        .map(|c| (c.to_string(), rt.org.role(c).unwrap_or(c).to_string()))
         .collect();
     let specs: Vec<_> = agent_tools
         .iter()
         .filter_map(|t| tools::spec(*t, &children))
         .collect();
-    let system = inner.context.system_prompt(&record.agent);
-    let (provider, model) = inner
+    let system = rt.context.system_prompt(&record.agent);
+    let (provider, model) = rt
         .models
         .get(&record.agent)
         .cloned()
-        .unwrap_or_else(|| inner.fast_model.clone());
+        .unwrap_or_else(|| rt.fast_model.clone());
     let mut turns = 0u32;
     // Tracked here so each model turn does not need its own state write.
     let mut executing = record.state == TaskState::Executing;
@@ -339,7 +267,7 @@ async fn session_inner(
                     store.finish(id, Ending::Escalated(&json))?;
                     return Ok(TaskEnd::Escalated(end));
                 }
-                let results = run_tools(inner, record, &last, &agent_tools, clocks).await?;
+                let results = run_tools(rt, record, &last, &agent_tools, scope).await?;
                 // run_tools leaves the task EXECUTING.
                 executing = true;
                 messages.push(Message {
@@ -350,14 +278,14 @@ async fn session_inner(
             }
             Some(false) => {
                 let answer = messages.last().map(Message::text).unwrap_or_default();
-                return complete(inner, record, answer).await;
+                return complete(rt, record, answer).await;
             }
             None => {
                 turns += 1;
-                if turns > inner.options.max_turns {
+                if turns > rt.options.max_turns {
                     let error = format!(
                         "{} reached the limit of {} model turns without a final answer",
-                        record.agent, inner.options.max_turns
+                        record.agent, rt.options.max_turns
                     );
                     store.finish(id, Ending::Failed(&error))?;
                     return Ok(TaskEnd::Failed(error));
@@ -371,14 +299,14 @@ async fn session_inner(
                     system: system.clone(),
                     messages: messages.clone(),
                     tools: specs.clone(),
-                    max_tokens: inner.options.max_tokens,
+                    max_tokens: rt.options.max_tokens,
                     stream: None,
                     meta: CallMeta {
                         agent: record.agent.clone(),
                         task_id: Some(id),
                     },
                 };
-                match call_model(inner, &provider, request, &mut messages, record).await? {
+                match call_model(rt, &provider, request, &mut messages, record).await? {
                     Ok(false) => {}
                     Ok(true) => {
                         let answer = messages.last().map(Message::text).unwrap_or_default();
@@ -397,9 +325,9 @@ async fn session_inner(
 /// One LLM call with an agent slot held, streamed to the bus when enabled. On success the answer is
 /// appended to `messages`; the call and the new history are saved in one transaction — which also
 /// completes the task when the answer is final and short enough to need no summary (`Ok(Ok(true))`).
-/// The outer `Result` is the database; the inner one the call (its error rendered for people).
+/// The outer `Result` is the database; the rt one the call (its error rendered for people).
 async fn call_model(
-    inner: &Arc<Inner>,
+    rt: &Arc<Runtime>,
     provider: &str,
     mut request: LlmRequest,
     messages: &mut Vec<Message>,
@@ -407,10 +335,10 @@ async fn call_model(
 ) -> Result<Result<bool, String>, StoreError> {
     let task = finishing.id;
     let agent = finishing.agent.as_str();
-    let forwarder = if inner.options.streaming {
+    let forwarder = if rt.options.streaming {
         let (tx, mut rx) = mpsc::unbounded_channel();
         request.stream = Some(tx);
-        let events = inner.events.clone();
+        let events = rt.events.clone();
         let agent = agent.to_string();
         Some(tokio::spawn(async move {
             while let Some(delta) = rx.recv().await {
@@ -431,8 +359,8 @@ async fn call_model(
     let started = Instant::now();
     let result = {
         // The semaphore is never closed, so acquire cannot fail.
-        let _slot = inner.agent_slots.acquire().await.ok();
-        inner.providers.call(provider, request).await
+        let _slot = rt.agent_slots.acquire().await.ok();
+        rt.providers.call(provider, request).await
     };
     if let Some(forwarder) = forwarder {
         // The request (and its sender) is gone, so the forwarder ends after the last delta.
@@ -462,9 +390,10 @@ async fn call_model(
                 task_id: task,
                 agent: agent.to_string(),
                 model: model_ref,
-                tokens_in: response.usage.input_tokens,
-                tokens_out: response.usage.output_tokens,
+                tokens_in: response.usage.map_or(0, |u| u.input_tokens),
+                tokens_out: response.usage.map_or(0, |u| u.output_tokens),
                 cost_usd: response.cost_usd,
+                usage_unknown: response.usage.is_none(),
                 duration_ms,
                 attempts: response.attempts,
                 tool_calls,
@@ -475,22 +404,22 @@ async fn call_model(
             let final_answer = last
                 .filter(|m| m.tool_uses().next().is_none())
                 .map(Message::text)
-                .filter(|text| completes_without_summary(inner, finishing, text));
-            let completed =
-                inner
-                    .store
-                    .record_turn(&call, Some(messages), final_answer.as_deref())?;
+                .filter(|text| completes_without_summary(rt, finishing, text));
+            let completed = rt
+                .store
+                .record_turn(&call, Some(messages), final_answer.as_deref())?;
             Ok(Ok(completed))
         }
         Err(error) => {
             let message = format!("{agent}: the model call failed: {error}");
-            inner.store.record_call(&CallRecord {
+            rt.store.record_call(&CallRecord {
                 task_id: task,
                 agent: agent.to_string(),
                 model: model_ref,
                 tokens_in: 0,
                 tokens_out: 0,
                 cost_usd: 0.0,
+                usage_unknown: false,
                 duration_ms,
                 attempts: match &error {
                     crate::llm::LlmError::Exhausted { attempts, .. } => *attempts,
@@ -540,40 +469,39 @@ fn escalation_in(message: &Message, agent_tools: &[Tool]) -> Option<Escalation> 
 
 /// Run every tool call of the model's last turn, concurrently, and return their results in order.
 async fn run_tools(
-    inner: &Arc<Inner>,
+    rt: &Arc<Runtime>,
     record: &TaskRecord,
     message: &Message,
     agent_tools: &[Tool],
-    clocks: &Clocks,
+    scope: &Scope,
 ) -> Result<Vec<Content>, StoreError> {
     let calls: Vec<(String, String, serde_json::Value)> = message
         .tool_uses()
         .map(|(id, name, input)| (id.to_string(), name.to_string(), input.clone()))
         .collect();
-    let delegates = calls
-        .iter()
-        .any(|(_, name, _)| name == "delegate" || name == "delegate_parallel");
-    let waits = delegates || calls.iter().any(|(_, name, _)| name == "request_approval");
+    let called = |tool: Tool| calls.iter().any(|(_, name, _)| name == tool.wire_name());
+    let delegates = called(Tool::Delegate) || called(Tool::DelegateParallel);
+    let waits = delegates || called(Tool::RequestApproval);
     // While its children work, a task's own deadline is paused: `taskTimeout` bounds each agent's
     // own work, so a hung child times out (and escalates to this task) before this task does.
     let _paused = if delegates {
-        inner.store.transition(record.id, TaskState::Delegated)?;
-        clocks.last().map(Clock::pause)
+        rt.store.transition(record.id, TaskState::Delegated)?;
+        scope.clocks.last().map(Clock::pause)
     } else {
         None
     };
     let futures = calls.into_iter().map(|(id, name, input)| {
-        let inner = inner.clone();
+        let rt = rt.clone();
         let record = record.clone();
-        let clocks = clocks.clone();
+        let scope = scope.clone();
         let agent_tools = agent_tools.to_vec();
         async move {
-            inner.events.publish(Event::ToolCalled {
+            rt.events.publish(Event::ToolCalled {
                 task: record.id,
                 agent: record.agent.clone(),
                 tool: name.clone(),
             });
-            let result = run_tool(&inner, &record, &id, &name, &input, &agent_tools, &clocks).await;
+            let result = run_tool(&rt, &record, &id, &name, &input, &agent_tools, &scope).await;
             result.map(|(content, is_error)| Content::ToolResult {
                 tool_use_id: id,
                 content,
@@ -585,20 +513,20 @@ async fn run_tools(
     // Back from waiting on children or a human (a resumed task may still be AWAITING_APPROVAL).
     // Fails for a task cancelled meanwhile; the session then reports how it ended.
     if waits {
-        inner.store.transition(record.id, TaskState::Executing)?;
+        rt.store.transition(record.id, TaskState::Executing)?;
     }
     results.into_iter().collect()
 }
 
 /// One tool call → `(content, is_error)`.
 async fn run_tool(
-    inner: &Arc<Inner>,
+    rt: &Arc<Runtime>,
     record: &TaskRecord,
     tool_use_id: &str,
     name: &str,
     input: &serde_json::Value,
     agent_tools: &[Tool],
-    clocks: &Clocks,
+    scope: &Scope,
 ) -> Result<(String, bool), StoreError> {
     let Some(tool) = tools::by_wire_name(agent_tools, name) else {
         let offered: Vec<&str> = agent_tools
@@ -624,10 +552,10 @@ async fn run_tool(
                 Ok(a) => a,
                 Err(e) => return Ok((e, true)),
             };
-            if let Err(e) = check_delegation(inner, record, &args.agent) {
+            if let Err(e) = check_delegation(rt, record, &args.agent) {
                 return Ok((e, true));
             }
-            let end = delegate(inner, record, tool_use_id, 0, &args, clocks).await?;
+            let end = delegate(rt, record, tool_use_id, 0, &args, scope).await?;
             Ok(tool_result_of(&args.agent, end))
         }
         Tool::DelegateParallel => {
@@ -639,7 +567,7 @@ async fn run_tool(
             let errors: Vec<String> = args
                 .tasks
                 .iter()
-                .filter_map(|t| check_delegation(inner, record, &t.agent).err())
+                .filter_map(|t| check_delegation(rt, record, &t.agent).err())
                 .collect();
             if !errors.is_empty() {
                 return Ok((
@@ -648,7 +576,7 @@ async fn run_tool(
                 ));
             }
             let runs = args.tasks.iter().enumerate().map(|(i, t)| async move {
-                let end = delegate(inner, record, tool_use_id, i as u32, t, clocks).await?;
+                let end = delegate(rt, record, tool_use_id, i as u32, t, scope).await?;
                 Ok::<_, StoreError>((t.agent.clone(), end))
             });
             let mut items = Vec::new();
@@ -676,7 +604,7 @@ async fn run_tool(
                 Ok(a) => a,
                 Err(e) => return Ok((e, true)),
             };
-            crate::approval::request(inner, record, tool_use_id, &args, clocks.as_slice()).await
+            crate::approval::request(rt, record, tool_use_id, &args, scope.clocks.as_slice()).await
         }
         // Escalations end the session before tools run; reaching here means its arguments were invalid.
         Tool::Escalate => match tools::parse::<Escalation>(name, input) {
@@ -691,11 +619,11 @@ async fn run_tool(
 }
 
 /// Whether `from`'s task may delegate to `to`: direct children only. The error names the relation.
-fn check_delegation(inner: &Inner, record: &TaskRecord, to: &str) -> Result<(), String> {
-    let org = &inner.org;
+fn check_delegation(rt: &Runtime, record: &TaskRecord, to: &str) -> Result<(), String> {
+    let org = &rt.org;
     let from = record.agent.as_str();
     if org.may_delegate(from, to) {
-        let max = inner.config.framework.execution.max_hierarchy_depth.get();
+        let max = rt.config.framework.execution.max_hierarchy_depth.get();
         if record.depth + 1 >= max {
             return Err(format!(
                 "cannot delegate to `{to}`: the delegation would exceed maxHierarchyDepth ({max})"
@@ -741,18 +669,18 @@ fn tool_result_of(agent: &str, end: TaskEnd) -> (String, bool) {
 
 /// Run a child task for a parent's tool call: the existing one if this call already created it.
 async fn delegate(
-    inner: &Arc<Inner>,
+    rt: &Arc<Runtime>,
     parent: &TaskRecord,
     tool_use_id: &str,
     index: u32,
     args: &DelegateArgs,
-    clocks: &Clocks,
+    scope: &Scope,
 ) -> Result<TaskEnd, StoreError> {
-    let store = &inner.store;
+    let store = &rt.store;
     let child = match store.child_for(parent.id, tool_use_id, index)? {
         Some(existing) => existing.id,
         None => {
-            let first = inner.context.task_message(&args.agent, &args.task);
+            let first = rt.context.task_message(&args.agent, &args.task);
             let id = store.create_task(&NewTask {
                 parent_id: Some(parent.id),
                 conversation_id: &parent.conversation_id,
@@ -763,14 +691,14 @@ async fn delegate(
                 input: &args.task,
                 messages: std::slice::from_ref(&first),
             })?;
-            inner.events.publish(Event::TaskCreated {
+            rt.events.publish(Event::TaskCreated {
                 task: id,
                 parent: Some(parent.id),
                 root: parent.root_id,
                 conversation: parent.conversation_id.clone(),
                 agent: args.agent.clone(),
             });
-            inner.events.publish(Event::Delegated {
+            rt.events.publish(Event::Delegated {
                 task: parent.id,
                 child: id,
                 from: parent.agent.clone(),
@@ -779,26 +707,18 @@ async fn delegate(
             id
         }
     };
-    let token = inner
-        .task_tokens
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(&parent.id)
-        .cloned()
-        .unwrap_or_default();
-    Ok(run_task(inner.clone(), child, token, clocks.clone()).await)
+    Ok(run_task(rt.clone(), child, scope.clone()).await)
 }
 
 /// Whether a final answer goes to the parent as it is: a root's always does; a child's when it is
 /// within `resultCompressionThreshold`.
-fn completes_without_summary(inner: &Inner, record: &TaskRecord, answer: &str) -> bool {
-    record.parent_id.is_none() || estimate_tokens(answer) <= compression_threshold(inner)
+fn completes_without_summary(rt: &Runtime, record: &TaskRecord, answer: &str) -> bool {
+    record.parent_id.is_none() || estimate_tokens(answer) <= compression_threshold(rt)
 }
 
 /// `resultCompressionThreshold`, in (estimated) tokens.
-fn compression_threshold(inner: &Inner) -> usize {
-    inner
-        .config
+fn compression_threshold(rt: &Runtime) -> usize {
+    rt.config
         .framework
         .execution
         .result_compression_threshold
@@ -807,22 +727,21 @@ fn compression_threshold(inner: &Inner) -> usize {
 
 /// The final answer: summarise it for the parent when it is long, then complete the task.
 async fn complete(
-    inner: &Arc<Inner>,
+    rt: &Arc<Runtime>,
     record: &TaskRecord,
     answer: String,
 ) -> Result<TaskEnd, StoreError> {
-    let threshold = compression_threshold(inner);
+    let threshold = compression_threshold(rt);
     // Summarising takes a model call, so the state shows it; otherwise the task passes through
     // RESULT_PROPAGATING inside the completing transaction.
-    let summary = if !completes_without_summary(inner, record, &answer) {
-        inner
-            .store
+    let summary = if !completes_without_summary(rt, record, &answer) {
+        rt.store
             .transition(record.id, TaskState::ResultPropagating)?;
-        Some(summarise(inner, record, &answer, threshold).await?)
+        Some(summarise(rt, record, &answer, threshold).await?)
     } else {
         None
     };
-    let finished = inner.store.finish(
+    let finished = rt.store.finish(
         record.id,
         Ending::Completed {
             output: &answer,
@@ -831,19 +750,19 @@ async fn complete(
     )?;
     if !finished {
         // Ended meanwhile (cancelled): its first ending stands.
-        return Ok(stored_end(&inner.store.task(record.id)?));
+        return Ok(stored_end(&rt.store.task(record.id)?));
     }
     Ok(TaskEnd::Completed(summary.unwrap_or(answer)))
 }
 
 async fn summarise(
-    inner: &Arc<Inner>,
+    rt: &Arc<Runtime>,
     record: &TaskRecord,
     answer: &str,
     threshold: usize,
 ) -> Result<String, StoreError> {
-    let (provider, model) = inner.fast_model.clone();
-    let role = inner
+    let (provider, model) = rt.fast_model.clone();
+    let role = rt
         .org
         .role(&record.agent)
         .unwrap_or(&record.agent)
@@ -859,20 +778,22 @@ async fn summarise(
         },
     );
     let result = {
-        let _slot = inner.agent_slots.acquire().await.ok();
+        let _slot = rt.agent_slots.acquire().await.ok();
         let started = Instant::now();
-        let result = inner.providers.call(&provider, request).await;
+        let result = rt.providers.call(&provider, request).await;
+        // A failed call used no tokens we know of; a response without usage is unknown.
         let (usage, cost, attempts, error) = match &result {
             Ok(r) => (r.usage, r.cost_usd, r.attempts, None),
-            Err(e) => (Default::default(), 0.0, 1, Some(e.to_string())),
+            Err(e) => (Some(Default::default()), 0.0, 1, Some(e.to_string())),
         };
-        inner.store.record_call(&CallRecord {
+        rt.store.record_call(&CallRecord {
             task_id: record.id,
             agent: "summarizer".into(),
             model: format!("{provider}/{model}"),
-            tokens_in: usage.input_tokens,
-            tokens_out: usage.output_tokens,
+            tokens_in: usage.map_or(0, |u| u.input_tokens),
+            tokens_out: usage.map_or(0, |u| u.output_tokens),
             cost_usd: cost,
+            usage_unknown: usage.is_none(),
             duration_ms: started.elapsed().as_millis() as u64,
             attempts,
             tool_calls: Vec::new(),
@@ -900,19 +821,6 @@ async fn summarise(
             )
         }
     })
-}
-
-/// The delegation path from the root to `agent` (`["ceo", "vp-ops", "support-agent"]`).
-pub(crate) fn path_of(inner: &Inner, agent: &str) -> Vec<String> {
-    let mut path: Vec<String> = inner
-        .org
-        .ancestors(agent)
-        .into_iter()
-        .rev()
-        .map(str::to_string)
-        .collect();
-    path.push(agent.to_string());
-    path
 }
 
 #[cfg(test)]

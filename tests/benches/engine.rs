@@ -208,10 +208,10 @@ impl InstantLlm {
         Ok(LlmResponse {
             content,
             stop_reason,
-            usage: Usage {
+            usage: Some(Usage {
                 input_tokens: (prompt_chars / 4).max(1) as u64,
                 output_tokens: 12,
-            },
+            }),
             cost_usd: 0.0,
             attempts: 1,
         })
@@ -991,6 +991,7 @@ fn store_floor(store: &Store, n: usize) -> Duration {
                 tokens_in: 120,
                 tokens_out: 12,
                 cost_usd: 0.0005,
+                usage_unknown: false,
                 duration_ms: 100,
                 attempts: 1,
                 tool_calls: Vec::new(),

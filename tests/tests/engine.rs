@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use opc_agents::store::{Decided, StoreError, TaskRecord};
+use opc_agents::store::{ApprovalState, Decided, StoreError, TaskRecord};
 use opc_agents::{Engine, EngineError, Event, Outcome, RootRun, TaskState};
 use opc_tests::org::{Execution, KEY, TestOrg, Wire, marker, relay};
 use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
@@ -640,7 +640,7 @@ async fn approvals_survive_a_restart_and_are_decided_once() {
     assert_eq!(second.recovery().pending_approvals.len(), 1);
     let decided = second.decide(approval, "approve", "U-alice").unwrap();
     assert!(
-        matches!(decided, Decided::Recorded(ref a) if a.state == "approved"),
+        matches!(decided, Decided::Recorded(ref a) if a.state == ApprovalState::Approved),
         "{decided:?}"
     );
     let outcome = finish_root(&second, root).await;
@@ -701,7 +701,7 @@ async fn undecided_approvals_are_rejected_at_the_timeout() {
         "CEO: VP: SUPPORT: rejected: no decision was made before the approval timed out"
     );
     let record = engine.store().approval(approval).unwrap().unwrap();
-    assert_eq!(record.state, "rejected");
+    assert_eq!(record.state, ApprovalState::Rejected);
     assert_eq!(record.decided_by.as_deref(), Some("timeout"));
     // Deciding after the timeout is refused.
     assert!(matches!(
@@ -918,7 +918,7 @@ async fn an_approval_that_expires_while_stopped_is_rejected_on_restart() {
     let store = opc_agents::Store::open(&org.database()).unwrap();
     let record = store.approval(approval).unwrap().unwrap();
     assert_eq!(
-        record.state, "pending",
+        record.state, ApprovalState::Pending,
         "the approval must still be pending when the first engine has stopped"
     );
     wait_until(WAIT, "the approval's deadline to pass", || {
@@ -1002,7 +1002,7 @@ async fn a_suspended_tree_can_be_cancelled_after_a_restart_and_one_engine_owns_a
     let outcome = finish_root(&second, root).await;
     assert_eq!(outcome.state, TaskState::Cancelled);
     let record = second.store().approval(approval).unwrap().unwrap();
-    assert_eq!(record.state, "rejected");
+    assert_eq!(record.state, ApprovalState::Rejected);
     assert_eq!(record.decided_by.as_deref(), Some("cancelled"));
     // No model call ran after the cancel.
     assert_eq!(llm.requests_for(&marker("support")).len(), 1);

@@ -184,10 +184,7 @@ impl WireResponse {
         Ok(LlmResponse {
             content,
             stop_reason: stop_reason(&reason),
-            usage: Usage {
-                input_tokens: self.usage.input_tokens.unwrap_or(0),
-                output_tokens: self.usage.output_tokens.unwrap_or(0),
-            },
+            usage: Usage::reported(self.usage.input_tokens, self.usage.output_tokens),
             cost_usd: 0.0,
             attempts: 1,
         })
@@ -341,7 +338,7 @@ struct StreamState {
     sink: Option<TokenSink>,
     blocks: BTreeMap<u64, Partial>,
     stop_reason: Option<String>,
-    usage: Usage,
+    usage: Option<Usage>,
     started: bool,
 }
 
@@ -352,7 +349,7 @@ impl StreamState {
             sink,
             blocks: BTreeMap::new(),
             stop_reason: None,
-            usage: Usage::default(),
+            usage: None,
             started: false,
         }
     }
@@ -397,8 +394,8 @@ impl SseMachine for StreamState {
         match wire {
             WireEvent::MessageStart { message } => {
                 self.started = true;
-                self.usage.input_tokens = message.usage.input_tokens.unwrap_or(0);
-                self.usage.output_tokens = message.usage.output_tokens.unwrap_or(0);
+                self.usage =
+                    Usage::reported(message.usage.input_tokens, message.usage.output_tokens);
             }
             WireEvent::ContentBlockStart {
                 index,
@@ -459,11 +456,11 @@ impl SseMachine for StreamState {
                     self.stop_reason = Some(reason);
                 }
                 if let Some(output) = usage.output_tokens {
-                    self.usage.output_tokens = output;
+                    self.usage.get_or_insert_default().output_tokens = output;
                 }
                 // Newer API versions repeat the (cumulative) input count here.
                 if let Some(input) = usage.input_tokens.filter(|n| *n > 0) {
-                    self.usage.input_tokens = input;
+                    self.usage.get_or_insert_default().input_tokens = input;
                 }
             }
             WireEvent::MessageStop => {
@@ -636,10 +633,10 @@ mod tests {
                     },
                 ],
                 stop_reason: StopReason::ToolUse,
-                usage: Usage {
+                usage: Some(Usage {
                     input_tokens: 12,
                     output_tokens: 34
-                },
+                }),
                 cost_usd: 0.0,
                 attempts: 1,
             }
@@ -778,10 +775,10 @@ mod tests {
         assert_eq!(done.stop_reason, StopReason::ToolUse);
         assert_eq!(
             done.usage,
-            Usage {
+            Some(Usage {
                 input_tokens: 25,
                 output_tokens: 42
-            }
+            })
         );
         assert_eq!(rx.try_recv().unwrap(), StreamDelta::Text("Hel".into()));
         assert_eq!(rx.try_recv().unwrap(), StreamDelta::Text("lo".into()));
@@ -944,10 +941,10 @@ mod tests {
         let response = client.call(req).await.unwrap();
         assert_eq!(
             response.usage,
-            Usage {
+            Some(Usage {
                 input_tokens: 25,
                 output_tokens: 42
-            }
+            })
         );
         assert_eq!(rx.try_recv().unwrap(), StreamDelta::Text("Hel".into()));
         let seen = seen.await.unwrap();

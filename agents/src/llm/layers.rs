@@ -19,6 +19,7 @@
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
@@ -63,6 +64,7 @@ pub fn standard_stack(options: StackOptions) -> Stack {
             provider: provider.clone(),
         })
         .layer(CostLayer {
+            provider: provider.clone(),
             prices: Arc::new(prices),
         });
     if let Some(privacy) = privacy {
@@ -318,8 +320,8 @@ impl LlmService for Trace {
         match &result {
             Ok(r) => tracing::debug!(
                 ms,
-                input_tokens = r.usage.input_tokens,
-                output_tokens = r.usage.output_tokens,
+                input_tokens = r.usage.map(|u| u.input_tokens),
+                output_tokens = r.usage.map(|u| u.output_tokens),
                 attempts = r.attempts,
                 "LLM call finished"
             ),
@@ -338,22 +340,30 @@ impl LlmService for Trace {
 // cost
 
 /// Prices each response from the provider's price table (USD per million tokens). Unpriced models cost 0
-/// (`opc validate` already warns about them).
+/// (`opc validate` already warns about them). A response without usage costs an unknown amount: its
+/// cost stays 0, the ledger marks it unknown, and the first one per provider is logged as a warning
+/// (once, so a server that never reports usage does not flood the log; no message content).
 pub struct CostLayer {
+    /// The provider id, for the warning.
+    pub provider: String,
     /// model → price.
     pub prices: Arc<IndexMap<String, ModelPrice>>,
 }
 
 struct Cost {
     inner: SharedLlm,
+    provider: String,
     prices: Arc<IndexMap<String, ModelPrice>>,
+    warned_unknown_usage: AtomicBool,
 }
 
 impl Layer for CostLayer {
     fn layer(&self, inner: SharedLlm) -> SharedLlm {
         Arc::new(Cost {
             inner,
+            provider: self.provider.clone(),
             prices: self.prices.clone(),
+            warned_unknown_usage: AtomicBool::new(false),
         })
     }
 }
@@ -367,8 +377,22 @@ pub fn price_of(price: &ModelPrice, usage: super::Usage) -> f64 {
 impl LlmService for Cost {
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let price = self.prices.get(&request.model).copied();
+        let model = request.model.clone();
         let mut response = self.inner.call(request).await?;
-        response.cost_usd = price.map_or(0.0, |p| price_of(&p, response.usage));
+        match response.usage {
+            Some(usage) => response.cost_usd = price.map_or(0.0, |p| price_of(&p, usage)),
+            None => {
+                response.cost_usd = 0.0;
+                if !self.warned_unknown_usage.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        provider = %self.provider,
+                        %model,
+                        "the provider sent no token usage for a response; its tokens and cost are \
+                         recorded as unknown (warned once per provider)"
+                    );
+                }
+            }
+        }
         Ok(response)
     }
 }
@@ -397,10 +421,10 @@ mod tests {
                 None => Ok(LlmResponse {
                     content: vec![Content::text("ok")],
                     stop_reason: StopReason::EndTurn,
-                    usage: Usage {
+                    usage: Some(Usage {
                         input_tokens: 1_000_000,
                         output_tokens: 2_000_000,
-                    },
+                    }),
                     cost_usd: 0.0,
                     attempts: 1,
                 }),
@@ -506,6 +530,7 @@ mod tests {
         )]);
         let service = Stack::new()
             .layer(CostLayer {
+                provider: "p".into(),
                 prices: Arc::new(prices),
             })
             .service(flaky);

@@ -186,6 +186,17 @@ pub struct Usage {
     pub output_tokens: u64,
 }
 
+impl Usage {
+    /// Usage from the counts a provider reported: `None` when it reported neither, so the call's
+    /// tokens are recorded as unknown rather than as zero. A count missing beside a reported one is 0.
+    pub fn reported(input_tokens: Option<u64>, output_tokens: Option<u64>) -> Option<Usage> {
+        (input_tokens.is_some() || output_tokens.is_some()).then(|| Usage {
+            input_tokens: input_tokens.unwrap_or(0),
+            output_tokens: output_tokens.unwrap_or(0),
+        })
+    }
+}
+
 /// A completed model response.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LlmResponse {
@@ -193,8 +204,9 @@ pub struct LlmResponse {
     pub content: Vec<Content>,
     /// Why generation stopped.
     pub stop_reason: StopReason,
-    /// Tokens used.
-    pub usage: Usage,
+    /// Tokens used; `None` when the provider sent no usage (some OpenAI-compatible servers omit it
+    /// from streams), which the ledger records as unknown, never as 0.
+    pub usage: Option<Usage>,
     /// USD cost, filled in by the cost layer from the config's price table (0 when unpriced).
     pub cost_usd: f64,
     /// How many attempts the call took (1 = no retry), filled in by the retry layer.

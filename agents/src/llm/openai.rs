@@ -13,7 +13,7 @@
 //!   `finish_reason` was seen; anything else is [`LlmError::StreamCut`]; streamed text is sent to the
 //!   request's sink as it arrives;
 //! - tool-call arguments that are not valid JSON are kept as a JSON string (the engine reports them to
-//!   the model as invalid arguments) rather than failing the call; missing usage counts as zero;
+//!   the model as invalid arguments) rather than failing the call; missing usage is `None` (recorded as unknown, never as zero);
 //! - `cost_usd` is 0 and `attempts` 1: the cost and retry layers fill them in.
 
 use std::collections::BTreeMap;
@@ -222,11 +222,8 @@ struct WireUsage {
 }
 
 impl WireUsage {
-    fn usage(&self) -> Usage {
-        Usage {
-            input_tokens: self.prompt_tokens.unwrap_or(0),
-            output_tokens: self.completion_tokens.unwrap_or(0),
-        }
+    fn usage(&self) -> Option<Usage> {
+        Usage::reported(self.prompt_tokens, self.completion_tokens)
     }
 }
 
@@ -271,7 +268,7 @@ struct WireFunction {
 
 impl WireResponse {
     fn into_response(self, provider: &str) -> Result<LlmResponse, LlmError> {
-        let usage = self.usage.unwrap_or_default().usage();
+        let usage = self.usage.as_ref().and_then(WireUsage::usage);
         let choice = self
             .choices
             .into_iter()
@@ -385,7 +382,7 @@ struct StreamState {
     text: String,
     calls: BTreeMap<usize, PartialCall>,
     finish_reason: Option<String>,
-    usage: Usage,
+    usage: Option<Usage>,
 }
 
 impl StreamState {
@@ -396,7 +393,7 @@ impl StreamState {
             text: String::new(),
             calls: BTreeMap::new(),
             finish_reason: None,
-            usage: Usage::default(),
+            usage: None,
         }
     }
 
@@ -477,8 +474,8 @@ impl SseMachine for StreamState {
                 retry_after: None,
             });
         }
-        if let Some(usage) = chunk.usage {
-            self.usage = usage.usage();
+        if let Some(usage) = chunk.usage.as_ref().and_then(WireUsage::usage) {
+            self.usage = Some(usage);
         }
         // One completion is requested (n = 1); other choice indexes are not ours.
         for choice in chunk.choices.unwrap_or_default() {
@@ -667,10 +664,10 @@ mod tests {
         assert_eq!(response.stop_reason, StopReason::ToolUse);
         assert_eq!(
             response.usage,
-            Usage {
+            Some(Usage {
                 input_tokens: 10,
                 output_tokens: 5
-            }
+            })
         );
         let message = Message {
             role: Role::Assistant,
@@ -692,7 +689,7 @@ mod tests {
         let response = wire.into_response("local").unwrap();
         assert_eq!(response.content, vec![Content::text("Hello")]);
         assert_eq!(response.stop_reason, StopReason::MaxTokens);
-        assert_eq!(response.usage, Usage::default());
+        assert_eq!(response.usage, None, "no usage is unknown, not zero");
 
         // Ollama-style: object arguments, no id, `stop` despite a tool call; bad JSON kept raw.
         let wire: WireResponse = serde_json::from_value(json!({
@@ -806,10 +803,10 @@ mod tests {
         assert_eq!(done.stop_reason, StopReason::ToolUse);
         assert_eq!(
             done.usage,
-            Usage {
+            Some(Usage {
                 input_tokens: 7,
                 output_tokens: 9
-            }
+            })
         );
         assert_eq!(rx.try_recv().unwrap(), StreamDelta::Text("Let me ".into()));
         assert_eq!(rx.try_recv().unwrap(), StreamDelta::Text("ask.".into()));
@@ -830,7 +827,7 @@ mod tests {
         ] {
             state.feed(&event).unwrap();
         }
-        // No [DONE], but a finish reason was seen: complete; usage missing: zeros.
+        // No [DONE], but a finish reason was seen: complete; usage missing: unknown.
         let done = state.finish().unwrap();
         assert_eq!(
             done.content,
@@ -848,7 +845,7 @@ mod tests {
             ]
         );
         assert_eq!(done.stop_reason, StopReason::ToolUse);
-        assert_eq!(done.usage, Usage::default());
+        assert_eq!(done.usage, None);
     }
 
     #[test]
@@ -945,10 +942,10 @@ mod tests {
         assert_eq!(response.stop_reason, StopReason::ToolUse);
         assert_eq!(
             response.usage,
-            Usage {
+            Some(Usage {
                 input_tokens: 7,
                 output_tokens: 9
-            }
+            })
         );
         assert_eq!(rx.try_recv().unwrap(), StreamDelta::Text("Let me ".into()));
         let seen = seen.await.unwrap();

@@ -1,5 +1,8 @@
-//! Human approvals: requested once per tool call, decided at most once
-//! (`UPDATE … WHERE state = 'pending'`), rejected when they expire or their task is cancelled.
+//! Human approvals: requested once per tool call, decided at most once (`UPDATE … WHERE state =
+//! pending`), rejected when they expire or their task is cancelled.
+//!
+//! States and the system's own deciders are enums ([`ApprovalState`], [`SystemDecider`]); their names
+//! are what the database stores.
 
 use std::time::Duration;
 
@@ -7,6 +10,69 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde::Serialize;
 
 use super::{Store, StoreError, TaskId, TaskRecord, exec, now_ms, row, sql};
+
+/// Where an approval is: waiting, or decided one way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalState {
+    /// Waiting for a human.
+    Pending,
+    /// Approved (the decision was `approve`).
+    Approved,
+    /// Rejected: any other decision, an expiry, a cancellation or an error.
+    Rejected,
+}
+
+impl ApprovalState {
+    /// Every state.
+    pub const ALL: [ApprovalState; 3] = [
+        ApprovalState::Pending,
+        ApprovalState::Approved,
+        ApprovalState::Rejected,
+    ];
+
+    /// The name stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalState::Pending => "pending",
+            ApprovalState::Approved => "approved",
+            ApprovalState::Rejected => "rejected",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        ApprovalState::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+/// Who rejects an approval when no human decides it, as recorded in `decided_by`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SystemDecider {
+    /// `approvalTimeout` passed.
+    Timeout,
+    /// Its task (or an ancestor) was cancelled.
+    Cancelled,
+    /// Waiting for it failed (fail closed).
+    Error,
+}
+
+impl SystemDecider {
+    /// Every system decider.
+    pub const ALL: [SystemDecider; 3] = [
+        SystemDecider::Timeout,
+        SystemDecider::Cancelled,
+        SystemDecider::Error,
+    ];
+
+    /// The name stored in `decided_by` and shown to people.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SystemDecider::Timeout => "timeout",
+            SystemDecider::Cancelled => "cancelled",
+            SystemDecider::Error => "error",
+        }
+    }
+}
 
 /// A human approval.
 #[derive(Clone, Debug, Serialize)]
@@ -27,11 +93,11 @@ pub struct Approval {
     pub summary: String,
     /// The choices offered.
     pub options: Vec<String>,
-    /// `pending`, `approved`, `rejected`.
-    pub state: String,
+    /// Pending, approved or rejected.
+    pub state: ApprovalState,
     /// The option chosen.
     pub decision: Option<String>,
-    /// Who decided (`timeout` / `cancelled` when the system did).
+    /// Who decided: a person's id, or a [`SystemDecider`]'s name (see [`Approval::system_decider`]).
     pub decided_by: Option<String>,
     /// Created, ms since epoch.
     pub created_at: i64,
@@ -41,8 +107,49 @@ pub struct Approval {
     pub decided_at: Option<i64>,
 }
 
+/// Reject the pending approvals matching `filter` (SQL over `?1` = `value`) on the system's behalf, in
+/// the caller's transaction. Returns how many were rejected.
+pub(super) fn reject_pending(
+    conn: &Connection,
+    filter: &str,
+    value: impl rusqlite::ToSql,
+    by: SystemDecider,
+    now: i64,
+) -> rusqlite::Result<usize> {
+    exec(
+        conn,
+        &format!(
+            "UPDATE approvals SET state = ?2, decision = 'reject', decided_by = ?3, decided_at = ?4 \
+             WHERE {filter} AND state = ?5"
+        ),
+        params![
+            value,
+            ApprovalState::Rejected.as_str(),
+            by.as_str(),
+            now,
+            ApprovalState::Pending.as_str()
+        ],
+    )
+}
+
+impl Approval {
+    /// The system decider that rejected it, when no human decided.
+    pub fn system_decider(&self) -> Option<SystemDecider> {
+        let by = self.decided_by.as_deref()?;
+        SystemDecider::ALL.into_iter().find(|d| d.as_str() == by)
+    }
+}
+
 fn approval_from_row(row: &Row<'_>) -> rusqlite::Result<Approval> {
     let options: String = row.get(7)?;
+    let state: String = row.get(8)?;
+    let corrupt = |index, message: String| {
+        rusqlite::Error::FromSqlConversionFailure(
+            index,
+            rusqlite::types::Type::Text,
+            message.into(),
+        )
+    };
     Ok(Approval {
         id: row.get(0)?,
         task_id: row.get(1)?,
@@ -51,8 +158,10 @@ fn approval_from_row(row: &Row<'_>) -> rusqlite::Result<Approval> {
         agent: row.get(4)?,
         tool_use_id: row.get(5)?,
         summary: row.get(6)?,
-        options: serde_json::from_str(&options).unwrap_or_default(),
-        state: row.get(8)?,
+        options: serde_json::from_str(&options)
+            .map_err(|e| corrupt(7, format!("approval options: {e}")))?,
+        state: ApprovalState::parse(&state)
+            .ok_or_else(|| corrupt(8, format!("unknown approval state `{state}`")))?,
         decision: row.get(9)?,
         decided_by: row.get(10)?,
         created_at: row.get(11)?,
@@ -94,7 +203,11 @@ impl Store {
         options: &[String],
         timeout: Duration,
     ) -> Result<(Approval, bool), StoreError> {
-        let options_json = serde_json::to_string(options).unwrap_or_else(|_| "[]".into());
+        let options_json = serde_json::to_string(options).map_err(|e| StoreError::Encode {
+            what: "approval options",
+            task: task.id,
+            message: e.to_string(),
+        })?;
         let now = now_ms();
         let expires = now.saturating_add(timeout.as_millis() as i64);
         let mut conn = self.conn();
@@ -103,7 +216,7 @@ impl Store {
             .map_err(sql("requesting an approval"))?;
         let created = exec(&tx,
             "INSERT OR IGNORE INTO approvals (task_id, root_id, conversation_id, agent, tool_use_id, summary, \
-             options, state, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8, ?9)",
+             options, state, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 task.id,
                 task.root_id,
@@ -112,6 +225,7 @@ impl Store {
                 tool_use_id,
                 summary,
                 options_json,
+                ApprovalState::Pending.as_str(),
                 now,
                 expires
             ],
@@ -148,11 +262,11 @@ impl Store {
         let conn = self.conn();
         let mut stmt = conn
             .prepare_cached(&format!(
-                "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE state = 'pending' ORDER BY id"
+                "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE state = ?1 ORDER BY id"
             ))
             .map_err(sql("listing approvals"))?;
         let rows = stmt
-            .query_map([], approval_from_row)
+            .query_map([ApprovalState::Pending.as_str()], approval_from_row)
             .map_err(sql("listing approvals"))?;
         rows.collect::<Result<_, _>>()
             .map_err(sql("listing approvals"))
@@ -178,23 +292,34 @@ impl Store {
         let Some(approval) = read(&tx)? else {
             return Ok(Decided::NotFound);
         };
-        if approval.state != "pending" {
+        if approval.state != ApprovalState::Pending {
             return Ok(Decided::AlreadyDecided(approval));
         }
         let now = now_ms();
         let expired = now >= approval.expires_at;
         let (state, decision, by) = if expired {
-            ("rejected", "reject", "timeout")
+            (
+                ApprovalState::Rejected,
+                "reject",
+                SystemDecider::Timeout.as_str(),
+            )
         } else if decision == "approve" {
-            ("approved", decision, by)
+            (ApprovalState::Approved, decision, by)
         } else {
-            ("rejected", decision, by)
+            (ApprovalState::Rejected, decision, by)
         };
         exec(
             &tx,
             "UPDATE approvals SET state = ?2, decision = ?3, decided_by = ?4, decided_at = ?5 \
-             WHERE id = ?1 AND state = 'pending'",
-            params![id, state, decision, by, now],
+             WHERE id = ?1 AND state = ?6",
+            params![
+                id,
+                state.as_str(),
+                decision,
+                by,
+                now,
+                ApprovalState::Pending.as_str()
+            ],
         )
         .map_err(sql("deciding an approval"))?;
         let updated = read(&tx)?.unwrap_or(approval);
@@ -230,7 +355,7 @@ mod tests {
         assert_eq!(a.id, again.id);
         assert!(!created);
         assert!(
-            matches!(store.decide(a.id, "approve", "u1").unwrap(), Decided::Recorded(x) if x.state == "approved")
+            matches!(store.decide(a.id, "approve", "u1").unwrap(), Decided::Recorded(x) if x.state == ApprovalState::Approved)
         );
         assert!(
             matches!(store.decide(a.id, "reject", "u2").unwrap(), Decided::AlreadyDecided(x) if x.decided_by.as_deref() == Some("u1"))
@@ -239,7 +364,7 @@ mod tests {
             .request_approval(&task, "t2", "ship?", &options, Duration::ZERO)
             .unwrap();
         assert!(
-            matches!(store.decide(b.id, "approve", "u1").unwrap(), Decided::Expired(x) if x.state == "rejected")
+            matches!(store.decide(b.id, "approve", "u1").unwrap(), Decided::Expired(x) if x.state == ApprovalState::Rejected)
         );
         assert_eq!(
             store.decide(999, "approve", "u1").unwrap(),

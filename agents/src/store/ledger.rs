@@ -1,9 +1,14 @@
 //! The ledger: one row per LLM call (tokens, cost, time, attempts, tools called), added to its task's
 //! running totals in the same transaction.
+//!
+//! Invariant: a call whose provider sent no token usage is recorded as *unknown* (`usage_unknown`),
+//! and counted per task (`unknown_usage_calls`), so totals over it are lower bounds, shown as such
+//! ([`Totals`], [`tokens_text`]) — never a silent 0 tokens and $0.
 
 use rusqlite::{TransactionBehavior, params};
 use serde::Serialize;
 
+use super::tasks::encode_history;
 use super::{Store, StoreError, TaskId, TaskState, exec, now_ms, row, sql};
 use crate::llm::Message;
 
@@ -16,12 +21,14 @@ pub struct CallRecord {
     pub agent: String,
     /// `provider/model`.
     pub model: String,
-    /// Prompt tokens.
+    /// Prompt tokens (0 when unknown).
     pub tokens_in: u64,
-    /// Generated tokens.
+    /// Generated tokens (0 when unknown).
     pub tokens_out: u64,
-    /// USD.
+    /// USD (0 when the usage is unknown).
     pub cost_usd: f64,
+    /// The provider sent no token usage for this (successful) call: its tokens and cost are unknown.
+    pub usage_unknown: bool,
     /// Wall time of the call, retries included.
     pub duration_ms: u64,
     /// Attempts made.
@@ -30,6 +37,29 @@ pub struct CallRecord {
     pub tool_calls: Vec<String>,
     /// The error, for a failed call.
     pub error: Option<String>,
+}
+
+/// Tokens and cost summed over a task tree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Totals {
+    /// Prompt tokens.
+    pub tokens_in: u64,
+    /// Generated tokens.
+    pub tokens_out: u64,
+    /// USD.
+    pub cost_usd: f64,
+    /// Calls whose usage the provider did not report: the sums above are then lower bounds.
+    pub unknown_usage_calls: u32,
+}
+
+/// A token count as people should read it: `1234`, or `≥ 1234 (usage unknown for 2 calls)` when some
+/// calls' usage is unknown, so the number is a lower bound.
+pub fn tokens_text(tokens: u64, unknown_usage_calls: u32) -> String {
+    match unknown_usage_calls {
+        0 => tokens.to_string(),
+        1 => format!("≥ {tokens} (usage unknown for 1 call)"),
+        n => format!("≥ {tokens} (usage unknown for {n} calls)"),
+    }
 }
 
 impl Store {
@@ -48,14 +78,23 @@ impl Store {
         messages: Option<&[Message]>,
         completed: Option<&str>,
     ) -> Result<bool, StoreError> {
-        let tools = serde_json::to_string(&call.tool_calls).unwrap_or_else(|_| "[]".into());
+        // Encoded before the transaction: nothing is written if either cannot be.
+        let tools = serde_json::to_string(&call.tool_calls).map_err(|e| StoreError::Encode {
+            what: "tool calls",
+            task: call.task_id,
+            message: e.to_string(),
+        })?;
+        let history = messages
+            .map(|m| encode_history(m, call.task_id))
+            .transpose()?;
         let mut conn = self.conn();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql("recording an LLM call"))?;
         exec(&tx,
             "INSERT INTO llm_calls (task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, \
-             attempts, tool_calls, error, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+             attempts, tool_calls, error, created_at, usage_unknown) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 call.task_id,
                 call.agent,
@@ -67,24 +106,26 @@ impl Store {
                 call.attempts,
                 tools,
                 call.error,
-                now_ms()
+                now_ms(),
+                call.usage_unknown
             ],
         )
         .map_err(sql("recording an LLM call"))?;
         exec(
             &tx,
             "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, \
-             cost_usd = cost_usd + ?4, llm_calls = llm_calls + 1 WHERE id = ?1",
+             cost_usd = cost_usd + ?4, llm_calls = llm_calls + 1, \
+             unknown_usage_calls = unknown_usage_calls + ?5 WHERE id = ?1",
             params![
                 call.task_id,
                 call.tokens_in as i64,
                 call.tokens_out as i64,
-                call.cost_usd
+                call.cost_usd,
+                u32::from(call.usage_unknown)
             ],
         )
         .map_err(sql("recording an LLM call"))?;
-        if let Some(messages) = messages {
-            let text = serde_json::to_string(messages).unwrap_or_else(|_| "[]".into());
+        if let Some(text) = history {
             exec(
                 &tx,
                 "UPDATE tasks SET messages = ?2, updated_at = ?3 WHERE id = ?1",
@@ -106,9 +147,9 @@ impl Store {
                 let now = now_ms();
                 exec(
                     &tx,
-                    "UPDATE tasks SET state = 'COMPLETED', output = ?2, updated_at = ?3, finished_at = ?3 \
+                    "UPDATE tasks SET state = ?4, output = ?2, updated_at = ?3, finished_at = ?3 \
                      WHERE id = ?1",
-                    params![call.task_id, output, now],
+                    params![call.task_id, output, now, TaskState::Completed.as_str()],
                 )
                 .map_err(sql("ending a task"))?;
                 done = true;
@@ -124,7 +165,7 @@ impl Store {
         let mut stmt = conn
             .prepare_cached(
                 "SELECT task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, attempts, \
-                 tool_calls, error FROM llm_calls WHERE task_id = ?1 ORDER BY id",
+                 tool_calls, error, usage_unknown FROM llm_calls WHERE task_id = ?1 ORDER BY id",
             )
             .map_err(sql("reading the ledger"))?;
         let rows = stmt
@@ -139,8 +180,15 @@ impl Store {
                     cost_usd: row.get(5)?,
                     duration_ms: row.get::<_, i64>(6)? as u64,
                     attempts: row.get(7)?,
-                    tool_calls: serde_json::from_str(&tools).unwrap_or_default(),
+                    tool_calls: serde_json::from_str(&tools).map_err(|e| {
+                        rusqlite::Error::FromSqlConversionFailure(
+                            8,
+                            rusqlite::types::Type::Text,
+                            format!("tool calls: {e}").into(),
+                        )
+                    })?,
                     error: row.get(9)?,
+                    usage_unknown: row.get(10)?,
                 })
             })
             .map_err(sql("reading the ledger"))?;
@@ -148,14 +196,88 @@ impl Store {
             .map_err(sql("reading the ledger"))
     }
 
-    /// Sum of tokens and cost over a tree: `(tokens_in, tokens_out, cost_usd)`.
+    /// Sum of tokens and cost over a tree: `(tokens_in, tokens_out, cost_usd)`. Lower bounds when
+    /// some calls' usage is unknown; [`Store::totals`] says how many.
     pub fn tree_totals(&self, root_id: TaskId) -> Result<(u64, u64, f64), StoreError> {
-        row(&self.conn(),
-                "SELECT COALESCE(SUM(tokens_in), 0), COALESCE(SUM(tokens_out), 0), COALESCE(SUM(cost_usd), 0) \
-                 FROM tasks WHERE root_id = ?1",
-                [root_id],
-                |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get(2)?)),
-            )
-            .map_err(sql("summing a task tree"))
+        let t = self.totals(root_id)?;
+        Ok((t.tokens_in, t.tokens_out, t.cost_usd))
+    }
+
+    /// Sum of tokens and cost over a tree, with the number of calls whose usage is unknown.
+    pub fn totals(&self, root_id: TaskId) -> Result<Totals, StoreError> {
+        row(
+            &self.conn(),
+            "SELECT COALESCE(SUM(tokens_in), 0), COALESCE(SUM(tokens_out), 0), \
+             COALESCE(SUM(cost_usd), 0), COALESCE(SUM(unknown_usage_calls), 0) \
+             FROM tasks WHERE root_id = ?1",
+            [root_id],
+            |r| {
+                Ok(Totals {
+                    tokens_in: r.get::<_, i64>(0)? as u64,
+                    tokens_out: r.get::<_, i64>(1)? as u64,
+                    cost_usd: r.get(2)?,
+                    unknown_usage_calls: r.get(3)?,
+                })
+            },
+        )
+        .map_err(sql("summing a task tree"))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::store::testing::root;
+
+    fn call(task: TaskId, tokens: u64, usage_unknown: bool) -> CallRecord {
+        CallRecord {
+            task_id: task,
+            agent: "ceo".into(),
+            model: "p/m".into(),
+            tokens_in: tokens,
+            tokens_out: tokens,
+            cost_usd: if usage_unknown { 0.0 } else { 0.5 },
+            usage_unknown,
+            duration_ms: 1,
+            attempts: 1,
+            tool_calls: vec!["delegate".into()],
+            error: None,
+        }
+    }
+
+    #[test]
+    fn calls_without_usage_are_counted_as_unknown_not_as_zero() {
+        let store = Store::in_memory().unwrap();
+        let id = root(&store, "c");
+        store.record_call(&call(id, 10, false)).unwrap();
+        store.record_call(&call(id, 0, true)).unwrap();
+        let calls = store.calls(id).unwrap();
+        assert_eq!(
+            calls.iter().map(|c| c.usage_unknown).collect::<Vec<_>>(),
+            [false, true]
+        );
+        assert_eq!(calls[0].tool_calls, ["delegate"]);
+        let task = store.task(id).unwrap();
+        assert_eq!((task.llm_calls, task.unknown_usage_calls), (2, 1));
+        let totals = store.totals(id).unwrap();
+        assert_eq!(
+            totals,
+            Totals {
+                tokens_in: 10,
+                tokens_out: 10,
+                cost_usd: 0.5,
+                unknown_usage_calls: 1
+            }
+        );
+        assert_eq!(
+            tokens_text(
+                totals.tokens_in + totals.tokens_out,
+                totals.unknown_usage_calls
+            ),
+            "≥ 20 (usage unknown for 1 call)"
+        );
+        assert_eq!(tokens_text(20, 0), "20");
+        assert_eq!(tokens_text(20, 3), "≥ 20 (usage unknown for 3 calls)");
     }
 }

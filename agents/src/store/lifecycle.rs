@@ -4,8 +4,11 @@
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
+use super::approvals::reject_pending;
 use super::tasks::{TASK_COLUMNS, task_from_row};
-use super::{Store, StoreError, TaskId, TaskRecord, TaskState, exec, now_ms, row, sql};
+use super::{
+    Store, StoreError, SystemDecider, TaskId, TaskRecord, TaskState, exec, now_ms, row, sql,
+};
 use crate::llm::Message;
 
 /// How a task ended, for [`Store::finish`].
@@ -182,13 +185,14 @@ impl Store {
         Self::state_in(&tx, id)?;
         let ids: Vec<TaskId> = {
             let mut stmt = tx
-                .prepare(
+                .prepare(&format!(
                     "WITH RECURSIVE sub(id) AS (SELECT ?1 UNION ALL \
                      SELECT t.id FROM tasks t JOIN sub ON t.parent_id = sub.id) \
                      SELECT tasks.id FROM tasks JOIN sub ON tasks.id = sub.id \
-                     WHERE state NOT IN ('COMPLETED', 'FAILED', 'ESCALATED', 'CANCELLED') \
+                     WHERE state NOT IN {} \
                      AND (?2 OR tasks.id <> ?1) ORDER BY tasks.id",
-                )
+                    TaskState::terminal_sql()
+                ))
                 .map_err(sql("cancelling tasks"))?;
             let rows = stmt
                 .query_map(params![id, include_self], |r| r.get(0))
@@ -199,16 +203,12 @@ impl Store {
         let now = now_ms();
         for task in &ids {
             exec(&tx,
-                "UPDATE tasks SET state = 'CANCELLED', error = ?2, updated_at = ?3, finished_at = ?3 WHERE id = ?1",
-                params![task, reason, now],
+                "UPDATE tasks SET state = ?4, error = ?2, updated_at = ?3, finished_at = ?3 WHERE id = ?1",
+                params![task, reason, now, TaskState::Cancelled.as_str()],
             )
             .map_err(sql("cancelling tasks"))?;
-            exec(&tx,
-                "UPDATE approvals SET state = 'rejected', decision = 'reject', decided_by = 'cancelled', \
-                 decided_at = ?2 WHERE task_id = ?1 AND state = 'pending'",
-                params![task, now],
-            )
-            .map_err(sql("cancelling tasks"))?;
+            reject_pending(&tx, "task_id = ?1", task, SystemDecider::Cancelled, now)
+                .map_err(sql("cancelling tasks"))?;
         }
         tx.commit().map_err(sql("cancelling tasks"))?;
         Ok(ids)
@@ -273,7 +273,7 @@ mod tests {
         let cancelled = store.cancel_subtree(r, "cancelled by user").unwrap();
         assert_eq!(cancelled, vec![r, c, g]);
         let approval = store.approval(approval.id).unwrap().unwrap();
-        assert_eq!(approval.state, "rejected");
+        assert_eq!(approval.state, crate::store::ApprovalState::Rejected);
         assert_eq!(approval.decided_by.as_deref(), Some("cancelled"));
     }
 }

@@ -15,7 +15,7 @@
 //! Invariants:
 //! - every state change is one transaction, and a task's state only moves along [`TaskState::may_become`]
 //!   (checked inside the transaction, so two writers cannot both win);
-//! - an approval is decided at most once (`UPDATE … WHERE state = 'pending'`);
+//! - an approval is decided at most once (`UPDATE … WHERE state = pending`);
 //! - session histories are saved after every turn, so a new process can resume a suspended task.
 
 use std::path::Path;
@@ -35,8 +35,8 @@ pub mod schema;
 mod state;
 mod tasks;
 
-pub use approvals::{Approval, Decided};
-pub use ledger::CallRecord;
+pub use approvals::{Approval, ApprovalState, Decided, SystemDecider};
+pub use ledger::{CallRecord, Totals, tokens_text};
 pub use lifecycle::Ending;
 pub use notices::Notice;
 pub use recovery::Recovery;
@@ -95,6 +95,17 @@ pub enum StoreError {
         /// The task.
         task: TaskId,
         /// The decode error.
+        message: String,
+    },
+    /// Something to be stored could not be encoded as JSON; nothing was written (a history that
+    /// cannot be saved must never replace the saved one).
+    #[error("cannot save the {what} of task {task}: {message}")]
+    Encode {
+        /// What was being saved.
+        what: &'static str,
+        /// The task.
+        task: TaskId,
+        /// The encoder's error.
         message: String,
     },
     /// A transition the lifecycle does not allow.

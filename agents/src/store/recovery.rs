@@ -3,7 +3,10 @@
 
 use rusqlite::{TransactionBehavior, params};
 
-use super::{Approval, Store, StoreError, TaskId, exec, now_ms, sql};
+use super::approvals::reject_pending;
+use super::{
+    Approval, ApprovalState, Store, StoreError, SystemDecider, TaskId, TaskState, exec, now_ms, sql,
+};
 
 /// What startup recovery did.
 #[derive(Clone, Debug, Default)]
@@ -32,62 +35,63 @@ impl Store {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql("recovering after a restart"))?;
         let now = now_ms();
+        let pending = ApprovalState::Pending.as_str();
+        let timeout = SystemDecider::Timeout.as_str();
+        let terminal = TaskState::terminal_sql();
         let mut recovery = Recovery::default();
         {
             let mut stmt = tx
-                .prepare("SELECT id FROM approvals WHERE state = 'pending' AND expires_at <= ?1")
+                .prepare("SELECT id FROM approvals WHERE state = ?2 AND expires_at <= ?1")
                 .map_err(sql("recovering after a restart"))?;
             let rows = stmt
-                .query_map([now], |r| r.get(0))
+                .query_map(params![now, pending], |r| r.get(0))
                 .map_err(sql("recovering after a restart"))?;
             recovery.expired_approvals = rows
                 .collect::<Result<_, _>>()
                 .map_err(sql("recovering after a restart"))?;
         }
-        exec(&tx,
-            "UPDATE approvals SET state = 'rejected', decision = 'reject', decided_by = 'timeout', decided_at = ?1 \
-             WHERE state = 'pending' AND expires_at <= ?1",
-            [now],
-        )
-        .map_err(sql("recovering after a restart"))?;
+        reject_pending(&tx, "expires_at <= ?1", now, SystemDecider::Timeout, now)
+            .map_err(sql("recovering after a restart"))?;
         // Live tasks that are neither waiting on an approval pending at startup (expired just now or
         // not) nor an ancestor of one.
         let interrupted: Vec<(TaskId, String, bool)> = {
             let mut stmt = tx
-                .prepare(
+                .prepare(&format!(
                     "WITH RECURSIVE keep(id) AS ( \
-                       SELECT task_id FROM approvals WHERE state = 'pending' OR (decided_by = 'timeout' AND decided_at = ?1) \
+                       SELECT task_id FROM approvals WHERE state = ?2 OR (decided_by = ?3 AND decided_at = ?1) \
                        UNION SELECT t.parent_id FROM tasks t JOIN keep ON t.id = keep.id WHERE t.parent_id IS NOT NULL) \
                      SELECT id, conversation_id, parent_id IS NULL FROM tasks \
-                     WHERE state NOT IN ('COMPLETED', 'FAILED', 'ESCALATED', 'CANCELLED') \
+                     WHERE state NOT IN {terminal} \
                        AND id NOT IN (SELECT id FROM keep) ORDER BY id",
-                )
+                ))
                 .map_err(sql("recovering after a restart"))?;
             let rows = stmt
-                .query_map([now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .query_map(params![now, pending, timeout], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
                 .map_err(sql("recovering after a restart"))?;
             rows.collect::<Result<_, _>>()
                 .map_err(sql("recovering after a restart"))?
         };
         recovery.suspended_roots = {
             let mut stmt = tx
-                .prepare(
+                .prepare(&format!(
                     "SELECT DISTINCT a.root_id FROM approvals a JOIN tasks t ON t.id = a.task_id \
-                     WHERE (a.state = 'pending' OR (a.decided_by = 'timeout' AND a.decided_at = ?1)) \
-                     AND t.state NOT IN ('COMPLETED', 'FAILED', 'ESCALATED', 'CANCELLED') ORDER BY a.root_id",
-                )
+                     WHERE (a.state = ?2 OR (a.decided_by = ?3 AND a.decided_at = ?1)) \
+                     AND t.state NOT IN {terminal} ORDER BY a.root_id",
+                ))
                 .map_err(sql("recovering after a restart"))?;
             let rows = stmt
-                .query_map([now], |r| r.get(0))
+                .query_map(params![now, pending, timeout], |r| r.get(0))
                 .map_err(sql("recovering after a restart"))?;
             rows.collect::<Result<_, _>>()
                 .map_err(sql("recovering after a restart"))?
         };
         for (id, conversation, is_root) in &interrupted {
             exec(&tx,
-                "UPDATE tasks SET state = 'FAILED', error = 'interrupted: the process stopped while this task was running', \
+                "UPDATE tasks SET state = ?3, error = 'interrupted: the process stopped while this task was running', \
                  updated_at = ?2, finished_at = ?2 WHERE id = ?1",
-                params![id, now],
+                params![id, now, TaskState::Failed.as_str()],
             )
             .map_err(sql("recovering after a restart"))?;
             if *is_root {

@@ -38,6 +38,12 @@ const MIGRATIONS: &[Migration] = &[
         sql: "ALTER TABLE notices ADD COLUMN delivered_at INTEGER;
               CREATE INDEX notices_undelivered ON notices(id) WHERE delivered_at IS NULL;",
     },
+    Migration {
+        what: "the ledger marks calls whose token usage the provider did not report",
+        // Earlier calls cannot be told apart any more: they stay counted as reported.
+        sql: "ALTER TABLE llm_calls ADD COLUMN usage_unknown INTEGER NOT NULL DEFAULT 0;
+              ALTER TABLE tasks ADD COLUMN unknown_usage_calls INTEGER NOT NULL DEFAULT 0;",
+    },
 ];
 
 /// The schema version this build creates.

@@ -1,6 +1,8 @@
 //! A task's lifecycle states and the transitions between them — the one definition of which states
 //! are live and which have ended (the SQL in this module's siblings derives from it).
 
+use std::sync::OnceLock;
+
 use serde::Serialize;
 
 /// A task id (SQLite rowid).
@@ -73,6 +75,20 @@ impl TaskState {
             self,
             TaskState::Completed | TaskState::Failed | TaskState::Escalated | TaskState::Cancelled
         )
+    }
+
+    /// The terminal states as an SQL list, `('COMPLETED', …)`, derived from [`TaskState::is_terminal`]:
+    /// the store's queries for live tasks use it (`state NOT IN …`), so there is one definition.
+    pub(super) fn terminal_sql() -> &'static str {
+        static LIST: OnceLock<String> = OnceLock::new();
+        LIST.get_or_init(|| {
+            let names: Vec<String> = TaskState::ALL
+                .into_iter()
+                .filter(|s| s.is_terminal())
+                .map(|s| format!("'{}'", s.as_str()))
+                .collect();
+            format!("({})", names.join(", "))
+        })
     }
 
     /// The allowed transitions. Any live state may fail or be cancelled; `ESCALATED` is reachable from

@@ -55,11 +55,13 @@ pub struct TaskRecord {
     pub cost_usd: f64,
     /// LLM calls made.
     pub llm_calls: u32,
+    /// Of those, calls whose token usage the provider did not report (the sums are lower bounds).
+    pub unknown_usage_calls: u32,
 }
 
 pub(super) const TASK_COLUMNS: &str = "id, parent_id, root_id, conversation_id, agent, depth, tool_use_id, tool_index, \
      state, input, output, summary, error, escalation, created_at, updated_at, finished_at, \
-     tokens_in, tokens_out, cost_usd, llm_calls";
+     tokens_in, tokens_out, cost_usd, llm_calls, unknown_usage_calls";
 
 pub(super) fn task_from_row(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
     let state: String = row.get(8)?;
@@ -85,6 +87,17 @@ pub(super) fn task_from_row(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         tokens_out: row.get::<_, i64>(18)? as u64,
         cost_usd: row.get(19)?,
         llm_calls: row.get(20)?,
+        unknown_usage_calls: row.get(21)?,
+    })
+}
+
+/// A session history as stored. An encoding failure is an error: saving `[]` instead would wipe the
+/// history. `task` names the task in the error (the parent, for a task not created yet; 0 for a root).
+pub(super) fn encode_history(messages: &[Message], task: TaskId) -> Result<String, StoreError> {
+    serde_json::to_string(messages).map_err(|e| StoreError::Encode {
+        what: "session history",
+        task,
+        message: e.to_string(),
     })
 }
 
@@ -143,7 +156,7 @@ impl Store {
     /// Record a new task (state CREATED). A root task is its own root, and records its conversation if
     /// it is the first; it is refused while the conversation has a live root ([`StoreError::Busy`]).
     pub fn create_task(&self, task: &NewTask<'_>) -> Result<TaskId, StoreError> {
-        let messages = serde_json::to_string(task.messages).unwrap_or_else(|_| "[]".into());
+        let messages = encode_history(task.messages, task.parent_id.unwrap_or_default())?;
         let mut conn = self.conn();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -165,8 +178,11 @@ impl Store {
                 // concurrent senders cannot both start a root.
                 let live: Option<TaskId> = row(
                     &tx,
-                    "SELECT id FROM tasks WHERE conversation_id = ?1 AND parent_id IS NULL \
-                         AND state NOT IN ('COMPLETED', 'FAILED', 'ESCALATED', 'CANCELLED')",
+                    &format!(
+                        "SELECT id FROM tasks WHERE conversation_id = ?1 AND parent_id IS NULL \
+                         AND state NOT IN {}",
+                        TaskState::terminal_sql()
+                    ),
                     [task.conversation_id],
                     |r| r.get(0),
                 )
@@ -191,7 +207,7 @@ impl Store {
         exec(&tx,
             "INSERT INTO tasks (parent_id, root_id, conversation_id, agent, depth, tool_use_id, tool_index, \
              state, input, messages, created_at, updated_at) \
-             VALUES (?1, COALESCE(?2, 0), ?3, ?4, ?5, ?6, ?7, 'CREATED', ?8, ?9, ?10, ?10)",
+             VALUES (?1, COALESCE(?2, 0), ?3, ?4, ?5, ?6, ?7, ?11, ?8, ?9, ?10, ?10)",
             params![
                 task.parent_id,
                 root_id,
@@ -202,7 +218,8 @@ impl Store {
                 task.tool_index,
                 task.input,
                 messages,
-                now
+                now,
+                TaskState::Created.as_str()
             ],
         )
         .map_err(sql("creating a task"))?;
@@ -266,7 +283,7 @@ impl Store {
 
     /// Save a task's session history (after every turn).
     pub fn save_messages(&self, id: TaskId, messages: &[Message]) -> Result<(), StoreError> {
-        let text = serde_json::to_string(messages).unwrap_or_else(|_| "[]".into());
+        let text = encode_history(messages, id)?;
         exec(
             &self.conn(),
             "UPDATE tasks SET messages = ?2, updated_at = ?3 WHERE id = ?1",
@@ -298,8 +315,8 @@ impl Store {
     pub fn live_tasks(&self) -> Result<Vec<TaskRecord>, StoreError> {
         self.query_tasks(
             &format!(
-                "SELECT {TASK_COLUMNS} FROM tasks WHERE state NOT IN \
-                 ('COMPLETED', 'FAILED', 'ESCALATED', 'CANCELLED') ORDER BY id"
+                "SELECT {TASK_COLUMNS} FROM tasks WHERE state NOT IN {} ORDER BY id",
+                TaskState::terminal_sql()
             ),
             params![],
         )
@@ -316,5 +333,58 @@ impl Store {
             .query_map(params, task_from_row)
             .map_err(sql("listing tasks"))?;
         rows.collect::<Result<_, _>>().map_err(sql("listing tasks"))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::store::testing::root;
+
+    /// The SQL that finds live tasks agrees with [`TaskState::is_terminal`] for every state.
+    #[test]
+    fn live_tasks_are_exactly_the_non_terminal_states() {
+        let store = Store::in_memory().unwrap();
+        let mut expected_live = Vec::new();
+        for (i, state) in TaskState::ALL.into_iter().enumerate() {
+            let id = root(&store, &format!("c{i}"));
+            exec(
+                &store.conn(),
+                "UPDATE tasks SET state = ?2 WHERE id = ?1",
+                params![id, state.as_str()],
+            )
+            .unwrap();
+            if !state.is_terminal() {
+                expected_live.push(id);
+            }
+            // A conversation whose root is live refuses a second root; an ended one takes it.
+            let second = store.create_task(&NewTask {
+                parent_id: None,
+                conversation_id: &format!("c{i}"),
+                agent: "ceo",
+                depth: 0,
+                tool_use_id: None,
+                tool_index: 0,
+                input: "again",
+                messages: &[],
+            });
+            match second {
+                Err(StoreError::Busy { task, .. }) => {
+                    assert!(!state.is_terminal(), "{state:?} refused a new root");
+                    assert_eq!(task, id);
+                }
+                Ok(_) => assert!(state.is_terminal(), "{state:?} accepted a second root"),
+                Err(e) => panic!("unexpected error for {state:?}: {e}"),
+            }
+        }
+        let live: Vec<TaskId> = store
+            .live_tasks()
+            .unwrap()
+            .iter()
+            .filter(|t| t.input == "hello")
+            .map(|t| t.id)
+            .collect();
+        assert_eq!(live, expected_live);
     }
 }

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use opc_agents::store::TaskRecord;
+use opc_agents::store::{TaskRecord, Totals};
 
 use super::{eprint, print};
 
@@ -50,7 +50,7 @@ pub fn run(path: &Path, args: TasksArgs) -> ExitCode {
             let rows = roots
                 .into_iter()
                 .map(|root| {
-                    let totals = store.tree_totals(root.id)?;
+                    let totals = store.totals(root.id)?;
                     Ok((root, totals))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
@@ -100,7 +100,7 @@ fn one_line(text: &str, max: usize) -> String {
 /// cost)`: what the request cost, delegations included, as the chat's closing line shows it. The
 /// totals are summed from the ledger, which is written after every model turn, so a running request
 /// shows what it has used so far.
-pub fn render_list(roots: &[(TaskRecord, (u64, u64, f64))], now: i64) -> String {
+pub fn render_list(roots: &[(TaskRecord, Totals)], now: i64) -> String {
     if roots.is_empty() {
         return "No tasks yet. Start one with `opc chat \"…\"`.\n".into();
     }
@@ -109,7 +109,7 @@ pub fn render_list(roots: &[(TaskRecord, (u64, u64, f64))], now: i64) -> String 
         "ID", "STATE", "AGENT", "TIME", "TOKENS", "COST", "MESSAGE"
     );
     let mut running = false;
-    for (task, (tokens_in, tokens_out, cost)) in roots {
+    for (task, totals) in roots {
         let live = !task.state.is_terminal();
         running |= live;
         let _ = writeln!(
@@ -119,8 +119,12 @@ pub fn render_list(roots: &[(TaskRecord, (u64, u64, f64))], now: i64) -> String 
             format!("{}{}", task.state.as_str(), if live { " *" } else { "" }),
             task.agent,
             duration(task, now),
-            tokens_in + tokens_out,
-            format!("${cost:.4}"),
+            // `≥`: some calls' usage is unknown, so the count is a lower bound.
+            match totals.unknown_usage_calls {
+                0 => (totals.tokens_in + totals.tokens_out).to_string(),
+                _ => format!("≥{}", totals.tokens_in + totals.tokens_out),
+            },
+            format!("${:.4}", totals.cost_usd),
             one_line(&task.input, 50)
         );
     }
@@ -129,6 +133,11 @@ pub fn render_list(roots: &[(TaskRecord, (u64, u64, f64))], now: i64) -> String 
     );
     if running {
         out.push_str("* still running: time and totals so far.\n");
+    }
+    if roots.iter().any(|(_, t)| t.unknown_usage_calls > 0) {
+        out.push_str(
+            "≥: the provider did not report token usage for some calls; the count is a lower bound.\n",
+        );
     }
     out
 }
@@ -139,12 +148,13 @@ pub fn render_tree(tree: &[TaskRecord], now: i64) -> String {
         return String::new();
     };
     let mut out = String::new();
-    let (mut tokens, mut cost) = (0u64, 0f64);
+    let (mut tokens, mut cost, mut unknown) = (0u64, 0f64, 0u32);
     // Depth-first from the root, children in creation order.
     let mut stack: Vec<(&TaskRecord, String, bool)> = vec![(root, String::new(), true)];
     while let Some((task, prefix, last)) = stack.pop() {
         tokens += task.tokens_in + task.tokens_out;
         cost += task.cost_usd;
+        unknown += task.unknown_usage_calls;
         let branch = if task.parent_id.is_none() {
             ""
         } else if last {
@@ -165,6 +175,9 @@ pub fn render_tree(tree: &[TaskRecord], now: i64) -> String {
             task.llm_calls,
             if task.llm_calls == 1 { "" } else { "s" }
         );
+        if task.unknown_usage_calls > 0 {
+            let _ = write!(out, " · usage unknown for {}", task.unknown_usage_calls);
+        }
         if let Some(error) = &task.error {
             let _ = write!(out, " · {}", one_line(error, 60));
         }
@@ -184,9 +197,10 @@ pub fn render_tree(tree: &[TaskRecord], now: i64) -> String {
     }
     let _ = writeln!(
         out,
-        "{} task{} · {tokens} tokens · ${cost:.4}",
+        "{} task{} · {} tokens · ${cost:.4}",
         tree.len(),
-        if tree.len() == 1 { "" } else { "s" }
+        if tree.len() == 1 { "" } else { "s" },
+        opc_agents::store::tokens_text(tokens, unknown)
     );
     out
 }

@@ -281,8 +281,7 @@ impl Gateway {
                         .await;
                 });
             }
-            Err(EngineError::Busy { task, .. })
-            | Err(EngineError::Store(StoreError::Busy { task, .. })) => {
+            Err(EngineError::Store(StoreError::Busy { task, .. })) => {
                 self.respond(
                     &adapter,
                     inbound,
@@ -435,7 +434,7 @@ impl Gateway {
         let Ok(Some(approval)) = inner.engine.store().approval(id) else {
             return;
         };
-        if approval.state != "pending" {
+        if approval.state != opc_agents::store::ApprovalState::Pending {
             return;
         }
         // Conversations started from `opc chat` have no thread: they are decided there.

@@ -1,0 +1,183 @@
+//! What the running sessions share: the config and org, the providers, the context builder, the store,
+//! the event bus, the agent slots, and two small registries — the cancellation tokens of running tasks
+//! and the in-process waiters of pending approvals.
+//!
+//! Why a module of its own: the engine (public API), the sessions (the tool-use loop) and the approval
+//! tool all need this state, and none of them owns it. Each registry exposes only what its users do
+//! (register with a guard that unregisters on drop; cancel or wake by id), never its map.
+//!
+//! Dependency direction inside the crate: `engine` → `session` → `approval` → `runtime`; `runtime`
+//! depends on none of them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use opc_hierarchy::{Config, OrgTree};
+use tokio::sync::{Semaphore, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::ContextBuilder;
+use crate::events::EventBus;
+use crate::llm::layers::RetryPolicy;
+use crate::llm::provider::Providers;
+use crate::store::{Store, TaskId};
+
+/// Shared state of the sessions of one engine.
+pub(crate) struct Runtime {
+    pub(crate) config: Arc<Config>,
+    pub(crate) org: Arc<OrgTree>,
+    pub(crate) providers: Providers,
+    pub(crate) context: ContextBuilder,
+    pub(crate) store: Arc<Store>,
+    pub(crate) events: EventBus,
+    /// `maxConcurrentAgents`: held while an agent is thinking (an LLM call), never while it waits for
+    /// children or a human — otherwise a deep tree under load would deadlock with every slot held by a
+    /// waiting parent.
+    pub(crate) agent_slots: Semaphore,
+    pub(crate) options: EngineOptions,
+    /// `(provider, model)` per agent, resolved once.
+    pub(crate) models: HashMap<String, (String, String)>,
+    /// `(provider, model)` of `fastModel`.
+    pub(crate) fast_model: (String, String),
+    /// In-process waiters for pending approvals.
+    pub(crate) approvals: Arc<ApprovalWaiters>,
+    /// Cancellation tokens of running tasks.
+    pub(crate) tokens: Arc<TaskTokens>,
+}
+
+impl Runtime {
+    /// The delegation path from the root to `agent` (`["ceo", "vp-ops", "support-agent"]`).
+    pub(crate) fn path_of(&self, agent: &str) -> Vec<String> {
+        let mut path: Vec<String> = self
+            .org
+            .ancestors(agent)
+            .into_iter()
+            .rev()
+            .map(str::to_string)
+            .collect();
+        path.push(agent.to_string());
+        path
+    }
+}
+
+/// The cancellation tokens of running tasks, by task id, so [`crate::Engine::cancel`] reaches a task
+/// that runs in this process. Only registration: a child's token is always derived from its parent's
+/// token, handed down by the parent's session, never looked up here.
+#[derive(Default)]
+pub(crate) struct TaskTokens(Mutex<HashMap<TaskId, CancellationToken>>);
+
+impl TaskTokens {
+    /// Register a running task's token until the guard drops (however its run ends).
+    pub(crate) fn register(self: &Arc<Self>, task: TaskId, token: CancellationToken) -> TokenGuard {
+        self.lock().insert(task, token);
+        TokenGuard {
+            tokens: self.clone(),
+            task,
+        }
+    }
+
+    /// Cancel the tokens of those of `tasks` that run here.
+    pub(crate) fn cancel(&self, tasks: &[TaskId]) {
+        let tokens = self.lock();
+        for id in tasks {
+            if let Some(token) = tokens.get(id) {
+                token.cancel();
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, CancellationToken>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Unregisters a task's cancellation token when its run ends or is dropped.
+pub(crate) struct TokenGuard {
+    tokens: Arc<TaskTokens>,
+    task: TaskId,
+}
+
+impl Drop for TokenGuard {
+    fn drop(&mut self) {
+        self.tokens.lock().remove(&self.task);
+    }
+}
+
+/// Sessions waiting in this process for a human's decision, by approval id.
+#[derive(Default)]
+pub(crate) struct ApprovalWaiters(Mutex<HashMap<i64, watch::Sender<bool>>>);
+
+impl ApprovalWaiters {
+    /// Wait for approval `id`: the receiver changes when [`ApprovalWaiters::wake`] is called, until
+    /// the guard drops.
+    pub(crate) fn register(self: &Arc<Self>, id: i64) -> (watch::Receiver<bool>, WaiterGuard) {
+        let (tx, rx) = watch::channel(false);
+        self.lock().insert(id, tx);
+        (
+            rx,
+            WaiterGuard {
+                waiters: self.clone(),
+                approval: id,
+            },
+        )
+    }
+
+    /// Wake the session waiting for approval `id`. `false` when none waits here (e.g. the process
+    /// restarted since it was requested).
+    pub(crate) fn wake(&self, id: i64) -> bool {
+        match self.lock().get(&id) {
+            Some(waiter) => {
+                let _ = waiter.send(true);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, watch::Sender<bool>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Removes an approval's waiter however the wait ends.
+pub(crate) struct WaiterGuard {
+    waiters: Arc<ApprovalWaiters>,
+    approval: i64,
+}
+
+impl Drop for WaiterGuard {
+    fn drop(&mut self) {
+        self.waiters.lock().remove(&self.approval);
+    }
+}
+
+/// Engine settings that are not in `opc.config.yaml`.
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    /// Stream every LLM call (tokens reach the event bus as they are generated).
+    pub streaming: bool,
+    /// LLM turns one session may take before it fails with a clear error.
+    pub max_turns: u32,
+    /// `max_tokens` for each call.
+    pub max_tokens: u32,
+    /// Time limit for one LLM attempt.
+    pub attempt_timeout: std::time::Duration,
+    /// Retry policy for LLM calls.
+    pub retry: RetryPolicy,
+    /// Re-enter trees suspended on approvals at startup (the gateway does; a one-off `opc chat` leaves
+    /// them for the gateway instead of running other conversations' work in the background).
+    pub resume_suspended: bool,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            streaming: true,
+            max_turns: 25,
+            max_tokens: 4096,
+            attempt_timeout: std::time::Duration::from_secs(300),
+            retry: RetryPolicy::default(),
+            resume_suspended: true,
+        }
+    }
+}
