@@ -83,7 +83,8 @@ pub struct Place {
 /// Who sent an event.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct User {
-    /// The platform's user id (`U012AB3CD`, a Discord snowflake, `operator` on the web chat).
+    /// The platform's user id (`U012AB3CD`, a Discord snowflake; on the web chat the conversation id,
+    /// so that rate limits apply per conversation).
     pub id: String,
     /// Display name, for cards ("decided by …").
     pub name: String,

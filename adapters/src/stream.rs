@@ -32,6 +32,8 @@ pub struct StreamingReply {
     messages: Vec<(Posted, String)>,
     /// Text arrived since the last flush.
     dirty: bool,
+    /// A turn ended since the last text: the next text starts a new paragraph.
+    turn_ended: bool,
     last_flush: Option<Instant>,
 }
 
@@ -44,6 +46,7 @@ impl StreamingReply {
             text: String::new(),
             messages: Vec::new(),
             dirty: false,
+            turn_ended: false,
             last_flush: None,
         }
     }
@@ -51,14 +54,27 @@ impl StreamingReply {
     /// Append streamed text.
     pub fn push(&mut self, piece: &str) {
         if !piece.is_empty() {
+            if std::mem::take(&mut self.turn_ended) && !self.text.trim_end().is_empty() {
+                // Text of a new model turn (after a tool call) starts a paragraph of its own, instead
+                // of running on from the last sentence ("on this.Here is").
+                let kept = self.text.trim_end().len();
+                self.text.truncate(kept);
+                self.text.push_str("\n\n");
+            }
             self.text.push_str(piece);
             self.dirty = true;
         }
     }
 
+    /// The model's turn ended (it called a tool); text that streams next belongs to a new turn.
+    pub fn end_turn(&mut self) {
+        self.turn_ended = true;
+    }
+
     /// Forget the text streamed so far (the model call was retried and streams again from the start).
     pub fn restart(&mut self) {
         self.text.clear();
+        self.turn_ended = false;
         self.dirty = true;
     }
 
@@ -163,6 +179,33 @@ pub const DEFAULT_EDIT_INTERVAL: Duration = Duration::from_millis(1000);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_of_a_new_turn_starts_a_paragraph() {
+        let (inbox, _inbound) = tokio::sync::mpsc::channel(1);
+        let config = crate::web::WebConfig {
+            title: "t".into(),
+            database: None,
+        };
+        let adapter = crate::web::WebChat::new(config, inbox).unwrap_or_else(|e| panic!("{e}"));
+        let place = Place {
+            platform: crate::Platform::Web,
+            workspace: "web".into(),
+            channel: "c".into(),
+            thread: "c".into(),
+        };
+        let mut reply = StreamingReply::new(adapter, place);
+        reply.end_turn(); // nothing streamed yet: no leading break
+        reply.push("I'll check on this.");
+        reply.end_turn();
+        reply.end_turn();
+        reply.push("Here is");
+        reply.push(" the plan.");
+        assert_eq!(reply.text, "I'll check on this.\n\nHere is the plan.");
+        reply.restart();
+        reply.push("again");
+        assert_eq!(reply.text, "again");
+    }
 
     #[test]
     fn splits_prefer_newlines_then_spaces_and_keep_every_character() {

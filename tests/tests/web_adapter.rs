@@ -469,6 +469,10 @@ async fn the_access_token_is_required_on_every_route() {
     assert_eq!(response.status(), 200);
     let page = response.text().await.unwrap();
     assert!(page.contains("<title>OPC &lt;test&gt;</title>"));
+    assert!(
+        page.contains("id=\"org-link\" href=\"/org\""),
+        "the page links to the org chart"
+    );
 
     let created = chat
         .http

@@ -12,6 +12,8 @@
   const statusLine = document.getElementById("status");
   const traceList = document.getElementById("trace-list");
   const traceCount = document.getElementById("trace-count");
+  const orgLink = document.getElementById("org-link");
+  if (token) orgLink.href = "/org?token=" + encodeURIComponent(token);
   let conversation = null;
   let source = null;
 
@@ -28,6 +30,8 @@
     s = s.replace(/\*\*([^*\n]+)\*\*/g, "<strong>$1</strong>");
     s = s.replace(/(^|[^*\w])\*([^*\s][^*\n]*)\*(?![\w*])/g, "$1<em>$2</em>");
     s = s.replace(/(^|[^\w])_([^_\s][^_\n]*)_(?!\w)/g, "$1<em>$2</em>");
+    // Leading spaces carry nesting (`/agents` indents by level): keep them visible.
+    s = s.replace(/(^|\n)( +)/g, (m, nl, spaces) => nl + "\u00a0".repeat(spaces.length));
     s = s.replace(/\n/g, "<br>");
     return s.replace(/\u0000(\d+)\u0000/g, (m, i) => links[Number(i)]);
   }
@@ -131,7 +135,12 @@
     const node = document.createElement("div");
     node.className = "notice";
     node.setAttribute("role", "note");
-    node.innerHTML = '<span class="who">Notice (only you see this)</span><div class="body">' + markdown(data.text) + "</div>";
+    node.innerHTML = '<span class="who">Notice</span><div class="body">' + markdown(data.text) + "</div>";
+    if (data.id) {
+      node.id = "m-" + data.id;
+      const existing = document.getElementById(node.id);
+      if (existing) { existing.replaceWith(node); keepScrolled(was); return; }
+    }
     log.appendChild(node);
     keepScrolled(was);
   }
@@ -187,7 +196,7 @@
         // Refused (404: forgotten after a restart, 401: token): say so; otherwise retry later.
         fetch(url, { method: "GET", headers: headers() }).then((r) => {
           if (r.body) r.body.cancel();
-          if (r.status === 404) { forget(); say("That conversation is no longer in memory; your next message starts a new one."); }
+          if (r.status === 404) { forget(); say("That conversation does not exist on this server; your next message starts a new one."); }
           else if (r.status === 401) say("Access token missing or wrong: open this page as /?token=<token>.");
           else setTimeout(() => { if (es === source) connect(id); }, 2000);
         }).catch(() => setTimeout(() => { if (es === source) connect(id); }, 2000));
@@ -238,7 +247,7 @@
     try {
       const r = await send(text);
       if (r.status === 202) { input.value = ""; say(""); }
-      else if (r.status === 404) say("That conversation is no longer in memory; press Send again to start a new one.");
+      else if (r.status === 404) say("That conversation does not exist on this server; press Send again to start a new one.");
       else say("Not sent: " + (r.data.error || "HTTP " + r.status));
     } catch (e) {
       say("Could not reach the server; your message is still in the box.");

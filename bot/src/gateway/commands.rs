@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use opc_adapters::Command;
+use opc_adapters::{Command, Platform};
 use opc_agents::store::{Store, TaskRecord};
 use opc_hierarchy::OrgTree;
 
@@ -129,18 +129,52 @@ fn excerpt(text: &str, max: usize) -> String {
     }
 }
 
-/// `/help`, optionally after saying what was not understood.
-pub fn help(unknown: Option<&str>) -> String {
+/// `/help` for `platform`, optionally after saying what was not understood. The web chat has no
+/// mentions or threads: each message continues the conversation on the page, and its operator is an
+/// approver.
+pub fn help(platform: Platform, unknown: Option<&str>) -> String {
     let mut out = String::new();
     if let Some(unknown) = unknown {
         let _ = writeln!(out, "I don't know `{unknown}`.");
     }
     out.push_str("**Commands**\n");
     for (name, what) in Command::ALL {
+        let what = match platform {
+            Platform::Web => what.trim_end_matches(" (approvers only)"),
+            _ => what,
+        };
         let _ = writeln!(out, "• `/{name}` — {what}");
     }
-    out.push_str(
-        "Mention me with a request to start a conversation; reply in its thread to continue it.",
-    );
+    out.push_str(match platform {
+        Platform::Web => {
+            "Type a request to start; every message continues this conversation. \
+             **New conversation** starts another; the **Org chart** link shows who answers."
+        }
+        _ => {
+            "Mention me with a request to start a conversation; reply in its thread to continue it."
+        }
+    });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_on_the_web_speaks_of_the_page_not_of_mentions_and_threads() {
+        let web = help(Platform::Web, Some("/frobnicate"));
+        assert!(
+            web.contains("`/frobnicate`") && web.contains("`/status`"),
+            "{web}"
+        );
+        assert!(web.contains("New conversation"), "{web}");
+        assert!(!web.contains("Mention") && !web.contains("thread"), "{web}");
+        assert!(!web.contains("approvers only"), "{web}");
+        let slack = help(Platform::Slack, None);
+        assert!(
+            slack.contains("Mention me") && slack.contains("approvers only"),
+            "{slack}"
+        );
+    }
 }

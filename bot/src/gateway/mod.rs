@@ -248,7 +248,7 @@ impl Gateway {
             Verdict::Silent => return,
         }
         if text.trim().is_empty() {
-            self.respond(&adapter, inbound, commands::help(None));
+            self.respond(&adapter, inbound, commands::help(platform, None));
             return;
         }
         if let Some((provider, var)) = &inner.missing_key {
@@ -326,6 +326,9 @@ impl Gateway {
                             Event::Token { .. } => {}
                             Event::StreamRestarted { task } if *task == root => reply.restart(),
                             _ => {
+                                if matches!(&event, Event::ToolCalled { task, .. } if *task == root) {
+                                    reply.end_turn();
+                                }
                                 if let Ok(json) = serde_json::to_value(&event) {
                                     adapter.progress(&place, &json).await;
                                 }
@@ -617,8 +620,8 @@ impl Gateway {
             Command::Status => commands::status(engine.store()),
             Command::Agents => commands::agents(engine.org()),
             Command::Tasks => commands::tasks(engine.store()),
-            Command::Help => commands::help(None),
-            Command::Unknown(what) => commands::help(Some(&what)),
+            Command::Help => commands::help(inbound.place.platform, None),
+            Command::Unknown(what) => commands::help(inbound.place.platform, Some(&what)),
             Command::Cancel(arg) => self.cancel(&inbound, &arg),
         };
         self.respond(&adapter, &inbound, text);
