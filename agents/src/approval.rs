@@ -17,7 +17,9 @@ use tokio::sync::watch;
 use crate::engine::Inner;
 use crate::events::Event;
 use crate::session::path_of;
-use crate::store::{Approval, Decided, StoreError, TaskRecord, TaskState, now_ms};
+use crate::store::{
+    Approval, ApprovalState, Decided, StoreError, SystemDecider, TaskRecord, TaskState, now_ms,
+};
 use crate::tools::ApprovalArgs;
 
 /// Ask, wait, and answer the tool call with the decision: `(content, is_error)`. If anything fails
@@ -33,12 +35,12 @@ pub(crate) async fn request(
     let timeout = inner.config.framework.execution.approval_timeout;
     let (approval, created) =
         store.request_approval(record, tool_use_id, &args.summary, &args.options, timeout)?;
-    if approval.state != "pending" {
+    if approval.state != ApprovalState::Pending {
         return Ok(answer(&approval));
     }
     let result = wait(inner, record, &approval, created, clocks).await;
     if result.is_err() {
-        let _ = store.decide(approval.id, "reject", "error");
+        let _ = store.decide(approval.id, "reject", SystemDecider::Error.as_str());
     }
     result
 }
@@ -80,7 +82,7 @@ async fn wait(
     let decided_in_time = tokio::time::timeout(remaining, async {
         loop {
             if let Some(a) = store.approval(approval.id)?
-                && a.state != "pending"
+                && a.state != ApprovalState::Pending
             {
                 return Ok::<_, StoreError>(a);
             }
@@ -93,14 +95,14 @@ async fn wait(
     .await;
     let decided = match decided_in_time {
         Ok(result) => result?,
-        Err(_) => match store.decide(approval.id, "reject", "timeout")? {
+        Err(_) => match store.decide(approval.id, "reject", SystemDecider::Timeout.as_str())? {
             Decided::Recorded(a) | Decided::Expired(a) | Decided::AlreadyDecided(a) => {
-                if a.decided_by.as_deref() == Some("timeout") {
+                if a.system_decider() == Some(SystemDecider::Timeout) {
                     inner.events.publish(Event::ApprovalResolved {
                         approval: a.id,
                         task: a.task_id,
                         decision: "reject".into(),
-                        by: "timeout".into(),
+                        by: SystemDecider::Timeout.as_str().into(),
                     });
                 }
                 a
@@ -122,12 +124,14 @@ async fn wait(
 fn answer(approval: &Approval) -> (String, bool) {
     let decision = approval.decision.as_deref().unwrap_or("reject");
     let by = approval.decided_by.as_deref().unwrap_or("unknown");
-    let text = match by {
-        "timeout" => "rejected: no decision was made before the approval timed out".to_string(),
-        "cancelled" => "rejected: the request was cancelled".to_string(),
-        "error" => "rejected: the approval could not be processed".to_string(),
-        _ if approval.state == "approved" => format!("approved by {by}"),
-        _ => format!("decision: {decision} (by {by})"),
+    let text = match approval.system_decider() {
+        Some(SystemDecider::Timeout) => {
+            "rejected: no decision was made before the approval timed out".to_string()
+        }
+        Some(SystemDecider::Cancelled) => "rejected: the request was cancelled".to_string(),
+        Some(SystemDecider::Error) => "rejected: the approval could not be processed".to_string(),
+        None if approval.state == ApprovalState::Approved => format!("approved by {by}"),
+        None => format!("decision: {decision} (by {by})"),
     };
     (text, false)
 }

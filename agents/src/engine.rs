@@ -27,7 +27,9 @@ use crate::events::{Event, EventBus};
 use crate::llm::layers::{RetryPolicy, StackOptions, standard_stack};
 use crate::llm::provider::Providers;
 use crate::llm::{Content, Message, Role};
-use crate::store::{Approval, Decided, NewTask, Recovery, Store, StoreError, TaskId, TaskState};
+use crate::store::{
+    Approval, Decided, NewTask, Recovery, Store, StoreError, SystemDecider, TaskId, TaskState,
+};
 use crate::tools::Escalation;
 
 /// Engine settings that are not in `opc.config.yaml`.
@@ -79,16 +81,6 @@ pub enum EngineError {
         model: String,
         /// Why.
         message: String,
-    },
-    /// A message was sent to a conversation whose previous message is still being worked on.
-    #[error(
-        "conversation {conversation} is still working on task {task}; wait for it or cancel it"
-    )]
-    Busy {
-        /// The conversation.
-        conversation: String,
-        /// Its running root task.
-        task: TaskId,
     },
     /// Unknown approval id.
     #[error("there is no approval {0}")]
@@ -435,7 +427,7 @@ impl Engine {
                 approval: approval.id,
                 task: approval.task_id,
                 decision: "reject".into(),
-                by: "cancelled".into(),
+                by: SystemDecider::Cancelled.as_str().into(),
             });
         }
         let tokens = self

@@ -213,7 +213,7 @@ fn cancel_tokens(inner: &Inner, ids: &[TaskId]) {
 fn finish(inner: &Inner, record: &TaskRecord, end: &TaskEnd, started: Instant) {
     let stored = inner.store.task(record.id).ok();
     let (state, text) = match end {
-        TaskEnd::Completed(text) => ("COMPLETED", text.clone()),
+        TaskEnd::Completed(text) => (TaskState::Completed, text.clone()),
         TaskEnd::Escalated(e) => {
             inner.events.publish(Event::Escalated {
                 task: record.id,
@@ -221,15 +221,15 @@ fn finish(inner: &Inner, record: &TaskRecord, end: &TaskEnd, started: Instant) {
                 kind: e.kind.as_str().to_string(),
                 reason: e.reason.clone(),
             });
-            ("ESCALATED", e.reason.clone())
+            (TaskState::Escalated, e.reason.clone())
         }
-        TaskEnd::Failed(error) => ("FAILED", error.clone()),
-        TaskEnd::Cancelled(reason) => ("CANCELLED", reason.clone()),
+        TaskEnd::Failed(error) => (TaskState::Failed, error.clone()),
+        TaskEnd::Cancelled(reason) => (TaskState::Cancelled, reason.clone()),
     };
     inner.events.publish(Event::AgentFinished {
         task: record.id,
         agent: record.agent.clone(),
-        state: state.to_string(),
+        state: state.as_str().to_string(),
         text,
         tokens_in: stored.as_ref().map_or(0, |t| t.tokens_in),
         tokens_out: stored.as_ref().map_or(0, |t| t.tokens_out),
@@ -550,10 +550,9 @@ async fn run_tools(
         .tool_uses()
         .map(|(id, name, input)| (id.to_string(), name.to_string(), input.clone()))
         .collect();
-    let delegates = calls
-        .iter()
-        .any(|(_, name, _)| name == "delegate" || name == "delegate_parallel");
-    let waits = delegates || calls.iter().any(|(_, name, _)| name == "request_approval");
+    let called = |tool: Tool| calls.iter().any(|(_, name, _)| name == tool.wire_name());
+    let delegates = called(Tool::Delegate) || called(Tool::DelegateParallel);
+    let waits = delegates || called(Tool::RequestApproval);
     // While its children work, a task's own deadline is paused: `taskTimeout` bounds each agent's
     // own work, so a hung child times out (and escalates to this task) before this task does.
     let _paused = if delegates {

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use opc_agents::store::{Decided, TaskRecord};
+use opc_agents::store::{ApprovalState, Decided, TaskRecord};
 use opc_agents::{Engine, Event, TaskState};
 use opc_tests::org::{Execution, KEY, TestOrg, Wire, marker, relay};
 use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
@@ -586,7 +586,7 @@ async fn approvals_survive_a_restart_and_are_decided_once() {
     assert_eq!(second.recovery().pending_approvals.len(), 1);
     let decided = second.decide(approval, "approve", "U-alice").unwrap();
     assert!(
-        matches!(decided, Decided::Recorded(ref a) if a.state == "approved"),
+        matches!(decided, Decided::Recorded(ref a) if a.state == ApprovalState::Approved),
         "{decided:?}"
     );
     let outcome = tokio::time::timeout(Duration::from_secs(10), second.wait_root(root))
@@ -632,7 +632,7 @@ async fn undecided_approvals_are_rejected_at_the_timeout() {
         "CEO: VP: SUPPORT: rejected: no decision was made before the approval timed out"
     );
     let record = engine.store().approval(approval).unwrap().unwrap();
-    assert_eq!(record.state, "rejected");
+    assert_eq!(record.state, ApprovalState::Rejected);
     assert_eq!(record.decided_by.as_deref(), Some("timeout"));
     // Deciding after the timeout is refused.
     assert!(matches!(
@@ -931,7 +931,7 @@ async fn a_suspended_tree_can_be_cancelled_after_a_restart_and_one_engine_owns_a
         .unwrap();
     assert_eq!(outcome.state, TaskState::Cancelled);
     let record = second.store().approval(approval).unwrap().unwrap();
-    assert_eq!(record.state, "rejected");
+    assert_eq!(record.state, ApprovalState::Rejected);
     assert_eq!(record.decided_by.as_deref(), Some("cancelled"));
     // No model call ran after the cancel.
     assert_eq!(llm.requests_for(&marker("support")).len(), 1);

@@ -344,8 +344,7 @@ impl Gateway {
             Ok(run) => self.answer(waiting, run, events),
             // Running a request the gateway did not start (one resumed after a restart, say): wait
             // for it, first in line.
-            Err(EngineError::Busy { task, .. })
-            | Err(EngineError::Store(StoreError::Busy { task, .. })) => {
+            Err(EngineError::Store(StoreError::Busy { task, .. })) => {
                 inner.queues.push_front(&conversation, waiting);
                 let this = self.clone();
                 inner.tracker.spawn(async move {
@@ -536,7 +535,7 @@ impl Gateway {
         let Ok(Some(approval)) = inner.engine.store().approval(id) else {
             return;
         };
-        if approval.state != "pending" {
+        if approval.state != opc_agents::store::ApprovalState::Pending {
             return;
         }
         // Conversations started from `opc chat` have no thread: they are decided there.

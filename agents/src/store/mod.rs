@@ -1,0 +1,285 @@
+//! The engine's durable state in SQLite (rusqlite, bundled, WAL): conversations, the task tree with each
+//! task's session history, the per-call ledger, pending approvals and notices to conversations.
+//!
+//! Why SQLite and one connection behind a mutex: every operation here is a handful of indexed row
+//! reads/writes (tens of microseconds in WAL mode with `synchronous=NORMAL`), far below an LLM round
+//! trip, so a single writer never becomes the bottleneck and the engine stays free of connection pools.
+//!
+//! One concern per file, all as `impl Store` blocks over the one connection:
+//! - [`schema`]: the versioned migrations (`PRAGMA user_version`), the only place the schema changes;
+//! - `state`: [`TaskState`] and its transitions; `tasks`: conversations, task records and histories;
+//! - `lifecycle`: starting, moving, ending and cancelling tasks; `ledger`: LLM calls and totals;
+//! - `approvals`, `notices`, `recovery` (startup), `lock` (one engine per database),
+//!   `checkpointer` (WAL checkpoints off the writers' path).
+//!
+//! Invariants:
+//! - every state change is one transaction, and a task's state only moves along [`TaskState::may_become`]
+//!   (checked inside the transaction, so two writers cannot both win);
+//! - an approval is decided at most once (`UPDATE … WHERE state = pending`);
+//! - session histories are saved after every turn, so a new process can resume a suspended task.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, Row};
+
+mod approvals;
+mod checkpointer;
+mod ledger;
+mod lifecycle;
+mod lock;
+mod notices;
+mod recovery;
+pub mod schema;
+mod state;
+mod tasks;
+
+pub use approvals::{Approval, ApprovalState, Decided, SystemDecider};
+pub use ledger::CallRecord;
+pub use lifecycle::Ending;
+pub use notices::Notice;
+pub use recovery::Recovery;
+pub use state::{TaskId, TaskState};
+pub use tasks::{NewTask, TaskRecord};
+
+use checkpointer::Checkpointer;
+
+/// Store errors. SQLite failures are wrapped with what the store was doing.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be opened or migrated.
+    #[error("cannot open the task database {path}: {source}")]
+    Open {
+        /// The file.
+        path: String,
+        /// Why.
+        source: rusqlite::Error,
+    },
+    /// The database was written by a newer OPC, whose schema this build does not know.
+    #[error(
+        "the task database {path} has schema version {found}, newer than this build of OPC knows ({known}); \
+         upgrade OPC, or point `framework.memory.path` at another file"
+    )]
+    TooNew {
+        /// The file.
+        path: String,
+        /// Its `user_version`.
+        found: i64,
+        /// The newest version this build migrates to.
+        known: i64,
+    },
+    /// A schema migration failed (the database keeps its previous version).
+    #[error("cannot upgrade the task database {path} ({what}): {source}")]
+    Migrate {
+        /// The file.
+        path: String,
+        /// The migration.
+        what: &'static str,
+        /// Why.
+        source: rusqlite::Error,
+    },
+    /// A query failed.
+    #[error("task database error while {doing}: {source}")]
+    Sql {
+        /// What the store was doing.
+        doing: &'static str,
+        /// Why.
+        source: rusqlite::Error,
+    },
+    /// A stored JSON column could not be read back.
+    #[error("task database holds unreadable {what} for task {task}: {message}")]
+    Corrupt {
+        /// Which column.
+        what: &'static str,
+        /// The task.
+        task: TaskId,
+        /// The decode error.
+        message: String,
+    },
+    /// Something to be stored could not be encoded as JSON; nothing was written (a history that
+    /// cannot be saved must never replace the saved one).
+    #[error("cannot save the {what} of task {task}: {message}")]
+    Encode {
+        /// What was being saved.
+        what: &'static str,
+        /// The task.
+        task: TaskId,
+        /// The encoder's error.
+        message: String,
+    },
+    /// A transition the lifecycle does not allow.
+    #[error("task {task} cannot go from {from} to {to}")]
+    BadTransition {
+        /// The task.
+        task: TaskId,
+        /// Its current state.
+        from: &'static str,
+        /// The refused state.
+        to: &'static str,
+    },
+    /// No such task.
+    #[error("there is no task {0}")]
+    NoTask(TaskId),
+    /// The conversation's previous request is still running.
+    #[error(
+        "conversation {conversation} is still working on task {task}; wait for it or cancel it"
+    )]
+    Busy {
+        /// The conversation.
+        conversation: String,
+        /// Its running root task.
+        task: TaskId,
+    },
+    /// Another OPC process is using this database.
+    #[error(
+        "another OPC process is using {path} (lock file {lock}); stop it first, or point `framework.memory.path` elsewhere"
+    )]
+    Locked {
+        /// The database.
+        path: String,
+        /// The lock file.
+        lock: String,
+    },
+}
+
+/// `execute` through the connection's statement cache: the engine runs the same few statements
+/// thousands of times, and re-parsing SQL was a measurable share of each call.
+fn exec(conn: &Connection, query: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
+    conn.prepare_cached(query)?.execute(params)
+}
+
+/// `query_row` through the statement cache.
+fn row<T>(
+    conn: &Connection,
+    query: &str,
+    params: impl rusqlite::Params,
+    f: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    conn.prepare_cached(query)?.query_row(params, f)
+}
+
+fn sql(doing: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
+    move |source| StoreError::Sql { doing, source }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The engine's database.
+pub struct Store {
+    conn: Mutex<Connection>,
+    /// The database file (`None` in memory).
+    path: Option<std::path::PathBuf>,
+    /// The held lock file, once [`Store::lock_exclusive`] succeeded; released on drop.
+    lock: Mutex<Option<std::fs::File>>,
+    /// Stops the background checkpointer (file databases only) when the store is dropped.
+    _checkpointer: Option<Checkpointer>,
+}
+impl Store {
+    /// Open (creating if needed) the database at `path`, in WAL mode, and bring its schema up to date
+    /// ([`schema::migrate`]).
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let display = path.display().to_string();
+        let open_err = |source| StoreError::Open {
+            path: display.clone(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| open_err(rusqlite::Error::ToSqlConversionFailure(Box::new(e))))?;
+        }
+        let conn = Connection::open(path).map_err(open_err)?;
+        let mut store = Self::init(conn, &display)?;
+        store
+            .conn()
+            .pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(open_err)?;
+        store.path = Some(path.to_path_buf());
+        store._checkpointer = Checkpointer::start(path);
+        Ok(store)
+    }
+
+    /// A private in-memory database (tests, benchmarks).
+    pub fn in_memory() -> Result<Store, StoreError> {
+        let conn = Connection::open_in_memory().map_err(|source| StoreError::Open {
+            path: ":memory:".into(),
+            source,
+        })?;
+        Self::init(conn, ":memory:")
+    }
+
+    fn init(mut conn: Connection, path: &str) -> Result<Store, StoreError> {
+        let open_err = |source| StoreError::Open {
+            path: path.to_string(),
+            source,
+        };
+        conn.busy_timeout(Duration::from_secs(5))
+            .map_err(open_err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(open_err)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        schema::migrate(&mut conn, path)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path: None,
+            lock: Mutex::new(None),
+            _checkpointer: None,
+        })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite inconsistent (transactions roll back on
+        // drop), so a poisoned lock is still safe to use.
+        self.conn
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+}
+
+/// Fixtures shared by the store's unit tests.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod testing {
+    use super::{NewTask, Store, TaskId};
+    use crate::llm::Message;
+
+    pub(super) fn root(store: &Store, conv: &str) -> TaskId {
+        store.create_conversation(conv, "ceo").unwrap();
+        store
+            .create_task(&NewTask {
+                parent_id: None,
+                conversation_id: conv,
+                agent: "ceo",
+                depth: 0,
+                tool_use_id: None,
+                tool_index: 0,
+                input: "hello",
+                messages: &[Message::user("hello")],
+            })
+            .unwrap()
+    }
+
+    pub(super) fn child(store: &Store, parent: TaskId, tool: &str) -> TaskId {
+        store
+            .create_task(&NewTask {
+                parent_id: Some(parent),
+                conversation_id: "c",
+                agent: "vp",
+                depth: 1,
+                tool_use_id: Some(tool),
+                tool_index: 0,
+                input: "do it",
+                messages: &[],
+            })
+            .unwrap()
+    }
+}

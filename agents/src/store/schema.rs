@@ -1,0 +1,207 @@
+//! The schema, as versioned migrations in one place.
+//!
+//! The database's `PRAGMA user_version` is the number of migrations applied. [`migrate`] applies the
+//! missing ones in order, all in one `IMMEDIATE` transaction (the version is part of it), so a crash
+//! mid-upgrade leaves the old version, and two processes opening the file at once (`opc run` and
+//! `opc tasks`) cannot both apply a migration. A database from a newer build is refused
+//! ([`StoreError::TooNew`]) instead of being misread.
+//!
+//! Migration 1 is the schema from before versioning; its statements are all `IF NOT EXISTS`, so an
+//! existing database (version 0, tables present) upgrades cleanly.
+//!
+//! `user_version` belongs to these migrations alone. The gateway keeps its own tables in the same
+//! SQLite file (`bot/src/gateway/threads.rs`: `gateway_threads`, `gateway_cards`, …), created there with
+//! `CREATE TABLE IF NOT EXISTS` and *not* versioned by `user_version`: nothing outside this module may
+//! read or set it. To change the engine's schema, append a migration; never edit a published one.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::StoreError;
+
+/// One schema change.
+struct Migration {
+    /// What it does, for the error if it fails.
+    what: &'static str,
+    /// The SQL (a batch).
+    sql: &'static str,
+}
+
+/// Every migration, in order; migration `n` (1-based) brings the database to `user_version = n`.
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        what: "the initial schema",
+        sql: V1,
+    },
+    Migration {
+        what: "notices remember when they were delivered",
+        // NULL = not delivered yet, which is what every existing notice is.
+        sql: "ALTER TABLE notices ADD COLUMN delivered_at INTEGER;
+              CREATE INDEX notices_undelivered ON notices(id) WHERE delivered_at IS NULL;",
+    },
+];
+
+/// The schema version this build creates.
+pub const VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Bring the database to [`VERSION`], in one transaction. `path` names the file in errors.
+pub(super) fn migrate(conn: &mut Connection, path: &str) -> Result<(), StoreError> {
+    let failed = |what: &'static str| {
+        move |source| StoreError::Migrate {
+            path: path.to_string(),
+            what,
+            source,
+        }
+    };
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(failed("reading the schema version"))?;
+    let found: i64 = tx
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(failed("reading the schema version"))?;
+    if found > VERSION {
+        return Err(StoreError::TooNew {
+            path: path.to_string(),
+            found,
+            known: VERSION,
+        });
+    }
+    if found == VERSION {
+        return Ok(());
+    }
+    for migration in &MIGRATIONS[found.max(0) as usize..] {
+        tx.execute_batch(migration.sql)
+            .map_err(failed(migration.what))?;
+    }
+    // PRAGMA takes no bound parameters; VERSION is a constant.
+    tx.execute_batch(&format!("PRAGMA user_version = {VERSION}"))
+        .map_err(failed("recording the schema version"))?;
+    tx.commit().map_err(failed("committing the migrations"))?;
+    Ok(())
+}
+
+/// Migration 1: the schema as it was before versioning (every statement idempotent, so a database
+/// created then — `user_version` 0 with these tables — upgrades cleanly).
+pub(super) const V1: &str = "
+CREATE TABLE IF NOT EXISTS conversations (
+    id          TEXT PRIMARY KEY,
+    root_agent  TEXT NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tasks (
+    id              INTEGER PRIMARY KEY,
+    parent_id       INTEGER REFERENCES tasks(id),
+    root_id         INTEGER NOT NULL,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id),
+    agent           TEXT NOT NULL,
+    depth           INTEGER NOT NULL,
+    tool_use_id     TEXT,
+    tool_index      INTEGER NOT NULL DEFAULT 0,
+    state           TEXT NOT NULL,
+    input           TEXT NOT NULL,
+    output          TEXT,
+    summary         TEXT,
+    error           TEXT,
+    escalation      TEXT,
+    messages        TEXT NOT NULL DEFAULT '[]',
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    finished_at     INTEGER,
+    tokens_in       INTEGER NOT NULL DEFAULT 0,
+    tokens_out      INTEGER NOT NULL DEFAULT 0,
+    cost_usd        REAL NOT NULL DEFAULT 0,
+    llm_calls       INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS tasks_parent ON tasks(parent_id, tool_use_id, tool_index);
+CREATE INDEX IF NOT EXISTS tasks_root ON tasks(root_id);
+CREATE INDEX IF NOT EXISTS tasks_conversation ON tasks(conversation_id, id);
+DROP INDEX IF EXISTS tasks_state;
+CREATE TABLE IF NOT EXISTS llm_calls (
+    id          INTEGER PRIMARY KEY,
+    task_id     INTEGER NOT NULL REFERENCES tasks(id),
+    agent       TEXT NOT NULL,
+    model       TEXT NOT NULL,
+    tokens_in   INTEGER NOT NULL,
+    tokens_out  INTEGER NOT NULL,
+    cost_usd    REAL NOT NULL,
+    duration_ms INTEGER NOT NULL,
+    attempts    INTEGER NOT NULL,
+    tool_calls  TEXT NOT NULL,
+    error       TEXT,
+    created_at  INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS llm_calls_task ON llm_calls(task_id);
+CREATE TABLE IF NOT EXISTS approvals (
+    id              INTEGER PRIMARY KEY,
+    task_id         INTEGER NOT NULL REFERENCES tasks(id),
+    root_id         INTEGER NOT NULL,
+    conversation_id TEXT NOT NULL,
+    agent           TEXT NOT NULL,
+    tool_use_id     TEXT NOT NULL,
+    summary         TEXT NOT NULL,
+    options         TEXT NOT NULL,
+    state           TEXT NOT NULL,
+    decision        TEXT,
+    decided_by      TEXT,
+    created_at      INTEGER NOT NULL,
+    expires_at      INTEGER NOT NULL,
+    decided_at      INTEGER,
+    UNIQUE (task_id, tool_use_id)
+);
+CREATE TABLE IF NOT EXISTS notices (
+    id              INTEGER PRIMARY KEY,
+    conversation_id TEXT NOT NULL,
+    task_id         INTEGER,
+    text            TEXT NOT NULL,
+    created_at      INTEGER NOT NULL
+);
+";
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    #[test]
+    fn a_database_from_before_versioning_upgrades_and_keeps_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("opc.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(V1).unwrap();
+            conn.execute(
+                "INSERT INTO notices (conversation_id, task_id, text, created_at) VALUES ('c', NULL, 'hi', 1)",
+                [],
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let notices = store.undelivered_notices().unwrap();
+        assert_eq!(notices.len(), 1, "an old notice counts as undelivered");
+        assert_eq!(notices[0].text, "hi");
+        let version: i64 = store
+            .conn()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, VERSION);
+        drop(store);
+        // Opening again applies nothing and keeps the rows.
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.undelivered_notices().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_database_from_a_newer_build_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("opc.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(&format!("PRAGMA user_version = {}", VERSION + 1))
+                .unwrap();
+        }
+        assert!(matches!(
+            Store::open(&path),
+            Err(StoreError::TooNew { found, known, .. }) if found == VERSION + 1 && known == VERSION
+        ));
+    }
+}
