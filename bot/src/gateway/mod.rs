@@ -16,12 +16,15 @@
 //!   refused with a notice saying so (waiting messages live in memory: a restart forgets them);
 //! - only approvers decide approvals and cancel trees; an approval is decided once (the engine's
 //!   transaction), and its cards are redrawn with who decided and when;
+//! - notices the engine wrote while OPC was down (interrupted requests) are posted to their threads
+//!   at start-up, once each ([`notices`]);
 //! - with an LLM key missing the gateway still runs and answers every message with a notice naming the
 //!   variable, without calling the engine;
 //! - message text is never logged.
 
 pub mod commands;
 pub mod limits;
+pub mod notices;
 pub mod queue;
 pub mod threads;
 
@@ -122,6 +125,26 @@ impl Gateway {
         for &root in &self.inner.engine.recovery().suspended_roots {
             self.resume_root(root);
         }
+        // Notices written while OPC was down (interrupted requests) go to their threads, paced.
+        let this = self.clone();
+        self.inner.tracker.spawn(async move {
+            let inner = &this.inner;
+            let done = notices::deliver(
+                inner.engine.store(),
+                &inner.threads,
+                &inner.adapters,
+                &inner.stop,
+            )
+            .await;
+            if done != notices::Delivered::default() {
+                tracing::info!(
+                    posted = done.posted,
+                    failed = done.failed,
+                    skipped = done.skipped,
+                    "notices delivered"
+                );
+            }
+        });
         let this = self.clone();
         self.inner
             .tracker
