@@ -7,7 +7,8 @@
 //!   content, never on time.
 //! - A request interrupted by kill -9 in the middle of a delegation gets its "interrupted" notice
 //!   posted in its thread after the restart — exactly once: the notice is marked delivered, and a
-//!   further restart posts nothing again.
+//!   further restart posts nothing again; with 200 requests interrupted at once, all 200 notices are
+//!   posted.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::time::Duration;
@@ -214,4 +215,67 @@ async fn a_request_killed_mid_delegation_gets_its_interrupted_notice_in_its_thre
     let (code, _) = opc.stop();
     assert_eq!(code, Some(0));
     assert_eq!(interrupted_notices(&slack), 1, "posted exactly once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_one_of_200_interrupted_requests_gets_its_notice() {
+    const N: usize = 200;
+    let slack = FakeSlack::start().await;
+    let script = Script::new()
+        .agent(marker("ceo"), relay("vp-eng", "plan the page", "CEO: "))
+        .agent(marker("vp-eng"), vec![Step::fault(Fault::Hang)]);
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = slack_org(&slack, &llm);
+    let opc = start(&org, &slack);
+    assert!(slack.wait_for_connections(1, WAIT).await, "no socket");
+    // One person per channel, so no rate limit applies.
+    for i in 0..N {
+        slack
+            .push_envelope(envelope(
+                "events_api",
+                app_mention(
+                    &format!("C{i}"),
+                    &format!("U{i}"),
+                    &format!("<@W11> Request {i}"),
+                    &format!("1000.{i:04}"),
+                    None,
+                ),
+                0,
+            ))
+            .await;
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while llm.requests_for(&marker("vp-eng")).len() < N {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "only {} of {N} requests reached the delegation",
+            llm.requests_for(&marker("vp-eng")).len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    drop(opc);
+    let _opc = start(&org, &slack);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let posted: std::collections::HashSet<String> = slack
+            .calls_of("chat.postMessage")
+            .iter()
+            .filter(|c| {
+                c.params["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("was interrupted"))
+            })
+            .filter_map(|c| c.params["channel"].as_str().map(str::to_string))
+            .collect();
+        if posted.len() == N {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} of {N} notices posted",
+            posted.len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
