@@ -1001,7 +1001,7 @@ fn component_inbound(component: &ComponentInteraction, action: Action) -> Inboun
 
 /// The card's body: an embed with its markdown, and a row of buttons while it is pending.
 fn card_body(card: &Card) -> Value {
-    let description = truncate(
+    let description = crate::text::cut_with_ellipsis(
         &crate::markdown::discord(&card.to_markdown()),
         EMBED_DESCRIPTION_MAX,
     );
@@ -1020,7 +1020,7 @@ fn card_body(card: &Card) -> Value {
                         json!({
                             "type": 2,
                             "style": if *i == 0 { 1 } else { 2 },
-                            "label": truncate(option, 80),
+                            "label": crate::text::cut_with_ellipsis(option, 80),
                             "custom_id": card.button_id(*i),
                         })
                     })
@@ -1036,15 +1036,6 @@ fn card_body(card: &Card) -> Value {
         "components": components,
         "allowed_mentions": {"parse": []},
     })
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
 }
 
 fn reply_field<'a>(reply: &'a ReplyHandle, field: &str) -> Result<&'a str, AdapterError> {

@@ -26,6 +26,7 @@ pub mod discord;
 pub mod markdown;
 pub mod slack;
 pub mod stream;
+mod text;
 pub mod web;
 
 pub use dedup::Dedup;
