@@ -1,15 +1,24 @@
 //! Discord: the gateway websocket (serenity) for messages and interactions, optional HTTP interactions
 //! endpoint, REST (serenity's `Http`) for posting, editing, approval cards and interaction replies.
 //!
-//! Conversation threads: a mention in a guild channel starts a conversation whose thread key is the
-//! mention message's id. Discord threads started from a message have the message's id as their channel
-//! id, so the adapter only starts the thread when it first posts there (`POST
+//! Conversation threads: a mention in a guild text channel starts a conversation whose thread key is
+//! the mention message's id. Discord threads started from a message have the message's id as their
+//! channel id, so the adapter only starts the thread when it first posts there (`POST
 //! /channels/{channel}/messages/{message}/threads`), and later messages written in that thread arrive
-//! with `channel_id` = the thread key. In DMs the conversation lives in the DM channel itself.
+//! with `channel_id` = the thread key. A mention inside an existing thread (one a person started, a
+//! forum post) cannot start a thread — Discord refuses a thread in a thread (code 50024) — so that
+//! thread itself is the conversation's place; the adapter learns a channel's type once (`GET
+//! /channels/{id}`) and remembers it. In DMs the conversation lives in the DM channel itself.
 //!
 //! Invariants:
 //! - every interaction is acknowledged (deferred response) before its event is put in the inbox, so
-//!   Discord's 3 s limit never depends on the gateway;
+//!   Discord's 3 s limit never depends on the gateway; on the HTTP endpoint the acknowledgement is the
+//!   HTTP answer, and the event is handed on only once that answer has been written out, so no
+//!   follow-up can reach Discord before the interaction's webhook exists ("Unknown Webhook");
+//! - the answer to a deferred command (type 5, "thinking…") edits that loading message (`PATCH
+//!   /webhooks/{app}/{token}/messages/@original`); later answers are follow-ups;
+//! - an answer is never dropped for want of a thread: when Discord refuses to start one, the answer is
+//!   posted where the mention was, as a reply to it;
 //! - HTTP interactions are verified (Ed25519 over timestamp + raw body) before their body is parsed;
 //! - the bot's own messages and other bots' messages never reach the inbox; a redelivered message or
 //!   interaction reaches it once ([`Dedup`]);
@@ -53,8 +62,11 @@ const EPHEMERAL: u64 = 64;
 const THREAD_ALREADY_CREATED: isize = 160_004;
 /// Embed description limit (an approval card is an embed).
 const EMBED_DESCRIPTION_MAX: usize = 4096;
-/// How many thread names (from mention text) are remembered until the thread is started.
+/// How many thread names (from mention text) are remembered until the thread is started; also the
+/// bound of the other per-id memories (channel types, places, answered interactions).
 const THREAD_NAMES_MAX: usize = 10_000;
+/// Channel types that are threads (announcement, public, private).
+const THREAD_TYPES: [u64; 3] = [10, 11, 12];
 
 /// How the adapter reaches Discord. The caller reads the secrets from env vars.
 #[derive(Clone)]
@@ -106,10 +118,31 @@ struct Shared {
     bot_id: OnceLock<UserId>,
     application_id: OnceLock<ApplicationId>,
     dedup: Dedup,
-    /// Threads known to exist (keys of places whose thread was started).
-    threads: tokio::sync::Mutex<HashSet<String>>,
+    /// Where the messages of a place's thread go, once known: the thread (started, or found started),
+    /// or the mention's channel when Discord refused to start one.
+    targets: tokio::sync::Mutex<HashMap<String, Target>>,
     /// Thread names from mention text, until the thread is started.
     names: Mutex<HashMap<String, String>>,
+    /// Whether a channel is a thread, learnt once per channel.
+    is_thread: Mutex<HashMap<ChannelId, bool>>,
+    /// Tokens of deferred commands whose loading message (`@original`) was already replaced.
+    originals: Mutex<HashSet<String>>,
+}
+
+/// Where a place's messages are posted.
+#[derive(Clone, Copy, Debug)]
+struct Target {
+    channel: ChannelId,
+    /// Set when the answer goes to the mention's channel instead of its thread: reply to the mention.
+    reply_to: Option<MessageId>,
+}
+
+/// Insert into a bounded memory: forget everything when full (entries are cheap to learn again).
+fn remember<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, V>, key: K, value: V) {
+    if map.len() >= THREAD_NAMES_MAX {
+        map.clear();
+    }
+    map.insert(key, value);
 }
 
 impl DiscordAdapter {
@@ -134,8 +167,10 @@ impl DiscordAdapter {
             bot_id: OnceLock::new(),
             application_id: OnceLock::new(),
             dedup: Dedup::default(),
-            threads: tokio::sync::Mutex::new(HashSet::new()),
+            targets: tokio::sync::Mutex::new(HashMap::new()),
             names: Mutex::new(HashMap::new()),
+            is_thread: Mutex::new(HashMap::new()),
+            originals: Mutex::new(HashSet::new()),
         });
         let _ = shared.bot_id.set(me.id);
         if let Some(id) = &config.application_id {
@@ -228,15 +263,20 @@ impl DiscordAdapter {
         Ok(())
     }
 
-    /// The channel a place's messages go to, starting its thread first when needed.
-    async fn channel_for(&self, place: &Place) -> Result<ChannelId, AdapterError> {
+    /// Where a place's messages go, starting its thread first when needed. When Discord refuses the
+    /// thread (a thread inside a thread, missing permissions …), the mention's channel, replying to
+    /// the mention: the answer is never dropped.
+    async fn target_for(&self, place: &Place) -> Result<Target, AdapterError> {
         if place.thread == place.channel {
-            return Ok(ChannelId::from(snowflake(&place.channel)?));
+            return Ok(Target {
+                channel: ChannelId::from(snowflake(&place.channel)?),
+                reply_to: None,
+            });
         }
         let thread = ChannelId::from(snowflake(&place.thread)?);
-        let mut known = self.shared.threads.lock().await;
-        if known.contains(&place.thread) {
-            return Ok(thread);
+        let mut known = self.shared.targets.lock().await;
+        if let Some(target) = known.get(&place.thread) {
+            return Ok(*target);
         }
         let name = self
             .shared
@@ -257,14 +297,41 @@ impl DiscordAdapter {
                 Some(json!({"name": name, "auto_archive_duration": 1440})),
             )
             .await;
-        match result {
-            Ok(_) => {}
+        let target = match result {
+            Ok(_) => Target {
+                channel: thread,
+                reply_to: None,
+            },
             Err(AdapterError::Api { error, .. })
-                if error.contains(&format!("code {THREAD_ALREADY_CREATED}")) => {}
+                if error.contains(&format!("code {THREAD_ALREADY_CREATED}")) =>
+            {
+                Target {
+                    channel: thread,
+                    reply_to: None,
+                }
+            }
+            Err(AdapterError::Api { error, .. }) => {
+                tracing::warn!(%error, "discord refused to start a thread; answering in the channel");
+                Target {
+                    channel: ChannelId::from(snowflake(&place.channel)?),
+                    reply_to: Some(MessageId::from(snowflake(&place.thread)?)),
+                }
+            }
             Err(error) => return Err(error),
+        };
+        remember(&mut known, place.thread.clone(), target);
+        Ok(target)
+    }
+
+    /// Post `body` where `place`'s messages go.
+    async fn post_to(&self, place: &Place, mut body: Value) -> Result<Posted, AdapterError> {
+        let target = self.target_for(place).await?;
+        if let Some(message) = target.reply_to {
+            body["message_reference"] =
+                json!({"message_id": message.to_string(), "fail_if_not_exists": false});
+            body["allowed_mentions"]["replied_user"] = json!(false);
         }
-        known.insert(place.thread.clone());
-        Ok(thread)
+        self.create_message(target.channel, body).await
     }
 
     async fn create_message(
@@ -343,11 +410,15 @@ impl DiscordAdapter {
         if value.get("type").and_then(Value::as_u64) == Some(1) {
             return axum::Json(json!({"type": 1})).into_response();
         }
-        let interaction = match serde_json::from_value::<Interaction>(value) {
+        let interaction = match parse_interaction(body) {
             Ok(interaction) => interaction,
-            Err(_) => {
+            Err(reason) => {
                 tracing::warn!(
                     kind = "interaction",
+                    path = %reason.path,
+                    line = reason.line,
+                    column = reason.column,
+                    reason = %reason.reason,
                     "malformed discord interaction dropped"
                 );
                 return StatusCode::BAD_REQUEST.into_response();
@@ -357,14 +428,140 @@ impl DiscordAdapter {
             // Unknown or repeated: acknowledge so Discord shows no error, deliver nothing.
             return axum::Json(json!({"type": DEFERRED_UPDATE_MESSAGE})).into_response();
         };
-        // The HTTP answer is the acknowledgement; the event is handed on once it is on its way.
+        // The HTTP answer is the acknowledgement. The event is handed on only once the answer has
+        // been written out: Discord creates the interaction's webhook when it receives the answer,
+        // and a follow-up sent before that is refused ("Unknown Webhook").
+        let (report, written) = tokio::sync::oneshot::channel();
         let inbox = self.shared.inbox.clone();
         tokio::spawn(async move {
+            if written.await != Ok(true) {
+                tracing::warn!(
+                    "discord interaction answer not written (connection lost); interaction dropped"
+                );
+                return;
+            }
             if inbox.send(inbound).await.is_err() {
                 tracing::warn!("discord inbox closed; interaction dropped");
             }
         });
-        axum::Json(deferred).into_response()
+        let body = WrittenReport {
+            body: http_body_util::Full::new(Bytes::from(deferred.to_string())),
+            written: false,
+            report: Some(report),
+        };
+        Response::builder()
+            .header(axum::http::header::CONTENT_TYPE, "application/json")
+            .body(axum::body::Body::new(body))
+            .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+    }
+}
+
+/// A response body that reports, when the server is done with it, whether it was written out whole.
+struct WrittenReport {
+    body: http_body_util::Full<Bytes>,
+    written: bool,
+    report: Option<tokio::sync::oneshot::Sender<bool>>,
+}
+
+impl axum::body::HttpBody for WrittenReport {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        let polled = std::pin::Pin::new(&mut this.body).poll_frame(cx);
+        if this.body.is_end_stream() {
+            this.written = true;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Drop for WrittenReport {
+    fn drop(&mut self) {
+        if let Some(report) = self.report.take() {
+            let _ = report.send(self.written);
+        }
+    }
+}
+
+/// Why an interaction could not be read: where in the JSON and what kind of problem — never the
+/// content (the reason keeps serde's "expected …" and field names, drops the values it quotes).
+#[derive(Debug)]
+struct Malformed {
+    path: String,
+    line: usize,
+    column: usize,
+    reason: String,
+}
+
+fn parse_interaction(body: &[u8]) -> Result<Interaction, Malformed> {
+    // serenity reads `Interaction` through an intermediate map, which loses the path and position of
+    // an error; reading the concrete kind straight from the bytes keeps both.
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        #[serde(rename = "type")]
+        kind: u8,
+    }
+    let kind = serde_json::from_slice::<Kind>(body)
+        .map(|k| k.kind)
+        .unwrap_or(0);
+    let mut reader = serde_json::Deserializer::from_slice(body);
+    let parsed = match kind {
+        2 | 4 => serde_path_to_error::deserialize(&mut reader).map(|c| match kind {
+            2 => Interaction::Command(c),
+            _ => Interaction::Autocomplete(c),
+        }),
+        3 => serde_path_to_error::deserialize(&mut reader).map(Interaction::Component),
+        5 => serde_path_to_error::deserialize(&mut reader).map(Interaction::Modal),
+        _ => serde_path_to_error::deserialize(&mut reader),
+    };
+    parsed.map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        Malformed {
+            path,
+            line: inner.line(),
+            column: inner.column(),
+            reason: content_free_reason(&inner),
+        }
+    })
+}
+
+/// serde_json's message without the input it quotes: `invalid type: string "hi", expected u64` →
+/// `invalid type, expected u64`; `missing field `id`` is kept (a field name of the model).
+fn content_free_reason(error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    let message = message
+        .rsplit_once(" at line ")
+        .map_or(message.as_str(), |(m, _)| m);
+    if message.starts_with("missing field") {
+        return message.to_string();
+    }
+    let kind = message.split(':').next().unwrap_or_default();
+    match message.rsplit_once(", expected ") {
+        Some((_, expected)) => format!("{kind}, expected {expected}"),
+        None => match error.classify() {
+            serde_json::error::Category::Syntax => "syntax error".into(),
+            serde_json::error::Category::Eof => "unexpected end".into(),
+            serde_json::error::Category::Io => "read error".into(),
+            // Custom messages may quote what they read: keep only those that quote nothing.
+            serde_json::error::Category::Data if !kind.contains(['"', '`', '\'']) => {
+                kind.to_string()
+            }
+            serde_json::error::Category::Data => "invalid data".into(),
+        },
     }
 }
 
@@ -452,6 +649,18 @@ fn error_kind(error: &serenity::Error) -> String {
 }
 
 impl Shared {
+    /// Whether this is the first answer to the interaction with `token` (and remember that it was).
+    fn first_answer(&self, token: &str) -> bool {
+        let mut originals = self.originals.lock().unwrap_or_else(|p| p.into_inner());
+        if originals.contains(token) {
+            return false;
+        }
+        if originals.len() >= THREAD_NAMES_MAX {
+            originals.clear();
+        }
+        originals.insert(token.to_string())
+    }
+
     fn app_id(&self) -> Result<ApplicationId, AdapterError> {
         self.application_id
             .get()
@@ -495,8 +704,48 @@ impl Shared {
         })
     }
 
+    /// Whether `channel` is a thread (a person's thread, a forum post, a conversation thread), asked
+    /// once per channel. When Discord cannot be asked, `false`: posting then tries to start a thread
+    /// and, refused, answers in the channel.
+    async fn is_thread(&self, channel: ChannelId) -> bool {
+        let known = self
+            .is_thread
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&channel)
+            .copied();
+        if let Some(known) = known {
+            return known;
+        }
+        let answer = self
+            .call(
+                "GET /channels/{id}",
+                Route::Channel {
+                    channel_id: channel,
+                },
+                LightMethod::Get,
+                None,
+            )
+            .await;
+        match answer {
+            Ok(found) => {
+                let is_thread = found
+                    .get("type")
+                    .and_then(Value::as_u64)
+                    .is_some_and(|kind| THREAD_TYPES.contains(&kind));
+                let mut known = self.is_thread.lock().unwrap_or_else(|p| p.into_inner());
+                remember(&mut known, channel, is_thread);
+                is_thread
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not learn a discord channel's type");
+                false
+            }
+        }
+    }
+
     /// A message from the gateway → an inbound event, or `None` when it is not for us.
-    fn message_inbound(&self, message: &Message) -> Option<Inbound> {
+    async fn message_inbound(&self, message: &Message) -> Option<Inbound> {
         let bot = *self.bot_id.get()?;
         if message.author.bot || message.author.id == bot {
             return None;
@@ -516,7 +765,12 @@ impl Shared {
             || mention_forms
                 .iter()
                 .any(|m| message.content.contains(m.as_str()));
+        let in_thread =
+            mentioned && message.guild_id.is_some() && self.is_thread(message.channel_id).await;
         let (workspace, thread) = match message.guild_id {
+            // Inside a thread the conversation is that thread; elsewhere a thread started from the
+            // mention.
+            Some(guild) if in_thread => (guild.to_string(), channel.clone()),
             Some(guild) => (guild.to_string(), message.id.to_string()),
             None => ("@me".to_string(), channel.clone()),
         };
@@ -541,7 +795,7 @@ impl Shared {
                 text = text.replace(form.as_str(), "");
             }
             let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-            if message.guild_id.is_some() {
+            if message.guild_id.is_some() && !in_thread {
                 self.remember_thread_name(&thread, &text);
             }
             InboundKind::Mention {
@@ -589,10 +843,7 @@ impl Shared {
             name = "OPC".into();
         }
         let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
-        if names.len() >= THREAD_NAMES_MAX {
-            names.clear();
-        }
-        names.insert(thread.to_string(), name);
+        remember(&mut names, thread.to_string(), name);
     }
 
     /// An interaction → its inbound event and the deferred response that acknowledges it, or `None`
@@ -695,11 +946,18 @@ fn interaction_place(
     }
 }
 
-fn interaction_reply(application: ApplicationId, token: &str) -> ReplyHandle {
+/// How to answer an interaction. `deferred_message`: it was acknowledged with a deferred message
+/// (type 5), whose loading message the first answer replaces.
+fn interaction_reply(
+    application: ApplicationId,
+    token: &str,
+    deferred_message: bool,
+) -> ReplyHandle {
     ReplyHandle(json!({
         "kind": "interaction",
         "application_id": application.to_string(),
         "token": token,
+        "deferred_message": deferred_message,
     }))
 }
 
@@ -719,7 +977,7 @@ fn command_inbound(command: &CommandInteraction) -> Inbound {
     Inbound {
         place: interaction_place(command.guild_id, command.channel_id, channel),
         user: interaction_user(&command.user, command.member.as_deref()),
-        reply: interaction_reply(command.application_id, &command.token),
+        reply: interaction_reply(command.application_id, &command.token, true),
         kind: InboundKind::Command(Command::parse(&command.data.name, &args)),
     }
 }
@@ -729,7 +987,7 @@ fn component_inbound(component: &ComponentInteraction, action: Action) -> Inboun
     Inbound {
         place: interaction_place(component.guild_id, component.channel_id, channel.clone()),
         user: interaction_user(&component.user, component.member.as_ref()),
-        reply: interaction_reply(component.application_id, &component.token),
+        reply: interaction_reply(component.application_id, &component.token, false),
         kind: InboundKind::Action {
             action,
             card: Posted {
@@ -743,7 +1001,7 @@ fn component_inbound(component: &ComponentInteraction, action: Action) -> Inboun
 
 /// The card's body: an embed with its markdown, and a row of buttons while it is pending.
 fn card_body(card: &Card) -> Value {
-    let description = truncate(
+    let description = crate::text::cut_with_ellipsis(
         &crate::markdown::discord(&card.to_markdown()),
         EMBED_DESCRIPTION_MAX,
     );
@@ -762,7 +1020,7 @@ fn card_body(card: &Card) -> Value {
                         json!({
                             "type": 2,
                             "style": if *i == 0 { 1 } else { 2 },
-                            "label": truncate(option, 80),
+                            "label": crate::text::cut_with_ellipsis(option, 80),
                             "custom_id": card.button_id(*i),
                         })
                     })
@@ -778,15 +1036,6 @@ fn card_body(card: &Card) -> Value {
         "components": components,
         "allowed_mentions": {"parse": []},
     })
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
 }
 
 fn reply_field<'a>(reply: &'a ReplyHandle, field: &str) -> Result<&'a str, AdapterError> {
@@ -817,9 +1066,8 @@ impl Adapter for DiscordAdapter {
     }
 
     async fn post(&self, place: &Place, text: &str) -> Result<Posted, AdapterError> {
-        let channel = self.channel_for(place).await?;
-        self.create_message(
-            channel,
+        self.post_to(
+            place,
             json!({"content": text, "allowed_mentions": {"parse": []}}),
         )
         .await
@@ -834,8 +1082,7 @@ impl Adapter for DiscordAdapter {
     }
 
     async fn post_card(&self, place: &Place, card: &Card) -> Result<Posted, AdapterError> {
-        let channel = self.channel_for(place).await?;
-        self.create_message(channel, card_body(card)).await
+        self.post_to(place, card_body(card)).await
     }
 
     async fn update_card(&self, message: &Posted, card: &Card) -> Result<(), AdapterError> {
@@ -854,6 +1101,23 @@ impl Adapter for DiscordAdapter {
                     ApplicationId::from(snowflake(reply_field(reply, "application_id")?)?);
                 let token = reply_field(reply, "token")?;
                 let mut body = json!({"content": text, "allowed_mentions": {"parse": []}});
+                let deferred =
+                    reply.0.get("deferred_message").and_then(Value::as_bool) == Some(true);
+                if deferred && self.shared.first_answer(token) {
+                    // Replace the "thinking…" message; its visibility was set by the deferral.
+                    self.shared
+                        .call(
+                            "PATCH /webhooks/{id}/{token}/messages/@original",
+                            Route::WebhookOriginalInteractionResponse {
+                                application_id: application,
+                                token,
+                            },
+                            LightMethod::Patch,
+                            Some(body),
+                        )
+                        .await?;
+                    return Ok(());
+                }
                 if visibility == Visibility::Ephemeral {
                     body["flags"] = json!(EPHEMERAL);
                 }
@@ -932,7 +1196,7 @@ impl EventHandler for Handler {
     }
 
     async fn message(&self, _ctx: Context, message: Message) {
-        if let Some(inbound) = self.shared.message_inbound(&message)
+        if let Some(inbound) = self.shared.message_inbound(&message).await
             && self.shared.inbox.send(inbound).await.is_err()
         {
             tracing::warn!("discord inbox closed; message dropped");
@@ -983,6 +1247,32 @@ mod tests {
             at: "2025-01-01T00:00:00Z".into(),
         };
         assert_eq!(card_body(&card)["components"], json!([]));
+    }
+
+    #[test]
+    fn a_malformed_interaction_is_explained_by_path_and_position_never_content() {
+        let wrong_type =
+            br#"{"type": 2, "id": "1", "application_id": "1", "token": "t", "version": 1,
+            "data": {"id": "1", "name": "status", "type": "secret text"}}"#;
+        let error = parse_interaction(wrong_type).expect_err("malformed");
+        assert_eq!(error.path, "data.type");
+        assert_eq!((error.line, error.column), (2, 71));
+        assert_eq!(error.reason, "invalid type, expected u8");
+
+        let bad_id = br#"{"type": 3, "id": "hello secret"}"#;
+        let error = parse_interaction(bad_id).expect_err("malformed");
+        assert_eq!(error.path, "id");
+        assert!(!format!("{error:?}").contains("secret"), "{error:?}");
+
+        let missing = br#"{"type": 2, "id": "1"}"#;
+        let error = parse_interaction(missing).expect_err("malformed");
+        assert!(error.reason.starts_with("missing field"), "{error:?}");
+
+        let cut = br#"{"type": 2, "id": "1""#;
+        assert_eq!(
+            parse_interaction(cut).expect_err("malformed").reason,
+            "unexpected end"
+        );
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod markdown;
 pub mod pages;
 pub mod slack;
 pub mod stream;
+mod text;
 pub mod web;
 
 pub use dedup::Dedup;

@@ -231,16 +231,6 @@ fn now_unix() -> i64 {
         .unwrap_or(0)
 }
 
-/// Cut `text` to at most `max` characters, marking the cut.
-fn truncate(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
 /// The Slack adapter: one workspace, one bot.
 pub struct SlackAdapter {
     client: WebClient,
@@ -487,7 +477,7 @@ pub fn card_blocks(card: &Card) -> Value {
     let mut blocks = vec![json!({
         "type": "section",
         "block_id": format!("opc-approval-{}", card.approval),
-        "text": {"type": "mrkdwn", "text": truncate(&markdown::slack_mrkdwn(&header), MAX_MESSAGE_LEN)},
+        "text": {"type": "mrkdwn", "text": crate::text::cut_with_ellipsis(&markdown::slack_mrkdwn(&header), MAX_MESSAGE_LEN)},
     })];
     match &card.state {
         CardState::Pending => {
@@ -500,7 +490,7 @@ pub fn card_blocks(card: &Card) -> Value {
                     let mut button = json!({
                         "type": "button",
                         "action_id": card.button_id(index),
-                        "text": {"type": "plain_text", "text": truncate(option, MAX_BUTTON_LABEL)},
+                        "text": {"type": "plain_text", "text": crate::text::cut_with_ellipsis(option, MAX_BUTTON_LABEL)},
                         "value": index.to_string(),
                     });
                     if index == 0 {
@@ -526,7 +516,7 @@ pub fn card_blocks(card: &Card) -> Value {
             );
             blocks.push(json!({
                 "type": "context",
-                "elements": [{"type": "mrkdwn", "text": truncate(&line, MAX_MESSAGE_LEN)}],
+                "elements": [{"type": "mrkdwn", "text": crate::text::cut_with_ellipsis(&line, MAX_MESSAGE_LEN)}],
             }));
         }
     }
@@ -537,7 +527,7 @@ pub fn card_blocks(card: &Card) -> Value {
 fn card_content(card: &Card) -> Result<SlackMessageContent, AdapterError> {
     let blocks: Vec<SlackBlock> = serde_json::from_value(card_blocks(card))
         .map_err(|e| AdapterError::Invalid(format!("approval card blocks: {e}")))?;
-    let fallback = truncate(
+    let fallback = crate::text::cut_with_ellipsis(
         &markdown::slack_mrkdwn(&card.to_markdown()),
         MAX_MESSAGE_LEN,
     );

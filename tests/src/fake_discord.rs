@@ -16,6 +16,13 @@
 //! - REST routes other than interaction callbacks and webhooks (authorised by their interaction
 //!   token, as on Discord) answer 401 without the right bot token, and record the call anyway;
 //! - a message's thread can be started once; again → 400 with code 160004, as Discord does;
+//! - it refuses what Discord refuses: starting a thread from a message inside a thread or forum post
+//!   → 400 with code 50024; posting in a channel it does not know → 404 with code 10003; an
+//!   interaction's webhook (follow-up `POST /webhooks/{app}/{token}`, `PATCH …/messages/@original`)
+//!   before Discord has received the interaction's initial response → 404 "Unknown Webhook" (10015);
+//!   a second initial response → 400 with code 40060;
+//! - Discord "receives" an HTTP interaction's initial response when [`FakeDiscord::deliver_interaction`]
+//!   has read the HTTP answer, and a gateway interaction's when its callback arrives;
 //! - plain JSON text frames: serenity asks for no transport compression (its URL is `?v=10`).
 
 use std::collections::{HashMap, HashSet};
@@ -42,6 +49,14 @@ pub const GUILD_ID: &str = "1100000000000000001";
 pub const CHANNEL_ID: &str = "1100000000000000002";
 /// A user who talks to the bot.
 pub const USER_ID: &str = "1100000000000000003";
+/// A forum channel of that guild: its posts are threads.
+pub const FORUM_ID: &str = "1100000000000000004";
+
+/// Channel types (Discord docs, "channel types").
+const GUILD_TEXT: u64 = 0;
+const DM: u64 = 1;
+const PUBLIC_THREAD: u64 = 11;
+const GUILD_FORUM: u64 = 15;
 /// A timestamp for everything the fake makes.
 const TIMESTAMP: &str = "2025-01-01T00:00:00.000000+00:00";
 /// Heartbeat interval announced in HELLO (Discord's usual value).
@@ -108,15 +123,45 @@ impl Author {
     }
 }
 
+/// A channel the fake knows.
+#[derive(Clone, Debug)]
+struct Channel {
+    kind: u64,
+    parent: Option<String>,
+    name: String,
+}
+
+impl Channel {
+    fn is_thread(&self) -> bool {
+        matches!(self.kind, 10..=12)
+    }
+}
+
+/// An interaction the fake sent, and what became of it.
+#[derive(Clone, Debug)]
+struct Sent {
+    token: String,
+    at: Instant,
+    channel: String,
+    /// The message a component was clicked on.
+    message: Option<String>,
+    /// The initial response, once Discord has received it.
+    initial: Option<Value>,
+    /// The message `@original` names (the loading message of a deferral, or the clicked message).
+    original: Option<String>,
+}
+
 #[derive(Default)]
 struct Recorded {
     calls: Vec<Call>,
     callbacks: Vec<Callback>,
     identifies: Vec<Value>,
-    /// Interaction id → (token, when it was sent).
-    interactions: HashMap<String, (String, Instant)>,
+    /// Interaction id → what was sent.
+    interactions: HashMap<String, Sent>,
     /// Messages started as threads.
     threads: HashSet<String>,
+    /// Channel id → channel (text channels, forums, threads, DMs).
+    channels: HashMap<String, Channel>,
     /// Message id → current message object.
     messages: HashMap<String, Value>,
     /// Gateway sessions that received READY.
@@ -204,6 +249,29 @@ fn error(status: StatusCode, code: u64, message: &str) -> (StatusCode, Value) {
     (status, json!({"message": message, "code": code}))
 }
 
+/// Discord received interaction `id`'s initial response `body`: its webhook now exists, and a
+/// deferred message (type 5) shows a loading message that `@original` names.
+fn receive_initial(inner: &Inner, recorded: &mut Recorded, id: &str, body: &Value) {
+    let Some(sent) = recorded.interactions.get(id).cloned() else {
+        return;
+    };
+    let original = match body["type"].as_u64() {
+        Some(4 | 5) => {
+            let mut shown = body["data"].clone();
+            if shown.is_null() {
+                shown = json!({});
+            }
+            let message = new_message_in(inner, recorded, &sent.channel, &shown);
+            message["id"].as_str().map(str::to_string)
+        }
+        _ => sent.message.clone(),
+    };
+    if let Some(sent) = recorded.interactions.get_mut(id) {
+        sent.initial = Some(body.clone());
+        sent.original = original;
+    }
+}
+
 impl FakeDiscord {
     /// Start on 127.0.0.1 with a fresh port.
     pub async fn start() -> FakeDiscord {
@@ -221,6 +289,22 @@ impl FakeDiscord {
             seq: AtomicU64::new(0),
             recorded: Mutex::new(Recorded::default()),
         });
+        {
+            let mut recorded = inner.recorded();
+            for (id, kind, name) in [
+                (CHANNEL_ID, GUILD_TEXT, "general"),
+                (FORUM_ID, GUILD_FORUM, "help-forum"),
+            ] {
+                recorded.channels.insert(
+                    id.to_string(),
+                    Channel {
+                        kind,
+                        parent: None,
+                        name: name.to_string(),
+                    },
+                );
+            }
+        }
         let app = Router::new()
             .route("/gateway-ws", get(gateway))
             .fallback(rest)
@@ -265,6 +349,26 @@ impl FakeDiscord {
         (timestamp, hex::encode(signature.to_bytes()))
     }
 
+    /// A thread a person started in text channel `parent` (not from a message of the bot's).
+    /// Returns its channel id.
+    pub fn start_thread(&self, parent: &str, name: &str) -> String {
+        let id = self.inner.new_id();
+        self.inner.recorded().channels.insert(
+            id.clone(),
+            Channel {
+                kind: PUBLIC_THREAD,
+                parent: Some(parent.to_string()),
+                name: name.to_string(),
+            },
+        );
+        id
+    }
+
+    /// A post in the forum [`FORUM_ID`] (a forum post is a thread). Returns its channel id.
+    pub fn start_forum_post(&self, name: &str) -> String {
+        self.start_thread(FORUM_ID, name)
+    }
+
     /// Send `MESSAGE_CREATE`; `guild` `None` is a DM. Returns the message id.
     pub fn dispatch_message_create(
         &self,
@@ -275,6 +379,17 @@ impl FakeDiscord {
         mentions_bot: bool,
     ) -> String {
         let id = self.inner.new_id();
+        if guild.is_none() {
+            self.inner
+                .recorded()
+                .channels
+                .entry(channel.to_string())
+                .or_insert(Channel {
+                    kind: DM,
+                    parent: None,
+                    name: String::new(),
+                });
+        }
         let mut message = json!({
             "id": id,
             "channel_id": channel,
@@ -394,12 +509,46 @@ impl FakeDiscord {
 
     fn register(&self, body: &Value) -> String {
         let id = body["id"].as_str().unwrap_or_default().to_string();
-        let token = body["token"].as_str().unwrap_or_default().to_string();
-        self.inner
-            .recorded()
-            .interactions
-            .insert(id.clone(), (token, Instant::now()));
+        let sent = Sent {
+            token: body["token"].as_str().unwrap_or_default().to_string(),
+            at: Instant::now(),
+            channel: body["channel_id"]
+                .as_str()
+                .unwrap_or(CHANNEL_ID)
+                .to_string(),
+            message: body["message"]["id"].as_str().map(str::to_string),
+            initial: None,
+            original: None,
+        };
+        self.inner.recorded().interactions.insert(id.clone(), sent);
         id
+    }
+
+    /// Send an interaction to an HTTP interactions endpoint at `url` as Discord does: signed, and
+    /// its answer read as the initial response (from then on its webhook exists). Returns the status
+    /// and the answer's JSON (`Null` when not JSON).
+    pub async fn deliver_interaction(&self, url: &str, body: &Value) -> (u16, Value) {
+        let bytes = serde_json::to_vec(body).expect("an interaction serialises");
+        let (timestamp, signature) = self.sign(&bytes);
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let answer = reqwest::Client::new()
+            .post(url)
+            .header("X-Signature-Ed25519", signature)
+            .header("X-Signature-Timestamp", timestamp)
+            .header("content-type", "application/json")
+            .body(bytes)
+            .send()
+            .await
+            .expect("the interactions endpoint answers");
+        let status = answer.status().as_u16();
+        let answer: Value = answer.json().await.unwrap_or(Value::Null);
+        if status == 200
+            && let Some(id) = body["id"].as_str()
+        {
+            let mut recorded = self.inner.recorded();
+            receive_initial(&self.inner, &mut recorded, id, &answer);
+        }
+        (status, answer)
     }
 
     /// Send a button click on `message` over the gateway; returns the interaction id.
@@ -441,6 +590,39 @@ impl FakeDiscord {
     /// A message as it is now (after edits), if the bot posted it.
     pub fn message(&self, id: &str) -> Option<Value> {
         self.inner.recorded().messages.get(id).cloned()
+    }
+
+    /// The bot's messages in `channel` as they are now (after edits), oldest first.
+    pub fn messages_in(&self, channel: &str) -> Vec<Value> {
+        let mut found: Vec<Value> = self
+            .inner
+            .recorded()
+            .messages
+            .values()
+            .filter(|m| m["channel_id"] == channel)
+            .cloned()
+            .collect();
+        found.sort_by_key(|m| m["id"].as_str().unwrap_or_default().to_string());
+        found
+    }
+
+    /// Wait until the bot has a message in `channel` whose content is `text` (posted, or edited to
+    /// it); `false` after `timeout`.
+    pub async fn wait_for_message(&self, channel: &str, text: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self
+                .messages_in(channel)
+                .iter()
+                .any(|m| m["content"] == text)
+            {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// Wait for a call with `method` whose path matches `pattern` (`*` stands for one segment) and
@@ -556,7 +738,11 @@ fn answer(
             (StatusCode::OK, Value::Array(registered))
         }
         ("POST", ["channels", channel, "messages"]) => {
-            let message = new_message(inner, channel, body);
+            let mut recorded = inner.recorded();
+            if !recorded.channels.contains_key(*channel) {
+                return error(StatusCode::NOT_FOUND, 10003, "Unknown Channel");
+            }
+            let message = new_message_in(inner, &mut recorded, channel, body);
             (StatusCode::OK, message)
         }
         ("PATCH", ["channels", channel, "messages", id]) => {
@@ -571,6 +757,17 @@ fn answer(
         }
         ("POST", ["channels", channel, "messages", id, "threads"]) => {
             let mut recorded = inner.recorded();
+            match recorded.channels.get(*channel) {
+                None => return error(StatusCode::NOT_FOUND, 10003, "Unknown Channel"),
+                Some(found) if found.is_thread() || found.kind == GUILD_FORUM => {
+                    return error(
+                        StatusCode::BAD_REQUEST,
+                        50024,
+                        "Cannot execute action on this channel type",
+                    );
+                }
+                Some(_) => {}
+            }
             if !recorded.threads.insert(id.to_string()) {
                 return error(
                     StatusCode::BAD_REQUEST,
@@ -578,6 +775,14 @@ fn answer(
                     "A thread has already been created for this message",
                 );
             }
+            recorded.channels.insert(
+                id.to_string(),
+                Channel {
+                    kind: PUBLIC_THREAD,
+                    parent: Some(channel.to_string()),
+                    name: body["name"].as_str().unwrap_or_default().to_string(),
+                },
+            );
             (
                 StatusCode::CREATED,
                 json!({
@@ -594,36 +799,82 @@ fn answer(
         ("POST", ["interactions", id, token, "callback"]) => {
             let mut recorded = inner.recorded();
             match recorded.interactions.get(*id) {
-                Some((known, at)) if known == token => {
-                    let after_dispatch = at.elapsed();
+                Some(sent) if sent.token == *token => {
+                    if sent.initial.is_some() {
+                        return error(
+                            StatusCode::BAD_REQUEST,
+                            40060,
+                            "Interaction has already been acknowledged.",
+                        );
+                    }
+                    let after_dispatch = sent.at.elapsed();
                     recorded.callbacks.push(Callback {
                         interaction_id: id.to_string(),
                         body: body.clone(),
                         after_dispatch,
                     });
+                    receive_initial(inner, &mut recorded, id, body);
                     (StatusCode::NO_CONTENT, Value::Null)
                 }
                 _ => error(StatusCode::NOT_FOUND, 10062, "Unknown interaction"),
             }
         }
         ("POST", ["webhooks", app, token]) | ("PATCH", ["webhooks", app, token, "messages", _]) => {
-            let known = inner
-                .recorded()
+            let mut recorded = inner.recorded();
+            // Discord creates an interaction's webhook when it receives the initial response.
+            let sent = recorded
                 .interactions
                 .values()
-                .any(|(t, _)| t == token);
-            if *app != inner.application_id || !known {
+                .find(|s| s.token == *token && s.initial.is_some())
+                .cloned();
+            let Some(sent) = sent.filter(|_| *app == inner.application_id) else {
                 return error(StatusCode::NOT_FOUND, 10015, "Unknown Webhook");
+            };
+            if *method == Method::POST {
+                let mut message = new_message_in(inner, &mut recorded, &sent.channel, body);
+                message["webhook_id"] = json!(inner.application_id);
+                let id = message["id"].as_str().unwrap_or_default().to_string();
+                recorded.messages.insert(id, message.clone());
+                return (StatusCode::OK, message);
             }
-            let mut message = new_message(inner, CHANNEL_ID, body);
-            message["webhook_id"] = json!(inner.application_id);
-            (StatusCode::OK, message)
+            let target = match parts.last() {
+                Some(&"@original") => sent.original.clone(),
+                Some(id) => Some(id.to_string()),
+                None => None,
+            };
+            match target.and_then(|id| recorded.messages.get_mut(&id)) {
+                Some(message) => {
+                    apply_edit(message, body);
+                    (StatusCode::OK, message.clone())
+                }
+                None => error(StatusCode::NOT_FOUND, 10008, "Unknown Message"),
+            }
         }
+        ("GET", ["channels", channel]) => match inner.recorded().channels.get(*channel) {
+            Some(found) => (StatusCode::OK, channel_json(inner, channel, found)),
+            None => error(StatusCode::NOT_FOUND, 10003, "Unknown Channel"),
+        },
         _ => error(StatusCode::NOT_FOUND, 0, "404: Not Found"),
     }
 }
 
-fn new_message(inner: &Inner, channel: &str, body: &Value) -> Value {
+/// A channel object as `GET /channels/{id}` answers it.
+fn channel_json(inner: &Inner, id: &str, channel: &Channel) -> Value {
+    let mut answer = json!({"id": id, "type": channel.kind, "name": channel.name, "flags": 0});
+    if channel.kind != DM {
+        answer["guild_id"] = json!(GUILD_ID);
+    }
+    if let Some(parent) = &channel.parent {
+        answer["parent_id"] = json!(parent);
+        answer["owner_id"] = json!(inner.bot_user_id);
+        answer["thread_metadata"] = json!({"archived": false, "auto_archive_duration": 1440,
+            "archive_timestamp": TIMESTAMP, "locked": false});
+    }
+    answer
+}
+
+/// A message the bot posts in `channel`, recorded (callers hold the lock).
+fn new_message_in(inner: &Inner, recorded: &mut Recorded, channel: &str, body: &Value) -> Value {
     let id = inner.new_id();
     let mut message = json!({
         "id": id, "channel_id": channel, "author": inner.bot_json(), "content": "",
@@ -636,7 +887,7 @@ fn new_message(inner: &Inner, channel: &str, body: &Value) -> Value {
         message["message_reference"] = body["message_reference"].clone();
     }
     apply_edit(&mut message, body);
-    inner.recorded().messages.insert(id, message.clone());
+    recorded.messages.insert(id, message.clone());
     message
 }
 

@@ -398,22 +398,37 @@ async fn slash_commands_are_deferred_then_answered() {
     assert_eq!(callback.body, json!({"type": 5, "data": {"flags": 64}}));
     assert!(callback.after_dispatch < Duration::from_secs(3));
 
+    // The first answer replaces the "thinking…" message the deferral showed (ephemeral, as deferred).
     adapter
         .respond(&event.reply, "No active tasks.", Visibility::Ephemeral)
         .await
         .unwrap();
-    let followup = fake
-        .wait_for_call(
-            "POST",
-            &format!("/api/v10/webhooks/{}/*", fake.application_id()),
-            |_| true,
-            WAIT,
-        )
+    let edits = fake.calls_matching(
+        "PATCH",
+        &format!(
+            "/api/v10/webhooks/{}/*/messages/@original",
+            fake.application_id()
+        ),
+    );
+    assert_eq!(edits.len(), 1, "one edit of @original");
+    assert_eq!(edits[0].status, 200);
+    assert_eq!(edits[0].body["content"], "No active tasks.");
+    assert!(
+        fake.calls_matching("POST", "/api/v10/webhooks/*/*")
+            .is_empty(),
+        "no follow-up relied on to replace the loading message"
+    );
+    // A later answer is a follow-up.
+    adapter
+        .respond(&event.reply, "One more thing.", Visibility::Ephemeral)
         .await
-        .expect("follow-up");
-    assert_eq!(followup.status, 200);
-    assert_eq!(followup.body["content"], "No active tasks.");
-    assert_eq!(followup.body["flags"], 64);
+        .unwrap();
+    let followups = fake.calls_matching("POST", "/api/v10/webhooks/*/*");
+    assert_eq!(followups.len(), 1);
+    assert_eq!(
+        (followups[0].status, &followups[0].body["flags"]),
+        (200, &json!(64))
+    );
 
     fake.dispatch_command("cancel", &[("task", "t-17")], &[APPROVER_ROLE]);
     let event = next(&mut rx).await;
@@ -563,4 +578,136 @@ async fn a_bad_token_is_refused_clearly() {
         fake.identifies().is_empty(),
         "no gateway session with a bad token"
     );
+}
+
+#[tokio::test]
+async fn a_mention_inside_a_thread_a_person_started_lives_in_that_thread() {
+    let fake = FakeDiscord::start().await;
+    let (adapter, mut rx) = connect(&fake, None).await;
+    let alice = Author::user(USER_ID, "alice");
+    for thread in [
+        fake.start_thread(CHANNEL_ID, "budget questions"),
+        fake.start_forum_post("how do I get a refund?"),
+    ] {
+        fake.dispatch_message_create(
+            &thread,
+            Some(GUILD_ID),
+            &alice,
+            &format!("<@{}> what is our runway?", fake.bot_user_id()),
+            true,
+        );
+        let event = next(&mut rx).await;
+        assert_eq!(
+            (event.place.channel.as_str(), event.place.thread.as_str()),
+            (thread.as_str(), thread.as_str()),
+            "the thread is the conversation's place"
+        );
+        assert_eq!(
+            event.kind,
+            InboundKind::Mention {
+                text: "what is our runway?".into(),
+                continues: Some(thread.clone()),
+            }
+        );
+        let answer = adapter.post(&event.place, "18 months.").await.unwrap();
+        let card = adapter.post_card(&event.place, &card(3)).await.unwrap();
+        assert_eq!(
+            (answer.channel.as_str(), card.channel.as_str()),
+            (thread.as_str(), thread.as_str())
+        );
+        assert_eq!(fake.message(&answer.id).unwrap()["content"], "18 months.");
+    }
+    assert!(
+        fake.calls_matching("POST", "/api/v10/channels/*/messages/*/threads")
+            .is_empty(),
+        "no thread started inside a thread"
+    );
+    // The channel's type was asked once per channel.
+    assert_eq!(fake.calls_matching("GET", "/api/v10/channels/*").len(), 2);
+    adapter.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_refused_thread_falls_back_to_answering_where_the_mention_was() {
+    let fake = FakeDiscord::start().await;
+    let (adapter, _rx) = connect(&fake, None).await;
+    // A place as an adapter that could not learn the channel's type makes it: the mention's id as
+    // the thread, inside a thread a person started. Discord refuses the thread (50024).
+    let thread = fake.start_thread(CHANNEL_ID, "ops");
+    let mention = "1300000000000000999";
+    let place = Place {
+        platform: Platform::Discord,
+        workspace: GUILD_ID.into(),
+        channel: thread.clone(),
+        thread: mention.into(),
+    };
+    let answer = adapter.post(&place, "Here is the plan.").await.unwrap();
+    let card = adapter.post_card(&place, &card(5)).await.unwrap();
+    let refused = fake.calls_matching("POST", "/api/v10/channels/*/messages/*/threads");
+    assert_eq!(refused.len(), 1, "tried once, then remembered");
+    assert_eq!(refused[0].status, 400);
+    for posted in [&answer, &card] {
+        assert_eq!(posted.channel, thread, "answered where the mention was");
+        assert_eq!(
+            fake.message(&posted.id).unwrap()["message_reference"]["message_id"],
+            json!(mention),
+            "as a reply to the mention"
+        );
+    }
+    // Streaming edits of the fallback answer work as usual.
+    adapter
+        .edit(&answer, "Here is the final plan.")
+        .await
+        .unwrap();
+    assert_eq!(
+        fake.message(&answer.id).unwrap()["content"],
+        "Here is the final plan."
+    );
+    adapter.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_http_interaction_is_handed_on_only_after_its_answer_so_replies_find_the_webhook() {
+    let fake = FakeDiscord::start().await;
+    let (adapter, mut rx) = connect(&fake, Some(fake.public_key_hex())).await;
+    let url = serve(&adapter).await;
+
+    // A slash command: its reply (an edit of @original) is accepted, so Discord had the deferral.
+    let (_, command) = fake.command_interaction("status", &[], &[]);
+    let (answer, (event, replied)) =
+        tokio::join!(fake.deliver_interaction(&url, &command), async {
+            let event = next(&mut rx).await;
+            let replied = adapter
+                .respond(&event.reply, "Nothing is running.", Visibility::Ephemeral)
+                .await;
+            (event, replied)
+        });
+    assert_eq!(answer, (200, json!({"type": 5, "data": {"flags": 64}})));
+    assert_eq!(event.kind, InboundKind::Command(Command::Status));
+    replied.expect("the reply found the interaction's webhook");
+
+    // A button: its follow-up is accepted too.
+    let posted = adapter
+        .post_card(&mention_place(CHANNEL_ID), &card(9))
+        .await
+        .unwrap();
+    let (_, click) =
+        fake.component_interaction(CHANNEL_ID, &posted.id, &card(9).button_id(0), USER_ID, &[]);
+    let (answer, (event, replied)) = tokio::join!(fake.deliver_interaction(&url, &click), async {
+        let event = next(&mut rx).await;
+        let replied = adapter
+            .respond(
+                &event.reply,
+                "Only approvers can decide.",
+                Visibility::Ephemeral,
+            )
+            .await;
+        (event, replied)
+    });
+    assert_eq!(answer, (200, json!({"type": 6})));
+    assert!(matches!(event.kind, InboundKind::Action { .. }));
+    replied.expect("the follow-up found the interaction's webhook");
+    let followup = fake.calls_matching("POST", "/api/v10/webhooks/*/*");
+    assert_eq!((followup.len(), followup[0].status), (1, 200));
+    adapter.shutdown().await;
 }

@@ -1,7 +1,8 @@
 //! `opc run` end to end with Discord: the real binary against the fake Discord (REST + v10 gateway
 //! websocket) and the scripted LLM server on loopback — a mention answered in its thread, an approval
 //! button refused for a non-approver and accepted for a role approver, `/status` answered through a
-//! deferred interaction.
+//! deferred interaction (its loading message edited); a mention inside a thread a person started and
+//! inside a forum post answered in that thread, which holds the conversation.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::time::Duration;
@@ -9,11 +10,29 @@ use std::time::Duration;
 use opc_tests::fake_discord::{Author, CHANNEL_ID, FakeDiscord, GUILD_ID};
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
+use opc_tests::scripted_llm::INPUT_PLACEHOLDER;
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);
 const BOSS_ROLE: &str = "1200000000000000009";
+
+/// `opc run` with the web chat and Discord (the fake), plus `gateway` config lines.
+fn start_opc(discord: &FakeDiscord, llm: &ScriptedLlm, gateway: &str) -> (TestOrg, OpcRun) {
+    let sections = format!(
+        "channels:\n  web: {{ listen: \"127.0.0.1:0\" }}\n  discord:\n    botTokenEnv: OPC_TEST_DISCORD_BOT\n    apiBaseUrl: {}\n{gateway}",
+        discord.api_url()
+    );
+    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), &sections);
+    let opc = OpcRun::start(
+        &org.config_path(),
+        &[
+            (KEY_VAR, KEY),
+            ("OPC_TEST_DISCORD_BOT", &discord.bot_token()),
+        ],
+    );
+    (org, opc)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_discord_mention_is_answered_and_its_approval_decided_by_a_role_approver() {
@@ -33,18 +52,8 @@ async fn a_discord_mention_is_answered_and_its_approval_decided_by_a_role_approv
             ],
         );
     let llm = ScriptedLlm::start(script).await.unwrap();
-    let sections = format!(
-        "channels:\n  web: {{ listen: \"127.0.0.1:0\" }}\n  discord:\n    botTokenEnv: OPC_TEST_DISCORD_BOT\n    apiBaseUrl: {}\ngateway:\n  approvers: [\"discord:role:{BOSS_ROLE}\"]\n",
-        discord.api_url()
-    );
-    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), &sections);
-    let _opc = OpcRun::start(
-        &org.config_path(),
-        &[
-            (KEY_VAR, KEY),
-            ("OPC_TEST_DISCORD_BOT", &discord.bot_token()),
-        ],
-    );
+    let gateway = format!("gateway:\n  approvers: [\"discord:role:{BOSS_ROLE}\"]\n");
+    let (_org, _opc) = start_opc(&discord, &llm, &gateway);
 
     let mention = format!("<@{}> Refund order 7", discord.bot_user_id());
     let thread = discord.dispatch_message_create(
@@ -117,21 +126,101 @@ async fn a_discord_mention_is_answered_and_its_approval_decided_by_a_role_approv
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
-    // /status through an interaction: deferred at once, answered by a follow-up.
+    // /status through an interaction: deferred at once, answered by editing the loading message.
     let status = discord.dispatch_command("status", &[], &[]);
-    discord
+    let answered = discord
         .wait_for_call(
-            "POST",
-            "/api/v10/webhooks/*/*",
+            "PATCH",
+            "/api/v10/webhooks/*/*/messages/@original",
             |c| c.body.to_string().contains("Nothing is running"),
             WAIT,
         )
         .await
         .expect("/status answered");
+    assert_eq!(answered.status, 200, "Discord had the deferral first");
     let deferred = discord
         .callbacks()
         .into_iter()
         .find(|c| c.interaction_id == status)
         .expect("a callback for /status");
     assert_eq!(deferred.body["type"], 5, "deferred first");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mention_inside_an_existing_thread_is_answered_there_and_the_thread_continues() {
+    let discord = FakeDiscord::start().await;
+    let script = Script::new().agent(
+        marker("ceo"),
+        vec![
+            Step::text(format!("Answer to: {INPUT_PLACEHOLDER}")),
+            Step::text("Follow-up answered."),
+        ],
+    );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let (_org, _opc) = start_opc(&discord, &llm, "");
+    let alice = Author::user("1300000000000000001", "alice");
+    let bot = discord.bot_user_id();
+
+    // A thread a person started: the answer lands in it.
+    let thread = discord.start_thread(CHANNEL_ID, "runway");
+    discord.dispatch_message_create(
+        &thread,
+        Some(GUILD_ID),
+        &alice,
+        &format!("<@{bot}> What is our runway?"),
+        true,
+    );
+    assert!(
+        discord
+            .wait_for_message(&thread, "Answer to: What is our runway?", WAIT)
+            .await,
+        "no answer in the thread; calls: {:#?}",
+        discord.calls()
+    );
+    // The thread is the conversation: a follow-up without a mention continues it.
+    discord.dispatch_message_create(&thread, Some(GUILD_ID), &alice, "And next year?", false);
+    assert!(
+        discord
+            .wait_for_message(&thread, "Follow-up answered.", WAIT)
+            .await,
+        "no follow-up answer; calls: {:#?}",
+        discord.calls()
+    );
+    let ceo = llm.requests_for(&marker("ceo"));
+    assert_eq!(ceo.len(), 2, "one LLM call per message");
+    assert!(
+        ceo[1]
+            .user_texts()
+            .iter()
+            .any(|t| t.contains("What is our runway?")),
+        "the follow-up carried the conversation's history"
+    );
+
+    // A forum post: the same.
+    let post = discord.start_forum_post("refunds");
+    discord.dispatch_message_create(
+        &post,
+        Some(GUILD_ID),
+        &alice,
+        &format!("<@{bot}> How do refunds work?"),
+        true,
+    );
+    assert!(
+        discord
+            .wait_for_message(&post, "Answer to: How do refunds work?", WAIT)
+            .await,
+        "no answer in the forum post; calls: {:#?}",
+        discord.calls()
+    );
+    assert!(
+        discord
+            .calls_matching("POST", "/api/v10/channels/*/messages/*/threads")
+            .is_empty(),
+        "no thread started inside a thread"
+    );
+    assert!(
+        discord.calls().iter().all(|c| c.status < 400),
+        "Discord refused nothing: {:#?}",
+        discord.calls()
+    );
 }

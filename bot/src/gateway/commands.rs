@@ -12,7 +12,7 @@ use opc_adapters::{Command, Platform};
 use opc_agents::store::{Store, TaskRecord};
 use opc_hierarchy::OrgTree;
 
-use super::now_ms;
+use opc_agents::store::now_ms;
 
 /// `/status`: every task that has not ended, grouped by tree, with its delegation path, state and
 /// elapsed time.

@@ -11,14 +11,21 @@
 //! - a message over a rate limit makes no LLM call and gets at most one notice per episode;
 //! - a thread has one conversation (persisted in [`threads`]), so follow-ups — also after a restart —
 //!   continue it; messages in threads that are not ours are ignored;
+//! - a conversation answers one message at a time: a message that arrives while its conversation is
+//!   busy waits in [`queue`] and is answered after the current one, in order; past the bound it is
+//!   refused with a notice saying so (waiting messages live in memory: a restart forgets them);
 //! - only approvers decide approvals and cancel trees; an approval is decided once (the engine's
 //!   transaction), and its cards are redrawn with who decided and when;
+//! - notices the engine wrote while OPC was down (interrupted requests) are posted to their threads
+//!   at start-up, once each ([`notices`]);
 //! - with an LLM key missing the gateway still runs and answers every message with a notice naming the
 //!   variable, without calling the engine;
 //! - message text is never logged.
 
 pub mod commands;
 pub mod limits;
+pub mod notices;
+pub mod queue;
 pub mod threads;
 
 use std::collections::{HashMap, HashSet};
@@ -37,7 +44,19 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use limits::{RateLimits, Verdict};
+use queue::{Admit, Queues};
 use threads::Threads;
+
+/// How many messages may wait per conversation while it answers another.
+const WAITING_MAX: usize = 3;
+
+/// A message waiting for its conversation.
+struct Waiting {
+    adapter: Arc<dyn Adapter>,
+    inbound: Inbound,
+    text: String,
+    place: Place,
+}
 
 /// Everything the gateway is built from.
 pub struct Parts {
@@ -66,6 +85,7 @@ struct Inner {
     adapters: HashMap<Platform, Arc<dyn Adapter>>,
     threads: Threads,
     limits: RateLimits,
+    queues: Queues<Waiting>,
     tracker: TaskTracker,
     stop: CancellationToken,
 }
@@ -86,6 +106,7 @@ impl Gateway {
                 missing_key: parts.missing_key,
                 threads: parts.threads,
                 limits,
+                queues: Queues::new(WAITING_MAX),
                 tracker: TaskTracker::new(),
                 stop: CancellationToken::new(),
             }),
@@ -104,6 +125,26 @@ impl Gateway {
         for &root in &self.inner.engine.recovery().suspended_roots {
             self.resume_root(root);
         }
+        // Notices written while OPC was down (interrupted requests) go to their threads, paced.
+        let this = self.clone();
+        self.inner.tracker.spawn(async move {
+            let inner = &this.inner;
+            let done = notices::deliver(
+                inner.engine.store(),
+                &inner.threads,
+                &inner.adapters,
+                &inner.stop,
+            )
+            .await;
+            if done != notices::Delivered::default() {
+                tracing::info!(
+                    posted = done.posted,
+                    failed = done.failed,
+                    skipped = done.skipped,
+                    "notices delivered"
+                );
+            }
+        });
         let this = self.clone();
         self.inner
             .tracker
@@ -124,6 +165,13 @@ impl Gateway {
     /// persists every turn) and replies in flight end. Adapters are shut down by the caller.
     pub async fn shutdown(&self) {
         self.inner.stop.cancel();
+        let dropped = self.inner.queues.clear();
+        if dropped > 0 {
+            tracing::warn!(
+                messages = dropped,
+                "stopping: messages waiting for their conversation were not answered"
+            );
+        }
         self.inner.engine.shutdown().await;
         self.inner.tracker.close();
         // Reply tasks end once the engine's runs have ended; a platform call stuck past this is dropped.
@@ -263,38 +311,112 @@ impl Gateway {
             // Nothing was started, so a new thread stays unbound; the next mention tries again.
             return;
         }
-        // Subscribe before sending, so the first streamed tokens are not missed.
-        let events = inner.engine.events().subscribe();
-        match inner.engine.send(conversation.as_deref(), text) {
-            Ok(run) => {
-                if conversation.is_none()
-                    && let Err(e) = inner.threads.bind(&place, &run.conversation)
-                {
-                    tracing::error!(error = %e, "could not record the thread of a new conversation");
-                }
-                tracing::info!(%platform, task = run.task, "request started");
-                let this = self.clone();
-                let root = run.task;
-                inner.tracker.spawn(async move {
-                    let outcome = async move { Some(run.wait().await) };
-                    this.stream_reply(adapter, place, root, events, outcome)
-                        .await;
-                });
+        let waiting = Waiting {
+            adapter,
+            inbound: inbound.clone(),
+            text: text.to_string(),
+            place,
+        };
+        let Some(conversation) = conversation else {
+            self.start_new(waiting);
+            return;
+        };
+        match inner.queues.admit(&conversation, waiting) {
+            Admit::Start(waiting) => self.start_in(conversation, waiting),
+            Admit::Queued { position } => {
+                tracing::info!(%platform, position, "conversation busy; message queued");
             }
-            Err(EngineError::Store(StoreError::Busy { task, .. })) => {
+            Admit::Full(waiting) => {
+                tracing::info!(%platform, "conversation busy and its queue full; message refused");
                 self.respond(
-                    &adapter,
-                    inbound,
+                    &waiting.adapter,
+                    &waiting.inbound,
                     format!(
-                        "I'm still working on the previous message in this thread (task `#{task}`). \
-                         Send this again once I've answered, or cancel it with `/cancel {task}`."
+                        "I'm still working on this conversation and {} more messages are already \
+                         waiting, so I did not keep this one. Send it again once I've answered.",
+                        inner.queues.bound()
                     ),
                 );
             }
-            Err(e) => {
-                tracing::error!(error = %e, "could not start a request");
-                self.respond(&adapter, inbound, format!("I couldn't start on that: {e}"));
+        }
+    }
+
+    /// Start a new conversation with `waiting` and bind it to its thread.
+    fn start_new(&self, waiting: Waiting) {
+        let inner = &self.inner;
+        // Subscribe before sending, so the first streamed tokens are not missed.
+        let events = inner.engine.events().subscribe();
+        match inner.engine.send(None, &waiting.text) {
+            Ok(run) => {
+                if let Err(e) = inner.threads.bind(&waiting.place, &run.conversation) {
+                    tracing::error!(error = %e, "could not record the thread of a new conversation");
+                }
+                // Busy from now on: a quick second message in the new thread waits for this one.
+                inner.queues.mark_busy(&run.conversation);
+                self.answer(waiting, run, events);
             }
+            Err(e) => self.refuse_start(&waiting, &e),
+        }
+    }
+
+    /// Start `waiting` in `conversation`, which the queue has made busy with it.
+    fn start_in(&self, conversation: String, waiting: Waiting) {
+        let inner = &self.inner;
+        let events = inner.engine.events().subscribe();
+        match inner.engine.send(Some(&conversation), &waiting.text) {
+            Ok(run) => self.answer(waiting, run, events),
+            // Running a request the gateway did not start (one resumed after a restart, say): wait
+            // for it, first in line.
+            Err(EngineError::Store(StoreError::Busy { task, .. })) => {
+                inner.queues.push_front(&conversation, waiting);
+                let this = self.clone();
+                inner.tracker.spawn(async move {
+                    let _ = this.inner.engine.wait_root(task).await;
+                    this.next_in(&conversation);
+                });
+            }
+            Err(e) => {
+                self.refuse_start(&waiting, &e);
+                self.next_in(&conversation);
+            }
+        }
+    }
+
+    fn refuse_start(&self, waiting: &Waiting, e: &EngineError) {
+        tracing::error!(error = %e, "could not start a request");
+        self.respond(
+            &waiting.adapter,
+            &waiting.inbound,
+            format!("I couldn't start on that: {e}"),
+        );
+    }
+
+    /// Stream `run`'s answer; then answer the next message waiting in its conversation.
+    fn answer(
+        &self,
+        waiting: Waiting,
+        run: opc_agents::RootRun,
+        events: broadcast::Receiver<Event>,
+    ) {
+        tracing::info!(platform = %waiting.place.platform, task = run.task, "request started");
+        let this = self.clone();
+        let root = run.task;
+        let conversation = run.conversation.clone();
+        self.inner.tracker.spawn(async move {
+            let outcome = async move { Some(run.wait().await) };
+            this.stream_reply(waiting.adapter, waiting.place, root, events, outcome)
+                .await;
+            this.next_in(&conversation);
+        });
+    }
+
+    /// The request in `conversation` ended: start the next message waiting there, if any.
+    fn next_in(&self, conversation: &str) {
+        if self.inner.stop.is_cancelled() {
+            return;
+        }
+        if let Some(waiting) = self.inner.queues.next(conversation) {
+            self.start_in(conversation.to_string(), waiting);
         }
     }
 
@@ -365,12 +487,14 @@ impl Gateway {
             return;
         };
         let events = inner.engine.events().subscribe();
+        inner.queues.mark_busy(&conversation);
         let this = self.clone();
         inner.tracker.spawn(async move {
             let engine = this.inner.engine.clone();
             let outcome = async move { engine.wait_root(root).await.ok() };
             this.stream_reply(adapter, place, root, events, outcome)
                 .await;
+            this.next_in(&conversation);
         });
     }
 
@@ -713,11 +837,4 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
-}
-
-/// Milliseconds since the Unix epoch (the engine's time unit).
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use opc_adapters::{Card, Place, Platform, Posted};
+use opc_agents::store::now_ms;
 use rusqlite::{Connection, OptionalExtension, params};
 
 const SCHEMA: &str = "
@@ -180,12 +181,6 @@ impl Threads {
         }
         Ok(cards)
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 #[cfg(test)]

@@ -1,0 +1,97 @@
+//! Delivering the engine's notices (e.g. "task 12 was interrupted because OPC stopped") to the chat
+//! thread of their conversation: the Slack thread, Discord thread or web chat the conversation lives
+//! in. The engine writes them (at recovery, in the same transaction that fails the interrupted
+//! tasks); the gateway posts them at start-up and marks each one delivered.
+//!
+//! Invariants:
+//! - a notice is marked delivered only after its post succeeded, so a restart never repeats a posted
+//!   notice except one posted in the instant before a crash (at least once, never zero times);
+//! - a notice whose post fails stays undelivered and is tried again at the next start; a notice whose
+//!   conversation has no chat thread (one started from `opc chat`) is left for the terminal;
+//! - no flooding: notices are posted one at a time, oldest first, and two posts in one channel are at
+//!   least the adapter's [`Adapter::edit_interval`] apart (the platform's write rate), however many
+//!   notices a crash under load left behind.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use opc_adapters::{Adapter, Platform};
+use opc_agents::Store;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::threads::Threads;
+
+/// What one delivery pass did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Delivered {
+    /// Notices posted and marked delivered.
+    pub posted: usize,
+    /// Notices whose post failed (left undelivered, tried again at the next start).
+    pub failed: usize,
+    /// Notices for conversations without a chat thread, or on a platform that is not running.
+    pub skipped: usize,
+}
+
+/// Post every undelivered notice to its conversation's thread, paced per channel; stops early when
+/// `stop` is cancelled (the rest stay undelivered).
+pub async fn deliver(
+    store: &Store,
+    threads: &Threads,
+    adapters: &HashMap<Platform, Arc<dyn Adapter>>,
+    stop: &CancellationToken,
+) -> Delivered {
+    let mut done = Delivered::default();
+    let notices = match store.undelivered_notices() {
+        Ok(notices) => notices,
+        Err(e) => {
+            tracing::error!(error = %e, "could not read undelivered notices");
+            return done;
+        }
+    };
+    let mut last_post: HashMap<(Platform, String), Instant> = HashMap::new();
+    for notice in notices {
+        if stop.is_cancelled() {
+            break;
+        }
+        let place = match threads.place_of(&notice.conversation_id) {
+            Ok(Some(place)) => place,
+            Ok(None) => {
+                done.skipped += 1;
+                continue;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "could not look up a notice's thread");
+                done.failed += 1;
+                continue;
+            }
+        };
+        let Some(adapter) = adapters.get(&place.platform) else {
+            done.skipped += 1;
+            continue;
+        };
+        let channel = (place.platform, place.channel.clone());
+        if let Some(at) = last_post.get(&channel) {
+            let due = *at + adapter.edit_interval();
+            tokio::select! {
+                () = tokio::time::sleep_until(due) => {}
+                () = stop.cancelled() => break,
+            }
+        }
+        let posted = adapter.post(&place, &adapter.render(&notice.text)).await;
+        last_post.insert(channel, Instant::now());
+        match posted {
+            Ok(_) => {
+                if let Err(e) = store.mark_notice_delivered(notice.id) {
+                    tracing::error!(error = %e, notice = notice.id, "could not mark a notice delivered");
+                }
+                done.posted += 1;
+            }
+            Err(e) => {
+                tracing::warn!(platform = %place.platform, notice = notice.id, error = %e, "could not post a notice; it stays undelivered");
+                done.failed += 1;
+            }
+        }
+    }
+    done
+}
