@@ -20,6 +20,11 @@ use serde_json::{Value, json};
 /// The deadline of every wait here; it only stops a hang.
 const WAIT: Duration = Duration::from_secs(30);
 
+/// Stop `server`, within [`WAIT`].
+async fn stop(server: ScriptedLlm) {
+    within(WAIT, "the scripted server to stop", server.shutdown()).await;
+}
+
 /// The tests' HTTP client: connecting and each read have deadlines.
 fn client() -> reqwest::Client {
     opc_tests::http_client()
@@ -128,7 +133,7 @@ async fn routes_by_marker_with_fallback() {
     assert_eq!(server.requests_for("Agent id: ceo").len(), 1);
     assert_eq!(server.requests_for("Agent id: dev").len(), 1);
     assert_eq!(server.requests()[2].agent_marker, None);
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -147,7 +152,7 @@ async fn no_agent_and_no_fallback_is_a_500() {
             .unwrap()
             .contains("fallback")
     );
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -202,7 +207,7 @@ async fn cursor_is_per_session_and_repeats_last_reply() {
             Some(1)
         ]
     );
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -218,7 +223,7 @@ async fn exhausted_script_with_only_faults_says_so() {
     assert_eq!(response.status(), 500);
     let error: Value = response.json().await.unwrap();
     assert_eq!(error["error"]["message"], "script exhausted for M");
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -260,7 +265,7 @@ async fn anthropic_non_streamed_tool_call_and_usage() {
     let usage = &reply["usage"];
     assert!(usage["input_tokens"].as_u64().unwrap() >= 1);
     assert_eq!(usage["output_tokens"], 1);
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -338,7 +343,7 @@ async fn anthropic_streamed_text_and_tool() {
         input,
         json!({"to": "dev", "task": "a task with \"quotes\""})
     );
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -393,7 +398,7 @@ async fn openai_non_streamed_both_paths() {
     assert!(choice["message"].get("tool_calls").is_none());
     let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
     assert_eq!(paths, ["/v1/chat/completions", "/chat/completions"]);
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -493,7 +498,7 @@ async fn openai_streamed_with_usage() {
         serde_json::from_str::<Value>(&args[1]).unwrap(),
         json!({"y": [1, 2]})
     );
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -537,7 +542,7 @@ async fn rate_limit_fault_in_both_formats() {
     assert!(response.headers().get("retry-after").is_none());
     let response = post(&client, url, &body).await;
     assert_eq!(response.status(), 200);
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -554,7 +559,7 @@ async fn malformed_fault_is_invalid_json() {
     let text = response.text().await.unwrap();
     let error = serde_json::from_str::<Value>(&text).unwrap_err();
     assert!(error.is_syntax() || error.is_eof(), "{error}");
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -602,7 +607,7 @@ async fn cut_fault_truncates_the_body() {
     // The next request of a session goes on with the script.
     let reply = anthropic(&server, "M", "plain").await;
     assert_eq!(text_of(&reply), "recovered");
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -682,7 +687,7 @@ async fn placeholder_substitution() {
         .await
         .unwrap();
     assert_eq!(text_of(&reply), format!("You asked: {user}"));
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -772,7 +777,7 @@ async fn recording_and_accessors() {
     let over_http: Vec<opc_tests::scripted_llm::RecordedRequest> =
         serde_json::from_value(over_http).unwrap();
     assert_eq!(over_http, requests);
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -835,7 +840,7 @@ async fn many_concurrent_sessions_are_deterministic() {
     )
     .await;
     assert_eq!(server.requests().len(), 2 * SESSIONS);
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
