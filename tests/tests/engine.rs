@@ -21,6 +21,11 @@ async fn finish(run: RootRun) -> Outcome {
     within(WAIT, "the request to finish", run.wait()).await
 }
 
+/// Shut `engine` down, within [`WAIT`].
+async fn stop(engine: &Engine) {
+    within(WAIT, "the engine to shut down", engine.shutdown()).await;
+}
+
 /// A root's outcome after a restart, within [`WAIT`].
 async fn finish_root(engine: &Engine, root: i64) -> Outcome {
     within(WAIT, "the resumed tree to finish", engine.wait_root(root))
@@ -139,7 +144,7 @@ async fn chain(wire: Wire, streaming: bool) {
     } else {
         assert!(root_tokens.is_empty());
     }
-    engine.shutdown().await;
+    stop(&engine).await;
 }
 
 #[tokio::test]
@@ -212,7 +217,7 @@ async fn delegate_parallel_collects_every_childs_result_in_order() {
     let b_body = llm.requests_for(&marker("dev-data"))[0].body.to_string();
     assert!(a_body.contains("part A") && !a_body.contains("part B"));
     assert!(b_body.contains("part B") && !b_body.contains("part A"));
-    engine.shutdown().await;
+    stop(&engine).await;
 }
 
 /// Concurrency shown by causality, not by timing: dev-backend's model call never answers, yet dev-data
@@ -246,7 +251,7 @@ async fn delegate_parallel_runs_children_concurrently() {
     // Cancelling ends the four still running (CEO, VP, lead, dev-backend); dev-data had finished.
     assert_eq!(engine.cancel(root).unwrap().len(), 4);
     assert_eq!(finish(run).await.state, TaskState::Cancelled);
-    engine.shutdown().await;
+    stop(&engine).await;
 }
 
 #[tokio::test]
@@ -300,7 +305,7 @@ async fn long_child_results_reach_the_parent_summarised() {
     assert!(dev.summary.as_deref().unwrap().contains("SHORT-SUMMARY"));
     let calls = engine.store().calls(dev.id).unwrap();
     assert_eq!(calls.iter().filter(|c| c.agent == "summarizer").count(), 1);
-    engine.shutdown().await;
+    stop(&engine).await;
 }
 
 #[tokio::test]
@@ -381,7 +386,7 @@ async fn delegation_outside_direct_children_is_a_tool_error_and_creates_no_task(
     let third = results(3);
     let text = third[0]["content"].as_str().unwrap();
     assert!(text.starts_with("no task was delegated"), "{text}");
-    engine.shutdown().await;
+    stop(&engine).await;
 }
 
 #[tokio::test]
@@ -419,7 +424,7 @@ async fn rate_limits_and_cut_streams_are_retried() {
             restarted |= matches!(event, Event::StreamRestarted { task } if task == root);
         }
         assert!(restarted, "{wire:?}");
-        engine.shutdown().await;
+        stop(&engine).await;
     }
 }
 
@@ -479,7 +484,7 @@ async fn repeated_server_errors_fail_the_task_with_a_clear_error() {
         outcome.text
     );
     assert_eq!(llm.requests().len(), 1);
-    engine.shutdown().await;
+    stop(&engine).await;
 }
 
 #[tokio::test]
@@ -516,7 +521,7 @@ async fn a_child_timeout_reaches_the_parent_as_a_structured_escalation() {
         .find(|t| t.agent == "support")
         .unwrap();
     assert_eq!(support.state, TaskState::Escalated);
-    engine.shutdown().await;
+    stop(&engine).await;
 }
 
 #[tokio::test]
@@ -568,7 +573,7 @@ async fn escalations_travel_up_one_level_at_a_time() {
             ("lead-backend".to_string(), TaskState::Escalated)
         ]
     );
-    engine.shutdown().await;
+    stop(&engine).await;
 }
 
 fn approval_script() -> Script {
@@ -627,7 +632,7 @@ async fn approvals_survive_a_restart_and_are_decided_once() {
         ]
     );
     // The process goes away with the approval pending.
-    first.shutdown().await;
+    stop(&first).await;
     drop(run);
     drop(first);
 
@@ -672,7 +677,7 @@ async fn approvals_survive_a_restart_and_are_decided_once() {
     // Nothing ran twice: one support session start, one approval request to the model.
     assert_eq!(llm.requests_for(&marker("support")).len(), 2);
     assert_eq!(llm.requests_for(&marker("ceo")).len(), 2);
-    second.shutdown().await;
+    stop(&second).await;
 }
 
 #[tokio::test]
@@ -708,7 +713,7 @@ async fn undecided_approvals_are_rejected_at_the_timeout() {
         engine.decide(approval, "approve", "U-late").unwrap(),
         Decided::AlreadyDecided(_)
     ));
-    engine.shutdown().await;
+    stop(&engine).await;
 }
 
 #[tokio::test]
@@ -752,7 +757,7 @@ async fn cancelling_a_root_cancels_its_whole_subtree() {
         assert_eq!(task.state, TaskState::Cancelled, "{}", task.agent);
         assert!(task.finished_at.is_some());
     }
-    engine.shutdown().await;
+    stop(&engine).await;
 }
 
 #[tokio::test]
@@ -779,7 +784,7 @@ async fn follow_ups_continue_the_root_session_and_crashes_are_reported() {
     assert_eq!(body[0]["content"][0]["text"], "question one");
     assert_eq!(body[1]["content"][0]["text"], "first answer");
     assert_eq!(body[2]["content"][0]["text"], "question two");
-    engine.shutdown().await;
+    stop(&engine).await;
 
     // A task left EXECUTING by a crash is marked FAILED on startup, and its conversation is told.
     let hang = Script::new().agent(marker("ceo"), vec![Step::fault(Fault::Hang)]);
@@ -794,7 +799,7 @@ async fn follow_ups_continue_the_root_session_and_crashes_are_reported() {
         !llm.requests().is_empty()
     })
     .await;
-    engine.shutdown().await;
+    stop(&engine).await;
     drop(engine);
     let engine = org.engine(TestOrg::options(false));
     assert_eq!(
@@ -805,7 +810,7 @@ async fn follow_ups_continue_the_root_session_and_crashes_are_reported() {
     assert_eq!(record.state, TaskState::Failed);
     assert!(record.error.unwrap().starts_with("interrupted"));
     assert_eq!(engine.store().notices(&conversation).unwrap().len(), 1);
-    engine.shutdown().await;
+    stop(&engine).await;
 }
 
 #[tokio::test]
@@ -827,7 +832,7 @@ async fn a_root_escalation_is_shown_to_the_human() {
         "Escalated by ceo (approval_needed): budget above my limit\nPartial result: draft plan"
     );
     assert_eq!(outcome.escalation.unwrap().reason, "budget above my limit");
-    engine.shutdown().await;
+    stop(&engine).await;
 }
 
 #[tokio::test]
@@ -852,7 +857,7 @@ async fn a_session_that_never_answers_fails_at_the_turn_limit() {
         "ceo reached the limit of 10 model turns without a final answer"
     );
     assert_eq!(llm.requests_for(&marker("ceo")).len(), 10);
-    engine.shutdown().await;
+    stop(&engine).await;
 }
 
 #[tokio::test]
@@ -891,7 +896,7 @@ async fn delegating_and_asking_for_approval_in_one_turn_works() {
         vp[1].user_texts()[1..],
         ["prepared".to_string(), "approved by U-1".to_string()]
     );
-    engine.shutdown().await;
+    stop(&engine).await;
 }
 
 #[tokio::test]
@@ -912,7 +917,7 @@ async fn an_approval_that_expires_while_stopped_is_rejected_on_restart() {
     let run = first.send(None, "please refund").unwrap();
     let root = run.task;
     let (approval, _) = next_approval(&mut events).await;
-    first.shutdown().await;
+    stop(&first).await;
     drop((run, first));
     // It expires while nothing runs: still pending in the database, then past its deadline.
     let store = opc_agents::Store::open(&org.database()).unwrap();
@@ -940,7 +945,7 @@ async fn an_approval_that_expires_while_stopped_is_rejected_on_restart() {
         outcome.text,
         "CEO: VP: SUPPORT: rejected: no decision was made before the approval timed out"
     );
-    second.shutdown().await;
+    stop(&second).await;
 }
 
 #[tokio::test]
@@ -973,7 +978,7 @@ async fn a_suspended_tree_can_be_cancelled_after_a_restart_and_one_engine_owns_a
         "{error}"
     );
 
-    first.shutdown().await;
+    stop(&first).await;
     drop((run, first));
     let second = org.engine(TestOrg::options(true));
     let mut events = second.events().subscribe();
@@ -1006,7 +1011,7 @@ async fn a_suspended_tree_can_be_cancelled_after_a_restart_and_one_engine_owns_a
     assert_eq!(record.decided_by.as_deref(), Some("cancelled"));
     // No model call ran after the cancel.
     assert_eq!(llm.requests_for(&marker("support")).len(), 1);
-    second.shutdown().await;
+    stop(&second).await;
 }
 
 #[tokio::test]
@@ -1031,5 +1036,5 @@ async fn a_stream_cut_on_every_attempt_fails_cleanly() {
         "{}",
         outcome.text
     );
-    engine.shutdown().await;
+    stop(&engine).await;
 }

@@ -4,8 +4,9 @@
 //! plain HTTP client on 127.0.0.1, checking both wire formats streamed and not, marker routing,
 //! per-session cursors, faults, placeholder substitution and the recording.
 //!
-//! Invariants: every test starts its own server on an ephemeral loopback port and finishes in well
-//! under a second; no test talks to any other host.
+//! Invariants: every test starts its own server on an ephemeral loopback port; no test talks to any
+//! other host; every wait has a deadline ([`opc_tests::wait`], the test client's timeouts), and no
+//! test asserts how fast anything is (the benchmarks do).
 
 #![allow(clippy::unwrap_used)]
 
@@ -13,11 +14,20 @@ use std::io::BufRead;
 use std::time::{Duration, Instant};
 
 use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
+use opc_tests::wait::{blocking_within, wait_until, within};
 use serde_json::{Value, json};
 
+/// The deadline of every wait here; it only stops a hang.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Stop `server`, within [`WAIT`].
+async fn stop(server: ScriptedLlm) {
+    within(WAIT, "the scripted server to stop", server.shutdown()).await;
+}
+
+/// The tests' HTTP client: connecting and each read have deadlines.
 fn client() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder().build().unwrap()
+    opc_tests::http_client()
 }
 
 fn anthropic_body(system: &str, user: &str, stream: bool) -> Value {
@@ -123,7 +133,7 @@ async fn routes_by_marker_with_fallback() {
     assert_eq!(server.requests_for("Agent id: ceo").len(), 1);
     assert_eq!(server.requests_for("Agent id: dev").len(), 1);
     assert_eq!(server.requests()[2].agent_marker, None);
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -142,7 +152,7 @@ async fn no_agent_and_no_fallback_is_a_500() {
             .unwrap()
             .contains("fallback")
     );
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -197,7 +207,7 @@ async fn cursor_is_per_session_and_repeats_last_reply() {
             Some(1)
         ]
     );
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -213,7 +223,7 @@ async fn exhausted_script_with_only_faults_says_so() {
     assert_eq!(response.status(), 500);
     let error: Value = response.json().await.unwrap();
     assert_eq!(error["error"]["message"], "script exhausted for M");
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -255,7 +265,7 @@ async fn anthropic_non_streamed_tool_call_and_usage() {
     let usage = &reply["usage"];
     assert!(usage["input_tokens"].as_u64().unwrap() >= 1);
     assert_eq!(usage["output_tokens"], 1);
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -333,7 +343,7 @@ async fn anthropic_streamed_text_and_tool() {
         input,
         json!({"to": "dev", "task": "a task with \"quotes\""})
     );
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -388,7 +398,7 @@ async fn openai_non_streamed_both_paths() {
     assert!(choice["message"].get("tool_calls").is_none());
     let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
     assert_eq!(paths, ["/v1/chat/completions", "/chat/completions"]);
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -488,7 +498,7 @@ async fn openai_streamed_with_usage() {
         serde_json::from_str::<Value>(&args[1]).unwrap(),
         json!({"y": [1, 2]})
     );
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -532,7 +542,7 @@ async fn rate_limit_fault_in_both_formats() {
     assert!(response.headers().get("retry-after").is_none());
     let response = post(&client, url, &body).await;
     assert_eq!(response.status(), 200);
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -547,8 +557,9 @@ async fn malformed_fault_is_invalid_json() {
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "application/json");
     let text = response.text().await.unwrap();
-    assert!(serde_json::from_str::<Value>(&text).is_err());
-    server.shutdown().await;
+    let error = serde_json::from_str::<Value>(&text).unwrap_err();
+    assert!(error.is_syntax() || error.is_eof(), "{error}");
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -563,13 +574,13 @@ async fn cut_fault_truncates_the_body() {
     assert_eq!(response.status(), 200);
     let mut received = Vec::new();
     let error = loop {
-        match response.chunk().await {
+        match within(WAIT, "the cut stream's next chunk", response.chunk()).await {
             Ok(Some(bytes)) => received.extend_from_slice(&bytes),
             Ok(None) => panic!("the cut stream ended cleanly"),
             Err(e) => break e,
         }
     };
-    assert!(error.is_body() || error.is_decode() || error.is_request());
+    assert!(error.is_body() || error.is_decode(), "{error:?}");
     let received = String::from_utf8(received).unwrap();
     assert!(received.contains("event: message_start"), "{received}");
     assert!(received.contains("text_delta"), "{received}");
@@ -583,18 +594,20 @@ async fn cut_fault_truncates_the_body() {
         &body,
     )
     .await;
-    assert!(response.text().await.is_err());
+    let error = response.text().await.unwrap_err();
+    assert!(error.is_body() || error.is_decode(), "{error:?}");
 
     // Not streamed: the JSON body is cut short.
     let body = anthropic_body("M", "plain", false);
     let response = post(&client, format!("{}/v1/messages", server.url()), &body).await;
     assert_eq!(response.status(), 200);
-    assert!(response.text().await.is_err());
+    let error = response.text().await.unwrap_err();
+    assert!(error.is_body() || error.is_decode(), "{error:?}");
 
     // The next request of a session goes on with the script.
     let reply = anthropic(&server, "M", "plain").await;
     assert_eq!(text_of(&reply), "recovered");
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -631,12 +644,15 @@ async fn hang_and_delay() {
                 .await
         }
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(server.requests().len(), 3);
-    let started = Instant::now();
-    server.shutdown().await;
-    assert!(started.elapsed() < Duration::from_secs(1));
-    let response = hanging.await.unwrap().unwrap();
+    wait_until(WAIT, "the third request to reach the server", || {
+        server.requests().len() == 3
+    })
+    .await;
+    within(WAIT, "shutdown while a request hangs", server.shutdown()).await;
+    let response = within(WAIT, "the hanging request's answer", hanging)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(response.status(), 503);
 }
 
@@ -671,7 +687,7 @@ async fn placeholder_substitution() {
         .await
         .unwrap();
     assert_eq!(text_of(&reply), format!("You asked: {user}"));
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -761,7 +777,7 @@ async fn recording_and_accessors() {
     let over_http: Vec<opc_tests::scripted_llm::RecordedRequest> =
         serde_json::from_value(over_http).unwrap();
     assert_eq!(over_http, requests);
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -777,7 +793,6 @@ async fn many_concurrent_sessions_are_deterministic() {
     let server = ScriptedLlm::start(script).await.unwrap();
     let client = client();
     let url = format!("{}/v1/messages", server.url());
-    let started = Instant::now();
     let tasks: Vec<_> = (0..SESSIONS)
         .map(|i| {
             let client = client.clone();
@@ -812,17 +827,20 @@ async fn many_concurrent_sessions_are_deterministic() {
             })
         })
         .collect();
-    for task in tasks {
-        task.await.unwrap();
-    }
-    // Two rounds of 50 ms each, all sessions in parallel (sequentially it would take 100 s).
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
+    // Sequentially this would take 100 s (two 50 ms rounds per session); the deadline only stops a
+    // hang — how fast the server is belongs to the benchmarks.
+    within(
+        Duration::from_secs(90),
+        "1,000 sessions of two rounds",
+        async {
+            for task in tasks {
+                task.await.unwrap();
+            }
+        },
+    )
+    .await;
     assert_eq!(server.requests().len(), 2 * SESSIONS);
-    server.shutdown().await;
+    stop(server).await;
 }
 
 #[tokio::test]
@@ -862,19 +880,51 @@ fn script_parsing_and_validation() {
     let again = Script::from_json(&serde_json::to_string(&script).unwrap()).unwrap();
     assert_eq!(again, script);
 
-    for bad in [
-        r#"{"agents": [{"marker": "m", "replies": [{}]}]}"#,
-        r#"{"agents": [{"marker": "m", "replies": [{"fault": "boom"}]}]}"#,
-        r#"{"agents": [{"marker": "m", "replies": [{"fault": "status"}]}]}"#,
-        r#"{"agents": [{"marker": "m", "replies": [{"fault": "status", "status": 200}]}]}"#,
-        r#"{"agents": [{"marker": "m", "replies": [{"fault": "cut", "text": "x"}]}]}"#,
-        r#"{"agents": [{"marker": "m", "replies": [{"text": "x", "status": 429}]}]}"#,
-        r#"{"agents": [{"marker": "m", "replies": [{"input": {}}]}]}"#,
-        r#"{"agents": [{"marker": "m", "replies": [{"tool": "a", "tools": []}]}]}"#,
-        r#"{"agents": [{"marker": "m", "replies": [{"txt": "typo"}]}]}"#,
-        r#"{"agents": [], "fallbacks": []}"#,
+    for (bad, says) in [
+        (
+            r#"{"agents": [{"marker": "m", "replies": [{}]}]}"#,
+            r#"a step needs "text", "tool", a non-empty "tools" or "fault""#,
+        ),
+        (
+            r#"{"agents": [{"marker": "m", "replies": [{"fault": "boom"}]}]}"#,
+            r#"unknown fault "boom""#,
+        ),
+        (
+            r#"{"agents": [{"marker": "m", "replies": [{"fault": "status"}]}]}"#,
+            r#"fault "status" needs a "status" (400-599)"#,
+        ),
+        (
+            r#"{"agents": [{"marker": "m", "replies": [{"fault": "status", "status": 200}]}]}"#,
+            "fault status 200 is not in 400-599",
+        ),
+        (
+            r#"{"agents": [{"marker": "m", "replies": [{"fault": "cut", "text": "x"}]}]}"#,
+            r#"fault step "cut" cannot also have text"#,
+        ),
+        (
+            r#"{"agents": [{"marker": "m", "replies": [{"text": "x", "status": 429}]}]}"#,
+            r#"status and retry_after need "fault": "status""#,
+        ),
+        (
+            r#"{"agents": [{"marker": "m", "replies": [{"input": {}}]}]}"#,
+            r#""input" needs "tool""#,
+        ),
+        (
+            r#"{"agents": [{"marker": "m", "replies": [{"tool": "a", "tools": []}]}]}"#,
+            r#"a step has either "tool" or "tools""#,
+        ),
+        (
+            r#"{"agents": [{"marker": "m", "replies": [{"txt": "typo"}]}]}"#,
+            "unknown field `txt`",
+        ),
+        (
+            r#"{"agents": [], "fallbacks": []}"#,
+            "unknown field `fallbacks`",
+        ),
     ] {
-        assert!(Script::from_json(bad).is_err(), "accepted {bad}");
+        let error = Script::from_json(bad).expect_err(bad);
+        assert_eq!(error.classify(), serde_json::error::Category::Data, "{bad}");
+        assert!(error.to_string().contains(says), "{bad}: {error}");
     }
 
     let dir = tempfile::tempdir().unwrap();
@@ -894,17 +944,24 @@ async fn binary_serves_a_script_file() {
         r#"{"agents": [{"marker": "M", "replies": [{"text": "from the binary"}]}]}"#,
     )
     .unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_scripted-llm"))
-        .arg("--script")
-        .arg(&path)
-        .arg("--quiet")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let mut child = Reaped(
+        std::process::Command::new(env!("CARGO_BIN_EXE_scripted-llm"))
+            .arg("--script")
+            .arg(&path)
+            .arg("--quiet")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stdout = child.0.stdout.take().unwrap();
+    let line = blocking_within(WAIT, "the scripted server's address line", move || {
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .map(|_| line)
+    })
+    .expect("the scripted server printed its address")
+    .unwrap();
     let url = line
         .trim()
         .strip_prefix("listening on ")
@@ -934,10 +991,32 @@ async fn binary_serves_a_script_file() {
     // Stop it the way a user would (SIGTERM) and check it exits cleanly.
     let status = std::process::Command::new("kill")
         .arg("-TERM")
-        .arg(child.id().to_string())
+        .arg(child.0.id().to_string())
         .status()
         .unwrap();
     assert!(status.success());
-    let exit = child.wait().unwrap();
+    let deadline = Instant::now() + WAIT;
+    let exit = loop {
+        if let Some(exit) = child.0.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the scripted server did not exit within {WAIT:?} of SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
     assert!(exit.success(), "{exit:?}");
+}
+
+/// A child process that is killed if the test ends early (a failed assertion), so none outlives it.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
 }
