@@ -923,7 +923,8 @@ async fn an_approval_that_expires_while_stopped_is_rejected_on_restart() {
     let store = opc_agents::Store::open(&org.database()).unwrap();
     let record = store.approval(approval).unwrap().unwrap();
     assert_eq!(
-        record.state, ApprovalState::Pending,
+        record.state,
+        ApprovalState::Pending,
         "the approval must still be pending when the first engine has stopped"
     );
     wait_until(WAIT, "the approval's deadline to pass", || {
