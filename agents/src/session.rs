@@ -362,6 +362,10 @@ async fn call_model(
         let _slot = rt.agent_slots.acquire().await.ok();
         rt.providers.call(provider, request).await
     };
+    // The slot is free: let the session it wakes start its model call before this one records its
+    // turn. The store work after a call is synchronous (one connection behind a mutex), so without
+    // this a wave of 200 finishing calls delays the next wave's requests by all of it.
+    tokio::task::yield_now().await;
     if let Some(forwarder) = forwarder {
         // The request (and its sender) is gone, so the forwarder ends after the last delta.
         let _ = forwarder.await;
