@@ -33,6 +33,21 @@ fn slack_org(slack: &FakeSlack, llm: &ScriptedLlm) -> TestOrg {
     TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), &sections)
 }
 
+/// Wait until `opc` serves HTTP: its SIGTERM handler is in place from then on (it is set up as the
+/// server starts, just after the ready line).
+async fn serving(opc: &OpcRun) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let url = opc.url("/healthz");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while reqwest::get(&url).await.map(|r| r.status().as_u16()).ok() != Some(200) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{url} never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn start(org: &TestOrg, slack: &FakeSlack) -> OpcRun {
     OpcRun::start(
         &org.config_path(),
@@ -196,6 +211,7 @@ async fn a_request_killed_mid_delegation_gets_its_interrupted_notice_in_its_thre
     assert_eq!(notice.params["channel"], "C1");
 
     // A clean stop: the notice is recorded as delivered.
+    serving(&opc).await;
     let (code, _) = opc.stop();
     assert_eq!(code, Some(0));
     let store = Store::open(&org.database()).expect("open the database");
@@ -212,6 +228,7 @@ async fn a_request_killed_mid_delegation_gets_its_interrupted_notice_in_its_thre
         slack.wait_for_connections(3, WAIT).await,
         "no socket after the second restart"
     );
+    serving(&opc).await;
     let (code, _) = opc.stop();
     assert_eq!(code, Some(0));
     assert_eq!(interrupted_notices(&slack), 1, "posted exactly once");
@@ -255,7 +272,7 @@ async fn every_one_of_200_interrupted_requests_gets_its_notice() {
     }
 
     drop(opc);
-    let _opc = start(&org, &slack);
+    let opc = start(&org, &slack);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
         let posted: std::collections::HashSet<String> = slack
@@ -273,8 +290,9 @@ async fn every_one_of_200_interrupted_requests_gets_its_notice() {
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "{} of {N} notices posted",
-            posted.len()
+            "{} of {N} notices posted; opc's stderr:\n{}",
+            posted.len(),
+            opc.stderr()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
