@@ -6,7 +6,8 @@
 //! Invariants:
 //! - a notice is marked delivered only after its post succeeded, so a restart never repeats a posted
 //!   notice except one posted in the instant before a crash (at least once, never zero times);
-//! - a post that fails is tried again ([`ATTEMPTS`] times, backing off); a notice still not posted stays
+//! - a post that fails for a passing reason (unreachable, rate-limited, a server error) is tried again
+//!   ([`ATTEMPTS`] times, backing off); a notice still not posted stays
 //!   undelivered and is tried again at the next start; a notice whose conversation has no chat thread
 //!   (one started from `opc chat`) is left for the terminal;
 //! - no flooding: notices are posted one at a time, oldest first, and two posts in one channel are at
@@ -16,7 +17,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use opc_adapters::{Adapter, Platform};
+use opc_adapters::{Adapter, AdapterError, Platform};
 use opc_agents::Store;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -27,6 +28,17 @@ use super::threads::Threads;
 pub const ATTEMPTS: u32 = 4;
 /// Wait before the first retry; doubled for each further one.
 const FIRST_BACKOFF: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Whether a failed post may succeed if tried again soon.
+fn passing(error: &AdapterError) -> bool {
+    match error {
+        AdapterError::Transport { .. } => true,
+        AdapterError::Api { error, .. } => {
+            error.contains("ratelimited") || error.contains("HTTP 429") || error.contains("HTTP 5")
+        }
+        AdapterError::Invalid(_) => false,
+    }
+}
 
 /// What one delivery pass did.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -89,6 +101,9 @@ pub async fn deliver(
         let mut backoff = FIRST_BACKOFF;
         for _ in 1..ATTEMPTS {
             let Err(e) = &posted else { break };
+            if !passing(e) {
+                break;
+            }
             tracing::warn!(platform = %place.platform, notice = notice.id, error = %e, "could not post a notice; retrying");
             tokio::select! {
                 () = tokio::time::sleep(backoff) => {}
