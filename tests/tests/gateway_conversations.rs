@@ -148,17 +148,20 @@ async fn messages_sent_while_a_conversation_is_busy_are_answered_after_it_in_ord
     );
 }
 
+/// Whether a `chat.postMessage` is the engine's "interrupted" notice.
+fn tells_of_an_interruption(params: &serde_json::Value) -> bool {
+    params["text"]
+        .as_str()
+        .is_some_and(|t| t.contains("was interrupted"))
+}
+
 /// Posts in the conversation's thread that tell of an interruption.
 fn interrupted_notices(slack: &FakeSlack) -> usize {
     slack
         .calls_of("chat.postMessage")
         .iter()
         .filter(|c| c.params["thread_ts"] == THREAD)
-        .filter(|c| {
-            c.params["text"]
-                .as_str()
-                .is_some_and(|t| t.contains("was interrupted"))
-        })
+        .filter(|c| tells_of_an_interruption(&c.params))
         .count()
 }
 
@@ -198,12 +201,7 @@ async fn a_request_killed_mid_delegation_gets_its_interrupted_notice_in_its_thre
     let notice = slack
         .wait_for_call(
             "chat.postMessage",
-            |params| {
-                params["thread_ts"] == THREAD
-                    && params["text"]
-                        .as_str()
-                        .is_some_and(|t| t.contains("was interrupted"))
-            },
+            |params| params["thread_ts"] == THREAD && tells_of_an_interruption(params),
             WAIT,
         )
         .await
@@ -296,11 +294,7 @@ async fn every_one_of_200_interrupted_requests_gets_its_notice() {
         let posted: std::collections::HashSet<String> = slack
             .calls_of("chat.postMessage")
             .iter()
-            .filter(|c| {
-                c.params["text"]
-                    .as_str()
-                    .is_some_and(|t| t.contains("was interrupted"))
-            })
+            .filter(|c| tells_of_an_interruption(&c.params))
             .filter_map(|c| c.params["channel"].as_str().map(str::to_string))
             .collect();
         if posted.len() == N {
