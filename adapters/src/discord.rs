@@ -1275,6 +1275,29 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn an_answer_body_reports_written_only_once_it_was_read_whole() {
+        use http_body_util::BodyExt;
+        let (report, written) = tokio::sync::oneshot::channel();
+        let body = WrittenReport {
+            body: http_body_util::Full::new(Bytes::from_static(b"{\"type\":5}")),
+            written: false,
+            report: Some(report),
+        };
+        let read = body.collect().await.expect("infallible").to_bytes();
+        assert_eq!(&read[..], b"{\"type\":5}");
+        assert_eq!(written.await, Ok(true));
+
+        // Dropped before it was written (the connection went away): reported as not written.
+        let (report, written) = tokio::sync::oneshot::channel();
+        drop(WrittenReport {
+            body: http_body_util::Full::new(Bytes::from_static(b"{}")),
+            written: false,
+            report: Some(report),
+        });
+        assert_eq!(written.await, Ok(false));
+    }
+
     #[test]
     fn public_keys_are_checked() {
         assert!(parse_public_key("zz").is_err());

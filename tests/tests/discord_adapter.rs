@@ -667,7 +667,7 @@ async fn a_refused_thread_falls_back_to_answering_where_the_mention_was() {
 }
 
 #[tokio::test]
-async fn an_http_interaction_is_handed_on_only_after_its_answer_so_replies_find_the_webhook() {
+async fn replies_to_http_interactions_find_their_webhook() {
     let fake = FakeDiscord::start().await;
     let (adapter, mut rx) = connect(&fake, Some(fake.public_key_hex())).await;
     let url = serve(&adapter).await;

@@ -17,7 +17,7 @@ use opc_agents::Store;
 use opc_tests::fake_slack::{FakeSlack, app_mention, envelope, thread_message};
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
-use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
+use opc_tests::scripted_llm::{Fault, INPUT_PLACEHOLDER, Script, ScriptedLlm, Step};
 
 const WAIT: Duration = Duration::from_secs(30);
 const BOT_VAR: &str = "OPC_TEST_SLACK_BOT";
@@ -25,12 +25,27 @@ const APP_VAR: &str = "OPC_TEST_SLACK_APP";
 const THREAD: &str = "1000.0001";
 
 /// A test org answering from `llm`, with the web chat and Slack (the fake, Socket Mode).
-fn slack_org(slack: &FakeSlack, llm: &ScriptedLlm) -> TestOrg {
+fn slack_org(slack: &FakeSlack, llm: &ScriptedLlm, execution: Execution) -> TestOrg {
     let sections = format!(
         "channels:\n  web: {{ listen: \"127.0.0.1:0\" }}\n  slack:\n    mode: socket\n    botTokenEnv: {BOT_VAR}\n    appTokenEnv: {APP_VAR}\n    apiBaseUrl: {}\n",
         slack.api_url()
     );
-    TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), &sections)
+    TestOrg::with_sections(&llm.url(), Wire::Anthropic, execution, &sections)
+}
+
+/// Wait until `opc` serves HTTP: its SIGTERM handler is in place from then on (it is set up as the
+/// server starts, just after the ready line).
+async fn serving(opc: &OpcRun) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let url = opc.url("/healthz");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while reqwest::get(&url).await.map(|r| r.status().as_u16()).ok() != Some(200) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{url} never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 fn start(org: &TestOrg, slack: &FakeSlack) -> OpcRun {
@@ -90,7 +105,7 @@ async fn messages_sent_while_a_conversation_is_busy_are_answered_after_it_in_ord
         ],
     );
     let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = slack_org(&slack, &llm);
+    let org = slack_org(&slack, &llm, Execution::default());
     let _opc = start(&org, &slack);
     assert!(slack.wait_for_connections(1, WAIT).await, "no socket");
 
@@ -133,17 +148,20 @@ async fn messages_sent_while_a_conversation_is_busy_are_answered_after_it_in_ord
     );
 }
 
+/// Whether a `chat.postMessage` is the engine's "interrupted" notice.
+fn tells_of_an_interruption(params: &serde_json::Value) -> bool {
+    params["text"]
+        .as_str()
+        .is_some_and(|t| t.contains("was interrupted"))
+}
+
 /// Posts in the conversation's thread that tell of an interruption.
 fn interrupted_notices(slack: &FakeSlack) -> usize {
     slack
         .calls_of("chat.postMessage")
         .iter()
         .filter(|c| c.params["thread_ts"] == THREAD)
-        .filter(|c| {
-            c.params["text"]
-                .as_str()
-                .is_some_and(|t| t.contains("was interrupted"))
-        })
+        .filter(|c| tells_of_an_interruption(&c.params))
         .count()
 }
 
@@ -155,7 +173,7 @@ async fn a_request_killed_mid_delegation_gets_its_interrupted_notice_in_its_thre
         .agent(marker("ceo"), relay("vp-eng", "plan the page", "CEO: "))
         .agent(marker("vp-eng"), vec![Step::fault(Fault::Hang)]);
     let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = slack_org(&slack, &llm);
+    let org = slack_org(&slack, &llm, Execution::default());
 
     let opc = start(&org, &slack);
     assert!(slack.wait_for_connections(1, WAIT).await, "no socket");
@@ -183,12 +201,7 @@ async fn a_request_killed_mid_delegation_gets_its_interrupted_notice_in_its_thre
     let notice = slack
         .wait_for_call(
             "chat.postMessage",
-            |params| {
-                params["thread_ts"] == THREAD
-                    && params["text"]
-                        .as_str()
-                        .is_some_and(|t| t.contains("was interrupted"))
-            },
+            |params| params["thread_ts"] == THREAD && tells_of_an_interruption(params),
             WAIT,
         )
         .await
@@ -196,6 +209,7 @@ async fn a_request_killed_mid_delegation_gets_its_interrupted_notice_in_its_thre
     assert_eq!(notice.params["channel"], "C1");
 
     // A clean stop: the notice is recorded as delivered.
+    serving(&opc).await;
     let (code, _) = opc.stop();
     assert_eq!(code, Some(0));
     let store = Store::open(&org.database()).expect("open the database");
@@ -212,6 +226,7 @@ async fn a_request_killed_mid_delegation_gets_its_interrupted_notice_in_its_thre
         slack.wait_for_connections(3, WAIT).await,
         "no socket after the second restart"
     );
+    serving(&opc).await;
     let (code, _) = opc.stop();
     assert_eq!(code, Some(0));
     assert_eq!(interrupted_notices(&slack), 1, "posted exactly once");
@@ -222,10 +237,18 @@ async fn every_one_of_200_interrupted_requests_gets_its_notice() {
     const N: usize = 200;
     let slack = FakeSlack::start().await;
     let script = Script::new()
-        .agent(marker("ceo"), relay("vp-eng", "plan the page", "CEO: "))
+        .agent(
+            marker("ceo"),
+            relay("vp-eng", &format!("plan for {INPUT_PLACEHOLDER}"), "CEO: "),
+        )
         .agent(marker("vp-eng"), vec![Step::fault(Fault::Hang)]);
     let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = slack_org(&slack, &llm);
+    // Room for every tree's two agents at once.
+    let execution = Execution {
+        max_concurrent_agents: 2 * N as u32 + 10,
+        ..Execution::default()
+    };
+    let org = slack_org(&slack, &llm, execution);
     let opc = start(&org, &slack);
     assert!(slack.wait_for_connections(1, WAIT).await, "no socket");
     // One person per channel, so no rate limit applies.
@@ -244,28 +267,34 @@ async fn every_one_of_200_interrupted_requests_gets_its_notice() {
             ))
             .await;
     }
+    // Every request is mid-delegation (counted by distinct request, not by model call: a timed-out
+    // call is retried).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    while llm.requests_for(&marker("vp-eng")).len() < N {
+    loop {
+        let delegated: std::collections::HashSet<String> = llm
+            .requests_for(&marker("vp-eng"))
+            .iter()
+            .filter_map(|r| r.user_texts().into_iter().next())
+            .collect();
+        if delegated.len() == N {
+            break;
+        }
         assert!(
             tokio::time::Instant::now() < deadline,
             "only {} of {N} requests reached the delegation",
-            llm.requests_for(&marker("vp-eng")).len()
+            delegated.len()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
     drop(opc);
-    let _opc = start(&org, &slack);
+    let opc = start(&org, &slack);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
         let posted: std::collections::HashSet<String> = slack
             .calls_of("chat.postMessage")
             .iter()
-            .filter(|c| {
-                c.params["text"]
-                    .as_str()
-                    .is_some_and(|t| t.contains("was interrupted"))
-            })
+            .filter(|c| tells_of_an_interruption(&c.params))
             .filter_map(|c| c.params["channel"].as_str().map(str::to_string))
             .collect();
         if posted.len() == N {
@@ -273,8 +302,9 @@ async fn every_one_of_200_interrupted_requests_gets_its_notice() {
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "{} of {N} notices posted",
-            posted.len()
+            "{} of {N} notices posted; opc's stderr:\n{}",
+            posted.len(),
+            opc.stderr()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -371,7 +371,21 @@ impl Gateway {
                 inner.queues.push_front(&conversation, waiting);
                 let this = self.clone();
                 inner.tracker.spawn(async move {
-                    let _ = this.inner.engine.wait_root(task).await;
+                    if let Err(e) = this.inner.engine.wait_root(task).await {
+                        // Cannot follow that request: refuse the message rather than spin on it.
+                        tracing::warn!(error = %e, task, "could not wait for a conversation's request");
+                        if let Some(waiting) = this.inner.queues.next(&conversation) {
+                            this.respond(
+                                &waiting.adapter,
+                                &waiting.inbound,
+                                format!(
+                                    "I'm still working on the previous message in this thread \
+                                     (task `#{task}`). Send this again once I've answered, or cancel \
+                                     it with `/cancel {task}`."
+                                ),
+                            );
+                        }
+                    }
                     this.next_in(&conversation);
                 });
             }

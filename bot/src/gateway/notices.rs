@@ -6,8 +6,10 @@
 //! Invariants:
 //! - a notice is marked delivered only after its post succeeded, so a restart never repeats a posted
 //!   notice except one posted in the instant before a crash (at least once, never zero times);
-//! - a notice whose post fails stays undelivered and is tried again at the next start; a notice whose
-//!   conversation has no chat thread (one started from `opc chat`) is left for the terminal;
+//! - a post that fails for a passing reason (unreachable, rate-limited, a server error) is tried again
+//!   ([`ATTEMPTS`] times, backing off); a notice still not posted stays
+//!   undelivered and is tried again at the next start; a notice whose conversation has no chat thread
+//!   (one started from `opc chat`) is left for the terminal;
 //! - no flooding: notices are posted one at a time, oldest first, and two posts in one channel are at
 //!   least the adapter's [`Adapter::edit_interval`] apart (the platform's write rate), however many
 //!   notices a crash under load left behind.
@@ -15,12 +17,28 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use opc_adapters::{Adapter, Platform};
+use opc_adapters::{Adapter, AdapterError, Platform};
 use opc_agents::Store;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::threads::Threads;
+
+/// Tries per notice in one pass.
+pub const ATTEMPTS: u32 = 4;
+/// Wait before the first retry; doubled for each further one.
+const FIRST_BACKOFF: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Whether a failed post may succeed if tried again soon.
+fn passing(error: &AdapterError) -> bool {
+    match error {
+        AdapterError::Transport { .. } => true,
+        AdapterError::Api { error, .. } => {
+            error.contains("ratelimited") || error.contains("HTTP 429") || error.contains("HTTP 5")
+        }
+        AdapterError::Invalid(_) => false,
+    }
+}
 
 /// What one delivery pass did.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -78,7 +96,22 @@ pub async fn deliver(
                 () = stop.cancelled() => break,
             }
         }
-        let posted = adapter.post(&place, &adapter.render(&notice.text)).await;
+        let text = adapter.render(&notice.text);
+        let mut posted = adapter.post(&place, &text).await;
+        let mut backoff = FIRST_BACKOFF;
+        for _ in 1..ATTEMPTS {
+            let Err(e) = &posted else { break };
+            if !passing(e) {
+                break;
+            }
+            tracing::warn!(platform = %place.platform, notice = notice.id, error = %e, "could not post a notice; retrying");
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                () = stop.cancelled() => break,
+            }
+            backoff *= 2;
+            posted = adapter.post(&place, &text).await;
+        }
         last_post.insert(channel, Instant::now());
         match posted {
             Ok(_) => {
