@@ -223,6 +223,25 @@ fn a_missing_platform_token_stops_start_up_naming_the_variable() {
     assert!(stderr.contains("channels.slack.botTokenEnv"), "{stderr}");
 }
 
+/// SIGTERM the moment the ready line appears: the signal handlers are in place before "ready" is
+/// printed, so it is a clean stop (exit 0, "stopped"), not death by the signal's default action.
+#[test]
+fn sigterm_right_after_the_ready_line_stops_cleanly() {
+    let org = TestOrg::with_sections(
+        "http://127.0.0.1:9",
+        Wire::Anthropic,
+        Execution::default(),
+        WEB,
+    );
+    for _ in 0..3 {
+        let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+        let stderr = opc.stderr();
+        let (code, stdout) = opc.stop();
+        assert_eq!(code, Some(0), "exit after SIGTERM; stderr:\n{stderr}");
+        assert!(stdout.contains("opc: stopped"), "{stdout:?}");
+    }
+}
+
 /// How `opc run` goes down between the two halves of a restart test.
 #[derive(Clone, Copy, Debug)]
 enum Down {

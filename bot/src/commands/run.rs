@@ -237,6 +237,9 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
         threads,
     });
     gateway.start(inbound);
+    // Listen for signals before saying "ready": a SIGTERM sent the moment the ready line appears must
+    // stop OPC gracefully, not kill it with the default action.
+    let stop = StopSignals::register();
     print(&format!(
         "opc: {} — {} agents; web chat on http://{bound}/ · channels: {} · ready in {} ms (Ctrl-C to stop)\n",
         loaded.config.framework.name,
@@ -249,7 +252,7 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
     let closing = adapters.clone();
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(async move {
-            shutdown_signal().await;
+            stop.recv().await;
             for adapter in &closing {
                 adapter.shutdown().await;
             }
@@ -283,24 +286,56 @@ async fn platform_failed(
     ExitCode::from(2)
 }
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM, whichever comes first.
-async fn shutdown_signal() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// SIGINT (Ctrl-C) and SIGTERM, registered at once: a signal that arrives before anything awaits
+/// [`StopSignals::recv`] is kept, not handled by the default action (which would kill the process).
+struct StopSignals {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    fn register() -> StopSignals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let interrupt = signal(SignalKind::interrupt());
+            let terminate = signal(SignalKind::terminate());
+            for (name, result) in [("SIGINT", &interrupt), ("SIGTERM", &terminate)] {
+                if let Err(e) = result {
+                    tracing::warn!(signal = name, error = %e, "could not listen for a stop signal");
+                }
             }
-            Err(_) => std::future::pending::<()>().await,
+            StopSignals {
+                interrupt: interrupt.ok(),
+                terminate: terminate.ok(),
+            }
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {},
-        () = terminate => {},
+        #[cfg(not(unix))]
+        StopSignals {}
+    }
+
+    /// Resolves on SIGINT or SIGTERM, whichever comes first.
+    async fn recv(mut self) {
+        #[cfg(unix)]
+        {
+            async fn next(signal: Option<&mut tokio::signal::unix::Signal>) {
+                match signal {
+                    Some(signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            }
+            tokio::select! {
+                () = next(self.interrupt.as_mut()) => {},
+                () = next(self.terminate.as_mut()) => {},
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
