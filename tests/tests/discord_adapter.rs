@@ -163,7 +163,7 @@ async fn a_mention_starts_a_conversation_and_thread_messages_follow_it() {
         &format!("<@{bot}> hi"),
         true,
     );
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The gateway delivers dispatches in order: once the sentinel arrives, the two before it were seen.
     fake.dispatch_message_create(&mention, Some(GUILD_ID), &alice, "sentinel", false);
     let event = next(&mut rx).await;
     assert!(matches!(event.kind, InboundKind::Message { ref text, .. } if text == "sentinel"));
@@ -396,7 +396,6 @@ async fn slash_commands_are_deferred_then_answered() {
         .find(|c| c.interaction_id == interaction)
         .expect("deferred before delivery");
     assert_eq!(callback.body, json!({"type": 5, "data": {"flags": 64}}));
-    assert!(callback.after_dispatch < Duration::from_secs(3));
 
     // The first answer replaces the "thinking…" message the deferral showed (ephemeral, as deferred).
     adapter
