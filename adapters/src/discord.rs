@@ -549,7 +549,13 @@ fn content_free_reason(error: &serde_json::Error) -> String {
     if message.starts_with("missing field") {
         return message.to_string();
     }
-    let kind = message.split(':').next().unwrap_or_default();
+    // The kind is what comes before a quoted value: `unknown variant `hi`, expected …` quotes the
+    // input without a colon.
+    let kind = message
+        .split([':', '`', '"', '\''])
+        .next()
+        .unwrap_or_default()
+        .trim_end();
     match message.rsplit_once(", expected ") {
         Some((_, expected)) => format!("{kind}, expected {expected}"),
         None => match error.classify() {
@@ -1267,6 +1273,17 @@ mod tests {
         let missing = br#"{"type": 2, "id": "1"}"#;
         let error = parse_interaction(missing).expect_err("malformed");
         assert!(error.reason.starts_with("missing field"), "{error:?}");
+
+        // An enum's unknown variant is quoted without a colon; the reason must not carry it.
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        enum Kind {
+            Known,
+        }
+        let variant = serde_json::from_str::<Kind>(r#""secret-variant""#).expect_err("unknown");
+        let reason = content_free_reason(&variant);
+        assert!(!reason.contains("secret"), "{reason}");
+        assert!(reason.starts_with("unknown variant"), "{reason}");
 
         let cut = br#"{"type": 2, "id": "1""#;
         assert_eq!(

@@ -88,7 +88,9 @@ pub fn protect(pages: Vec<Page>, token: Option<String>) -> Router {
     match token {
         Some(token) => {
             let expected = Sha256::digest(token.as_bytes()).to_vec();
-            router.route_layer(middleware::from_fn_with_state(expected, authorize))
+            // `layer`, not `route_layer`: a method a page does not serve is refused (401) before it
+            // can tell a caller without the token which methods exist (405).
+            router.layer(middleware::from_fn_with_state(expected, authorize))
         }
         None => router,
     }

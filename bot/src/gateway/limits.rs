@@ -123,11 +123,21 @@ impl RateLimits {
             return Verdict::Allowed;
         };
         let now = Instant::now();
-        let user_told = episodes.users.insert(user.to_string(), now).is_some();
-        let channel_told = episodes.channels.insert(channel.to_string(), now).is_some();
+        let user_told = episodes.users.contains_key(user);
+        let channel_told = episodes.channels.contains_key(channel);
         if user_told || channel_told {
+            // Keep the episodes that exist alive; a sender silenced only because their channel was
+            // already told is not marked as told, so their own next refusal is announced to them.
+            if let Some(at) = episodes.users.get_mut(user) {
+                *at = now;
+            }
+            if let Some(at) = episodes.channels.get_mut(channel) {
+                *at = now;
+            }
             Verdict::Silent
         } else {
+            episodes.users.insert(user.to_string(), now);
+            episodes.channels.insert(channel.to_string(), now);
             Verdict::Notify(notice)
         }
     }

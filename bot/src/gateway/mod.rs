@@ -165,11 +165,21 @@ impl Gateway {
     /// persists every turn) and replies in flight end. Adapters are shut down by the caller.
     pub async fn shutdown(&self) {
         self.inner.stop.cancel();
-        let dropped = self.inner.queues.clear();
-        if dropped > 0 {
+        // Messages still waiting for their conversation are not kept across a restart: tell each
+        // sender, so none is lost without a word.
+        let dropped = self.inner.queues.drain();
+        if !dropped.is_empty() {
             tracing::warn!(
-                messages = dropped,
+                messages = dropped.len(),
                 "stopping: messages waiting for their conversation were not answered"
+            );
+        }
+        for waiting in dropped {
+            self.respond(
+                &waiting.adapter,
+                &waiting.inbound,
+                "OPC is restarting, so this message was not answered. Send it again in a moment."
+                    .into(),
             );
         }
         self.inner.engine.shutdown().await;
@@ -371,9 +381,23 @@ impl Gateway {
                 inner.queues.push_front(&conversation, waiting);
                 let this = self.clone();
                 inner.tracker.spawn(async move {
-                    if let Err(e) = this.inner.engine.wait_root(task).await {
+                    // Followed only if the request has really ended: a root that is neither running
+                    // here nor finished in the database would otherwise be waited for, found busy
+                    // again, and waited for in a loop.
+                    let ended = match this.inner.engine.wait_root(task).await {
+                        Ok(_) => this
+                            .inner
+                            .engine
+                            .store()
+                            .task(task)
+                            .is_ok_and(|record| record.state.is_terminal()),
+                        Err(e) => {
+                            tracing::warn!(error = %e, task, "could not wait for a conversation's request");
+                            false
+                        }
+                    };
+                    if !ended {
                         // Cannot follow that request: refuse the message rather than spin on it.
-                        tracing::warn!(error = %e, task, "could not wait for a conversation's request");
                         if let Some(waiting) = this.inner.queues.next(&conversation) {
                             this.respond(
                                 &waiting.adapter,

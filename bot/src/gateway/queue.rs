@@ -96,12 +96,11 @@ impl<T> Queues<T> {
         next
     }
 
-    /// Forget every waiting message (shutdown); returns how many there were.
-    pub fn clear(&self) -> usize {
+    /// Take every waiting message out, oldest first per conversation (shutdown: each is then told
+    /// it was not answered).
+    pub fn drain(&self) -> Vec<T> {
         let mut busy = self.lock();
-        let waiting = busy.values().map(VecDeque::len).sum();
-        busy.clear();
-        waiting
+        busy.drain().flat_map(|(_, line)| line).collect()
     }
 }
 
@@ -136,7 +135,7 @@ mod tests {
         queues.push_front("c", 1);
         assert_eq!(queues.admit("c", 2), Admit::Queued { position: 2 });
         assert_eq!(queues.next("c"), Some(1));
-        assert_eq!(queues.clear(), 1);
+        assert_eq!(queues.drain().len(), 1);
         assert_eq!(queues.next("c"), None);
     }
 }

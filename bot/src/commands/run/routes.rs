@@ -175,6 +175,20 @@ mod tests {
                 "{page:?} with the token answered {with}"
             );
         }
+        // A method a page does not serve tells nothing without the token either (401, not 405).
+        let client = opc_tests::http_client();
+        for (method, path) in [
+            (Method::POST, "/org"),
+            (Method::DELETE, "/api/conversations"),
+        ] {
+            let status = client
+                .request(method.clone(), format!("{base}{path}"))
+                .send()
+                .await
+                .unwrap()
+                .status();
+            assert_eq!(status, 401, "{method} {path} without the token");
+        }
         // Outside the check: the health probe.
         let health = opc_tests::http_client()
             .get(format!("{base}/healthz"))
