@@ -33,8 +33,7 @@ fn slack_org(slack: &FakeSlack, llm: &ScriptedLlm, execution: Execution) -> Test
     TestOrg::with_sections(&llm.url(), Wire::Anthropic, execution, &sections)
 }
 
-/// Wait until `opc` serves HTTP: its SIGTERM handler is in place from then on (it is set up as the
-/// server starts, just after the ready line).
+/// Wait until `opc` serves HTTP, so a stop right after comes once start-up work (notices) has begun.
 async fn serving(opc: &OpcRun) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let url = opc.url("/healthz");
@@ -308,4 +307,49 @@ async fn every_one_of_200_interrupted_requests_gets_its_notice() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A message waiting for its busy conversation when OPC is stopped is not kept across the restart, so
+/// its sender is told — never left with a question that is silently dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_still_waiting_at_a_stop_is_told_it_was_not_answered() {
+    let slack = FakeSlack::start().await;
+    // The CEO's call never answers: the conversation stays busy until the stop.
+    let script = Script::new().agent(marker("ceo"), vec![Step::fault(Fault::Hang)]);
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let org = slack_org(&slack, &llm, Execution::default());
+    let opc = start(&org, &slack);
+    assert!(slack.wait_for_connections(1, WAIT).await, "no socket");
+
+    let events = [
+        app_mention("C1", "U1", "<@W11> First question", THREAD, None),
+        thread_message("C1", "U1", "Second question", "1000.0002", THREAD),
+        // An empty mention elsewhere is answered with the help text: once that shows, the gateway
+        // (which handles its inbox in order) has queued the second question.
+        app_mention("C1", "U2", "<@W11>", "2000.0001", None),
+    ];
+    for event in events {
+        let id = slack.push_envelope(envelope("events_api", event, 0)).await;
+        slack.wait_for_ack(&id, WAIT).await.expect("acked");
+    }
+    slack
+        .wait_for_call("chat.postEphemeral", |p| p["user"] == "U2", WAIT)
+        .await
+        .expect("the help text for the empty mention");
+    serving(&opc).await;
+    let (code, _) = opc.stop();
+    assert_eq!(code, Some(0));
+
+    let told: Vec<_> = slack
+        .calls()
+        .into_iter()
+        .filter(|c| c.params.to_string().contains("was not answered"))
+        .collect();
+    assert_eq!(told.len(), 1, "the waiting message's sender is told once");
+    assert_eq!(told[0].params["user"], "U1");
+    assert_eq!(
+        llm.requests_for(&marker("ceo")).len(),
+        1,
+        "the waiting message never reached the model"
+    );
 }
