@@ -477,24 +477,7 @@ impl Gateway {
             tokio::select! {
                 outcome = &mut outcome => break outcome,
                 event = events.recv(), if events_open => match event {
-                    Ok(event) => {
-                        if !in_tree(&event, root, &mut tree) {
-                            continue;
-                        }
-                        match &event {
-                            Event::Token { task, text, .. } if *task == root => reply.push(text),
-                            Event::Token { .. } => {}
-                            Event::StreamRestarted { task } if *task == root => reply.restart(),
-                            _ => {
-                                if matches!(&event, Event::ToolCalled { task, .. } if *task == root) {
-                                    reply.end_turn();
-                                }
-                                if let Ok(json) = serde_json::to_value(&event) {
-                                    adapter.progress(&place, &json).await;
-                                }
-                            }
-                        }
-                    }
+                    Ok(event) => follow(&adapter, &place, root, &mut tree, &mut reply, event).await,
                     Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => events_open = false,
                 },
@@ -505,6 +488,15 @@ impl Gateway {
                 }
             }
         };
+        // The tree's events were all published before its outcome, but `select!` may have taken the
+        // outcome first: show what is still buffered, so the trace is complete before the answer.
+        loop {
+            match events.try_recv() {
+                Ok(event) => follow(&adapter, &place, root, &mut tree, &mut reply, event).await,
+                Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+                Err(_) => break,
+            }
+        }
         let Some(outcome) = outcome else { return };
         if let Err(e) = reply.finish(&final_text(&outcome)).await {
             tracing::warn!(platform = %adapter.platform(), error = %e, "could not post an answer");
@@ -846,6 +838,34 @@ fn in_tree(event: &Event, root: TaskId, tree: &mut HashSet<TaskId>) -> bool {
                 true
             } else {
                 false
+            }
+        }
+    }
+}
+
+/// One engine event while streaming root `root`'s reply: its tokens go into the reply, the rest of its
+/// tree's events to the adapter as progress.
+async fn follow(
+    adapter: &Arc<dyn Adapter>,
+    place: &Place,
+    root: TaskId,
+    tree: &mut HashSet<TaskId>,
+    reply: &mut StreamingReply,
+    event: Event,
+) {
+    if !in_tree(&event, root, tree) {
+        return;
+    }
+    match &event {
+        Event::Token { task, text, .. } if *task == root => reply.push(text),
+        Event::Token { .. } => {}
+        Event::StreamRestarted { task } if *task == root => reply.restart(),
+        _ => {
+            if matches!(&event, Event::ToolCalled { task, .. } if *task == root) {
+                reply.end_turn();
+            }
+            if let Ok(json) = serde_json::to_value(&event) {
+                adapter.progress(place, &json).await;
             }
         }
     }
