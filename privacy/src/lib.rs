@@ -11,3 +11,15 @@
 //! - vaults live in memory only and are dropped with their session; nothing here is ever logged.
 //!
 //! The gateway plugs into the agents crate's LLM call stack as one layer; agent code never sees it.
+//!
+//! Layout (one concern per file):
+//! - [`entity`]: the typed span every part speaks;
+//! - `detect/`: recognisers (one per file, a small trait), context words, the NER tier, and the
+//!   [`Detector`](detect) that runs them and resolves overlaps;
+//! - `vault.rs` / `fake.rs`: one vault per conversation, typed fakes from the `fake` crate, seeded;
+//! - `mask.rs` / `restore.rs` / `stream.rs`: replace, restore (longest match first), and restore a stream
+//!   without ever emitting half a fake.
+
+pub mod entity;
+
+pub use entity::{Entity, EntityType};
