@@ -20,6 +20,7 @@
 //! - `mask.rs` / `restore.rs` / `stream.rs`: replace, restore (longest match first), and restore a stream
 //!   without ever emitting half a fake.
 
+pub mod detect;
 pub mod entity;
 
 pub use entity::{Entity, EntityType};

@@ -1,0 +1,5 @@
+//! Detection: recognisers for structured data, plus the NER tier for names and addresses.
+
+pub mod ner;
+
+pub use ner::{NerModel, NerSlot};

@@ -1,0 +1,40 @@
+//! The seam between pattern detection and a local NER model.
+//!
+//! Names and street addresses have no checksum a pattern can verify, so they come from a token
+//! classification model run in-process. Loading one takes far longer than `opc run` may take to be
+//! ready, so the model arrives later: a [`NerSlot`] is shared by the detector and the loader, starts
+//! empty, and is filled once. Until then (or for good, when the model is absent) detection runs its
+//! pattern tier alone.
+//!
+//! Invariant: a model never logs the text it sees.
+
+use std::sync::{Arc, OnceLock};
+
+use crate::Entity;
+
+/// A loaded NER model.
+pub trait NerModel: Send + Sync {
+    /// `PERSON_NAME` and `ADDRESS` spans in `text` (byte offsets), scored 0 to 1.
+    fn entities(&self, text: &str) -> Vec<Entity>;
+}
+
+/// Where a model lands once it has loaded; cheap to clone, shared by every detector.
+#[derive(Clone, Default)]
+pub struct NerSlot(Arc<OnceLock<Arc<dyn NerModel>>>);
+
+impl NerSlot {
+    /// An empty slot.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Fill the slot; `false` when it was already filled (the first model stays).
+    pub fn set(&self, model: Arc<dyn NerModel>) -> bool {
+        self.0.set(model).is_ok()
+    }
+
+    /// The model, once loaded.
+    pub fn get(&self) -> Option<&Arc<dyn NerModel>> {
+        self.0.get()
+    }
+}
