@@ -12,6 +12,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasher, RandomState};
+use std::sync::Arc;
 
 use crate::entity::Entity;
 use crate::mask::Masked;
@@ -25,7 +26,7 @@ type Key = (u64, usize);
 /// A conversation's vault and detection cache. One per root task tree.
 pub struct Conversation {
     vault: Vault,
-    cache: HashMap<Key, Vec<Entity>>,
+    cache: HashMap<Key, Arc<[Entity]>>,
     order: VecDeque<Key>,
     cache_entries: usize,
     hasher: RandomState,
@@ -80,14 +81,36 @@ impl Conversation {
         detect: &dyn Fn(&str) -> Vec<Entity>,
         text: &str,
     ) -> Result<Masked, VaultFull> {
+        let entities = self.detections(detect, text);
+        self.vault.mask(text, &entities)
+    }
+
+    /// Mask all of a request's texts at once (see [`Vault::mask_batch`]), each detected at most once
+    /// per conversation.
+    pub fn mask_texts(
+        &mut self,
+        detect: &dyn Fn(&str) -> Vec<Entity>,
+        texts: &[&str],
+    ) -> Result<Vec<Masked>, VaultFull> {
+        let entities: Vec<Arc<[Entity]>> =
+            texts.iter().map(|t| self.detections(detect, t)).collect();
+        let items: Vec<(&str, &[Entity])> = texts
+            .iter()
+            .zip(&entities)
+            .map(|(t, e)| (*t, &e[..]))
+            .collect();
+        self.vault.mask_batch(&items)
+    }
+
+    /// The detections for `text`, from the cache or from `detect` (then cached).
+    fn detections(&mut self, detect: &dyn Fn(&str) -> Vec<Entity>, text: &str) -> Arc<[Entity]> {
         let key = (self.hasher.hash_one(text), text.len());
         if let Some(entities) = self.cache.get(&key) {
             self.hits += 1;
-            return self.vault.mask(text, entities);
+            return entities.clone();
         }
         self.misses += 1;
-        let entities = detect(text);
-        let masked = self.vault.mask(text, &entities);
+        let entities: Arc<[Entity]> = detect(text).into();
         if self.cache_entries > 0 {
             if self.order.len() >= self.cache_entries
                 && let Some(old) = self.order.pop_front()
@@ -95,9 +118,9 @@ impl Conversation {
                 self.cache.remove(&old);
             }
             self.order.push_back(key);
-            self.cache.insert(key, entities);
+            self.cache.insert(key, entities.clone());
         }
-        masked
+        entities
     }
 
     /// Texts answered from the cache, and texts that ran the detector.
@@ -155,6 +178,9 @@ mod tests {
         c.mask_text(&detect, "new c@z.io").unwrap();
         assert_eq!(calls.get(), 4);
         assert_eq!(c.vault().len(), 3);
+        let batch = c.mask_texts(&detect, &history).unwrap();
+        assert_eq!(batch, first);
+        assert_eq!(calls.get(), 4);
     }
 
     #[test]

@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use aho_corasick::{AhoCorasick, Input};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Input};
 
 use crate::entity::EntityType;
 use crate::vault::{Entry, Vault};
@@ -115,7 +115,8 @@ pub(crate) struct Found {
 }
 
 impl GuardIndex {
-    pub(crate) fn build(entries: &[Entry]) -> GuardIndex {
+    /// `fast`: build a DFA (about 4× slower to build, about 6× faster to search) rather than an NFA.
+    pub(crate) fn build(entries: &[Entry], fast: bool) -> GuardIndex {
         let mut ids: HashMap<String, usize> = HashMap::new();
         let mut patterns: Vec<Pattern> = Vec::new();
         let mut strings: Vec<String> = Vec::new();
@@ -146,7 +147,14 @@ impl GuardIndex {
         let automaton = if strings.is_empty() {
             None
         } else {
-            AhoCorasick::new(&strings).ok()
+            AhoCorasick::builder()
+                .kind(Some(if fast {
+                    AhoCorasickKind::DFA
+                } else {
+                    AhoCorasickKind::ContiguousNFA
+                }))
+                .build(&strings)
+                .ok()
         };
         GuardIndex {
             usable: entries.is_empty() || automaton.is_some(),

@@ -12,8 +12,10 @@
 //! - `Counts` counts replaced occurrences per type.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::entity::{Entity, EntityType};
+use crate::guard::GuardIndex;
 use crate::vault::{Vault, VaultFull};
 
 /// Replaced occurrences by type.
@@ -102,44 +104,77 @@ fn spans(text: &str, entities: &[Entity]) -> Vec<(usize, usize, EntityType)> {
     merged
 }
 
+/// A text's spans and their substitutes, before the sweep.
+struct Planned {
+    spans: Vec<(usize, usize, EntityType)>,
+    subs: Vec<Arc<str>>,
+}
+
 impl Vault {
     /// Mask `text` given its detected entities (byte spans); returns the masked text and counts by
     /// type. Fails when the vault cannot take a new value; the caller then fails the call closed.
     pub fn mask(&mut self, text: &str, entities: &[Entity]) -> Result<Masked, VaultFull> {
-        let spans = spans(text, entities);
-        let mut subs = Vec::with_capacity(spans.len());
-        for &(start, end, kind) in &spans {
-            subs.push(self.substitute_arc(&text[start..end], kind)?);
+        let mut masked = self.mask_batch(&[(text, entities)])?;
+        Ok(masked.pop().unwrap_or_else(|| Masked {
+            text: text.to_string(),
+            counts: Counts::default(),
+        }))
+    }
+
+    /// Mask several texts (one request's system prompt, messages and tool parts) at once: the same as
+    /// [`Vault::mask`] on each, but the sweep's index is rebuilt at most once for the batch rather than
+    /// once per text that brought a new value.
+    pub fn mask_batch(&mut self, items: &[(&str, &[Entity])]) -> Result<Vec<Masked>, VaultFull> {
+        let mut planned = Vec::with_capacity(items.len());
+        for (text, entities) in items {
+            let spans = spans(text, entities);
+            let mut subs = Vec::with_capacity(spans.len());
+            for &(start, end, kind) in &spans {
+                subs.push(self.substitute_arc(&text[start..end], kind)?);
+            }
+            planned.push(Planned { spans, subs });
         }
-        let mut counts = Counts::default();
         if self.is_empty() {
-            return Ok(Masked {
-                text: text.to_string(),
-                counts,
-            });
+            return Ok(items
+                .iter()
+                .map(|(text, _)| Masked {
+                    text: text.to_string(),
+                    counts: Counts::default(),
+                })
+                .collect());
         }
         let guard = self.guard_index();
-        let mut out = String::with_capacity(text.len() + 16);
-        let mut cursor = 0;
-        let sweep_to = |out: &mut String, counts: &mut Counts, from: usize, to: usize| {
-            let mut last = from;
-            for found in guard.sweep(text, from..to) {
-                out.push_str(&text[last..found.start]);
-                out.push_str(&found.replacement);
-                counts.add(found.kind);
-                last = found.end;
-            }
-            out.push_str(&text[last..to]);
-        };
-        for (&(start, end, kind), sub) in spans.iter().zip(&subs) {
-            sweep_to(&mut out, &mut counts, cursor, start);
-            out.push_str(sub);
-            counts.add(kind);
-            cursor = end;
-        }
-        sweep_to(&mut out, &mut counts, cursor, text.len());
-        Ok(Masked { text: out, counts })
+        Ok(items
+            .iter()
+            .zip(planned)
+            .map(|((text, _), plan)| render(text, &plan, &guard))
+            .collect())
     }
+}
+
+/// The masked text: planned spans replaced, the gaps between them swept for known values.
+fn render(text: &str, plan: &Planned, guard: &GuardIndex) -> Masked {
+    let mut counts = Counts::default();
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut cursor = 0;
+    let sweep_to = |out: &mut String, counts: &mut Counts, from: usize, to: usize| {
+        let mut last = from;
+        for found in guard.sweep(text, from..to) {
+            out.push_str(&text[last..found.start]);
+            out.push_str(&found.replacement);
+            counts.add(found.kind);
+            last = found.end;
+        }
+        out.push_str(&text[last..to]);
+    };
+    for (&(start, end, kind), sub) in plan.spans.iter().zip(&plan.subs) {
+        sweep_to(&mut out, &mut counts, cursor, start);
+        out.push_str(sub);
+        counts.add(kind);
+        cursor = end;
+    }
+    sweep_to(&mut out, &mut counts, cursor, text.len());
+    Masked { text: out, counts }
 }
 
 #[cfg(test)]
@@ -251,6 +286,35 @@ mod tests {
         let masked = v.mask(text, &ents).unwrap();
         assert_eq!(masked.text, "née [PERSON_NAME_1]");
         assert_eq!(v.restore(&masked.text), text);
+    }
+
+    #[test]
+    fn a_batch_masks_like_one_text_at_a_time() {
+        let texts = [
+            "Alice Jones wrote",
+            "to alice@corp.io",
+            "and Alice Jones again, Bob too",
+        ];
+        let ents: Vec<Vec<Entity>> = vec![
+            vec![entity(texts[0], "Alice Jones", EntityType::PersonName)],
+            vec![entity(texts[1], "alice@corp.io", EntityType::Email)],
+            vec![entity(texts[2], "Bob", EntityType::PersonName)],
+        ];
+        let mut one = Vault::new(4, Style::Fake, 100);
+        let singles: Vec<Masked> = texts
+            .iter()
+            .zip(&ents)
+            .map(|(t, e)| one.mask(t, e).unwrap())
+            .collect();
+        let mut batch = Vault::new(4, Style::Fake, 100);
+        let items: Vec<(&str, &[Entity])> = texts
+            .iter()
+            .zip(&ents)
+            .map(|(t, e)| (*t, e.as_slice()))
+            .collect();
+        assert_eq!(batch.mask_batch(&items).unwrap(), singles);
+        // The third text's second "Alice Jones" was swept (the detector only reported Bob).
+        assert_eq!(singles[2].counts.to_string(), "PERSON_NAME 2");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
 use crate::vault::{Entry, Vault};
 
@@ -44,6 +44,7 @@ impl RestoreIndex {
         } else {
             AhoCorasick::builder()
                 .match_kind(MatchKind::LeftmostLongest)
+                .kind(Some(AhoCorasickKind::ContiguousNFA))
                 .build(entries.iter().map(|e| e.sub.as_bytes()))
                 .ok()
         };

@@ -195,4 +195,39 @@ mod tests {
             prop_assert_eq!(out, expected);
         }
     }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        /// Substitutes that overlap and extend each other (which seeded fakes rarely do), over a small
+        /// alphabet so that partial and complete matches are everywhere.
+        #[test]
+        fn any_split_restores_like_the_whole_with_overlapping_substitutes(
+            text in "[abcdeé ]{0,40}",
+            cuts in prop::collection::vec(0usize..64, 0..20),
+        ) {
+            let mut v = Vault::new(1, Style::Fake, 100);
+            for (i, sub) in ["ab", "abc", "bcd", "abcde", "c", "é", "éa", "dd d"].iter().enumerate() {
+                v.entries.push(crate::vault::Entry {
+                    real: format!("<{i}>").into(),
+                    sub: (*sub).into(),
+                    kind: EntityType::PersonName,
+                });
+            }
+            let expected = v.restore(&text).into_owned();
+            let whole = v.restore_index().matches(&text);
+            let mut s = StreamRestorer::new();
+            let mut out = String::new();
+            let mut pushed = 0;
+            for delta in split(&text, &cuts) {
+                out.push_str(&s.push(&v, &delta));
+                pushed += delta.len();
+                prop_assert!(expected.starts_with(&out), "emitted {out:?}, expected {expected:?}");
+                prop_assert!(s.held_len() < 5);
+                let consumed = pushed - s.held_len();
+                prop_assert!(whole.iter().all(|&(a, b)| !(a < consumed && consumed < b)));
+            }
+            out.push_str(&s.finish(&v));
+            prop_assert_eq!(out, expected);
+        }
+    }
 }

@@ -65,8 +65,22 @@ pub(crate) struct Entry {
 #[derive(Default)]
 struct Indexes {
     restore: Option<(usize, Arc<RestoreIndex>)>,
-    guard: Option<(usize, Arc<GuardIndex>)>,
+    guard: Option<GuardSlot>,
 }
+
+/// The guard's index and how often it was used since the vault last changed.
+struct GuardSlot {
+    version: usize,
+    index: Arc<GuardIndex>,
+    uses: u32,
+    fast: bool,
+}
+
+/// Uses of an unchanged guard index after which it is rebuilt as a DFA (a vault that stopped growing,
+/// as in later calls of a conversation), and the most values for which that is done (a DFA's build
+/// time and memory grow fast with the number of patterns).
+const FAST_AFTER_USES: u32 = 4;
+const FAST_MAX_VALUES: usize = 1000;
 
 /// Tries before a type counts as exhausted.
 const MAX_ATTEMPTS: u32 = 256;
@@ -201,17 +215,30 @@ impl Vault {
         }
     }
 
-    /// The index for the egress guard and for sweeping known values, rebuilt when the vault changed.
+    /// The index for the egress guard and for sweeping known values, rebuilt when the vault changed:
+    /// first as an NFA (cheap to build while values keep arriving), then, once it has been used a few
+    /// times unchanged, as a DFA (fast to search in the steady state).
     pub(crate) fn guard_index(&self) -> Arc<GuardIndex> {
         let mut indexes = self.indexes.lock().unwrap_or_else(|e| e.into_inner());
-        match &indexes.guard {
-            Some((n, index)) if *n == self.entries.len() => index.clone(),
-            _ => {
-                let index = Arc::new(GuardIndex::build(&self.entries));
-                indexes.guard = Some((self.entries.len(), index.clone()));
-                index
+        let version = self.entries.len();
+        if let Some(slot) = &mut indexes.guard
+            && slot.version == version
+        {
+            slot.uses += 1;
+            if !slot.fast && slot.uses >= FAST_AFTER_USES && version <= FAST_MAX_VALUES {
+                slot.index = Arc::new(GuardIndex::build(&self.entries, true));
+                slot.fast = true;
             }
+            return slot.index.clone();
         }
+        let index = Arc::new(GuardIndex::build(&self.entries, false));
+        indexes.guard = Some(GuardSlot {
+            version,
+            index: index.clone(),
+            uses: 0,
+            fast: false,
+        });
+        index
     }
 }
 
