@@ -62,9 +62,19 @@ fn first_name(rng: &mut FakeRng) -> String {
 }
 
 fn last_name(rng: &mut FakeRng) -> String {
-    // Some last names carry an apostrophe or a space ("O'Keefe"); keep them one clean word.
+    // Keep names one word ("O'Keefe" stays, a space would not).
     let name: String = LastName(EN).fake_with_rng::<String, _>(rng);
-    name.chars().filter(|c| c.is_alphabetic()).collect()
+    name.chars()
+        .filter(|c| c.is_alphabetic() || *c == '\'')
+        .collect()
+}
+
+/// A name part for an e-mail's local part: letters only.
+fn mail_part(name: String) -> String {
+    name.chars()
+        .filter(char::is_ascii_alphabetic)
+        .collect::<String>()
+        .to_lowercase()
 }
 
 fn digit(rng: &mut FakeRng) -> u8 {
@@ -87,7 +97,8 @@ fn match_case(real: &str, fake: String) -> String {
 /// keeping everything else.
 fn scramble(s: &str, rng: &mut FakeRng) -> String {
     let alnum: Vec<char> = s.chars().filter(char::is_ascii_alphanumeric).collect();
-    let has_digit = alnum.iter().any(char::is_ascii_digit);
+    // Hex only for long tokens (keys, hashes): "221B" or "5B" are a house number and a flat.
+    let has_digit = alnum.len() >= 16 && alnum.iter().any(char::is_ascii_digit);
     let lower_hex = has_digit
         && alnum.iter().any(|c| ('a'..='f').contains(c))
         && alnum
@@ -214,8 +225,8 @@ const EXAMPLE_DOMAINS: &[&str] = &["example.com", "example.org", "example.net"];
 fn email(real: &str, rng: &mut FakeRng, attempt: u32) -> String {
     let local = real.rsplit_once('@').map_or(real, |(local, _)| local);
     let sep = ['.', '_', '-'].into_iter().find(|&c| local.contains(c));
-    let first = first_name(rng).to_lowercase();
-    let last = last_name(rng).to_lowercase();
+    let first = mail_part(first_name(rng));
+    let last = mail_part(last_name(rng));
     let mut fake_local = match sep {
         Some(sep) => format!("{first}{sep}{last}"),
         None if local.chars().count() <= 6 => first,
@@ -414,8 +425,8 @@ fn ssn(real: &str, rng: &mut FakeRng) -> String {
 const DOC_V4: [[u8; 3]; 3] = [[192, 0, 2], [198, 51, 100], [203, 0, 113]];
 
 fn ip_address(real: &str, rng: &mut FakeRng, attempt: u32) -> String {
-    // Keep a CIDR suffix or a v4 port.
-    let (addr, suffix) = match real.find('/') {
+    // Keep a CIDR suffix, a v6 zone (`%eth0`) or a v4 port.
+    let (addr, suffix) = match real.find(['/', '%']) {
         Some(i) => real.split_at(i),
         None => match real.rfind(':') {
             Some(i) if real.matches(':').count() == 1 => real.split_at(i),
@@ -1087,6 +1098,8 @@ mod tests {
                 && aws.chars().all(|c| c.is_ascii_alphanumeric()),
             "{aws}"
         );
+        assert_eq!(scramble("221B", &mut rng()).len(), 4);
+        assert!(scramble("221B", &mut rng()).ends_with(|c: char| c.is_ascii_uppercase()));
         let hex = fakes(EntityType::ApiKey, "0123456789abcdef0123456789abcdef", 1).remove(0);
         assert!(
             hex.chars().all(|c| c.is_ascii_hexdigit()) && hex.len() == 32,

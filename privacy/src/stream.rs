@@ -126,6 +126,52 @@ mod tests {
     }
 
     #[test]
+    fn redact_mode_round_trips_through_a_stream() {
+        let mut v = Vault::new(1, Style::Placeholder, 100);
+        let text = "Alice Jones (alice@corp.io) and Bob";
+        let ents = [
+            crate::Entity {
+                kind: EntityType::PersonName,
+                start: 0,
+                end: 11,
+                score: 1.0,
+            },
+            crate::Entity {
+                kind: EntityType::Email,
+                start: 13,
+                end: 26,
+                score: 1.0,
+            },
+            crate::Entity {
+                kind: EntityType::PersonName,
+                start: 32,
+                end: 35,
+                score: 1.0,
+            },
+        ];
+        let masked = v.mask(text, &ents).unwrap();
+        assert_eq!(
+            masked.text,
+            "[PERSON_NAME_1] ([EMAIL_1]) and [PERSON_NAME_2]"
+        );
+        let answer = "Sure, [PERSON_NAME_2] will email [EMAIL_1] today. [PERSON_NAME_";
+        let mut s = StreamRestorer::new();
+        let mut out = String::new();
+        for chunk in answer.as_bytes().chunks(3) {
+            out.push_str(&s.push(&v, std::str::from_utf8(chunk).unwrap()));
+            assert!(
+                !out.contains('['),
+                "a placeholder escaped half-restored: {out}"
+            );
+        }
+        out.push_str(&s.finish(&v));
+        assert_eq!(
+            out,
+            "Sure, Bob will email alice@corp.io today. [PERSON_NAME_"
+        );
+    }
+
+    #[test]
     fn empty_vault_passes_through() {
         let v = Vault::new(1, Style::Fake, 10);
         let mut s = StreamRestorer::new();
