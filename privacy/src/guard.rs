@@ -4,7 +4,8 @@
 //! - one Aho-Corasick automaton (all overlapping matches) over every real value and every substitute,
 //!   each also in its JSON-escaped forms (serde_json's escaping of quotes, backslashes and control
 //!   characters; `\uXXXX` for non-ASCII in lower- and upper-case hex, as other wire clients write it;
-//!   `\/` for slashes), so a real value is found in a serialised request body too;
+//!   `\/` for slashes; escaped twice for JSON text inside a JSON string), so a real value is found in a
+//!   serialised request body too;
 //! - a real value counts only where it stands alone: not glued to letters (or digits) on either side,
 //!   so the name `Ann` is not found in `Annual`; a JSON escape such as `\n` right before it is a
 //!   boundary, so `"…\nAnn…"` is still found;
@@ -36,15 +37,18 @@ pub(crate) enum Variant {
     JsonAsciiUpper,
     /// JSON with `/` written `\/`.
     JsonSlash,
+    /// JSON escaping applied twice: JSON text carried inside a JSON string (a tool result that is JSON).
+    JsonTwice,
 }
 
 impl Variant {
-    const ALL: [Variant; 5] = [
+    const ALL: [Variant; 6] = [
         Variant::Raw,
         Variant::Json,
         Variant::JsonAsciiLower,
         Variant::JsonAsciiUpper,
         Variant::JsonSlash,
+        Variant::JsonTwice,
     ];
 
     /// `value` written this way.
@@ -55,6 +59,7 @@ impl Variant {
             Variant::JsonAsciiLower => ascii_escape(&json_escape(value), false),
             Variant::JsonAsciiUpper => ascii_escape(&json_escape(value), true),
             Variant::JsonSlash => json_escape(value).replace('/', "\\/"),
+            Variant::JsonTwice => json_escape(&json_escape(value)),
         }
     }
 }
@@ -317,6 +322,7 @@ mod tests {
             Variant::JsonSlash.apply("https://x.io/a"),
             "https:\\/\\/x.io\\/a"
         );
+        assert_eq!(Variant::JsonTwice.apply("a\"b\nc"), r#"a\\\"b\\nc"#);
     }
 
     #[test]
@@ -354,6 +360,87 @@ mod tests {
         assert_eq!(
             v.leak_in(r#"{"u":"https:\/\/intranet.corp.io\/p\/42"}"#),
             Some(EntityType::Url)
+        );
+    }
+
+    #[test]
+    fn catches_a_value_injected_into_each_part_of_a_request() {
+        let mut v = Vault::new(11, Style::Fake, 100);
+        let text = "Write to Zoë O'Brien <zoe@corp.io>, card 4111 1111 1111 1111.";
+        let ents: Vec<crate::Entity> = [
+            ("Zoë O'Brien", EntityType::PersonName),
+            ("zoe@corp.io", EntityType::Email),
+            ("4111 1111 1111 1111", EntityType::CreditCard),
+        ]
+        .iter()
+        .map(|(value, kind)| {
+            let start = text.find(value).unwrap();
+            crate::Entity {
+                kind: *kind,
+                start,
+                end: start + value.len(),
+                score: 1.0,
+            }
+        })
+        .collect();
+        let masked = v.mask(text, &ents).unwrap().text;
+        // An Anthropic-shaped body built from masked parts passes; the same body with one real value
+        // put back into any part is caught.
+        let body = |system: &str, message: &str, tool_input: &str, tool_result: &str| {
+            serde_json::json!({
+                "system": system,
+                "messages": [
+                    {"role": "user", "content": [{"type": "text", "text": message}]},
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "delegate",
+                        "input": {"task": tool_input}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                        "content": tool_result}]},
+                ]
+            })
+            .to_string()
+        };
+        assert_eq!(v.leak_in(&body(&masked, &masked, &masked, &masked)), None);
+        for real in ["Zoë O'Brien", "zoe@corp.io", "4111 1111 1111 1111"] {
+            let leaky = format!("{masked} (really {real})");
+            assert!(
+                v.leak_in(&body(&leaky, &masked, &masked, &masked))
+                    .is_some(),
+                "system: {real}"
+            );
+            assert!(
+                v.leak_in(&body(&masked, &leaky, &masked, &masked))
+                    .is_some(),
+                "message: {real}"
+            );
+            assert!(
+                v.leak_in(&body(&masked, &masked, &leaky, &masked))
+                    .is_some(),
+                "tool_use: {real}"
+            );
+            assert!(
+                v.leak_in(&body(&masked, &masked, &masked, &leaky))
+                    .is_some(),
+                "tool_result: {real}"
+            );
+        }
+        // A tool result that is itself JSON text carries the value escaped twice over the wire.
+        let nested = serde_json::json!({"user": "Zoë O'Brien"}).to_string();
+        assert_eq!(
+            v.leak_in(&body(&masked, &masked, &masked, &nested)),
+            Some(EntityType::PersonName)
+        );
+        // A value that needs escaping, inside JSON text inside the JSON body: escaped twice.
+        let mut v = vault_with(&[("line one\nline \"two\"", EntityType::ApiKey)]);
+        let nested = serde_json::json!({"key": "line one\nline \"two\""}).to_string();
+        assert_eq!(
+            v.leak_in(&body("", "", "", &nested)),
+            Some(EntityType::ApiKey)
+        );
+        let masked = v.mask(&nested, &[]).unwrap().text;
+        assert_eq!(
+            v.leak_in(&body("", "", "", &masked)),
+            None,
+            "the sweep masks the escaped form too"
         );
     }
 

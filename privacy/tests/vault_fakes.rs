@@ -44,7 +44,7 @@ fn luhn(s: &str) -> bool {
             }
         })
         .sum();
-    d.len() > 1 && sum % 10 == 0
+    d.len() > 1 && sum.is_multiple_of(10)
 }
 
 fn mod97(iban: &str) -> u32 {
