@@ -204,6 +204,35 @@ fn turn_latency(stand: &Stand, cache: bool) -> (Duration, Duration, Duration) {
     )
 }
 
+/// The machine's own noise: p50 / p99 of a fixed amount of work (a loop of about `target`), timed the
+/// same way as the turns. On a shared, loaded machine its p99 shows how much of a turn's p99 is
+/// preemption rather than masking.
+fn control_latency(target: Duration) -> (Duration, Duration) {
+    let mut spins = 1u64;
+    loop {
+        let t0 = Instant::now();
+        let mut x = 0u64;
+        for i in 0..spins {
+            x = black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+        if t0.elapsed() >= target {
+            break;
+        }
+        spins *= 2;
+    }
+    let mut times = Vec::with_capacity(2000);
+    for _ in 0..2000 {
+        let t0 = Instant::now();
+        let mut x = 0u64;
+        for i in 0..spins {
+            x = black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+        times.push(t0.elapsed());
+    }
+    times.sort_unstable();
+    (percentile(&times, 0.5), percentile(&times, 0.99))
+}
+
 /// The streaming restore overhead per delta, averaged over a 4 kB answer cut into 1–20 char deltas.
 fn stream_per_delta(conv: &Conversation, answer: &str) -> (Duration, usize) {
     let mut rng = Lcg(3);
@@ -273,6 +302,10 @@ fn main() {
     let (p50, p99, max) = turn_latency(&stand, true);
     println!(
         "turn masking, 500-byte new message + 50-message history, cached: p50 {p50:?}  p99 {p99:?}  max {max:?}"
+    );
+    let (c50, c99) = control_latency(p50);
+    println!(
+        "  control (fixed work of the same median, timed the same way): p50 {c50:?}  p99 {c99:?}"
     );
     let (p50, p99, max) = turn_latency(&stand, false);
     println!(

@@ -26,7 +26,7 @@ pub mod entity;
 mod fake;
 mod guard;
 pub mod mask;
-pub mod restore;
+mod restore;
 pub mod stream;
 pub mod vault;
 
