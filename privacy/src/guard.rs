@@ -14,6 +14,7 @@
 //!   guard cannot protect such a value, the masking still replaces it);
 //! - the sweep in `mask` and the guard use the same rules, so text masked by `mask` passes the guard
 //!   unless the wire format itself carries a value the masking never saw;
+//! - real values shorter than three characters are neither swept nor guarded (see `MIN_GUARDED_CHARS`);
 //! - if the automaton cannot be built (aho-corasick's size limits), the guard reports a leak: it fails
 //!   closed.
 
@@ -24,6 +25,11 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind, Input};
 
 use crate::entity::EntityType;
 use crate::vault::{Entry, Vault};
+
+/// Real values shorter than this (an initial, "Al") are masked where the detector found them but are
+/// neither swept nor guarded: masking every standalone "Al" in a conversation would garble it, and the
+/// guard would fail calls on ordinary words.
+const MIN_GUARDED_CHARS: usize = 3;
 
 /// How a pattern was derived from a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,9 +139,10 @@ impl GuardIndex {
             })
         };
         for (i, e) in entries.iter().enumerate() {
+            let guarded = e.real.chars().count() >= MIN_GUARDED_CHARS;
             for variant in Variant::ALL {
                 let real = variant.apply(&e.real);
-                if !real.is_empty() {
+                if guarded && !real.is_empty() {
                     let id = slot(real, &mut patterns);
                     // The first form registered for a string wins (Raw before the escaped ones).
                     if patterns[id].real.is_none() {
@@ -442,6 +449,34 @@ mod tests {
             None,
             "the sweep masks the escaped form too"
         );
+    }
+
+    #[test]
+    fn very_short_values_are_masked_in_place_only() {
+        let mut v = Vault::new(11, Style::Placeholder, 100);
+        let text = "Al and Alan";
+        let al = crate::Entity {
+            kind: EntityType::PersonName,
+            start: 0,
+            end: 2,
+            score: 1.0,
+        };
+        let alan = crate::Entity {
+            kind: EntityType::PersonName,
+            start: 7,
+            end: 11,
+            score: 1.0,
+        };
+        assert_eq!(
+            v.mask(text, &[al, alan]).unwrap().text,
+            "[PERSON_NAME_1] and [PERSON_NAME_2]"
+        );
+        assert_eq!(
+            v.mask("Al met Alan", &[]).unwrap().text,
+            "Al met [PERSON_NAME_2]"
+        );
+        assert_eq!(v.leak_in("Al met"), None);
+        assert_eq!(v.leak_in("met Alan"), Some(EntityType::PersonName));
     }
 
     #[test]

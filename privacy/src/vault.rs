@@ -396,7 +396,8 @@ mod tests {
             seen.insert(&e.real);
             assert!(!seen.contains(&*e.sub), "a fake equals a real value");
         }
-        // The vault really had to avoid them: the unguarded RNG would have reused the first one.
+        // The vault really had to reject candidates: with the same seed, its first draw for a two-word
+        // name is the probe's first fake, which is now the first real value.
         assert_ne!(v.entries[0].sub.as_ref(), upcoming[0]);
     }
 
