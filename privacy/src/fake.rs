@@ -57,8 +57,28 @@ pub(crate) fn placeholder(kind: EntityType, n: u32) -> String {
 // ---------------------------------------------------------------------------------------------------
 // Small helpers
 
+/// First names in the `fake` crate's list that read as ordinary words ("Will", "May", "General"): a
+/// fake should read as a name, so these are drawn again.
+const WORDLIKE_FIRST_NAMES: &[&str] = &[
+    "General", "Baby", "Christ", "Brain", "America", "Florida", "Easter", "Golden", "Green",
+    "Brown", "Delta", "Will", "May", "June", "April", "Hope", "Grant", "Bill", "Mark", "Art",
+    "Guy", "Chase", "Major", "Summer", "Autumn", "Dawn", "Dock", "Bud", "Buck", "Coy", "Gay",
+    "Santa", "Princess", "Queen", "King", "Prince", "River", "Rocky", "Stone", "Sunny", "Precious",
+    "Destiny", "Trinity", "Genesis", "Heaven", "Angel", "Arch", "Berry", "Bell", "Diamond", "Else",
+    "Era", "Fern", "Ford", "Forest", "Hardy", "Holly", "Ivory", "Jade", "Jewel", "Joy", "Justice",
+    "Kitty", "Lily", "Misty", "Noble", "Pearl", "Pink", "Rose", "Ruby", "Rusty", "Sage", "Sister",
+    "Sterling", "Unique", "Walker", "Royal", "Reed",
+];
+
 fn first_name(rng: &mut FakeRng) -> String {
-    FirstName(EN).fake_with_rng::<String, _>(rng)
+    let mut name: String = FirstName(EN).fake_with_rng::<String, _>(rng);
+    for _ in 0..16 {
+        if !WORDLIKE_FIRST_NAMES.contains(&name.as_str()) {
+            break;
+        }
+        name = FirstName(EN).fake_with_rng::<String, _>(rng);
+    }
+    name
 }
 
 fn last_name(rng: &mut FakeRng) -> String {
@@ -901,6 +921,10 @@ mod tests {
                 .iter()
                 .all(|f| f == &f.to_uppercase())
         );
+        // No first name that reads as a word ("Will", "General").
+        for fake in fakes(EntityType::PersonName, "Alice", 3000) {
+            assert!(!WORDLIKE_FIRST_NAMES.contains(&fake.as_str()), "{fake}");
+        }
     }
 
     #[test]
