@@ -2,8 +2,9 @@
 //! - vendor shapes: any token with a well-known prefix (the one list in [`super::secrets`]);
 //! - JSON Web Tokens: `eyJ…` header, payload and signature;
 //! - private key blocks: `-----BEGIN … PRIVATE KEY-----` to the matching END line (the whole block);
-//! - assignments: `key = value`, `token: value`, `password=value`, `Authorization: Bearer value` and
-//!   URLs with `user:password@`. The value is reported (not the name) when it looks like a secret: for
+//! - assignments: `key = value`, `token: value`, `password=value`, `Authorization: Bearer value`,
+//!   command-line flags (`curl -u user:pass`, `--token value`), URLs with `user:password@`, and Slack
+//!   webhook URLs (the whole URL). The value is reported (not the name) when it looks like a secret: for
 //!   password-like names any non-placeholder value of 6+ characters, otherwise 12+ characters with
 //!   enough entropy and a mix of character classes, so `key = value_name` or `token: $ENV_VAR` is left.
 
@@ -19,6 +20,8 @@ pub struct ApiKeyRecognizer {
     pem: Regex,
     assign: Regex,
     bearer: Regex,
+    flag: Regex,
+    webhook: Regex,
     userinfo: Regex,
 }
 
@@ -27,15 +30,19 @@ impl ApiKeyRecognizer {
     pub fn new() -> Self {
         let c = |p: &str| Regex::new(p).expect("api key pattern compiles");
         ApiKeyRecognizer {
-            token: c(r"(?-u)[A-Za-z0-9_][A-Za-z0-9_.+/=-]{14,}[A-Za-z0-9_=]"),
-            jwt: c(r"(?-u)\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+            token: c(r"(?-u)[A-Za-z0-9_~][A-Za-z0-9_.+/~:-]{14,}[A-Za-z0-9_]=*"),
+            jwt: c(r"(?-u)\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?"),
             pem: c(
                 r"(?s)-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-*|\z)",
             ),
             assign: c(
-                r#"(?i-u)([a-z0-9_.-]*(?:api[_.-]?key|apikey|secret|token|passw(?:or)?d|passwd|pwd|pass|auth|credential|access[_.-]?key|private[_.-]?key|client[_.-]?secret|signature|sig)[a-z0-9_.-]*)["']?\s*(?::=|:::=|=>|==|=|:)\s*(?:[a-z]+\.\w+\{(?u:[^'"])*)?["'`]?((?u:[^\s"'`,;<>]){6,})"#,
+                r#"(?i-u)([a-z0-9_.-]*(?:api[_.-]?key|apikey|secret|token|passw(?:or)?d|passwd|pwd|pass|auth|credential|access[_.-]?key|private[_.-]?key|client[_.-]?secret|signature|sig|key|login)[a-z0-9_.-]*)["']?[ \t]*(?::::=|:::=|::=|:=|\?=|=>|==|=|:)[ \t]*(?:[a-z]+\.\w+\{(?u:[^'"])*)?["'`]?((?u:[^\s"'`,;<>]){6,})"#,
             ),
             bearer: c(r"(?i-u)\b(?:bearer|basic|token)\s+([A-Za-z0-9_.+/~-]{8,}=*)"),
+            flag: c(
+                r#"(?-u)(?:\s-u|--user|--password|--token|--api-key|-p)\s+["']?(?:(?u:[^\s"':]){1,64}["']?:["']?)?((?u:[^\s"']){6,})"#,
+            ),
+            webhook: c(r"(?i-u)https?://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]+"),
             userinfo: c(r"(?i-u)\b[a-z][a-z0-9+.-]*://(?u:[^\s:/@]){1,64}:((?u:[^\s@/]){3,128})@"),
         }
     }
@@ -98,9 +105,41 @@ fn placeholder(v: &str) -> bool {
         || v.bytes().all(|b| b == v.as_bytes()[0])
 }
 
+/// Whether a name like `api_key` can hold a secret, rather than naming one (`credentialsId`,
+/// `LLM_SECRET_NAME`, `token_url`, `publicToken`, `csrf-token`).
+pub fn name_holds_secret(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    const ENDS: &[&str] = &[
+        "id", "ids", "name", "names", "url", "uri", "path", "file", "type", "length", "size",
+        "count", "results", "header", "field", "format", "version", "mode", "enabled", "required",
+        "len", "env", "var", "ref",
+    ];
+    if ENDS.iter().any(|e| n.ends_with(e))
+        || n.starts_with("public")
+        || n.contains("csrf")
+        || n.contains("author")
+    {
+        return false;
+    }
+    // Matched through `key` alone: only a name that ends in it (`api_key`, `HEROKU_KEY`, `hubspotKey`),
+    // not `keyword`, `pubkey_st` or `master-keying`.
+    const STRONG: &[&str] = &[
+        "secret",
+        "token",
+        "pass",
+        "pwd",
+        "auth",
+        "credential",
+        "signature",
+        "login",
+        "sig",
+    ];
+    STRONG.iter().any(|w| n.contains(w)) || n.ends_with("key")
+}
+
 /// Whether `v`, assigned to a name like `name`, looks like a secret rather than a reference or prose.
 pub fn secret_value(name: &str, v: &str) -> bool {
-    let v = v.trim_end_matches(['.', ')', ']', '}']);
+    let v = v.trim_end_matches(['.', ')', ']', '}', '>']);
     if placeholder(v) || v.len() < 6 {
         return false;
     }
@@ -168,7 +207,17 @@ impl Recognizer for ApiKeyRecognizer {
         };
         if text.contains("PRIVATE KEY") {
             for m in self.pem.find_iter(text) {
-                push(m.start(), m.end(), 1.0);
+                // A real block has a body (`-----BEGIN PRIVATE KEY-----\nanything\n…` is a doc example).
+                let body = m
+                    .as_str()
+                    .lines()
+                    .filter(|l| !l.starts_with("-----") && !l.contains(": "));
+                let chars: usize = body
+                    .map(|l| l.bytes().filter(u8::is_ascii_alphanumeric).count())
+                    .sum();
+                if chars >= 24 {
+                    push(m.start(), m.end(), 1.0);
+                }
             }
         }
         for m in self.token.find_iter(text) {
@@ -192,7 +241,11 @@ impl Recognizer for ApiKeyRecognizer {
                 };
                 let value = v.as_str().trim_end_matches(['.', ')', ']', '}']);
                 // `http://…` after `token:` is a URL, not a secret; leave it to the other rules.
-                if value.contains("://") || !secret_value(name.as_str(), value) {
+                if value.contains("://")
+                    || value.contains('@')
+                    || !name_holds_secret(name.as_str())
+                    || !secret_value(name.as_str(), value)
+                {
                     continue;
                 }
                 push(v.start(), v.start() + value.len(), 0.9);
@@ -202,6 +255,23 @@ impl Recognizer for ApiKeyRecognizer {
                     && !placeholder(p.as_str())
                 {
                     push(p.start(), p.end(), 0.9);
+                }
+            }
+        }
+        if text.contains("hooks.slack.com") {
+            for m in self.webhook.find_iter(text) {
+                push(m.start(), m.end(), 0.99);
+            }
+        }
+        if text.contains(" -") {
+            for c in self.flag.captures_iter(text) {
+                if let Some(v) = c.get(1)
+                    && !v.as_str().starts_with('-')
+                    && !v.as_str().starts_with('[')
+                    && !v.as_str().contains("://")
+                    && secret_value("password", v.as_str())
+                {
+                    push(v.start(), v.end(), 0.9);
                 }
             }
         }
@@ -241,7 +311,7 @@ mod tests {
         );
         let jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
         assert_eq!(spans(&format!("Bearer {jwt}")), vec![jwt]);
-        let pem = "x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\ny";
+        let pem = "x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM\n-----END RSA PRIVATE KEY-----\ny";
         assert_eq!(spans(pem), vec![&pem[2..pem.len() - 2]]);
     }
 

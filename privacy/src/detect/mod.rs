@@ -27,6 +27,7 @@ pub mod api_key;
 pub mod context;
 pub mod credit_card;
 pub mod email;
+pub mod eval;
 pub mod iban;
 pub mod ip;
 pub mod ner;

@@ -7,8 +7,10 @@
 //! when it looks like one, and finally, with 11 or more digits, as an international number written
 //! without its `+`. A run of groups that fails is retried without its last group.
 //!
-//! Scores: a formatted number (`+`, parentheses or separators) is strong (0.9); a bare digit run that
-//! happens to be valid is weak (0.6) and needs a context word ("phone", "call me at", "mobile").
+//! Scores: a formatted number (`+`, parentheses or separators) is strong (0.9), or 0.85 when it is valid
+//! only in a non-default region's local format (so a US SSN `078-05-1123`, which is also a valid German
+//! number, stays an SSN); a bare digit run that happens to be valid is weak (0.6) and needs a context
+//! word ("phone", "call me at", "mobile").
 
 use phonenumber::country::Id;
 use regex::Regex;
@@ -74,26 +76,41 @@ fn valid_in(region: Option<Id>, s: &str) -> bool {
     phonenumber::parse(region, s).is_ok_and(|n| phonenumber::is_valid(&n))
 }
 
+/// How a candidate validated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Validity {
+    /// Written with `+country`, or valid in the default region (US).
+    Strong,
+    /// Valid only in another region's local format, or as an international number missing its `+`.
+    Local,
+}
+
 /// Whether `s` is a valid phone number in one of the regions tried (see the module docs).
-pub fn is_phone(s: &str) -> bool {
+pub fn validate(s: &str) -> Option<Validity> {
     let digits: Vec<u8> = s.bytes().filter(u8::is_ascii_digit).collect();
     if !(7..=15).contains(&digits.len()) {
-        return false;
+        return None;
     }
     if s.starts_with('+') {
-        return valid_in(None, s);
+        return valid_in(None, s).then_some(Validity::Strong);
     }
     if valid_in(Some(Id::US), s) {
-        return true;
+        return Some(Validity::Strong);
     }
     let first = s.trim_start_matches('(').as_bytes().first().copied();
     if first == Some(b'0') && TRUNK_REGIONS.iter().any(|r| valid_in(Some(*r), s)) {
-        return true;
+        return Some(Validity::Local);
     }
     if digits.len() == 11 && digits[0] == b'1' && valid_in(Some(Id::CN), s) {
-        return true;
+        return Some(Validity::Local);
     }
-    digits.len() >= 11 && first != Some(b'0') && valid_in(None, &format!("+{s}"))
+    (digits.len() >= 11 && first != Some(b'0') && valid_in(None, &format!("+{s}")))
+        .then_some(Validity::Local)
+}
+
+/// Whether `s` is a valid phone number (see [`validate`]).
+pub fn is_phone(s: &str) -> bool {
+    validate(s).is_some()
 }
 
 impl Recognizer for PhoneRecognizer {
@@ -127,7 +144,8 @@ impl Recognizer for PhoneRecognizer {
                 }
                 // A trailing `.` or `-` followed by a digit means a longer token (a date, a version).
                 let end = start + s.len();
-                if is_phone(s)
+                let validity = validate(s);
+                if validity.is_some()
                     && !(s.len() == m.len()
                         && super::after_is(text, end, |b| b == b'.' || b == b'-')
                         && super::after_is(text, end + 1, |b| b.is_ascii_digit()))
@@ -135,7 +153,11 @@ impl Recognizer for PhoneRecognizer {
                     let formatted = s.starts_with('+')
                         || s.contains('(')
                         || s.bytes().any(|b| matches!(b, b' ' | b'-' | b'.'));
-                    let base = if formatted { 0.9 } else { 0.6 };
+                    let base = match (formatted, validity) {
+                        (false, _) => 0.6,
+                        (true, Some(Validity::Strong)) => 0.9,
+                        (true, _) => 0.85,
+                    };
                     out.push(Entity {
                         kind: EntityType::Phone,
                         start,

@@ -15,11 +15,15 @@ pub fn credential_kind(word: &str) -> Option<&'static str> {
         ("xoxa-", "Slack token", 20),
         ("xoxe", "Slack token", 20),
         ("xoxs-", "Slack token", 20),
+        ("xoxr-", "Slack token", 20),
+        ("xoxo-", "Slack token", 20),
         ("xapp-", "Slack app-level token", 20),
         ("sk-ant-", "Anthropic API key", 24),
         ("sk-proj-", "OpenAI API key", 24),
         ("sk_live_", "Stripe secret key", 20),
         ("rk_live_", "Stripe restricted key", 20),
+        ("rk_prod_", "Stripe restricted key", 20),
+        ("sk_prod_", "Stripe secret key", 20),
         ("ghp_", "GitHub token", 30),
         ("gho_", "GitHub token", 30),
         ("ghu_", "GitHub token", 30),
@@ -83,20 +87,29 @@ pub fn credential_kind(word: &str) -> Option<&'static str> {
         ("tk-us-", "Scalingo token", 40),
         ("dp.pt.", "Doppler token", 40),
         ("HRKU-", "Heroku API key", 40),
+        ("fm1r_", "Fly.io token", 40),
+        ("fm1a_", "Fly.io token", 40),
+        ("fm2_", "Fly.io token", 40),
+        ("s-s4t2ud-", "42 client secret", 40),
+        ("s-s4t2af-", "42 client secret", 40),
+        ("A3-", "1Password secret key", 33),
+        ("gloas-", "GitLab token", 20),
+        ("sqp_", "SonarQube token", 40),
+        ("squ_", "SonarQube token", 40),
         ("snyk_", "Snyk token", 30),
         ("sk-", "API secret key", 24),
     ];
     let word = word.trim_matches(|c: char| matches!(c, '"' | '\'' | '`' | ',' | ';' | '(' | ')'));
-    let token_chars = word
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '+' | '='));
+    let token_chars = word.chars().all(|c| {
+        c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '+' | '=' | '~' | ':')
+    });
     if !token_chars {
         return None;
     }
     for (prefix, kind, min_len) in PREFIXES {
         if word.starts_with(prefix)
             && word.len() >= *min_len
-            && word[prefix.len()..].bytes().any(|b| b.is_ascii_digit())
+            && random_looking(&word[prefix.len()..])
         {
             return Some(kind);
         }
@@ -104,10 +117,66 @@ pub fn credential_kind(word: &str) -> Option<&'static str> {
     if word.starts_with("eyJ") && word.matches('.').count() == 2 && word.len() >= 30 {
         return Some("JSON Web Token");
     }
+    if is_telegram_token(word) {
+        return Some("Telegram bot token");
+    }
+    if is_mailchimp_key(word) {
+        return Some("Mailchimp API key");
+    }
+    if is_azure_client_secret(word) {
+        return Some("Azure AD client secret");
+    }
     if is_discord_token(word) {
         return Some("Discord bot token");
     }
     None
+}
+
+/// The part after a vendor prefix: a digit in it, or long and mixed-case (Hugging Face tokens are
+/// letters only), so words like `sk-learn` or `hf_hub_download` never count.
+fn random_looking(rest: &str) -> bool {
+    if rest.to_ascii_lowercase().contains("xxxxx") {
+        return false;
+    }
+    rest.bytes().any(|b| b.is_ascii_digit())
+        || (rest.len() >= 30
+            && rest.bytes().any(|b| b.is_ascii_uppercase())
+            && rest.bytes().any(|b| b.is_ascii_lowercase()))
+}
+
+/// Telegram bot tokens: the bot's numeric id, `:`, 35 characters of base64url.
+fn is_telegram_token(word: &str) -> bool {
+    let Some((id, key)) = word.split_once(':') else {
+        return false;
+    };
+    (8..=10).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_digit())
+        && key.len() == 35
+        && key.starts_with("AA")
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Mailchimp keys: 32 hex digits, `-us`, the datacentre number.
+fn is_mailchimp_key(word: &str) -> bool {
+    let Some((hex, dc)) = word.split_once("-us") else {
+        return false;
+    };
+    hex.len() == 32
+        && hex.bytes().all(|b| b.is_ascii_hexdigit())
+        && (1..=2).contains(&dc.len())
+        && dc.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Azure AD client secrets: three characters, a digit, `Q~`, then 31 to 34 more.
+fn is_azure_client_secret(word: &str) -> bool {
+    let b = word.as_bytes();
+    (37..=40).contains(&b.len())
+        && b[3].is_ascii_digit()
+        && &b[4..6] == b"Q~"
+        && b.iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'~' | b'.' | b'-'))
 }
 
 /// Discord bot tokens are three base64url parts: the bot's id, a timestamp and an HMAC.

@@ -86,7 +86,12 @@ impl Recognizer for SsnRecognizer {
             if !is_ssn(&digits) {
                 continue;
             }
-            let base = if m.len() == 9 { 0.5 } else { 0.85 };
+            // 3-2-4 with dashes is the SSN's own format; dots or spaces are a little less telling.
+            let base = match m.as_str().as_bytes()[3] {
+                b'-' => 0.95,
+                b'.' | b' ' => 0.9,
+                _ => 0.5,
+            };
             out.push(Entity {
                 kind: EntityType::Ssn,
                 start: m.start(),
@@ -109,8 +114,9 @@ mod tests {
 
     #[test]
     fn formatted_numbers_are_found() {
-        for t in ["078-05-1123", "078.05.1123", "078 05 1123"] {
-            assert_eq!(spans(t), vec![(t, 0.85)]);
+        assert_eq!(spans("078-05-1123"), vec![("078-05-1123", 0.95)]);
+        for t in ["078.05.1123", "078 05 1123"] {
+            assert_eq!(spans(t), vec![(t, 0.9)]);
         }
         assert_eq!(spans("abc 078 05 1123 abc")[0].0, "078 05 1123");
         assert_eq!(spans("my ssn is 078-05-1123")[0].1, 1.0);
