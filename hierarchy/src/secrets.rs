@@ -8,11 +8,12 @@
 //! ([`opc_privacy::detect::secrets`]), which also masks them in LLM requests; this module re-exports it
 //! so the validator and the diagnostics keep their paths.
 
-pub use opc_privacy::detect::secrets::{credential_kind, find_secret, looks_like_secret, mask};
+pub use opc_privacy::detect::secrets::{find_secret, looks_like_secret, mask};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use opc_privacy::detect::secrets::credential_kind;
 
     #[test]
     fn the_validator_sees_the_shared_list() {

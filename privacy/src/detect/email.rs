@@ -1,4 +1,4 @@
-//! `EMAIL`: local part, `@`, a dotted domain whose last label is letters (or an IDNA `xn--` label).
+//! `EMAIL`: local part (letters and digits of any script), `@`, a dotted domain whose last label is letters (or an IDNA `xn--` label).
 
 use regex::Regex;
 
@@ -14,7 +14,7 @@ impl EmailRecognizer {
     /// Compiles the pattern.
     pub fn new() -> Self {
         let re = Regex::new(
-            r"(?i-u)[a-z0-9](?:[a-z0-9._%+'-]*[a-z0-9_%+-])?@[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.(?:xn--[a-z0-9-]+|[a-z]{2,63})\b",
+            r"(?i-u)(?u:[\p{L}\p{N}])(?:(?u:[\p{L}\p{N}._%+'-])*(?u:[\p{L}\p{N}_%+-]))?@[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.(?:xn--[a-z0-9-]+|[a-z]{2,63})\b",
         )
         .expect("email pattern compiles");
         EmailRecognizer { re }
@@ -42,10 +42,6 @@ impl Recognizer for EmailRecognizer {
 
     fn find(&self, text: &str, out: &mut Vec<Entity>) {
         for m in self.re.find_iter(text) {
-            // The local part must not continue with a byte the pattern left out (`é@…`).
-            if super::before_is(text, m.start(), |b| b.is_ascii_alphanumeric() || b >= 0x80) {
-                continue;
-            }
             out.push(Entity {
                 kind: EntityType::Email,
                 start: m.start(),
