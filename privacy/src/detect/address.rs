@@ -8,7 +8,9 @@ use regex::Regex;
 use super::{Recognizer, Trigger, context};
 use crate::{Entity, EntityType};
 
-const SUFFIXES: &str = "Street|St|Avenue|Ave|Av|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Way|Terrace|Ter|Parkway|Pkwy|Circle|Cir|Highway|Hwy|Square|Sq|Trail|Trl|Crescent|Cres|Close|Row|Alley|Plaza|Loop|Pike|Walk|Gardens|Grove|Hill|Park|Mews";
+/// USPS street suffixes (Publication 28, C1) and their common abbreviations; a few that are mostly
+/// ordinary words after a number ("Union", "Rest", "Well") are left out.
+const SUFFIXES: &str = "Expressway|Extensions|Throughway|Trafficway|Boulevard|Crossroad|Extension|Junctions|Mountains|Stravenue|Underpass|Causeway|Crescent|Crossing|Junction|Motorway|Mountain|Overpass|Parkways|Turnpike|Villages|Centers|Circles|Corners|Estates|Freeway|Gardens|Gateway|Harbors|Heights|Highway|Islands|Landing|Meadows|Mission|Orchard|Parkway|Passage|Prairie|Springs|Squares|Station|Streets|Terrace|Valleys|Viaduct|Village|Avenue|Branch|Bridge|Brooks|Bypass|Canyon|Center|Circle|Cliffs|Common|Corner|Course|Courts|Divide|Drives|Estate|Fields|Forest|Forges|Garden|Greens|Groves|Harbor|Hollow|Island|Knolls|Lights|Manors|Meadow|Plains|Points|Radial|Rapids|Ridges|Shoals|Shores|Skyway|Spring|Square|Stream|Street|Summit|Tunnel|Valley|Alley|Brook|Burgs|Cliff|Close|Court|Coves|Creek|Crest|Curve|Drive|Falls|Ferry|Field|Flats|Fords|Forge|Forks|Glens|Green|Grove|Haven|Hills|Inlet|Knoll|Lakes|Light|Locks|Lodge|Manor|Mills|Mount|Parks|Pines|Place|Plain|Plaza|Point|Ports|Ranch|Rapid|Ridge|River|Roads|Route|Shoal|Shore|Spurs|Trace|Track|Trail|Views|Ville|Vista|Walks|Blvd|Burg|Camp|Cape|Club|Cove|Cres|Dale|Expy|Fall|Flat|Ford|Fork|Fort|Glen|Hill|Isle|Keys|Lake|Land|Lane|Loaf|Lock|Loop|Mall|Mews|Mill|Neck|Oval|Park|Pass|Path|Pike|Pine|Pkwy|Port|Ramp|Road|Spur|Tpke|View|Walk|Wall|Ways|Ave|Cir|Dam|Fwy|Hwy|Key|Row|Rue|Run|Ter|Trl|Via|Way|Av|Ct|Dr|Ln|Pl|Rd|Sq|St";
 
 const WORDS: &[&str] = &[
     "address",
@@ -43,7 +45,7 @@ impl AddressRecognizer {
     /// Compiles the patterns.
     pub fn new() -> Self {
         let street = format!(
-            r"(?-u)\b\d{{1,6}}[A-Za-z]?(?:-\d{{1,5}})?\s+(?:(?:N|S|E|W|NE|NW|SE|SW|North|South|East|West)\.?\s+)?(?:(?:[A-Z][a-z]+|[A-Z]{{2,}}|\d{{1,3}}(?:st|nd|rd|th)|[Oo]f|[Tt]he|de|la|St\.?)\s+){{1,4}}(?:{SUFFIXES})\b\.?(?:\s+(?:N|S|E|W|NE|NW|SE|SW)\b\.?)?(?:,?\s+(?:Apt|Apartment|Suite|Ste|Unit|Floor|Fl|Room|Rm|Bldg|Building)\.?\s*#?\s*[A-Za-z0-9-]{{1,6}}|,?\s+#\s?[A-Za-z0-9-]{{1,6}})?(?:,\s*[A-Z][a-z]+(?:[ -][A-Z][a-z]+){{0,3}}(?:,\s*|\s+)(?:{STATES})\b(?:\s+\d{{5}}(?:-\d{{4}})?)?|,\s*[A-Z][a-z]+(?:[ -][A-Z][a-z]+){{0,2}}(?:,?\s+[A-Z]{{1,2}}\d[A-Z\d]?\s*\d[A-Z]{{2}}\b|\s+\d{{5}}\b))?"
+            r"(?-u)\b\d{{1,6}}[A-Za-z]?(?:-\d{{1,5}})?\s+(?:(?:N|S|E|W|NE|NW|SE|SW|North|South|East|West)\.?\s+)?(?:(?:[A-Z][a-z]*(?:'?[A-Z][a-z]+)+|[A-Z][a-z]+|[A-Z]{{2,}}|\d{{1,3}}(?:st|nd|rd|th)|[Oo]f|[Tt]he|de|la|St\.?)\s+){{1,4}}(?:{SUFFIXES})\b\.?(?:\s+(?:N|S|E|W|NE|NW|SE|SW)\b\.?)?(?:,?\s+(?:Apt|Apartment|Suite|Ste|Unit|Floor|Fl|Room|Rm|Bldg|Building)\.?\s*#?\s*[A-Za-z0-9-]{{1,6}}|,?\s+#\s?[A-Za-z0-9-]{{1,6}})?(?:,\s*[A-Z][a-z]+(?:[ -][A-Z][a-z]+){{0,3}}(?:,\s*|\s+)(?:{STATES})\b(?:\s+\d{{5}}(?:-\d{{4}})?)?|,\s*[A-Z][a-z]+(?:[ -][A-Z][a-z]+){{0,2}}(?:,?\s+[A-Z]{{1,2}}\d[A-Z\d]?\s*\d[A-Z]{{2}}\b|\s+\d{{5}}\b))?"
         );
         let street = Regex::new(&street).expect("street pattern compiles");
         let postcode =
@@ -138,6 +140,11 @@ mod tests {
             "10 Downing Street, London SW1A 2AA"
         );
         assert_eq!(spans("meet at 221B Baker Street")[0].0, "221B Baker Street");
+        assert_eq!(spans("to 282 McCullough Rd.")[0].0, "282 McCullough Rd");
+        assert_eq!(
+            spans("at 959 D'Amore Gardens, now")[0].0,
+            "959 D'Amore Gardens"
+        );
     }
 
     #[test]
