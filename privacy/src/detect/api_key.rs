@@ -23,6 +23,7 @@ pub struct ApiKeyRecognizer {
     flag: Regex,
     webhook: Regex,
     userinfo: Regex,
+    names: aho_corasick::AhoCorasick,
 }
 
 impl ApiKeyRecognizer {
@@ -43,6 +44,20 @@ impl ApiKeyRecognizer {
                 r#"(?-u)(?:\s-u|--user|--password|--token|--api-key|-p)\s+["']?(?:(?u:[^\s"':]){1,64}["']?:["']?)?((?u:[^\s"']){6,})"#,
             ),
             webhook: c(r"(?i-u)https?://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]+"),
+            names: aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build([
+                    "key",
+                    "secret",
+                    "token",
+                    "pass",
+                    "pwd",
+                    "auth",
+                    "credential",
+                    "sig",
+                    "login",
+                ])
+                .expect("name automaton builds"),
             userinfo: c(r"(?i-u)\b[a-z][a-z0-9+.-]*://(?u:[^\s:/@]){1,64}:((?u:[^\s@/]){3,128})@"),
         }
     }
@@ -235,7 +250,8 @@ impl Recognizer for ApiKeyRecognizer {
             }
         }
         if text.contains(['=', ':']) {
-            for c in self.assign.captures_iter(text) {
+            let named = self.names.is_match(text);
+            for c in self.assign.captures_iter(if named { text } else { "" }) {
                 let (Some(name), Some(v)) = (c.get(1), c.get(2)) else {
                     continue;
                 };
@@ -250,7 +266,10 @@ impl Recognizer for ApiKeyRecognizer {
                 }
                 push(v.start(), v.start() + value.len(), 0.9);
             }
-            for c in self.userinfo.captures_iter(text) {
+            for c in self
+                .userinfo
+                .captures_iter(if text.contains("://") { text } else { "" })
+            {
                 if let Some(p) = c.get(1)
                     && !placeholder(p.as_str())
                 {
@@ -275,7 +294,8 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        for c in self.bearer.captures_iter(text) {
+        let bearer = self.names.is_match(text) || text.contains("earer") || text.contains("asic");
+        for c in self.bearer.captures_iter(if bearer { text } else { "" }) {
             if let Some(v) = c.get(1)
                 && !placeholder(v.as_str())
                 && v.as_str().bytes().any(|b| b.is_ascii_digit() || b == b'=')

@@ -109,8 +109,13 @@ impl Recognizer for IpRecognizer {
     }
 }
 
+/// Whether some `:` sits between hex digits or colons (`db8::1`, `fe80:0`): a cheap gate that keeps
+/// the IPv6 pattern off prose like "Note: the".
 fn memchr_colon(bytes: &[u8]) -> bool {
-    bytes.contains(&b':')
+    let hexish = |b: u8| b.is_ascii_hexdigit() || b == b':';
+    bytes.iter().enumerate().any(|(i, &b)| {
+        b == b':' && i > 0 && i + 1 < bytes.len() && hexish(bytes[i - 1]) && hexish(bytes[i + 1])
+    })
 }
 
 #[cfg(test)]

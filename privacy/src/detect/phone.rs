@@ -94,11 +94,20 @@ pub fn validate(s: &str) -> Option<Validity> {
     if s.starts_with('+') {
         return valid_in(None, s).then_some(Validity::Strong);
     }
-    if valid_in(Some(Id::US), s) {
+    // NANP numbers have 10 digits (11 with the leading 1), the area code and exchange start with 2-9.
+    let nanp = match digits.len() {
+        10 => Some(&digits[..]),
+        11 if digits[0] == b'1' => Some(&digits[1..]),
+        _ => None,
+    };
+    if nanp.is_some_and(|d| d[0] >= b'2' && d[3] >= b'2') && valid_in(Some(Id::US), s) {
         return Some(Validity::Strong);
     }
     let first = s.trim_start_matches('(').as_bytes().first().copied();
-    if first == Some(b'0') && TRUNK_REGIONS.iter().any(|r| valid_in(Some(*r), s)) {
+    if first == Some(b'0')
+        && (8..=12).contains(&digits.len())
+        && TRUNK_REGIONS.iter().any(|r| valid_in(Some(*r), s))
+    {
         return Some(Validity::Local);
     }
     if digits.len() == 11 && digits[0] == b'1' && valid_in(Some(Id::CN), s) {
@@ -137,7 +146,7 @@ impl Recognizer for PhoneRecognizer {
                 continue;
             }
             let mut s = m.as_str();
-            loop {
+            for _ in 0..3 {
                 let digits = s.bytes().filter(u8::is_ascii_digit).count();
                 if digits < 7 {
                     break;

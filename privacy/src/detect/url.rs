@@ -10,6 +10,7 @@ use crate::{Entity, EntityType};
 pub struct UrlRecognizer {
     full: Regex,
     bare: Regex,
+    tlds: aho_corasick::AhoCorasick,
 }
 
 /// Top-level domains accepted for a bare `name.tld` (no scheme, no `www.`). Country codes that are also
@@ -30,7 +31,14 @@ impl UrlRecognizer {
             r"(?i-u)\b[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.(?:{BARE_TLDS})\b(?:/(?u:[^\s<>\x22'`])*)?"
         ))
         .expect("bare domain pattern compiles");
-        UrlRecognizer { full, bare }
+        // The bare-domain pattern runs only when some `.tld` occurs (case-insensitive), found in one
+        // Aho-Corasick pass.
+        let tlds = aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(BARE_TLDS.split('|').map(|t| format!(".{t}")))
+            .expect("tld automaton builds");
+        UrlRecognizer { full, bare, tlds }
     }
 }
 
@@ -98,7 +106,8 @@ impl Recognizer for UrlRecognizer {
 
     fn find(&self, text: &str, out: &mut Vec<Entity>) {
         let mut covered: Vec<(usize, usize)> = Vec::new();
-        for m in self.full.find_iter(text) {
+        let full = text.contains("://") || text.contains("www.") || text.contains("WWW.");
+        for m in self.full.find_iter(if full { text } else { "" }) {
             let s = trim_end(m.as_str());
             let rest = match s.find("://") {
                 Some(i) => &s[i + 3..],
@@ -116,7 +125,11 @@ impl Recognizer for UrlRecognizer {
                 score: 0.95,
             });
         }
-        for m in self.bare.find_iter(text) {
+        let bare = self
+            .tlds
+            .find_iter(text)
+            .any(|m| !super::after_is(text, m.end(), |b| b.is_ascii_alphanumeric()));
+        for m in self.bare.find_iter(if bare { text } else { "" }) {
             let (start, end) = (m.start(), m.start() + trim_end(m.as_str()).len());
             if covered.iter().any(|&(s, e)| start < e && s < end)
                 || super::before_is(text, start, |b| {
