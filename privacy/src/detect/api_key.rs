@@ -24,6 +24,8 @@ pub struct ApiKeyRecognizer {
     webhook: Regex,
     userinfo: Regex,
     names: aho_corasick::AhoCorasick,
+    markers: aho_corasick::AhoCorasick,
+    discord: Regex,
 }
 
 impl ApiKeyRecognizer {
@@ -44,6 +46,9 @@ impl ApiKeyRecognizer {
                 r#"(?-u)(?:\s-u|--user|--password|--token|--api-key|-p)\s+["']?(?:(?u:[^\s"':]){1,64}["']?:["']?)?((?u:[^\s"']){6,})"#,
             ),
             webhook: c(r"(?i-u)https?://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]+"),
+            markers: aho_corasick::AhoCorasick::new(secrets::markers())
+                .expect("marker automaton builds"),
+            discord: c(r"(?-u)\b[MNO][A-Za-z0-9_-]{23,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{27,}"),
             names: aho_corasick::AhoCorasick::builder()
                 .ascii_case_insensitive(true)
                 .build([
@@ -235,13 +240,20 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        for m in self.token.find_iter(text) {
-            if super::before_is(text, m.start(), |b| b.is_ascii_alphanumeric()) {
+        // Tokens are checked against the credential shapes only when some shape's fixed part occurs.
+        let marked = self.markers.is_match(text);
+        let discord = self.discord.find_iter(text).map(|m| (m.start(), m.end()));
+        let tokens = self
+            .token
+            .find_iter(if marked { text } else { "" })
+            .map(|m| (m.start(), m.end()));
+        for (start, end) in tokens.chain(discord) {
+            let m = &text[start..end];
+            if super::before_is(text, start, |b| b.is_ascii_alphanumeric()) {
                 continue;
             }
-            let s = m.as_str();
-            if secrets::credential_kind(s).is_some() {
-                push(m.start(), m.end(), 0.99);
+            if secrets::credential_kind(m).is_some() {
+                push(start, end, 0.99);
             }
         }
         if text.contains("eyJ") {

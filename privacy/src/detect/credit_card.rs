@@ -78,7 +78,7 @@ impl Recognizer for CreditCardRecognizer {
     }
 
     fn trigger(&self) -> Trigger {
-        Trigger::DIGIT
+        Trigger::LONG_DIGITS
     }
 
     fn find(&self, text: &str, out: &mut Vec<Entity>) {

@@ -160,7 +160,7 @@ impl Recognizer for IbanRecognizer {
     }
 
     fn trigger(&self) -> Trigger {
-        Trigger::DIGIT
+        Trigger::LONG_DIGITS
     }
 
     fn find(&self, text: &str, out: &mut Vec<Entity>) {

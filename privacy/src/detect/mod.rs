@@ -59,6 +59,9 @@ impl Trigger {
     pub const EQUALS: Trigger = Trigger(16);
     /// `-` or `_`.
     pub const DASH: Trigger = Trigger(32);
+    /// At least 7 digits in a run of digit groups joined by up to two separators (` `, `-`, `.`, `(`,
+    /// `)`, `/`): what a phone, card, SSN or IBAN needs. Years, times and versions never have it.
+    pub const LONG_DIGITS: Trigger = Trigger(64);
 
     /// Either trigger suffices.
     pub const fn or(self, other: Trigger) -> Trigger {
@@ -68,14 +71,21 @@ impl Trigger {
     /// The triggers present in `text`, in one pass over its bytes.
     pub fn of(text: &str) -> Trigger {
         let mut seen = 0u8;
-        for chunk in text.as_bytes().chunks(64) {
-            let mut bits = 0u8;
-            for &b in chunk {
-                bits |= CLASS[b as usize];
-            }
-            seen |= bits;
-            if seen == 63 {
-                break;
+        let (mut digits, mut seps) = (0u32, 0u32);
+        for &b in text.as_bytes() {
+            let class = CLASS[b as usize];
+            seen |= class;
+            if class & 1 != 0 {
+                digits += 1;
+                seps = 0;
+                if digits >= 7 {
+                    seen |= 64;
+                }
+            } else if matches!(b, b' ' | b'-' | b'.' | b'(' | b')' | b'/') && seps < 2 {
+                seps += 1;
+            } else {
+                digits = 0;
+                seps = 0;
             }
         }
         Trigger(seen)
@@ -455,5 +465,14 @@ mod tests {
         assert!(!Trigger::DIGIT.fires(t));
         assert!(Trigger::ALWAYS.fires(t));
         assert!(Trigger::DIGIT.or(Trigger::AT).fires(Trigger::of("a@b")));
+        assert!(!Trigger::LONG_DIGITS.fires(Trigger::of("in 2024, at 12:30, v1.2.3, 40 items")));
+        for t in [
+            "(415) 555-0132",
+            "4111 1111 1111 1111",
+            "078-05-1123",
+            "GB82 WEST 1234 5698 7654 32",
+        ] {
+            assert!(Trigger::LONG_DIGITS.fires(Trigger::of(t)), "{t}");
+        }
     }
 }

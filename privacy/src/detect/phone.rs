@@ -132,7 +132,7 @@ impl Recognizer for PhoneRecognizer {
     }
 
     fn trigger(&self) -> Trigger {
-        Trigger::DIGIT
+        Trigger::LONG_DIGITS
     }
 
     fn find(&self, text: &str, out: &mut Vec<Entity>) {

@@ -69,7 +69,7 @@ impl Recognizer for SsnRecognizer {
     }
 
     fn trigger(&self) -> Trigger {
-        Trigger::DIGIT
+        Trigger::LONG_DIGITS
     }
 
     fn find(&self, text: &str, out: &mut Vec<Entity>) {
