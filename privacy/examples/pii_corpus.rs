@@ -310,7 +310,7 @@ fn luhn(digits: &[u8]) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// One sentence, from one of the templates.
