@@ -227,7 +227,7 @@ impl Detector {
         self.finish(text, found)
     }
 
-    /// The pattern tier alone, before filtering (benchmarks use this through [`Detector::detect`]).
+    /// The pattern tier alone, before filtering: every recogniser whose trigger bytes occur in `text`.
     fn detect_patterns(&self, text: &str) -> Vec<Entity> {
         let mut found = Vec::new();
         if text.is_empty() {
@@ -321,12 +321,12 @@ pub fn resolve_overlaps(mut found: Vec<Entity>) -> Vec<Entity> {
     kept
 }
 
-/// Shared by the recognisers: is the byte before `start` (if any) not one of `bad`'s class?
+/// Shared by the recognisers: is there a byte before `start`, and is it of `pred`'s class?
 pub(crate) fn before_is(text: &str, start: usize, pred: impl Fn(u8) -> bool) -> bool {
     start > 0 && pred(text.as_bytes()[start - 1])
 }
 
-/// Shared by the recognisers: is the byte at `end` (if any) of `pred`'s class?
+/// Shared by the recognisers: is there a byte at `end`, and is it of `pred`'s class?
 pub(crate) fn after_is(text: &str, end: usize, pred: impl Fn(u8) -> bool) -> bool {
     end < text.len() && pred(text.as_bytes()[end])
 }
@@ -457,6 +457,12 @@ mod tests {
         let found = d.detect(text);
         assert_eq!(found.len(), 2);
         assert_eq!(found[0].kind, EntityType::PersonName);
+    }
+
+    #[test]
+    fn a_detector_is_shared_across_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Detector>();
     }
 
     #[test]
