@@ -139,3 +139,75 @@ fn eval_prints_per_type_scores() {
         assert!(stdout.contains(want), "{want:?} in {stdout}");
     }
 }
+
+#[test]
+fn mask_prints_what_a_model_would_see_and_the_mapping() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = "Mail ann@example.com or call +44 20 7946 0958; again: ann@example.com\n";
+    let out = opc(&["privacy", "mask", "--json"], dir.path(), input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).expect("json");
+    let masked = v["masked"].as_str().expect("masked text");
+    assert!(
+        !masked.contains("ann@example.com") && !masked.contains("7946 0958"),
+        "{masked}"
+    );
+    let mapping = v["mapping"].as_array().expect("mapping");
+    assert_eq!(mapping.len(), 2, "each real value once: {v}");
+    assert_eq!(mapping[0]["type"], "EMAIL");
+    assert_eq!(mapping[0]["real"], "ann@example.com");
+    let fake = mapping[0]["substitute"].as_str().expect("substitute");
+    assert_eq!(
+        masked.matches(fake).count(),
+        2,
+        "the same fake both times: {masked}"
+    );
+    assert_eq!(mapping[1]["type"], "PHONE");
+    assert_eq!(v["counts"]["EMAIL"], 2);
+
+    // The text form ends with the mapping; the same input masks the same way on every run.
+    let plain = opc(&["privacy", "mask"], dir.path(), input);
+    assert!(plain.status.success(), "{}", text(&plain.stderr));
+    let plain = text(&plain.stdout);
+    assert!(plain.starts_with(masked), "{plain}");
+    assert!(plain.contains("masked 3 (EMAIL 2, PHONE 1)"), "{plain}");
+    assert!(
+        plain.contains(&format!("ann@example.com → {fake}")),
+        "{plain}"
+    );
+}
+
+#[test]
+fn mask_in_redact_mode_prints_placeholders() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let target = dir.path().join("org");
+    let out = opc(&["init", target.to_str().expect("utf-8")], dir.path(), "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let config = target.join("opc.config.yaml");
+    let yaml = std::fs::read_to_string(&config).expect("config");
+    assert!(yaml.contains("    mode: mask\n"), "the example changed");
+    std::fs::write(
+        &config,
+        yaml.replace("    mode: mask\n", "    mode: redact\n"),
+    )
+    .expect("write");
+    let out = opc(&["privacy", "mask"], &target, "write to ann@example.com");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("write to [EMAIL_1]\n"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn mask_names_a_file_it_cannot_read() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = opc(&["privacy", "mask", "missing.txt"], dir.path(), "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("cannot read missing.txt"),
+        "{}",
+        text(&out.stderr)
+    );
+}

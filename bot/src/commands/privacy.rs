@@ -9,7 +9,11 @@
 //!   `opc_privacy::detect::eval`); prints per-type precision, recall, F1 and F2 at token and span level,
 //!   and the false positives on negative cases.
 //!
-//! Both use the config's `framework.privacy` (`detectTypes`, `whitelist`, `confidenceThreshold`; the
+//! - `opc privacy mask [FILE]`: plain text in (stdin without FILE); prints the text as a model would see
+//!   it, then the mapping (type, real value, substitute). For an admin checking what leaves the
+//!   machine: it prints real values to the terminal that asked, and nowhere else.
+//!
+//! All use the config's `framework.privacy` (`detectTypes`, `whitelist`, `confidenceThreshold`; the
 //! org's name, agent ids and roles are always whitelisted) when a config is found by the usual
 //! discovery (`--config`, `$OPC_CONFIG`, `./opc.config.yaml`), else the defaults. Only the pattern tier
 //! runs here until the NER model is wired in.
@@ -18,9 +22,10 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use opc_privacy::EntityType;
+use opc_hierarchy::schema::PrivacyMode;
 use opc_privacy::detect::eval::{self, Report};
 use opc_privacy::detect::{DetectOptions, Detector, NerSlot};
+use opc_privacy::{EntityType, Style, Vault};
 use serde_json::{Value, json};
 
 use super::eprint;
@@ -41,11 +46,20 @@ pub enum PrivacyCommand {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Mask plain text (stdin without FILE) as the privacy gateway would, and print the masked text
+    /// and the mapping from real values to substitutes.
+    Mask {
+        /// A text file; stdin when absent.
+        file: Option<PathBuf>,
+        /// Print one JSON object (`masked`, `mapping`, `counts`) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Run a `privacy` subcommand with the config at `config` (used only when it exists).
 pub fn run(config: &Path, command: PrivacyCommand) -> ExitCode {
-    let options = match options(config) {
+    let (options, style) = match options(config) {
         Ok(o) => o,
         Err(code) => return code,
     };
@@ -53,13 +67,15 @@ pub fn run(config: &Path, command: PrivacyCommand) -> ExitCode {
     match command {
         PrivacyCommand::Detect { file } => detect(&detector, file.as_deref()),
         PrivacyCommand::Eval { files } => evaluate(&detector, &files),
+        PrivacyCommand::Mask { file, json } => mask(&detector, style, file.as_deref(), json),
     }
 }
 
-/// The detection options from the config, or the defaults when there is no config file.
-fn options(config: &Path) -> Result<DetectOptions, ExitCode> {
+/// The detection options and the substitute style (`redact` gives placeholders) from the config, or
+/// the defaults when there is no config file.
+fn options(config: &Path) -> Result<(DetectOptions, Style), ExitCode> {
     if !config.exists() {
-        return Ok(DetectOptions::default());
+        return Ok((DetectOptions::default(), Style::Fake));
     }
     let loaded = super::load_config(config)?;
     let p = &loaded.config.framework.privacy;
@@ -74,11 +90,18 @@ fn options(config: &Path) -> Result<DetectOptions, ExitCode> {
         whitelist.push(id.clone());
         whitelist.push(agent.role.clone());
     }
-    Ok(DetectOptions {
-        types,
-        whitelist,
-        threshold: p.confidence_threshold as f32,
-    })
+    let style = match p.mode {
+        PrivacyMode::Redact => Style::Placeholder,
+        PrivacyMode::Mask | PrivacyMode::Route => Style::Fake,
+    };
+    Ok((
+        DetectOptions {
+            types,
+            whitelist,
+            threshold: p.confidence_threshold as f32,
+        },
+        style,
+    ))
 }
 
 /// Byte offset → code-point offset, for byte offsets on char boundaries in increasing order.
@@ -170,6 +193,87 @@ fn detect(detector: &Detector, file: Option<&Path>) -> ExitCode {
         }
     }
     let _ = out.flush();
+    ExitCode::SUCCESS
+}
+
+/// The vault's bound for one `opc privacy mask` run: a text with more distinct values than this is
+/// refused rather than printed half-masked.
+const MASK_VAULT_CAPACITY: usize = 100_000;
+
+fn mask(detector: &Detector, style: Style, file: Option<&Path>, json: bool) -> ExitCode {
+    let mut text = String::new();
+    let name = file.map_or("stdin".to_string(), |p| p.display().to_string());
+    let read = match open(file) {
+        Ok(mut input) => input
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read {name}: {e}")),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = read {
+        eprint(&format!("error: {e}\n"));
+        return ExitCode::from(2);
+    }
+    let found = detector.detect(&text);
+    // A fixed seed: the same text masks the same way on every run, so an admin can compare runs.
+    let mut vault = Vault::new(0, style, MASK_VAULT_CAPACITY);
+    let masked = match vault.mask(&text, &found) {
+        Ok(m) => m,
+        Err(e) => {
+            eprint(&format!("error: {e}\n"));
+            return ExitCode::from(1);
+        }
+    };
+    // The mapping, in order of first appearance, each real value once. `substitute` is stable, so
+    // asking again returns what `mask` used.
+    let mut mapping: Vec<(EntityType, &str, String)> = Vec::new();
+    for e in &found {
+        let real = e.text(&text);
+        if mapping.iter().any(|(_, r, _)| *r == real) {
+            continue;
+        }
+        match vault.substitute(real, e.kind) {
+            Ok(sub) => mapping.push((e.kind, real, sub)),
+            Err(err) => {
+                eprint(&format!("error: {err}\n"));
+                return ExitCode::from(1);
+            }
+        }
+    }
+    if json {
+        let mapping: Vec<Value> = mapping
+            .iter()
+            .map(
+                |(kind, real, sub)| json!({"type": kind.as_str(), "real": real, "substitute": sub}),
+            )
+            .collect();
+        let counts: serde_json::Map<String, Value> = masked
+            .counts
+            .iter()
+            .map(|(kind, n)| (kind.as_str().to_string(), json!(n)))
+            .collect();
+        println!(
+            "{}",
+            json!({"masked": masked.text, "mapping": mapping, "counts": counts})
+        );
+        return ExitCode::SUCCESS;
+    }
+    print!("{}", masked.text);
+    if !masked.text.ends_with('\n') {
+        println!();
+    }
+    if mapping.is_empty() {
+        println!("\nnothing to mask");
+        return ExitCode::SUCCESS;
+    }
+    println!("\nmasked {} ({})", masked.counts.total(), masked.counts);
+    let width = mapping
+        .iter()
+        .map(|(k, _, _)| k.as_str().len())
+        .max()
+        .unwrap_or(0);
+    for (kind, real, sub) in &mapping {
+        println!("  {:width$}  {real} → {sub}", kind.as_str());
+    }
     ExitCode::SUCCESS
 }
 
