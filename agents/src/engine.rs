@@ -27,6 +27,7 @@ use crate::context::{ContextBuilder, MemoryHooks, PromptError};
 use crate::events::{Event, EventBus};
 use crate::llm::layers::{StackOptions, standard_stack};
 use crate::llm::provider::Providers;
+use crate::llm::stack::CallStack;
 use crate::llm::{Content, Message, Role};
 pub use crate::runtime::EngineOptions;
 use crate::runtime::Runtime;
@@ -155,11 +156,14 @@ impl Engine {
     /// Build the engine: claim the database (one engine per database), read prompts, resolve models,
     /// run startup recovery, and resume trees suspended on approvals (they wait for a decision or their
     /// deadline again). Must be called inside a Tokio runtime.
+    ///
+    /// `llm` is the call stack every model call goes through: [`Providers`] alone gets the standard
+    /// shared stack without privacy ([`CallStack::new`]).
     pub fn new(
         config: Arc<Config>,
         org: Arc<OrgTree>,
         base_dir: &Path,
-        providers: Providers,
+        llm: impl Into<CallStack>,
         store: Arc<Store>,
         memory: Arc<dyn MemoryHooks>,
         options: EngineOptions,
@@ -193,7 +197,7 @@ impl Engine {
             ),
             config,
             org,
-            providers,
+            llm: llm.into(),
             context,
             store,
             events: EventBus::default(),
@@ -220,8 +224,8 @@ impl Engine {
         Ok(engine)
     }
 
-    /// Build providers from the config with the standard layer stack (keys read with `env`), then the
-    /// engine. `privacy` is the privacy layer factory (one layer per provider), when enabled.
+    /// Build providers from the config, each in the standard provider stack (keys read with `env`), the
+    /// shared stack above their router, then the engine.
     pub fn from_config(
         loaded: &opc_hierarchy::Loaded,
         store: Arc<Store>,
@@ -237,14 +241,14 @@ impl Engine {
                 max_concurrent: p.max_concurrent_requests.map(|n| n.get() as usize),
                 requests_per_minute: p.requests_per_minute,
                 prices: p.models.clone(),
-                privacy: None,
             })
         });
+        let llm = CallStack::with_privacy(providers, None);
         Engine::new(
             Arc::new(loaded.config.clone()),
             Arc::new(loaded.org.clone()),
             &loaded.base_dir,
-            providers,
+            llm,
             store,
             memory,
             options,
@@ -268,7 +272,12 @@ impl Engine {
 
     /// The configured providers (to check for missing keys).
     pub fn providers(&self) -> &Providers {
-        &self.rt.providers
+        self.rt.llm.providers()
+    }
+
+    /// The call stack every model call goes through.
+    pub fn call_stack(&self) -> &CallStack {
+        &self.rt.llm
     }
 
     /// The org.
@@ -343,7 +352,13 @@ impl Engine {
         let shutdown = runs.shutdown.clone();
         self.runs.tracker.spawn(async move {
             let run = async {
-                crate::session::run_root(rt.clone(), task).await;
+                {
+                    // The conversation's per-root state (the privacy vault) lives while the tree
+                    // runs here, and is dropped however the run ends (finished, suspended, shut
+                    // down), before the outcome is sent.
+                    let _scope = RootScope::open(&rt, task);
+                    crate::session::run_root(rt.clone(), task).await;
+                }
                 match rt.store.task(task) {
                     Ok(record) => {
                         outcome_of(&rt.store, &record).unwrap_or_else(|e| failed_outcome(task, &e))
@@ -445,6 +460,34 @@ impl Engine {
         self.runs.shutdown.cancel();
         self.runs.tracker.close();
         self.runs.tracker.wait().await;
+    }
+}
+
+/// A root's per-conversation state in the call stack's registries, open until dropped.
+struct RootScope {
+    rt: Arc<Runtime>,
+    root: TaskId,
+}
+
+impl RootScope {
+    fn open(rt: &Arc<Runtime>, root: TaskId) -> RootScope {
+        // A root that cannot be read fails in its session right after; its state is then unused.
+        let conversation = rt
+            .store
+            .task(root)
+            .map(|record| record.conversation_id)
+            .unwrap_or_default();
+        rt.llm.root_started(root, &conversation);
+        RootScope {
+            rt: rt.clone(),
+            root,
+        }
+    }
+}
+
+impl Drop for RootScope {
+    fn drop(&mut self) {
+        self.rt.llm.root_ended(self.root);
     }
 }
 

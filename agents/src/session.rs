@@ -24,13 +24,12 @@ use std::time::Instant;
 use futures_util::future::{BoxFuture, FutureExt, join_all};
 use opc_hierarchy::schema::Tool;
 use serde_json::json;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::context::{estimate_tokens, summary_request};
 use crate::events::Event;
-use crate::llm::{CallMeta, Content, LlmRequest, Message, Role, StreamDelta};
+use crate::llm::{CallMeta, Content, LlmRequest, Message, Role, StreamDelta, TokenSink};
 use crate::runtime::Runtime;
 use crate::store::{CallRecord, Ending, NewTask, StoreError, TaskId, TaskRecord, TaskState};
 use crate::tools::{
@@ -295,18 +294,16 @@ async fn session_inner(
                     executing = true;
                 }
                 let request = LlmRequest {
+                    provider: provider.clone(),
                     model: model.clone(),
                     system: system.clone(),
                     messages: messages.clone(),
                     tools: specs.clone(),
                     max_tokens: rt.options.max_tokens,
                     stream: None,
-                    meta: CallMeta {
-                        agent: record.agent.clone(),
-                        task_id: Some(id),
-                    },
+                    meta: call_meta(record, &record.agent),
                 };
-                match call_model(rt, &provider, request, &mut messages, record).await? {
+                match call_model(rt, request, &mut messages, record).await? {
                     Ok(false) => {}
                     Ok(true) => {
                         let answer = messages.last().map(Message::text).unwrap_or_default();
@@ -322,54 +319,60 @@ async fn session_inner(
     }
 }
 
+/// Who a call of `record`'s task is for, as the layers see it: the agent (or a framework role), the
+/// task, its root (the scope of the conversation's privacy vault) and the conversation.
+fn call_meta(record: &TaskRecord, agent: &str) -> CallMeta {
+    CallMeta {
+        agent: agent.to_string(),
+        task_id: Some(record.id),
+        root_id: Some(record.root_id),
+        conversation: Some(record.conversation_id.clone()),
+    }
+}
+
+/// A sink publishing a task's streamed deltas on the event bus as they arrive (in the wire client's
+/// read loop: publishing never blocks, and the deltas are on the bus before the call returns).
+fn token_sink(rt: &Runtime, task: TaskId, agent: &str) -> TokenSink {
+    let events = rt.events.clone();
+    let agent = agent.to_string();
+    TokenSink::from_fn(move |delta| {
+        events.publish(match delta {
+            StreamDelta::Text(text) => Event::Token {
+                task,
+                agent: agent.clone(),
+                text,
+            },
+            StreamDelta::Restart => Event::StreamRestarted { task },
+        })
+    })
+}
+
 /// One LLM call with an agent slot held, streamed to the bus when enabled. On success the answer is
 /// appended to `messages`; the call and the new history are saved in one transaction — which also
 /// completes the task when the answer is final and short enough to need no summary (`Ok(Ok(true))`).
 /// The outer `Result` is the database; the rt one the call (its error rendered for people).
 async fn call_model(
     rt: &Arc<Runtime>,
-    provider: &str,
     mut request: LlmRequest,
     messages: &mut Vec<Message>,
     finishing: &TaskRecord,
 ) -> Result<Result<bool, String>, StoreError> {
     let task = finishing.id;
     let agent = finishing.agent.as_str();
-    let forwarder = if rt.options.streaming {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        request.stream = Some(tx);
-        let events = rt.events.clone();
-        let agent = agent.to_string();
-        Some(tokio::spawn(async move {
-            while let Some(delta) = rx.recv().await {
-                events.publish(match delta {
-                    StreamDelta::Text(text) => Event::Token {
-                        task,
-                        agent: agent.clone(),
-                        text,
-                    },
-                    StreamDelta::Restart => Event::StreamRestarted { task },
-                });
-            }
-        }))
-    } else {
-        None
-    };
-    let model_ref = format!("{provider}/{}", request.model);
+    if rt.options.streaming {
+        request.stream = Some(token_sink(rt, task, agent));
+    }
+    let model_ref = format!("{}/{}", request.provider, request.model);
     let started = Instant::now();
     let result = {
         // The semaphore is never closed, so acquire cannot fail.
         let _slot = rt.agent_slots.acquire().await.ok();
-        rt.providers.call(provider, request).await
+        rt.llm.call(request).await
     };
     // The slot is free: let the session it wakes start its model call before this one records its
     // turn. The store work after a call is synchronous (one connection behind a mutex), so without
     // this a wave of 200 finishing calls delays the next wave's requests by all of it.
     tokio::task::yield_now().await;
-    if let Some(forwarder) = forwarder {
-        // The request (and its sender) is gone, so the forwarder ends after the last delta.
-        let _ = forwarder.await;
-    }
     let duration_ms = started.elapsed().as_millis() as u64;
     match result {
         Ok(response) => {
@@ -772,19 +775,17 @@ async fn summarise(
         .unwrap_or(&record.agent)
         .to_string();
     let request = summary_request(
+        &provider,
         &model,
         &role,
         answer,
         threshold,
-        CallMeta {
-            agent: "summarizer".into(),
-            task_id: Some(record.id),
-        },
+        call_meta(record, "summarizer"),
     );
     let result = {
         let _slot = rt.agent_slots.acquire().await.ok();
         let started = Instant::now();
-        let result = rt.providers.call(&provider, request).await;
+        let result = rt.llm.call(request).await;
         // A failed call used no tokens we know of; a response without usage is unknown.
         let (usage, cost, attempts, error) = match &result {
             Ok(r) => (r.usage, r.cost_usd, r.attempts, None),

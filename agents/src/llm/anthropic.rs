@@ -423,7 +423,7 @@ impl SseMachine for StreamState {
                     (Partial::Text(text), WireDelta::TextDelta { text: more }) => {
                         if let Some(sink) = sink {
                             // A gone consumer must not fail the call.
-                            let _ = sink.send(StreamDelta::Text(more.clone()));
+                            sink.send(StreamDelta::Text(more.clone()));
                         }
                         text.push_str(&more);
                     }
@@ -507,10 +507,10 @@ mod tests {
     use crate::llm::provider::{ApiKey, http_client};
     use crate::llm::sse::test_server;
     use crate::llm::{CallMeta, Message, ToolSpec};
-    use tokio::sync::mpsc;
 
     fn request(messages: Vec<Message>) -> LlmRequest {
         LlmRequest {
+            provider: "anthropic".into(),
             model: "claude-x".into(),
             system: String::new(),
             messages,
@@ -556,7 +556,7 @@ mod tests {
 
     #[test]
     fn body_carries_system_tools_stream_and_tool_round_trip() {
-        let (tx, _rx) = mpsc::unbounded_channel();
+        let (tx, _rx) = TokenSink::channel();
         let mut req = request(vec![
             Message::user("do it"),
             Message {
@@ -749,7 +749,7 @@ mod tests {
 
     #[test]
     fn stream_accumulates_text_and_tool_input_and_streams_text() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = TokenSink::channel();
         let mut state = StreamState::new("anthropic", Some(tx));
         assert!(feed_all(&mut state, &full_stream()).is_none());
         let done = state
@@ -935,7 +935,7 @@ mod tests {
             format!("{events}event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n");
         let (base, seen) = test_server::serve(test_server::event_stream(&complete)).await;
         let client = AnthropicClient::new(http_client(), endpoint(&base, None, None));
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = TokenSink::channel();
         let mut req = request(vec![Message::user("hi")]);
         req.stream = Some(tx);
         let response = client.call(req).await.unwrap();
@@ -953,7 +953,7 @@ mod tests {
 
         let (base, _seen) = test_server::serve(test_server::event_stream(&events)).await;
         let client = AnthropicClient::new(http_client(), endpoint(&base, None, None));
-        let (tx, _rx) = mpsc::unbounded_channel();
+        let (tx, _rx) = TokenSink::channel();
         let mut req = request(vec![Message::user("hi")]);
         req.stream = Some(tx);
         let err = client.call(req).await.unwrap_err();

@@ -486,7 +486,7 @@ impl SseMachine for StreamState {
                 if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
                     if let Some(sink) = &self.sink {
                         // A gone consumer must not fail the call.
-                        let _ = sink.send(StreamDelta::Text(text.clone()));
+                        sink.send(StreamDelta::Text(text.clone()));
                     }
                     self.text.push_str(&text);
                 }
@@ -535,10 +535,10 @@ mod tests {
     use crate::llm::provider::{ApiKey, http_client};
     use crate::llm::sse::test_server;
     use crate::llm::{CallMeta, Message, ToolSpec};
-    use tokio::sync::mpsc;
 
     fn request(messages: Vec<Message>) -> LlmRequest {
         LlmRequest {
+            provider: "local".into(),
             model: "llama3".into(),
             system: String::new(),
             messages,
@@ -577,7 +577,7 @@ mod tests {
 
     #[test]
     fn body_maps_system_tools_stream_calls_and_results() {
-        let (tx, _rx) = mpsc::unbounded_channel();
+        let (tx, _rx) = TokenSink::channel();
         let mut req = request(vec![
             Message::user("go"),
             Message {
@@ -775,7 +775,7 @@ mod tests {
 
     #[test]
     fn stream_accumulates_text_and_tool_fragments() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = TokenSink::channel();
         let mut state = StreamState::new("local", Some(tx));
         for event in streamed_chunks() {
             assert!(state.feed(&event).unwrap().is_none());
@@ -935,7 +935,7 @@ mod tests {
             + "data: [DONE]\n\n";
         let (base, seen) = test_server::serve(test_server::event_stream(&body)).await;
         let client = OpenAiClient::new(http_client(), endpoint(&base, None, None));
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = TokenSink::channel();
         let mut req = request(vec![Message::user("hi")]);
         req.stream = Some(tx);
         let response = client.call(req).await.unwrap();

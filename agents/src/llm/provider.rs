@@ -1,5 +1,5 @@
-//! Providers: turning `framework.providers` into HTTP-backed [`LlmService`]s, and routing a
-//! `provider/model` reference to the right one.
+//! Providers: turning `framework.providers` into HTTP-backed [`LlmService`]s, each in its own stack, and
+//! the router that sends a request to the stack of the provider it names ([`LlmRequest::provider`]).
 //!
 //! Invariants:
 //! - API keys are read from the environment variable the config names, once, at construction; they are
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use opc_hierarchy::schema::{Provider, ProviderKind};
 
-use super::{LlmError, LlmRequest, LlmResponse, SharedLlm, Stack};
+use super::{LlmError, LlmRequest, LlmResponse, LlmService, SharedLlm, Stack};
 
 /// A secret API key. Its `Debug` and `Display` are redacted so it cannot leak into logs or errors.
 #[derive(Clone)]
@@ -164,13 +164,33 @@ impl Providers {
             .collect()
     }
 
-    /// Call `provider` with `request`.
-    pub async fn call(&self, provider: &str, request: LlmRequest) -> Result<LlmResponse, LlmError> {
-        match self.services.get(provider) {
+    /// The provider ids, in config order.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.services.keys().map(String::as_str)
+    }
+
+    /// The router: a service that sends each request to its provider's stack.
+    pub fn router(&self) -> SharedLlm {
+        Arc::new(Router {
+            services: self.services.clone(),
+        })
+    }
+}
+
+/// Sends a request to the stack of [`LlmRequest::provider`]; an unknown provider is
+/// [`LlmError::UnknownModel`] (a config/engine mismatch, not retryable).
+struct Router {
+    services: Arc<IndexMap<String, SharedLlm>>,
+}
+
+#[async_trait::async_trait]
+impl LlmService for Router {
+    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        match self.services.get(&request.provider) {
             Some(service) => service.call(request).await,
             None => Err(LlmError::UnknownModel(format!(
-                "{provider}/{}",
-                request.model
+                "{}/{}",
+                request.provider, request.model
             ))),
         }
     }
