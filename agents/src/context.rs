@@ -191,5 +191,6 @@ pub fn summary_request(
         max_tokens: (budget_tokens as u32).clamp(256, 4096),
         stream: None,
         meta,
+        guard: None,
     }
 }

@@ -27,7 +27,9 @@ use crate::context::{ContextBuilder, MemoryHooks, PromptError};
 use crate::events::{Event, EventBus};
 use crate::llm::layers::{StackOptions, standard_stack};
 use crate::llm::provider::Providers;
-use crate::llm::stack::CallStack;
+use crate::llm::privacy::PrivacyLayer;
+use opc_privacy::detect::NerSlot;
+use crate::llm::stack::{CallStack, Seam};
 use crate::llm::{Content, Message, Role};
 pub use crate::runtime::EngineOptions;
 use crate::runtime::Runtime;
@@ -150,6 +152,28 @@ pub struct Engine {
     rt: Arc<Runtime>,
     runs: Arc<Runs>,
     recovery: Arc<Recovery>,
+    /// The privacy detector's NER slot (an unused empty one when the engine was built without
+    /// privacy).
+    ner: Arc<Mutex<NerSlot>>,
+}
+
+/// The privacy layer for `config`, at the privacy position, when `framework.privacy.enabled`.
+pub fn privacy_seam(config: &Config, ner: NerSlot) -> Result<Option<Seam>, EngineError> {
+    if !config.framework.privacy.enabled {
+        return Ok(None);
+    }
+    let mode = crate::llm::privacy::mode(config).map_err(|message| EngineError::Model {
+        agent: "privacy".into(),
+        model: config
+            .framework
+            .privacy
+            .route_model
+            .clone()
+            .unwrap_or_default(),
+        message,
+    })?;
+    let detector = Arc::new(crate::llm::privacy::detector(config, ner));
+    Ok(Some(PrivacyLayer::new(mode, detector).into_seam()))
 }
 
 impl Engine {
@@ -215,6 +239,7 @@ impl Engine {
                 shutdown: CancellationToken::new(),
             }),
             recovery: Arc::new(recovery),
+            ner: Arc::default(),
         };
         if engine.rt.options.resume_suspended {
             for root in engine.recovery.suspended_roots.clone() {
@@ -225,7 +250,9 @@ impl Engine {
     }
 
     /// Build providers from the config, each in the standard provider stack (keys read with `env`), the
-    /// shared stack above their router, then the engine.
+    /// shared stack above their router (with the privacy layer when `framework.privacy.enabled`),
+    /// then the engine. The privacy detector's NER tier starts empty: fill [`Engine::ner_slot`]
+    /// when the model has loaded (until then detection runs its pattern tier).
     pub fn from_config(
         loaded: &opc_hierarchy::Loaded,
         store: Arc<Store>,
@@ -243,8 +270,10 @@ impl Engine {
                 prices: p.models.clone(),
             })
         });
-        let llm = CallStack::with_privacy(providers, None);
-        Engine::new(
+        let ner = NerSlot::default();
+        let seam = privacy_seam(&loaded.config, ner.clone())?;
+        let llm = CallStack::with_privacy(providers, seam);
+        let engine = Engine::new(
             Arc::new(loaded.config.clone()),
             Arc::new(loaded.org.clone()),
             &loaded.base_dir,
@@ -252,7 +281,15 @@ impl Engine {
             store,
             memory,
             options,
-        )
+        )?;
+        *engine.ner.lock().unwrap_or_else(|p| p.into_inner()) = ner;
+        Ok(engine)
+    }
+
+    /// The slot the privacy detector's NER model goes into once loaded (in the background: loading
+    /// takes longer than start-up may). Empty until filled; filling it again is refused.
+    pub fn ner_slot(&self) -> NerSlot {
+        self.ner.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// What startup recovery found and did.

@@ -29,9 +29,13 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::Clock;
 use crate::context::{estimate_tokens, summary_request};
 use crate::events::Event;
-use crate::llm::{CallMeta, Content, LlmRequest, Message, Role, StreamDelta, TokenSink};
+use crate::llm::{
+    CallMeta, Content, LlmError, LlmRequest, LlmResponse, Message, Role, StreamDelta, TokenSink,
+};
 use crate::runtime::Runtime;
-use crate::store::{CallRecord, Ending, NewTask, StoreError, TaskId, TaskRecord, TaskState};
+use crate::store::{
+    CallPrivacy, CallRecord, Ending, NewTask, StoreError, TaskId, TaskRecord, TaskState,
+};
 use crate::tools::{
     self, ApprovalArgs, DelegateArgs, DelegateParallelArgs, Escalation, EscalationKind,
 };
@@ -302,6 +306,7 @@ async fn session_inner(
                     max_tokens: rt.options.max_tokens,
                     stream: None,
                     meta: call_meta(record, &record.agent),
+                    guard: None,
                 };
                 match call_model(rt, request, &mut messages, record).await? {
                     Ok(false) => {}
@@ -327,6 +332,51 @@ fn call_meta(record: &TaskRecord, agent: &str) -> CallMeta {
         task_id: Some(record.id),
         root_id: Some(record.root_id),
         conversation: Some(record.conversation_id.clone()),
+    }
+}
+
+/// What the privacy gateway did in a call, for the ledger, published on the bus (counts by type and
+/// the guard's verdict, never values). `None` when privacy did not handle the call.
+fn privacy_of(
+    rt: &Runtime,
+    task: TaskId,
+    agent: &str,
+    result: &Result<LlmResponse, LlmError>,
+) -> Option<CallPrivacy> {
+    match result {
+        Ok(response) => {
+            let report = response.privacy.as_ref()?;
+            if !report.counts.is_empty() {
+                rt.events.publish(Event::PrivacyMasked {
+                    task,
+                    agent: agent.to_string(),
+                    mode: report.mode.to_string(),
+                    counts: report.counts.clone(),
+                    total: report.counts.total(),
+                    routed_to: report.routed_to.clone(),
+                });
+            }
+            Some(CallPrivacy::from(report))
+        }
+        Err(LlmError::Leak { kind, .. }) => {
+            tracing::error!(
+                task,
+                agent,
+                kind = kind.as_str(),
+                "the privacy egress guard stopped a model call: a real value was still in the request"
+            );
+            rt.events.publish(Event::PrivacyBlocked {
+                task,
+                agent: agent.to_string(),
+                kind: kind.as_str().to_string(),
+            });
+            Some(CallPrivacy {
+                mode: "blocked".into(),
+                blocked: Some(kind.as_str().to_string()),
+                ..CallPrivacy::default()
+            })
+        }
+        Err(_) => None,
     }
 }
 
@@ -374,6 +424,12 @@ async fn call_model(
     // this a wave of 200 finishing calls delays the next wave's requests by all of it.
     tokio::task::yield_now().await;
     let duration_ms = started.elapsed().as_millis() as u64;
+    let privacy = privacy_of(rt, task, agent, &result);
+    // The model that answered: `route` may have sent the request to the trusted model.
+    let model_ref = privacy
+        .as_ref()
+        .and_then(|p| p.routed_to.clone())
+        .unwrap_or(model_ref);
     match result {
         Ok(response) => {
             let tool_calls: Vec<String> = response
@@ -405,6 +461,7 @@ async fn call_model(
                 attempts: response.attempts,
                 tool_calls,
                 error: None,
+                privacy,
             };
             // A final answer that needs no summary completes the task in the same transaction.
             let last = messages.last();
@@ -429,11 +486,12 @@ async fn call_model(
                 usage_unknown: false,
                 duration_ms,
                 attempts: match &error {
-                    crate::llm::LlmError::Exhausted { attempts, .. } => *attempts,
+                    LlmError::Exhausted { attempts, .. } => *attempts,
                     _ => 1,
                 },
                 tool_calls: Vec::new(),
                 error: Some(error.to_string()),
+                privacy,
             })?;
             Ok(Err(message))
         }
@@ -786,6 +844,7 @@ async fn summarise(
         let _slot = rt.agent_slots.acquire().await.ok();
         let started = Instant::now();
         let result = rt.llm.call(request).await;
+        let privacy = privacy_of(rt, record.id, "summarizer", &result);
         // A failed call used no tokens we know of; a response without usage is unknown.
         let (usage, cost, attempts, error) = match &result {
             Ok(r) => (r.usage, r.cost_usd, r.attempts, None),
@@ -803,6 +862,7 @@ async fn summarise(
             attempts,
             tool_calls: Vec::new(),
             error,
+            privacy,
         })?;
         result
     };

@@ -214,6 +214,7 @@ impl InstantLlm {
             }),
             cost_usd: 0.0,
             attempts: 1,
+            privacy: None,
         })
     }
 }
@@ -995,6 +996,7 @@ fn store_floor(store: &Store, n: usize) -> Duration {
                 attempts: 1,
                 tool_calls: Vec::new(),
                 error: None,
+                privacy: None,
             })
             .expect("record_call");
         let answer = single_answer(&input);

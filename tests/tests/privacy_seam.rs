@@ -189,6 +189,7 @@ impl LlmService for Model {
                 }),
                 cost_usd: 0.0,
                 attempts: 1,
+                privacy: None,
             })
         })
     }

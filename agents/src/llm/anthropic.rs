@@ -51,12 +51,13 @@ impl LlmService for AnthropicClient {
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let key = self.endpoint.require_key()?;
         let provider = self.endpoint.provider.as_str();
-        let body = request_body(&request);
+        let body = super::provider::guarded_body(&request_body(&request), &request, provider)?;
         let mut http = self
             .client
             .post(&self.url)
             .header("anthropic-version", API_VERSION)
-            .json(&body);
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         if let Some(key) = key {
             http = http.header("x-api-key", key.expose());
         }
@@ -187,6 +188,7 @@ impl WireResponse {
             usage: Usage::reported(self.usage.input_tokens, self.usage.output_tokens),
             cost_usd: 0.0,
             attempts: 1,
+            privacy: None,
         })
     }
 }
@@ -383,6 +385,7 @@ impl StreamState {
             usage: self.usage,
             cost_usd: 0.0,
             attempts: 1,
+            privacy: None,
         })
     }
 }
@@ -518,6 +521,7 @@ mod tests {
             max_tokens: 100,
             stream: None,
             meta: CallMeta::default(),
+            guard: None,
         }
     }
 
@@ -639,6 +643,7 @@ mod tests {
                 }),
                 cost_usd: 0.0,
                 attempts: 1,
+                privacy: None,
             }
         );
     }

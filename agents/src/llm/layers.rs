@@ -441,6 +441,7 @@ mod tests {
                     }),
                     cost_usd: 0.0,
                     attempts: 1,
+                    privacy: None,
                 }),
             }
         }
@@ -456,6 +457,7 @@ mod tests {
             max_tokens: 10,
             stream: None,
             meta: CallMeta::default(),
+            guard: None,
         }
     }
 

@@ -21,6 +21,8 @@
 pub mod anthropic;
 pub mod layers;
 pub mod openai;
+pub mod privacy;
+mod privacy_shim;
 pub mod provider;
 mod sse;
 pub mod stack;
@@ -235,6 +237,47 @@ pub struct LlmRequest {
     pub stream: Option<TokenSink>,
     /// Caller identity, for layers.
     pub meta: CallMeta,
+    /// The egress guard the privacy layer set: the wire client checks the serialised body with it just
+    /// before sending, and fails the call closed on a hit ([`LlmError::Leak`]).
+    pub guard: Option<EgressGuard>,
+}
+
+/// Finds a real value that must not leave the process in an outbound payload.
+pub trait LeakCheck: Send + Sync {
+    /// The type of the first real value found in `payload` (raw or JSON-escaped), if any.
+    fn leak_in(&self, payload: &str) -> Option<opc_privacy::EntityType>;
+}
+
+/// The egress guard: the last check on the exact bytes a wire client is about to send.
+///
+/// Why in the wire client rather than as a layer: only the wire client holds the final payload (the
+/// provider's JSON, with every part of the request in the form it is sent), so nothing a layer or the
+/// wire format adds after the privacy layer can slip past it.
+#[derive(Clone)]
+pub struct EgressGuard(Arc<dyn LeakCheck>);
+
+impl EgressGuard {
+    /// A guard running `check`.
+    pub fn new(check: impl LeakCheck + 'static) -> Self {
+        EgressGuard(Arc::new(check))
+    }
+
+    /// `Ok` when `payload` carries no real value; else the non-retryable [`LlmError::Leak`].
+    pub fn check(&self, provider: &str, payload: &str) -> Result<(), LlmError> {
+        match self.0.leak_in(payload) {
+            None => Ok(()),
+            Some(kind) => Err(LlmError::Leak {
+                provider: provider.to_string(),
+                kind,
+            }),
+        }
+    }
+}
+
+impl std::fmt::Debug for EgressGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EgressGuard")
+    }
 }
 
 /// Why the model stopped.
@@ -284,6 +327,8 @@ pub struct LlmResponse {
     pub cost_usd: f64,
     /// How many attempts the call took (1 = no retry), filled in by the retry layer.
     pub attempts: u32,
+    /// What the privacy layer did to the request (counts by type, never values); `None` without it.
+    pub privacy: Option<privacy::PrivacyReport>,
 }
 
 /// Why a call failed. The kind is kept through every layer so retry and reporting can tell them apart.
@@ -346,6 +391,20 @@ pub enum LlmError {
     /// The model named no configured provider (a config/engine mismatch).
     #[error("no provider is configured for model `{0}`")]
     UnknownModel(String),
+    /// The egress guard found a real value in the outbound payload: nothing was sent.
+    #[error(
+        "the privacy egress guard stopped a request to {provider}: it still carried a real {kind} value; nothing was sent"
+    )]
+    Leak {
+        /// Provider id.
+        provider: String,
+        /// The type of the value found (never the value).
+        kind: opc_privacy::EntityType,
+    },
+    /// The privacy layer could not mask the request (e.g. the conversation's vault is full), so the
+    /// call was not made.
+    #[error("the privacy gateway could not mask the request, so it was not sent: {0}")]
+    Privacy(String),
     /// Retries were exhausted; the last error is inside.
     #[error("{last} (gave up after {attempts} attempts)")]
     Exhausted {
@@ -370,6 +429,8 @@ impl LlmError {
             LlmError::Malformed { .. }
             | LlmError::MissingKey { .. }
             | LlmError::UnknownModel(_)
+            | LlmError::Leak { .. }
+            | LlmError::Privacy(_)
             | LlmError::Exhausted { .. } => false,
         }
     }
@@ -384,6 +445,8 @@ impl LlmError {
             LlmError::Timeout { .. } => "timeout",
             LlmError::MissingKey { .. } => "missing_key",
             LlmError::UnknownModel(_) => "unknown_model",
+            LlmError::Leak { .. } => "privacy_leak",
+            LlmError::Privacy(_) => "privacy",
             LlmError::Exhausted { last, .. } => last.kind(),
         }
     }

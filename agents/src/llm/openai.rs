@@ -56,8 +56,12 @@ impl LlmService for OpenAiClient {
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let key = self.endpoint.require_key()?;
         let provider = self.endpoint.provider.as_str();
-        let body = request_body(&request);
-        let mut http = self.client.post(&self.url).json(&body);
+        let body = super::provider::guarded_body(&request_body(&request), &request, provider)?;
+        let mut http = self
+            .client
+            .post(&self.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         if let Some(key) = key {
             http = http.bearer_auth(key.expose());
         }
@@ -317,6 +321,7 @@ impl WireResponse {
             usage,
             cost_usd: 0.0,
             attempts: 1,
+            privacy: None,
         })
     }
 }
@@ -445,6 +450,7 @@ impl StreamState {
             usage: self.usage,
             cost_usd: 0.0,
             attempts: 1,
+            privacy: None,
         })
     }
 }
@@ -546,6 +552,7 @@ mod tests {
             max_tokens: 64,
             stream: None,
             meta: CallMeta::default(),
+            guard: None,
         }
     }
 

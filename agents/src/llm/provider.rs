@@ -68,6 +68,23 @@ impl Endpoint {
     }
 }
 
+/// The request body as the bytes that will be sent, after the egress guard (when the privacy layer set
+/// one) found no real value in them. Both wire clients send exactly this text.
+pub(crate) fn guarded_body(
+    body: &serde_json::Value,
+    request: &LlmRequest,
+    provider: &str,
+) -> Result<String, LlmError> {
+    let text = serde_json::to_string(body).map_err(|e| LlmError::Malformed {
+        provider: provider.to_string(),
+        message: format!("cannot encode the request: {e}"),
+    })?;
+    if let Some(guard) = &request.guard {
+        guard.check(provider, &text)?;
+    }
+    Ok(text)
+}
+
 /// The process-wide HTTP client. reqwest is built with `rustls-no-provider`, so the ring provider must be
 /// installed before the first client exists; doing it here means no caller can forget.
 pub fn http_client() -> reqwest::Client {

@@ -290,6 +290,7 @@ mod tests {
                 }),
                 cost_usd: 0.0,
                 attempts: 1,
+                privacy: None,
             })
         }
     }
@@ -339,6 +340,7 @@ mod tests {
                 root_id: Some(1),
                 conversation: Some("c-1".into()),
             },
+            guard: None,
         }
     }
 
