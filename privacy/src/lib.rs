@@ -20,7 +20,18 @@
 //! - `mask.rs` / `restore.rs` / `stream.rs`: replace, restore (longest match first), and restore a stream
 //!   without ever emitting half a fake.
 
+pub mod conversation;
 pub mod detect;
 pub mod entity;
+mod fake;
+mod guard;
+pub mod mask;
+mod restore;
+pub mod stream;
+pub mod vault;
 
+pub use conversation::Conversation;
 pub use entity::{Entity, EntityType};
+pub use mask::{Counts, Masked};
+pub use stream::StreamRestorer;
+pub use vault::{Style, Vault, VaultFull};

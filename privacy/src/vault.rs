@@ -1,0 +1,472 @@
+//! The vault: one per conversation, mapping each real value to its substitute and back.
+//!
+//! Invariants:
+//! - the same real value always gets the same substitute (keyed by the exact text);
+//! - a substitute never equals a real value the vault holds, nor another substitute. A real value that
+//!   arrives later and equals an earlier substitute gets a substitute of its own; the earlier mapping
+//!   stays (it may already be in flight), so `restore` still maps the earlier fake to its real value;
+//! - bounded: past `capacity` real values `substitute` returns [`VaultFull`] and the caller fails the call
+//!   closed rather than send a value unmasked;
+//! - never logged: there is no `Debug` that prints values, and nothing here is persisted;
+//! - indexes for restoring and for the egress guard are built lazily, once per change of the vault, and
+//!   shared by reference counting, so a call that adds nothing pays only a lock and a clone of an `Arc`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use rand::SeedableRng;
+
+use crate::entity::EntityType;
+use crate::fake::{FakeRng, fake_value, placeholder};
+use crate::guard::GuardIndex;
+use crate::restore::RestoreIndex;
+
+/// How substitutes look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Style {
+    /// Mode `mask`: realistic fakes of the same type and shape.
+    #[default]
+    Fake,
+    /// Mode `redact`: numbered typed placeholders, `[PERSON_NAME_1]`.
+    Placeholder,
+}
+
+/// The vault cannot take another value: it holds `capacity` values already, or no fresh substitute
+/// of this type could be made. The call must fail closed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VaultFull {
+    /// The vault's capacity.
+    pub capacity: usize,
+    /// The type of the value that did not fit.
+    pub kind: EntityType,
+}
+
+impl fmt::Display for VaultFull {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the privacy vault is full ({} values) or out of fresh {} substitutes; the call is not sent",
+            self.capacity, self.kind
+        )
+    }
+}
+
+impl std::error::Error for VaultFull {}
+
+/// One mapping. `Arc<str>` so the indexes share the text instead of copying it.
+pub(crate) struct Entry {
+    pub(crate) real: Arc<str>,
+    pub(crate) sub: Arc<str>,
+    pub(crate) kind: EntityType,
+}
+
+/// Indexes built from the entries, each tagged with the entry count it was built for.
+#[derive(Default)]
+struct Indexes {
+    restore: Option<(usize, Arc<RestoreIndex>)>,
+    guard: Option<GuardSlot>,
+}
+
+/// The guard's index and how often it was used since the vault last changed.
+struct GuardSlot {
+    version: usize,
+    index: Arc<GuardIndex>,
+    uses: u32,
+    fast: bool,
+}
+
+/// Uses of an unchanged guard index after which it is rebuilt as a DFA (a vault that stopped growing,
+/// as in later calls of a conversation), and the most values for which that is done (a DFA's build
+/// time and memory grow fast with the number of patterns).
+const FAST_AFTER_USES: u32 = 4;
+const FAST_MAX_VALUES: usize = 1000;
+
+/// Tries before a type counts as exhausted.
+const MAX_ATTEMPTS: u32 = 256;
+
+/// Real ↔ substitute for one conversation. `Send + Sync`.
+pub struct Vault {
+    style: Style,
+    capacity: usize,
+    rng: FakeRng,
+    pub(crate) entries: Vec<Entry>,
+    by_real: HashMap<Arc<str>, usize>,
+    by_sub: HashMap<Arc<str>, usize>,
+    /// Next placeholder number per type (mode `redact`).
+    numbers: [u32; EntityType::ALL.len()],
+    indexes: Mutex<Indexes>,
+}
+
+impl fmt::Debug for Vault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the values: only how many there are.
+        f.debug_struct("Vault")
+            .field("style", &self.style)
+            .field("len", &self.entries.len())
+            .field("capacity", &self.capacity)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Vault {
+    /// An empty vault. `seed` drives the fakes (the same seed and the same sequence of values give the
+    /// same substitutes); `capacity` bounds the number of real values held.
+    pub fn new(seed: u64, style: Style, capacity: usize) -> Vault {
+        Vault {
+            style,
+            capacity,
+            rng: FakeRng::seed_from_u64(seed),
+            entries: Vec::new(),
+            by_real: HashMap::new(),
+            by_sub: HashMap::new(),
+            numbers: [0; EntityType::ALL.len()],
+            indexes: Mutex::new(Indexes::default()),
+        }
+    }
+
+    /// The style of the substitutes.
+    pub fn style(&self) -> Style {
+        self.style
+    }
+
+    /// The most real values the vault holds.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// How many real values the vault holds.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the vault holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The stable substitute for `real`; the same real value always gets the same substitute.
+    pub fn substitute(&mut self, real: &str, kind: EntityType) -> Result<String, VaultFull> {
+        self.substitute_arc(real, kind).map(|s| s.to_string())
+    }
+
+    /// [`Vault::substitute`] without copying the substitute.
+    pub(crate) fn substitute_arc(
+        &mut self,
+        real: &str,
+        kind: EntityType,
+    ) -> Result<Arc<str>, VaultFull> {
+        if let Some(&i) = self.by_real.get(real) {
+            return Ok(self.entries[i].sub.clone());
+        }
+        if self.entries.len() >= self.capacity {
+            return Err(VaultFull {
+                capacity: self.capacity,
+                kind,
+            });
+        }
+        let sub: Arc<str> = Arc::from(self.fresh(real, kind)?);
+        let real: Arc<str> = Arc::from(real);
+        let i = self.entries.len();
+        self.by_real.insert(real.clone(), i);
+        self.by_sub.insert(sub.clone(), i);
+        self.entries.push(Entry {
+            real,
+            sub: sub.clone(),
+            kind,
+        });
+        Ok(sub)
+    }
+
+    /// A substitute that is neither `real`, nor any real value held, nor any substitute given out.
+    fn fresh(&mut self, real: &str, kind: EntityType) -> Result<String, VaultFull> {
+        let taken = |v: &Vault, s: &str| {
+            s.is_empty() || s == real || v.by_real.contains_key(s) || v.by_sub.contains_key(s)
+        };
+        for attempt in 0..MAX_ATTEMPTS {
+            let candidate = match self.style {
+                Style::Placeholder => {
+                    let n = &mut self.numbers[kind as usize];
+                    *n += 1;
+                    placeholder(kind, *n)
+                }
+                Style::Fake => fake_value(kind, real, &mut self.rng, attempt),
+            };
+            if !taken(self, &candidate) {
+                return Ok(candidate);
+            }
+        }
+        Err(VaultFull {
+            capacity: self.capacity,
+            kind,
+        })
+    }
+
+    /// The index for restoring, rebuilt when the vault changed since it was last built.
+    pub(crate) fn restore_index(&self) -> Arc<RestoreIndex> {
+        let mut indexes = self.indexes.lock().unwrap_or_else(|e| e.into_inner());
+        match &indexes.restore {
+            Some((n, index)) if *n == self.entries.len() => index.clone(),
+            _ => {
+                let index = Arc::new(RestoreIndex::build(&self.entries));
+                indexes.restore = Some((self.entries.len(), index.clone()));
+                index
+            }
+        }
+    }
+
+    /// The index for the egress guard and for sweeping known values, rebuilt when the vault changed:
+    /// first as an NFA (cheap to build while values keep arriving), then, once it has been used a few
+    /// times unchanged, as a DFA (fast to search in the steady state).
+    pub(crate) fn guard_index(&self) -> Arc<GuardIndex> {
+        let mut indexes = self.indexes.lock().unwrap_or_else(|e| e.into_inner());
+        let version = self.entries.len();
+        if let Some(slot) = &mut indexes.guard
+            && slot.version == version
+        {
+            slot.uses += 1;
+            if !slot.fast && slot.uses >= FAST_AFTER_USES && version <= FAST_MAX_VALUES {
+                slot.index = Arc::new(GuardIndex::build(&self.entries, true));
+                slot.fast = true;
+            }
+            return slot.index.clone();
+        }
+        let index = Arc::new(GuardIndex::build(&self.entries, false));
+        indexes.guard = Some(GuardSlot {
+            version,
+            index: index.clone(),
+            uses: 0,
+            fast: false,
+        });
+        index
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn vault_is_send_and_sync() {
+        assert_send_sync::<Vault>();
+    }
+
+    #[test]
+    fn enum_discriminants_follow_all() {
+        for (i, t) in EntityType::ALL.iter().enumerate() {
+            assert_eq!(*t as usize, i);
+        }
+    }
+
+    #[test]
+    fn same_real_same_substitute_and_debug_hides_values() {
+        let mut v = Vault::new(1, Style::Fake, 100);
+        let a = v.substitute("Alice Jones", EntityType::PersonName).unwrap();
+        let b = v.substitute("Alice Jones", EntityType::PersonName).unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, "Alice Jones");
+        assert_eq!(v.len(), 1);
+        let debug = format!("{v:?}");
+        assert!(!debug.contains("Alice") && !debug.contains(&a), "{debug}");
+    }
+
+    #[test]
+    fn deterministic_per_seed() {
+        let values = [
+            "Alice Jones",
+            "bob@corp.io",
+            "+44 20 7946 0958",
+            "4111 1111 1111 1111",
+            "10.0.0.1",
+        ];
+        let kinds = [
+            EntityType::PersonName,
+            EntityType::Email,
+            EntityType::Phone,
+            EntityType::CreditCard,
+            EntityType::IpAddress,
+        ];
+        let run = |seed| {
+            let mut v = Vault::new(seed, Style::Fake, 100);
+            values
+                .iter()
+                .zip(kinds)
+                .map(|(r, k)| v.substitute(r, k).unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run(42), run(42));
+        assert_ne!(run(42), run(43));
+    }
+
+    #[test]
+    fn capacity_is_enforced() {
+        let mut v = Vault::new(1, Style::Fake, 2);
+        v.substitute("a@x.io", EntityType::Email).unwrap();
+        v.substitute("b@x.io", EntityType::Email).unwrap();
+        // A value already held still resolves.
+        v.substitute("a@x.io", EntityType::Email).unwrap();
+        let err = v.substitute("c@x.io", EntityType::Email).unwrap_err();
+        assert_eq!(
+            err,
+            VaultFull {
+                capacity: 2,
+                kind: EntityType::Email
+            }
+        );
+        assert!(err.to_string().contains("not sent"));
+    }
+
+    #[test]
+    fn placeholders_are_numbered_per_type() {
+        let mut v = Vault::new(1, Style::Placeholder, 100);
+        assert_eq!(
+            v.substitute("Alice", EntityType::PersonName).unwrap(),
+            "[PERSON_NAME_1]"
+        );
+        assert_eq!(
+            v.substitute("a@x.io", EntityType::Email).unwrap(),
+            "[EMAIL_1]"
+        );
+        assert_eq!(
+            v.substitute("Bob", EntityType::PersonName).unwrap(),
+            "[PERSON_NAME_2]"
+        );
+        assert_eq!(
+            v.substitute("Alice", EntityType::PersonName).unwrap(),
+            "[PERSON_NAME_1]"
+        );
+        // A real value that looks like the next placeholder does not get it.
+        assert_eq!(
+            v.substitute("[EMAIL_2]", EntityType::Email).unwrap(),
+            "[EMAIL_3]"
+        );
+        assert_eq!(
+            v.substitute("c@x.io", EntityType::Email).unwrap(),
+            "[EMAIL_4]"
+        );
+    }
+
+    #[test]
+    fn a_later_real_equal_to_an_earlier_fake_is_kept_apart() {
+        let mut v = Vault::new(5, Style::Fake, 1000);
+        let fake_alice = v.substitute("Alice Jones", EntityType::PersonName).unwrap();
+        // Now the user writes about someone whose real name happens to be Alice's fake.
+        let fake_other = v.substitute(&fake_alice, EntityType::PersonName).unwrap();
+        assert_ne!(fake_other, fake_alice);
+        assert_ne!(fake_other, "Alice Jones");
+        // Both restore to their own real values.
+        let restored = v
+            .restore(&format!("{fake_alice} met {fake_other}"))
+            .into_owned();
+        assert_eq!(restored, format!("Alice Jones met {fake_alice}"));
+        // And no later fake equals a real value held.
+        for i in 0..300 {
+            let s = v
+                .substitute(&format!("Person Number{i}"), EntityType::PersonName)
+                .unwrap();
+            assert!(s != "Alice Jones" && s != fake_alice);
+        }
+    }
+
+    #[test]
+    fn a_fake_never_equals_a_real_value_seen_earlier() {
+        // Seed the vault with the very names its RNG would produce, as real values: every substitute
+        // must still avoid them.
+        let mut probe = Vault::new(9, Style::Fake, 1000);
+        let upcoming: Vec<String> = (0..50)
+            .map(|i| {
+                probe
+                    .substitute(&format!("Real Person{i}"), EntityType::PersonName)
+                    .unwrap()
+            })
+            .collect();
+        let mut v = Vault::new(9, Style::Fake, 1000);
+        for name in &upcoming {
+            v.substitute(name, EntityType::PersonName).unwrap();
+        }
+        // Each fake differs from every real value held when it was made (a real value that arrives
+        // later and equals an earlier fake is the other direction, tested above).
+        let mut seen: HashSet<&str> = HashSet::new();
+        for e in &v.entries {
+            seen.insert(&e.real);
+            assert!(!seen.contains(&*e.sub), "a fake equals a real value");
+        }
+        // The vault really had to reject candidates: with the same seed, its first draw for a two-word
+        // name is the probe's first fake, which is now the first real value.
+        assert_ne!(v.entries[0].sub.as_ref(), upcoming[0]);
+    }
+
+    #[test]
+    fn no_collisions_over_10000_values() {
+        let mut v = Vault::new(77, Style::Fake, 20_000);
+        let mut reals: Vec<(String, EntityType)> = Vec::new();
+        for i in 0..10_000u32 {
+            let (real, kind) = match i % 10 {
+                0 => (format!("Person{i} Surname"), EntityType::PersonName),
+                1 => (format!("Solo{i}"), EntityType::PersonName),
+                2 => (format!("user{i}@corp.io"), EntityType::Email),
+                3 => (format!("u{}@x.io", i % 100), EntityType::Email),
+                4 => (
+                    format!("+1 415 {:03}-{:04}", i % 1000, i),
+                    EntityType::Phone,
+                ),
+                5 => (
+                    format!("+44 20 {:04} {:04}", i % 10_000, i),
+                    EntityType::Phone,
+                ),
+                6 => (
+                    format!("4111 1111 {:04} {:04}", i % 10_000, i),
+                    EntityType::CreditCard,
+                ),
+                7 => (
+                    format!("10.{}.{}.{}", i % 256, (i / 256) % 256, i % 200),
+                    EntityType::IpAddress,
+                ),
+                8 => (
+                    format!("{:03}-{:02}-{:04}", 100 + i % 500, 1 + i % 98, i),
+                    EntityType::Ssn,
+                ),
+                _ => (
+                    format!("GB82 WEST 1234 {:04} {:04} 32", i % 10_000, i),
+                    EntityType::Iban,
+                ),
+            };
+            reals.push((real, kind));
+        }
+        for (real, kind) in &reals {
+            v.substitute(real, *kind).unwrap();
+        }
+        let real_set: HashSet<&str> = reals.iter().map(|(r, _)| r.as_str()).collect();
+        let mut subs = HashSet::new();
+        for e in &v.entries {
+            assert!(subs.insert(e.sub.clone()), "two values share a fake");
+            assert!(!real_set.contains(&*e.sub), "a fake equals a real value");
+        }
+        assert_eq!(subs.len(), v.len());
+    }
+
+    #[test]
+    fn small_spaces_widen_instead_of_failing() {
+        // 10,000 distinct one-word names and 2,000 IPv4 addresses (the documentation ranges hold 762).
+        let mut v = Vault::new(3, Style::Fake, 20_000);
+        for i in 0..10_000 {
+            v.substitute(&format!("Name{i}"), EntityType::PersonName)
+                .unwrap();
+        }
+        for i in 0..2_000 {
+            v.substitute(
+                &format!("10.0.{}.{}", i / 250, i % 250 + 1),
+                EntityType::IpAddress,
+            )
+            .unwrap();
+        }
+        let subs: HashSet<&str> = v.entries.iter().map(|e| &*e.sub).collect();
+        assert_eq!(subs.len(), 12_000);
+        assert!(v.entries.iter().all(|e| !e.sub.contains(' ')));
+    }
+}
