@@ -26,9 +26,8 @@ use tokio_util::task::TaskTracker;
 use crate::context::{ContextBuilder, MemoryHooks, PromptError};
 use crate::events::{Event, EventBus};
 use crate::llm::layers::{StackOptions, standard_stack};
-use crate::llm::provider::Providers;
 use crate::llm::privacy::PrivacyLayer;
-use opc_privacy::detect::NerSlot;
+use crate::llm::provider::Providers;
 use crate::llm::stack::{CallStack, Seam};
 use crate::llm::{Content, Message, Role};
 pub use crate::runtime::EngineOptions;
@@ -38,6 +37,7 @@ use crate::store::{
     TaskState,
 };
 use crate::tools::Escalation;
+use opc_privacy::detect::NerSlot;
 
 /// Why the engine refused something.
 #[derive(Debug, thiserror::Error)]

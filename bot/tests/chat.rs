@@ -67,7 +67,10 @@ async fn chat_prints_the_answer_and_trace_and_tasks_shows_the_tree() {
         stderr.contains("not active in this build") && stderr.contains("conversation recall"),
         "chat names what the config turns on but this build does not run: {stderr}"
     );
-    assert!(!stderr.contains("privacy gateway"), "privacy runs: {stderr}");
+    assert!(
+        !stderr.contains("privacy gateway"),
+        "privacy runs: {stderr}"
+    );
 
     let out = opc(&org.config_path(), &["tasks"], "", false).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

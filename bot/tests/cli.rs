@@ -35,10 +35,17 @@ fn init_writes_a_valid_org_and_refuses_to_overwrite() {
     );
     // The example turns privacy and memory on; this build runs privacy, not memory, and says so.
     let stderr = text(&out.stderr);
-    for inactive in ["not active in this build", "core memory blocks", "tools memory_read"] {
+    for inactive in [
+        "not active in this build",
+        "core memory blocks",
+        "tools memory_read",
+    ] {
         assert!(stderr.contains(inactive), "{inactive:?} in {stderr}");
     }
-    assert!(!stderr.contains("privacy gateway"), "privacy runs: {stderr}");
+    assert!(
+        !stderr.contains("privacy gateway"),
+        "privacy runs: {stderr}"
+    );
     let out = opc(&["validate", "--format", "json"], &target);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let paths: Vec<&str> = json["inactive"]
@@ -257,7 +264,10 @@ fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
         stderr.contains("conversation recall"),
         "run names what is not active: {stderr}"
     );
-    assert!(!stderr.contains("privacy gateway"), "privacy runs: {stderr}");
+    assert!(
+        !stderr.contains("privacy gateway"),
+        "privacy runs: {stderr}"
+    );
     let mut rest = String::new();
     stdout.read_to_string(&mut rest).expect("rest of stdout");
     assert!(rest.contains("opc: stopped"), "{rest}");

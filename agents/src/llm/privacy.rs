@@ -753,7 +753,10 @@ mod tests {
         while let Ok(delta) = rx.try_recv() {
             match delta {
                 StreamDelta::Text(t) => {
-                    assert!(!t.contains(a) || t.contains(&fake), "partial fake shown: {t:?}");
+                    assert!(
+                        !t.contains(a) || t.contains(&fake),
+                        "partial fake shown: {t:?}"
+                    );
                     shown.push_str(&t);
                 }
                 StreamDelta::Restart => shown.clear(),
@@ -841,7 +844,10 @@ mod tests {
                 "{part}"
             );
             assert!(!error.is_retryable());
-            assert!(wire.bodies.lock().unwrap().is_empty(), "{part}: nothing sent");
+            assert!(
+                wire.bodies.lock().unwrap().is_empty(),
+                "{part}: nothing sent"
+            );
         }
     }
 
@@ -853,14 +859,20 @@ mod tests {
         let wire = Wire::new(vec![Content::text("Wrote to [EMAIL_1].")], &[]);
         let stack = stack(layer, vec![("p", wire.clone())]);
         let response = stack
-            .call(request("", vec![Message::user(format!("Write to {ALICE}"))]))
+            .call(request(
+                "",
+                vec![Message::user(format!("Write to {ALICE}"))],
+            ))
             .await
             .unwrap();
         assert_eq!(
             wire.requests.lock().unwrap()[0].messages[0].text(),
             "Write to [EMAIL_1]"
         );
-        assert_eq!(response.content, [Content::text(format!("Wrote to {ALICE}."))]);
+        assert_eq!(
+            response.content,
+            [Content::text(format!("Wrote to {ALICE}."))]
+        );
         assert_eq!(response.privacy.unwrap().mode, "redact");
     }
 
@@ -877,7 +889,10 @@ mod tests {
         let local = Wire::new(vec![Content::text("local")], &[]);
         let stack = stack(layer, vec![("p", cloud.clone()), ("local", local.clone())]);
         let with_pii = stack
-            .call(request("", vec![Message::user(format!("Write to {ALICE}"))]))
+            .call(request(
+                "",
+                vec![Message::user(format!("Write to {ALICE}"))],
+            ))
             .await
             .unwrap();
         assert_eq!(with_pii.content, [Content::text("local")]);
@@ -917,7 +932,10 @@ mod tests {
         counts.set(EntityType::Email, 1);
         counts.set(EntityType::PersonName, 2);
         assert_eq!(counts.to_string(), "PERSON_NAME 2, EMAIL 1");
-        assert_eq!(counts.summary().unwrap(), "masked 3 (PERSON_NAME 2, EMAIL 1)");
+        assert_eq!(
+            counts.summary().unwrap(),
+            "masked 3 (PERSON_NAME 2, EMAIL 1)"
+        );
         assert_eq!(counts.to_json(), r#"{"PERSON_NAME":2,"EMAIL":1}"#);
         assert_eq!(TypeCounts::from_json(&counts.to_json()), counts);
         let mut other = TypeCounts::default();

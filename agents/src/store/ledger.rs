@@ -256,7 +256,10 @@ impl Store {
 
     /// What the privacy gateway did per task of root `root_id`'s tree (tasks it handled no call of are
     /// absent).
-    pub fn privacy_by_task(&self, root_id: TaskId) -> Result<HashMap<TaskId, TaskPrivacy>, StoreError> {
+    pub fn privacy_by_task(
+        &self,
+        root_id: TaskId,
+    ) -> Result<HashMap<TaskId, TaskPrivacy>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn
             .prepare_cached(

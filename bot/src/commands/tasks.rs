@@ -44,13 +44,11 @@ pub fn run(path: &Path, args: TasksArgs) -> ExitCode {
     };
     let now = opc_agents::store::now_ms();
     let result = match args.tree {
-        Some(id) => store
-            .task(id)
-            .and_then(|task| {
-                let tree = store.tree(task.root_id)?;
-                let privacy = store.privacy_by_task(task.root_id)?;
-                Ok(render_tree(&tree, &privacy, now))
-            }),
+        Some(id) => store.task(id).and_then(|task| {
+            let tree = store.tree(task.root_id)?;
+            let privacy = store.privacy_by_task(task.root_id)?;
+            Ok(render_tree(&tree, &privacy, now))
+        }),
         None => store.recent_roots(args.limit).and_then(|roots| {
             let rows = roots
                 .into_iter()
@@ -192,10 +190,20 @@ pub fn render_tree(tree: &[TaskRecord], privacy: &HashMap<i64, TaskPrivacy>, now
             }
             let plural = |n: u32| if n == 1 { "" } else { "s" };
             if p.routed > 0 {
-                let _ = write!(out, " · routed {} call{} to the trusted model", p.routed, plural(p.routed));
+                let _ = write!(
+                    out,
+                    " · routed {} call{} to the trusted model",
+                    p.routed,
+                    plural(p.routed)
+                );
             }
             if p.blocked > 0 {
-                let _ = write!(out, " · privacy guard stopped {} call{}", p.blocked, plural(p.blocked));
+                let _ = write!(
+                    out,
+                    " · privacy guard stopped {} call{}",
+                    p.blocked,
+                    plural(p.blocked)
+                );
             }
         }
         if let Some(error) = &task.error {
