@@ -35,8 +35,9 @@ use opc_privacy::EntityType;
 use serde::Serialize;
 use serde_json::Value;
 
+use opc_privacy::{Conversation, Counts, StreamRestorer, Style, Vault};
+
 use super::privacy_shim::detect::{DetectOptions, Detector, NerSlot};
-use super::privacy_shim::{Conversation, Counts, StreamRestorer, Style, Vault};
 use super::stack::{RootStates, Seam};
 use super::{
     Content, DeltaSink, EgressGuard, Layer, LeakCheck, LlmError, LlmRequest, LlmResponse,
@@ -322,72 +323,46 @@ struct Privacy {
     shared: Arc<Shared>,
 }
 
-/// Masks every string in a JSON value (tool inputs), adding to `counts`.
-fn mask_json(
-    conversation: &mut Conversation,
-    detect: &dyn Fn(&str) -> Vec<opc_privacy::Entity>,
-    value: &mut Value,
-    counts: &mut Counts,
-) -> Result<(), LlmError> {
+/// Every string inside a JSON value (tool inputs), in order.
+fn json_strings<'a>(value: &'a mut Value, out: &mut Vec<&'a mut String>) {
     match value {
-        Value::String(text) => {
-            let masked = mask_text(conversation, detect, text, counts)?;
-            *text = masked;
-        }
-        Value::Array(items) => {
-            for item in items {
-                mask_json(conversation, detect, item, counts)?;
-            }
-        }
-        Value::Object(map) => {
-            for item in map.values_mut() {
-                mask_json(conversation, detect, item, counts)?;
-            }
-        }
+        Value::String(text) => out.push(text),
+        Value::Array(items) => items.iter_mut().for_each(|v| json_strings(v, out)),
+        Value::Object(map) => map.values_mut().for_each(|v| json_strings(v, out)),
         _ => {}
     }
-    Ok(())
 }
 
-fn mask_text(
-    conversation: &mut Conversation,
-    detect: &dyn Fn(&str) -> Vec<opc_privacy::Entity>,
-    text: &str,
-    counts: &mut Counts,
-) -> Result<String, LlmError> {
-    if text.is_empty() {
-        return Ok(String::new());
-    }
-    let masked = conversation
-        .mask_text(detect, text)
-        .map_err(|full| LlmError::Privacy(full.to_string()))?;
-    counts.merge(&masked.counts);
-    Ok(masked.text)
-}
-
-/// Masks the whole request in place: system prompt, text blocks, tool inputs, tool results.
+/// Masks the whole request in place — system prompt, text blocks, every string of the tool inputs,
+/// tool results — in one batch (the vault's indexes are rebuilt at most once per request), each text
+/// detected at most once per conversation.
 fn mask_request(
     conversation: &mut Conversation,
     detector: &Detector,
     request: &mut LlmRequest,
 ) -> Result<Counts, LlmError> {
-    let detect = |text: &str| detector.detect(text);
-    let mut counts = Counts::default();
-    request.system = mask_text(conversation, &detect, &request.system, &mut counts)?;
+    let mut slots: Vec<&mut String> = vec![&mut request.system];
     for message in &mut request.messages {
         for block in &mut message.content {
             match block {
-                Content::Text { text } => {
-                    *text = mask_text(conversation, &detect, text, &mut counts)?;
-                }
-                Content::ToolUse { input, .. } => {
-                    mask_json(conversation, &detect, input, &mut counts)?;
-                }
-                Content::ToolResult { content, .. } => {
-                    *content = mask_text(conversation, &detect, content, &mut counts)?;
-                }
+                Content::Text { text } => slots.push(text),
+                Content::ToolUse { input, .. } => json_strings(input, &mut slots),
+                Content::ToolResult { content, .. } => slots.push(content),
             }
         }
+    }
+    slots.retain(|text| !text.is_empty());
+    let masked = {
+        let texts: Vec<&str> = slots.iter().map(|text| text.as_str()).collect();
+        let detect = |text: &str| detector.detect(text);
+        conversation
+            .mask_texts(&detect, &texts)
+            .map_err(|full| LlmError::Privacy(full.to_string()))?
+    };
+    let mut counts = Counts::default();
+    for (slot, masked) in slots.into_iter().zip(masked) {
+        counts.merge(&masked.counts);
+        *slot = masked.text;
     }
     Ok(counts)
 }
