@@ -83,7 +83,7 @@ fn body_text(request: &RecordedRequest) -> String {
 fn assert_no_real_value_sent(requests: &[RecordedRequest]) {
     for request in requests {
         let body = body_text(request);
-        for real in [EMAIL] {
+        for real in REALS {
             assert!(
                 !body.contains(real),
                 "{real:?} sent to the model ({:?}): {body}",
