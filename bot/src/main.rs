@@ -80,6 +80,17 @@ enum Command {
         #[command(flatten)]
         args: commands::tasks::TasksArgs,
     },
+    /// Personal-data detection from the command line: `detect` (JSON lines in and out) and `eval`.
+    ///
+    /// Uses the config's `framework.privacy` detection settings when a config is found, else the
+    /// defaults. Exit status: 0 done, 1 a bad input line (named by its number) or invalid config,
+    /// 2 unreadable file.
+    Privacy {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(subcommand)]
+        command: commands::privacy::PrivacyCommand,
+    },
     /// Draw the org tree: id, role, model, tools, memory and shareWith of every agent.
     ///
     /// Colours are used when stdout is a terminal (set NO_COLOR to turn them off).
@@ -122,5 +133,6 @@ fn main() -> ExitCode {
         Command::Run { config } => commands::run::run(&config.path()),
         Command::Chat { config, args } => commands::chat::run(&config.path(), args),
         Command::Tasks { config, args } => commands::tasks::run(&config.path(), args),
+        Command::Privacy { config, command } => commands::privacy::run(&config.path(), command),
     }
 }

@@ -22,7 +22,6 @@ pub mod anthropic;
 pub mod layers;
 pub mod openai;
 pub mod privacy;
-mod privacy_shim;
 pub mod provider;
 mod sse;
 pub mod stack;

@@ -31,13 +31,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use opc_hierarchy::Config;
 use opc_hierarchy::schema::PrivacyMode;
-use opc_privacy::EntityType;
+use opc_privacy::detect::{DetectOptions, Detector, NerSlot};
+use opc_privacy::{Conversation, Counts, EntityType, StreamRestorer, Style, Vault};
 use serde::Serialize;
 use serde_json::Value;
 
-use opc_privacy::{Conversation, Counts, StreamRestorer, Style, Vault};
-
-use super::privacy_shim::detect::{DetectOptions, Detector, NerSlot};
 use super::stack::{RootStates, Seam};
 use super::{
     Content, DeltaSink, EgressGuard, Layer, LeakCheck, LlmError, LlmRequest, LlmResponse,

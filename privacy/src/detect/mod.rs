@@ -1,5 +1,484 @@
 //! Detection: recognisers for structured data, plus the NER tier for names and addresses.
+//!
+//! The pattern tier is a list of [`Recognizer`]s, one per file, Presidio-style: each finds candidates
+//! with a regex compiled once, then *validates* them (Luhn, mod-97, libphonenumber, std's IP parser, the
+//! SSA's SSN rules, the vendors' credential shapes) before reporting a span. [`context`] raises the score
+//! of a match that has a telling word nearby ("call me at", "card", "IBAN") and leaves weak matches (a bare
+//! 9-digit number, a bare domain) below the default threshold unless such a word is there.
+//!
+//! Scores and the threshold. `DetectOptions::threshold` (the config's `confidenceThreshold`, 0.85 by
+//! default) applies to every span, pattern and NER alike: a span scoring below it is not reported. Pattern
+//! scores are calibrated against that default:
+//! - validated matches (checksum, libphonenumber, parsed IP, credential shape, e-mail) score 0.85 to 1.0,
+//!   so they pass the default threshold without context;
+//! - weak shapes (a 9-digit SSN without separators, a bare `example.com`, a bare digit run that happens
+//!   to be a valid phone number, a UK postcode alone) score 0.5 to 0.6 and pass only with a context word
+//!   (+0.35) or with a threshold lowered below 0.6;
+//! - lowering the threshold therefore trades precision for recall in both tiers.
+//!
+//! Speed: every recogniser declares the bytes that must occur in a text for it to match
+//! ([`Recognizer::trigger`]); the detector classifies the text's bytes once and skips recognisers whose
+//! trigger is absent, so ordinary prose without `@`, `:` or digits costs one byte pass.
 
+use std::sync::Arc;
+
+pub mod address;
+pub mod api_key;
+pub mod context;
+pub mod credit_card;
+pub mod email;
+pub mod eval;
+pub mod iban;
+pub mod ip;
 pub mod ner;
+pub mod phone;
+pub mod secrets;
+pub mod ssn;
+pub mod url;
 
 pub use ner::{NerModel, NerSlot};
+
+use crate::{Entity, EntityType};
+
+/// The bytes a recogniser needs in a text before it can match anything (a bit set over [`Trigger`]s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trigger(u8);
+
+impl Trigger {
+    /// No requirement: always run.
+    pub const ALWAYS: Trigger = Trigger(0);
+    /// An ASCII digit.
+    pub const DIGIT: Trigger = Trigger(1);
+    /// `@`.
+    pub const AT: Trigger = Trigger(2);
+    /// `:`.
+    pub const COLON: Trigger = Trigger(4);
+    /// `.`.
+    pub const DOT: Trigger = Trigger(8);
+    /// `=`.
+    pub const EQUALS: Trigger = Trigger(16);
+    /// `-` or `_`.
+    pub const DASH: Trigger = Trigger(32);
+    /// At least 7 digits in a run of digit groups joined by up to two separators (` `, `-`, `.`, `(`,
+    /// `)`, `/`): what a phone, card, SSN or IBAN needs. Years, times and versions never have it.
+    pub const LONG_DIGITS: Trigger = Trigger(64);
+
+    /// Either trigger suffices.
+    pub const fn or(self, other: Trigger) -> Trigger {
+        Trigger(self.0 | other.0)
+    }
+
+    /// The triggers present in `text`, in one pass over its bytes.
+    pub fn of(text: &str) -> Trigger {
+        let mut seen = 0u8;
+        let (mut digits, mut seps) = (0u32, 0u32);
+        for &b in text.as_bytes() {
+            let class = CLASS[b as usize];
+            seen |= class;
+            if class & 1 != 0 {
+                digits += 1;
+                seps = 0;
+                if digits >= 7 {
+                    seen |= 64;
+                }
+            } else if matches!(b, b' ' | b'-' | b'.' | b'(' | b')' | b'/') && seps < 2 {
+                seps += 1;
+            } else {
+                digits = 0;
+                seps = 0;
+            }
+        }
+        Trigger(seen)
+    }
+
+    /// Whether a recogniser with this trigger can match a text whose bytes are `present`.
+    pub fn fires(self, present: Trigger) -> bool {
+        self.0 == 0 || self.0 & present.0 != 0
+    }
+}
+
+const CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut d = b'0';
+    while d <= b'9' {
+        t[d as usize] = 1;
+        d += 1;
+    }
+    t[b'@' as usize] = 2;
+    t[b':' as usize] = 4;
+    t[b'.' as usize] = 8;
+    t[b'=' as usize] = 16;
+    t[b'-' as usize] = 32;
+    t[b'_' as usize] = 32;
+    t
+};
+
+/// One kind of pattern, Presidio-style: find candidates, validate them, score them.
+pub trait Recognizer: Send + Sync {
+    /// A short name, for diagnostics and benchmarks.
+    fn name(&self) -> &'static str;
+    /// Append every validated span in `text` (byte offsets, scores after context words) to `out`.
+    fn find(&self, text: &str, out: &mut Vec<Entity>);
+    /// The types this recogniser reports (a detector skips it when none is wanted).
+    fn types(&self) -> &'static [EntityType] {
+        &EntityType::ALL
+    }
+    /// The bytes that must occur in a text for this recogniser to match (checked once per text).
+    fn trigger(&self) -> Trigger {
+        Trigger::ALWAYS
+    }
+}
+
+/// What to detect and what to leave alone (the config's `framework.privacy` detection keys).
+#[derive(Clone, Debug)]
+pub struct DetectOptions {
+    /// The types to report (`detectTypes`); others are dropped.
+    pub types: Vec<EntityType>,
+    /// Terms never masked (`whitelist`): a span equal to one, or inside one, is dropped (case-insensitive).
+    pub whitelist: Vec<String>,
+    /// The minimum score of a reported span (`confidenceThreshold`); see the module docs for how pattern
+    /// scores relate to it.
+    pub threshold: f32,
+}
+
+impl Default for DetectOptions {
+    fn default() -> Self {
+        DetectOptions {
+            types: EntityType::ALL.to_vec(),
+            whitelist: Vec::new(),
+            threshold: 0.85,
+        }
+    }
+}
+
+/// The pattern recognisers, in a fixed order (ties in overlap resolution keep the earlier one).
+pub fn default_recognizers() -> Vec<Box<dyn Recognizer>> {
+    vec![
+        Box::new(email::EmailRecognizer::new()),
+        Box::new(url::UrlRecognizer::new()),
+        Box::new(credit_card::CreditCardRecognizer::new()),
+        Box::new(iban::IbanRecognizer::new()),
+        Box::new(ssn::SsnRecognizer::new()),
+        Box::new(ip::IpRecognizer::new()),
+        Box::new(phone::PhoneRecognizer::new()),
+        Box::new(api_key::ApiKeyRecognizer::new()),
+        Box::new(address::AddressRecognizer::new()),
+    ]
+}
+
+/// Finds personal data in text: the pattern tier always, the NER tier once its slot is filled.
+pub struct Detector {
+    recognizers: Vec<Box<dyn Recognizer>>,
+    wanted: [bool; EntityType::ALL.len()],
+    whitelist: Vec<String>,
+    threshold: f32,
+    ner: NerSlot,
+}
+
+fn index(kind: EntityType) -> usize {
+    EntityType::ALL
+        .iter()
+        .position(|t| *t == kind)
+        .unwrap_or_default()
+}
+
+impl Detector {
+    /// A detector with the default recognisers. Regexes are compiled here, once.
+    pub fn new(options: DetectOptions, ner: NerSlot) -> Detector {
+        Detector::with_recognizers(options, ner, default_recognizers())
+    }
+
+    /// A detector with a chosen list of recognisers (tests, benchmarks).
+    pub fn with_recognizers(
+        options: DetectOptions,
+        ner: NerSlot,
+        recognizers: Vec<Box<dyn Recognizer>>,
+    ) -> Detector {
+        let mut wanted = [false; EntityType::ALL.len()];
+        for t in &options.types {
+            wanted[index(*t)] = true;
+        }
+        let recognizers = recognizers
+            .into_iter()
+            .filter(|r| r.types().iter().any(|t| wanted[index(*t)]))
+            .collect();
+        let whitelist = options
+            .whitelist
+            .iter()
+            .map(|w| w.trim().to_lowercase())
+            .filter(|w| !w.is_empty())
+            .collect();
+        Detector {
+            recognizers,
+            wanted,
+            whitelist,
+            threshold: options.threshold,
+            ner,
+        }
+    }
+
+    /// Sorted by start, non-overlapping, score >= threshold, whitelisted terms and types not in
+    /// `types` removed. Runs the NER tier only when the slot is filled.
+    pub fn detect(&self, text: &str) -> Vec<Entity> {
+        let mut found = self.detect_patterns(text);
+        if let Some(model) = self.ner.get() {
+            found.extend(model.entities(text));
+        }
+        self.finish(text, found)
+    }
+
+    /// The pattern tier alone, before filtering: every recogniser whose trigger bytes occur in `text`.
+    fn detect_patterns(&self, text: &str) -> Vec<Entity> {
+        let mut found = Vec::new();
+        if text.is_empty() {
+            return found;
+        }
+        let present = Trigger::of(text);
+        for r in &self.recognizers {
+            if r.trigger().fires(present) {
+                r.find(text, &mut found);
+            }
+        }
+        found
+    }
+
+    fn finish(&self, text: &str, mut found: Vec<Entity>) -> Vec<Entity> {
+        found.retain(|e| {
+            e.start < e.end
+                && e.end <= text.len()
+                && text.is_char_boundary(e.start)
+                && text.is_char_boundary(e.end)
+                && self.wanted[index(e.kind)]
+                && e.score >= self.threshold
+                && !self.whitelisted(text, e)
+        });
+        resolve_overlaps(found)
+    }
+
+    /// A span equal to a whitelisted term, or inside an occurrence of one, case-insensitively.
+    fn whitelisted(&self, text: &str, e: &Entity) -> bool {
+        if self.whitelist.is_empty() {
+            return false;
+        }
+        let span = e.text(text).to_lowercase();
+        self.whitelist.iter().any(|w| {
+            if *w == span {
+                return true;
+            }
+            if !w.contains(span.as_str()) {
+                return false;
+            }
+            // The span is part of the term; is it part of an occurrence of the term around the span?
+            let lower_start = e.start.saturating_sub(w.len());
+            let mut from = lower_start;
+            while !text.is_char_boundary(from) {
+                from -= 1;
+            }
+            let mut to = (e.end + w.len()).min(text.len());
+            while !text.is_char_boundary(to) {
+                to += 1;
+            }
+            let window = text[from..to].to_lowercase();
+            // Lowercasing may change byte lengths for non-ASCII text; fall back to "contains".
+            if window.len() != to - from {
+                return window.contains(w.as_str());
+            }
+            let mut at = 0;
+            while let Some(i) = window[at..].find(w.as_str()) {
+                let s = from + at + i;
+                if s <= e.start && e.end <= s + w.len() {
+                    return true;
+                }
+                at += i + 1;
+                while at < window.len() && !window.is_char_boundary(at) {
+                    at += 1;
+                }
+            }
+            false
+        })
+    }
+}
+
+/// Keep a non-overlapping subset: higher score first, then the longer span, then the earlier one;
+/// returned sorted by start.
+pub fn resolve_overlaps(mut found: Vec<Entity>) -> Vec<Entity> {
+    if found.len() <= 1 {
+        return found;
+    }
+    found.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then((b.end - b.start).cmp(&(a.end - a.start)))
+            .then(a.start.cmp(&b.start))
+    });
+    let mut kept: Vec<Entity> = Vec::with_capacity(found.len());
+    for e in found {
+        if kept.iter().all(|k| e.end <= k.start || k.end <= e.start) {
+            kept.push(e);
+        }
+    }
+    kept.sort_by_key(|e| e.start);
+    kept
+}
+
+/// Shared by the recognisers: is there a byte before `start`, and is it of `pred`'s class?
+pub(crate) fn before_is(text: &str, start: usize, pred: impl Fn(u8) -> bool) -> bool {
+    start > 0 && pred(text.as_bytes()[start - 1])
+}
+
+/// Shared by the recognisers: is there a byte at `end`, and is it of `pred`'s class?
+pub(crate) fn after_is(text: &str, end: usize, pred: impl Fn(u8) -> bool) -> bool {
+    end < text.len() && pred(text.as_bytes()[end])
+}
+
+/// Shared detector type for callers that keep one per process.
+pub type SharedDetector = Arc<Detector>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn detect(text: &str) -> Vec<(EntityType, &str)> {
+        Detector::new(DetectOptions::default(), NerSlot::new())
+            .detect(text)
+            .into_iter()
+            .map(|e| (e.kind, &text[e.start..e.end]))
+            .collect()
+    }
+
+    #[test]
+    fn finds_each_kind_in_prose() {
+        let text = "Mail jane.doe@example.com or call me at (212) 555-0199; card 4111 1111 1111 1111, \
+                    IBAN GB82 WEST 1234 5698 7654 32, ssn 078-05-1123, from 192.168.1.10, \
+                    see https://example.com/a?b=1 and key ghp_abcdefghijklmnopqrstuvwxyz0123456789.";
+        let found = detect(text);
+        let kinds: Vec<EntityType> = found.iter().map(|f| f.0).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                EntityType::Email,
+                EntityType::Phone,
+                EntityType::CreditCard,
+                EntityType::Iban,
+                EntityType::Ssn,
+                EntityType::IpAddress,
+                EntityType::Url,
+                EntityType::ApiKey
+            ],
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn types_whitelist_and_threshold_filter() {
+        let text = "write to ceo@acme.example.com or ops@acme.example.com";
+        let only_phone = Detector::new(
+            DetectOptions {
+                types: vec![EntityType::Phone],
+                ..DetectOptions::default()
+            },
+            NerSlot::new(),
+        );
+        assert!(only_phone.detect(text).is_empty());
+        let wl = Detector::new(
+            DetectOptions {
+                whitelist: vec!["CEO@acme.example.com".into()],
+                ..DetectOptions::default()
+            },
+            NerSlot::new(),
+        );
+        let found = wl.detect(text);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].text(text), "ops@acme.example.com");
+        let strict = Detector::new(
+            DetectOptions {
+                threshold: 1.01,
+                ..DetectOptions::default()
+            },
+            NerSlot::new(),
+        );
+        assert!(strict.detect(text).is_empty());
+    }
+
+    #[test]
+    fn a_span_inside_a_whitelisted_term_is_kept_out() {
+        let text = "our office: 1 Infinite Loop Road, open daily";
+        let wl = Detector::new(
+            DetectOptions {
+                whitelist: vec!["our office: 1 infinite loop road".into()],
+                ..DetectOptions::default()
+            },
+            NerSlot::new(),
+        );
+        assert!(wl.detect(text).is_empty(), "{:?}", wl.detect(text));
+        assert!(!detect(text).is_empty());
+    }
+
+    #[test]
+    fn overlaps_prefer_score_then_length() {
+        let e = |s, end, score| Entity {
+            kind: EntityType::Phone,
+            start: s,
+            end,
+            score,
+        };
+        let kept = resolve_overlaps(vec![
+            e(0, 10, 0.9),
+            e(5, 20, 0.9),
+            e(8, 12, 1.0),
+            e(30, 31, 0.5),
+        ]);
+        assert_eq!(kept, vec![e(8, 12, 1.0), e(30, 31, 0.5)]);
+        let kept = resolve_overlaps(vec![e(0, 10, 0.9), e(5, 20, 0.9)]);
+        assert_eq!(kept, vec![e(5, 20, 0.9)]);
+    }
+
+    #[test]
+    fn ner_spans_join_when_the_slot_is_filled() {
+        struct Names;
+        impl NerModel for Names {
+            fn entities(&self, text: &str) -> Vec<Entity> {
+                text.find("Ada Lovelace")
+                    .map(|s| Entity {
+                        kind: EntityType::PersonName,
+                        start: s,
+                        end: s + 12,
+                        score: 0.97,
+                    })
+                    .into_iter()
+                    .collect()
+            }
+        }
+        let slot = NerSlot::new();
+        let d = Detector::new(DetectOptions::default(), slot.clone());
+        let text = "Ada Lovelace wrote to ada@example.com";
+        assert_eq!(d.detect(text).len(), 1);
+        assert!(slot.set(Arc::new(Names)));
+        let found = d.detect(text);
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0].kind, EntityType::PersonName);
+    }
+
+    #[test]
+    fn a_detector_is_shared_across_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Detector>();
+    }
+
+    #[test]
+    fn triggers_classify_bytes() {
+        let t = Trigger::of("plain words only");
+        assert!(!Trigger::DIGIT.fires(t));
+        assert!(Trigger::ALWAYS.fires(t));
+        assert!(Trigger::DIGIT.or(Trigger::AT).fires(Trigger::of("a@b")));
+        assert!(!Trigger::LONG_DIGITS.fires(Trigger::of("in 2024, at 12:30, v1.2.3, 40 items")));
+        for t in [
+            "(415) 555-0132",
+            "4111 1111 1111 1111",
+            "078-05-1123",
+            "GB82 WEST 1234 5698 7654 32",
+        ] {
+            assert!(Trigger::LONG_DIGITS.fires(Trigger::of(t)), "{t}");
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! `opc privacy`: the detector from the command line, for people checking what would be masked and for
+//! evaluation.
+//!
+//! - `opc privacy detect [FILE]`: JSON lines in (`{"text": …}`, other fields ignored; stdin without
+//!   FILE), one line out per line in, in order: `{"entities":[{"type","start","end","score"}]}` with
+//!   offsets in Unicode code points. A line that is not such an object is an error naming its line
+//!   number (exit 1), after the lines before it were answered.
+//! - `opc privacy eval FILE…`: files in the `../shared/data/pii` shapes (see
+//!   `opc_privacy::detect::eval`); prints per-type precision, recall, F1 and F2 at token and span level,
+//!   and the false positives on negative cases.
+//!
+//! - `opc privacy mask [FILE]`: plain text in (stdin without FILE); prints the text as a model would see
+//!   it, then the mapping (type, real value, substitute). For an admin checking what leaves the
+//!   machine: it prints real values to the terminal that asked, and nowhere else.
+//!
+//! All use the config's `framework.privacy` (`detectTypes`, `whitelist`, `confidenceThreshold`; the
+//! org's name, agent ids and roles are always whitelisted) when a config is found by the usual
+//! discovery (`--config`, `$OPC_CONFIG`, `./opc.config.yaml`), else the defaults. Only the pattern tier
+//! runs here until the NER model is wired in.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use opc_hierarchy::schema::PrivacyMode;
+use opc_privacy::detect::eval::{self, Report};
+use opc_privacy::detect::{DetectOptions, Detector, NerSlot};
+use opc_privacy::{EntityType, Style, Vault};
+use serde_json::{Value, json};
+
+use super::eprint;
+
+/// `opc privacy …` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum PrivacyCommand {
+    /// Detect personal data in JSON lines (`{"text": …}` per line; stdin without FILE) and print
+    /// `{"entities":[{"type","start","end","score"}]}` per line, offsets in code points.
+    Detect {
+        /// A JSON-lines file; stdin when absent.
+        file: Option<PathBuf>,
+    },
+    /// Score the detector on labelled JSON-lines files (the ../shared/data/pii shapes, or the synthetic
+    /// corpus): per-type precision, recall, F1 and F2 at token and span level.
+    Eval {
+        /// Files to score.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Mask plain text (stdin without FILE) as the privacy gateway would, and print the masked text
+    /// and the mapping from real values to substitutes.
+    Mask {
+        /// A text file; stdin when absent.
+        file: Option<PathBuf>,
+        /// Print one JSON object (`masked`, `mapping`, `counts`) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Run a `privacy` subcommand with the config at `config` (used only when it exists).
+pub fn run(config: &Path, command: PrivacyCommand) -> ExitCode {
+    let (options, style) = match options(config) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let detector = Detector::new(options, NerSlot::new());
+    match command {
+        PrivacyCommand::Detect { file } => detect(&detector, file.as_deref()),
+        PrivacyCommand::Eval { files } => evaluate(&detector, &files),
+        PrivacyCommand::Mask { file, json } => mask(&detector, style, file.as_deref(), json),
+    }
+}
+
+/// The detection options and the substitute style (`redact` gives placeholders) from the config, or
+/// the defaults when there is no config file.
+fn options(config: &Path) -> Result<(DetectOptions, Style), ExitCode> {
+    if !config.exists() {
+        return Ok((DetectOptions::default(), Style::Fake));
+    }
+    let loaded = super::load_config(config)?;
+    let p = &loaded.config.framework.privacy;
+    let types = p
+        .detect_types
+        .iter()
+        .filter_map(|t| EntityType::parse(t.as_str()))
+        .collect();
+    let mut whitelist = p.whitelist.clone();
+    whitelist.push(loaded.config.framework.name.clone());
+    for (id, agent) in &loaded.config.agents {
+        whitelist.push(id.clone());
+        whitelist.push(agent.role.clone());
+    }
+    let style = match p.mode {
+        PrivacyMode::Redact => Style::Placeholder,
+        PrivacyMode::Mask | PrivacyMode::Route => Style::Fake,
+    };
+    Ok((
+        DetectOptions {
+            types,
+            whitelist,
+            threshold: p.confidence_threshold as f32,
+        },
+        style,
+    ))
+}
+
+/// Byte offset → code-point offset, for byte offsets on char boundaries in increasing order.
+fn code_points(text: &str, offsets: &[usize]) -> Vec<usize> {
+    let mut bounds = text
+        .char_indices()
+        .map(|(b, _)| b)
+        .chain(std::iter::once(text.len()))
+        .enumerate()
+        .peekable();
+    let mut out = Vec::with_capacity(offsets.len());
+    for &target in offsets {
+        while bounds.peek().is_some_and(|&(_, b)| b < target) {
+            bounds.next();
+        }
+        out.push(bounds.peek().map_or(0, |&(cp, _)| cp));
+    }
+    out
+}
+
+/// One output line for `text`.
+pub fn detect_line(detector: &Detector, text: &str) -> Value {
+    let found = detector.detect(text);
+    let mut offsets: Vec<usize> = found.iter().flat_map(|e| [e.start, e.end]).collect();
+    offsets.sort_unstable();
+    let cps = code_points(text, &offsets);
+    let cp = |b: usize| offsets.binary_search(&b).map_or(0, |i| cps[i]);
+    let entities: Vec<Value> = found
+        .iter()
+        .map(|e| {
+            json!({
+                "type": e.kind.as_str(),
+                "start": cp(e.start),
+                "end": cp(e.end),
+                "score": (f64::from(e.score) * 1000.0).round() / 1000.0,
+            })
+        })
+        .collect();
+    json!({ "entities": entities })
+}
+
+fn open(file: Option<&Path>) -> Result<Box<dyn BufRead>, String> {
+    match file {
+        None => Ok(Box::new(BufReader::new(std::io::stdin()))),
+        Some(path) => std::fs::File::open(path)
+            .map(|f| Box::new(BufReader::new(f)) as Box<dyn BufRead>)
+            .map_err(|e| format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+fn detect(detector: &Detector, file: Option<&Path>) -> ExitCode {
+    let input = match open(file) {
+        Ok(i) => i,
+        Err(e) => {
+            eprint(&format!("error: {e}\n"));
+            return ExitCode::from(2);
+        }
+    };
+    let name = file.map_or("stdin".to_string(), |p| p.display().to_string());
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for (i, line) in input.lines().enumerate() {
+        let n = i + 1;
+        let line = match line {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = out.flush();
+                eprint(&format!("error: {name}:{n}: cannot read the line: {e}\n"));
+                return ExitCode::from(1);
+            }
+        };
+        let text = serde_json::from_str::<Value>(&line)
+            .map_err(|e| format!("not JSON ({e})"))
+            .and_then(|v| {
+                v.get("text")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .ok_or_else(|| "expected an object with a \"text\" string".to_string())
+            });
+        match text {
+            Ok(text) => {
+                let _ = writeln!(out, "{}", detect_line(detector, &text));
+            }
+            Err(e) => {
+                let _ = out.flush();
+                eprint(&format!("error: {name}:{n}: {e}\n"));
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let _ = out.flush();
+    ExitCode::SUCCESS
+}
+
+/// The vault's bound for one `opc privacy mask` run: a text with more distinct values than this is
+/// refused rather than printed half-masked.
+const MASK_VAULT_CAPACITY: usize = 100_000;
+
+fn mask(detector: &Detector, style: Style, file: Option<&Path>, json: bool) -> ExitCode {
+    let mut text = String::new();
+    let name = file.map_or("stdin".to_string(), |p| p.display().to_string());
+    let read = match open(file) {
+        Ok(mut input) => input
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read {name}: {e}")),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = read {
+        eprint(&format!("error: {e}\n"));
+        return ExitCode::from(2);
+    }
+    let found = detector.detect(&text);
+    // A fixed seed: the same text masks the same way on every run, so an admin can compare runs.
+    let mut vault = Vault::new(0, style, MASK_VAULT_CAPACITY);
+    let masked = match vault.mask(&text, &found) {
+        Ok(m) => m,
+        Err(e) => {
+            eprint(&format!("error: {e}\n"));
+            return ExitCode::from(1);
+        }
+    };
+    // The mapping, in order of first appearance, each real value once. `substitute` is stable, so
+    // asking again returns what `mask` used.
+    let mut mapping: Vec<(EntityType, &str, String)> = Vec::new();
+    for e in &found {
+        let real = e.text(&text);
+        if mapping.iter().any(|(_, r, _)| *r == real) {
+            continue;
+        }
+        match vault.substitute(real, e.kind) {
+            Ok(sub) => mapping.push((e.kind, real, sub)),
+            Err(err) => {
+                eprint(&format!("error: {err}\n"));
+                return ExitCode::from(1);
+            }
+        }
+    }
+    if json {
+        let mapping: Vec<Value> = mapping
+            .iter()
+            .map(
+                |(kind, real, sub)| json!({"type": kind.as_str(), "real": real, "substitute": sub}),
+            )
+            .collect();
+        let counts: serde_json::Map<String, Value> = masked
+            .counts
+            .iter()
+            .map(|(kind, n)| (kind.as_str().to_string(), json!(n)))
+            .collect();
+        println!(
+            "{}",
+            json!({"masked": masked.text, "mapping": mapping, "counts": counts})
+        );
+        return ExitCode::SUCCESS;
+    }
+    print!("{}", masked.text);
+    if !masked.text.ends_with('\n') {
+        println!();
+    }
+    if mapping.is_empty() {
+        println!("\nnothing to mask");
+        return ExitCode::SUCCESS;
+    }
+    println!("\nmasked {} ({})", masked.counts.total(), masked.counts);
+    let width = mapping
+        .iter()
+        .map(|(k, _, _)| k.as_str().len())
+        .max()
+        .unwrap_or(0);
+    for (kind, real, sub) in &mapping {
+        println!("  {:width$}  {real} → {sub}", kind.as_str());
+    }
+    ExitCode::SUCCESS
+}
+
+fn evaluate(detector: &Detector, files: &[PathBuf]) -> ExitCode {
+    let mut total = Report::default();
+    for file in files {
+        let mut text = String::new();
+        let read = std::fs::File::open(file).and_then(|mut f| f.read_to_string(&mut text));
+        if let Err(e) = read {
+            eprint(&format!("error: cannot read {}: {e}\n", file.display()));
+            return ExitCode::from(2);
+        }
+        let mut report = Report::default();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match eval::parse_case(line) {
+                Ok(Ok(case)) => {
+                    let found = detector.detect(&case.text);
+                    report.add(&case, &found);
+                    total.add(&case, &found);
+                }
+                Ok(Err(skip)) => {
+                    report.skip(&skip);
+                    total.skip(&skip);
+                }
+                Err(e) => {
+                    eprint(&format!("error: {}:{}: {e}\n", file.display(), i + 1));
+                    return ExitCode::from(1);
+                }
+            }
+        }
+        println!("== {}\n{report}", file.display());
+    }
+    if files.len() > 1 {
+        println!("== all files\n{total}");
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_are_code_points() {
+        let d = Detector::new(DetectOptions::default(), NerSlot::new());
+        let v = detect_line(&d, "Grüße an zoë@example.com ✓");
+        assert_eq!(v["entities"][0]["type"], "EMAIL");
+        assert_eq!(v["entities"][0]["start"], 9);
+        assert_eq!(v["entities"][0]["end"], 24);
+        assert_eq!(code_points("aéb", &[0, 1, 3, 4]), vec![0, 1, 2, 3]);
+    }
+}

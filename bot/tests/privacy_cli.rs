@@ -1,0 +1,213 @@
+//! `opc privacy detect` and `opc privacy eval` as a user runs them: JSON lines in and out in order,
+//! code-point offsets, a bad line named by its number, the config's settings applied.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn opc(args: &[&str], dir: &Path, stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_opc"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("OPC_CONFIG")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("opc runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("opc finishes")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn detect_answers_each_line_in_order_with_code_points() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = concat!(
+        r#"{"text":"Grüße an zoë@example.com, card 4111 1111 1111 1111","id":7}"#,
+        "\n",
+        r#"{"text":"nothing to see"}"#,
+        "\n",
+        r#"{"text":"call me at (212) 555-0199"}"#,
+        "\n",
+    );
+    let out = opc(&["privacy", "detect"], dir.path(), input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    assert_eq!(lines.len(), 3);
+    let first = &lines[0]["entities"];
+    assert_eq!(first[0]["type"], "EMAIL");
+    assert_eq!(
+        (first[0]["start"].as_u64(), first[0]["end"].as_u64()),
+        (Some(9), Some(24))
+    );
+    assert_eq!(first[1]["type"], "CREDIT_CARD");
+    assert!(first[1]["score"].as_f64().is_some_and(|s| s > 0.85));
+    assert_eq!(lines[1]["entities"].as_array().map(Vec::len), Some(0));
+    assert_eq!(lines[2]["entities"][0]["type"], "PHONE");
+
+    // From a file too; a bad line stops with its number, after the lines before it were answered.
+    let file = dir.path().join("in.jsonl");
+    std::fs::write(&file, "{\"text\":\"ip 10.0.0.1\"}\n{\"txt\":1}\n").expect("write");
+    let out = opc(
+        &["privacy", "detect", file.to_str().expect("utf-8")],
+        dir.path(),
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout).lines().count(), 1);
+    assert!(
+        text(&out.stderr).contains("in.jsonl:2:"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn detect_uses_the_config_types_and_whitelist() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let target = dir.path().join("org");
+    let out = opc(&["init", target.to_str().expect("utf-8")], dir.path(), "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let config = target.join("opc.config.yaml");
+    let yaml = std::fs::read_to_string(&config).expect("config");
+    // The example's privacy section, narrowed to e-mail addresses with one whitelisted.
+    let types =
+        "detectTypes: [PERSON_NAME, EMAIL, PHONE, CREDIT_CARD, API_KEY, ADDRESS, SSN, IP_ADDRESS]";
+    let whitelist = "whitelist: [\"Anthropic\", \"Claude\", \"OPC\"]";
+    assert!(
+        yaml.contains(types) && yaml.contains(whitelist),
+        "the example changed"
+    );
+    let yaml = yaml
+        .replace(types, "detectTypes: [EMAIL]")
+        .replace(whitelist, "whitelist: [\"help@acme.example.com\"]");
+    std::fs::write(&config, yaml).expect("write config");
+    let input = r#"{"text":"help@acme.example.com and ann@example.com, card 4111 1111 1111 1111"}"#;
+    let out = opc(&["privacy", "detect"], &target, input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).expect("json");
+    let entities = v["entities"].as_array().expect("entities");
+    assert_eq!(entities.len(), 1, "{v}");
+    assert_eq!(entities[0]["type"], "EMAIL");
+    assert_eq!(entities[0]["start"], 26);
+}
+
+#[test]
+fn eval_prints_per_type_scores() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("cases.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"text":"mail ann@example.com now","entities":[{"type":"EMAIL","start":5,"end":20}]}"#,
+            "\n",
+            r#"{"text":"card 4012-8888-8888-1882","entities":[],"expected_count":0,"recognizer_types":["CREDIT_CARD"]}"#,
+            "\n",
+            r#"{"text":"export T=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","label":"positive","rule":"github"}"#,
+            "\n",
+        ),
+    )
+    .expect("write");
+    let out = opc(
+        &["privacy", "eval", file.to_str().expect("utf-8")],
+        dir.path(),
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for want in [
+        "token level",
+        "span level",
+        "EMAIL",
+        "F2",
+        "API_KEY",
+        "false positives on negatives: 0 of 1",
+    ] {
+        assert!(stdout.contains(want), "{want:?} in {stdout}");
+    }
+}
+
+#[test]
+fn mask_prints_what_a_model_would_see_and_the_mapping() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = "Mail ann@example.com or call +44 20 7946 0958; again: ann@example.com\n";
+    let out = opc(&["privacy", "mask", "--json"], dir.path(), input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).expect("json");
+    let masked = v["masked"].as_str().expect("masked text");
+    assert!(
+        !masked.contains("ann@example.com") && !masked.contains("7946 0958"),
+        "{masked}"
+    );
+    let mapping = v["mapping"].as_array().expect("mapping");
+    assert_eq!(mapping.len(), 2, "each real value once: {v}");
+    assert_eq!(mapping[0]["type"], "EMAIL");
+    assert_eq!(mapping[0]["real"], "ann@example.com");
+    let fake = mapping[0]["substitute"].as_str().expect("substitute");
+    assert_eq!(
+        masked.matches(fake).count(),
+        2,
+        "the same fake both times: {masked}"
+    );
+    assert_eq!(mapping[1]["type"], "PHONE");
+    assert_eq!(v["counts"]["EMAIL"], 2);
+
+    // The text form ends with the mapping; the same input masks the same way on every run.
+    let plain = opc(&["privacy", "mask"], dir.path(), input);
+    assert!(plain.status.success(), "{}", text(&plain.stderr));
+    let plain = text(&plain.stdout);
+    assert!(plain.starts_with(masked), "{plain}");
+    assert!(plain.contains("masked 3 (EMAIL 2, PHONE 1)"), "{plain}");
+    assert!(
+        plain.contains(&format!("ann@example.com → {fake}")),
+        "{plain}"
+    );
+}
+
+#[test]
+fn mask_in_redact_mode_prints_placeholders() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let target = dir.path().join("org");
+    let out = opc(&["init", target.to_str().expect("utf-8")], dir.path(), "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let config = target.join("opc.config.yaml");
+    let yaml = std::fs::read_to_string(&config).expect("config");
+    assert!(yaml.contains("    mode: mask\n"), "the example changed");
+    std::fs::write(
+        &config,
+        yaml.replace("    mode: mask\n", "    mode: redact\n"),
+    )
+    .expect("write");
+    let out = opc(&["privacy", "mask"], &target, "write to ann@example.com");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("write to [EMAIL_1]\n"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn mask_names_a_file_it_cannot_read() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = opc(&["privacy", "mask", "missing.txt"], dir.path(), "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("cannot read missing.txt"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -1,0 +1,132 @@
+//! Benchmark: the pattern tier of `Detector::detect` on one core, in MB/s and sentences/s, median of
+//! several runs, on
+//! - ordinary prose (the repository's README: technical English with numbers, colons and URLs, and
+//!   lorem-style sentences without personal data);
+//! - the shared Presidio recogniser texts (`../shared/data/pii`, or `$OPC_SHARED/data/pii`), if present;
+//! - the synthetic PII corpus (`examples/pii_corpus.rs`, seed 7), dense with personal data.
+//!
+//! Run: `cargo bench -p opc-privacy --bench detect`. Target: ≥ 200 MB/s on ordinary prose.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use opc_privacy::detect::{DetectOptions, Detector, NerSlot};
+
+#[allow(dead_code)]
+#[path = "../examples/pii_corpus.rs"]
+mod corpus;
+
+const RUNS: usize = 7;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Median seconds to detect every text once.
+fn time(detector: &Detector, texts: &[String]) -> f64 {
+    let runs = (0..RUNS)
+        .map(|_| {
+            let start = Instant::now();
+            for t in texts {
+                black_box(detector.detect(black_box(t)));
+            }
+            start.elapsed().as_secs_f64()
+        })
+        .collect();
+    median(runs)
+}
+
+fn report(name: &str, detector: &Detector, texts: &[String]) {
+    let bytes: usize = texts.iter().map(String::len).sum();
+    // Warm up (and repeat small sets so one run takes a measurable time).
+    let reps = (1_000_000 / bytes.max(1)).max(1);
+    let texts: Vec<String> = texts
+        .iter()
+        .cycle()
+        .take(texts.len() * reps)
+        .cloned()
+        .collect();
+    let bytes = bytes * reps;
+    time(detector, &texts[..texts.len().min(100)]);
+    let secs = time(detector, &texts);
+    println!(
+        "{name:<44} {:>9.1} MB/s {:>12.0} sentences/s  ({} texts, {:.1} MB, median of {RUNS})",
+        bytes as f64 / secs / 1e6,
+        texts.len() as f64 / secs,
+        texts.len(),
+        bytes as f64 / 1e6,
+    );
+}
+
+fn prose() -> Vec<String> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .unwrap_or_default();
+    let mut out: Vec<String> = readme
+        .split("\n\n")
+        .map(str::trim)
+        .filter(|p| !p.is_empty() && !p.starts_with("```") && !p.starts_with('|'))
+        .map(str::to_owned)
+        .collect();
+    let filler = [
+        "The team met on Tuesday to review the roadmap and agreed to ship the new onboarding flow first.",
+        "Customers asked for clearer invoices, so finance will redesign the template before the next cycle.",
+        "Latency improved after the cache change, although the nightly batch still runs longer than planned.",
+        "Please summarise the discussion, list the open questions, and suggest who should own each one.",
+        "Our support queue doubled in March; most tickets were about password resets and billing dates.",
+    ];
+    out.extend(filler.iter().map(|s| s.to_string()));
+    out
+}
+
+fn presidio_texts() -> Option<Vec<String>> {
+    let shared = std::env::var_os("OPC_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")));
+    let text =
+        std::fs::read_to_string(shared.join("data/pii/presidio_recognizer_cases_core.jsonl"))
+            .ok()?;
+    Some(
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["text"].as_str().map(str::to_owned))
+            .collect(),
+    )
+}
+
+fn synthetic() -> Vec<String> {
+    corpus::generate(7, 2000)
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` runs this too: keep that quick.
+    if std::env::args().any(|a| a == "--test" || a == "--list") {
+        return;
+    }
+    let detector = Detector::new(DetectOptions::default(), NerSlot::new());
+    let prose = prose();
+    if std::env::var_os("DETECT_BENCH_EACH").is_some() {
+        for r in opc_privacy::detect::default_recognizers() {
+            let name = format!("  prose, {} alone", r.name());
+            let one = Detector::with_recognizers(DetectOptions::default(), NerSlot::new(), vec![r]);
+            report(&name, &one, &prose);
+        }
+    }
+    report(
+        "ordinary prose (README + filler), per paragraph",
+        &detector,
+        &prose,
+    );
+    let joined = vec![prose.join("\n\n")];
+    report("ordinary prose, one document", &detector, &joined);
+    match presidio_texts() {
+        Some(texts) => report("presidio recogniser texts", &detector, &texts),
+        None => println!("presidio recogniser texts: skipped (../shared/data/pii absent)"),
+    }
+    report("synthetic PII corpus (seed 7)", &detector, &synthetic());
+}

@@ -1,0 +1,167 @@
+//! `ADDRESS` rules (the NER tier finds the rest): US-style street addresses — a house number, a street
+//! name of one to four words, a suffix (St, Street, Ave, Rd, Blvd, Lane, …), an optional unit (Apt 4B,
+//! Suite 200, #12), and an optional `, City, ST 12345` or `, City ST 12345-6789` — and UK postcodes
+//! (`SW1A 1AA`), which alone are weak and need a context word ("postcode", "address").
+
+use regex::Regex;
+
+use super::{Recognizer, Trigger, context};
+use crate::{Entity, EntityType};
+
+/// USPS street suffixes (Publication 28, C1) and their common abbreviations; a few that are mostly
+/// ordinary words after a number ("Union", "Rest", "Well") are left out.
+const SUFFIXES: &str = "Expressway|Extensions|Throughway|Trafficway|Boulevard|Crossroad|Extension|Junctions|Mountains|Stravenue|Underpass|Causeway|Crescent|Crossing|Junction|Motorway|Mountain|Overpass|Parkways|Turnpike|Villages|Centers|Circles|Corners|Estates|Freeway|Gardens|Gateway|Harbors|Heights|Highway|Islands|Landing|Meadows|Mission|Orchard|Parkway|Passage|Prairie|Springs|Squares|Station|Streets|Terrace|Valleys|Viaduct|Village|Avenue|Branch|Bridge|Brooks|Bypass|Canyon|Center|Circle|Cliffs|Common|Corner|Course|Courts|Divide|Drives|Estate|Fields|Forest|Forges|Garden|Greens|Groves|Harbor|Hollow|Island|Knolls|Lights|Manors|Meadow|Plains|Points|Radial|Rapids|Ridges|Shoals|Shores|Skyway|Spring|Square|Stream|Street|Summit|Tunnel|Valley|Alley|Brook|Burgs|Cliff|Close|Court|Coves|Creek|Crest|Curve|Drive|Falls|Ferry|Field|Flats|Fords|Forge|Forks|Glens|Green|Grove|Haven|Hills|Inlet|Knoll|Lakes|Light|Locks|Lodge|Manor|Mills|Mount|Parks|Pines|Place|Plain|Plaza|Point|Ports|Ranch|Rapid|Ridge|River|Roads|Route|Shoal|Shore|Spurs|Trace|Track|Trail|Views|Ville|Vista|Walks|Blvd|Burg|Camp|Cape|Club|Cove|Cres|Dale|Expy|Fall|Flat|Ford|Fork|Fort|Glen|Hill|Isle|Keys|Lake|Land|Lane|Loaf|Lock|Loop|Mall|Mews|Mill|Neck|Oval|Park|Pass|Path|Pike|Pine|Pkwy|Port|Ramp|Road|Spur|Tpke|View|Walk|Wall|Ways|Ave|Cir|Dam|Fwy|Hwy|Key|Row|Rue|Run|Ter|Trl|Via|Way|Av|Ct|Dr|Ln|Pl|Rd|Sq|St";
+
+const WORDS: &[&str] = &[
+    "address",
+    "postcode",
+    "post code",
+    "postal",
+    "zip",
+    "live at",
+    "lives at",
+    "located",
+    "ship to",
+    "deliver",
+];
+
+/// US state and territory codes, for the `, City, ST 12345` tail.
+const STATES: &str = "AL|AK|AZ|AR|CA|CO|CT|DE|DC|FL|GA|HI|ID|IL|IN|IA|KS|KY|LA|ME|MD|MA|MI|MN|MS|MO|MT|NE|NV|NH|NJ|NM|NY|NC|ND|OH|OK|OR|PA|RI|SC|SD|TN|TX|UT|VT|VA|WA|WV|WI|WY|PR|GU|VI";
+
+/// Words that start a phrase, not a street name ("chapter 3 The Way Forward", "5 Of The Best Road Trips").
+const STOP: &[&str] = &[
+    "The", "A", "An", "Of", "In", "On", "At", "And", "For", "To", "By", "Our", "My", "Your",
+    "Their", "This", "That", "These", "Those", "Best", "Top", "More", "Easy", "Ways", "Days",
+    "Years", "Steps",
+];
+
+/// Finds street addresses and postcodes.
+pub struct AddressRecognizer {
+    street: Regex,
+    postcode: Regex,
+}
+
+impl AddressRecognizer {
+    /// Compiles the patterns.
+    pub fn new() -> Self {
+        let street = format!(
+            r"(?-u)\b\d{{1,6}}[A-Za-z]?(?:-\d{{1,5}})?\s+(?:(?:N|S|E|W|NE|NW|SE|SW|North|South|East|West)\.?\s+)?(?:(?:[A-Z][a-z]*(?:'?[A-Z][a-z]+)+|[A-Z][a-z]+|[A-Z]{{2,}}|\d{{1,3}}(?:st|nd|rd|th)|[Oo]f|[Tt]he|de|la|St\.?)\s+){{1,4}}(?:{SUFFIXES})\b\.?(?:\s+(?:N|S|E|W|NE|NW|SE|SW)\b\.?)?(?:,?\s+(?:Apt|Apartment|Suite|Ste|Unit|Floor|Fl|Room|Rm|Bldg|Building)\.?\s*#?\s*[A-Za-z0-9-]{{1,6}}|,?\s+#\s?[A-Za-z0-9-]{{1,6}})?(?:,\s*[A-Z][a-z]+(?:[ -][A-Z][a-z]+){{0,3}}(?:,\s*|\s+)(?:{STATES})\b(?:\s+\d{{5}}(?:-\d{{4}})?)?|,\s*[A-Z][a-z]+(?:[ -][A-Z][a-z]+){{0,2}}(?:,?\s+[A-Z]{{1,2}}\d[A-Z\d]?\s*\d[A-Z]{{2}}\b|\s+\d{{5}}\b))?"
+        );
+        let street = Regex::new(&street).expect("street pattern compiles");
+        let postcode =
+            Regex::new(r"(?-u)\b(?:[A-Z]{1,2}\d[A-Z\d]?\s?\d[ABD-HJLNP-UW-Z]{2}|GIR ?0AA)\b")
+                .expect("postcode pattern compiles");
+        AddressRecognizer { street, postcode }
+    }
+}
+
+impl Default for AddressRecognizer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Recognizer for AddressRecognizer {
+    fn name(&self) -> &'static str {
+        "address"
+    }
+
+    fn types(&self) -> &'static [EntityType] {
+        &[EntityType::Address]
+    }
+
+    fn trigger(&self) -> Trigger {
+        Trigger::DIGIT
+    }
+
+    fn find(&self, text: &str, out: &mut Vec<Entity>) {
+        let mut covered: Vec<(usize, usize)> = Vec::new();
+        for m in self.street.find_iter(text) {
+            if super::before_is(text, m.start(), |b| {
+                matches!(b, b'.' | b'-' | b'/' | b'$' | b':')
+            }) {
+                continue;
+            }
+            let first = m.as_str().split_whitespace().nth(1).unwrap_or("");
+            if STOP.contains(&first) {
+                continue;
+            }
+            let end = m.start() + m.as_str().trim_end_matches('.').len();
+            // A full street line with a suffix is strong; "3 Main Street" in "3 Main Street-level
+            // shops" still counts, as a person would read it as a place.
+            covered.push((m.start(), end));
+            out.push(Entity {
+                kind: EntityType::Address,
+                start: m.start(),
+                end,
+                score: context::score(text, m.start(), end, 0.85, WORDS),
+            });
+        }
+        for m in self.postcode.find_iter(text) {
+            if covered.iter().any(|&(s, e)| m.start() < e && s < m.end()) {
+                continue;
+            }
+            out.push(Entity {
+                kind: EntityType::Address,
+                start: m.start(),
+                end: m.end(),
+                score: context::score(text, m.start(), m.end(), 0.55, WORDS),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spans(text: &str) -> Vec<(&str, f32)> {
+        let mut out = Vec::new();
+        AddressRecognizer::new().find(text, &mut out);
+        out.iter().map(|e| (e.text(text), e.score)).collect()
+    }
+
+    #[test]
+    fn street_lines_with_units_and_city_tails() {
+        assert_eq!(
+            spans("I live at 1600 Pennsylvania Avenue NW, Washington, DC 20500.")[0].0,
+            "1600 Pennsylvania Avenue NW, Washington, DC 20500"
+        );
+        assert_eq!(
+            spans("Ship to 42 Elm St, Apt 4B, Springfield, IL 62704 please")[0].0,
+            "42 Elm St, Apt 4B, Springfield, IL 62704"
+        );
+        assert_eq!(
+            spans("office at 350 5th Ave Suite 200 since May")[0].0,
+            "350 5th Ave Suite 200"
+        );
+        assert_eq!(
+            spans("10 Downing Street, London SW1A 2AA")[0].0,
+            "10 Downing Street, London SW1A 2AA"
+        );
+        assert_eq!(spans("meet at 221B Baker Street")[0].0, "221B Baker Street");
+        assert_eq!(spans("to 282 McCullough Rd.")[0].0, "282 McCullough Rd");
+        assert_eq!(
+            spans("at 959 D'Amore Gardens, now")[0].0,
+            "959 D'Amore Gardens"
+        );
+    }
+
+    #[test]
+    fn postcodes_alone_need_context() {
+        assert_eq!(spans("code EC1A 1BB"), vec![("EC1A 1BB", 0.55)]);
+        assert_eq!(spans("postcode EC1A 1BB")[0].1, 0.9);
+    }
+
+    #[test]
+    fn numbers_before_ordinary_words_are_not_addresses() {
+        for t in [
+            "We sold 300 Apples and 20 Pears",
+            "chapter 3 The Way Forward",
+            "it took 5 days",
+            "2 Street",
+        ] {
+            assert!(spans(t).is_empty(), "{t}: {:?}", spans(t));
+        }
+    }
+}

@@ -1,0 +1,381 @@
+//! `API_KEY`: credentials, by four rules.
+//! - vendor shapes: any token with a well-known prefix (the one list in [`super::secrets`]);
+//! - JSON Web Tokens: `eyJ…` header, payload and signature;
+//! - private key blocks: `-----BEGIN … PRIVATE KEY-----` to the matching END line (the whole block);
+//! - assignments: `key = value`, `token: value`, `password=value`, `Authorization: Bearer value`,
+//!   command-line flags (`curl -u user:pass`, `--token value`), URLs with `user:password@`, and Slack
+//!   webhook URLs (the whole URL). The value is reported (not the name) when it looks like a secret: for
+//!   password-like names any non-placeholder value of 6+ characters, otherwise 12+ characters with
+//!   enough entropy and a mix of character classes, so `key = value_name` or `token: $ENV_VAR` is left.
+
+use regex::Regex;
+
+use super::{Recognizer, Trigger, secrets};
+use crate::{Entity, EntityType};
+
+/// Finds credentials.
+pub struct ApiKeyRecognizer {
+    token: Regex,
+    jwt: Regex,
+    pem: Regex,
+    assign: Regex,
+    bearer: Regex,
+    flag: Regex,
+    webhook: Regex,
+    userinfo: Regex,
+    names: aho_corasick::AhoCorasick,
+    markers: aho_corasick::AhoCorasick,
+    discord: Regex,
+}
+
+impl ApiKeyRecognizer {
+    /// Compiles the patterns.
+    pub fn new() -> Self {
+        let c = |p: &str| Regex::new(p).expect("api key pattern compiles");
+        ApiKeyRecognizer {
+            token: c(r"(?-u)[A-Za-z0-9_~][A-Za-z0-9_.+/~:-]{14,}[A-Za-z0-9_]=*"),
+            jwt: c(r"(?-u)\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?"),
+            pem: c(
+                r"(?s)-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-*|\z)",
+            ),
+            assign: c(
+                r#"(?i-u)([a-z0-9_.-]*(?:api[_.-]?key|apikey|secret|token|passw(?:or)?d|passwd|pwd|pass|auth|credential|access[_.-]?key|private[_.-]?key|client[_.-]?secret|signature|sig|key|login)[a-z0-9_.-]*)["']?[ \t]*(?::::=|:::=|::=|:=|\?=|=>|==|=|:)[ \t]*(?:[a-z]+\.\w+\{(?u:[^'"])*)?["'`]?((?u:[^\s"'`,;<>]){6,})"#,
+            ),
+            bearer: c(r"(?i-u)\b(?:bearer|basic|token)\s+([A-Za-z0-9_.+/~-]{8,}=*)"),
+            flag: c(
+                r#"(?-u)(?:\s-u|--user|--password|--token|--api-key|-p)\s+["']?(?:(?u:[^\s"':]){1,64}["']?:["']?)?((?u:[^\s"']){6,})"#,
+            ),
+            webhook: c(r"(?i-u)https?://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]+"),
+            markers: aho_corasick::AhoCorasick::new(secrets::markers())
+                .expect("marker automaton builds"),
+            discord: c(r"(?-u)\b[MNO][A-Za-z0-9_-]{23,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{27,}"),
+            names: aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build([
+                    "key",
+                    "secret",
+                    "token",
+                    "pass",
+                    "pwd",
+                    "auth",
+                    "credential",
+                    "sig",
+                    "login",
+                ])
+                .expect("name automaton builds"),
+            userinfo: c(r"(?i-u)\b[a-z][a-z0-9+.-]*://(?u:[^\s:/@]){1,64}:((?u:[^\s@/]){3,128})@"),
+        }
+    }
+}
+
+impl Default for ApiKeyRecognizer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Shannon entropy in bits per character.
+pub fn entropy(s: &str) -> f32 {
+    let mut counts = [0u32; 256];
+    for b in s.bytes() {
+        counts[b as usize] += 1;
+    }
+    let n = s.len() as f32;
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = c as f32 / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+fn placeholder(v: &str) -> bool {
+    let lower = v.to_ascii_lowercase();
+    v.starts_with('$')
+        || v.starts_with('%')
+        || v.starts_with('{')
+        || v.starts_with('<')
+        || v.contains("${")
+        || v.contains("{{")
+        || lower.contains("xxxx")
+        || lower.contains("****")
+        || lower.contains("example")
+        || lower.contains("placeholder")
+        || lower.contains("changeme")
+        || lower.contains("your_")
+        || lower.contains("your-")
+        || lower.starts_with("env")
+        || lower.starts_with("process.")
+        || lower.starts_with("os.")
+        || matches!(
+            lower.as_str(),
+            "true"
+                | "false"
+                | "null"
+                | "none"
+                | "required"
+                | "optional"
+                | "string"
+                | "password"
+                | "secret"
+                | "token"
+        )
+        || v.bytes().all(|b| b == v.as_bytes()[0])
+}
+
+/// Whether a name like `api_key` can hold a secret, rather than naming one (`credentialsId`,
+/// `LLM_SECRET_NAME`, `token_url`, `publicToken`, `csrf-token`).
+pub fn name_holds_secret(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    const ENDS: &[&str] = &[
+        "id", "ids", "name", "names", "url", "uri", "path", "file", "type", "length", "size",
+        "count", "results", "header", "field", "format", "version", "mode", "enabled", "required",
+        "len", "env", "var", "ref",
+    ];
+    if ENDS.iter().any(|e| n.ends_with(e))
+        || n.starts_with("public")
+        || n.contains("csrf")
+        || n.contains("author")
+    {
+        return false;
+    }
+    // Matched through `key` alone: only a name that ends in it (`api_key`, `HEROKU_KEY`, `hubspotKey`),
+    // not `keyword`, `pubkey_st` or `master-keying`.
+    const STRONG: &[&str] = &[
+        "secret",
+        "token",
+        "pass",
+        "pwd",
+        "auth",
+        "credential",
+        "signature",
+        "login",
+        "sig",
+    ];
+    STRONG.iter().any(|w| n.contains(w)) || n.ends_with("key")
+}
+
+/// Whether `v`, assigned to a name like `name`, looks like a secret rather than a reference or prose.
+pub fn secret_value(name: &str, v: &str) -> bool {
+    let v = v.trim_end_matches(['.', ')', ']', '}', '>']);
+    if placeholder(v) || v.len() < 6 {
+        return false;
+    }
+    let lname = name.to_ascii_lowercase();
+    let classes = [
+        v.bytes().any(|b| b.is_ascii_lowercase()),
+        v.bytes().any(|b| b.is_ascii_uppercase()),
+        v.bytes().any(|b| b.is_ascii_digit()),
+        v.bytes().any(|b| !b.is_ascii_alphanumeric()),
+    ]
+    .iter()
+    .filter(|c| **c)
+    .count();
+    let identifier = v
+        .bytes()
+        .all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'.' || b == b'-')
+        && (v.contains('_')
+            || v.contains('.')
+            || v.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'));
+    let dotted_path = v.contains('.')
+        && v.split('.').all(|p| {
+            p.bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+                && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        })
+        && v.split('.').skip(1).all(|p| {
+            p.bytes()
+                .all(|b| !b.is_ascii_uppercase() || b == p.as_bytes()[0])
+        });
+    if identifier || dotted_path {
+        // `secret_length = X25519.secret_length`, `token: access-token`
+        return false;
+    }
+    if lname.contains("pass") || lname.contains("pwd") {
+        return classes >= 2 || v.len() >= 10;
+    }
+    v.len() >= 12 && classes >= 2 && entropy(v) >= 3.0
+}
+
+impl Recognizer for ApiKeyRecognizer {
+    fn name(&self) -> &'static str {
+        "api_key"
+    }
+
+    fn types(&self) -> &'static [EntityType] {
+        &[EntityType::ApiKey]
+    }
+
+    fn trigger(&self) -> Trigger {
+        Trigger::DIGIT
+            .or(Trigger::COLON)
+            .or(Trigger::EQUALS)
+            .or(Trigger::DASH)
+    }
+
+    fn find(&self, text: &str, out: &mut Vec<Entity>) {
+        let mut push = |start: usize, end: usize, score: f32| {
+            out.push(Entity {
+                kind: EntityType::ApiKey,
+                start,
+                end,
+                score,
+            });
+        };
+        if text.contains("PRIVATE KEY") {
+            for m in self.pem.find_iter(text) {
+                // A real block has a body (`-----BEGIN PRIVATE KEY-----\nanything\n…` is a doc example).
+                let body = m
+                    .as_str()
+                    .lines()
+                    .filter(|l| !l.starts_with("-----") && !l.contains(": "));
+                let chars: usize = body
+                    .map(|l| l.bytes().filter(u8::is_ascii_alphanumeric).count())
+                    .sum();
+                if chars >= 24 {
+                    push(m.start(), m.end(), 1.0);
+                }
+            }
+        }
+        // Tokens are checked against the credential shapes only when some shape's fixed part occurs.
+        let marked = self.markers.is_match(text);
+        let discord = self.discord.find_iter(text).map(|m| (m.start(), m.end()));
+        let tokens = self
+            .token
+            .find_iter(if marked { text } else { "" })
+            .map(|m| (m.start(), m.end()));
+        for (start, end) in tokens.chain(discord) {
+            let m = &text[start..end];
+            if super::before_is(text, start, |b| b.is_ascii_alphanumeric()) {
+                continue;
+            }
+            if secrets::credential_kind(m).is_some() {
+                push(start, end, 0.99);
+            }
+        }
+        if text.contains("eyJ") {
+            for m in self.jwt.find_iter(text) {
+                push(m.start(), m.end(), 0.97);
+            }
+        }
+        if text.contains(['=', ':']) {
+            let named = self.names.is_match(text);
+            for c in self.assign.captures_iter(if named { text } else { "" }) {
+                let (Some(name), Some(v)) = (c.get(1), c.get(2)) else {
+                    continue;
+                };
+                let value = v.as_str().trim_end_matches(['.', ')', ']', '}']);
+                // `http://…` after `token:` is a URL, not a secret; leave it to the other rules.
+                if value.contains("://")
+                    || value.contains('@')
+                    || !name_holds_secret(name.as_str())
+                    || !secret_value(name.as_str(), value)
+                {
+                    continue;
+                }
+                push(v.start(), v.start() + value.len(), 0.9);
+            }
+            for c in self
+                .userinfo
+                .captures_iter(if text.contains("://") { text } else { "" })
+            {
+                if let Some(p) = c.get(1)
+                    && !placeholder(p.as_str())
+                {
+                    push(p.start(), p.end(), 0.9);
+                }
+            }
+        }
+        if text.contains("hooks.slack.com") {
+            for m in self.webhook.find_iter(text) {
+                push(m.start(), m.end(), 0.99);
+            }
+        }
+        if text.contains(" -") {
+            for c in self.flag.captures_iter(text) {
+                if let Some(v) = c.get(1)
+                    && !v.as_str().starts_with('-')
+                    && !v.as_str().starts_with('[')
+                    && !v.as_str().contains("://")
+                    && secret_value("password", v.as_str())
+                {
+                    push(v.start(), v.end(), 0.9);
+                }
+            }
+        }
+        let bearer = self.names.is_match(text) || text.contains("earer") || text.contains("asic");
+        for c in self.bearer.captures_iter(if bearer { text } else { "" }) {
+            if let Some(v) = c.get(1)
+                && !placeholder(v.as_str())
+                && v.as_str().bytes().any(|b| b.is_ascii_digit() || b == b'=')
+            {
+                push(v.start(), v.end(), 0.9);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spans(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        ApiKeyRecognizer::new().find(text, &mut out);
+        let mut v: Vec<&str> = out.iter().map(|e| e.text(text)).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    #[test]
+    fn vendor_shapes_jwts_and_pem_blocks() {
+        assert_eq!(
+            spans("export GITHUB_TOKEN=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").len(),
+            1
+        );
+        assert_eq!(
+            spans("use sk-ant-api03-abcdefghijklmnop1234 here"),
+            vec!["sk-ant-api03-abcdefghijklmnop1234"]
+        );
+        let jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+        assert_eq!(spans(&format!("Bearer {jwt}")), vec![jwt]);
+        let pem = "x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM\n-----END RSA PRIVATE KEY-----\ny";
+        assert_eq!(spans(pem), vec![&pem[2..pem.len() - 2]]);
+    }
+
+    #[test]
+    fn assignments_report_the_value() {
+        assert_eq!(
+            spans(r#"api_key = "Zx81Kq0pLmN3vB7tR2yW""#),
+            vec!["Zx81Kq0pLmN3vB7tR2yW"]
+        );
+        assert_eq!(spans("password=hunter2!"), vec!["hunter2!"]);
+        assert_eq!(
+            spans("curl -H 'Authorization: Bearer abc123def456ghi789'"),
+            vec!["abc123def456ghi789"]
+        );
+        assert_eq!(
+            spans("https://admin:s3cr3tpw@db.example.com/x"),
+            vec!["s3cr3tpw"]
+        );
+    }
+
+    #[test]
+    fn references_and_prose_are_not_secrets() {
+        for t in [
+            "token: $GITHUB_TOKEN",
+            "secret_length = X25519.secret_length",
+            "password = ${DB_PASSWORD}",
+            "the api key is stored in the vault",
+            "SLACK_BOT_TOKEN",
+            "api_key = \"xxxxxxxxxxxxxxxxxxxx\"",
+            "token: access-token-name",
+        ] {
+            assert!(spans(t).is_empty(), "{t}: {:?}", spans(t));
+        }
+    }
+}

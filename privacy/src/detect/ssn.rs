@@ -1,0 +1,148 @@
+//! `SSN`: US social security numbers, `AAA-GG-SSSS` (dashes, dots or spaces, used consistently) or nine
+//! bare digits. The SSA's rules reject area 000, 666 and 900–999, group 00 and serial 0000, and a few
+//! numbers published in advertisements. Nine bare digits are weak (order numbers, phone fragments)
+//! and need a context word.
+
+use regex::Regex;
+
+use super::{Recognizer, Trigger, context};
+use crate::{Entity, EntityType};
+
+const WORDS: &[&str] = &[
+    "ssn",
+    "social security",
+    "social",
+    "security number",
+    "ss#",
+    "ssa",
+    "taxpayer",
+    "tin",
+];
+
+/// Numbers that pass the rules but were published (Woolworth's wallet card, a 1940s advert, samples).
+const PUBLISHED: &[&str] = &["078051120", "219099999", "123456789", "457555462"];
+
+/// Finds US social security numbers.
+pub struct SsnRecognizer {
+    re: Regex,
+}
+
+impl SsnRecognizer {
+    /// Compiles the pattern.
+    pub fn new() -> Self {
+        let re = Regex::new(
+            r"(?-u)\b(?:\d{3}-\d{2}-\d{4}|\d{3}\.\d{2}\.\d{4}|\d{3} \d{2} \d{4}|\d{9})\b",
+        )
+        .expect("ssn pattern compiles");
+        SsnRecognizer { re }
+    }
+}
+
+impl Default for SsnRecognizer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Whether the nine digits follow the SSA's rules.
+pub fn is_ssn(digits: &[u8]) -> bool {
+    if digits.len() != 9 {
+        return false;
+    }
+    let area = &digits[..3];
+    let group = &digits[3..5];
+    let serial = &digits[5..];
+    !(area == b"000" || area == b"666" || area[0] == b'9')
+        && group != b"00"
+        && serial != b"0000"
+        && digits.iter().any(|&d| d != digits[0])
+        && !PUBLISHED.iter().any(|p| p.as_bytes() == digits)
+}
+
+impl Recognizer for SsnRecognizer {
+    fn name(&self) -> &'static str {
+        "ssn"
+    }
+
+    fn types(&self) -> &'static [EntityType] {
+        &[EntityType::Ssn]
+    }
+
+    fn trigger(&self) -> Trigger {
+        Trigger::LONG_DIGITS
+    }
+
+    fn find(&self, text: &str, out: &mut Vec<Entity>) {
+        for m in self.re.find_iter(text) {
+            // Part of a longer number or a version string (`1.078-05-1123`, `078-05-1123-4`).
+            if super::before_is(text, m.start(), |b| matches!(b, b'-' | b'.' | b'+' | b'/'))
+                || super::after_is(text, m.end(), |b| b == b'-' || b == b'/')
+                || (super::after_is(text, m.end(), |b| b == b'.')
+                    && super::after_is(text, m.end() + 1, |b| b.is_ascii_digit()))
+            {
+                continue;
+            }
+            let digits: Vec<u8> = m.as_str().bytes().filter(u8::is_ascii_digit).collect();
+            if !is_ssn(&digits) {
+                continue;
+            }
+            // 3-2-4 with dashes is the SSN's own format; dots or spaces are a little less telling.
+            let base = match m.as_str().as_bytes()[3] {
+                b'-' => 0.95,
+                b'.' | b' ' => 0.9,
+                _ => 0.5,
+            };
+            out.push(Entity {
+                kind: EntityType::Ssn,
+                start: m.start(),
+                end: m.end(),
+                score: context::score(text, m.start(), m.end(), base, WORDS),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spans(text: &str) -> Vec<(&str, f32)> {
+        let mut out = Vec::new();
+        SsnRecognizer::new().find(text, &mut out);
+        out.iter().map(|e| (e.text(text), e.score)).collect()
+    }
+
+    #[test]
+    fn formatted_numbers_are_found() {
+        assert_eq!(spans("078-05-1123"), vec![("078-05-1123", 0.95)]);
+        for t in ["078.05.1123", "078 05 1123"] {
+            assert_eq!(spans(t), vec![(t, 0.9)]);
+        }
+        assert_eq!(spans("abc 078 05 1123 abc")[0].0, "078 05 1123");
+        assert_eq!(spans("my ssn is 078-05-1123")[0].1, 1.0);
+    }
+
+    #[test]
+    fn bare_digits_need_context() {
+        assert_eq!(spans("078051121"), vec![("078051121", 0.5)]);
+        assert_eq!(spans("SSN: 078051121")[0].1, 0.85);
+    }
+
+    #[test]
+    fn invalid_areas_groups_serials_and_formats_are_rejected() {
+        for t in [
+            "0780511201",
+            "078051120",
+            "000000000",
+            "666000000",
+            "078-05-0000",
+            "078 00 1123",
+            "693-09.4444",
+            "900-12-3456",
+            "666-12-3456",
+            "000-12-3456",
+        ] {
+            assert!(spans(t).is_empty(), "{t}");
+        }
+    }
+}

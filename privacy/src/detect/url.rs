@@ -1,0 +1,197 @@
+//! `URL`: `scheme://host…` and `www.host…` (host checked: a dotted name with a letter TLD, or an IP),
+//! plus bare domains with a well-known TLD (`example.com`), which are weak without a context word.
+
+use regex::Regex;
+
+use super::{Recognizer, Trigger, context};
+use crate::{Entity, EntityType};
+
+/// Finds URLs.
+pub struct UrlRecognizer {
+    full: Regex,
+    bare: Regex,
+    tlds: aho_corasick::AhoCorasick,
+}
+
+/// Top-level domains accepted for a bare `name.tld` (no scheme, no `www.`). Country codes that are also
+/// common file extensions (`.py`, `.rs`, `.md`, `.sh`, `.pl`, `.so`) are left out on purpose.
+const BARE_TLDS: &str = "com|org|net|edu|gov|mil|int|info|biz|io|ai|app|dev|co|me|tv|us|uk|ca|de|fr|it|es|nl|be|ch|at|se|no|dk|fi|ie|il|in|jp|cn|au|nz|br|mx|ru|eu|site|online|tech|cloud|store|shop|xyz|ly|gg";
+
+const WORDS: &[&str] = &[
+    "url", "link", "website", "web site", "site", "domain", "visit", "homepage", "page", "http",
+];
+
+impl UrlRecognizer {
+    /// Compiles the patterns.
+    pub fn new() -> Self {
+        let full =
+            Regex::new(r#"(?i-u)\b(?:(?:https?|ftps?|wss?|sftp)://|www\.)(?u:[^\s<>"'`{}|\\^])+"#)
+                .expect("url pattern compiles");
+        let bare = Regex::new(&format!(
+            r"(?i-u)\b[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.(?:{BARE_TLDS})\b(?:/(?u:[^\s<>\x22'`])*)?"
+        ))
+        .expect("bare domain pattern compiles");
+        // The bare-domain pattern runs only when some `.tld` occurs (case-insensitive), found in one
+        // Aho-Corasick pass.
+        let tlds = aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(BARE_TLDS.split('|').map(|t| format!(".{t}")))
+            .expect("tld automaton builds");
+        UrlRecognizer { full, bare, tlds }
+    }
+}
+
+impl Default for UrlRecognizer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Trailing punctuation that ends a sentence rather than a URL.
+fn trim_end(url: &str) -> &str {
+    let mut s = url;
+    loop {
+        let t = s.trim_end_matches(['.', ',', ';', ':', '!', '?', '\'', '"']);
+        let t = if t.ends_with(')') && t.matches('(').count() < t.matches(')').count()
+            || t.ends_with(']') && t.matches('[').count() < t.matches(']').count()
+        {
+            &t[..t.len() - 1]
+        } else {
+            t
+        };
+        if t.len() == s.len() {
+            return s;
+        }
+        s = t;
+    }
+}
+
+/// Whether the host of a URL (after the scheme or `www.`) is a real host name or an IP literal.
+fn host_ok(rest: &str) -> bool {
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or("");
+    if host_port.starts_with('[') {
+        return host_port
+            .find(']')
+            .is_some_and(|i| host_port[1..i].parse::<std::net::Ipv6Addr>().is_ok());
+    }
+    let host = host_port.split(':').next().unwrap_or("");
+    if host.parse::<std::net::Ipv4Addr>().is_ok() || host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    let mut labels = host.split('.');
+    let Some(tld) = host.rsplit('.').next() else {
+        return false;
+    };
+    host.contains('.')
+        && labels
+            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        && (tld.len() >= 2 && tld.bytes().all(|b| b.is_ascii_alphabetic())
+            || tld.starts_with("xn--"))
+}
+
+impl Recognizer for UrlRecognizer {
+    fn name(&self) -> &'static str {
+        "url"
+    }
+
+    fn types(&self) -> &'static [EntityType] {
+        &[EntityType::Url]
+    }
+
+    fn trigger(&self) -> Trigger {
+        Trigger::DOT
+    }
+
+    fn find(&self, text: &str, out: &mut Vec<Entity>) {
+        let mut covered: Vec<(usize, usize)> = Vec::new();
+        let full = text.contains("://") || text.contains("www.") || text.contains("WWW.");
+        for m in self.full.find_iter(if full { text } else { "" }) {
+            let s = trim_end(m.as_str());
+            let rest = match s.find("://") {
+                Some(i) => &s[i + 3..],
+                None => &s[4..], // `www.`: the rest must be a dotted name of its own
+            };
+            if !host_ok(rest) {
+                continue;
+            }
+            let end = m.start() + s.len();
+            covered.push((m.start(), end));
+            out.push(Entity {
+                kind: EntityType::Url,
+                start: m.start(),
+                end,
+                score: 0.95,
+            });
+        }
+        let bare = self
+            .tlds
+            .find_iter(text)
+            .any(|m| !super::after_is(text, m.end(), |b| b.is_ascii_alphanumeric()));
+        for m in self.bare.find_iter(if bare { text } else { "" }) {
+            let (start, end) = (m.start(), m.start() + trim_end(m.as_str()).len());
+            if covered.iter().any(|&(s, e)| start < e && s < end)
+                || super::before_is(text, start, |b| {
+                    matches!(b, b'@' | b'.' | b'/' | b'-') || b >= 0x80
+                })
+                || super::after_is(text, end, |b| b == b'@' || b >= 0x80)
+            {
+                continue;
+            }
+            out.push(Entity {
+                kind: EntityType::Url,
+                start,
+                end,
+                score: context::score(text, start, end, 0.6, WORDS),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spans(text: &str) -> Vec<(&str, f32)> {
+        let mut out = Vec::new();
+        UrlRecognizer::new().find(text, &mut out);
+        out.iter().map(|e| (e.text(text), e.score)).collect()
+    }
+
+    #[test]
+    fn full_urls_are_strong_and_trimmed() {
+        assert_eq!(
+            spans(
+                "see https://webhook.site/a8ee?q=1&b=2. Or (http://www.microsoft.com/store/abc/)"
+            ),
+            vec![
+                ("https://webhook.site/a8ee?q=1&b=2", 0.95),
+                ("http://www.microsoft.com/store/abc/", 0.95)
+            ]
+        );
+        assert_eq!(spans("'https://presidio.dataprivacystack.org/'").len(), 1);
+        assert_eq!(spans("go to www.example.org now")[0].0, "www.example.org");
+        assert_eq!(
+            spans("http://[2001:db8::1]/path")[0].0,
+            "http://[2001:db8::1]/path"
+        );
+    }
+
+    #[test]
+    fn hosts_without_tld_are_rejected() {
+        assert!(spans("www.microsoft").is_empty());
+        assert!(spans("http://microsoft").is_empty());
+        assert!(spans("'www.microsoft'").is_empty());
+    }
+
+    #[test]
+    fn bare_domains_need_context() {
+        assert_eq!(spans("microsoft.com"), vec![("microsoft.com", 0.6)]);
+        let found = spans("my domains: microsoft.com google.co.il");
+        assert_eq!(found.len(), 2);
+        assert!(found.iter().all(|f| f.1 >= 0.85));
+        assert!(spans("edit main.rs and setup.py, e.g. this").is_empty());
+        assert!(spans("write to a@example.com").is_empty());
+    }
+}
