@@ -13,8 +13,9 @@
 //! - `enabled: false` sends the text untouched; `redact` sends typed placeholders and restores them;
 //!   `route` sends a request carrying personal data, unmasked, to the trusted model only.
 //!
-//! The assertions use values the pattern tier finds; a person's name needs the NER model and is not
-//! covered here.
+//! The hard assertions use values the pattern tier finds. A person's name needs the NER tier: the last
+//! test fills the engine's NER slot with a stand-in model that tags one name (the real model is not
+//! needed to check what the layer does with a name it is given; its accuracy is the `ner` work's).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::sync::Arc;
@@ -29,6 +30,8 @@ use opc_agents::llm::{
     Content, Layer, LlmError, LlmRequest, LlmResponse, LlmService, Role, SharedLlm,
 };
 use opc_agents::{Engine, Event, Store, TaskState};
+use opc_privacy::detect::{NerModel, NerSlot};
+use opc_privacy::{Entity, EntityType};
 use opc_tests::fake_slack::{FakeSlack, app_mention, envelope};
 use opc_tests::opc_process::{OpcRun, opc_binary};
 use opc_tests::org::{Execution, Extras, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
@@ -281,6 +284,10 @@ async fn post(url: &str, body: Value) -> (u16, Value) {
 /// An engine in this process on `org`, its providers (at the scripted server, over loopback) each
 /// with `inject` on top of its stack when given, and the privacy layer the config asks for.
 fn engine(org: &TestOrg, inject: Option<&'static str>) -> Engine {
+    engine_with_ner(org, inject, NerSlot::default())
+}
+
+fn engine_with_ner(org: &TestOrg, inject: Option<&'static str>, ner: NerSlot) -> Engine {
     let loaded = &org.loaded;
     let options = TestOrg::options(false);
     let providers = Providers::build(
@@ -303,7 +310,7 @@ fn engine(org: &TestOrg, inject: Option<&'static str>) -> Engine {
             }
         },
     );
-    let seam = privacy_seam(&loaded.config, Default::default()).unwrap();
+    let seam = privacy_seam(&loaded.config, ner).unwrap();
     Engine::new(
         Arc::new(loaded.config.clone()),
         Arc::new(loaded.org.clone()),
@@ -539,5 +546,53 @@ async fn route_sends_personal_data_only_to_the_trusted_model() {
         "a request without personal data goes to its model"
     );
     assert_eq!(trusted.requests().len(), 1);
+    engine.shutdown().await;
+}
+
+/// A stand-in for the NER model: tags every occurrence of one full name as a `PERSON_NAME`.
+struct OneName(&'static str);
+
+impl NerModel for OneName {
+    fn entities(&self, text: &str) -> Vec<Entity> {
+        text.match_indices(self.0)
+            .map(|(start, name)| Entity {
+                kind: EntityType::PersonName,
+                start,
+                end: start + name.len(),
+                score: 0.99,
+            })
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_from_the_ner_tier_gets_the_same_substitute_in_the_ceo_and_the_child() {
+    const NAME: &str = "Dana Whitfield";
+    let llm = ScriptedLlm::start(script()).await.unwrap();
+    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let ner = NerSlot::default();
+    assert!(ner.set(Arc::new(OneName(NAME))));
+    let engine = engine_with_ner(&org, None, ner);
+    let text = format!("Call {NAME} about the refund, then email {EMAIL}.");
+    let outcome = engine.send(None, &text).unwrap().wait().await;
+    assert_eq!(outcome.text, expected(&text));
+    for request in llm.requests() {
+        let body = body_text(&request);
+        assert!(!body.contains(NAME) && !body.contains(EMAIL), "{body}");
+    }
+    // The substitute is what stands between "Call " and " about" in the CEO's message.
+    let ceo = &llm.requests_for(&marker("ceo"))[0].session;
+    let fake = ceo
+        .strip_prefix("Call ")
+        .and_then(|rest| rest.split(" about").next())
+        .unwrap()
+        .to_string();
+    assert_ne!(fake, NAME);
+    assert!(fake.contains(' '), "a name for a name: {fake:?}");
+    let vp = &llm.requests_for(&marker("vp-ops"))[0].session;
+    assert!(vp.contains(&format!("Call {fake} about")), "{vp}");
+    let calls = engine.store().calls(outcome.task).unwrap();
+    let counts = &calls[0].privacy.as_ref().unwrap().counts;
+    assert_eq!(counts.get(EntityType::PersonName), 1, "{counts}");
     engine.shutdown().await;
 }
