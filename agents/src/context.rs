@@ -166,8 +166,10 @@ pub fn estimate_tokens(text: &str) -> usize {
 /// The marker line of the summariser's system prompt.
 pub const SUMMARIZER_MARKER: &str = "Agent id: opc-summarizer";
 
-/// The request that compresses a child's long result for its parent (sent to `fastModel`).
+/// The request that compresses a child's long result for its parent (sent to `fastModel`, which is
+/// `model` at `provider`).
 pub fn summary_request(
+    provider: &str,
     model: &str,
     child_role: &str,
     result: &str,
@@ -175,6 +177,7 @@ pub fn summary_request(
     meta: CallMeta,
 ) -> LlmRequest {
     LlmRequest {
+        provider: provider.to_string(),
         model: model.to_string(),
         system: format!(
             "You compress reports for a manager. Keep every decision, number, name, file, error and open \
@@ -188,5 +191,6 @@ pub fn summary_request(
         max_tokens: (budget_tokens as u32).clamp(256, 4096),
         stream: None,
         meta,
+        guard: None,
     }
 }

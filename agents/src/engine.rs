@@ -26,7 +26,9 @@ use tokio_util::task::TaskTracker;
 use crate::context::{ContextBuilder, MemoryHooks, PromptError};
 use crate::events::{Event, EventBus};
 use crate::llm::layers::{StackOptions, standard_stack};
+use crate::llm::privacy::PrivacyLayer;
 use crate::llm::provider::Providers;
+use crate::llm::stack::{CallStack, Seam};
 use crate::llm::{Content, Message, Role};
 pub use crate::runtime::EngineOptions;
 use crate::runtime::Runtime;
@@ -35,6 +37,7 @@ use crate::store::{
     TaskState,
 };
 use crate::tools::Escalation;
+use opc_privacy::detect::NerSlot;
 
 /// Why the engine refused something.
 #[derive(Debug, thiserror::Error)]
@@ -149,17 +152,42 @@ pub struct Engine {
     rt: Arc<Runtime>,
     runs: Arc<Runs>,
     recovery: Arc<Recovery>,
+    /// The privacy detector's NER slot (an unused empty one when the engine was built without
+    /// privacy).
+    ner: Arc<Mutex<NerSlot>>,
+}
+
+/// The privacy layer for `config`, at the privacy position, when `framework.privacy.enabled`.
+pub fn privacy_seam(config: &Config, ner: NerSlot) -> Result<Option<Seam>, EngineError> {
+    if !config.framework.privacy.enabled {
+        return Ok(None);
+    }
+    let mode = crate::llm::privacy::mode(config).map_err(|message| EngineError::Model {
+        agent: "privacy".into(),
+        model: config
+            .framework
+            .privacy
+            .route_model
+            .clone()
+            .unwrap_or_default(),
+        message,
+    })?;
+    let detector = Arc::new(crate::llm::privacy::detector(config, ner));
+    Ok(Some(PrivacyLayer::new(mode, detector).into_seam()))
 }
 
 impl Engine {
     /// Build the engine: claim the database (one engine per database), read prompts, resolve models,
     /// run startup recovery, and resume trees suspended on approvals (they wait for a decision or their
     /// deadline again). Must be called inside a Tokio runtime.
+    ///
+    /// `llm` is the call stack every model call goes through: [`Providers`] alone gets the standard
+    /// shared stack without privacy ([`CallStack::new`]).
     pub fn new(
         config: Arc<Config>,
         org: Arc<OrgTree>,
         base_dir: &Path,
-        providers: Providers,
+        llm: impl Into<CallStack>,
         store: Arc<Store>,
         memory: Arc<dyn MemoryHooks>,
         options: EngineOptions,
@@ -193,7 +221,7 @@ impl Engine {
             ),
             config,
             org,
-            providers,
+            llm: llm.into(),
             context,
             store,
             events: EventBus::default(),
@@ -211,6 +239,7 @@ impl Engine {
                 shutdown: CancellationToken::new(),
             }),
             recovery: Arc::new(recovery),
+            ner: Arc::default(),
         };
         if engine.rt.options.resume_suspended {
             for root in engine.recovery.suspended_roots.clone() {
@@ -220,8 +249,10 @@ impl Engine {
         Ok(engine)
     }
 
-    /// Build providers from the config with the standard layer stack (keys read with `env`), then the
-    /// engine. `privacy` is the privacy layer factory (one layer per provider), when enabled.
+    /// Build providers from the config, each in the standard provider stack (keys read with `env`), the
+    /// shared stack above their router (with the privacy layer when `framework.privacy.enabled`),
+    /// then the engine. The privacy detector's NER tier starts empty: fill [`Engine::ner_slot`]
+    /// when the model has loaded (until then detection runs its pattern tier).
     pub fn from_config(
         loaded: &opc_hierarchy::Loaded,
         store: Arc<Store>,
@@ -237,18 +268,28 @@ impl Engine {
                 max_concurrent: p.max_concurrent_requests.map(|n| n.get() as usize),
                 requests_per_minute: p.requests_per_minute,
                 prices: p.models.clone(),
-                privacy: None,
             })
         });
-        Engine::new(
+        let ner = NerSlot::default();
+        let seam = privacy_seam(&loaded.config, ner.clone())?;
+        let llm = CallStack::with_privacy(providers, seam);
+        let engine = Engine::new(
             Arc::new(loaded.config.clone()),
             Arc::new(loaded.org.clone()),
             &loaded.base_dir,
-            providers,
+            llm,
             store,
             memory,
             options,
-        )
+        )?;
+        *engine.ner.lock().unwrap_or_else(|p| p.into_inner()) = ner;
+        Ok(engine)
+    }
+
+    /// The slot the privacy detector's NER model goes into once loaded (in the background: loading
+    /// takes longer than start-up may). Empty until filled; filling it again is refused.
+    pub fn ner_slot(&self) -> NerSlot {
+        self.ner.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// What startup recovery found and did.
@@ -268,7 +309,12 @@ impl Engine {
 
     /// The configured providers (to check for missing keys).
     pub fn providers(&self) -> &Providers {
-        &self.rt.providers
+        self.rt.llm.providers()
+    }
+
+    /// The call stack every model call goes through.
+    pub fn call_stack(&self) -> &CallStack {
+        &self.rt.llm
     }
 
     /// The org.
@@ -343,7 +389,13 @@ impl Engine {
         let shutdown = runs.shutdown.clone();
         self.runs.tracker.spawn(async move {
             let run = async {
-                crate::session::run_root(rt.clone(), task).await;
+                {
+                    // The conversation's per-root state (the privacy vault) lives while the tree
+                    // runs here, and is dropped however the run ends (finished, suspended, shut
+                    // down), before the outcome is sent.
+                    let _scope = RootScope::open(&rt, task);
+                    crate::session::run_root(rt.clone(), task).await;
+                }
                 match rt.store.task(task) {
                     Ok(record) => {
                         outcome_of(&rt.store, &record).unwrap_or_else(|e| failed_outcome(task, &e))
@@ -445,6 +497,34 @@ impl Engine {
         self.runs.shutdown.cancel();
         self.runs.tracker.close();
         self.runs.tracker.wait().await;
+    }
+}
+
+/// A root's per-conversation state in the call stack's registries, open until dropped.
+struct RootScope {
+    rt: Arc<Runtime>,
+    root: TaskId,
+}
+
+impl RootScope {
+    fn open(rt: &Arc<Runtime>, root: TaskId) -> RootScope {
+        // A root that cannot be read fails in its session right after; its state is then unused.
+        let conversation = rt
+            .store
+            .task(root)
+            .map(|record| record.conversation_id)
+            .unwrap_or_default();
+        rt.llm.root_started(root, &conversation);
+        RootScope {
+            rt: rt.clone(),
+            root,
+        }
+    }
+}
+
+impl Drop for RootScope {
+    fn drop(&mut self) {
+        self.rt.llm.root_ended(self.root);
     }
 }
 

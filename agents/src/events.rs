@@ -71,6 +71,32 @@ pub enum Event {
         /// The task.
         task: TaskId,
     },
+    /// The privacy gateway found personal data in a model call's request and masked it (or routed
+    /// the request to the trusted model). Counts by type only, never values.
+    PrivacyMasked {
+        /// The task.
+        task: TaskId,
+        /// The agent (or `summarizer`).
+        agent: String,
+        /// `mask`, `redact` or `route`.
+        mode: String,
+        /// Occurrences by type (`{"PERSON_NAME": 2, "EMAIL": 1}`).
+        counts: crate::llm::privacy::TypeCounts,
+        /// All occurrences.
+        total: u32,
+        /// `provider/model` the request was routed to, in `route` mode.
+        routed_to: Option<String>,
+    },
+    /// The privacy gateway's egress guard stopped a model call: the outbound request still carried a
+    /// real value (its type only, never the value). Nothing was sent.
+    PrivacyBlocked {
+        /// The task.
+        task: TaskId,
+        /// The agent (or `summarizer`).
+        agent: String,
+        /// The type of the value found.
+        kind: String,
+    },
     /// An agent finished its task.
     AgentFinished {
         /// The task.

@@ -17,7 +17,8 @@
 //! - an agent can only delegate to its direct children, whatever the model asks;
 //! - each task is an independent session that sees only its direct parent's instructions;
 //! - every task state change is a database transaction;
-//! - no agent code knows about retries, limits, costs or privacy: those are layers around the provider.
+//! - no agent code knows about retries, limits, costs or privacy: those are layers of the call stack
+//!   ([`llm::stack::CallStack`]).
 //!
 //! Dependency direction: `opc-hierarchy` ← `opc-memory` ← `opc-agents` → `opc-privacy`.
 

@@ -1,4 +1,4 @@
-//! What the running sessions share: the config and org, the providers, the context builder, the store,
+//! What the running sessions share: the config and org, the call stack, the context builder, the store,
 //! the event bus, the agent slots, and two small registries — the cancellation tokens of running tasks
 //! and the in-process waiters of pending approvals.
 //!
@@ -19,14 +19,15 @@ use tokio_util::sync::CancellationToken;
 use crate::context::ContextBuilder;
 use crate::events::EventBus;
 use crate::llm::layers::RetryPolicy;
-use crate::llm::provider::Providers;
+use crate::llm::stack::CallStack;
 use crate::store::{Store, TaskId};
 
 /// Shared state of the sessions of one engine.
 pub(crate) struct Runtime {
     pub(crate) config: Arc<Config>,
     pub(crate) org: Arc<OrgTree>,
-    pub(crate) providers: Providers,
+    /// The whole call stack (shared layers, router, provider stacks).
+    pub(crate) llm: CallStack,
     pub(crate) context: ContextBuilder,
     pub(crate) store: Arc<Store>,
     pub(crate) events: EventBus,

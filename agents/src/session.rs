@@ -24,15 +24,18 @@ use std::time::Instant;
 use futures_util::future::{BoxFuture, FutureExt, join_all};
 use opc_hierarchy::schema::Tool;
 use serde_json::json;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::context::{estimate_tokens, summary_request};
 use crate::events::Event;
-use crate::llm::{CallMeta, Content, LlmRequest, Message, Role, StreamDelta};
+use crate::llm::{
+    CallMeta, Content, LlmError, LlmRequest, LlmResponse, Message, Role, StreamDelta, TokenSink,
+};
 use crate::runtime::Runtime;
-use crate::store::{CallRecord, Ending, NewTask, StoreError, TaskId, TaskRecord, TaskState};
+use crate::store::{
+    CallPrivacy, CallRecord, Ending, NewTask, StoreError, TaskId, TaskRecord, TaskState,
+};
 use crate::tools::{
     self, ApprovalArgs, DelegateArgs, DelegateParallelArgs, Escalation, EscalationKind,
 };
@@ -295,18 +298,17 @@ async fn session_inner(
                     executing = true;
                 }
                 let request = LlmRequest {
+                    provider: provider.clone(),
                     model: model.clone(),
                     system: system.clone(),
                     messages: messages.clone(),
                     tools: specs.clone(),
                     max_tokens: rt.options.max_tokens,
                     stream: None,
-                    meta: CallMeta {
-                        agent: record.agent.clone(),
-                        task_id: Some(id),
-                    },
+                    meta: call_meta(record, &record.agent),
+                    guard: None,
                 };
-                match call_model(rt, &provider, request, &mut messages, record).await? {
+                match call_model(rt, request, &mut messages, record).await? {
                     Ok(false) => {}
                     Ok(true) => {
                         let answer = messages.last().map(Message::text).unwrap_or_default();
@@ -322,55 +324,112 @@ async fn session_inner(
     }
 }
 
+/// Who a call of `record`'s task is for, as the layers see it: the agent (or a framework role), the
+/// task, its root (the scope of the conversation's privacy vault) and the conversation.
+fn call_meta(record: &TaskRecord, agent: &str) -> CallMeta {
+    CallMeta {
+        agent: agent.to_string(),
+        task_id: Some(record.id),
+        root_id: Some(record.root_id),
+        conversation: Some(record.conversation_id.clone()),
+    }
+}
+
+/// What the privacy gateway did in a call, for the ledger, published on the bus (counts by type and
+/// the guard's verdict, never values). `None` when privacy did not handle the call.
+fn privacy_of(
+    rt: &Runtime,
+    task: TaskId,
+    agent: &str,
+    result: &Result<LlmResponse, LlmError>,
+) -> Option<CallPrivacy> {
+    match result {
+        Ok(response) => {
+            let report = response.privacy.as_ref()?;
+            if !report.counts.is_empty() {
+                rt.events.publish(Event::PrivacyMasked {
+                    task,
+                    agent: agent.to_string(),
+                    mode: report.mode.to_string(),
+                    counts: report.counts.clone(),
+                    total: report.counts.total(),
+                    routed_to: report.routed_to.clone(),
+                });
+            }
+            Some(CallPrivacy::from(report))
+        }
+        Err(LlmError::Leak { kind, .. }) => {
+            tracing::error!(
+                task,
+                agent,
+                kind = kind.as_str(),
+                "the privacy egress guard stopped a model call: a real value was still in the request"
+            );
+            rt.events.publish(Event::PrivacyBlocked {
+                task,
+                agent: agent.to_string(),
+                kind: kind.as_str().to_string(),
+            });
+            Some(CallPrivacy {
+                mode: "blocked".into(),
+                blocked: Some(kind.as_str().to_string()),
+                ..CallPrivacy::default()
+            })
+        }
+        Err(_) => None,
+    }
+}
+
+/// A sink publishing a task's streamed deltas on the event bus as they arrive (in the wire client's
+/// read loop: publishing never blocks, and the deltas are on the bus before the call returns).
+fn token_sink(rt: &Runtime, task: TaskId, agent: &str) -> TokenSink {
+    let events = rt.events.clone();
+    let agent = agent.to_string();
+    TokenSink::from_fn(move |delta| {
+        events.publish(match delta {
+            StreamDelta::Text(text) => Event::Token {
+                task,
+                agent: agent.clone(),
+                text,
+            },
+            StreamDelta::Restart => Event::StreamRestarted { task },
+        })
+    })
+}
+
 /// One LLM call with an agent slot held, streamed to the bus when enabled. On success the answer is
 /// appended to `messages`; the call and the new history are saved in one transaction — which also
 /// completes the task when the answer is final and short enough to need no summary (`Ok(Ok(true))`).
 /// The outer `Result` is the database; the rt one the call (its error rendered for people).
 async fn call_model(
     rt: &Arc<Runtime>,
-    provider: &str,
     mut request: LlmRequest,
     messages: &mut Vec<Message>,
     finishing: &TaskRecord,
 ) -> Result<Result<bool, String>, StoreError> {
     let task = finishing.id;
     let agent = finishing.agent.as_str();
-    let forwarder = if rt.options.streaming {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        request.stream = Some(tx);
-        let events = rt.events.clone();
-        let agent = agent.to_string();
-        Some(tokio::spawn(async move {
-            while let Some(delta) = rx.recv().await {
-                events.publish(match delta {
-                    StreamDelta::Text(text) => Event::Token {
-                        task,
-                        agent: agent.clone(),
-                        text,
-                    },
-                    StreamDelta::Restart => Event::StreamRestarted { task },
-                });
-            }
-        }))
-    } else {
-        None
-    };
-    let model_ref = format!("{provider}/{}", request.model);
+    if rt.options.streaming {
+        request.stream = Some(token_sink(rt, task, agent));
+    }
+    let model_ref = format!("{}/{}", request.provider, request.model);
     let started = Instant::now();
     let result = {
         // The semaphore is never closed, so acquire cannot fail.
         let _slot = rt.agent_slots.acquire().await.ok();
-        rt.providers.call(provider, request).await
+        rt.llm.call(request).await
     };
     // The slot is free: let the session it wakes start its model call before this one records its
     // turn. The store work after a call is synchronous (one connection behind a mutex), so without
     // this a wave of 200 finishing calls delays the next wave's requests by all of it.
     tokio::task::yield_now().await;
-    if let Some(forwarder) = forwarder {
-        // The request (and its sender) is gone, so the forwarder ends after the last delta.
-        let _ = forwarder.await;
-    }
     let duration_ms = started.elapsed().as_millis() as u64;
+    let privacy = privacy_of(rt, task, agent, &result);
+    // The model that answered: `route` may have sent the request to the trusted model.
+    let model_ref = privacy
+        .as_ref()
+        .and_then(|p| p.routed_to.clone())
+        .unwrap_or(model_ref);
     match result {
         Ok(response) => {
             let tool_calls: Vec<String> = response
@@ -402,6 +461,7 @@ async fn call_model(
                 attempts: response.attempts,
                 tool_calls,
                 error: None,
+                privacy,
             };
             // A final answer that needs no summary completes the task in the same transaction.
             let last = messages.last();
@@ -426,11 +486,12 @@ async fn call_model(
                 usage_unknown: false,
                 duration_ms,
                 attempts: match &error {
-                    crate::llm::LlmError::Exhausted { attempts, .. } => *attempts,
+                    LlmError::Exhausted { attempts, .. } => *attempts,
                     _ => 1,
                 },
                 tool_calls: Vec::new(),
                 error: Some(error.to_string()),
+                privacy,
             })?;
             Ok(Err(message))
         }
@@ -772,19 +833,18 @@ async fn summarise(
         .unwrap_or(&record.agent)
         .to_string();
     let request = summary_request(
+        &provider,
         &model,
         &role,
         answer,
         threshold,
-        CallMeta {
-            agent: "summarizer".into(),
-            task_id: Some(record.id),
-        },
+        call_meta(record, "summarizer"),
     );
     let result = {
         let _slot = rt.agent_slots.acquire().await.ok();
         let started = Instant::now();
-        let result = rt.providers.call(&provider, request).await;
+        let result = rt.llm.call(request).await;
+        let privacy = privacy_of(rt, record.id, "summarizer", &result);
         // A failed call used no tokens we know of; a response without usage is unknown.
         let (usage, cost, attempts, error) = match &result {
             Ok(r) => (r.usage, r.cost_usd, r.attempts, None),
@@ -802,6 +862,7 @@ async fn summarise(
             attempts,
             tool_calls: Vec::new(),
             error,
+            privacy,
         })?;
         result
     };

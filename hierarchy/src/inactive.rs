@@ -1,13 +1,13 @@
 //! Configured features that this build accepts but does not run yet.
 //!
-//! The schema describes the whole product (privacy gateway, memory, file and shell tools, postgres),
+//! The schema describes the whole product (memory, file and shell tools, postgres),
 //! while the engine implements it in stages. A setting that silently does nothing is worse than an
-//! error: the example org turns privacy on, and a user would believe personal data is masked. So this
+//! error: a user who configures memory blocks would believe agents remember. So this
 //! module is the one place that decides what is configured but inactive; `opc validate`, `opc run` and
 //! `opc chat` print its list, and the engine's own list of executed tools is checked against it by a
 //! test in the `opc` binary. When a feature lands, its entry is removed here.
 //!
-//! Defaults count as configured: `privacy.enabled` and `memory.recall` are on unless turned off, and a
+//! Defaults count as configured: `memory.recall` is on unless turned off, and a
 //! user relying on the default is exactly the one who would be misled.
 
 use crate::diagnostic::KeyPath;
@@ -44,13 +44,6 @@ pub fn inactive(config: &Config) -> Vec<Inactive> {
     };
     let framework = &config.framework;
     let memory = &framework.memory;
-    if framework.privacy.enabled {
-        add(
-            KeyPath::of(["framework", "privacy", "enabled"]),
-            "privacy gateway",
-            "personal data is sent to the LLM providers unmasked",
-        );
-    }
     if memory.storage == Storage::Postgres {
         add(
             KeyPath::of(["framework", "memory", "storage"]),

@@ -193,9 +193,9 @@ keywords! {
     pub enum PrivacyMode {
         /// Replace with consistent fake data of the same type, restored in replies.
         Mask = "mask",
-        /// Replace with `[REDACTED]`.
+        /// Replace with numbered typed placeholders (`[PERSON_NAME_1]`), restored in replies.
         Redact = "redact",
-        /// Send requests containing personal data to a local model instead.
+        /// Send requests containing personal data, unmasked, to `routeModel` (a model you trust).
         Route = "route",
     }
 }
@@ -213,6 +213,8 @@ pub struct Privacy {
     pub confidence_threshold: f64,
     /// What to do with detected data.
     pub mode: PrivacyMode,
+    /// `provider/model` that requests carrying personal data go to in `route` mode.
+    pub route_model: Option<String>,
 }
 
 /// `channels:` — chat platforms. Slack and Discord run only when their section is present.
@@ -952,6 +954,7 @@ impl Default for Privacy {
             whitelist: Vec::new(),
             confidence_threshold: 0.85,
             mode: PrivacyMode::Mask,
+            route_model: None,
         }
     }
 }
@@ -963,6 +966,7 @@ impl Privacy {
         "whitelist",
         "confidenceThreshold",
         "mode",
+        "routeModel",
     ];
 
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
@@ -988,6 +992,7 @@ impl Privacy {
             whitelist: f.or_default(cx, path, "whitelist"),
             confidence_threshold,
             mode: f.or(cx, path, "mode", d.mode),
+            route_model: f.optional(cx, path, "routeModel"),
         })
     }
 }

@@ -13,7 +13,7 @@ use std::path::Path as FsPath;
 
 use crate::decode::did_you_mean;
 use crate::diagnostic::{self, Anchor, Diagnostic, KeyPath, Path, Segment};
-use crate::schema::{Config, Prompt, ProviderKind};
+use crate::schema::{Config, PrivacyMode, Prompt, ProviderKind};
 use crate::secrets;
 use crate::yaml::{Node, Span, Value};
 
@@ -32,6 +32,7 @@ pub(crate) fn check(config: &Config, doc: &Node, base_dir: Option<&FsPath>) -> V
         checker.prompts(base_dir);
     }
     checker.models();
+    checker.privacy();
     checker.credentials(doc, Path::Root);
     checker.out
 }
@@ -707,6 +708,62 @@ impl<'a> Checker<'a> {
                     );
                 }
             }
+        }
+    }
+
+    /// `privacy.routeModel`: required in mode `route`, written `provider/model`, naming a configured
+    /// provider and one of the models it lists (the trusted model personal data is sent to must be
+    /// chosen on purpose, never resolved by a default); ignored, with a warning, in other modes.
+    fn privacy(&mut self) {
+        let framework = &self.config.framework;
+        let privacy = &framework.privacy;
+        let path = KeyPath::of(["framework", "privacy", "routeModel"]);
+        let providers = || framework.providers.keys().map(String::as_str);
+        match (privacy.mode, privacy.route_model.as_deref()) {
+            (PrivacyMode::Route, None) if privacy.enabled => self.error(
+                KeyPath::of(["framework", "privacy", "mode"]),
+                Anchor::Value,
+                "mode `route` needs `routeModel`: the model that requests carrying personal data are sent to".into(),
+                "add `routeModel: <provider>/<model>`, a model on a provider you trust (for example a local OpenAI-compatible server)",
+            ),
+            (PrivacyMode::Route, Some(reference)) => {
+                let Some((provider, id)) = reference.split_once('/') else {
+                    self.error(
+                        path,
+                        Anchor::Value,
+                        format!("`{reference}` names no provider: the route model is written `provider/model`"),
+                        provider_hint(providers(), reference),
+                    );
+                    return;
+                };
+                match framework.providers.get(provider) {
+                    None => {
+                        let hint = provider_hint(providers(), provider);
+                        self.error(
+                            path,
+                            Anchor::Value,
+                            format!("`{provider}` is not a configured provider"),
+                            hint,
+                        );
+                    }
+                    Some(p) if !p.models.contains_key(id) => self.error(
+                        path,
+                        Anchor::Value,
+                        format!("provider `{provider}` lists no model `{id}`"),
+                        format!(
+                            "add `{id}: {{ input: 0, output: 0 }}` (or its prices) to `framework.providers.{provider}.models`: the model personal data goes to must be configured"
+                        ),
+                    ),
+                    Some(_) => {}
+                }
+            }
+            (mode, Some(_)) if mode != PrivacyMode::Route => self.warning(
+                path,
+                Anchor::Key,
+                format!("`routeModel` is used only in mode `route`; the mode is `{}`", mode.as_str()),
+                "remove it, or set `mode: route`",
+            ),
+            _ => {}
         }
     }
 

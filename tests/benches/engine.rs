@@ -7,7 +7,7 @@
 //!    other and each chain's wall time / 7 is one sample of "framework time per agent turn".
 //!    Variants:
 //!    - *engine only*: an in-process [`LlmService`] that answers at once, wrapped in the standard
-//!      layer stack (trace, cost, retry, limit, timeout), on a real on-disk SQLite database, whole
+//!      call stack (trace, router, cost, retry, limit, timeout), on a real on-disk SQLite database, whole
 //!      responses and streamed;
 //!    - *loopback HTTP*: the scripted LLM server in a separate process, Anthropic wire, whole
 //!      responses and streamed (this includes the server's own time and the HTTP round trip).
@@ -195,7 +195,7 @@ impl InstantLlm {
         if let Some(sink) = &request.stream {
             for block in &content {
                 if let Content::Text { text } = block {
-                    let _ = sink.send(StreamDelta::Text(text.clone()));
+                    sink.send(StreamDelta::Text(text.clone()));
                 }
             }
         }
@@ -214,6 +214,7 @@ impl InstantLlm {
             }),
             cost_usd: 0.0,
             attempts: 1,
+            privacy: None,
         })
     }
 }
@@ -285,7 +286,6 @@ fn instant_engine(org: &TestOrg, streaming: bool, llm: InstantLlm, memory_store:
         max_concurrent: None,
         requests_per_minute: None,
         prices,
-        privacy: None,
     });
     let service: SharedLlm = stack.service(Arc::new(llm));
     let providers = Providers::from_services([(provider.to_string(), service)]);
@@ -996,6 +996,7 @@ fn store_floor(store: &Store, n: usize) -> Duration {
                 attempts: 1,
                 tool_calls: Vec::new(),
                 error: None,
+                privacy: None,
             })
             .expect("record_call");
         let answer = single_answer(&input);

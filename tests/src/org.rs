@@ -51,6 +51,17 @@ pub fn relay(child: &str, task: &str, prefix: &str) -> Vec<Step> {
     ]
 }
 
+/// Extra YAML for [`TestOrg::with_extras`]; each part is inserted as written (indent it for its place).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Extras<'a> {
+    /// Providers after `llm` (indented 4 spaces: `    trusted:\n      kind: …`).
+    pub providers: &'a str,
+    /// Keys of `framework` (indented 2 spaces: `  privacy:\n    mode: redact`).
+    pub framework: &'a str,
+    /// Top-level sections (`channels:`, `gateway:` …).
+    pub sections: &'a str,
+}
+
 /// A config on disk, pointing at `llm_url`.
 pub struct TestOrg {
     dir: tempfile::TempDir,
@@ -95,6 +106,30 @@ impl TestOrg {
         execution: Execution,
         sections: &str,
     ) -> TestOrg {
+        TestOrg::with_extras(
+            llm_url,
+            wire,
+            execution,
+            &Extras {
+                sections,
+                ..Extras::default()
+            },
+        )
+    }
+
+    /// Like [`TestOrg::new`], with extra YAML: more providers, more `framework` keys (`privacy:` …)
+    /// and top-level sections.
+    pub fn with_extras(
+        llm_url: &str,
+        wire: Wire,
+        execution: Execution,
+        extras: &Extras<'_>,
+    ) -> TestOrg {
+        let Extras {
+            providers: more_providers,
+            framework: more_framework,
+            sections,
+        } = *extras;
         let (kind, base) = match wire {
             Wire::Anthropic => ("anthropic", llm_url.to_string()),
             Wire::OpenAi => ("openai-compatible", format!("{llm_url}/v1")),
@@ -120,6 +155,8 @@ framework:
       models:
         test-model: {{ input: 3.0, output: 15.0 }}
         test-fast: {{ input: 1.0, output: 5.0 }}
+{more_providers}
+{more_framework}
   execution:
     maxConcurrentAgents: {max_concurrent_agents}
     taskTimeout: {task_timeout}

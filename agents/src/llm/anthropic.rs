@@ -51,12 +51,13 @@ impl LlmService for AnthropicClient {
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let key = self.endpoint.require_key()?;
         let provider = self.endpoint.provider.as_str();
-        let body = request_body(&request);
+        let body = super::provider::guarded_body(&request_body(&request), &request, provider)?;
         let mut http = self
             .client
             .post(&self.url)
             .header("anthropic-version", API_VERSION)
-            .json(&body);
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         if let Some(key) = key {
             http = http.header("x-api-key", key.expose());
         }
@@ -187,6 +188,7 @@ impl WireResponse {
             usage: Usage::reported(self.usage.input_tokens, self.usage.output_tokens),
             cost_usd: 0.0,
             attempts: 1,
+            privacy: None,
         })
     }
 }
@@ -383,6 +385,7 @@ impl StreamState {
             usage: self.usage,
             cost_usd: 0.0,
             attempts: 1,
+            privacy: None,
         })
     }
 }
@@ -423,7 +426,7 @@ impl SseMachine for StreamState {
                     (Partial::Text(text), WireDelta::TextDelta { text: more }) => {
                         if let Some(sink) = sink {
                             // A gone consumer must not fail the call.
-                            let _ = sink.send(StreamDelta::Text(more.clone()));
+                            sink.send(StreamDelta::Text(more.clone()));
                         }
                         text.push_str(&more);
                     }
@@ -507,10 +510,10 @@ mod tests {
     use crate::llm::provider::{ApiKey, http_client};
     use crate::llm::sse::test_server;
     use crate::llm::{CallMeta, Message, ToolSpec};
-    use tokio::sync::mpsc;
 
     fn request(messages: Vec<Message>) -> LlmRequest {
         LlmRequest {
+            provider: "anthropic".into(),
             model: "claude-x".into(),
             system: String::new(),
             messages,
@@ -518,6 +521,7 @@ mod tests {
             max_tokens: 100,
             stream: None,
             meta: CallMeta::default(),
+            guard: None,
         }
     }
 
@@ -556,7 +560,7 @@ mod tests {
 
     #[test]
     fn body_carries_system_tools_stream_and_tool_round_trip() {
-        let (tx, _rx) = mpsc::unbounded_channel();
+        let (tx, _rx) = TokenSink::channel();
         let mut req = request(vec![
             Message::user("do it"),
             Message {
@@ -639,6 +643,7 @@ mod tests {
                 }),
                 cost_usd: 0.0,
                 attempts: 1,
+                privacy: None,
             }
         );
     }
@@ -749,7 +754,7 @@ mod tests {
 
     #[test]
     fn stream_accumulates_text_and_tool_input_and_streams_text() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = TokenSink::channel();
         let mut state = StreamState::new("anthropic", Some(tx));
         assert!(feed_all(&mut state, &full_stream()).is_none());
         let done = state
@@ -935,7 +940,7 @@ mod tests {
             format!("{events}event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n");
         let (base, seen) = test_server::serve(test_server::event_stream(&complete)).await;
         let client = AnthropicClient::new(http_client(), endpoint(&base, None, None));
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = TokenSink::channel();
         let mut req = request(vec![Message::user("hi")]);
         req.stream = Some(tx);
         let response = client.call(req).await.unwrap();
@@ -953,7 +958,7 @@ mod tests {
 
         let (base, _seen) = test_server::serve(test_server::event_stream(&events)).await;
         let client = AnthropicClient::new(http_client(), endpoint(&base, None, None));
-        let (tx, _rx) = mpsc::unbounded_channel();
+        let (tx, _rx) = TokenSink::channel();
         let mut req = request(vec![Message::user("hi")]);
         req.stream = Some(tx);
         let err = client.call(req).await.unwrap_err();

@@ -1,15 +1,21 @@
 //! The layers every LLM call passes through, and the order they are stacked in.
 //!
 //! ```text
-//!   engine ─► trace ─► cost ─► [privacy] ─► retry ─► limit ─► timeout ─► wire client (HTTP)
+//!                 shared, once per call                       one stack per provider
+//!   engine ─► trace ─► [privacy] ─► router ─┬─► cost ─► retry ─► limit ─► timeout ─► wire client (HTTP)
+//!                                           └─► cost ─► retry ─► …          (picked by request.provider)
 //! ```
 //!
 //! Why this order:
-//! - `trace` is outermost so its span covers every attempt and the total duration;
-//! - `cost` prices the final usage once, whatever happened below;
-//! - `privacy` (the privacy-gateway issue) sits **above retry**: PII is masked once per call and restored
-//!   once in the answer, and retries replay the already-masked request. It is plugged in through
-//!   [`StackOptions::privacy`], so no agent code changes when it lands;
+//! - `trace` is outermost so its span covers every attempt (and the privacy work) and the total duration;
+//! - `privacy` (the privacy gateway) sits **above the router and above retry**, once per call whatever
+//!   the provider: the whole request is masked once, the answer restored once, retries replay the
+//!   already-masked request, one vault serves every provider, and its `route` mode can send a request
+//!   to another provider (which only a layer above the router can do). It plugs in through
+//!   [`super::stack::CallStack::with_privacy`], so no agent code changes with it;
+//! - the `router` sends the request to the stack of the provider it names ([`LlmRequest::provider`]);
+//! - `cost` is at the top of the provider's stack: it prices the final usage once, with the price table
+//!   of the provider that actually answered (which `route` may have changed);
 //! - `retry` is above `limit` so a request waiting out a backoff does not hold a concurrency slot;
 //! - `limit` (per-provider semaphore + governor rate limit) is above `timeout`, so waiting for a slot is
 //!   not counted against the attempt's time limit.
@@ -44,11 +50,10 @@ pub struct StackOptions {
     pub requests_per_minute: Option<NonZeroU32>,
     /// Price table for the cost layer: model → USD per million tokens.
     pub prices: IndexMap<String, ModelPrice>,
-    /// The privacy layer, when the privacy gateway is enabled (see the module docs for its position).
-    pub privacy: Option<Box<dyn Layer>>,
 }
 
-/// Build the standard stack in the documented order.
+/// Build the standard stack of one provider (below the router) in the documented order:
+/// cost ─► retry ─► limit ─► timeout.
 pub fn standard_stack(options: StackOptions) -> Stack {
     let StackOptions {
         provider,
@@ -57,20 +62,12 @@ pub fn standard_stack(options: StackOptions) -> Stack {
         max_concurrent,
         requests_per_minute,
         prices,
-        privacy,
     } = options;
-    let mut stack = Stack::new()
-        .layer(TraceLayer {
-            provider: provider.clone(),
-        })
+    Stack::new()
         .layer(CostLayer {
             provider: provider.clone(),
             prices: Arc::new(prices),
-        });
-    if let Some(privacy) = privacy {
-        stack = stack.boxed_layer(privacy);
-    }
-    stack
+        })
         .layer(RetryLayer(retry))
         .layer(LimitLayer::new(max_concurrent, requests_per_minute))
         .layer(TimeoutLayer {
@@ -105,6 +102,10 @@ struct Timeout {
 }
 
 impl Layer for TimeoutLayer {
+    fn name(&self) -> &'static str {
+        "timeout"
+    }
+
     fn layer(&self, inner: SharedLlm) -> SharedLlm {
         Arc::new(Timeout {
             inner,
@@ -176,6 +177,10 @@ struct Retry {
 }
 
 impl Layer for RetryLayer {
+    fn name(&self) -> &'static str {
+        "retry"
+    }
+
     fn layer(&self, inner: SharedLlm) -> SharedLlm {
         Arc::new(Retry {
             inner,
@@ -188,6 +193,8 @@ impl Layer for RetryLayer {
 impl LlmService for Retry {
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let mut attempt = 1;
+        // The sink the layers above handed down (the privacy layer's restoring sink, when enabled): a
+        // Restart reaches them too, so they drop what they hold of the failed attempt.
         let sink = request.stream.clone();
         loop {
             let last_attempt = attempt >= self.policy.max_attempts;
@@ -220,7 +227,7 @@ impl LlmService for Retry {
                         "LLM call failed; retrying"
                     );
                     if let Some(sink) = &sink {
-                        let _ = sink.send(StreamDelta::Restart);
+                        sink.send(StreamDelta::Restart);
                     }
                     tokio::time::sleep(delay).await;
                     attempt += 1;
@@ -256,6 +263,10 @@ struct Limit {
 }
 
 impl Layer for LimitLayer {
+    fn name(&self) -> &'static str {
+        "limit"
+    }
+
     fn layer(&self, inner: SharedLlm) -> SharedLlm {
         Arc::new(Limit {
             inner,
@@ -283,23 +294,21 @@ impl LlmService for Limit {
 // ---------------------------------------------------------------------------------------------------
 // tracing
 
-/// Opens a span per call (provider, model, agent, task) and logs the outcome with its duration.
-pub struct TraceLayer {
-    /// Provider id.
-    pub provider: String,
-}
+/// Opens a span per call (provider, model, agent, task, root) and logs the outcome with its duration.
+/// Outermost in the shared stack, so the span covers the privacy work and every attempt.
+pub struct TraceLayer;
 
 struct Trace {
     inner: SharedLlm,
-    provider: String,
 }
 
 impl Layer for TraceLayer {
+    fn name(&self) -> &'static str {
+        "trace"
+    }
+
     fn layer(&self, inner: SharedLlm) -> SharedLlm {
-        Arc::new(Trace {
-            inner,
-            provider: self.provider.clone(),
-        })
+        Arc::new(Trace { inner })
     }
 }
 
@@ -308,10 +317,11 @@ impl LlmService for Trace {
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let span = tracing::debug_span!(
             "llm_call",
-            provider = %self.provider,
+            provider = %request.provider,
             model = %request.model,
             agent = %request.meta.agent,
             task = request.meta.task_id,
+            root = request.meta.root_id,
         );
         let started = Instant::now();
         let result = self.inner.call(request).instrument(span.clone()).await;
@@ -358,6 +368,10 @@ struct Cost {
 }
 
 impl Layer for CostLayer {
+    fn name(&self) -> &'static str {
+        "cost"
+    }
+
     fn layer(&self, inner: SharedLlm) -> SharedLlm {
         Arc::new(Cost {
             inner,
@@ -427,6 +441,7 @@ mod tests {
                     }),
                     cost_usd: 0.0,
                     attempts: 1,
+                    privacy: None,
                 }),
             }
         }
@@ -434,6 +449,7 @@ mod tests {
 
     fn request() -> LlmRequest {
         LlmRequest {
+            provider: "p".into(),
             model: "m".into(),
             system: String::new(),
             messages: vec![Message::user("hi")],
@@ -441,6 +457,7 @@ mod tests {
             max_tokens: 10,
             stream: None,
             meta: CallMeta::default(),
+            guard: None,
         }
     }
 

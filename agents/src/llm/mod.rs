@@ -12,13 +12,19 @@
 //!   replay it (retry) or rewrite it (privacy) without knowing where it came from;
 //! - errors keep their kind end to end ([`LlmError`]); only the retry layer decides what is retryable;
 //! - streamed text goes to the request's [`TokenSink`]; a retried attempt first sends
-//!   [`StreamDelta::Restart`] so a consumer can discard the partial text of the failed attempt.
+//!   [`StreamDelta::Restart`] so a consumer can discard the partial text of the failed attempt. A
+//!   layer that rewrites text (privacy) wraps the sink in its own, in place, with no extra task;
+//! - a request names its provider ([`LlmRequest::provider`]): the engine calls one [`stack::CallStack`]
+//!   whose router picks the provider's own stack, so what must happen once per call whatever the
+//!   provider (privacy, tracing) sits above the router, once.
 
 pub mod anthropic;
 pub mod layers;
 pub mod openai;
+pub mod privacy;
 pub mod provider;
 mod sse;
+pub mod stack;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -132,9 +138,69 @@ pub enum StreamDelta {
     Restart,
 }
 
-/// Where streamed text goes. Unbounded so a slow consumer never stalls the HTTP read; the consumer is
-/// local (events bus, CLI), and the whole response is bounded by `max_tokens` anyway.
-pub type TokenSink = mpsc::UnboundedSender<StreamDelta>;
+/// Something that takes streamed deltas. Called from the wire client's read loop, in order, so it must
+/// not block: publish, buffer or forward, and return.
+pub trait DeltaSink: Send + Sync {
+    /// Take one delta. A consumer that has gone away ignores it: a gone consumer never fails a call.
+    fn send(&self, delta: StreamDelta);
+}
+
+/// Where streamed text goes: a shared [`DeltaSink`]. A layer that must change the text on its way to
+/// the consumer (the privacy layer restores masked values) wraps the request's sink in its own sink,
+/// in place — no channel and no task in between.
+///
+/// Consumers are local (event bus, CLI) and must not stall the HTTP read; the whole response is
+/// bounded by `max_tokens` anyway.
+#[derive(Clone)]
+pub struct TokenSink(Arc<dyn DeltaSink>);
+
+impl TokenSink {
+    /// A sink that hands deltas to `sink`.
+    pub fn new(sink: impl DeltaSink + 'static) -> Self {
+        TokenSink(Arc::new(sink))
+    }
+
+    /// A sink that calls `f` with each delta.
+    pub fn from_fn(f: impl Fn(StreamDelta) + Send + Sync + 'static) -> Self {
+        struct FnSink<F>(F);
+        impl<F: Fn(StreamDelta) + Send + Sync> DeltaSink for FnSink<F> {
+            fn send(&self, delta: StreamDelta) {
+                (self.0)(delta)
+            }
+        }
+        TokenSink::new(FnSink(f))
+    }
+
+    /// A sink feeding an unbounded channel, and the channel's receiver.
+    pub fn channel() -> (Self, mpsc::UnboundedReceiver<StreamDelta>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (TokenSink::from(tx), rx)
+    }
+
+    /// Hand on one delta.
+    pub fn send(&self, delta: StreamDelta) {
+        self.0.send(delta)
+    }
+}
+
+impl DeltaSink for mpsc::UnboundedSender<StreamDelta> {
+    fn send(&self, delta: StreamDelta) {
+        // A closed receiver means the consumer is gone, which must not fail the call.
+        let _ = mpsc::UnboundedSender::send(self, delta);
+    }
+}
+
+impl From<mpsc::UnboundedSender<StreamDelta>> for TokenSink {
+    fn from(tx: mpsc::UnboundedSender<StreamDelta>) -> Self {
+        TokenSink::new(tx)
+    }
+}
+
+impl std::fmt::Debug for TokenSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenSink")
+    }
+}
 
 /// Who is calling: carried for tracing, ledgers and privacy, never sent to the provider.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -143,11 +209,19 @@ pub struct CallMeta {
     pub agent: String,
     /// The task the call belongs to, when there is one.
     pub task_id: Option<i64>,
+    /// The root task of the task's tree: the scope of per-conversation state such as the privacy
+    /// vault ([`stack::RootStates`]). `None` for a call outside any task tree.
+    pub root_id: Option<i64>,
+    /// The conversation, as the engine keys it (`c-…`), when the call belongs to one.
+    pub conversation: Option<String>,
 }
 
 /// A chat completion request, independent of the provider's wire format.
 #[derive(Clone, Debug)]
 pub struct LlmRequest {
+    /// The provider id from the config: the router ([`provider::Providers::router`]) sends the
+    /// request to that provider's stack. Below the router it is informational.
+    pub provider: String,
     /// The model name as the provider knows it (no `provider/` prefix).
     pub model: String,
     /// The system prompt.
@@ -162,6 +236,47 @@ pub struct LlmRequest {
     pub stream: Option<TokenSink>,
     /// Caller identity, for layers.
     pub meta: CallMeta,
+    /// The egress guard the privacy layer set: the wire client checks the serialised body with it just
+    /// before sending, and fails the call closed on a hit ([`LlmError::Leak`]).
+    pub guard: Option<EgressGuard>,
+}
+
+/// Finds a real value that must not leave the process in an outbound payload.
+pub trait LeakCheck: Send + Sync {
+    /// The type of the first real value found in `payload` (raw or JSON-escaped), if any.
+    fn leak_in(&self, payload: &str) -> Option<opc_privacy::EntityType>;
+}
+
+/// The egress guard: the last check on the exact bytes a wire client is about to send.
+///
+/// Why in the wire client rather than as a layer: only the wire client holds the final payload (the
+/// provider's JSON, with every part of the request in the form it is sent), so nothing a layer or the
+/// wire format adds after the privacy layer can slip past it.
+#[derive(Clone)]
+pub struct EgressGuard(Arc<dyn LeakCheck>);
+
+impl EgressGuard {
+    /// A guard running `check`.
+    pub fn new(check: impl LeakCheck + 'static) -> Self {
+        EgressGuard(Arc::new(check))
+    }
+
+    /// `Ok` when `payload` carries no real value; else the non-retryable [`LlmError::Leak`].
+    pub fn check(&self, provider: &str, payload: &str) -> Result<(), LlmError> {
+        match self.0.leak_in(payload) {
+            None => Ok(()),
+            Some(kind) => Err(LlmError::Leak {
+                provider: provider.to_string(),
+                kind,
+            }),
+        }
+    }
+}
+
+impl std::fmt::Debug for EgressGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EgressGuard")
+    }
 }
 
 /// Why the model stopped.
@@ -211,6 +326,8 @@ pub struct LlmResponse {
     pub cost_usd: f64,
     /// How many attempts the call took (1 = no retry), filled in by the retry layer.
     pub attempts: u32,
+    /// What the privacy layer did to the request (counts by type, never values); `None` without it.
+    pub privacy: Option<privacy::PrivacyReport>,
 }
 
 /// Why a call failed. The kind is kept through every layer so retry and reporting can tell them apart.
@@ -273,6 +390,20 @@ pub enum LlmError {
     /// The model named no configured provider (a config/engine mismatch).
     #[error("no provider is configured for model `{0}`")]
     UnknownModel(String),
+    /// The egress guard found a real value in the outbound payload: nothing was sent.
+    #[error(
+        "the privacy egress guard stopped a request to {provider}: it still carried a real {kind} value; nothing was sent"
+    )]
+    Leak {
+        /// Provider id.
+        provider: String,
+        /// The type of the value found (never the value).
+        kind: opc_privacy::EntityType,
+    },
+    /// The privacy layer could not mask the request (e.g. the conversation's vault is full), so the
+    /// call was not made.
+    #[error("the privacy gateway could not mask the request, so it was not sent: {0}")]
+    Privacy(String),
     /// Retries were exhausted; the last error is inside.
     #[error("{last} (gave up after {attempts} attempts)")]
     Exhausted {
@@ -297,6 +428,8 @@ impl LlmError {
             LlmError::Malformed { .. }
             | LlmError::MissingKey { .. }
             | LlmError::UnknownModel(_)
+            | LlmError::Leak { .. }
+            | LlmError::Privacy(_)
             | LlmError::Exhausted { .. } => false,
         }
     }
@@ -311,6 +444,8 @@ impl LlmError {
             LlmError::Timeout { .. } => "timeout",
             LlmError::MissingKey { .. } => "missing_key",
             LlmError::UnknownModel(_) => "unknown_model",
+            LlmError::Leak { .. } => "privacy_leak",
+            LlmError::Privacy(_) => "privacy",
             LlmError::Exhausted { last, .. } => last.kind(),
         }
     }
@@ -347,6 +482,11 @@ pub type SharedLlm = Arc<dyn LlmService>;
 pub trait Layer: Send + Sync {
     /// Return `inner` wrapped in this layer's behaviour.
     fn layer(&self, inner: SharedLlm) -> SharedLlm;
+
+    /// A short name for the stack's description (`trace`, `retry`, …); the type name by default.
+    fn name(&self) -> &'static str {
+        std::any::type_name::<Self>()
+    }
 }
 
 /// An ordered list of layers; the first added is the outermost (sees the request first).
@@ -377,6 +517,11 @@ impl Stack {
             Some(layer) => self.layer(layer),
             None => self,
         }
+    }
+
+    /// The layers' names, outermost first.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.layers.iter().map(|layer| layer.name()).collect()
     }
 
     /// Wrap `service` in every layer, the last added innermost.

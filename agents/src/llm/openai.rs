@@ -56,8 +56,12 @@ impl LlmService for OpenAiClient {
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let key = self.endpoint.require_key()?;
         let provider = self.endpoint.provider.as_str();
-        let body = request_body(&request);
-        let mut http = self.client.post(&self.url).json(&body);
+        let body = super::provider::guarded_body(&request_body(&request), &request, provider)?;
+        let mut http = self
+            .client
+            .post(&self.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         if let Some(key) = key {
             http = http.bearer_auth(key.expose());
         }
@@ -317,6 +321,7 @@ impl WireResponse {
             usage,
             cost_usd: 0.0,
             attempts: 1,
+            privacy: None,
         })
     }
 }
@@ -445,6 +450,7 @@ impl StreamState {
             usage: self.usage,
             cost_usd: 0.0,
             attempts: 1,
+            privacy: None,
         })
     }
 }
@@ -486,7 +492,7 @@ impl SseMachine for StreamState {
                 if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
                     if let Some(sink) = &self.sink {
                         // A gone consumer must not fail the call.
-                        let _ = sink.send(StreamDelta::Text(text.clone()));
+                        sink.send(StreamDelta::Text(text.clone()));
                     }
                     self.text.push_str(&text);
                 }
@@ -535,10 +541,10 @@ mod tests {
     use crate::llm::provider::{ApiKey, http_client};
     use crate::llm::sse::test_server;
     use crate::llm::{CallMeta, Message, ToolSpec};
-    use tokio::sync::mpsc;
 
     fn request(messages: Vec<Message>) -> LlmRequest {
         LlmRequest {
+            provider: "local".into(),
             model: "llama3".into(),
             system: String::new(),
             messages,
@@ -546,6 +552,7 @@ mod tests {
             max_tokens: 64,
             stream: None,
             meta: CallMeta::default(),
+            guard: None,
         }
     }
 
@@ -577,7 +584,7 @@ mod tests {
 
     #[test]
     fn body_maps_system_tools_stream_calls_and_results() {
-        let (tx, _rx) = mpsc::unbounded_channel();
+        let (tx, _rx) = TokenSink::channel();
         let mut req = request(vec![
             Message::user("go"),
             Message {
@@ -775,7 +782,7 @@ mod tests {
 
     #[test]
     fn stream_accumulates_text_and_tool_fragments() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = TokenSink::channel();
         let mut state = StreamState::new("local", Some(tx));
         for event in streamed_chunks() {
             assert!(state.feed(&event).unwrap().is_none());
@@ -935,7 +942,7 @@ mod tests {
             + "data: [DONE]\n\n";
         let (base, seen) = test_server::serve(test_server::event_stream(&body)).await;
         let client = OpenAiClient::new(http_client(), endpoint(&base, None, None));
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = TokenSink::channel();
         let mut req = request(vec![Message::user("hi")]);
         req.stream = Some(tx);
         let response = client.call(req).await.unwrap();

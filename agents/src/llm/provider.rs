@@ -1,5 +1,5 @@
-//! Providers: turning `framework.providers` into HTTP-backed [`LlmService`]s, and routing a
-//! `provider/model` reference to the right one.
+//! Providers: turning `framework.providers` into HTTP-backed [`LlmService`]s, each in its own stack, and
+//! the router that sends a request to the stack of the provider it names ([`LlmRequest::provider`]).
 //!
 //! Invariants:
 //! - API keys are read from the environment variable the config names, once, at construction; they are
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use opc_hierarchy::schema::{Provider, ProviderKind};
 
-use super::{LlmError, LlmRequest, LlmResponse, SharedLlm, Stack};
+use super::{LlmError, LlmRequest, LlmResponse, LlmService, SharedLlm, Stack};
 
 /// A secret API key. Its `Debug` and `Display` are redacted so it cannot leak into logs or errors.
 #[derive(Clone)]
@@ -66,6 +66,23 @@ impl Endpoint {
             (None, None) => Ok(None),
         }
     }
+}
+
+/// The request body as the bytes that will be sent, after the egress guard (when the privacy layer set
+/// one) found no real value in them. Both wire clients send exactly this text.
+pub(crate) fn guarded_body(
+    body: &serde_json::Value,
+    request: &LlmRequest,
+    provider: &str,
+) -> Result<String, LlmError> {
+    let text = serde_json::to_string(body).map_err(|e| LlmError::Malformed {
+        provider: provider.to_string(),
+        message: format!("cannot encode the request: {e}"),
+    })?;
+    if let Some(guard) = &request.guard {
+        guard.check(provider, &text)?;
+    }
+    Ok(text)
 }
 
 /// The process-wide HTTP client. reqwest is built with `rustls-no-provider`, so the ring provider must be
@@ -164,13 +181,33 @@ impl Providers {
             .collect()
     }
 
-    /// Call `provider` with `request`.
-    pub async fn call(&self, provider: &str, request: LlmRequest) -> Result<LlmResponse, LlmError> {
-        match self.services.get(provider) {
+    /// The provider ids, in config order.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.services.keys().map(String::as_str)
+    }
+
+    /// The router: a service that sends each request to its provider's stack.
+    pub fn router(&self) -> SharedLlm {
+        Arc::new(Router {
+            services: self.services.clone(),
+        })
+    }
+}
+
+/// Sends a request to the stack of [`LlmRequest::provider`]; an unknown provider is
+/// [`LlmError::UnknownModel`] (a config/engine mismatch, not retryable).
+struct Router {
+    services: Arc<IndexMap<String, SharedLlm>>,
+}
+
+#[async_trait::async_trait]
+impl LlmService for Router {
+    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        match self.services.get(&request.provider) {
             Some(service) => service.call(request).await,
             None => Err(LlmError::UnknownModel(format!(
-                "{provider}/{}",
-                request.model
+                "{}/{}",
+                request.provider, request.model
             ))),
         }
     }

@@ -8,9 +8,12 @@
 use rusqlite::{TransactionBehavior, params};
 use serde::Serialize;
 
+use std::collections::HashMap;
+
 use super::tasks::encode_history;
 use super::{Store, StoreError, TaskId, TaskState, exec, now_ms, row, sql};
 use crate::llm::Message;
+use crate::llm::privacy::{PrivacyReport, TypeCounts};
 
 /// One LLM call for the ledger.
 #[derive(Clone, Debug, Serialize)]
@@ -37,6 +40,44 @@ pub struct CallRecord {
     pub tool_calls: Vec<String>,
     /// The error, for a failed call.
     pub error: Option<String>,
+    /// What the privacy gateway did (`None` when it did not handle the call).
+    pub privacy: Option<CallPrivacy>,
+}
+
+/// What the privacy gateway did to one call, for the ledger: counts by type, never values.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CallPrivacy {
+    /// `mask`, `redact` or `route`; `blocked` when the egress guard stopped the call.
+    pub mode: String,
+    /// Personal data found in the request, by type.
+    pub counts: TypeCounts,
+    /// Where `route` sent the request (`provider/model`).
+    pub routed_to: Option<String>,
+    /// The type of the real value the egress guard found, when it stopped the call.
+    pub blocked: Option<String>,
+}
+
+impl From<&PrivacyReport> for CallPrivacy {
+    fn from(report: &PrivacyReport) -> Self {
+        CallPrivacy {
+            mode: report.mode.to_string(),
+            counts: report.counts.clone(),
+            routed_to: report.routed_to.clone(),
+            blocked: None,
+        }
+    }
+}
+
+/// What the privacy gateway did over one task's calls, for `opc tasks --tree`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskPrivacy {
+    /// Per type, the most any one of the task's requests carried (each request carries the whole
+    /// history, so this is what the task's largest request had masked).
+    pub masked: TypeCounts,
+    /// Calls routed to the trusted model.
+    pub routed: u32,
+    /// Calls the egress guard stopped.
+    pub blocked: u32,
 }
 
 /// Tokens and cost summed over a task tree.
@@ -93,8 +134,9 @@ impl Store {
             .map_err(sql("recording an LLM call"))?;
         exec(&tx,
             "INSERT INTO llm_calls (task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, \
-             attempts, tool_calls, error, created_at, usage_unknown) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+             attempts, tool_calls, error, created_at, usage_unknown, privacy_mode, privacy_counts, \
+             privacy_routed_to, privacy_blocked) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             params![
                 call.task_id,
                 call.agent,
@@ -107,7 +149,11 @@ impl Store {
                 tools,
                 call.error,
                 now_ms(),
-                call.usage_unknown
+                call.usage_unknown,
+                call.privacy.as_ref().map(|p| p.mode.as_str()),
+                call.privacy.as_ref().map(|p| p.counts.to_json()),
+                call.privacy.as_ref().and_then(|p| p.routed_to.as_deref()),
+                call.privacy.as_ref().and_then(|p| p.blocked.as_deref()),
             ],
         )
         .map_err(sql("recording an LLM call"))?;
@@ -165,7 +211,8 @@ impl Store {
         let mut stmt = conn
             .prepare_cached(
                 "SELECT task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, attempts, \
-                 tool_calls, error, usage_unknown FROM llm_calls WHERE task_id = ?1 ORDER BY id",
+                 tool_calls, error, usage_unknown, privacy_mode, privacy_counts, privacy_routed_to, \
+                 privacy_blocked FROM llm_calls WHERE task_id = ?1 ORDER BY id",
             )
             .map_err(sql("reading the ledger"))?;
         let rows = stmt
@@ -189,11 +236,63 @@ impl Store {
                     })?,
                     error: row.get(9)?,
                     usage_unknown: row.get(10)?,
+                    privacy: match row.get::<_, Option<String>>(11)? {
+                        None => None,
+                        Some(mode) => Some(CallPrivacy {
+                            mode,
+                            counts: TypeCounts::from_json(
+                                &row.get::<_, Option<String>>(12)?.unwrap_or_default(),
+                            ),
+                            routed_to: row.get(13)?,
+                            blocked: row.get(14)?,
+                        }),
+                    },
                 })
             })
             .map_err(sql("reading the ledger"))?;
         rows.collect::<Result<_, _>>()
             .map_err(sql("reading the ledger"))
+    }
+
+    /// What the privacy gateway did per task of root `root_id`'s tree (tasks it handled no call of are
+    /// absent).
+    pub fn privacy_by_task(
+        &self,
+        root_id: TaskId,
+    ) -> Result<HashMap<TaskId, TaskPrivacy>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT c.task_id, c.privacy_counts, c.privacy_routed_to, c.privacy_blocked FROM llm_calls c \
+                 JOIN tasks t ON t.id = c.task_id \
+                 WHERE t.root_id = ?1 AND c.privacy_mode IS NOT NULL ORDER BY c.id",
+            )
+            .map_err(sql("reading the ledger"))?;
+        let rows = stmt
+            .query_map([root_id], |row| {
+                Ok((
+                    row.get::<_, TaskId>(0)?,
+                    row.get::<_, Option<String>>(1)?,
+                    row.get::<_, Option<String>>(2)?,
+                    row.get::<_, Option<String>>(3)?,
+                ))
+            })
+            .map_err(sql("reading the ledger"))?;
+        let mut out: HashMap<TaskId, TaskPrivacy> = HashMap::new();
+        for row in rows {
+            let (task, counts, routed_to, blocked) = row.map_err(sql("reading the ledger"))?;
+            let entry = out.entry(task).or_default();
+            if blocked.is_some() {
+                entry.blocked += 1;
+            } else if routed_to.is_some() {
+                entry.routed += 1;
+            } else {
+                entry
+                    .masked
+                    .max_with(&TypeCounts::from_json(counts.as_deref().unwrap_or("{}")));
+            }
+        }
+        Ok(out)
     }
 
     /// Sum of tokens and cost over a tree: `(tokens_in, tokens_out, cost_usd)`. Lower bounds when
@@ -243,6 +342,7 @@ mod tests {
             attempts: 1,
             tool_calls: vec!["delegate".into()],
             error: None,
+            privacy: None,
         }
     }
 

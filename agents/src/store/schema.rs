@@ -44,6 +44,14 @@ const MIGRATIONS: &[Migration] = &[
         sql: "ALTER TABLE llm_calls ADD COLUMN usage_unknown INTEGER NOT NULL DEFAULT 0;
               ALTER TABLE tasks ADD COLUMN unknown_usage_calls INTEGER NOT NULL DEFAULT 0;",
     },
+    Migration {
+        what: "the ledger records what the privacy gateway did per call (counts by type, never values)",
+        // NULL = the privacy gateway did not handle the call (disabled, or a call from before it).
+        sql: "ALTER TABLE llm_calls ADD COLUMN privacy_mode TEXT;
+              ALTER TABLE llm_calls ADD COLUMN privacy_counts TEXT;
+              ALTER TABLE llm_calls ADD COLUMN privacy_routed_to TEXT;
+              ALTER TABLE llm_calls ADD COLUMN privacy_blocked TEXT;",
+    },
 ];
 
 /// The schema version this build creates.

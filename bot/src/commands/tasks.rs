@@ -8,7 +8,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use opc_agents::store::{TaskRecord, Totals};
+use std::collections::HashMap;
+
+use opc_agents::store::{TaskPrivacy, TaskRecord, Totals};
 
 use super::{eprint, print};
 
@@ -42,10 +44,11 @@ pub fn run(path: &Path, args: TasksArgs) -> ExitCode {
     };
     let now = opc_agents::store::now_ms();
     let result = match args.tree {
-        Some(id) => store
-            .task(id)
-            .and_then(|task| store.tree(task.root_id))
-            .map(|tree| render_tree(&tree, now)),
+        Some(id) => store.task(id).and_then(|task| {
+            let tree = store.tree(task.root_id)?;
+            let privacy = store.privacy_by_task(task.root_id)?;
+            Ok(render_tree(&tree, &privacy, now))
+        }),
         None => store.recent_roots(args.limit).and_then(|roots| {
             let rows = roots
                 .into_iter()
@@ -142,8 +145,11 @@ pub fn render_list(roots: &[(TaskRecord, Totals)], now: i64) -> String {
     out
 }
 
-/// One tree, parents before children, with box-drawing indentation.
-pub fn render_tree(tree: &[TaskRecord], now: i64) -> String {
+/// One tree, parents before children, with box-drawing indentation. `privacy` is what the privacy
+/// gateway did per task: `masked 3 (PERSON_NAME 2, EMAIL 1)` counts, per type, the most any one of the
+/// task's requests carried; calls routed to the trusted model and calls the egress guard stopped are
+/// counted apart.
+pub fn render_tree(tree: &[TaskRecord], privacy: &HashMap<i64, TaskPrivacy>, now: i64) -> String {
     let Some(root) = tree.first() else {
         return String::new();
     };
@@ -177,6 +183,28 @@ pub fn render_tree(tree: &[TaskRecord], now: i64) -> String {
         );
         if task.unknown_usage_calls > 0 {
             let _ = write!(out, " · usage unknown for {}", task.unknown_usage_calls);
+        }
+        if let Some(p) = privacy.get(&task.id) {
+            if let Some(masked) = p.masked.summary() {
+                let _ = write!(out, " · {masked}");
+            }
+            let plural = |n: u32| if n == 1 { "" } else { "s" };
+            if p.routed > 0 {
+                let _ = write!(
+                    out,
+                    " · routed {} call{} to the trusted model",
+                    p.routed,
+                    plural(p.routed)
+                );
+            }
+            if p.blocked > 0 {
+                let _ = write!(
+                    out,
+                    " · privacy guard stopped {} call{}",
+                    p.blocked,
+                    plural(p.blocked)
+                );
+            }
         }
         if let Some(error) = &task.error {
             let _ = write!(out, " · {}", one_line(error, 60));

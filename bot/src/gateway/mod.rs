@@ -828,6 +828,8 @@ fn in_tree(event: &Event, root: TaskId, tree: &mut HashSet<TaskId>) -> bool {
         | Event::ToolCalled { task, .. }
         | Event::Token { task, .. }
         | Event::StreamRestarted { task }
+        | Event::PrivacyMasked { task, .. }
+        | Event::PrivacyBlocked { task, .. }
         | Event::AgentFinished { task, .. }
         | Event::Escalated { task, .. }
         | Event::ApprovalRequested { task, .. }

@@ -1,0 +1,920 @@
+//! The privacy layer: the one place where requests are masked and answers restored.
+//!
+//! It sits in the shared part of the call stack, above the router and above retry (see
+//! [`super::layers`]), so each call is handled once whatever the provider and however many attempts
+//! it takes:
+//!
+//! - **on the way out** the whole request is masked with the conversation's vault: the system prompt,
+//!   every text block, every string inside `tool_use` inputs and every `tool_result`. Detection is
+//!   cached per text for the conversation, so a call scans only the text it has not seen;
+//! - **on the way in** the answer's text and its `tool_use` inputs are restored (a `delegate` carries
+//!   the real value into the engine; the child's request is masked again, with the same vault, so the
+//!   same real value has the same substitute in every agent's request), and streamed deltas are
+//!   restored by a [`StreamRestorer`] wrapped around the request's sink, which never emits half a
+//!   substitute, flushes at the end and drops what it holds on a retry's restart;
+//! - the **egress guard** ([`super::EgressGuard`]) travels with the masked request: the wire client
+//!   checks the exact bytes it is about to send for every real value the vault holds, and fails the
+//!   call closed ([`super::LlmError::Leak`]) on a hit;
+//! - **modes**: `mask` (realistic fakes), `redact` (numbered typed placeholders), `route` (a request
+//!   that carries personal data goes, unmasked, to the trusted `routeModel`; one without goes to its
+//!   own model, guarded).
+//!
+//! State: one [`PrivacyState`] (the vault and the detection cache) per conversation tree, in a
+//! [`RootStates`] registry keyed by root task, which the engine opens when the root starts and drops
+//! when the tree has no live task. A call outside any tree gets a vault for that call alone.
+//!
+//! Invariants: values never leave this module except restored into answers for the engine; the
+//! layer reports counts by type only ([`PrivacyReport`]), never values, and logs nothing about content.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use opc_hierarchy::Config;
+use opc_hierarchy::schema::PrivacyMode;
+use opc_privacy::detect::{DetectOptions, Detector, NerSlot};
+use opc_privacy::{Conversation, Counts, EntityType, StreamRestorer, Style, Vault};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::stack::{RootStates, Seam};
+use super::{
+    Content, DeltaSink, EgressGuard, Layer, LeakCheck, LlmError, LlmRequest, LlmResponse,
+    LlmService, SharedLlm, StreamDelta, TokenSink,
+};
+
+/// Real values one conversation's vault may hold; past it a call fails closed.
+pub const VAULT_CAPACITY: usize = 10_000;
+
+/// What the layer does with personal data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Replace with realistic fakes of the same type, restored in answers.
+    Mask,
+    /// Replace with numbered typed placeholders (`[PERSON_NAME_1]`), restored in answers.
+    Redact,
+    /// Send a request that carries personal data, unmasked, to this trusted provider and model.
+    Route {
+        /// Provider id.
+        provider: String,
+        /// Model at that provider.
+        model: String,
+    },
+}
+
+impl Mode {
+    /// The config's name of the mode.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Mode::Mask => "mask",
+            Mode::Redact => "redact",
+            Mode::Route { .. } => "route",
+        }
+    }
+}
+
+/// Counts by type, in the config's order of types, zero counts left out. Serialised as a map
+/// (`{"PERSON_NAME": 2, "EMAIL": 1}`); displayed as `PERSON_NAME 2, EMAIL 1`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TypeCounts(Vec<(EntityType, u32)>);
+
+impl TypeCounts {
+    /// The count of `kind`.
+    pub fn get(&self, kind: EntityType) -> u32 {
+        self.0
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(0, |(_, n)| *n)
+    }
+
+    /// Set the count of `kind` (0 removes it), keeping the config's order.
+    pub fn set(&mut self, kind: EntityType, n: u32) {
+        self.0.retain(|(k, _)| *k != kind);
+        if n > 0 {
+            self.0.push((kind, n));
+            self.0.sort_by_key(|(k, _)| *k);
+        }
+    }
+
+    /// All occurrences.
+    pub fn total(&self) -> u32 {
+        self.0.iter().map(|(_, n)| n).sum()
+    }
+
+    /// Whether nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `(type, count)`, in the config's order.
+    pub fn iter(&self) -> impl Iterator<Item = (EntityType, u32)> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// Keep, per type, the larger of this count and `other`'s.
+    pub fn max_with(&mut self, other: &TypeCounts) {
+        for (kind, n) in other.iter() {
+            if n > self.get(kind) {
+                self.set(kind, n);
+            }
+        }
+    }
+
+    /// The counts as a JSON object, for the ledger.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".into())
+    }
+
+    /// Counts from the ledger's JSON object; unknown types and malformed text count as nothing.
+    pub fn from_json(json: &str) -> TypeCounts {
+        let mut counts = TypeCounts::default();
+        if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(json) {
+            for (name, n) in map {
+                if let (Some(kind), Some(n)) = (EntityType::parse(&name), n.as_u64()) {
+                    counts.set(kind, n as u32);
+                }
+            }
+        }
+        counts
+    }
+
+    /// `masked 3 (PERSON_NAME 2, EMAIL 1)`, or `None` when nothing was masked.
+    pub fn summary(&self) -> Option<String> {
+        (!self.is_empty()).then(|| format!("masked {} ({self})", self.total()))
+    }
+}
+
+impl From<&Counts> for TypeCounts {
+    fn from(counts: &Counts) -> Self {
+        TypeCounts(counts.iter().collect())
+    }
+}
+
+impl fmt::Display for TypeCounts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (kind, n)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{kind} {n}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for TypeCounts {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (kind, n) in &self.0 {
+            map.serialize_entry(kind.as_str(), n)?;
+        }
+        map.end()
+    }
+}
+
+/// What the privacy layer did to one call (counts by type, never values).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PrivacyReport {
+    /// The mode (`mask`, `redact`, `route`).
+    pub mode: &'static str,
+    /// Personal data found in the request, by type: replaced (mask, redact) or sent to the trusted
+    /// model (route).
+    pub counts: TypeCounts,
+    /// `provider/model` the request was routed to, when `route` sent it there.
+    pub routed_to: Option<String>,
+}
+
+/// One conversation's privacy state: its vault and detection cache.
+pub struct PrivacyState {
+    conversation: Mutex<Conversation>,
+}
+
+impl PrivacyState {
+    /// A fresh state with an empty vault.
+    pub fn new(style: Style) -> Self {
+        PrivacyState {
+            conversation: Mutex::new(Conversation::new(fastrand::u64(..), style, VAULT_CAPACITY)),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Conversation> {
+        self.conversation.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many real values the vault holds (for tests and diagnostics; never the values).
+    pub fn vault_len(&self) -> usize {
+        self.lock().vault().len()
+    }
+
+    /// `text` with every substitute replaced by its real value.
+    pub fn restore(&self, text: &str) -> String {
+        self.lock().vault().restore(text).into_owned()
+    }
+}
+
+/// The detector for `config`'s `framework.privacy`: its `detectTypes`, `confidenceThreshold` and
+/// `whitelist`, plus the org's own name, agent ids and roles, which are never personal data.
+pub fn detector(config: &Config, ner: NerSlot) -> Detector {
+    let privacy = &config.framework.privacy;
+    let types = privacy
+        .detect_types
+        .iter()
+        .filter_map(|t| EntityType::parse(t.as_str()))
+        .collect();
+    let mut whitelist = privacy.whitelist.clone();
+    whitelist.push(config.framework.name.clone());
+    for (id, agent) in &config.agents {
+        whitelist.push(id.clone());
+        whitelist.push(agent.role.clone());
+    }
+    Detector::new(
+        DetectOptions {
+            types,
+            whitelist,
+            threshold: privacy.confidence_threshold as f32,
+        },
+        ner,
+    )
+}
+
+/// The mode `config` asks for; `route` resolves `routeModel` to its provider.
+pub fn mode(config: &Config) -> Result<Mode, String> {
+    let privacy = &config.framework.privacy;
+    Ok(match privacy.mode {
+        PrivacyMode::Mask => Mode::Mask,
+        PrivacyMode::Redact => Mode::Redact,
+        PrivacyMode::Route => {
+            let Some(reference) = privacy.route_model.as_deref() else {
+                return Err("privacy mode `route` needs `framework.privacy.routeModel`".into());
+            };
+            let (provider, model) = config
+                .framework
+                .resolve_model(reference)
+                .map_err(|e| format!("framework.privacy.routeModel `{reference}`: {e}"))?;
+            Mode::Route {
+                provider: provider.to_string(),
+                model: model.to_string(),
+            }
+        }
+    })
+}
+
+/// The privacy layer and the registry of its per-conversation state.
+pub struct PrivacyLayer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    mode: Mode,
+    style: Style,
+    detector: Arc<Detector>,
+    roots: Arc<RootStates<PrivacyState>>,
+}
+
+impl PrivacyLayer {
+    /// A layer in `mode` detecting with `detector`.
+    pub fn new(mode: Mode, detector: Arc<Detector>) -> Self {
+        let style = match mode {
+            Mode::Redact => Style::Placeholder,
+            Mode::Mask | Mode::Route { .. } => Style::Fake,
+        };
+        PrivacyLayer {
+            shared: Arc::new(Shared {
+                mode,
+                style,
+                detector,
+                roots: RootStates::new(move |_, _| PrivacyState::new(style)),
+            }),
+        }
+    }
+
+    /// The per-conversation states, by root task.
+    pub fn roots(&self) -> Arc<RootStates<PrivacyState>> {
+        self.shared.roots.clone()
+    }
+
+    /// The layer for the privacy position, with its registry for the engine to drive.
+    pub fn into_seam(self) -> Seam {
+        let roots = self.roots();
+        Seam {
+            layer: Box::new(self),
+            roots: vec![roots],
+        }
+    }
+}
+
+impl Layer for PrivacyLayer {
+    fn name(&self) -> &'static str {
+        "privacy"
+    }
+
+    fn layer(&self, inner: SharedLlm) -> SharedLlm {
+        Arc::new(Privacy {
+            inner,
+            shared: self.shared.clone(),
+        })
+    }
+}
+
+struct Privacy {
+    inner: SharedLlm,
+    shared: Arc<Shared>,
+}
+
+/// Every string inside a JSON value (tool inputs), in order.
+fn json_strings<'a>(value: &'a mut Value, out: &mut Vec<&'a mut String>) {
+    match value {
+        Value::String(text) => out.push(text),
+        Value::Array(items) => items.iter_mut().for_each(|v| json_strings(v, out)),
+        Value::Object(map) => map.values_mut().for_each(|v| json_strings(v, out)),
+        _ => {}
+    }
+}
+
+/// Masks the whole request in place — system prompt, text blocks, every string of the tool inputs,
+/// tool results — in one batch (the vault's indexes are rebuilt at most once per request), each text
+/// detected at most once per conversation.
+fn mask_request(
+    conversation: &mut Conversation,
+    detector: &Detector,
+    request: &mut LlmRequest,
+) -> Result<Counts, LlmError> {
+    let mut slots: Vec<&mut String> = vec![&mut request.system];
+    for message in &mut request.messages {
+        for block in &mut message.content {
+            match block {
+                Content::Text { text } => slots.push(text),
+                Content::ToolUse { input, .. } => json_strings(input, &mut slots),
+                Content::ToolResult { content, .. } => slots.push(content),
+            }
+        }
+    }
+    slots.retain(|text| !text.is_empty());
+    let masked = {
+        let texts: Vec<&str> = slots.iter().map(|text| text.as_str()).collect();
+        let detect = |text: &str| detector.detect(text);
+        conversation
+            .mask_texts(&detect, &texts)
+            .map_err(|full| LlmError::Privacy(full.to_string()))?
+    };
+    let mut counts = Counts::default();
+    for (slot, masked) in slots.into_iter().zip(masked) {
+        counts.merge(&masked.counts);
+        *slot = masked.text;
+    }
+    Ok(counts)
+}
+
+/// Restores every string in a JSON value (tool inputs the model wrote).
+fn restore_json(vault: &Vault, value: &mut Value) {
+    match value {
+        Value::String(text) => {
+            if let std::borrow::Cow::Owned(restored) = vault.restore(text) {
+                *text = restored;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| restore_json(vault, v)),
+        Value::Object(map) => map.values_mut().for_each(|v| restore_json(vault, v)),
+        _ => {}
+    }
+}
+
+/// Restores the answer: text blocks and tool inputs.
+fn restore_response(vault: &Vault, response: &mut LlmResponse) {
+    for block in &mut response.content {
+        match block {
+            Content::Text { text } => {
+                if let std::borrow::Cow::Owned(restored) = vault.restore(text) {
+                    *text = restored;
+                }
+            }
+            Content::ToolUse { input, .. } => restore_json(vault, input),
+            Content::ToolResult { content, .. } => {
+                if let std::borrow::Cow::Owned(restored) = vault.restore(content) {
+                    *content = restored;
+                }
+            }
+        }
+    }
+}
+
+/// The guard the masked request carries: every real value of the conversation's vault.
+struct VaultGuard(Arc<PrivacyState>);
+
+impl LeakCheck for VaultGuard {
+    fn leak_in(&self, payload: &str) -> Option<EntityType> {
+        self.0.lock().vault().leak_in(payload)
+    }
+}
+
+/// The request's sink, wrapped: restores streamed text, holding back only a possible substitute prefix.
+struct RestoringSink {
+    inner: TokenSink,
+    state: Arc<PrivacyState>,
+    restorer: Mutex<StreamRestorer>,
+}
+
+impl RestoringSink {
+    fn restorer(&self) -> MutexGuard<'_, StreamRestorer> {
+        self.restorer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The end of the stream: hand on what was held back.
+    fn finish(&self) {
+        let rest = {
+            let conversation = self.state.lock();
+            self.restorer().finish(conversation.vault())
+        };
+        if !rest.is_empty() {
+            self.inner.send(StreamDelta::Text(rest));
+        }
+    }
+}
+
+impl DeltaSink for RestoringSink {
+    fn send(&self, delta: StreamDelta) {
+        match delta {
+            StreamDelta::Text(text) => {
+                let ready = {
+                    let conversation = self.state.lock();
+                    self.restorer().push(conversation.vault(), &text)
+                };
+                if !ready.is_empty() {
+                    self.inner.send(StreamDelta::Text(ready));
+                }
+            }
+            StreamDelta::Restart => {
+                self.restorer().reset();
+                self.inner.send(StreamDelta::Restart);
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl LlmService for Privacy {
+    async fn call(&self, mut request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        let shared = &self.shared;
+        let state = request
+            .meta
+            .root_id
+            .and_then(|root| shared.roots.get(root))
+            .unwrap_or_else(|| Arc::new(PrivacyState::new(shared.style)));
+        let original = match &shared.mode {
+            Mode::Route { .. } => Some(request.clone()),
+            _ => None,
+        };
+        let counts = {
+            let mut conversation = state.lock();
+            mask_request(&mut conversation, &shared.detector, &mut request)?
+        };
+        let mut report = PrivacyReport {
+            mode: shared.mode.as_str(),
+            counts: TypeCounts::from(&counts),
+            routed_to: None,
+        };
+        if let (Mode::Route { provider, model }, Some(mut original)) = (&shared.mode, original)
+            && !counts.is_empty()
+        {
+            // Personal data goes only to the trusted model, as it is; nothing to restore.
+            original.provider = provider.clone();
+            original.model = model.clone();
+            original.guard = None;
+            report.routed_to = Some(format!("{provider}/{model}"));
+            let mut response = self.inner.call(original).await?;
+            response.privacy = Some(report);
+            return Ok(response);
+        }
+        request.guard = Some(EgressGuard::new(VaultGuard(state.clone())));
+        let restoring = request.stream.take().map(|inner| {
+            Arc::new(RestoringSink {
+                inner,
+                state: state.clone(),
+                restorer: Mutex::new(StreamRestorer::new()),
+            })
+        });
+        if let Some(sink) = &restoring {
+            request.stream = Some(TokenSink(sink.clone()));
+        }
+        let mut response = self.inner.call(request).await?;
+        if let Some(sink) = &restoring {
+            sink.finish();
+        }
+        restore_response(state.lock().vault(), &mut response);
+        response.privacy = Some(report);
+        Ok(response)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::llm::provider::{Providers, guarded_body};
+    use crate::llm::stack::CallStack;
+    use crate::llm::{CallMeta, Message, Role, StopReason};
+
+    const ALICE: &str = "alice.smith@example.com";
+    const BOB: &str = "bob.jones@example.org";
+
+    fn detector() -> Arc<Detector> {
+        Arc::new(Detector::new(
+            DetectOptions {
+                types: EntityType::ALL.to_vec(),
+                whitelist: vec!["ceo".into()],
+                threshold: 0.5,
+            },
+            NerSlot::default(),
+        ))
+    }
+
+    /// The wire client's stand-in: the body as a wire client would build it, checked by the guard,
+    /// then recorded; answers with `answer` (text blocks and tool uses), streamed in `chunks`.
+    struct Wire {
+        bodies: Mutex<Vec<String>>,
+        requests: Mutex<Vec<LlmRequest>>,
+        answer: Vec<Content>,
+        chunks: Vec<String>,
+    }
+
+    impl Wire {
+        fn new(answer: Vec<Content>, chunks: &[&str]) -> Arc<Wire> {
+            Arc::new(Wire {
+                bodies: Mutex::default(),
+                requests: Mutex::default(),
+                answer,
+                chunks: chunks.iter().map(|c| c.to_string()).collect(),
+            })
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl LlmService for Wire {
+        async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+            let body = json!({
+                "model": request.model,
+                "system": request.system,
+                "messages": request.messages,
+                "tools": request.tools,
+            });
+            let text = guarded_body(&body, &request, &request.provider)?;
+            self.bodies.lock().unwrap().push(text);
+            if let Some(sink) = &request.stream {
+                for chunk in &self.chunks {
+                    sink.send(StreamDelta::Text(chunk.clone()));
+                }
+            }
+            self.requests.lock().unwrap().push(LlmRequest {
+                stream: None,
+                ..request
+            });
+            Ok(LlmResponse {
+                content: self.answer.clone(),
+                stop_reason: StopReason::EndTurn,
+                usage: None,
+                cost_usd: 0.0,
+                attempts: 1,
+                privacy: None,
+            })
+        }
+    }
+
+    fn request(system: &str, messages: Vec<Message>) -> LlmRequest {
+        LlmRequest {
+            provider: "p".into(),
+            model: "m".into(),
+            system: system.into(),
+            messages,
+            tools: vec![],
+            max_tokens: 100,
+            stream: None,
+            meta: CallMeta {
+                agent: "ceo".into(),
+                task_id: Some(1),
+                root_id: Some(1),
+                conversation: Some("c-1".into()),
+            },
+            guard: None,
+        }
+    }
+
+    /// A conversation with every part of a request: system, text, tool use, tool result.
+    fn full_history() -> (String, Vec<Message>) {
+        (
+            format!("Memory: the customer is {ALICE}."),
+            vec![
+                Message::user(format!("Write to {ALICE} and copy {BOB}")),
+                Message {
+                    role: Role::Assistant,
+                    content: vec![Content::ToolUse {
+                        id: "t1".into(),
+                        name: "delegate".into(),
+                        input: json!({"agent": "vp", "task": format!("Email {BOB}"), "cc": [ALICE]}),
+                    }],
+                },
+                Message {
+                    role: Role::User,
+                    content: vec![Content::ToolResult {
+                        tool_use_id: "t1".into(),
+                        content: format!("Sent to {BOB}"),
+                        is_error: false,
+                    }],
+                },
+            ],
+        )
+    }
+
+    fn stack(layer: PrivacyLayer, providers: Vec<(&str, Arc<Wire>)>) -> CallStack {
+        let providers = Providers::from_services(
+            providers
+                .into_iter()
+                .map(|(id, wire)| (id.to_string(), wire as SharedLlm)),
+        );
+        CallStack::with_privacy(providers, Some(layer.into_seam()))
+    }
+
+    #[tokio::test]
+    async fn the_whole_request_is_masked_and_the_answer_restored() {
+        let wire = Wire::new(vec![], &[]);
+        let layer = PrivacyLayer::new(Mode::Mask, detector());
+        let roots = layer.roots();
+        let stack = self::stack(layer, vec![("p", wire.clone())]);
+        crate::llm::stack::RootLifecycle::root_started(&*roots, 1, "c-1");
+        let (system, messages) = full_history();
+        let first = stack.call(request(&system, messages)).await.unwrap();
+        let body = wire.bodies.lock().unwrap()[0].clone();
+        assert!(!body.contains(ALICE) && !body.contains(BOB), "{body}");
+        let fake = wire.requests.lock().unwrap()[0].messages[0]
+            .text()
+            .split(' ')
+            .nth(2)
+            .unwrap()
+            .to_string();
+        let report = first.privacy.clone().unwrap();
+        assert_eq!(report.mode, "mask");
+        // system 1, text 2, tool input 2, tool result 1
+        assert_eq!(report.counts.get(EntityType::Email), 6, "{}", report.counts);
+        assert_eq!(
+            report.counts.summary().unwrap(),
+            "masked 6 (EMAIL 6)".to_string()
+        );
+        // Same real value, same substitute, in every part.
+        let sent = wire.requests.lock().unwrap()[0].clone();
+        assert!(sent.system.contains(&fake));
+        assert!(matches!(&sent.messages[1].content[0],
+            Content::ToolUse { input, .. } if input["cc"][0] == json!(fake)));
+        // The answer that quoted this vault's fake comes back restored.
+        let quoting = vec![
+            Content::text(format!("Done for {fake}.")),
+            Content::ToolUse {
+                id: "t2".into(),
+                name: "delegate".into(),
+                input: json!({"agent": "vp", "task": format!("Call {fake}")}),
+            },
+        ];
+        let restored = {
+            let state = roots.get(1).unwrap();
+            let mut response = LlmResponse {
+                content: quoting,
+                stop_reason: StopReason::EndTurn,
+                usage: None,
+                cost_usd: 0.0,
+                attempts: 1,
+                privacy: None,
+            };
+            restore_response(state.lock().vault(), &mut response);
+            response.content
+        };
+        assert_eq!(restored[0], Content::text(format!("Done for {ALICE}.")));
+        assert!(matches!(&restored[1],
+            Content::ToolUse { input, .. } if input["task"] == json!(format!("Call {ALICE}"))));
+    }
+
+    #[tokio::test]
+    async fn a_streamed_fake_is_never_shown_in_part_and_a_restart_drops_what_is_held() {
+        let layer = PrivacyLayer::new(Mode::Mask, detector());
+        let roots = layer.roots();
+        crate::llm::stack::RootLifecycle::root_started(&*roots, 1, "c-1");
+        // Learn ALICE's fake first.
+        let first = Wire::new(vec![], &[]);
+        let stack1 = stack(
+            PrivacyLayer {
+                shared: layer.shared.clone(),
+            },
+            vec![("p", first.clone())],
+        );
+        stack1
+            .call(request("", vec![Message::user(format!("Hi {ALICE}"))]))
+            .await
+            .unwrap();
+        let fake = first.requests.lock().unwrap()[0].messages[0].text()[3..].to_string();
+        assert_eq!(roots.get(1).unwrap().restore(&fake), ALICE);
+        let (a, b) = fake.split_at(fake.len() / 2);
+        let wire = Wire::new(
+            vec![Content::text(format!("Hello {fake}!"))],
+            &["Hello ", a, b, "!"],
+        );
+        let stack2 = stack(layer, vec![("p", wire)]);
+        let (sink, mut rx) = TokenSink::channel();
+        let mut req = request("", vec![Message::user(format!("Hi {ALICE}"))]);
+        req.stream = Some(sink);
+        let response = stack2.call(req).await.unwrap();
+        assert_eq!(response.content, [Content::text(format!("Hello {ALICE}!"))]);
+        let mut shown = String::new();
+        while let Ok(delta) = rx.try_recv() {
+            match delta {
+                StreamDelta::Text(t) => {
+                    assert!(
+                        !t.contains(a) || t.contains(&fake),
+                        "partial fake shown: {t:?}"
+                    );
+                    shown.push_str(&t);
+                }
+                StreamDelta::Restart => shown.clear(),
+            }
+        }
+        assert_eq!(shown, format!("Hello {ALICE}!"));
+
+        // A restart drops the held prefix instead of emitting it later.
+        let state = roots.get(1).unwrap();
+        let (sink, mut rx) = TokenSink::channel();
+        let restoring = RestoringSink {
+            inner: sink,
+            state: state.clone(),
+            restorer: Mutex::new(StreamRestorer::new()),
+        };
+        restoring.send(StreamDelta::Text(format!("Hi {a}")));
+        restoring.send(StreamDelta::Restart);
+        restoring.send(StreamDelta::Text("Bye".into()));
+        restoring.finish();
+        let mut got = Vec::new();
+        while let Ok(delta) = rx.try_recv() {
+            got.push(delta);
+        }
+        assert_eq!(
+            got,
+            [
+                StreamDelta::Text("Hi ".into()),
+                StreamDelta::Restart,
+                StreamDelta::Text("Bye".into())
+            ]
+        );
+    }
+
+    /// Puts a real value back into one part of the (masked) request: a layer between privacy and
+    /// the wire client, where a bug would be.
+    struct Inject {
+        part: &'static str,
+        inner: SharedLlm,
+    }
+
+    #[async_trait::async_trait]
+    impl LlmService for Inject {
+        async fn call(&self, mut request: LlmRequest) -> Result<LlmResponse, LlmError> {
+            match self.part {
+                "system" => request.system.push_str(ALICE),
+                "message" => request.messages.push(Message::user(ALICE)),
+                _ => request.messages.push(Message {
+                    role: Role::User,
+                    content: vec![Content::ToolResult {
+                        tool_use_id: "t".into(),
+                        content: format!("result for {ALICE}"),
+                        is_error: false,
+                    }],
+                }),
+            }
+            self.inner.call(request).await
+        }
+    }
+
+    #[tokio::test]
+    async fn the_egress_guard_fails_the_call_closed_on_a_value_injected_into_any_part() {
+        for part in ["system", "message", "tool_result"] {
+            let layer = PrivacyLayer::new(Mode::Mask, detector());
+            let roots = layer.roots();
+            crate::llm::stack::RootLifecycle::root_started(&*roots, 1, "c-1");
+            let wire = Wire::new(vec![Content::text("ok")], &[]);
+            let inject: SharedLlm = Arc::new(Inject {
+                part,
+                inner: wire.clone(),
+            });
+            let stack = CallStack::with_privacy(
+                Providers::from_services([("p".to_string(), inject)]),
+                Some(layer.into_seam()),
+            );
+            let error = stack
+                .call(request("", vec![Message::user(format!("Hi {ALICE}"))]))
+                .await
+                .unwrap_err();
+            assert_eq!(
+                error,
+                LlmError::Leak {
+                    provider: "p".into(),
+                    kind: EntityType::Email
+                },
+                "{part}"
+            );
+            assert!(!error.is_retryable());
+            assert!(
+                wire.bodies.lock().unwrap().is_empty(),
+                "{part}: nothing sent"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn redact_uses_typed_placeholders_and_restores_them() {
+        let layer = PrivacyLayer::new(Mode::Redact, detector());
+        let roots = layer.roots();
+        crate::llm::stack::RootLifecycle::root_started(&*roots, 1, "c-1");
+        let wire = Wire::new(vec![Content::text("Wrote to [EMAIL_1].")], &[]);
+        let stack = stack(layer, vec![("p", wire.clone())]);
+        let response = stack
+            .call(request(
+                "",
+                vec![Message::user(format!("Write to {ALICE}"))],
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            wire.requests.lock().unwrap()[0].messages[0].text(),
+            "Write to [EMAIL_1]"
+        );
+        assert_eq!(
+            response.content,
+            [Content::text(format!("Wrote to {ALICE}."))]
+        );
+        assert_eq!(response.privacy.unwrap().mode, "redact");
+    }
+
+    #[tokio::test]
+    async fn route_sends_personal_data_unmasked_to_the_trusted_model_only() {
+        let mode = Mode::Route {
+            provider: "local".into(),
+            model: "llama".into(),
+        };
+        let layer = PrivacyLayer::new(mode, detector());
+        let roots = layer.roots();
+        crate::llm::stack::RootLifecycle::root_started(&*roots, 1, "c-1");
+        let cloud = Wire::new(vec![Content::text("cloud")], &[]);
+        let local = Wire::new(vec![Content::text("local")], &[]);
+        let stack = stack(layer, vec![("p", cloud.clone()), ("local", local.clone())]);
+        let with_pii = stack
+            .call(request(
+                "",
+                vec![Message::user(format!("Write to {ALICE}"))],
+            ))
+            .await
+            .unwrap();
+        assert_eq!(with_pii.content, [Content::text("local")]);
+        let routed = local.requests.lock().unwrap()[0].clone();
+        assert_eq!(routed.model, "llama");
+        assert_eq!(routed.messages[0].text(), format!("Write to {ALICE}"));
+        let report = with_pii.privacy.unwrap();
+        assert_eq!(report.routed_to.as_deref(), Some("local/llama"));
+        assert_eq!(report.counts.get(EntityType::Email), 1);
+
+        let without = stack
+            .call(request("", vec![Message::user("What is 2 + 2?")]))
+            .await
+            .unwrap();
+        assert_eq!(without.content, [Content::text("cloud")]);
+        assert_eq!(cloud.requests.lock().unwrap()[0].model, "m");
+        assert!(cloud.requests.lock().unwrap()[0].guard.is_some());
+        assert_eq!(without.privacy.unwrap().routed_to, None);
+    }
+
+    #[tokio::test]
+    async fn a_call_outside_any_tree_gets_a_vault_of_its_own() {
+        let wire = Wire::new(vec![Content::text("ok")], &[]);
+        let stack = stack(
+            PrivacyLayer::new(Mode::Mask, detector()),
+            vec![("p", wire.clone())],
+        );
+        let mut req = request("", vec![Message::user(format!("Write to {ALICE}"))]);
+        req.meta.root_id = None;
+        stack.call(req).await.unwrap();
+        assert!(!wire.bodies.lock().unwrap()[0].contains(ALICE));
+    }
+
+    #[test]
+    fn counts_round_trip_through_the_ledger_and_read_as_people_expect() {
+        let mut counts = TypeCounts::default();
+        counts.set(EntityType::Email, 1);
+        counts.set(EntityType::PersonName, 2);
+        assert_eq!(counts.to_string(), "PERSON_NAME 2, EMAIL 1");
+        assert_eq!(
+            counts.summary().unwrap(),
+            "masked 3 (PERSON_NAME 2, EMAIL 1)"
+        );
+        assert_eq!(counts.to_json(), r#"{"PERSON_NAME":2,"EMAIL":1}"#);
+        assert_eq!(TypeCounts::from_json(&counts.to_json()), counts);
+        let mut other = TypeCounts::default();
+        other.set(EntityType::Email, 4);
+        counts.max_with(&other);
+        assert_eq!(counts.to_string(), "PERSON_NAME 2, EMAIL 4");
+        assert_eq!(TypeCounts::default().summary(), None);
+    }
+}
