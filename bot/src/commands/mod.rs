@@ -47,7 +47,7 @@ pub fn inactive_note(config: &opc_hierarchy::Config) -> String {
         return String::new();
     }
     let mut note = String::from(
-        "note: configured, but not active in this build (they arrive with the privacy and memory work):\n",
+        "note: configured, but not active in this build (they arrive with the memory work):\n",
     );
     for item in inactive {
         note.push_str(&format!(

@@ -59,11 +59,10 @@ pub enum PrivacyCommand {
 
 /// Run a `privacy` subcommand with the config at `config` (used only when it exists).
 pub fn run(config: &Path, command: PrivacyCommand) -> ExitCode {
-    let (options, style) = match options(config) {
-        Ok(o) => o,
+    let (detector, style) = match detector_for(config) {
+        Ok(d) => d,
         Err(code) => return code,
     };
-    let detector = Detector::new(options, NerSlot::new());
     match command {
         PrivacyCommand::Detect { file } => detect(&detector, file.as_deref()),
         PrivacyCommand::Eval { files } => evaluate(&detector, &files),
@@ -71,35 +70,23 @@ pub fn run(config: &Path, command: PrivacyCommand) -> ExitCode {
     }
 }
 
-/// The detection options and the substitute style (`redact` gives placeholders) from the config, or
-/// the defaults when there is no config file.
-fn options(config: &Path) -> Result<(DetectOptions, Style), ExitCode> {
+/// The detector and the substitute style (`redact` gives placeholders) for the config, built as the
+/// gateway builds them (`opc_agents::llm::privacy::detector`), or the defaults when there is no config
+/// file.
+fn detector_for(config: &Path) -> Result<(Detector, Style), ExitCode> {
     if !config.exists() {
-        return Ok((DetectOptions::default(), Style::Fake));
+        return Ok((
+            Detector::new(DetectOptions::default(), NerSlot::new()),
+            Style::Fake,
+        ));
     }
     let loaded = super::load_config(config)?;
-    let p = &loaded.config.framework.privacy;
-    let types = p
-        .detect_types
-        .iter()
-        .filter_map(|t| EntityType::parse(t.as_str()))
-        .collect();
-    let mut whitelist = p.whitelist.clone();
-    whitelist.push(loaded.config.framework.name.clone());
-    for (id, agent) in &loaded.config.agents {
-        whitelist.push(id.clone());
-        whitelist.push(agent.role.clone());
-    }
-    let style = match p.mode {
+    let style = match loaded.config.framework.privacy.mode {
         PrivacyMode::Redact => Style::Placeholder,
         PrivacyMode::Mask | PrivacyMode::Route => Style::Fake,
     };
     Ok((
-        DetectOptions {
-            types,
-            whitelist,
-            threshold: p.confidence_threshold as f32,
-        },
+        opc_agents::llm::privacy::detector(&loaded.config, NerSlot::new()),
         style,
     ))
 }
