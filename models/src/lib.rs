@@ -428,6 +428,7 @@ impl Drop for TempDir {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::io::Write;
