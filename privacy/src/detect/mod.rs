@@ -2,4 +2,4 @@
 
 pub mod ner;
 
-pub use ner::{NerModel, NerSlot};
+pub use ner::{NerError, NerModel, NerSlot, Rampart};
