@@ -80,6 +80,9 @@ enum Command {
         #[command(flatten)]
         args: commands::tasks::TasksArgs,
     },
+    /// Local model files (the privacy gateway's NER model): fetch them ahead of time, list them.
+    #[command(subcommand)]
+    Models(commands::models::ModelsCommand),
     /// Draw the org tree: id, role, model, tools, memory and shareWith of every agent.
     ///
     /// Colours are used when stdout is a terminal (set NO_COLOR to turn them off).
@@ -122,5 +125,6 @@ fn main() -> ExitCode {
         Command::Run { config } => commands::run::run(&config.path()),
         Command::Chat { config, args } => commands::chat::run(&config.path(), args),
         Command::Tasks { config, args } => commands::tasks::run(&config.path(), args),
+        Command::Models(command) => commands::models::run(command),
     }
 }

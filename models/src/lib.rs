@@ -309,6 +309,8 @@ impl ModelSpec {
                 "proxy",
                 "ssl",
                 "temporary failure",
+                // What pip says when no index could be reached at all.
+                "from versions: none",
             ]
             .iter()
             .any(|w| lower.contains(w));

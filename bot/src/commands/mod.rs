@@ -2,6 +2,7 @@
 
 pub mod chat;
 pub mod init;
+pub mod models;
 pub mod run;
 pub mod tasks;
 pub mod validate;

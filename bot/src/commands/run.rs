@@ -247,6 +247,11 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
         platforms.join(", "),
         started.elapsed().as_millis()
     ));
+    // The privacy gateway's NER model loads (or is fetched first) after "ready", on its own thread;
+    // until it lands, privacy runs its pattern tier. The lead wires the engine's slot here.
+    if loaded.config.framework.privacy.enabled {
+        super::models::load_in_background(opc_privacy::detect::NerSlot::new());
+    }
     // On a signal: stop accepting, and close the adapters at once — that ends open event streams and
     // platform sockets, which graceful shutdown would otherwise wait for forever.
     let closing = adapters.clone();

@@ -7,10 +7,27 @@
 
 use std::collections::HashMap;
 
+use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
 use candle_core::{Device, Module, Result, Tensor};
-use candle_nn::{LayerNorm, Linear};
+use candle_nn::LayerNorm;
 
-use super::onnx::Weight;
+use super::onnx::{Q4Weight, Weight};
+
+/// A linear layer: 4-bit weights run by candle's `Q4_0` kernels when the model has them in that
+/// form (the weights stay 4-bit in memory), else f32.
+enum Linear {
+    F32(candle_nn::Linear),
+    Q4(QMatMul, Tensor),
+}
+
+impl Linear {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            Linear::F32(l) => l.forward(x),
+            Linear::Q4(w, bias) => w.forward(&x.contiguous()?)?.broadcast_add(bias),
+        }
+    }
+}
 
 /// The shape of the model (from `config.json`).
 #[derive(Debug, Clone)]
@@ -51,6 +68,7 @@ pub struct Bert {
 
 struct Weights {
     map: HashMap<String, Weight>,
+    q4: HashMap<String, Q4Weight>,
     device: Device,
 }
 
@@ -63,9 +81,15 @@ impl Weights {
     }
 
     fn linear(&mut self, prefix: &str) -> Result<Linear> {
-        let weight = self.take(&format!("{prefix}.weight"))?;
+        let name = format!("{prefix}.weight");
         let bias = self.take(&format!("{prefix}.bias"))?;
-        Ok(Linear::new(weight, Some(bias)))
+        if let Some(q) = self.q4.remove(&name) {
+            let storage = QStorage::from_data(q.bytes.into(), &self.device, GgmlDType::Q4_0)?;
+            let tensor = QTensor::new(storage, (q.n, q.k))?;
+            return Ok(Linear::Q4(QMatMul::from_qtensor(tensor)?, bias));
+        }
+        let weight = self.take(&name)?;
+        Ok(Linear::F32(candle_nn::Linear::new(weight, Some(bias))))
     }
 
     fn norm(&mut self, prefix: &str, eps: f64) -> Result<LayerNorm> {
@@ -77,9 +101,15 @@ impl Weights {
 
 impl Bert {
     /// Build the model from PyTorch-named weights (see [`super::onnx::Graph::weights`]).
-    pub fn new(config: Config, weights: HashMap<String, Weight>) -> Result<Self> {
+    /// Linear weights found in `q4` stay 4-bit; the rest come from `weights`.
+    pub fn new(
+        config: Config,
+        weights: HashMap<String, Weight>,
+        q4: HashMap<String, Q4Weight>,
+    ) -> Result<Self> {
         let mut w = Weights {
             map: weights,
+            q4,
             device: Device::Cpu,
         };
         let eps = config.eps;

@@ -288,6 +288,14 @@ pub fn parse(model: &[u8]) -> Result<Graph<'_>, OnnxError> {
     Ok(out)
 }
 
+/// `/bert/encoder/layer.0/attention/self/query/MatMul_Q4` → `bert.encoder.layer.0.attention.self.query.weight`.
+fn weight_name(node: &str) -> String {
+    node.trim_start_matches('/')
+        .trim_end_matches("/MatMul_Q4")
+        .replace('/', ".")
+        + ".weight"
+}
+
 /// A dequantised weight: row-major values and shape.
 pub struct Weight {
     /// Values.
@@ -296,7 +304,65 @@ pub struct Weight {
     pub shape: Vec<usize>,
 }
 
+/// A `MatMulNBits` weight re-packed as GGML `Q4_0` blocks, `[N, K]` row-major: per 32 values an f16
+/// scale then 16 bytes, value `j` in the low nibble of byte `j` and value `j + 16` in the high one,
+/// each meaning `(q - 8) * scale` — the same arithmetic as the ONNX blocks, so no precision is lost
+/// but the scale's rounding to f16.
+pub struct Q4Weight {
+    /// The blocks' bytes.
+    pub bytes: Vec<u8>,
+    /// Output features.
+    pub n: usize,
+    /// Input features.
+    pub k: usize,
+}
+
 impl Graph<'_> {
+    /// Every `MatMulNBits` weight that `Q4_0` can hold exactly (32-value blocks, implicit zero point
+    /// 8), under the names of [`Self::weights`].
+    pub fn q4_weights(&self) -> Result<HashMap<String, Q4Weight>, OnnxError> {
+        let mut out = HashMap::new();
+        for node in self.nodes.iter().filter(|n| n.op_type == "MatMulNBits") {
+            let int = |k: &str| node.ints.get(k).and_then(|&v| usize::try_from(v).ok());
+            let (Some(k), Some(n), Some(4), Some(32)) =
+                (int("K"), int("N"), int("bits"), int("block_size"))
+            else {
+                continue;
+            };
+            if k % 32 != 0 || node.inputs.get(3).is_some_and(|z| !z.is_empty()) {
+                continue;
+            }
+            let (Some(b_name), Some(s_name)) = (node.inputs.get(1), node.inputs.get(2)) else {
+                continue;
+            };
+            let packed = self.get(b_name)?.bytes()?;
+            let scales = self.get(s_name)?.f32s()?;
+            let blocks = k / 32;
+            if packed.len() != n * blocks * 16 || scales.len() != n * blocks {
+                return err(format!(
+                    "{}: packed sizes do not match K={k} N={n}",
+                    node.name
+                ));
+            }
+            let mut bytes = Vec::with_capacity(n * blocks * 18);
+            for (block, &scale) in packed.chunks_exact(16).zip(&scales) {
+                bytes.extend_from_slice(&half::f16::from_f32(scale).to_le_bytes());
+                let q = |j: usize| {
+                    if j.is_multiple_of(2) {
+                        block[j / 2] & 0x0f
+                    } else {
+                        block[j / 2] >> 4
+                    }
+                };
+                for j in 0..16 {
+                    bytes.push(q(j) | (q(j + 16) << 4));
+                }
+            }
+            out.insert(weight_name(&node.name), Q4Weight { bytes, n, k });
+        }
+        Ok(out)
+    }
+
     fn get(&self, name: &str) -> Result<&Initializer<'_>, OnnxError> {
         match self.initializers.get(name) {
             Some(i) => Ok(i),
@@ -309,7 +375,11 @@ impl Graph<'_> {
     /// and each `MatMulNBits` node's 4-bit matrix as the `[out, in]` weight of a linear layer named
     /// after the node (`/bert/encoder/layer.0/attention/self/query/MatMul_Q4` →
     /// `bert.encoder.layer.0.attention.self.query.weight`).
-    pub fn weights(&self) -> Result<HashMap<String, Weight>, OnnxError> {
+    /// Names in `skip` (weights already taken as [`Q4Weight`]s) are left out.
+    pub fn weights<T>(
+        &self,
+        skip: &HashMap<String, T>,
+    ) -> Result<HashMap<String, Weight>, OnnxError> {
         let mut out = HashMap::new();
         for (name, init) in &self.initializers {
             if init.data_type == 1 && !name.ends_with("_scale") && !name.ends_with("_scales") {
@@ -350,13 +420,10 @@ impl Graph<'_> {
             }
         }
         for node in self.nodes.iter().filter(|n| n.op_type == "MatMulNBits") {
-            let name = node
-                .name
-                .trim_start_matches('/')
-                .trim_end_matches("/MatMul_Q4")
-                .replace('/', ".")
-                + ".weight";
-            out.insert(name, self.matmul_nbits(node)?);
+            let name = weight_name(&node.name);
+            if !skip.contains_key(&name) {
+                out.insert(name, self.matmul_nbits(node)?);
+            }
         }
         Ok(out)
     }
@@ -475,7 +542,7 @@ mod tests {
         ]);
         model.extend(graph);
         let g = parse(&model).unwrap();
-        let w = g.weights().unwrap();
+        let w = g.weights::<()>(&HashMap::new()).unwrap();
         let w = &w["bert.encoder.layer.0.output.dense.weight"];
         assert_eq!(w.shape, vec![2, 4]);
         assert_eq!(w.data, vec![-4.0, -3.5, -3.0, -2.5, 14.0, 12.0, 0.0, 0.0]);
