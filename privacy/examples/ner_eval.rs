@@ -212,11 +212,15 @@ fn corpus(n: usize, seed: u64) -> Vec<Case> {
 
 /// Presidio's PERSON cases from ../shared/data/pii, when present.
 fn presidio_person() -> Vec<Case> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/data/pii/presidio_recognizer_cases_core.jsonl"
-    );
-    let Ok(text) = std::fs::read_to_string(path) else {
+    // ../shared beside the repository (a worktree one level deeper also finds it).
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let text = ["/../../shared", "/../../../shared"].iter().find_map(|up| {
+        std::fs::read_to_string(format!(
+            "{dir}{up}/data/pii/presidio_recognizer_cases_core.jsonl"
+        ))
+        .ok()
+    });
+    let Some(text) = text else {
         println!("(presidio cases: ../shared/data absent, skipped)");
         return Vec::new();
     };

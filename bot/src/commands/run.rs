@@ -249,8 +249,10 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
     ));
     // The privacy gateway's NER model loads (or is fetched first) after "ready", on its own thread;
     // until it lands, privacy runs its pattern tier. The lead wires the engine's slot here.
+    // Held for the server's lifetime (the detector will hold its clone).
+    let ner = opc_privacy::detect::NerSlot::new();
     if loaded.config.framework.privacy.enabled {
-        super::models::load_in_background(opc_privacy::detect::NerSlot::new());
+        super::models::load_in_background(ner.clone());
     }
     // On a signal: stop accepting, and close the adapters at once — that ends open event streams and
     // platform sockets, which graceful shutdown would otherwise wait for forever.
@@ -264,6 +266,7 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
         })
         .await;
     gateway.shutdown().await;
+    drop(ner);
     match served {
         Ok(()) => {
             print("opc: stopped\n");

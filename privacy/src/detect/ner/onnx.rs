@@ -288,6 +288,47 @@ pub fn parse(model: &[u8]) -> Result<Graph<'_>, OnnxError> {
     Ok(out)
 }
 
+/// An 8-bit table kept 8-bit: value = `(q - zero) * scale`.
+pub struct U8Table {
+    /// The levels, row-major.
+    pub bytes: Vec<u8>,
+    /// Shape.
+    pub shape: Vec<usize>,
+    /// Scale.
+    pub scale: f32,
+    /// Zero point.
+    pub zero: f32,
+}
+
+impl Graph<'_> {
+    /// The unsigned 8-bit table `name` (`bert.embeddings.word_embeddings.weight`), when the model
+    /// stores it so.
+    pub fn u8_table(&self, name: &str) -> Option<U8Table> {
+        let init = self.initializers.get(&format!("{name}_quantized"))?;
+        let scale = *self
+            .initializers
+            .get(&format!("{name}_scale"))?
+            .f32s()
+            .ok()?
+            .first()?;
+        let zero = *self
+            .initializers
+            .get(&format!("{name}_zero_point"))?
+            .bytes()
+            .ok()?
+            .first()?;
+        if init.data_type != 2 {
+            return None;
+        }
+        Some(U8Table {
+            bytes: init.bytes().ok()?.to_vec(),
+            shape: init.dims.clone(),
+            scale,
+            zero: f32::from(zero),
+        })
+    }
+}
+
 /// `/bert/encoder/layer.0/attention/self/query/MatMul_Q4` → `bert.encoder.layer.0.attention.self.query.weight`.
 fn weight_name(node: &str) -> String {
     node.trim_start_matches('/')

@@ -127,10 +127,11 @@ impl Rampart {
         } else {
             std::collections::HashMap::new()
         };
+        let word = graph.u8_table("bert.embeddings.word_embeddings.weight");
         let weights = graph.weights(&q4).map_err(format_err)?;
         drop(graph);
         drop(bytes);
-        let bert = Bert::new(cfg, weights, q4).map_err(format_err)?;
+        let bert = Bert::new(cfg, weights, q4, word).map_err(format_err)?;
         Ok(Self {
             tokenizer,
             bert,
