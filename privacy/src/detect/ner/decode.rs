@@ -107,10 +107,19 @@ impl Fragment {
 
 /// Whether the text between two person fragments still belongs to one name.
 fn person_gap(gap: &str) -> bool {
-    gap.len() <= 3
-        && gap
-            .chars()
-            .all(|c| c == ' ' || c == '.' || c == '-' || c == '\'')
+    // A middle initial the model left out: " M. ".
+    let initial = gap
+        .strip_prefix(' ')
+        .and_then(|g| g.strip_suffix(". "))
+        .is_some_and(|i| {
+            let mut chars = i.chars();
+            chars.next().is_some_and(char::is_uppercase) && chars.next().is_none()
+        });
+    initial
+        || gap.len() <= 3
+            && gap
+                .chars()
+                .all(|c| c == ' ' || c == '.' || c == '-' || c == '\'')
 }
 
 /// Whether the text between two address fragments still belongs to one address.
@@ -299,13 +308,17 @@ mod tests {
 
     #[test]
     fn given_name_and_surname_make_one_person() {
-        let text = "Ask Dan Tailor or Richard M. Nixon";
-        let p = [Other, Given, Surname, Other, Given, Given, Other, Surname];
+        let text = "Ask Dan Tailor or Richard M. Nixon or Richard M. Nixon";
+        let p = [
+            Other, Given, Surname, Other, Given, Given, Other, Surname, Other, Given, Other, Other,
+            Surname,
+        ];
         let got = show(text, &spans(text, &tokens(text, &p)));
         assert_eq!(
             got,
             vec![
                 ("PERSON_NAME".into(), "Dan Tailor".into()),
+                ("PERSON_NAME".into(), "Richard M. Nixon".into()),
                 ("PERSON_NAME".into(), "Richard M. Nixon".into())
             ]
         );

@@ -165,6 +165,7 @@ impl Rampart {
             owner_from[k] = (windows[k].0 + windows[k - 1].1).div_ceil(2);
         }
         let mut out = Vec::with_capacity(ids.len());
+        let mut rows: Vec<(usize, Vec<f32>)> = Vec::with_capacity(ids.len());
         for (batch_no, batch) in windows.chunks(BATCH).enumerate() {
             let len = batch.iter().map(|(s, e)| e - s + 2).max().unwrap_or(2);
             let mut flat = Vec::with_capacity(batch.len() * len);
@@ -179,7 +180,7 @@ impl Rampart {
             let input =
                 Tensor::from_vec(flat, (batch.len(), len), &Device::Cpu).map_err(format_err)?;
             let probs = self.bert.probabilities(&input, &lens).map_err(format_err)?;
-            let probs: Vec<Vec<Vec<f32>>> = probs.to_vec3().map_err(format_err)?;
+            let mut probs: Vec<Vec<Vec<f32>>> = probs.to_vec3().map_err(format_err)?;
             for (j, &(s, e)) in batch.iter().enumerate() {
                 let k = batch_no * BATCH + j;
                 let from = owner_from[k];
@@ -189,10 +190,34 @@ impl Rampart {
                     if end <= start {
                         continue;
                     }
-                    let row = &probs[j][i - s + 1];
-                    out.push(self.predict(row, start, end));
+                    rows.push((i, std::mem::take(&mut probs[j][i - s + 1])));
                 }
             }
+        }
+        // One prediction per word: the mean of its word pieces' label probabilities, so a word is
+        // never split between two types ("Ing|eborg") or cut short ("In|ês").
+        let mut at = 0;
+        while at < rows.len() {
+            let first = rows[at].0;
+            let mut last = at;
+            while last + 1 < rows.len() {
+                let (i, next) = (rows[last].0, rows[last + 1].0);
+                let same_word = words[next].is_some() && words[next] == words[first];
+                if !(same_word && next == i + 1 && offsets[next].0 == offsets[i].1) {
+                    break;
+                }
+                last += 1;
+            }
+            let mut mean = std::mem::take(&mut rows[at].1);
+            for (_, row) in &rows[at + 1..=last] {
+                for (m, p) in mean.iter_mut().zip(row) {
+                    *m += p;
+                }
+            }
+            let n = (last - at + 1) as f32;
+            mean.iter_mut().for_each(|m| *m /= n);
+            out.push(self.predict(&mean, offsets[first].0, offsets[rows[last].0].1));
+            at = last + 1;
         }
         Ok(out)
     }
