@@ -91,6 +91,9 @@ enum Command {
         #[command(subcommand)]
         command: commands::privacy::PrivacyCommand,
     },
+    /// Local model files (the privacy gateway's NER model): fetch them ahead of time, list them.
+    #[command(subcommand)]
+    Models(commands::models::ModelsCommand),
     /// Draw the org tree: id, role, model, tools, memory and shareWith of every agent.
     ///
     /// Colours are used when stdout is a terminal (set NO_COLOR to turn them off).
@@ -134,5 +137,6 @@ fn main() -> ExitCode {
         Command::Chat { config, args } => commands::chat::run(&config.path(), args),
         Command::Tasks { config, args } => commands::tasks::run(&config.path(), args),
         Command::Privacy { config, command } => commands::privacy::run(&config.path(), command),
+        Command::Models(command) => commands::models::run(command),
     }
 }

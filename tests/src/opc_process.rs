@@ -75,6 +75,8 @@ impl OpcRun {
             .arg(config)
             .env_remove("OPC_CONFIG")
             .env("OPC_LOG", "warn")
+            // A test never downloads the NER model; it loads it when the cache has it (CI fetches it).
+            .env("OPC_MODELS_OFFLINE", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -72,7 +72,14 @@ pub fn engine(
              (`kind: openai-compatible`, `baseUrl: http://127.0.0.1:11434/v1`)\n"
         ));
     }
-    build_engine(loaded, store, options)
+    let engine = build_engine(loaded, store, options)?;
+    // A chat turn starts at once, so the NER model is loaded now (when cached), not in the background.
+    if loaded.config.framework.privacy.enabled
+        && let Err(note) = super::models::load_now(&engine.ner_slot())
+    {
+        eprint(&note);
+    }
+    Ok(engine)
 }
 
 /// The first provider the org uses whose key variable is unset: `(provider, variable)`.

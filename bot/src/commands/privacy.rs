@@ -15,8 +15,9 @@
 //!
 //! All use the config's `framework.privacy` (`detectTypes`, `whitelist`, `confidenceThreshold`; the
 //! org's name, agent ids and roles are always whitelisted) when a config is found by the usual
-//! discovery (`--config`, `$OPC_CONFIG`, `./opc.config.yaml`), else the defaults. Only the pattern tier
-//! runs here until the NER model is wired in.
+//! discovery (`--config`, `$OPC_CONFIG`, `./opc.config.yaml`), else the defaults. The detector
+//! runs its NER tier too when the model is in the cache (`opc models fetch`); without it, a note on stderr
+//! says names and addresses are found by patterns only.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -59,7 +60,11 @@ pub enum PrivacyCommand {
 
 /// Run a `privacy` subcommand with the config at `config` (used only when it exists).
 pub fn run(config: &Path, command: PrivacyCommand) -> ExitCode {
-    let (detector, style) = match detector_for(config) {
+    let ner = NerSlot::new();
+    if let Err(note) = super::models::load_now(&ner) {
+        eprint(&note);
+    }
+    let (detector, style) = match detector_for(config, ner) {
         Ok(d) => d,
         Err(code) => return code,
     };
@@ -73,12 +78,9 @@ pub fn run(config: &Path, command: PrivacyCommand) -> ExitCode {
 /// The detector and the substitute style (`redact` gives placeholders) for the config, built as the
 /// gateway builds them (`opc_agents::llm::privacy::detector`), or the defaults when there is no config
 /// file.
-fn detector_for(config: &Path) -> Result<(Detector, Style), ExitCode> {
+fn detector_for(config: &Path, ner: NerSlot) -> Result<(Detector, Style), ExitCode> {
     if !config.exists() {
-        return Ok((
-            Detector::new(DetectOptions::default(), NerSlot::new()),
-            Style::Fake,
-        ));
+        return Ok((Detector::new(DetectOptions::default(), ner), Style::Fake));
     }
     let loaded = super::load_config(config)?;
     let style = match loaded.config.framework.privacy.mode {
@@ -86,7 +88,7 @@ fn detector_for(config: &Path) -> Result<(Detector, Style), ExitCode> {
         PrivacyMode::Mask | PrivacyMode::Route => Style::Fake,
     };
     Ok((
-        opc_agents::llm::privacy::detector(&loaded.config, NerSlot::new()),
+        opc_agents::llm::privacy::detector(&loaded.config, ner),
         style,
     ))
 }

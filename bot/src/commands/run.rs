@@ -229,6 +229,8 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
 
     let app = routes::app(&loaded, &adapters, secrets.web_token);
     let platforms: Vec<&str> = adapters.iter().map(|a| a.platform().as_str()).collect();
+    // The privacy detector's NER slot, taken before the engine moves into the gateway.
+    let ner = engine.ner_slot();
     let gateway = Gateway::new(Parts {
         loaded: loaded.clone(),
         engine,
@@ -247,6 +249,11 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
         platforms.join(", "),
         started.elapsed().as_millis()
     ));
+    // The privacy gateway's NER model loads (or is fetched first) after "ready", on its own thread;
+    // until it lands, privacy runs its pattern tier. The slot is the engine's detector's.
+    if loaded.config.framework.privacy.enabled {
+        super::models::load_in_background(ner.clone());
+    }
     // On a signal: stop accepting, and close the adapters at once — that ends open event streams and
     // platform sockets, which graceful shutdown would otherwise wait for forever.
     let closing = adapters.clone();
@@ -259,6 +266,7 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
         })
         .await;
     gateway.shutdown().await;
+    drop(ner);
     match served {
         Ok(()) => {
             print("opc: stopped\n");

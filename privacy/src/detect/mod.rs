@@ -36,7 +36,7 @@ pub mod secrets;
 pub mod ssn;
 pub mod url;
 
-pub use ner::{NerModel, NerSlot};
+pub use ner::{NerError, NerModel, NerSlot, Rampart};
 
 use crate::{Entity, EntityType};
 

@@ -7,6 +7,16 @@
 //! pattern tier alone.
 //!
 //! Invariant: a model never logs the text it sees.
+//!
+//! The model itself: [`Rampart`] (files fetched and verified by `opc-models`; the ONNX weights read by
+//! [`onnx`], run by the candle BERT in [`bert`], labels turned into spans by [`decode`]).
+
+pub mod bert;
+pub mod decode;
+pub mod onnx;
+mod rampart;
+
+pub use rampart::{NerError, Rampart};
 
 use std::sync::{Arc, OnceLock};
 
