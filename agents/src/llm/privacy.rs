@@ -269,6 +269,48 @@ struct Shared {
     style: Style,
     detector: Arc<Detector>,
     roots: Arc<RootStates<PrivacyState>>,
+    cache: DetectCache,
+}
+
+/// How many texts' detections [`DetectCache`] keeps; past it, it starts again empty.
+const SHARED_CACHE_ENTRIES: usize = 4096;
+
+/// Detections shared by every conversation, for the texts they have in common: each agent's system
+/// prompt and tool descriptions repeat in every conversation, and with the NER model a text costs
+/// milliseconds. Keyed by a keyed hash of the text, its length, and whether the model was in use (a
+/// result from before the model landed must not stand in for one with it). Holds spans, never text.
+struct DetectCache {
+    hasher: std::hash::RandomState,
+    map: Mutex<std::collections::HashMap<(u64, usize, bool), Arc<[opc_privacy::Entity]>>>,
+}
+
+impl DetectCache {
+    fn new() -> Self {
+        DetectCache {
+            hasher: std::hash::RandomState::new(),
+            map: Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    fn detect(&self, detector: &Detector, text: &str) -> Vec<opc_privacy::Entity> {
+        use std::hash::BuildHasher;
+        let key = (
+            self.hasher.hash_one(text),
+            text.len(),
+            detector.uses_model(),
+        );
+        let map = || self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(hit) = map().get(&key) {
+            return hit.to_vec();
+        }
+        let found = detector.detect(text);
+        let mut map = map();
+        if map.len() >= SHARED_CACHE_ENTRIES {
+            map.clear();
+        }
+        map.insert(key, found.clone().into());
+        found
+    }
 }
 
 impl PrivacyLayer {
@@ -284,6 +326,7 @@ impl PrivacyLayer {
                 style,
                 detector,
                 roots: RootStates::new(move |_, _| PrivacyState::new(style)),
+                cache: DetectCache::new(),
             }),
         }
     }
@@ -336,7 +379,7 @@ fn json_strings<'a>(value: &'a mut Value, out: &mut Vec<&'a mut String>) {
 /// detected at most once per conversation.
 fn mask_request(
     conversation: &mut Conversation,
-    detector: &Detector,
+    shared: &Shared,
     request: &mut LlmRequest,
 ) -> Result<Counts, LlmError> {
     let mut slots: Vec<&mut String> = vec![&mut request.system];
@@ -352,7 +395,7 @@ fn mask_request(
     slots.retain(|text| !text.is_empty());
     let masked = {
         let texts: Vec<&str> = slots.iter().map(|text| text.as_str()).collect();
-        let detect = |text: &str| detector.detect(text);
+        let detect = |text: &str| shared.cache.detect(&shared.detector, text);
         conversation
             .mask_texts(&detect, &texts)
             .map_err(|full| LlmError::Privacy(full.to_string()))?
@@ -464,9 +507,21 @@ impl LlmService for Privacy {
             Mode::Route { .. } => Some(request.clone()),
             _ => None,
         };
-        let counts = {
+        let counts = if shared.detector.uses_model() {
+            // The NER model takes milliseconds per new message: run it on the blocking pool, so it never
+            // stalls the runtime's workers (which serve every other conversation and the chat sockets).
+            let (state, shared) = (state.clone(), self.shared.clone());
+            let (masked, counts) = tokio::task::spawn_blocking(move || {
+                let counts = mask_request(&mut state.lock(), &shared, &mut request);
+                (request, counts)
+            })
+            .await
+            .map_err(|e| LlmError::Privacy(format!("the masking task failed: {e}")))?;
+            request = masked;
+            counts?
+        } else {
             let mut conversation = state.lock();
-            mask_request(&mut conversation, &shared.detector, &mut request)?
+            mask_request(&mut conversation, shared, &mut request)?
         };
         let mut report = PrivacyReport {
             mode: shared.mode.as_str(),

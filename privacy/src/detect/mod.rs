@@ -217,6 +217,12 @@ impl Detector {
         }
     }
 
+    /// Whether the NER model has landed in the slot: detection then costs milliseconds per message, not
+    /// microseconds, so async callers move it off their executor's threads.
+    pub fn uses_model(&self) -> bool {
+        self.ner.get().is_some()
+    }
+
     /// Sorted by start, non-overlapping, score >= threshold, whitelisted terms and types not in
     /// `types` removed. Runs the NER tier only when the slot is filled.
     pub fn detect(&self, text: &str) -> Vec<Entity> {
