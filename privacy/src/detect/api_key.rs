@@ -10,45 +10,75 @@
 
 use regex::Regex;
 
-use super::{Recognizer, Trigger, secrets};
+use super::{Pattern, Recognizer, Trigger, secrets};
 use crate::{Entity, EntityType};
 
 /// Finds credentials.
 pub struct ApiKeyRecognizer {
-    token: Regex,
+    token: Pattern,
     jwt: Regex,
     pem: Regex,
-    assign: Regex,
-    bearer: Regex,
-    flag: Regex,
+    assign: Pattern,
+    bearer: Pattern,
+    flag: Pattern,
     webhook: Regex,
-    userinfo: Regex,
+    userinfo: Pattern,
     names: aho_corasick::AhoCorasick,
+    bearer_words: aho_corasick::AhoCorasick,
     markers: aho_corasick::AhoCorasick,
-    discord: Regex,
+    discord: Pattern,
+}
+
+/// Bytes of a credential-shaped token (what the token pattern matches).
+const TOKEN: [bool; 256] = class(b"_.+/~:=-");
+/// Bytes of an assignment's name (`api_key`, `x.auth-token`).
+const NAME: [bool; 256] = class(b"_.-");
+/// Bytes of a URL scheme.
+const SCHEME: [bool; 256] = class(b"+.-");
+
+/// ASCII letters and digits plus `extra`.
+const fn class(extra: &[u8]) -> [bool; 256] {
+    let mut t = super::digits_and(extra);
+    let mut c = b'a';
+    while c <= b'z' {
+        t[c as usize] = true;
+        t[(c - 32) as usize] = true;
+        c += 1;
+    }
+    t
+}
+
+/// The start of the run of `class` bytes that ends at `at` (exclusive).
+fn run_start(bytes: &[u8], at: usize, class: &[bool; 256]) -> usize {
+    let mut s = at;
+    while s > 0 && class[bytes[s - 1] as usize] {
+        s -= 1;
+    }
+    s
 }
 
 impl ApiKeyRecognizer {
     /// Compiles the patterns.
     pub fn new() -> Self {
         let c = |p: &str| Regex::new(p).expect("api key pattern compiles");
+        let w = super::pattern;
         ApiKeyRecognizer {
-            token: c(r"(?-u)[A-Za-z0-9_~][A-Za-z0-9_.+/~:-]{14,}[A-Za-z0-9_]=*"),
+            token: w(r"(?-u)[A-Za-z0-9_~][A-Za-z0-9_.+/~:-]{14,}[A-Za-z0-9_]=*"),
             jwt: c(r"(?-u)\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?"),
             pem: c(
                 r"(?s)-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-*|\z)",
             ),
-            assign: c(
+            assign: w(
                 r#"(?i-u)([a-z0-9_.-]*(?:api[_.-]?key|apikey|secret|token|passw(?:or)?d|passwd|pwd|pass|auth|credential|access[_.-]?key|private[_.-]?key|client[_.-]?secret|signature|sig|key|login)[a-z0-9_.-]*)["']?[ \t]*(?::::=|:::=|::=|:=|\?=|=>|==|=|:)[ \t]*(?:[a-z]+\.\w+\{(?u:[^'"])*)?["'`]?((?u:[^\s"'`,;<>]){6,})"#,
             ),
-            bearer: c(r"(?i-u)\b(?:bearer|basic|token)\s+([A-Za-z0-9_.+/~-]{8,}=*)"),
-            flag: c(
+            bearer: w(r"(?i-u)\b(?:bearer|basic|token)\s+([A-Za-z0-9_.+/~-]{8,}=*)"),
+            flag: w(
                 r#"(?-u)(?:\s-u|--user|--password|--token|--api-key|-p)\s+["']?(?:(?u:[^\s"':]){1,64}["']?:["']?)?((?u:[^\s"']){6,})"#,
             ),
             webhook: c(r"(?i-u)https?://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]+"),
             markers: aho_corasick::AhoCorasick::new(secrets::markers())
                 .expect("marker automaton builds"),
-            discord: c(r"(?-u)\b[MNO][A-Za-z0-9_-]{23,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{27,}"),
+            discord: w(r"(?-u)\b[MNO][A-Za-z0-9_-]{23,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{27,}"),
             names: aho_corasick::AhoCorasick::builder()
                 .ascii_case_insensitive(true)
                 .build([
@@ -63,7 +93,11 @@ impl ApiKeyRecognizer {
                     "login",
                 ])
                 .expect("name automaton builds"),
-            userinfo: c(r"(?i-u)\b[a-z][a-z0-9+.-]*://(?u:[^\s:/@]){1,64}:((?u:[^\s@/]){3,128})@"),
+            bearer_words: aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(["bearer", "basic", "token"])
+                .expect("bearer automaton builds"),
+            userinfo: w(r"(?i-u)\b[a-z][a-z0-9+.-]*://(?u:[^\s:/@]){1,64}:((?u:[^\s@/]){3,128})@"),
         }
     }
 }
@@ -240,79 +274,108 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        // Tokens are checked against the credential shapes only when some shape's fixed part occurs.
-        let marked = self.markers.is_match(text);
-        let discord = self.discord.find_iter(text).map(|m| (m.start(), m.end()));
-        let tokens = self
-            .token
-            .find_iter(if marked { text } else { "" })
-            .map(|m| (m.start(), m.end()));
-        for (start, end) in tokens.chain(discord) {
-            let m = &text[start..end];
-            if super::before_is(text, start, |b| b.is_ascii_alphanumeric()) {
-                continue;
-            }
-            if secrets::credential_kind(m).is_some() {
-                push(start, end, 0.99);
+        let bytes = text.as_bytes();
+        // Tokens: only runs of token bytes long enough to hold one (prose words are short), checked
+        // against the credential shapes only when some shape's fixed part occurs in the text.
+        let runs = super::long_runs(bytes, &TOKEN, 16);
+        if !runs.is_empty() {
+            let marked = self.markers.is_match(text);
+            let tokens = if marked {
+                super::find_in_spans(&self.token, text, runs.iter().copied())
+            } else {
+                Vec::new()
+            };
+            // Discord tokens (no fixed part) need 59 bytes: 24, `.`, 6, `.`, 27.
+            let discord = super::find_in_spans(
+                &self.discord,
+                text,
+                runs.iter().copied().filter(|(s, e)| e - s >= 59),
+            );
+            for (start, end) in tokens.into_iter().chain(discord) {
+                let m = &text[start..end];
+                if super::before_is(text, start, |b| b.is_ascii_alphanumeric()) {
+                    continue;
+                }
+                if secrets::credential_kind(m).is_some() {
+                    push(start, end, 0.99);
+                }
             }
         }
-        if text.contains("eyJ") {
+        if memchr::memmem::find(bytes, b"eyJ").is_some() {
             for m in self.jwt.find_iter(text) {
                 push(m.start(), m.end(), 0.97);
             }
         }
-        if text.contains(['=', ':']) {
-            let named = self.names.is_match(text);
-            for c in self.assign.captures_iter(if named { text } else { "" }) {
-                let (Some(name), Some(v)) = (c.get(1), c.get(2)) else {
+        if memchr::memchr2(b'=', b':', bytes).is_some() {
+            // An assignment starts where the run of name bytes around a key word starts.
+            let mut starts: Vec<usize> = self
+                .names
+                .find_iter(text)
+                .map(|m| run_start(bytes, m.start(), &NAME))
+                .collect();
+            starts.dedup();
+            for g in super::captures_at_starts(&self.assign, text, starts) {
+                let (Some((ns, ne)), Some((vs, ve))) = (g[1], g[2]) else {
                     continue;
                 };
-                let value = v.as_str().trim_end_matches(['.', ')', ']', '}']);
+                let name = &text[ns..ne];
+                let value = text[vs..ve].trim_end_matches(['.', ')', ']', '}']);
                 // `http://…` after `token:` is a URL, not a secret; leave it to the other rules.
                 if value.contains("://")
                     || value.contains('@')
-                    || !name_holds_secret(name.as_str())
-                    || !secret_value(name.as_str(), value)
+                    || !name_holds_secret(name)
+                    || !secret_value(name, value)
                 {
                     continue;
                 }
-                push(v.start(), v.start() + value.len(), 0.9);
+                push(vs, vs + value.len(), 0.9);
             }
-            for c in self
-                .userinfo
-                .captures_iter(if text.contains("://") { text } else { "" })
-            {
-                if let Some(p) = c.get(1)
-                    && !placeholder(p.as_str())
+            // `scheme://user:password@`: from the scheme before each `://`, within the longest span
+            // the pattern allows.
+            let spans = memchr::memmem::find_iter(bytes, b"://")
+                .map(|p| (run_start(bytes, p, &SCHEME), p + 3 + 64 * 4 + 1 + 128 * 4 + 1));
+            for g in super::captures_in_spans(&self.userinfo, text, spans) {
+                if let Some((ps, pe)) = g[1]
+                    && !placeholder(&text[ps..pe])
                 {
-                    push(p.start(), p.end(), 0.9);
+                    push(ps, pe, 0.9);
                 }
             }
         }
-        if text.contains("hooks.slack.com") {
+        if memchr::memmem::find(bytes, b"hooks.slack.com").is_some() {
             for m in self.webhook.find_iter(text) {
                 push(m.start(), m.end(), 0.99);
             }
         }
-        if text.contains(" -") {
-            for c in self.flag.captures_iter(text) {
-                if let Some(v) = c.get(1)
-                    && !v.as_str().starts_with('-')
-                    && !v.as_str().starts_with('[')
-                    && !v.as_str().contains("://")
-                    && secret_value("password", v.as_str())
-                {
-                    push(v.start(), v.end(), 0.9);
+        if memchr::memmem::find(bytes, b" -").is_some() {
+            // A flag match starts at the `-` (or the whitespace before `-u`).
+            let mut starts = Vec::new();
+            for p in memchr::memchr_iter(b'-', bytes) {
+                if p > 0 && bytes[p - 1].is_ascii_whitespace() {
+                    starts.push(p - 1);
+                }
+                starts.push(p);
+            }
+            for g in super::captures_at_starts(&self.flag, text, starts) {
+                if let Some((vs, ve)) = g[1] {
+                    let v = &text[vs..ve];
+                    if !v.starts_with('-')
+                        && !v.starts_with('[')
+                        && !v.contains("://")
+                        && secret_value("password", v)
+                    {
+                        push(vs, ve, 0.9);
+                    }
                 }
             }
         }
-        let bearer = self.names.is_match(text) || text.contains("earer") || text.contains("asic");
-        for c in self.bearer.captures_iter(if bearer { text } else { "" }) {
-            if let Some(v) = c.get(1)
-                && !placeholder(v.as_str())
-                && v.as_str().bytes().any(|b| b.is_ascii_digit() || b == b'=')
-            {
-                push(v.start(), v.end(), 0.9);
+        let starts = self.bearer_words.find_iter(text).map(|m| m.start());
+        for g in super::captures_at_starts(&self.bearer, text, starts) {
+            if let Some((vs, ve)) = g[1] {
+                let v = &text[vs..ve];
+                if !placeholder(v) && v.bytes().any(|b| b.is_ascii_digit() || b == b'=') {
+                    push(vs, ve, 0.9);
+                }
             }
         }
     }

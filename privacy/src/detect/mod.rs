@@ -68,25 +68,19 @@ impl Trigger {
         Trigger(self.0 | other.0)
     }
 
-    /// The triggers present in `text`, in one pass over its bytes.
+    /// The triggers present in `text`: one pass over its bytes in 32-byte blocks (written so the
+    /// compiler vectorises it), then, only when digits occur, a walk from digit to digit for
+    /// [`Trigger::LONG_DIGITS`].
     pub fn of(text: &str) -> Trigger {
+        let bytes = text.as_bytes();
         let mut seen = 0u8;
-        let (mut digits, mut seps) = (0u32, 0u32);
-        for &b in text.as_bytes() {
-            let class = CLASS[b as usize];
-            seen |= class;
-            if class & 1 != 0 {
-                digits += 1;
-                seps = 0;
-                if digits >= 7 {
-                    seen |= 64;
-                }
-            } else if matches!(b, b' ' | b'-' | b'.' | b'(' | b')' | b'/') && seps < 2 {
-                seps += 1;
-            } else {
-                digits = 0;
-                seps = 0;
-            }
+        let mut blocks = bytes.chunks_exact(32);
+        for block in &mut blocks {
+            seen |= block_classes(block);
+        }
+        seen |= block_classes(blocks.remainder());
+        if seen & 1 != 0 && has_long_digits(bytes) {
+            seen |= 64;
         }
         Trigger(seen)
     }
@@ -97,21 +91,238 @@ impl Trigger {
     }
 }
 
-const CLASS: [u8; 256] = {
-    let mut t = [0u8; 256];
+/// The [`Trigger`] bits of a block of bytes, branch-free so that it vectorises.
+#[inline]
+fn block_classes(block: &[u8]) -> u8 {
+    let (mut digit, mut at, mut colon, mut dot, mut eq, mut dash) =
+        (false, false, false, false, false, false);
+    for &b in block {
+        digit |= b.wrapping_sub(b'0') < 10;
+        at |= b == b'@';
+        colon |= b == b':';
+        dot |= b == b'.';
+        eq |= b == b'=';
+        dash |= (b == b'-') | (b == b'_');
+    }
+    u8::from(digit)
+        | u8::from(at) << 1
+        | u8::from(colon) << 2
+        | u8::from(dot) << 3
+        | u8::from(eq) << 4
+        | u8::from(dash) << 5
+}
+
+/// The index of the first ASCII digit at or after `from`.
+#[inline]
+pub(crate) fn next_digit(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i + 32 <= bytes.len() {
+        let block = &bytes[i..i + 32];
+        if block.iter().fold(false, |a, b| a | (b.wrapping_sub(b'0') < 10)) {
+            break;
+        }
+        i += 32;
+    }
+    bytes[i.min(bytes.len())..]
+        .iter()
+        .position(u8::is_ascii_digit)
+        .map(|p| i + p)
+}
+
+/// At least 7 digits in a run of digit groups joined by up to two separators (see
+/// [`Trigger::LONG_DIGITS`]), walking from digit to digit.
+fn has_long_digits(bytes: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(d) = next_digit(bytes, i) {
+        let (mut digits, mut seps) = (0u32, 0u32);
+        let mut j = d;
+        while j < bytes.len() {
+            let b = bytes[j];
+            if b.is_ascii_digit() {
+                digits += 1;
+                seps = 0;
+                if digits >= 7 {
+                    return true;
+                }
+            } else if matches!(b, b' ' | b'-' | b'.' | b'(' | b')' | b'/') && seps < 2 {
+                seps += 1;
+            } else {
+                break;
+            }
+            j += 1;
+        }
+        i = j + 1;
+    }
+    false
+}
+
+/// Maximal runs of bytes in `class` (a 256-entry table) that contain at least `min_digits` ASCII
+/// digits (which `class` must include), found by walking from digit to digit: the places where a
+/// pattern made only of such bytes (digit groups and separators) can match.
+pub(crate) fn digit_runs(text: &str, class: &[bool; 256], min_digits: usize) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(d) = next_digit(bytes, i) {
+        let mut start = d;
+        while start > 0 && class[bytes[start - 1] as usize] {
+            start -= 1;
+        }
+        let mut end = d;
+        let mut digits = 0;
+        while end < bytes.len() && class[bytes[end] as usize] {
+            digits += usize::from(bytes[end].is_ascii_digit());
+            end += 1;
+        }
+        if digits >= min_digits {
+            out.push((start, end));
+        }
+        i = end + 1;
+    }
+    out
+}
+
+/// A 256-entry byte class: ASCII digits plus `extra`.
+pub(crate) const fn digits_and(extra: &[u8]) -> [bool; 256] {
+    let mut t = [false; 256];
     let mut d = b'0';
     while d <= b'9' {
-        t[d as usize] = 1;
+        t[d as usize] = true;
         d += 1;
     }
-    t[b'@' as usize] = 2;
-    t[b':' as usize] = 4;
-    t[b'.' as usize] = 8;
-    t[b'=' as usize] = 16;
-    t[b'-' as usize] = 32;
-    t[b'_' as usize] = 32;
+    let mut i = 0;
+    while i < extra.len() {
+        t[extra[i] as usize] = true;
+        i += 1;
+    }
     t
-};
+}
+
+/// Maximal runs of bytes in `class` at least `min_len` long. Skips ahead `min_len` bytes at a time
+/// while the byte it lands on is outside the class, so prose of short words costs a fraction of a pass.
+pub(crate) fn long_runs(bytes: &[u8], class: &[bool; 256], min_len: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let min_len = min_len.max(1);
+    let mut i = 0; // no run of interest starts before i
+    while i + min_len <= bytes.len() {
+        let probe = i + min_len - 1;
+        if !class[bytes[probe] as usize] {
+            i = probe + 1;
+            continue;
+        }
+        let mut start = probe;
+        while start > i && class[bytes[start - 1] as usize] {
+            start -= 1;
+        }
+        let mut end = probe + 1;
+        while end < bytes.len() && class[bytes[end] as usize] {
+            end += 1;
+        }
+        if end - start >= min_len {
+            // A run that began before `i` is impossible: `i` follows a byte outside the class.
+            out.push((start, end));
+        }
+        i = end + 1;
+    }
+    out
+}
+
+/// A compiled pattern for windowed searches (regex-automata's meta engine: a search can be limited
+/// to a span of the text while `\b` still sees the bytes around it).
+pub(crate) type Pattern = regex_automata::meta::Regex;
+
+/// Compiles a [`Pattern`].
+pub(crate) fn pattern(p: &str) -> Pattern {
+    Pattern::new(p).expect("pattern compiles")
+}
+
+/// The spans of a match's groups (0 is the whole match).
+pub(crate) type Groups = Vec<Option<(usize, usize)>>;
+
+/// The matches of `re` in `text`, exactly as a search over the whole text gives them (leftmost
+/// first, non-overlapping), given `spans`, sorted by start, such that every match lies wholly inside
+/// one of them. Text outside the spans is never scanned.
+pub(crate) fn find_in_spans(
+    re: &Pattern,
+    text: &str,
+    spans: impl IntoIterator<Item = (usize, usize)>,
+) -> Vec<(usize, usize)> {
+    search(re, text, spans, false)
+        .into_iter()
+        .filter_map(|g| g[0])
+        .collect()
+}
+
+/// [`find_in_spans`] with capture groups.
+pub(crate) fn captures_in_spans(
+    re: &Pattern,
+    text: &str,
+    spans: impl IntoIterator<Item = (usize, usize)>,
+) -> Vec<Groups> {
+    search(re, text, spans, false)
+}
+
+/// The matches of `re` in `text`, exactly as a search over the whole text gives them, given the
+/// sorted positions where a match can start (every match starts at one of them): an anchored search
+/// at each, skipping those inside an earlier match.
+pub(crate) fn find_at_starts(
+    re: &Pattern,
+    text: &str,
+    starts: impl IntoIterator<Item = usize>,
+) -> Vec<(usize, usize)> {
+    captures_at_starts(re, text, starts)
+        .into_iter()
+        .filter_map(|g| g[0])
+        .collect()
+}
+
+/// [`find_at_starts`] with capture groups.
+pub(crate) fn captures_at_starts(
+    re: &Pattern,
+    text: &str,
+    starts: impl IntoIterator<Item = usize>,
+) -> Vec<Groups> {
+    search(re, text, starts.into_iter().map(|s| (s, text.len())), true)
+}
+
+fn search(
+    re: &Pattern,
+    text: &str,
+    windows: impl IntoIterator<Item = (usize, usize)>,
+    anchored: bool,
+) -> Vec<Groups> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    let mut caps = re.create_captures();
+    for (start, end) in windows {
+        let end = end.min(text.len());
+        if anchored && start < pos {
+            continue;
+        }
+        let mut from = start.max(pos);
+        while from < end {
+            let mut input = regex_automata::Input::new(text).span(from..end);
+            if anchored {
+                input = input.anchored(regex_automata::Anchored::Yes);
+            }
+            re.search_captures(&input, &mut caps);
+            let Some(m) = caps.get_match() else {
+                break;
+            };
+            out.push(
+                (0..caps.group_len())
+                    .map(|g| caps.get_group(g).map(|sp| (sp.start, sp.end)))
+                    .collect(),
+            );
+            pos = m.end().max(m.start() + 1);
+            from = pos;
+            if anchored {
+                break;
+            }
+        }
+    }
+    out
+}
 
 /// One kind of pattern, Presidio-style: find candidates, validate them, score them.
 pub trait Recognizer: Send + Sync {
