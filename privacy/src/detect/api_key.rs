@@ -23,8 +23,6 @@ pub struct ApiKeyRecognizer {
     flag: Pattern,
     webhook: Regex,
     userinfo: Pattern,
-    names: aho_corasick::AhoCorasick,
-    bearer_words: aho_corasick::AhoCorasick,
     markers: aho_corasick::AhoCorasick,
     discord: Pattern,
 }
@@ -33,8 +31,33 @@ pub struct ApiKeyRecognizer {
 const TOKEN: [bool; 256] = class(b"_.+/~:=-");
 /// Bytes of an assignment's name (`api_key`, `x.auth-token`).
 const NAME: [bool; 256] = class(b"_.-");
+/// Bytes of a `Bearer` value.
+const VALUE: [bool; 256] = class(b"_.+/~-");
 /// Bytes of a URL scheme.
 const SCHEME: [bool; 256] = class(b"+.-");
+
+/// ASCII whitespace as the patterns' `\s` has it (with the vertical tab).
+fn space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r')
+}
+
+/// Whether a name holds one of the words an assignment's name needs (ASCII case-insensitive).
+fn has_key_word(name: &[u8]) -> bool {
+    const WORDS: [&[u8]; 9] = [
+        b"key",
+        b"secret",
+        b"token",
+        b"pass",
+        b"pwd",
+        b"auth",
+        b"credential",
+        b"sig",
+        b"login",
+    ];
+    WORDS
+        .iter()
+        .any(|w| name.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w)))
+}
 
 /// ASCII letters and digits plus `extra`.
 const fn class(extra: &[u8]) -> [bool; 256] {
@@ -79,24 +102,6 @@ impl ApiKeyRecognizer {
             markers: aho_corasick::AhoCorasick::new(secrets::markers())
                 .expect("marker automaton builds"),
             discord: w(r"(?-u)\b[MNO][A-Za-z0-9_-]{23,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{27,}"),
-            names: aho_corasick::AhoCorasick::builder()
-                .ascii_case_insensitive(true)
-                .build([
-                    "key",
-                    "secret",
-                    "token",
-                    "pass",
-                    "pwd",
-                    "auth",
-                    "credential",
-                    "sig",
-                    "login",
-                ])
-                .expect("name automaton builds"),
-            bearer_words: aho_corasick::AhoCorasick::builder()
-                .ascii_case_insensitive(true)
-                .build(["bearer", "basic", "token"])
-                .expect("bearer automaton builds"),
             userinfo: w(r"(?i-u)\b[a-z][a-z0-9+.-]*://(?u:[^\s:/@]){1,64}:((?u:[^\s@/]){3,128})@"),
         }
     }
@@ -307,13 +312,22 @@ impl Recognizer for ApiKeyRecognizer {
             }
         }
         if memchr::memchr2(b'=', b':', bytes).is_some() {
-            // An assignment starts where the run of name bytes around a key word starts.
-            let mut starts: Vec<usize> = self
-                .names
-                .find_iter(text)
-                .map(|m| run_start(bytes, m.start(), &NAME))
-                .collect();
-            starts.dedup();
+            // An assignment starts where a run of name bytes holding a key word starts, and the run is
+            // followed by an optional quote, blanks and an operator (which holds `:` or `=`).
+            let mut starts: Vec<usize> = Vec::new();
+            for o in memchr::memchr2_iter(b'=', b':', bytes) {
+                let mut at = if o > 0 && bytes[o - 1] == b'?' { o - 1 } else { o };
+                while at > 0 && matches!(bytes[at - 1], b' ' | b'\t') {
+                    at -= 1;
+                }
+                if at > 0 && matches!(bytes[at - 1], b'"' | b'\'') {
+                    at -= 1;
+                }
+                let start = run_start(bytes, at, &NAME);
+                if start < at && has_key_word(&bytes[start..at]) && starts.last() != Some(&start) {
+                    starts.push(start);
+                }
+            }
             for g in super::captures_at_starts(&self.assign, text, starts) {
                 let (Some((ns, ne)), Some((vs, ve))) = (g[1], g[2]) else {
                     continue;
@@ -351,7 +365,7 @@ impl Recognizer for ApiKeyRecognizer {
             // A flag match starts at the `-` (or the whitespace before `-u`).
             let mut starts = Vec::new();
             for p in memchr::memchr_iter(b'-', bytes) {
-                if p > 0 && bytes[p - 1].is_ascii_whitespace() {
+                if p > 0 && space(bytes[p - 1]) {
                     starts.push(p - 1);
                 }
                 starts.push(p);
@@ -369,7 +383,23 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        let starts = self.bearer_words.find_iter(text).map(|m| m.start());
+        // `Bearer <value>`: a run of value bytes, 8 or more, after whitespace after one of the words.
+        let starts: Vec<usize> = super::long_runs(bytes, &VALUE, 8)
+            .into_iter()
+            .filter_map(|(s, _)| {
+                let mut at = s;
+                while at > 0 && space(bytes[at - 1]) {
+                    at -= 1;
+                }
+                if at == s {
+                    return None;
+                }
+                ["bearer", "basic", "token"].iter().find_map(|w| {
+                    let ws = at.checked_sub(w.len())?;
+                    bytes[ws..at].eq_ignore_ascii_case(w.as_bytes()).then_some(ws)
+                })
+            })
+            .collect();
         for g in super::captures_at_starts(&self.bearer, text, starts) {
             if let Some((vs, ve)) = g[1] {
                 let v = &text[vs..ve];
