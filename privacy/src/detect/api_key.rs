@@ -24,6 +24,8 @@ pub struct ApiKeyRecognizer {
     webhook: Regex,
     userinfo: Pattern,
     markers: aho_corasick::AhoCorasick,
+    /// `eyJ`, `hooks.slack.com`, ` -`, `://`, `PRIVATE KEY`.
+    finders: [memchr::memmem::Finder<'static>; 5],
     discord: Pattern,
 }
 
@@ -31,8 +33,6 @@ pub struct ApiKeyRecognizer {
 const TOKEN: [bool; 256] = class(b"_.+/~:=-");
 /// Bytes of an assignment's name (`api_key`, `x.auth-token`).
 const NAME: [bool; 256] = class(b"_.-");
-/// Bytes of a `Bearer` value.
-const VALUE: [bool; 256] = class(b"_.+/~-");
 /// Bytes of a URL scheme.
 const SCHEME: [bool; 256] = class(b"+.-");
 
@@ -102,6 +102,13 @@ impl ApiKeyRecognizer {
             markers: aho_corasick::AhoCorasick::new(secrets::markers())
                 .expect("marker automaton builds"),
             discord: w(r"(?-u)\b[MNO][A-Za-z0-9_-]{23,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{27,}"),
+            finders: [
+                memchr::memmem::Finder::new(b"eyJ"),
+                memchr::memmem::Finder::new(b"hooks.slack.com"),
+                memchr::memmem::Finder::new(b" -"),
+                memchr::memmem::Finder::new(b"://"),
+                memchr::memmem::Finder::new(b"PRIVATE KEY"),
+            ],
             userinfo: w(r"(?i-u)\b[a-z][a-z0-9+.-]*://(?u:[^\s:/@]){1,64}:((?u:[^\s@/]){3,128})@"),
         }
     }
@@ -264,7 +271,7 @@ impl Recognizer for ApiKeyRecognizer {
                 score,
             });
         };
-        if text.contains("PRIVATE KEY") {
+        if self.finders[4].find(text.as_bytes()).is_some() {
             for m in self.pem.find_iter(text) {
                 // A real block has a body (`-----BEGIN PRIVATE KEY-----\nanything\n…` is a doc example).
                 let body = m
@@ -284,12 +291,9 @@ impl Recognizer for ApiKeyRecognizer {
         // against the credential shapes only when some shape's fixed part occurs in the text.
         let runs = super::long_runs(bytes, &TOKEN, 16);
         if !runs.is_empty() {
-            let marked = self.markers.is_match(text);
-            let tokens = if marked {
-                super::find_in_spans(&self.token, text, runs.iter().copied())
-            } else {
-                Vec::new()
-            };
+            // Every shape but Discord's holds one of the markers (the discord pattern finds those).
+            let marked = runs.iter().filter(|&&(s, e)| self.markers.is_match(&bytes[s..e]));
+            let tokens = super::find_in_spans(&self.token, text, marked.copied());
             // Discord tokens (no fixed part) need 59 bytes: 24, `.`, 6, `.`, 27.
             let discord = super::find_in_spans(
                 &self.discord,
@@ -306,7 +310,7 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        if memchr::memmem::find(bytes, b"eyJ").is_some() {
+        if self.finders[0].find(bytes).is_some() {
             for m in self.jwt.find_iter(text) {
                 push(m.start(), m.end(), 0.97);
             }
@@ -346,7 +350,7 @@ impl Recognizer for ApiKeyRecognizer {
             }
             // `scheme://user:password@`: from the scheme before each `://`, within the longest span
             // the pattern allows.
-            let spans = memchr::memmem::find_iter(bytes, b"://")
+            let spans = self.finders[3].find_iter(bytes)
                 .map(|p| (run_start(bytes, p, &SCHEME), p + 3 + 64 * 4 + 1 + 128 * 4 + 1));
             for g in super::captures_in_spans(&self.userinfo, text, spans) {
                 if let Some((ps, pe)) = g[1]
@@ -356,12 +360,12 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        if memchr::memmem::find(bytes, b"hooks.slack.com").is_some() {
+        if self.finders[1].find(bytes).is_some() {
             for m in self.webhook.find_iter(text) {
                 push(m.start(), m.end(), 0.99);
             }
         }
-        if memchr::memmem::find(bytes, b" -").is_some() {
+        if self.finders[2].find(bytes).is_some() {
             // A flag match starts at the `-` (or the whitespace before `-u`).
             let mut starts = Vec::new();
             for p in memchr::memchr_iter(b'-', bytes) {
@@ -383,23 +387,20 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        // `Bearer <value>`: a run of value bytes, 8 or more, after whitespace after one of the words.
-        let starts: Vec<usize> = super::long_runs(bytes, &VALUE, 8)
-            .into_iter()
-            .filter_map(|(s, _)| {
-                let mut at = s;
-                while at > 0 && space(bytes[at - 1]) {
-                    at -= 1;
-                }
-                if at == s {
-                    return None;
-                }
-                ["bearer", "basic", "token"].iter().find_map(|w| {
-                    let ws = at.checked_sub(w.len())?;
-                    bytes[ws..at].eq_ignore_ascii_case(w.as_bytes()).then_some(ws)
-                })
+        // `Bearer`, `Basic` and `token` hold a `b` or a `k`, rare letters in prose: look there.
+        let word_at = |at: usize, w: &[u8]| {
+            bytes
+                .get(at..at + w.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(w))
+        };
+        let mut starts: Vec<usize> = memchr::memchr3_iter(b'b', b'B', b'k', bytes)
+            .chain(memchr::memchr_iter(b'K', bytes))
+            .filter_map(|p| match bytes[p] {
+                b'b' | b'B' => (word_at(p, b"bearer") || word_at(p, b"basic")).then_some(p),
+                _ => (p >= 2 && word_at(p - 2, b"token")).then(|| p - 2),
             })
             .collect();
+        starts.sort_unstable();
         for g in super::captures_at_starts(&self.bearer, text, starts) {
             if let Some((vs, ve)) = g[1] {
                 let v = &text[vs..ve];

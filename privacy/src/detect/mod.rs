@@ -293,19 +293,20 @@ fn search(
 ) -> Vec<Groups> {
     let mut out = Vec::new();
     let mut pos = 0;
-    let mut caps = re.create_captures();
+    let mut caps: Option<regex_automata::util::captures::Captures> = None;
     for (start, end) in windows {
         let end = end.min(text.len());
         if anchored && start < pos {
             continue;
         }
+        let caps = caps.get_or_insert_with(|| re.create_captures());
         let mut from = start.max(pos);
         while from < end {
             let mut input = regex_automata::Input::new(text).span(from..end);
             if anchored {
                 input = input.anchored(regex_automata::Anchored::Yes);
             }
-            re.search_captures(&input, &mut caps);
+            re.search_captures(&input, caps);
             let Some(m) = caps.get_match() else {
                 break;
             };
