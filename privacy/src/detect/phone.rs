@@ -62,7 +62,6 @@ impl PhoneRecognizer {
             r"(?-u)(?:\+\d{1,3}|\(\d{1,5}\)|\d{1,5})(?:(?:[ .-]|\s?)(?:\(\d{1,5}\)|\d{1,5})){1,6}(?:\s?(?:ext\.?|x)\s?\d{1,5})?",
         )
         .expect("phone pattern compiles");
-        enlarge_regex_cache();
         PhoneRecognizer { re }
     }
 }
@@ -78,7 +77,8 @@ impl Default for PhoneRecognizer {
 /// candidate recompiled a dozen patterns (95% of the time on PII-dense text).
 const REGEX_CACHE: usize = 2048;
 
-/// Raise the `phonenumber` database's pattern cache to [`REGEX_CACHE`] (once per process).
+/// Raise the `phonenumber` database's pattern cache to [`REGEX_CACHE`] (once per process, at the first
+/// validation, which loads the database anyway: constructing a detector stays cheap).
 fn enlarge_regex_cache() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -89,6 +89,7 @@ fn enlarge_regex_cache() {
 }
 
 fn valid_in(region: Option<Id>, s: &str) -> bool {
+    enlarge_regex_cache();
     phonenumber::parse(region, s).is_ok_and(|n| phonenumber::is_valid(&n))
 }
 
