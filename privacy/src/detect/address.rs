@@ -98,9 +98,7 @@ impl Recognizer for AddressRecognizer {
         let mut covered: Vec<(usize, usize)> = Vec::new();
         for (ms, me) in super::find_at_starts(&self.street, text, streets) {
             let m = &text[ms..me];
-            if super::before_is(text, ms, |b| {
-                matches!(b, b'.' | b'-' | b'/' | b'$' | b':')
-            }) {
+            if super::before_is(text, ms, |b| matches!(b, b'.' | b'-' | b'/' | b'$' | b':')) {
                 continue;
             }
             let first = m.split_whitespace().nth(1).unwrap_or("");

@@ -292,7 +292,9 @@ impl Recognizer for ApiKeyRecognizer {
         let runs = super::long_runs(bytes, &TOKEN, 16);
         if !runs.is_empty() {
             // Every shape but Discord's holds one of the markers (the discord pattern finds those).
-            let marked = runs.iter().filter(|&&(s, e)| self.markers.is_match(&bytes[s..e]));
+            let marked = runs
+                .iter()
+                .filter(|&&(s, e)| self.markers.is_match(&bytes[s..e]));
             let tokens = super::find_in_spans(&self.token, text, marked.copied());
             // Discord tokens (no fixed part) need 59 bytes: 24, `.`, 6, `.`, 27.
             let discord = super::find_in_spans(
@@ -320,7 +322,11 @@ impl Recognizer for ApiKeyRecognizer {
             // followed by an optional quote, blanks and an operator (which holds `:` or `=`).
             let mut starts: Vec<usize> = Vec::new();
             for o in memchr::memchr2_iter(b'=', b':', bytes) {
-                let mut at = if o > 0 && bytes[o - 1] == b'?' { o - 1 } else { o };
+                let mut at = if o > 0 && bytes[o - 1] == b'?' {
+                    o - 1
+                } else {
+                    o
+                };
                 while at > 0 && matches!(bytes[at - 1], b' ' | b'\t') {
                     at -= 1;
                 }
@@ -350,8 +356,12 @@ impl Recognizer for ApiKeyRecognizer {
             }
             // `scheme://user:password@`: from the scheme before each `://`, within the longest span
             // the pattern allows.
-            let spans = self.finders[3].find_iter(bytes)
-                .map(|p| (run_start(bytes, p, &SCHEME), p + 3 + 64 * 4 + 1 + 128 * 4 + 1));
+            let spans = self.finders[3].find_iter(bytes).map(|p| {
+                (
+                    run_start(bytes, p, &SCHEME),
+                    p + 3 + 64 * 4 + 1 + 128 * 4 + 1,
+                )
+            });
             for g in super::captures_in_spans(&self.userinfo, text, spans) {
                 if let Some((ps, pe)) = g[1]
                     && !placeholder(&text[ps..pe])

@@ -111,8 +111,9 @@ impl Recognizer for IpRecognizer {
         // Every valid address but `::` holds a `:` between hex digits or colons; search only the runs
         // of address bytes around such colons.
         let hexish = |b: u8| b.is_ascii_hexdigit() || b == b':';
-        let colons = memchr::memchr_iter(b':', bytes)
-            .filter(|&i| i > 0 && i + 1 < bytes.len() && hexish(bytes[i - 1]) && hexish(bytes[i + 1]));
+        let colons = memchr::memchr_iter(b':', bytes).filter(|&i| {
+            i > 0 && i + 1 < bytes.len() && hexish(bytes[i - 1]) && hexish(bytes[i + 1])
+        });
         let runs = runs_around(bytes, colons, &V6);
         {
             for (start, end) in super::find_in_spans(&self.v6, text, runs) {
@@ -136,7 +137,10 @@ impl Recognizer for IpRecognizer {
         // An IPv4 address holds a `.` between digits; search only the runs of digits, dots and
         // slashes around those.
         let dots = memchr::memchr_iter(b'.', bytes).filter(|&i| {
-            i > 0 && i + 1 < bytes.len() && bytes[i - 1].is_ascii_digit() && bytes[i + 1].is_ascii_digit()
+            i > 0
+                && i + 1 < bytes.len()
+                && bytes[i - 1].is_ascii_digit()
+                && bytes[i + 1].is_ascii_digit()
         });
         let runs = runs_around(bytes, dots, &V4);
         for (start, end) in super::find_in_spans(&self.v4, text, runs) {

@@ -118,7 +118,10 @@ pub(crate) fn next_digit(bytes: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
     while i + 32 <= bytes.len() {
         let block = &bytes[i..i + 32];
-        if block.iter().fold(false, |a, b| a | (b.wrapping_sub(b'0') < 10)) {
+        if block
+            .iter()
+            .fold(false, |a, b| a | (b.wrapping_sub(b'0') < 10))
+        {
             break;
         }
         i += 32;
@@ -159,7 +162,11 @@ fn has_long_digits(bytes: &[u8]) -> bool {
 /// Maximal runs of bytes in `class` (a 256-entry table) that contain at least `min_digits` ASCII
 /// digits (which `class` must include), found by walking from digit to digit: the places where a
 /// pattern made only of such bytes (digit groups and separators) can match.
-pub(crate) fn digit_runs(text: &str, class: &[bool; 256], min_digits: usize) -> Vec<(usize, usize)> {
+pub(crate) fn digit_runs(
+    text: &str,
+    class: &[bool; 256],
+    min_digits: usize,
+) -> Vec<(usize, usize)> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -251,6 +258,70 @@ pub(crate) fn find_in_spans(
         .into_iter()
         .filter_map(|g| g[0])
         .collect()
+}
+
+/// A match found by [`matches_in_spans`], with the accessors of `regex::Match`.
+#[derive(Clone, Copy)]
+pub(crate) struct Found<'t> {
+    text: &'t str,
+    start: usize,
+    end: usize,
+}
+
+impl<'t> Found<'t> {
+    pub(crate) fn start(&self) -> usize {
+        self.start
+    }
+    pub(crate) fn end(&self) -> usize {
+        self.end
+    }
+    pub(crate) fn len(&self) -> usize {
+        self.end - self.start
+    }
+    pub(crate) fn as_str(&self) -> &'t str {
+        &self.text[self.start..self.end]
+    }
+}
+
+/// The matches of `re` (as a search over the whole text finds them) when every match lies in one of
+/// the [`digit_runs`] of `class` holding at least `min_digits` digits, except for up to `tail` more
+/// bytes after the run (a phone's extension, searched only when `tail_starts` returns true for
+/// the bytes after the run). A match must start inside its run.
+pub(crate) fn matches_in_digit_runs<'t>(
+    re: &Pattern,
+    text: &'t str,
+    class: &[bool; 256],
+    min_digits: usize,
+    tail: usize,
+    tail_starts: impl Fn(&[u8]) -> bool,
+) -> Vec<Found<'t>> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    for (start, end) in digit_runs(text, class, min_digits) {
+        let limit = if tail > 0 && tail_starts(&text.as_bytes()[end..]) {
+            (end + tail).min(text.len())
+        } else {
+            end
+        };
+        let mut from = start.max(pos);
+        while from < end {
+            let input = regex_automata::Input::new(text).span(from..limit);
+            let Some(m) = re.search(&input) else {
+                break;
+            };
+            if m.start() >= end {
+                break;
+            }
+            out.push(Found {
+                text,
+                start: m.start(),
+                end: m.end(),
+            });
+            pos = m.end().max(m.start() + 1);
+            from = pos;
+        }
+    }
+    out
 }
 
 /// [`find_in_spans`] with capture groups.
