@@ -20,8 +20,8 @@
 //! ([`Recognizer::trigger`]); the detector classifies the text's bytes once (a vectorised pass) and
 //! skips recognisers whose trigger is absent. A recogniser that runs never scans the whole text with
 //! its regex: it finds its anchors with `memchr` or a byte table, then searches only there, anchored
-//! at a possible start ([`captures_at_starts`]) or within a span that must hold every match
-//! ([`find_in_spans`], [`matches_in_digit_runs`]). Both give exactly the matches of a whole-text
+//! at a possible start (`captures_at_starts`) or within a span that must hold every match
+//! (`find_in_spans`, `matches_in_digit_runs`). Both give exactly the matches of a whole-text
 //! search (leftmost first, non-overlapping), since `\b` still sees the bytes around the span.
 
 use std::sync::Arc;
