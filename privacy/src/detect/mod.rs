@@ -752,6 +752,84 @@ mod tests {
         shared::<Detector>();
     }
 
+    /// The byte pass as it was first written: one byte at a time.
+    fn trigger_reference(text: &str) -> u8 {
+        let mut seen = 0u8;
+        let (mut digits, mut seps) = (0u32, 0u32);
+        for &b in text.as_bytes() {
+            let class = match b {
+                b'0'..=b'9' => 1,
+                b'@' => 2,
+                b':' => 4,
+                b'.' => 8,
+                b'=' => 16,
+                b'-' | b'_' => 32,
+                _ => 0,
+            };
+            seen |= class;
+            if class & 1 != 0 {
+                digits += 1;
+                seps = 0;
+                if digits >= 7 {
+                    seen |= 64;
+                }
+            } else if matches!(b, b' ' | b'-' | b'.' | b'(' | b')' | b'/') && seps < 2 {
+                seps += 1;
+            } else {
+                digits = 0;
+                seps = 0;
+            }
+        }
+        seen
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_vectorised_byte_pass_matches_the_reference(
+            text in "[a-z0-9 @:.=_()/-]{0,80}",
+            long in "[ a-zA-Z0-9.:=@_-]{0,200}",
+        ) {
+            proptest::prop_assert_eq!(Trigger::of(&text).0, trigger_reference(&text));
+            proptest::prop_assert_eq!(Trigger::of(&long).0, trigger_reference(&long));
+        }
+
+        #[test]
+        fn windowed_searches_match_whole_text_searches(text in "[a-z0-9 .:-]{0,120}") {
+            // Runs of digits and separators; a pattern made of those bytes.
+            let class = digits_and(b" .-");
+            let re = pattern(r"(?-u)\b\d{2,}(?:[ .-]\d+)*\b");
+            let whole: Vec<(usize, usize)> =
+                find_in_spans(&re, &text, [(0, text.len())]);
+            let runs: Vec<(usize, usize)> = matches_in_digit_runs(&re, &text, &class, 2, 0, |_| false)
+                .iter()
+                .map(|m| (m.start(), m.end()))
+                .collect();
+            proptest::prop_assert_eq!(&whole, &runs);
+            // Anchored at every digit that starts a word.
+            let b = text.as_bytes();
+            let starts = (0..b.len()).filter(|&i| b[i].is_ascii_digit() && (i == 0 || !b[i - 1].is_ascii_alphanumeric()));
+            proptest::prop_assert_eq!(&whole, &find_at_starts(&re, &text, starts));
+            // Long runs of letters and digits, against a naive scan.
+            let mut alnum = digits_and(b"");
+            for c in b'a'..=b'z' {
+                alnum[c as usize] = true;
+            }
+            let mut naive = Vec::new();
+            let mut i = 0;
+            while i < b.len() {
+                let s = i;
+                while i < b.len() && alnum[b[i] as usize] {
+                    i += 1;
+                }
+                if i - s >= 5 {
+                    naive.push((s, i));
+                }
+                i += 1;
+            }
+            proptest::prop_assert_eq!(naive, long_runs(b, &alnum, 5));
+        }
+    }
+
     #[test]
     fn triggers_classify_bytes() {
         let t = Trigger::of("plain words only");
