@@ -379,10 +379,14 @@ impl Recognizer for ApiKeyRecognizer {
             // A flag match starts at the `-` (or the whitespace before `-u`).
             let mut starts = Vec::new();
             for p in memchr::memchr_iter(b'-', bytes) {
-                if p > 0 && space(bytes[p - 1]) {
+                let next = bytes.get(p + 1).copied();
+                // `\s-u`, or `--…` / `-p`: hyphenated words never start one.
+                if next == Some(b'u') && p > 0 && space(bytes[p - 1]) {
                     starts.push(p - 1);
                 }
-                starts.push(p);
+                if matches!(next, Some(b'-' | b'p')) {
+                    starts.push(p);
+                }
             }
             for g in super::captures_at_starts(&self.flag, text, starts) {
                 if let Some((vs, ve)) = g[1] {
