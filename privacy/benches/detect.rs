@@ -6,6 +6,8 @@
 //! - the synthetic PII corpus (`examples/pii_corpus.rs`, seed 7), dense with personal data.
 //!
 //! Run: `cargo bench -p opc-privacy --bench detect`. Target: ≥ 200 MB/s on ordinary prose.
+//! `DETECT_BENCH_EACH=1` adds a line per recogniser; `DETECT_BENCH_ONLY=<name>` runs that line alone
+//! (for a profiler: `valgrind --tool=callgrind`).
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -110,11 +112,18 @@ fn main() {
     }
     let detector = Detector::new(DetectOptions::default(), NerSlot::new());
     let prose = prose();
-    if std::env::var_os("DETECT_BENCH_EACH").is_some() {
+    let only = std::env::var("DETECT_BENCH_ONLY").ok();
+    if std::env::var_os("DETECT_BENCH_EACH").is_some() || only.is_some() {
         for r in opc_privacy::detect::default_recognizers() {
+            if only.as_deref().is_some_and(|o| o != r.name()) {
+                continue;
+            }
             let name = format!("  prose, {} alone", r.name());
             let one = Detector::with_recognizers(DetectOptions::default(), NerSlot::new(), vec![r]);
             report(&name, &one, &prose);
+        }
+        if only.is_some() {
+            return;
         }
     }
     report(

@@ -3,9 +3,7 @@
 //! Suite 200, #12), and an optional `, City, ST 12345` or `, City ST 12345-6789` — and UK postcodes
 //! (`SW1A 1AA`), which alone are weak and need a context word ("postcode", "address").
 
-use regex::Regex;
-
-use super::{Recognizer, Trigger, context};
+use super::{Pattern, Recognizer, Trigger, context};
 use crate::{Entity, EntityType};
 
 /// USPS street suffixes (Publication 28, C1) and their common abbreviations; a few that are mostly
@@ -37,8 +35,12 @@ const STOP: &[&str] = &[
 
 /// Finds street addresses and postcodes.
 pub struct AddressRecognizer {
-    street: Regex,
-    postcode: Regex,
+    street: Pattern,
+    postcode: Pattern,
+}
+
+fn word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
 }
 
 impl AddressRecognizer {
@@ -47,10 +49,9 @@ impl AddressRecognizer {
         let street = format!(
             r"(?-u)\b\d{{1,6}}[A-Za-z]?(?:-\d{{1,5}})?\s+(?:(?:N|S|E|W|NE|NW|SE|SW|North|South|East|West)\.?\s+)?(?:(?:[A-Z][a-z]*(?:'?[A-Z][a-z]+)+|[A-Z][a-z]+|[A-Z]{{2,}}|\d{{1,3}}(?:st|nd|rd|th)|[Oo]f|[Tt]he|de|la|St\.?)\s+){{1,4}}(?:{SUFFIXES})\b\.?(?:\s+(?:N|S|E|W|NE|NW|SE|SW)\b\.?)?(?:,?\s+(?:Apt|Apartment|Suite|Ste|Unit|Floor|Fl|Room|Rm|Bldg|Building)\.?\s*#?\s*[A-Za-z0-9-]{{1,6}}|,?\s+#\s?[A-Za-z0-9-]{{1,6}})?(?:,\s*[A-Z][a-z]+(?:[ -][A-Z][a-z]+){{0,3}}(?:,\s*|\s+)(?:{STATES})\b(?:\s+\d{{5}}(?:-\d{{4}})?)?|,\s*[A-Z][a-z]+(?:[ -][A-Z][a-z]+){{0,2}}(?:,?\s+[A-Z]{{1,2}}\d[A-Z\d]?\s*\d[A-Z]{{2}}\b|\s+\d{{5}}\b))?"
         );
-        let street = Regex::new(&street).expect("street pattern compiles");
+        let street = super::pattern(&street);
         let postcode =
-            Regex::new(r"(?-u)\b(?:[A-Z]{1,2}\d[A-Z\d]?\s?\d[ABD-HJLNP-UW-Z]{2}|GIR ?0AA)\b")
-                .expect("postcode pattern compiles");
+            super::pattern(r"(?-u)\b(?:[A-Z]{1,2}\d[A-Z\d]?\s?\d[ABD-HJLNP-UW-Z]{2}|GIR ?0AA)\b");
         AddressRecognizer { street, postcode }
     }
 }
@@ -75,37 +76,55 @@ impl Recognizer for AddressRecognizer {
     }
 
     fn find(&self, text: &str, out: &mut Vec<Entity>) {
+        let bytes = text.as_bytes();
+        // A street line starts with a digit at a word start; a postcode with a capital at a word
+        // start and a digit within its next four bytes. Search only there.
+        let (mut streets, mut postcodes) = (Vec::new(), Vec::new());
+        let mut at = 0;
+        while let Some(d) = super::next_digit(bytes, at) {
+            if d == 0 || !word(bytes[d - 1]) {
+                streets.push(d);
+            }
+            for c in d.saturating_sub(4)..d {
+                if bytes[c].is_ascii_uppercase()
+                    && (c == 0 || !word(bytes[c - 1]))
+                    && postcodes.last().is_none_or(|&l| l < c)
+                {
+                    postcodes.push(c);
+                }
+            }
+            at = d + 1;
+        }
         let mut covered: Vec<(usize, usize)> = Vec::new();
-        for m in self.street.find_iter(text) {
-            if super::before_is(text, m.start(), |b| {
-                matches!(b, b'.' | b'-' | b'/' | b'$' | b':')
-            }) {
+        for (ms, me) in super::find_at_starts(&self.street, text, streets) {
+            let m = &text[ms..me];
+            if super::before_is(text, ms, |b| matches!(b, b'.' | b'-' | b'/' | b'$' | b':')) {
                 continue;
             }
-            let first = m.as_str().split_whitespace().nth(1).unwrap_or("");
+            let first = m.split_whitespace().nth(1).unwrap_or("");
             if STOP.contains(&first) {
                 continue;
             }
-            let end = m.start() + m.as_str().trim_end_matches('.').len();
+            let end = ms + m.trim_end_matches('.').len();
             // A full street line with a suffix is strong; "3 Main Street" in "3 Main Street-level
             // shops" still counts, as a person would read it as a place.
-            covered.push((m.start(), end));
+            covered.push((ms, end));
             out.push(Entity {
                 kind: EntityType::Address,
-                start: m.start(),
+                start: ms,
                 end,
-                score: context::score(text, m.start(), end, 0.85, WORDS),
+                score: context::score(text, ms, end, 0.85, WORDS),
             });
         }
-        for m in self.postcode.find_iter(text) {
-            if covered.iter().any(|&(s, e)| m.start() < e && s < m.end()) {
+        for (ms, me) in super::find_at_starts(&self.postcode, text, postcodes) {
+            if covered.iter().any(|&(s, e)| ms < e && s < me) {
                 continue;
             }
             out.push(Entity {
                 kind: EntityType::Address,
-                start: m.start(),
-                end: m.end(),
-                score: context::score(text, m.start(), m.end(), 0.55, WORDS),
+                start: ms,
+                end: me,
+                score: context::score(text, ms, me, 0.55, WORDS),
             });
         }
     }

@@ -10,60 +10,106 @@
 
 use regex::Regex;
 
-use super::{Recognizer, Trigger, secrets};
+use super::{Pattern, Recognizer, Trigger, secrets};
 use crate::{Entity, EntityType};
 
 /// Finds credentials.
 pub struct ApiKeyRecognizer {
-    token: Regex,
+    token: Pattern,
     jwt: Regex,
     pem: Regex,
-    assign: Regex,
-    bearer: Regex,
-    flag: Regex,
+    assign: Pattern,
+    bearer: Pattern,
+    flag: Pattern,
     webhook: Regex,
-    userinfo: Regex,
-    names: aho_corasick::AhoCorasick,
+    userinfo: Pattern,
     markers: aho_corasick::AhoCorasick,
-    discord: Regex,
+    /// `eyJ`, `hooks.slack.com`, ` -`, `://`, `PRIVATE KEY`.
+    finders: [memchr::memmem::Finder<'static>; 5],
+    discord: Pattern,
+}
+
+/// Bytes of a credential-shaped token (what the token pattern matches).
+const TOKEN: [bool; 256] = class(b"_.+/~:=-");
+/// Bytes of an assignment's name (`api_key`, `x.auth-token`).
+const NAME: [bool; 256] = class(b"_.-");
+/// Bytes of a URL scheme.
+const SCHEME: [bool; 256] = class(b"+.-");
+
+/// ASCII whitespace as the patterns' `\s` has it (with the vertical tab).
+fn space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r')
+}
+
+/// Whether a name holds one of the words an assignment's name needs (ASCII case-insensitive).
+fn has_key_word(name: &[u8]) -> bool {
+    const WORDS: [&[u8]; 9] = [
+        b"key",
+        b"secret",
+        b"token",
+        b"pass",
+        b"pwd",
+        b"auth",
+        b"credential",
+        b"sig",
+        b"login",
+    ];
+    WORDS
+        .iter()
+        .any(|w| name.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w)))
+}
+
+/// ASCII letters and digits plus `extra`.
+const fn class(extra: &[u8]) -> [bool; 256] {
+    let mut t = super::digits_and(extra);
+    let mut c = b'a';
+    while c <= b'z' {
+        t[c as usize] = true;
+        t[(c - 32) as usize] = true;
+        c += 1;
+    }
+    t
+}
+
+/// The start of the run of `class` bytes that ends at `at` (exclusive).
+fn run_start(bytes: &[u8], at: usize, class: &[bool; 256]) -> usize {
+    let mut s = at;
+    while s > 0 && class[bytes[s - 1] as usize] {
+        s -= 1;
+    }
+    s
 }
 
 impl ApiKeyRecognizer {
     /// Compiles the patterns.
     pub fn new() -> Self {
         let c = |p: &str| Regex::new(p).expect("api key pattern compiles");
+        let w = super::pattern;
         ApiKeyRecognizer {
-            token: c(r"(?-u)[A-Za-z0-9_~][A-Za-z0-9_.+/~:-]{14,}[A-Za-z0-9_]=*"),
+            token: w(r"(?-u)[A-Za-z0-9_~][A-Za-z0-9_.+/~:-]{14,}[A-Za-z0-9_]=*"),
             jwt: c(r"(?-u)\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?"),
             pem: c(
                 r"(?s)-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-*|\z)",
             ),
-            assign: c(
+            assign: w(
                 r#"(?i-u)([a-z0-9_.-]*(?:api[_.-]?key|apikey|secret|token|passw(?:or)?d|passwd|pwd|pass|auth|credential|access[_.-]?key|private[_.-]?key|client[_.-]?secret|signature|sig|key|login)[a-z0-9_.-]*)["']?[ \t]*(?::::=|:::=|::=|:=|\?=|=>|==|=|:)[ \t]*(?:[a-z]+\.\w+\{(?u:[^'"])*)?["'`]?((?u:[^\s"'`,;<>]){6,})"#,
             ),
-            bearer: c(r"(?i-u)\b(?:bearer|basic|token)\s+([A-Za-z0-9_.+/~-]{8,}=*)"),
-            flag: c(
+            bearer: w(r"(?i-u)\b(?:bearer|basic|token)\s+([A-Za-z0-9_.+/~-]{8,}=*)"),
+            flag: w(
                 r#"(?-u)(?:\s-u|--user|--password|--token|--api-key|-p)\s+["']?(?:(?u:[^\s"':]){1,64}["']?:["']?)?((?u:[^\s"']){6,})"#,
             ),
             webhook: c(r"(?i-u)https?://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]+"),
             markers: aho_corasick::AhoCorasick::new(secrets::markers())
                 .expect("marker automaton builds"),
-            discord: c(r"(?-u)\b[MNO][A-Za-z0-9_-]{23,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{27,}"),
-            names: aho_corasick::AhoCorasick::builder()
-                .ascii_case_insensitive(true)
-                .build([
-                    "key",
-                    "secret",
-                    "token",
-                    "pass",
-                    "pwd",
-                    "auth",
-                    "credential",
-                    "sig",
-                    "login",
-                ])
-                .expect("name automaton builds"),
-            userinfo: c(r"(?i-u)\b[a-z][a-z0-9+.-]*://(?u:[^\s:/@]){1,64}:((?u:[^\s@/]){3,128})@"),
+            discord: w(r"(?-u)\b[MNO][A-Za-z0-9_-]{23,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{27,}"),
+            finders: [
+                memchr::memmem::Finder::new(b"eyJ"),
+                memchr::memmem::Finder::new(b"hooks.slack.com"),
+                memchr::memmem::Finder::new(b" -"),
+                memchr::memmem::Finder::new(b"://"),
+                memchr::memmem::Finder::new(b"PRIVATE KEY"),
+            ],
+            userinfo: w(r"(?i-u)\b[a-z][a-z0-9+.-]*://(?u:[^\s:/@]){1,64}:((?u:[^\s@/]){3,128})@"),
         }
     }
 }
@@ -225,7 +271,7 @@ impl Recognizer for ApiKeyRecognizer {
                 score,
             });
         };
-        if text.contains("PRIVATE KEY") {
+        if self.finders[4].find(text.as_bytes()).is_some() {
             for m in self.pem.find_iter(text) {
                 // A real block has a body (`-----BEGIN PRIVATE KEY-----\nanything\n…` is a doc example).
                 let body = m
@@ -240,79 +286,141 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        // Tokens are checked against the credential shapes only when some shape's fixed part occurs.
-        let marked = self.markers.is_match(text);
-        let discord = self.discord.find_iter(text).map(|m| (m.start(), m.end()));
-        let tokens = self
-            .token
-            .find_iter(if marked { text } else { "" })
-            .map(|m| (m.start(), m.end()));
-        for (start, end) in tokens.chain(discord) {
-            let m = &text[start..end];
-            if super::before_is(text, start, |b| b.is_ascii_alphanumeric()) {
-                continue;
-            }
-            if secrets::credential_kind(m).is_some() {
-                push(start, end, 0.99);
+        let bytes = text.as_bytes();
+        // Tokens: only runs of token bytes long enough to hold one (prose words are short), checked
+        // against the credential shapes only when some shape's fixed part occurs in the text.
+        let runs = super::long_runs(bytes, &TOKEN, 16);
+        if !runs.is_empty() {
+            // Every shape but Discord's holds one of the markers (the discord pattern finds those).
+            let marked = runs
+                .iter()
+                .filter(|&&(s, e)| self.markers.is_match(&bytes[s..e]));
+            let tokens = super::find_in_spans(&self.token, text, marked.copied());
+            // Discord tokens (no fixed part) need 59 bytes: 24, `.`, 6, `.`, 27.
+            let discord = super::find_in_spans(
+                &self.discord,
+                text,
+                runs.iter().copied().filter(|(s, e)| e - s >= 59),
+            );
+            for (start, end) in tokens.into_iter().chain(discord) {
+                let m = &text[start..end];
+                if super::before_is(text, start, |b| b.is_ascii_alphanumeric()) {
+                    continue;
+                }
+                if secrets::credential_kind(m).is_some() {
+                    push(start, end, 0.99);
+                }
             }
         }
-        if text.contains("eyJ") {
+        if self.finders[0].find(bytes).is_some() {
             for m in self.jwt.find_iter(text) {
                 push(m.start(), m.end(), 0.97);
             }
         }
-        if text.contains(['=', ':']) {
-            let named = self.names.is_match(text);
-            for c in self.assign.captures_iter(if named { text } else { "" }) {
-                let (Some(name), Some(v)) = (c.get(1), c.get(2)) else {
+        if memchr::memchr2(b'=', b':', bytes).is_some() {
+            // An assignment starts where a run of name bytes holding a key word starts, and the run is
+            // followed by an optional quote, blanks and an operator (which holds `:` or `=`).
+            let mut starts: Vec<usize> = Vec::new();
+            for o in memchr::memchr2_iter(b'=', b':', bytes) {
+                let mut at = if o > 0 && bytes[o - 1] == b'?' {
+                    o - 1
+                } else {
+                    o
+                };
+                while at > 0 && matches!(bytes[at - 1], b' ' | b'\t') {
+                    at -= 1;
+                }
+                if at > 0 && matches!(bytes[at - 1], b'"' | b'\'') {
+                    at -= 1;
+                }
+                let start = run_start(bytes, at, &NAME);
+                if start < at && has_key_word(&bytes[start..at]) && starts.last() != Some(&start) {
+                    starts.push(start);
+                }
+            }
+            for g in super::captures_at_starts(&self.assign, text, starts) {
+                let (Some((ns, ne)), Some((vs, ve))) = (g[1], g[2]) else {
                     continue;
                 };
-                let value = v.as_str().trim_end_matches(['.', ')', ']', '}']);
+                let name = &text[ns..ne];
+                let value = text[vs..ve].trim_end_matches(['.', ')', ']', '}']);
                 // `http://…` after `token:` is a URL, not a secret; leave it to the other rules.
                 if value.contains("://")
                     || value.contains('@')
-                    || !name_holds_secret(name.as_str())
-                    || !secret_value(name.as_str(), value)
+                    || !name_holds_secret(name)
+                    || !secret_value(name, value)
                 {
                     continue;
                 }
-                push(v.start(), v.start() + value.len(), 0.9);
+                push(vs, vs + value.len(), 0.9);
             }
-            for c in self
-                .userinfo
-                .captures_iter(if text.contains("://") { text } else { "" })
-            {
-                if let Some(p) = c.get(1)
-                    && !placeholder(p.as_str())
+            // `scheme://user:password@`: from the scheme before each `://`, within the longest span
+            // the pattern allows.
+            let spans = self.finders[3].find_iter(bytes).map(|p| {
+                (
+                    run_start(bytes, p, &SCHEME),
+                    p + 3 + 64 * 4 + 1 + 128 * 4 + 1,
+                )
+            });
+            for g in super::captures_in_spans(&self.userinfo, text, spans) {
+                if let Some((ps, pe)) = g[1]
+                    && !placeholder(&text[ps..pe])
                 {
-                    push(p.start(), p.end(), 0.9);
+                    push(ps, pe, 0.9);
                 }
             }
         }
-        if text.contains("hooks.slack.com") {
+        if self.finders[1].find(bytes).is_some() {
             for m in self.webhook.find_iter(text) {
                 push(m.start(), m.end(), 0.99);
             }
         }
-        if text.contains(" -") {
-            for c in self.flag.captures_iter(text) {
-                if let Some(v) = c.get(1)
-                    && !v.as_str().starts_with('-')
-                    && !v.as_str().starts_with('[')
-                    && !v.as_str().contains("://")
-                    && secret_value("password", v.as_str())
-                {
-                    push(v.start(), v.end(), 0.9);
+        if self.finders[2].find(bytes).is_some() {
+            // A flag match starts at the `-` (or the whitespace before `-u`).
+            let mut starts = Vec::new();
+            for p in memchr::memchr_iter(b'-', bytes) {
+                let next = bytes.get(p + 1).copied();
+                // `\s-u`, or `--…` / `-p`: hyphenated words never start one.
+                if next == Some(b'u') && p > 0 && space(bytes[p - 1]) {
+                    starts.push(p - 1);
+                }
+                if matches!(next, Some(b'-' | b'p')) {
+                    starts.push(p);
+                }
+            }
+            for g in super::captures_at_starts(&self.flag, text, starts) {
+                if let Some((vs, ve)) = g[1] {
+                    let v = &text[vs..ve];
+                    if !v.starts_with('-')
+                        && !v.starts_with('[')
+                        && !v.contains("://")
+                        && secret_value("password", v)
+                    {
+                        push(vs, ve, 0.9);
+                    }
                 }
             }
         }
-        let bearer = self.names.is_match(text) || text.contains("earer") || text.contains("asic");
-        for c in self.bearer.captures_iter(if bearer { text } else { "" }) {
-            if let Some(v) = c.get(1)
-                && !placeholder(v.as_str())
-                && v.as_str().bytes().any(|b| b.is_ascii_digit() || b == b'=')
-            {
-                push(v.start(), v.end(), 0.9);
+        // `Bearer`, `Basic` and `token` hold a `b` or a `k`, rare letters in prose: look there.
+        let word_at = |at: usize, w: &[u8]| {
+            bytes
+                .get(at..at + w.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(w))
+        };
+        let mut starts: Vec<usize> = memchr::memchr3_iter(b'b', b'B', b'k', bytes)
+            .chain(memchr::memchr_iter(b'K', bytes))
+            .filter_map(|p| match bytes[p] {
+                b'b' | b'B' => (word_at(p, b"bearer") || word_at(p, b"basic")).then_some(p),
+                _ => (p >= 2 && word_at(p - 2, b"token")).then(|| p - 2),
+            })
+            .collect();
+        starts.sort_unstable();
+        for g in super::captures_at_starts(&self.bearer, text, starts) {
+            if let Some((vs, ve)) = g[1] {
+                let v = &text[vs..ve];
+                if !placeholder(v) && v.bytes().any(|b| b.is_ascii_digit() || b == b'=') {
+                    push(vs, ve, 0.9);
+                }
             }
         }
     }

@@ -1,9 +1,7 @@
 //! `CREDIT_CARD`: 13 to 19 digits, plain or grouped by one kind of separator (space or dash), starting
 //! with a card network's digit (1 to 6), and passing the Luhn check.
 
-use regex::Regex;
-
-use super::{Recognizer, Trigger, context};
+use super::{Pattern, Recognizer, Trigger, context};
 use crate::{Entity, EntityType};
 
 const WORDS: &[&str] = &[
@@ -18,15 +16,18 @@ const WORDS: &[&str] = &[
     "payment",
 ];
 
+/// The bytes of a match: digits and separators (searched only in runs of them with 13+ digits).
+const BYTES: [bool; 256] = super::digits_and(b" -");
+
 /// Finds payment card numbers.
 pub struct CreditCardRecognizer {
-    re: Regex,
+    re: Pattern,
 }
 
 impl CreditCardRecognizer {
     /// Compiles the pattern.
     pub fn new() -> Self {
-        let re = Regex::new(r"(?-u)\b\d+(?:[ -]\d+)*\b").expect("card pattern compiles");
+        let re = super::pattern(r"(?-u)\b\d+(?:[ -]\d+)*\b");
         CreditCardRecognizer { re }
     }
 }
@@ -82,7 +83,7 @@ impl Recognizer for CreditCardRecognizer {
     }
 
     fn find(&self, text: &str, out: &mut Vec<Entity>) {
-        for m in self.re.find_iter(text) {
+        for m in super::matches_in_digit_runs(&self.re, text, &BYTES, 13, 0, |_| false) {
             if super::before_is(text, m.start(), |b| b == b'.' || b == b'+')
                 || super::after_is(text, m.end(), |b| b == b'.')
                     && super::after_is(text, m.end() + 1, |b| b.is_ascii_digit())

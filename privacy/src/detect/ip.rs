@@ -3,26 +3,64 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use regex::Regex;
-
-use super::{Recognizer, Trigger};
+use super::{Pattern, Recognizer, Trigger};
 use crate::{Entity, EntityType};
 
 /// Finds IP addresses.
 pub struct IpRecognizer {
-    v4: Regex,
-    v6: Regex,
+    v4: Pattern,
+    v6: Pattern,
+}
+
+/// Bytes of an IPv4 match (with its prefix length).
+const V4: [bool; 256] = super::digits_and(b"./");
+/// Bytes of an IPv6 match (with a zone, an embedded IPv4 and a prefix length).
+const V6: [bool; 256] = {
+    let mut t = super::digits_and(b":.%/");
+    let mut c = b'a';
+    while c <= b'z' {
+        t[c as usize] = true;
+        t[(c - 32) as usize] = true;
+        c += 1;
+    }
+    t
+};
+
+/// The maximal run of `class` bytes around `at`.
+fn run_around(bytes: &[u8], at: usize, class: &[bool; 256]) -> (usize, usize) {
+    let (mut s, mut e) = (at, at);
+    while s > 0 && class[bytes[s - 1] as usize] {
+        s -= 1;
+    }
+    while e < bytes.len() && class[bytes[e] as usize] {
+        e += 1;
+    }
+    (s, e)
+}
+
+/// The runs of `class` bytes around each position in `at` (sorted), each run once.
+fn runs_around(
+    bytes: &[u8],
+    at: impl Iterator<Item = usize>,
+    class: &[bool; 256],
+) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for p in at {
+        if out.last().is_some_and(|&(_, e)| p < e) {
+            continue;
+        }
+        out.push(run_around(bytes, p, class));
+    }
+    out
 }
 
 impl IpRecognizer {
     /// Compiles the patterns.
     pub fn new() -> Self {
-        let v4 = Regex::new(r"(?-u)\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?:/\d{1,3})?")
-            .expect("ipv4 pattern compiles");
-        let v6 = Regex::new(
+        let v4 = super::pattern(r"(?-u)\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?:/\d{1,3})?");
+        let v6 = super::pattern(
             r"(?i-u)(?:[0-9a-f]{0,4}:){2,7}(?:\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}|[0-9a-f]{1,4})?(?:%[a-z0-9]+)?(?:/\d{1,4})?",
-        )
-        .expect("ipv6 pattern compiles");
+        );
         IpRecognizer { v4, v6 }
     }
 }
@@ -70,13 +108,20 @@ impl Recognizer for IpRecognizer {
         };
         let bytes = text.as_bytes();
         let mut v6_spans: Vec<(usize, usize)> = Vec::new();
-        if memchr_colon(bytes) {
-            for m in self.v6.find_iter(text) {
-                let (start, s) = (m.start(), m.as_str());
+        // Every valid address but `::` holds a `:` between hex digits or colons; search only the runs
+        // of address bytes around such colons.
+        let hexish = |b: u8| b.is_ascii_hexdigit() || b == b':';
+        let colons = memchr::memchr_iter(b':', bytes).filter(|&i| {
+            i > 0 && i + 1 < bytes.len() && hexish(bytes[i - 1]) && hexish(bytes[i + 1])
+        });
+        let runs = runs_around(bytes, colons, &V6);
+        {
+            for (start, end) in super::find_in_spans(&self.v6, text, runs) {
+                let s = &text[start..end];
                 if super::before_is(text, start, |b| word(b) || b == b':' || b == b'.')
-                    || super::after_is(text, m.end(), |b| word(b) || b == b':')
-                    || (super::after_is(text, m.end(), |b| b == b'.')
-                        && super::after_is(text, m.end() + 1, |b| b.is_ascii_digit()))
+                    || super::after_is(text, end, |b| word(b) || b == b':')
+                    || (super::after_is(text, end, |b| b == b'.')
+                        && super::after_is(text, end + 1, |b| b.is_ascii_digit()))
                 {
                     continue;
                 }
@@ -89,14 +134,20 @@ impl Recognizer for IpRecognizer {
                 push(out, start, start + len);
             }
         }
-        if !bytes.contains(&b'.') {
-            return;
-        }
-        for m in self.v4.find_iter(text) {
-            let (start, s) = (m.start(), m.as_str());
+        // An IPv4 address holds a `.` between digits; search only the runs of digits, dots and
+        // slashes around those.
+        let dots = memchr::memchr_iter(b'.', bytes).filter(|&i| {
+            i > 0
+                && i + 1 < bytes.len()
+                && bytes[i - 1].is_ascii_digit()
+                && bytes[i + 1].is_ascii_digit()
+        });
+        let runs = runs_around(bytes, dots, &V4);
+        for (start, end) in super::find_in_spans(&self.v4, text, runs) {
+            let s = &text[start..end];
             if v6_spans.iter().any(|&(s6, e6)| s6 <= start && start < e6)
                 || super::before_is(text, start, |b| word(b) || b == b'.')
-                || super::after_is(text, m.end(), word)
+                || super::after_is(text, end, word)
             {
                 continue;
             }
@@ -107,15 +158,6 @@ impl Recognizer for IpRecognizer {
             push(out, start, start + len);
         }
     }
-}
-
-/// Whether some `:` sits between hex digits or colons (`db8::1`, `fe80:0`): a cheap gate that keeps
-/// the IPv6 pattern off prose like "Note: the".
-fn memchr_colon(bytes: &[u8]) -> bool {
-    let hexish = |b: u8| b.is_ascii_hexdigit() || b == b':';
-    bytes.iter().enumerate().any(|(i, &b)| {
-        b == b':' && i > 0 && i + 1 < bytes.len() && hexish(bytes[i - 1]) && hexish(bytes[i + 1])
-    })
 }
 
 #[cfg(test)]

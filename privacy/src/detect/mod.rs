@@ -17,8 +17,12 @@
 //! - lowering the threshold therefore trades precision for recall in both tiers.
 //!
 //! Speed: every recogniser declares the bytes that must occur in a text for it to match
-//! ([`Recognizer::trigger`]); the detector classifies the text's bytes once and skips recognisers whose
-//! trigger is absent, so ordinary prose without `@`, `:` or digits costs one byte pass.
+//! ([`Recognizer::trigger`]); the detector classifies the text's bytes once (a vectorised pass) and
+//! skips recognisers whose trigger is absent. A recogniser that runs never scans the whole text with
+//! its regex: it finds its anchors with `memchr` or a byte table, then searches only there, anchored
+//! at a possible start (`captures_at_starts`) or within a span that must hold every match
+//! (`find_in_spans`, `matches_in_digit_runs`). Both give exactly the matches of a whole-text
+//! search (leftmost first, non-overlapping), since `\b` still sees the bytes around the span.
 
 use std::sync::Arc;
 
@@ -68,25 +72,19 @@ impl Trigger {
         Trigger(self.0 | other.0)
     }
 
-    /// The triggers present in `text`, in one pass over its bytes.
+    /// The triggers present in `text`: one pass over its bytes in 32-byte blocks (written so the
+    /// compiler vectorises it), then, only when digits occur, a walk from digit to digit for
+    /// [`Trigger::LONG_DIGITS`].
     pub fn of(text: &str) -> Trigger {
+        let bytes = text.as_bytes();
         let mut seen = 0u8;
-        let (mut digits, mut seps) = (0u32, 0u32);
-        for &b in text.as_bytes() {
-            let class = CLASS[b as usize];
-            seen |= class;
-            if class & 1 != 0 {
-                digits += 1;
-                seps = 0;
-                if digits >= 7 {
-                    seen |= 64;
-                }
-            } else if matches!(b, b' ' | b'-' | b'.' | b'(' | b')' | b'/') && seps < 2 {
-                seps += 1;
-            } else {
-                digits = 0;
-                seps = 0;
-            }
+        let mut blocks = bytes.chunks_exact(32);
+        for block in &mut blocks {
+            seen |= block_classes(block);
+        }
+        seen |= block_classes(blocks.remainder());
+        if seen & 1 != 0 && has_long_digits(bytes) {
+            seen |= 64;
         }
         Trigger(seen)
     }
@@ -97,21 +95,310 @@ impl Trigger {
     }
 }
 
-const CLASS: [u8; 256] = {
-    let mut t = [0u8; 256];
+/// The [`Trigger`] bits of a block of bytes, branch-free so that it vectorises.
+#[inline]
+fn block_classes(block: &[u8]) -> u8 {
+    let (mut digit, mut at, mut colon, mut dot, mut eq, mut dash) =
+        (false, false, false, false, false, false);
+    for &b in block {
+        digit |= b.wrapping_sub(b'0') < 10;
+        at |= b == b'@';
+        colon |= b == b':';
+        dot |= b == b'.';
+        eq |= b == b'=';
+        dash |= (b == b'-') | (b == b'_');
+    }
+    u8::from(digit)
+        | u8::from(at) << 1
+        | u8::from(colon) << 2
+        | u8::from(dot) << 3
+        | u8::from(eq) << 4
+        | u8::from(dash) << 5
+}
+
+/// The index of the first ASCII digit at or after `from`.
+#[inline]
+pub(crate) fn next_digit(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i + 32 <= bytes.len() {
+        let block = &bytes[i..i + 32];
+        if block
+            .iter()
+            .fold(false, |a, b| a | (b.wrapping_sub(b'0') < 10))
+        {
+            break;
+        }
+        i += 32;
+    }
+    bytes[i.min(bytes.len())..]
+        .iter()
+        .position(u8::is_ascii_digit)
+        .map(|p| i + p)
+}
+
+/// At least 7 digits in a run of digit groups joined by up to two separators (see
+/// [`Trigger::LONG_DIGITS`]), walking from digit to digit.
+fn has_long_digits(bytes: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(d) = next_digit(bytes, i) {
+        let (mut digits, mut seps) = (0u32, 0u32);
+        let mut j = d;
+        while j < bytes.len() {
+            let b = bytes[j];
+            if b.is_ascii_digit() {
+                digits += 1;
+                seps = 0;
+                if digits >= 7 {
+                    return true;
+                }
+            } else if matches!(b, b' ' | b'-' | b'.' | b'(' | b')' | b'/') && seps < 2 {
+                seps += 1;
+            } else {
+                break;
+            }
+            j += 1;
+        }
+        i = j + 1;
+    }
+    false
+}
+
+/// Maximal runs of bytes in `class` (a 256-entry table) that contain at least `min_digits` ASCII
+/// digits (which `class` must include), found by walking from digit to digit: the places where a
+/// pattern made only of such bytes (digit groups and separators) can match.
+pub(crate) fn digit_runs(
+    text: &str,
+    class: &[bool; 256],
+    min_digits: usize,
+) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(d) = next_digit(bytes, i) {
+        let mut start = d;
+        while start > 0 && class[bytes[start - 1] as usize] {
+            start -= 1;
+        }
+        let mut end = d;
+        let mut digits = 0;
+        while end < bytes.len() && class[bytes[end] as usize] {
+            digits += usize::from(bytes[end].is_ascii_digit());
+            end += 1;
+        }
+        if digits >= min_digits {
+            out.push((start, end));
+        }
+        i = end + 1;
+    }
+    out
+}
+
+/// A 256-entry byte class: ASCII digits plus `extra`.
+pub(crate) const fn digits_and(extra: &[u8]) -> [bool; 256] {
+    let mut t = [false; 256];
     let mut d = b'0';
     while d <= b'9' {
-        t[d as usize] = 1;
+        t[d as usize] = true;
         d += 1;
     }
-    t[b'@' as usize] = 2;
-    t[b':' as usize] = 4;
-    t[b'.' as usize] = 8;
-    t[b'=' as usize] = 16;
-    t[b'-' as usize] = 32;
-    t[b'_' as usize] = 32;
+    let mut i = 0;
+    while i < extra.len() {
+        t[extra[i] as usize] = true;
+        i += 1;
+    }
     t
-};
+}
+
+/// Maximal runs of bytes in `class` at least `min_len` long. Skips ahead `min_len` bytes at a time
+/// while the byte it lands on is outside the class, so prose of short words costs a fraction of a pass.
+pub(crate) fn long_runs(bytes: &[u8], class: &[bool; 256], min_len: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let min_len = min_len.max(1);
+    let mut i = 0; // no run of interest starts before i
+    while i + min_len <= bytes.len() {
+        let probe = i + min_len - 1;
+        if !class[bytes[probe] as usize] {
+            i = probe + 1;
+            continue;
+        }
+        let mut start = probe;
+        while start > i && class[bytes[start - 1] as usize] {
+            start -= 1;
+        }
+        let mut end = probe + 1;
+        while end < bytes.len() && class[bytes[end] as usize] {
+            end += 1;
+        }
+        if end - start >= min_len {
+            // A run that began before `i` is impossible: `i` follows a byte outside the class.
+            out.push((start, end));
+        }
+        i = end + 1;
+    }
+    out
+}
+
+/// A compiled pattern for windowed searches (regex-automata's meta engine: a search can be limited
+/// to a span of the text while `\b` still sees the bytes around it).
+pub(crate) type Pattern = regex_automata::meta::Regex;
+
+/// Compiles a [`Pattern`].
+pub(crate) fn pattern(p: &str) -> Pattern {
+    Pattern::new(p).expect("pattern compiles")
+}
+
+/// The spans of a match's groups (0 is the whole match).
+pub(crate) type Groups = Vec<Option<(usize, usize)>>;
+
+/// The matches of `re` in `text`, exactly as a search over the whole text gives them (leftmost
+/// first, non-overlapping), given `spans`, sorted by start, such that every match lies wholly inside
+/// one of them. Text outside the spans is never scanned.
+pub(crate) fn find_in_spans(
+    re: &Pattern,
+    text: &str,
+    spans: impl IntoIterator<Item = (usize, usize)>,
+) -> Vec<(usize, usize)> {
+    search(re, text, spans, false)
+        .into_iter()
+        .filter_map(|g| g[0])
+        .collect()
+}
+
+/// A match found by [`matches_in_spans`], with the accessors of `regex::Match`.
+#[derive(Clone, Copy)]
+pub(crate) struct Found<'t> {
+    text: &'t str,
+    start: usize,
+    end: usize,
+}
+
+impl<'t> Found<'t> {
+    pub(crate) fn start(&self) -> usize {
+        self.start
+    }
+    pub(crate) fn end(&self) -> usize {
+        self.end
+    }
+    pub(crate) fn len(&self) -> usize {
+        self.end - self.start
+    }
+    pub(crate) fn as_str(&self) -> &'t str {
+        &self.text[self.start..self.end]
+    }
+}
+
+/// The matches of `re` (as a search over the whole text finds them) when every match lies in one of
+/// the [`digit_runs`] of `class` holding at least `min_digits` digits, except for up to `tail` more
+/// bytes after the run (a phone's extension, searched only when `tail_starts` returns true for
+/// the bytes after the run). A match must start inside its run.
+pub(crate) fn matches_in_digit_runs<'t>(
+    re: &Pattern,
+    text: &'t str,
+    class: &[bool; 256],
+    min_digits: usize,
+    tail: usize,
+    tail_starts: impl Fn(&[u8]) -> bool,
+) -> Vec<Found<'t>> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    for (start, end) in digit_runs(text, class, min_digits) {
+        let limit = if tail > 0 && tail_starts(&text.as_bytes()[end..]) {
+            (end + tail).min(text.len())
+        } else {
+            end
+        };
+        let mut from = start.max(pos);
+        while from < end {
+            let input = regex_automata::Input::new(text).span(from..limit);
+            let Some(m) = re.search(&input) else {
+                break;
+            };
+            if m.start() >= end {
+                break;
+            }
+            out.push(Found {
+                text,
+                start: m.start(),
+                end: m.end(),
+            });
+            pos = m.end().max(m.start() + 1);
+            from = pos;
+        }
+    }
+    out
+}
+
+/// [`find_in_spans`] with capture groups.
+pub(crate) fn captures_in_spans(
+    re: &Pattern,
+    text: &str,
+    spans: impl IntoIterator<Item = (usize, usize)>,
+) -> Vec<Groups> {
+    search(re, text, spans, false)
+}
+
+/// The matches of `re` in `text`, exactly as a search over the whole text gives them, given the
+/// sorted positions where a match can start (every match starts at one of them): an anchored search
+/// at each, skipping those inside an earlier match.
+pub(crate) fn find_at_starts(
+    re: &Pattern,
+    text: &str,
+    starts: impl IntoIterator<Item = usize>,
+) -> Vec<(usize, usize)> {
+    captures_at_starts(re, text, starts)
+        .into_iter()
+        .filter_map(|g| g[0])
+        .collect()
+}
+
+/// [`find_at_starts`] with capture groups.
+pub(crate) fn captures_at_starts(
+    re: &Pattern,
+    text: &str,
+    starts: impl IntoIterator<Item = usize>,
+) -> Vec<Groups> {
+    search(re, text, starts.into_iter().map(|s| (s, text.len())), true)
+}
+
+fn search(
+    re: &Pattern,
+    text: &str,
+    windows: impl IntoIterator<Item = (usize, usize)>,
+    anchored: bool,
+) -> Vec<Groups> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    let mut caps: Option<regex_automata::util::captures::Captures> = None;
+    for (start, end) in windows {
+        let end = end.min(text.len());
+        if anchored && start < pos {
+            continue;
+        }
+        let caps = caps.get_or_insert_with(|| re.create_captures());
+        let mut from = start.max(pos);
+        while from < end {
+            let mut input = regex_automata::Input::new(text).span(from..end);
+            if anchored {
+                input = input.anchored(regex_automata::Anchored::Yes);
+            }
+            re.search_captures(&input, caps);
+            let Some(m) = caps.get_match() else {
+                break;
+            };
+            out.push(
+                (0..caps.group_len())
+                    .map(|g| caps.get_group(g).map(|sp| (sp.start, sp.end)))
+                    .collect(),
+            );
+            pos = m.end().max(m.start() + 1);
+            from = pos;
+            if anchored {
+                break;
+            }
+        }
+    }
+    out
+}
 
 /// One kind of pattern, Presidio-style: find candidates, validate them, score them.
 pub trait Recognizer: Send + Sync {
@@ -469,6 +756,84 @@ mod tests {
     fn a_detector_is_shared_across_threads() {
         fn shared<T: Send + Sync>() {}
         shared::<Detector>();
+    }
+
+    /// The byte pass as it was first written: one byte at a time.
+    fn trigger_reference(text: &str) -> u8 {
+        let mut seen = 0u8;
+        let (mut digits, mut seps) = (0u32, 0u32);
+        for &b in text.as_bytes() {
+            let class = match b {
+                b'0'..=b'9' => 1,
+                b'@' => 2,
+                b':' => 4,
+                b'.' => 8,
+                b'=' => 16,
+                b'-' | b'_' => 32,
+                _ => 0,
+            };
+            seen |= class;
+            if class & 1 != 0 {
+                digits += 1;
+                seps = 0;
+                if digits >= 7 {
+                    seen |= 64;
+                }
+            } else if matches!(b, b' ' | b'-' | b'.' | b'(' | b')' | b'/') && seps < 2 {
+                seps += 1;
+            } else {
+                digits = 0;
+                seps = 0;
+            }
+        }
+        seen
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_vectorised_byte_pass_matches_the_reference(
+            text in "[a-z0-9 @:.=_()/-]{0,80}",
+            long in "[ a-zA-Z0-9.:=@_-]{0,200}",
+        ) {
+            proptest::prop_assert_eq!(Trigger::of(&text).0, trigger_reference(&text));
+            proptest::prop_assert_eq!(Trigger::of(&long).0, trigger_reference(&long));
+        }
+
+        #[test]
+        fn windowed_searches_match_whole_text_searches(text in "[a-z0-9 .:-]{0,120}") {
+            // Runs of digits and separators; a pattern made of those bytes.
+            let class = digits_and(b" .-");
+            let re = pattern(r"(?-u)\b\d{2,}(?:[ .-]\d+)*\b");
+            let whole: Vec<(usize, usize)> =
+                find_in_spans(&re, &text, [(0, text.len())]);
+            let runs: Vec<(usize, usize)> = matches_in_digit_runs(&re, &text, &class, 2, 0, |_| false)
+                .iter()
+                .map(|m| (m.start(), m.end()))
+                .collect();
+            proptest::prop_assert_eq!(&whole, &runs);
+            // Anchored at every digit that starts a word.
+            let b = text.as_bytes();
+            let starts = (0..b.len()).filter(|&i| b[i].is_ascii_digit() && (i == 0 || !b[i - 1].is_ascii_alphanumeric()));
+            proptest::prop_assert_eq!(&whole, &find_at_starts(&re, &text, starts));
+            // Long runs of letters and digits, against a naive scan.
+            let mut alnum = digits_and(b"");
+            for c in b'a'..=b'z' {
+                alnum[c as usize] = true;
+            }
+            let mut naive = Vec::new();
+            let mut i = 0;
+            while i < b.len() {
+                let s = i;
+                while i < b.len() && alnum[b[i] as usize] {
+                    i += 1;
+                }
+                if i - s >= 5 {
+                    naive.push((s, i));
+                }
+                i += 1;
+            }
+            proptest::prop_assert_eq!(naive, long_runs(b, &alnum, 5));
+        }
     }
 
     #[test]

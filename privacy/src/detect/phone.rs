@@ -12,11 +12,9 @@
 //! number, stays an SSN); a bare digit run that happens to be valid is weak (0.6) and needs a context
 //! word ("phone", "call me at", "mobile").
 
-use phonenumber::country::Id;
-use regex::Regex;
-
-use super::{Recognizer, Trigger, context};
+use super::{Pattern, Recognizer, Trigger, context};
 use crate::{Entity, EntityType};
+use phonenumber::country::Id;
 
 const WORDS: &[&str] = &[
     "phone",
@@ -50,18 +48,20 @@ const TRUNK_REGIONS: &[Id] = &[
     Id::BR,
 ];
 
+/// The bytes of a match before its extension: digits, `+`, parentheses, separators and whitespace.
+const BYTES: [bool; 256] = super::digits_and(b"+(). -\t\n\x0B\x0C\r");
+
 /// Finds phone numbers.
 pub struct PhoneRecognizer {
-    re: Regex,
+    re: Pattern,
 }
 
 impl PhoneRecognizer {
     /// Compiles the candidate pattern.
     pub fn new() -> Self {
-        let re = Regex::new(
+        let re = super::pattern(
             r"(?-u)(?:\+\d{1,3}|\(\d{1,5}\)|\d{1,5})(?:(?:[ .-]|\s?)(?:\(\d{1,5}\)|\d{1,5})){1,6}(?:\s?(?:ext\.?|x)\s?\d{1,5})?",
-        )
-        .expect("phone pattern compiles");
+        );
         PhoneRecognizer { re }
     }
 }
@@ -72,7 +72,26 @@ impl Default for PhoneRecognizer {
     }
 }
 
+/// How many compiled metadata patterns libphonenumber's port keeps. Its default, 100, is fewer than
+/// one validation across the regions tried here touches, so the cache thrashed and nearly every
+/// candidate recompiled a dozen patterns (95% of the time on PII-dense text).
+const REGEX_CACHE: usize = 2048;
+
+/// Raise the `phonenumber` database's pattern cache to [`REGEX_CACHE`] (once per process, at the first
+/// validation, which loads the database anyway: constructing a detector stays cheap).
+fn enlarge_regex_cache() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let cache = phonenumber::metadata::DATABASE.cache();
+        let mut cache = cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *cache = regex_cache::RegexCache::new(REGEX_CACHE);
+    });
+}
+
 fn valid_in(region: Option<Id>, s: &str) -> bool {
+    enlarge_regex_cache();
     phonenumber::parse(region, s).is_ok_and(|n| phonenumber::is_valid(&n))
 }
 
@@ -136,7 +155,11 @@ impl Recognizer for PhoneRecognizer {
     }
 
     fn find(&self, text: &str, out: &mut Vec<Entity>) {
-        for m in self.re.find_iter(text) {
+        // 2+ digits in the run: with an extension (`ext. 12345`, up to 11 bytes after the run, which
+        // holds the whitespace before it) a candidate needs 7.
+        for m in super::matches_in_digit_runs(&self.re, text, &BYTES, 2, 11, |b| {
+            b.starts_with(b"ext") || b.starts_with(b"x")
+        }) {
             let start = m.start();
             if super::before_is(text, start, |b| {
                 b.is_ascii_digit() || matches!(b, b'+' | b'.' | b'/' | b'-' | b'_' | b'$' | b'#')

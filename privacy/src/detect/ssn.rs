@@ -3,9 +3,7 @@
 //! numbers published in advertisements. Nine bare digits are weak (order numbers, phone fragments)
 //! and need a context word.
 
-use regex::Regex;
-
-use super::{Recognizer, Trigger, context};
+use super::{Pattern, Recognizer, Trigger, context};
 use crate::{Entity, EntityType};
 
 const WORDS: &[&str] = &[
@@ -22,18 +20,20 @@ const WORDS: &[&str] = &[
 /// Numbers that pass the rules but were published (Woolworth's wallet card, a 1940s advert, samples).
 const PUBLISHED: &[&str] = &["078051120", "219099999", "123456789", "457555462"];
 
+/// The bytes of a match: digits and separators (searched only in runs of them with 9+ digits).
+const BYTES: [bool; 256] = super::digits_and(b" .-");
+
 /// Finds US social security numbers.
 pub struct SsnRecognizer {
-    re: Regex,
+    re: Pattern,
 }
 
 impl SsnRecognizer {
     /// Compiles the pattern.
     pub fn new() -> Self {
-        let re = Regex::new(
+        let re = super::pattern(
             r"(?-u)\b(?:\d{3}-\d{2}-\d{4}|\d{3}\.\d{2}\.\d{4}|\d{3} \d{2} \d{4}|\d{9})\b",
-        )
-        .expect("ssn pattern compiles");
+        );
         SsnRecognizer { re }
     }
 }
@@ -73,7 +73,7 @@ impl Recognizer for SsnRecognizer {
     }
 
     fn find(&self, text: &str, out: &mut Vec<Entity>) {
-        for m in self.re.find_iter(text) {
+        for m in super::matches_in_digit_runs(&self.re, text, &BYTES, 9, 0, |_| false) {
             // Part of a longer number or a version string (`1.078-05-1123`, `078-05-1123-4`).
             if super::before_is(text, m.start(), |b| matches!(b, b'-' | b'.' | b'+' | b'/'))
                 || super::after_is(text, m.end(), |b| b == b'-' || b == b'/')
