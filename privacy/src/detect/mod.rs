@@ -515,7 +515,20 @@ impl Detector {
     pub fn detect(&self, text: &str) -> Vec<Entity> {
         let mut found = self.detect_patterns(text);
         if let Some(model) = self.ner.get() {
-            found.extend(model.entities(text));
+            // A structured match (a card, an SSN, a phone, an IBAN …, validated or merely shaped) explains
+            // its characters better than the model, which reads digit groups as building numbers and
+            // postcodes: a model span overlapping one is dropped, whatever its score. Street addresses
+            // found by both tiers are left to the usual overlap resolution.
+            let structured: Vec<(usize, usize)> = found
+                .iter()
+                .filter(|e| e.kind != EntityType::Address && e.kind != EntityType::PersonName)
+                .map(|e| (e.start, e.end))
+                .collect();
+            found.extend(model.entities(text).into_iter().filter(|m| {
+                !structured
+                    .iter()
+                    .any(|&(start, end)| m.start < end && start < m.end)
+            }));
         }
         self.finish(text, found)
     }
@@ -630,6 +643,63 @@ pub type SharedDetector = Arc<Detector>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A model that reads every digit run as an address (as a real one does with card and SSN groups)
+    /// and one known name as a person.
+    struct DigitsAreAddresses;
+
+    impl NerModel for DigitsAreAddresses {
+        fn entities(&self, text: &str) -> Vec<Entity> {
+            let mut out = Vec::new();
+            if let Some(start) = text.find("Maria Gonzalez") {
+                out.push(Entity {
+                    kind: EntityType::PersonName,
+                    start,
+                    end: start + "Maria Gonzalez".len(),
+                    score: 0.99,
+                });
+            }
+            let bytes = text.as_bytes();
+            let mut i = 0;
+            while i < bytes.len() {
+                if bytes[i].is_ascii_digit() {
+                    let start = i;
+                    while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'-') {
+                        i += 1;
+                    }
+                    out.push(Entity {
+                        kind: EntityType::Address,
+                        start,
+                        end: i,
+                        score: 0.999,
+                    });
+                }
+                i += 1;
+            }
+            out
+        }
+    }
+
+    #[test]
+    fn a_model_span_never_overrides_a_structured_match() {
+        let slot = NerSlot::new();
+        assert!(slot.set(Arc::new(DigitsAreAddresses)));
+        let text = "Maria Gonzalez, card 4111-1111-1111-1111, SSN 536-90-4399, unit 42";
+        let found: Vec<(EntityType, &str)> = Detector::new(DetectOptions::default(), slot)
+            .detect(text)
+            .into_iter()
+            .map(|e| (e.kind, &text[e.start..e.end]))
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                (EntityType::PersonName, "Maria Gonzalez"),
+                (EntityType::CreditCard, "4111-1111-1111-1111"),
+                (EntityType::Ssn, "536-90-4399"),
+                (EntityType::Address, "42"),
+            ]
+        );
+    }
 
     fn detect(text: &str) -> Vec<(EntityType, &str)> {
         Detector::new(DetectOptions::default(), NerSlot::new())
