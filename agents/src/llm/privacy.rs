@@ -270,6 +270,9 @@ struct Shared {
     detector: Arc<Detector>,
     roots: Arc<RootStates<PrivacyState>>,
     cache: DetectCache,
+    /// Model runs at once: one per CPU. Each is CPU-bound for milliseconds; more at once only adds
+    /// memory for activations and makes every one of them slower.
+    model_runs: tokio::sync::Semaphore,
 }
 
 /// How many texts' detections [`DetectCache`] keeps; past it, it starts again empty.
@@ -281,8 +284,11 @@ const SHARED_CACHE_ENTRIES: usize = 4096;
 /// result from before the model landed must not stand in for one with it). Holds spans, never text.
 struct DetectCache {
     hasher: std::hash::RandomState,
-    map: Mutex<std::collections::HashMap<(u64, usize, bool), Arc<[opc_privacy::Entity]>>>,
+    map: Mutex<std::collections::HashMap<CacheKey, Arc<[opc_privacy::Entity]>>>,
 }
+
+/// (keyed hash of the text, its length, whether the model was in use).
+type CacheKey = (u64, usize, bool);
 
 impl DetectCache {
     fn new() -> Self {
@@ -327,6 +333,9 @@ impl PrivacyLayer {
                 detector,
                 roots: RootStates::new(move |_, _| PrivacyState::new(style)),
                 cache: DetectCache::new(),
+                model_runs: tokio::sync::Semaphore::new(
+                    std::thread::available_parallelism().map_or(2, |n| n.get()),
+                ),
             }),
         }
     }
@@ -510,6 +519,11 @@ impl LlmService for Privacy {
         let counts = if shared.detector.uses_model() {
             // The NER model takes milliseconds per new message: run it on the blocking pool, so it never
             // stalls the runtime's workers (which serve every other conversation and the chat sockets).
+            let _permit = shared
+                .model_runs
+                .acquire()
+                .await
+                .map_err(|e| LlmError::Privacy(format!("the masking queue closed: {e}")))?;
             let (state, shared) = (state.clone(), self.shared.clone());
             let (masked, counts) = tokio::task::spawn_blocking(move || {
                 let counts = mask_request(&mut state.lock(), &shared, &mut request);

@@ -8,7 +8,8 @@
 //! 2. person fragments join across an initial's dot or a hyphen ("Richard M. Nixon");
 //! 3. address fragments join across short, address-like gaps: commas, and up to three capitalised
 //!    words or numbers (the city the model missed in "Avenue NW, Washington, DC 20500");
-//! 4. a span of only a city and/or a state is a place, not an address: its score is capped at
+//! 4. a span of only a city and/or a state is a place, not an address, and a span without a street name
+//!    is a guessed number (a mention id, a ticket number), not an address: its score is capped at
 //!    [`PLACE_SCORE`], below the default confidence threshold.
 //!
 //! Scores are the mean of the tokens' entity probabilities (1 − P(O)).
@@ -247,7 +248,12 @@ pub fn spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
                 return None;
             }
             let mut score = (f.score_sum / f.tokens as f32).clamp(0.0, 1.0);
-            if f.kind == EntityType::Address && f.pieces & !place == 0 {
+            // No street name, no address: a city or state alone is a place, and a lone building number,
+            // unit or postcode is a number the model guessed at (chat text is full of them: Slack's
+            // `<@W11>` mention ids, "Request 17").
+            if f.kind == EntityType::Address
+                && (f.pieces & !place == 0 || f.pieces & Piece::Street.bit() == 0)
+            {
                 score = score.min(PLACE_SCORE);
             }
             Some(Entity {
