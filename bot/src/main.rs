@@ -10,6 +10,15 @@
 
 mod commands;
 mod gateway;
+
+/// jemalloc, with a background thread that returns freed pages to the OS after about a second
+/// (`JEMALLOC_SYS_WITH_MALLOC_CONF` in `.cargo/config.toml`). Why: a burst of conversations (each
+/// request in flight holds buffers on whichever worker thread ran it) left glibc's per-thread arenas
+/// fragmented at their high-water mark: RSS stayed 50–130% above idle long after the load was gone.
+/// With jemalloc's decay it comes back near idle (issue 9, the gateway benchmark's memory section).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod log;
 
 use std::path::PathBuf;

@@ -6,10 +6,10 @@
 //! - streaming restore overhead per delta (deltas of 1–20 chars); target < 50 µs;
 //! - masking latency p50 / p99 for a new 500-byte message in a 50-message history, with the cache.
 //!
-//! Detection here is a stand-in: one regex for e-mails and one for names from a fixed list (the real
-//! `Detector` is measured by the detection benchmark; the lead re-measures this one with it). The
-//! stand-in runs at roughly 100–200 MB/s, so "first call" numbers are dominated by it and say little;
-//! the cached numbers are the vault's own cost.
+//! Detection in the vault figures is a stand-in: one regex for e-mails and one for names from a fixed
+//! list, so they show the vault's own cost. The turn-latency figure is also measured with the real
+//! `Detector`: the pattern tier, then patterns + the Rampart NER tier when the model is in the cache
+//! (`opc models fetch`; without it that line says it is skipped). That is what a turn pays in `opc run`.
 //!
 //! Run: `cargo bench -p opc-privacy --bench vault` (`-- --quick` for a short run).
 
@@ -17,6 +17,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput};
+use opc_privacy::detect::{DetectOptions, Detector, NerSlot, Rampart};
 use opc_privacy::{Conversation, Entity, EntityType, StreamRestorer, Style};
 use regex::Regex;
 
@@ -180,18 +181,20 @@ fn mask_all(
 }
 
 /// Latency p50 / p99 of masking a turn: a new 500-byte message after a 50-message history.
-fn turn_latency(stand: &Stand, cache: bool) -> (Duration, Duration, Duration) {
-    let detect = |t: &str| stand.detect(t);
+fn turn_latency(
+    detect: &dyn Fn(&str) -> Vec<Entity>,
+    cache: bool,
+    turns: usize,
+) -> (Duration, Duration, Duration) {
     let mut rng = Lcg(7);
     let mut history: Vec<String> = (0..50).map(|i| message(&mut rng, 500, 2, i)).collect();
     let mut conv = Conversation::with_cache(1, Style::Fake, 100_000, if cache { 4096 } else { 0 });
-    mask_all(&mut conv, &detect, &history);
-    let turns = 2000;
+    mask_all(&mut conv, detect, &history);
     let mut times = Vec::with_capacity(turns);
     for turn in 0..turns {
         history.push(message(&mut rng, 500, 2, 1000 + turn));
         let t0 = Instant::now();
-        black_box(mask_all(&mut conv, &detect, &history));
+        black_box(mask_all(&mut conv, detect, &history));
         times.push(t0.elapsed());
         // Slide the window: the history stays at 50 messages before the new one.
         history.remove(0);
@@ -261,6 +264,33 @@ fn stream_per_delta(conv: &Conversation, answer: &str) -> (Duration, usize) {
     (t0.elapsed() / (rounds * deltas.len()) as u32, deltas.len())
 }
 
+/// Turn latency with the real `Detector`: patterns alone, then patterns + NER when the model is
+/// cached. The NER tier costs per token, so its line is what a 500-byte message adds to a turn.
+fn real_detector_latency() {
+    let patterns = Detector::new(DetectOptions::default(), NerSlot::new());
+    let (p50, p99, max) = turn_latency(&|t: &str| patterns.detect(t), true, 2000);
+    println!(
+        "turn masking with the real detector, pattern tier, cached: p50 {p50:?}  p99 {p99:?}  max {max:?}"
+    );
+    let model = opc_models::cache_root()
+        .ok()
+        .filter(|root| opc_models::RAMPART.locate(root).is_ok())
+        .and_then(|_| Rampart::load_cached().ok());
+    let Some(model) = model else {
+        println!(
+            "turn masking with the real detector, patterns + NER: skipped (model not cached; `opc models fetch`)"
+        );
+        return;
+    };
+    let slot = NerSlot::new();
+    slot.set(model.shared());
+    let full = Detector::new(DetectOptions::default(), slot);
+    let (p50, p99, max) = turn_latency(&|t: &str| full.detect(t), true, 200);
+    println!(
+        "turn masking with the real detector, patterns + NER, cached: p50 {p50:?}  p99 {p99:?}  max {max:?} (200 turns)"
+    );
+}
+
 fn main() {
     let stand = Stand::new();
     let detect = |t: &str| stand.detect(t);
@@ -299,7 +329,7 @@ fn main() {
         "the masked request must pass the guard"
     );
 
-    let (p50, p99, max) = turn_latency(&stand, true);
+    let (p50, p99, max) = turn_latency(&detect, true, 2000);
     println!(
         "turn masking, 500-byte new message + 50-message history, cached: p50 {p50:?}  p99 {p99:?}  max {max:?}"
     );
@@ -307,10 +337,11 @@ fn main() {
     println!(
         "  control (fixed work of the same median, timed the same way): p50 {c50:?}  p99 {c99:?}"
     );
-    let (p50, p99, max) = turn_latency(&stand, false);
+    let (p50, p99, max) = turn_latency(&detect, false, 2000);
     println!(
         "turn masking, same, cache disabled (detect every message): p50 {p50:?}  p99 {p99:?}  max {max:?}"
     );
+    real_detector_latency();
     let t0 = Instant::now();
     for t in &request {
         black_box(stand.detect(t));

@@ -199,6 +199,12 @@ impl Store {
             .conn()
             .pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(open_err)?;
+        // A 1 MB page cache (SQLite's default is 2 MB): the hot rows are the live tasks', and a
+        // burst of conversations should not leave a full cache behind (issue 9 §3).
+        store
+            .conn()
+            .pragma_update(None, "cache_size", -1024)
+            .map_err(open_err)?;
         store.path = Some(path.to_path_buf());
         store._checkpointer = Checkpointer::start(path);
         Ok(store)

@@ -63,6 +63,9 @@ impl Threads {
             .map_err(failed("enabling WAL"))?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(failed("setting synchronous"))?;
+        // A small page cache: lookups by key touch a few pages each.
+        conn.pragma_update(None, "cache_size", -256)
+            .map_err(failed("setting the cache size"))?;
         conn.execute_batch(SCHEMA)
             .map_err(failed("creating the gateway tables"))?;
         Ok(Threads {
