@@ -6,7 +6,8 @@
 //!
 //! - **on the way out** the whole request is masked with the conversation's vault: the system prompt,
 //!   every text block, every string inside `tool_use` inputs and every `tool_result`. Detection is
-//!   cached per text for the conversation, so a call scans only the text it has not seen;
+//!   cached per text for the conversation, so a call scans only the text it has not seen. Tool specs
+//!   (the org's text) are not scanned, but values the conversation already holds are swept from them;
 //! - **on the way in** the answer's text and its `tool_use` inputs are restored (a `delegate` carries
 //!   the real value into the engine; the child's request is masked again, with the same vault, so the
 //!   same real value has the same substitute in every agent's request), and streamed deltas are
@@ -413,6 +414,26 @@ fn mask_request(
     for (slot, masked) in slots.into_iter().zip(masked) {
         counts.merge(&masked.counts);
         *slot = masked.text;
+    }
+    // Tool specs are the org's text, not the user's: nothing is detected in them, but a value the
+    // conversation already holds is swept like anywhere else. Otherwise the egress guard would find it
+    // there and fail every call of the conversation. Not counted: the value was counted where it came in.
+    let mut specs: Vec<&mut String> = Vec::new();
+    for tool in &mut request.tools {
+        specs.push(&mut tool.description);
+        json_strings(&mut tool.input_schema, &mut specs);
+    }
+    specs.retain(|text| !text.is_empty());
+    if !specs.is_empty() && !conversation.vault().is_empty() {
+        let items: Vec<(&str, &[opc_privacy::Entity])> =
+            specs.iter().map(|text| (text.as_str(), &[][..])).collect();
+        let swept = conversation
+            .vault_mut()
+            .mask_batch(&items)
+            .map_err(|full| LlmError::Privacy(full.to_string()))?;
+        for (slot, masked) in specs.into_iter().zip(swept) {
+            *slot = masked.text;
+        }
     }
     Ok(counts)
 }
@@ -891,6 +912,42 @@ mod tests {
                 "{part}: nothing sent"
             );
         }
+    }
+
+    /// A real value the conversation holds that also stands in a tool's spec (say a memory block's
+    /// label or a description naming a customer) must not fail every call as a leak: the spec's
+    /// strings are swept with the vault like the rest, and the model's tool use is restored.
+    #[tokio::test]
+    async fn a_known_value_in_a_tool_spec_is_masked_not_reported_as_a_leak() {
+        let layer = PrivacyLayer::new(Mode::Mask, detector());
+        let roots = layer.roots();
+        crate::llm::stack::RootLifecycle::root_started(&*roots, 1, "c-1");
+        let wire = Wire::new(vec![Content::text("ok")], &[]);
+        let stack = stack(layer, vec![("p", wire.clone())]);
+        let mut call = request("", vec![Message::user(format!("Write to {ALICE}"))]);
+        call.tools = vec![crate::llm::ToolSpec {
+            name: "notify".into(),
+            description: format!("Sends a note; the default recipient is {ALICE}."),
+            input_schema: json!({"type": "object", "properties": {"to": {"type": "string", "default": ALICE}}}),
+        }];
+        let response = stack.call(call).await.expect("the call goes out");
+        assert_eq!(response.content, vec![Content::text("ok")]);
+        let body = wire.bodies.lock().unwrap()[0].clone();
+        assert!(!body.contains(ALICE), "no real value in the body: {body}");
+        let sent = wire.requests.lock().unwrap()[0].clone();
+        let fake = sent.messages[0]
+            .text()
+            .trim_start_matches("Write to ")
+            .to_string();
+        assert!(
+            sent.tools[0].description.contains(&fake),
+            "the same fake in the spec"
+        );
+        assert_eq!(
+            sent.tools[0].input_schema["properties"]["to"]["default"],
+            json!(fake)
+        );
+        assert_eq!(sent.tools[0].name, "notify");
     }
 
     #[tokio::test]
