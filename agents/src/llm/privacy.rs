@@ -839,17 +839,20 @@ mod tests {
         restoring.send(StreamDelta::Restart);
         restoring.send(StreamDelta::Text("Bye".into()));
         restoring.finish();
-        let mut got = Vec::new();
+        // How the text after the restart is cut into deltas depends on the fake (drawn per vault):
+        // "Bye" comes as "By" + "e" when the fake starts with an "e", held until the end shows it is
+        // not one. What is shown is fixed: "Hi ", one restart, then "Bye".
+        let (mut before, mut restarts, mut after) = (String::new(), 0, String::new());
         while let Ok(delta) = rx.try_recv() {
-            got.push(delta);
+            match delta {
+                StreamDelta::Text(t) if restarts == 0 => before.push_str(&t),
+                StreamDelta::Text(t) => after.push_str(&t),
+                StreamDelta::Restart => restarts += 1,
+            }
         }
         assert_eq!(
-            got,
-            [
-                StreamDelta::Text("Hi ".into()),
-                StreamDelta::Restart,
-                StreamDelta::Text("Bye".into())
-            ]
+            (before.as_str(), restarts, after.as_str()),
+            ("Hi ", 1, "Bye")
         );
     }
 
