@@ -17,5 +17,5 @@
 //! - every entry carries immutable provenance (author, task, thread, time, content hash).
 
 pub mod acl;
-mod blocks;
+pub mod blocks;
 pub mod schema;
