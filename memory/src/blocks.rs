@@ -416,6 +416,13 @@ impl BlockStore {
             })
     }
 
+    /// The namespace of the block `label` as `agent` sees it (own first, then shared), if any.
+    pub fn namespace_of(&self, agent: &str, label: &str) -> Option<String> {
+        self.resolve(agent, label)
+            .ok()
+            .map(|(namespace, _)| namespace)
+    }
+
     /// The blocks `agent` sees, in prompt order: its own, then the shared blocks it references.
     pub fn blocks_of(&self, agent: &str) -> Result<Vec<Block>, BlockError> {
         let view = self.views.get(agent).map(Vec::as_slice).unwrap_or(&[]);
