@@ -3,6 +3,8 @@
 //! namespace ACL holds for tool calls (a manager reads a subordinate's block; a subordinate reading its
 //! manager's gets a tool error).
 
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::time::Duration;
 
