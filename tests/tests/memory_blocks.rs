@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use opc_agents::context::BlockMemory;
 use opc_agents::{Engine, Store, TaskState};
+use opc_memory::blocks::{Actor, BlockStore, Edit};
 use opc_tests::org::{KEY, KEY_VAR, TestOrg, marker};
 use opc_tests::scripted_llm::{RecordedRequest, Script, ScriptedLlm, Step};
-use opc_tests::wait::within;
+use opc_tests::wait::{wait_until, within};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -32,6 +33,8 @@ framework:
         test-model: {{ input: 1.0, output: 1.0 }}
   privacy: {{ enabled: false }}
   memory: {{ consolidation: {{ enabled: false }} }}
+sharedBlocks:
+  plan: {{ description: the shared plan, value: "PLAN-V1" }}
 agents:
   ceo:
     role: CEO
@@ -39,6 +42,7 @@ agents:
     children: [mgr]
     memory:
       recall: false
+      sharedBlocks: [plan]
       blocks:
         - {{ label: persona, description: who you are, value: "I am the CEO.", limit: 200 }}
   mgr:
@@ -48,6 +52,7 @@ agents:
     children: [worker]
     memory:
       recall: false
+      sharedBlocks: [plan]
       blocks:
         - {{ label: notes, description: manager notes, value: "MGR-PRIVATE-NOTE" }}
   worker:
@@ -196,5 +201,72 @@ async fn block_edits_reach_the_next_turn_survive_a_restart_and_obey_the_acl() {
     // Only the configured memory tools are offered: the worker has memory_read, not memory_write.
     assert_eq!(worker[0].tool_names(), ["memory_read"]);
     within(WAIT, "shutdown", second.shutdown()).await;
+    llm.shutdown().await;
+}
+
+/// Two agents edit one shared block at once: the CEO's model has been shown version 1 when the
+/// manager's edit lands; the CEO's edit, naming version 1, is refused with the manager's value, and
+/// the manager's edit is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_shared_block_edit_is_refused_with_the_current_value() {
+    // The CEO's reply is held back until the manager's edit is in (the test makes it as soon as the
+    // CEO's request, rendered with version 1, has arrived).
+    let script = Script::new().agent(
+        marker("ceo"),
+        vec![
+            Step::tool(
+                "memory_write",
+                json!({"label": "plan", "value": "CEO-PLAN"}),
+            )
+            .with_delay_ms(1500),
+            Step::text("{{last_result}}"),
+        ],
+    );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let (dir, loaded) = config(&llm.url());
+    let engine = engine(&dir, &loaded);
+    let run = engine.send(None, "update the plan").unwrap();
+    wait_until(WAIT, "the CEO's first request", || {
+        !llm.requests_for(&marker("ceo")).is_empty()
+    })
+    .await;
+    let ceo = llm.requests_for(&marker("ceo"));
+    assert!(ceo[0].system.contains("PLAN-V1"), "{}", ceo[0].system);
+    // The manager edits the same block on its own connection, having read version 1.
+    let manager = BlockStore::open(
+        &dir.path().join("opc.db"),
+        &loaded.config,
+        Arc::new(loaded.org.clone()),
+    )
+    .unwrap();
+    let edited = manager
+        .edit(
+            Actor {
+                agent: "mgr",
+                task: None,
+            },
+            "plan",
+            &Edit::Write("MGR-PLAN".into()),
+            Some(1),
+        )
+        .unwrap();
+    assert_eq!(edited.version, 2);
+    let outcome = within(WAIT, "the CEO's answer", run.wait()).await;
+    assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
+    // The CEO's model got a tool error carrying the current value …
+    let ceo = llm.requests_for(&marker("ceo"));
+    let result = &tool_results(&ceo[1])[0];
+    assert!(result.1, "expected a stale error: {}", result.0);
+    assert!(
+        result.0.contains("changed since you read it"),
+        "{}",
+        result.0
+    );
+    assert!(result.0.contains("MGR-PLAN"), "{}", result.0);
+    // … its next prompt shows the manager's value, and nothing was lost or overwritten.
+    assert!(ceo[1].system.contains("MGR-PLAN"), "{}", ceo[1].system);
+    let stored = manager.read("ceo", "plan").unwrap();
+    assert_eq!((stored.value.as_str(), stored.version), ("MGR-PLAN", 2));
+    within(WAIT, "shutdown", engine.shutdown()).await;
     llm.shutdown().await;
 }
