@@ -33,14 +33,14 @@ fn init_writes_a_valid_org_and_refuses_to_overwrite() {
         "{}",
         text(&out.stdout)
     );
-    // The example turns privacy and memory on; this build runs privacy, not memory, and says so.
+    // The example turns privacy and memory on; this build runs privacy and core memory blocks, not
+    // recall yet, and says so.
     let stderr = text(&out.stderr);
-    for inactive in [
-        "not active in this build",
-        "core memory blocks",
-        "tools memory_read",
-    ] {
+    for inactive in ["not active in this build", "conversation recall"] {
         assert!(stderr.contains(inactive), "{inactive:?} in {stderr}");
+    }
+    for active in ["core memory blocks", "tools memory_read"] {
+        assert!(!stderr.contains(active), "{active:?} runs: {stderr}");
     }
     assert!(
         !stderr.contains("privacy gateway"),
