@@ -1,8 +1,11 @@
 //! Agent sessions: the tool-use loop of one task, and the tools that connect sessions into a tree.
 //!
 //! A session is a loop over its own message history (saved after every turn):
-//! - if the last message is the model's and asks for tools, run them and append their results;
-//! - otherwise ask the model (one LLM call through the provider's layer stack);
+//! - if the last message is the model's and asks for tools, run them (through the tool registry, which
+//!   offers each agent the tools its config lists) and append their results;
+//! - otherwise ask the model (one LLM call through the provider's layer stack), with a system prompt
+//!   rebuilt for that turn (core memory blocks as they are now) and recalled memory before the task
+//!   (asked once, before the first turn; never stored);
 //! - a reply without tool calls is the final answer.
 //!
 //! Because the loop is driven only by the saved history, re-entering it after a restart continues where
