@@ -300,3 +300,42 @@ pub fn summary_request(
         guard: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_render_with_size_limit_and_version() {
+        let block = Block {
+            namespace: "shared".into(),
+            label: "plan".into(),
+            description: "the plan".into(),
+            value: "ship it".into(),
+            limit: 50,
+            read_only: true,
+            version: 4,
+        };
+        let text = render_blocks(&[block]);
+        assert!(
+            text.contains(
+                "### plan (shared, read-only; used 7 of 50 characters; version 4)\nthe plan\n<plan>\nship it\n</plan>\n"
+            ),
+            "{text}"
+        );
+        assert_eq!(render_blocks(&[]), "");
+    }
+
+    #[test]
+    fn recall_goes_into_the_request_not_the_history() {
+        let history = vec![Message::user("earlier"), Message::user("the task")];
+        let request = with_recall(&history, Some(1), Some("Relevant memory:\n- x\n\nTask:\n"));
+        assert_eq!(
+            request[1].text(),
+            "Relevant memory:\n- x\n\nTask:\nthe task"
+        );
+        assert_eq!(request[0].text(), "earlier");
+        assert_eq!(history[1].text(), "the task");
+        assert_eq!(with_recall(&history, Some(1), None), history);
+    }
+}
