@@ -1,42 +1,102 @@
 //! The context builder: what each agent session is given, following the design's four steps.
 //!
 //! - **Write**: the agent's prompt file, its position in the org ("You are {role}. Your superior is …
-//!   Your subordinates are …"), and its core memory blocks (from [`MemoryHooks`]).
+//!   Your subordinates are …"), and its core memory blocks (from [`MemoryHooks`]), re-rendered on EVERY
+//!   turn so an edit made mid-session is in the very next request.
 //! - **Select**: the task text from the direct parent only, never the ancestor chain; plus whatever the
-//!   memory hook retrieves for that task.
+//!   memory hook recalls for that task, asked once by the session before its first turn and prepended
+//!   to the task message of each request — never stored in the task's history, so the persisted
+//!   conversation holds only what was said.
 //! - **Compress**: done by the orchestrator on child results above `resultCompressionThreshold`
 //!   ([`estimate_tokens`], [`summary_request`]).
 //! - **Isolate**: each session is built from scratch here, from the agent's own config and its own task;
 //!   nothing from siblings or ancestors' sessions is ever passed in.
 //!
-//! Invariant: the system prompt contains the line `Agent id: {id}`, so logs, tests and the scripted LLM
-//! server can tell sessions apart without parsing prose.
+//! Invariants: the system prompt contains the line `Agent id: {id}`, so logs, tests and the scripted
+//! LLM server can tell sessions apart without parsing prose. The memory hooks are async and called from
+//! the sessions only (never from `Engine::send`, which the gateway's drain loop calls).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use opc_hierarchy::{Config, OrgTree};
+use opc_memory::blocks::{Block, BlockStore};
 
-use crate::llm::{CallMeta, LlmRequest, Message};
+use crate::llm::{CallMeta, Content, LlmRequest, Message};
 
-/// The memory system's entry points into the context. The memory issue implements these; until then
-/// [`NoMemory`] returns nothing, and the sessions are built without memory sections.
+/// The memory system's entry points into the context. [`NoMemory`] returns nothing (sessions are
+/// built without memory sections); [`BlockMemory`] serves core blocks from `opc_memory`.
+#[async_trait::async_trait]
 pub trait MemoryHooks: Send + Sync + 'static {
-    /// Core memory blocks for `agent`, rendered as `(label, value)`; always in the system prompt.
-    fn core_blocks(&self, agent: &str) -> Vec<(String, String)>;
-    /// Memories relevant to `task`, selected for `agent`; prepended to the task message.
-    fn recall(&self, agent: &str, task: &str) -> Vec<String>;
+    /// Core memory blocks `agent` sees, in prompt order; rendered into every turn's system prompt.
+    async fn core_blocks(&self, agent: &str) -> Vec<Block>;
+    /// Memories relevant to `task`, selected for `agent`; prepended to the task message of each
+    /// request (never stored).
+    async fn recall(&self, agent: &str, task: &str) -> Vec<String>;
+    /// The block store behind the memory tools, when this memory has one.
+    fn blocks(&self) -> Option<BlockStore> {
+        None
+    }
 }
 
 /// No memory: the hooks return nothing.
 pub struct NoMemory;
 
+#[async_trait::async_trait]
 impl MemoryHooks for NoMemory {
-    fn core_blocks(&self, _agent: &str) -> Vec<(String, String)> {
+    async fn core_blocks(&self, _agent: &str) -> Vec<Block> {
         Vec::new()
     }
-    fn recall(&self, _agent: &str, _task: &str) -> Vec<String> {
+    async fn recall(&self, _agent: &str, _task: &str) -> Vec<String> {
         Vec::new()
+    }
+}
+
+/// Memory with core blocks (and, once wired, recall). Build it with [`BlockMemory::open`] on the
+/// engine's database file, then hand it to the engine as its [`MemoryHooks`]; the engine offers the
+/// memory tools over the same store.
+pub struct BlockMemory {
+    blocks: BlockStore,
+}
+
+impl BlockMemory {
+    /// Open the core blocks in the database at `path` (memory's own connection and migrations) and
+    /// bring them in line with the config.
+    pub fn open(
+        path: &std::path::Path,
+        config: &Config,
+        org: Arc<OrgTree>,
+    ) -> Result<BlockMemory, opc_memory::blocks::OpenError> {
+        Ok(BlockMemory {
+            blocks: BlockStore::open(path, config, org)?,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl MemoryHooks for BlockMemory {
+    async fn core_blocks(&self, agent: &str) -> Vec<Block> {
+        let store = self.blocks.clone();
+        let agent_id = agent.to_string();
+        match tokio::task::spawn_blocking(move || store.blocks_of(&agent_id)).await {
+            Ok(Ok(blocks)) => blocks,
+            // A prompt without memory is better than no answer; the failure is logged loudly.
+            Ok(Err(e)) => {
+                tracing::error!(agent, error = %e, "cannot read core memory blocks");
+                Vec::new()
+            }
+            Err(e) => {
+                tracing::error!(agent, error = %e, "reading core memory blocks did not finish");
+                Vec::new()
+            }
+        }
+    }
+    async fn recall(&self, _agent: &str, _task: &str) -> Vec<String> {
+        // Recall is wired by the recall store (issue 11, helper `recall`).
+        Vec::new()
+    }
+    fn blocks(&self) -> Option<BlockStore> {
+        Some(self.blocks.clone())
     }
 }
 
@@ -126,24 +186,27 @@ impl ContextBuilder {
         out
     }
 
-    /// The full system prompt for `agent`: the static part plus its core memory blocks.
-    pub fn system_prompt(&self, agent: &str) -> String {
-        let mut out = self.static_prompts.get(agent).cloned().unwrap_or_default();
-        let blocks = self.memory.core_blocks(agent);
-        if !blocks.is_empty() {
-            out.push_str("\n## Core memory\n");
-            for (label, value) in blocks {
-                out.push_str(&format!("<{label}>\n{value}\n</{label}>\n"));
-            }
-        }
-        out
+    /// The memory hooks (the engine builds its tool registry over their block store).
+    pub fn memory(&self) -> &Arc<dyn MemoryHooks> {
+        &self.memory
     }
 
-    /// Select: the first message of a session — the direct parent's task, preceded by recalled memory.
-    pub fn task_message(&self, agent: &str, task: &str) -> Message {
-        let recalled = self.memory.recall(agent, task);
+    /// The full system prompt for `agent`, as of now: the static part plus its core memory blocks
+    /// (read fresh on every call). Also returns the blocks rendered, so the session knows which
+    /// versions its model has seen.
+    pub async fn system_prompt(&self, agent: &str) -> (String, Vec<Block>) {
+        let mut out = self.static_prompts.get(agent).cloned().unwrap_or_default();
+        let blocks = self.memory.core_blocks(agent).await;
+        out.push_str(&render_blocks(&blocks));
+        (out, blocks)
+    }
+
+    /// Select: what memory recalls for `agent`'s `task`, as the text to put before the task in each
+    /// request, or `None` when nothing was recalled.
+    pub async fn recall_prefix(&self, agent: &str, task: &str) -> Option<String> {
+        let recalled = self.memory.recall(agent, task).await;
         if recalled.is_empty() {
-            return Message::user(task);
+            return None;
         }
         let mut text = String::from("Relevant memory:\n");
         for item in recalled {
@@ -152,9 +215,52 @@ impl ContextBuilder {
             text.push('\n');
         }
         text.push_str("\nTask:\n");
-        text.push_str(task);
-        Message::user(text)
+        Some(text)
     }
+}
+
+/// The core memory section of a system prompt: each block with its label, description, size against
+/// its limit, and value. Empty when there are no blocks.
+pub fn render_blocks(blocks: &[Block]) -> String {
+    if blocks.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\n## Core memory\nThese blocks are your memory across conversations; keep them current with \
+         the memory tools when you have them.\n",
+    );
+    for b in blocks {
+        out.push_str(&format!(
+            "\n### {} ({}{}; used {} of {} characters; version {})\n{}\n<{}>\n{}\n</{}>\n",
+            b.label,
+            if b.is_shared() { "shared" } else { "yours" },
+            if b.read_only { ", read-only" } else { "" },
+            b.size(),
+            b.limit,
+            b.version,
+            b.description,
+            b.label,
+            b.value,
+            b.label
+        ));
+    }
+    out
+}
+
+/// The request's messages: `messages` with `prefix` (recalled memory) put before the text of the
+/// message at `index` (the task). The stored history is not changed.
+pub fn with_recall(
+    messages: &[Message],
+    index: Option<usize>,
+    prefix: Option<&str>,
+) -> Vec<Message> {
+    let mut out = messages.to_vec();
+    if let (Some(i), Some(prefix)) = (index, prefix)
+        && let Some(message) = out.get_mut(i)
+    {
+        message.content.insert(0, Content::text(prefix));
+    }
+    out
 }
 
 /// Token estimate used for the compression threshold: ⌈characters / 4⌉, the usual rule of thumb for
@@ -192,5 +298,44 @@ pub fn summary_request(
         stream: None,
         meta,
         guard: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_render_with_size_limit_and_version() {
+        let block = Block {
+            namespace: "shared".into(),
+            label: "plan".into(),
+            description: "the plan".into(),
+            value: "ship it".into(),
+            limit: 50,
+            read_only: true,
+            version: 4,
+        };
+        let text = render_blocks(&[block]);
+        assert!(
+            text.contains(
+                "### plan (shared, read-only; used 7 of 50 characters; version 4)\nthe plan\n<plan>\nship it\n</plan>\n"
+            ),
+            "{text}"
+        );
+        assert_eq!(render_blocks(&[]), "");
+    }
+
+    #[test]
+    fn recall_goes_into_the_request_not_the_history() {
+        let history = vec![Message::user("earlier"), Message::user("the task")];
+        let request = with_recall(&history, Some(1), Some("Relevant memory:\n- x\n\nTask:\n"));
+        assert_eq!(
+            request[1].text(),
+            "Relevant memory:\n- x\n\nTask:\nthe task"
+        );
+        assert_eq!(request[0].text(), "earlier");
+        assert_eq!(history[1].text(), "the task");
+        assert_eq!(with_recall(&history, Some(1), None), history);
     }
 }

@@ -192,6 +192,7 @@ impl Engine {
         memory: Arc<dyn MemoryHooks>,
         options: EngineOptions,
     ) -> Result<Engine, EngineError> {
+        let tools = crate::tools::ToolRegistry::standard(memory.blocks());
         let context = ContextBuilder::new(&config, &org, base_dir, memory)?;
         let resolve = |agent: &str, model: &str| {
             config
@@ -230,6 +231,7 @@ impl Engine {
             fast_model,
             approvals: Arc::default(),
             tokens: Arc::default(),
+            tools,
         });
         let engine = Engine {
             rt,
@@ -349,7 +351,9 @@ impl Engine {
             }
             None => (new_conversation_id(), Vec::new()),
         };
-        history.push(rt.context.task_message(&root_agent, text));
+        // The message as the human wrote it: memory (recall) is added by the session, per request,
+        // so `send` never waits on memory and the stored history holds only what was said.
+        history.push(Message::user(text));
         let task = rt.store.create_task(&NewTask {
             parent_id: None,
             conversation_id: &conversation,

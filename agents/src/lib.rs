@@ -10,7 +10,8 @@
 //! - [`engine`]: the public API ([`Engine`]): send, cancel, decide, wait;
 //! - `session`: the tool-use loop and the delegation tools; `approval`: `request_approval`;
 //!   `runtime`: the state they share (engine → session → approval → runtime, no cycle);
-//! - [`context`]: system prompts and first messages; [`tools`]: tool schemas and argument validation;
+//! - [`context`]: system prompts (core memory re-rendered every turn) and the async memory hooks;
+//!   [`tools`]: the tool registry (org tools, memory tools), schemas and argument validation;
 //! - [`store`]: SQLite (tasks, ledger, approvals); [`events`]: the live event bus; [`clock`]: deadlines.
 //!
 //! Invariants:

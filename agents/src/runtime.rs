@@ -44,6 +44,8 @@ pub(crate) struct Runtime {
     pub(crate) approvals: Arc<ApprovalWaiters>,
     /// Cancellation tokens of running tasks.
     pub(crate) tokens: Arc<TaskTokens>,
+    /// The tools sessions offer and run.
+    pub(crate) tools: crate::tools::ToolRegistry,
 }
 
 impl Runtime {

@@ -1,8 +1,11 @@
 //! Agent sessions: the tool-use loop of one task, and the tools that connect sessions into a tree.
 //!
 //! A session is a loop over its own message history (saved after every turn):
-//! - if the last message is the model's and asks for tools, run them and append their results;
-//! - otherwise ask the model (one LLM call through the provider's layer stack);
+//! - if the last message is the model's and asks for tools, run them (through the tool registry, which
+//!   offers each agent the tools its config lists) and append their results;
+//! - otherwise ask the model (one LLM call through the provider's layer stack), with a system prompt
+//!   rebuilt for that turn (core memory blocks as they are now) and recalled memory before the task
+//!   (asked once, before the first turn; never stored);
 //! - a reply without tool calls is the final answer.
 //!
 //! Because the loop is driven only by the saved history, re-entering it after a restart continues where
@@ -27,7 +30,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
-use crate::context::{estimate_tokens, summary_request};
+use crate::context::{estimate_tokens, summary_request, with_recall};
 use crate::events::Event;
 use crate::llm::{
     CallMeta, Content, LlmError, LlmRequest, LlmResponse, Message, Role, StreamDelta, TokenSink,
@@ -37,7 +40,8 @@ use crate::store::{
     CallPrivacy, CallRecord, Ending, NewTask, StoreError, TaskId, TaskRecord, TaskState,
 };
 use crate::tools::{
-    self, ApprovalArgs, DelegateArgs, DelegateParallelArgs, Escalation, EscalationKind,
+    self, DelegateArgs, Escalation, EscalationKind, SeenVersions, SpecContext, ToolContext,
+    ToolHandler,
 };
 
 /// How a task ended, as its parent (or the human, for a root) sees it.
@@ -59,11 +63,11 @@ pub(crate) enum TaskEnd {
 /// holds, handed down through this scope — never looked up — so cancelling a task always reaches its
 /// whole subtree (there is no token a child could fall back to).
 #[derive(Clone)]
-struct Scope {
+pub(crate) struct Scope {
     /// The task's own token (children derive theirs from it).
     token: CancellationToken,
     /// The chain of deadlines from the root down to the task: an approval pauses them all.
-    clocks: Arc<Vec<Clock>>,
+    pub(crate) clocks: Arc<Vec<Clock>>,
 }
 
 /// Run (or resume) a root task to its end; the outcome is then read from the store.
@@ -239,11 +243,23 @@ async fn session_inner(
         .into_iter()
         .map(|c| (c.to_string(), rt.org.role(c).unwrap_or(c).to_string()))
         .collect();
-    let specs: Vec<_> = agent_tools
+    let offered = rt.tools.offered(agent);
+    let specs: Vec<_> = offered
         .iter()
-        .filter_map(|t| tools::spec(*t, &children))
+        .map(|t| {
+            t.spec(&SpecContext {
+                agent: &record.agent,
+                children: &children,
+            })
+        })
         .collect();
-    let system = rt.context.system_prompt(&record.agent);
+    // Select, once per session run and before its first turn: recalled memory goes before the task
+    // message of every request, and never into the stored history.
+    let recall = rt.context.recall_prefix(&record.agent, &record.input).await;
+    let task_index = messages
+        .iter()
+        .rposition(|m| m.role == Role::User && m.text() == record.input);
+    let seen = SeenVersions::default();
     let (provider, model) = rt
         .models
         .get(&record.agent)
@@ -270,7 +286,7 @@ async fn session_inner(
                     store.finish(id, Ending::Escalated(&json))?;
                     return Ok(TaskEnd::Escalated(end));
                 }
-                let results = run_tools(rt, record, &last, &agent_tools, scope).await?;
+                let results = run_tools(rt, record, &last, &offered, scope, &seen).await?;
                 // run_tools leaves the task EXECUTING.
                 executing = true;
                 messages.push(Message {
@@ -297,11 +313,17 @@ async fn session_inner(
                     store.transition(id, TaskState::Executing)?;
                     executing = true;
                 }
+                // Write, every turn: the core blocks as they are now (an edit made by a tool in the
+                // previous turn is in this request), and the versions the model is shown.
+                let (system, blocks) = rt.context.system_prompt(&record.agent).await;
+                for b in &blocks {
+                    seen.saw(&b.namespace, &b.label, b.version);
+                }
                 let request = LlmRequest {
                     provider: provider.clone(),
                     model: model.clone(),
-                    system: system.clone(),
-                    messages: messages.clone(),
+                    system,
+                    messages: with_recall(&messages, task_index, recall.as_deref()),
                     tools: specs.clone(),
                     max_tokens: rt.options.max_tokens,
                     stream: None,
@@ -537,8 +559,9 @@ async fn run_tools(
     rt: &Arc<Runtime>,
     record: &TaskRecord,
     message: &Message,
-    agent_tools: &[Tool],
+    offered: &[Arc<dyn ToolHandler>],
     scope: &Scope,
+    seen: &SeenVersions,
 ) -> Result<Vec<Content>, StoreError> {
     let calls: Vec<(String, String, serde_json::Value)> = message
         .tool_uses()
@@ -555,24 +578,18 @@ async fn run_tools(
     } else {
         None
     };
-    let futures = calls.into_iter().map(|(id, name, input)| {
-        let rt = rt.clone();
-        let record = record.clone();
-        let scope = scope.clone();
-        let agent_tools = agent_tools.to_vec();
-        async move {
-            rt.events.publish(Event::ToolCalled {
-                task: record.id,
-                agent: record.agent.clone(),
-                tool: name.clone(),
-            });
-            let result = run_tool(&rt, &record, &id, &name, &input, &agent_tools, &scope).await;
-            result.map(|(content, is_error)| Content::ToolResult {
-                tool_use_id: id,
-                content,
-                is_error,
-            })
-        }
+    let futures = calls.into_iter().map(|(id, name, input)| async move {
+        rt.events.publish(Event::ToolCalled {
+            task: record.id,
+            agent: record.agent.clone(),
+            tool: name.clone(),
+        });
+        let result = run_tool(rt, record, &id, &name, &input, offered, scope, seen).await;
+        result.map(|(content, is_error)| Content::ToolResult {
+            tool_use_id: id,
+            content,
+            is_error,
+        })
     });
     let results = join_all(futures).await;
     // Back from waiting on children or a human (a resumed task may still be AWAITING_APPROVAL).
@@ -583,108 +600,44 @@ async fn run_tools(
     results.into_iter().collect()
 }
 
-/// One tool call → `(content, is_error)`.
+/// One tool call → `(content, is_error)`, through the registry.
+#[allow(clippy::too_many_arguments)]
 async fn run_tool(
     rt: &Arc<Runtime>,
     record: &TaskRecord,
     tool_use_id: &str,
     name: &str,
     input: &serde_json::Value,
-    agent_tools: &[Tool],
+    offered: &[Arc<dyn ToolHandler>],
     scope: &Scope,
+    seen: &SeenVersions,
 ) -> Result<(String, bool), StoreError> {
-    let Some(tool) = tools::by_wire_name(agent_tools, name) else {
-        let offered: Vec<&str> = agent_tools
-            .iter()
-            .filter(|t| tools::EXECUTED.contains(t))
-            .map(|t| t.wire_name())
-            .collect();
+    let Some(tool) = offered.iter().find(|t| t.name() == name) else {
+        let names: Vec<&str> = offered.iter().map(|t| t.name()).collect();
         return Ok((
             format!(
                 "unknown tool `{name}`; your tools are: {}",
-                if offered.is_empty() {
+                if names.is_empty() {
                     "none".to_string()
                 } else {
-                    offered.join(", ")
+                    names.join(", ")
                 }
             ),
             true,
         ));
     };
-    match tool {
-        Tool::Delegate => {
-            let args: DelegateArgs = match tools::parse(name, input) {
-                Ok(a) => a,
-                Err(e) => return Ok((e, true)),
-            };
-            if let Err(e) = check_delegation(rt, record, &args.agent) {
-                return Ok((e, true));
-            }
-            let end = delegate(rt, record, tool_use_id, 0, &args, scope).await?;
-            Ok(tool_result_of(&args.agent, end))
-        }
-        Tool::DelegateParallel => {
-            let args: DelegateParallelArgs = match tools::parse(name, input) {
-                Ok(a) => a,
-                Err(e) => return Ok((e, true)),
-            };
-            // All or nothing: one bad target creates no task at all.
-            let errors: Vec<String> = args
-                .tasks
-                .iter()
-                .filter_map(|t| check_delegation(rt, record, &t.agent).err())
-                .collect();
-            if !errors.is_empty() {
-                return Ok((
-                    format!("no task was delegated: {}", errors.join("; ")),
-                    true,
-                ));
-            }
-            let runs = args.tasks.iter().enumerate().map(|(i, t)| async move {
-                let end = delegate(rt, record, tool_use_id, i as u32, t, scope).await?;
-                Ok::<_, StoreError>((t.agent.clone(), end))
-            });
-            let mut items = Vec::new();
-            for result in join_all(runs).await {
-                let (agent, end) = result?;
-                items.push(match end {
-                    TaskEnd::Completed(text) => {
-                        json!({"agent": agent, "status": "completed", "result": text})
-                    }
-                    TaskEnd::Escalated(e) => {
-                        json!({"agent": agent, "status": "escalated", "escalation": e})
-                    }
-                    TaskEnd::Failed(error) => {
-                        json!({"agent": agent, "status": "failed", "error": error})
-                    }
-                    TaskEnd::Cancelled(reason) => {
-                        json!({"agent": agent, "status": "cancelled", "error": reason})
-                    }
-                });
-            }
-            Ok((serde_json::Value::Array(items).to_string(), false))
-        }
-        Tool::RequestApproval => {
-            let args: ApprovalArgs = match tools::parse(name, input) {
-                Ok(a) => a,
-                Err(e) => return Ok((e, true)),
-            };
-            crate::approval::request(rt, record, tool_use_id, &args, scope.clocks.as_slice()).await
-        }
-        // Escalations end the session before tools run; reaching here means its arguments were invalid.
-        Tool::Escalate => match tools::parse::<Escalation>(name, input) {
-            Err(e) => Ok((e, true)),
-            Ok(_) => Ok(("escalation recorded".into(), false)),
-        },
-        _ => Ok((
-            format!("tool `{name}` is not available in this build"),
-            true,
-        )),
-    }
+    let cx = ToolContext {
+        rt,
+        record,
+        scope,
+        tool_use_id,
+        seen,
+    };
+    tool.run(&cx, input).await
 }
 
 /// Whether `from`'s task may delegate to `to`: direct children only. The error names the relation.
-fn check_delegation(rt: &Runtime, record: &TaskRecord, to: &str) -> Result<(), String> {
+pub(crate) fn check_delegation(rt: &Runtime, record: &TaskRecord, to: &str) -> Result<(), String> {
     let org = &rt.org;
     let from = record.agent.as_str();
     if org.may_delegate(from, to) {
@@ -719,7 +672,7 @@ fn check_delegation(rt: &Runtime, record: &TaskRecord, to: &str) -> Result<(), S
 }
 
 /// The delegate tool's result for the parent: `(content, is_error)`.
-fn tool_result_of(agent: &str, end: TaskEnd) -> (String, bool) {
+pub(crate) fn tool_result_of(agent: &str, end: TaskEnd) -> (String, bool) {
     match end {
         TaskEnd::Completed(text) => (text, false),
         TaskEnd::Escalated(e) => (
@@ -733,7 +686,7 @@ fn tool_result_of(agent: &str, end: TaskEnd) -> (String, bool) {
 }
 
 /// Run a child task for a parent's tool call: the existing one if this call already created it.
-async fn delegate(
+pub(crate) async fn delegate(
     rt: &Arc<Runtime>,
     parent: &TaskRecord,
     tool_use_id: &str,
@@ -745,7 +698,8 @@ async fn delegate(
     let child = match store.child_for(parent.id, tool_use_id, index)? {
         Some(existing) => existing.id,
         None => {
-            let first = rt.context.task_message(&args.agent, &args.task);
+            // The task as the parent wrote it; recall is added per request by the child's session.
+            let first = Message::user(&args.task);
             let id = store.create_task(&NewTask {
                 parent_id: Some(parent.id),
                 conversation_id: &parent.conversation_id,

@@ -89,6 +89,14 @@ enum Command {
         #[command(flatten)]
         args: commands::tasks::TasksArgs,
     },
+    /// Core memory blocks as stored: `show [AGENT]` (sizes and versions) and `history LABEL` (every
+    /// change: who, which task, when, old → new).
+    Memory {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(subcommand)]
+        command: commands::memory_blocks::MemoryBlocksCommand,
+    },
     /// Personal-data detection from the command line: `detect` (JSON lines in and out) and `eval`.
     ///
     /// Uses the config's `framework.privacy` detection settings when a config is found, else the
@@ -147,5 +155,8 @@ fn main() -> ExitCode {
         Command::Tasks { config, args } => commands::tasks::run(&config.path(), args),
         Command::Privacy { config, command } => commands::privacy::run(&config.path(), command),
         Command::Models(command) => commands::models::run(command),
+        Command::Memory { config, command } => {
+            commands::memory_blocks::run(&config.path(), command)
+        }
     }
 }

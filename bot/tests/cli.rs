@@ -33,14 +33,14 @@ fn init_writes_a_valid_org_and_refuses_to_overwrite() {
         "{}",
         text(&out.stdout)
     );
-    // The example turns privacy and memory on; this build runs privacy, not memory, and says so.
+    // The example turns privacy and memory on; this build runs privacy and core memory blocks, not
+    // recall yet, and says so.
     let stderr = text(&out.stderr);
-    for inactive in [
-        "not active in this build",
-        "core memory blocks",
-        "tools memory_read",
-    ] {
+    for inactive in ["not active in this build", "conversation recall"] {
         assert!(stderr.contains(inactive), "{inactive:?} in {stderr}");
+    }
+    for active in ["core memory blocks", "tools memory_read"] {
+        assert!(!stderr.contains(active), "{active:?} runs: {stderr}");
     }
     assert!(
         !stderr.contains("privacy gateway"),
@@ -284,4 +284,90 @@ fn run_refuses_an_invalid_config() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// `opc memory show` and `opc memory history` read the blocks as stored: seeded from the config, then
+/// edited (here through the memory API, as an agent's tool call would).
+#[test]
+fn memory_show_and_history_read_the_stored_blocks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = opc(&["init", "."], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // No database yet: says how blocks come to be.
+    let out = opc(&["memory", "show"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("No memory blocks yet"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let loaded = opc_hierarchy::load(&dir.path().join("opc.config.yaml")).expect("config");
+    let db = loaded.base_dir.join(&loaded.config.framework.memory.path);
+    std::fs::create_dir_all(db.parent().expect("parent")).expect("db dir");
+    let store = opc_memory::blocks::BlockStore::open(
+        &db,
+        &loaded.config,
+        std::sync::Arc::new(loaded.org.clone()),
+    )
+    .expect("blocks");
+    store
+        .edit(
+            opc_memory::blocks::Actor {
+                agent: "ceo",
+                task: Some(42),
+            },
+            "persona",
+            &opc_memory::blocks::Edit::Write("Patient and thorough.".into()),
+            Some(1),
+        )
+        .expect("edit");
+    drop(store);
+
+    let out = opc(&["memory", "show", "ceo"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains("agent/ceo/persona  v2  21/2000 chars"),
+        "{shown}"
+    );
+    assert!(shown.contains("  | Patient and thorough."), "{shown}");
+    assert!(shown.contains("agent/ceo/org_context  v1"), "{shown}");
+    // The CEO does not reference the shared block; a VP does.
+    assert!(!shown.contains("team_policies"), "{shown}");
+    let out = opc(&["memory", "show", "vp-eng"], dir.path());
+    assert!(
+        text(&out.stdout).contains("shared/team_policies  v1"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = opc(&["memory", "show", "nobody"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("there is no agent `nobody`"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = opc(
+        &["memory", "history", "persona", "--agent", "ceo"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let history = text(&out.stdout);
+    let lines: Vec<&str> = history.lines().collect();
+    assert!(
+        lines[0].starts_with("agent/ceo/persona v1  ") && lines[0].ends_with("seed by config"),
+        "{history}"
+    );
+    assert!(
+        lines[2].starts_with("agent/ceo/persona v2  ")
+            && lines[2].ends_with("write by ceo (task 42)"),
+        "{history}"
+    );
+    assert_eq!(
+        lines[3],
+        "  - Decisive, brief, delegates everything that is not a decision."
+    );
+    assert_eq!(lines[4], "  + Patient and thorough.");
 }

@@ -25,11 +25,15 @@ pub struct Inactive {
 }
 
 /// The tools the engine executes; every other tool is configured but inactive.
-pub const ACTIVE_TOOLS: [Tool; 4] = [
+pub const ACTIVE_TOOLS: [Tool; 8] = [
     Tool::Delegate,
     Tool::DelegateParallel,
     Tool::Escalate,
     Tool::RequestApproval,
+    Tool::MemoryRead,
+    Tool::MemoryWrite,
+    Tool::MemoryReplace,
+    Tool::MemoryInsert,
 ];
 
 /// Every configured feature of `config` that this build does not run, in the order of the reference.
@@ -66,30 +70,8 @@ pub fn inactive(config: &Config) -> Vec<Inactive> {
         }
         path
     };
-    let blocks = agents(&|a| !a.memory.blocks.is_empty());
-    if !blocks.is_empty() {
-        add(
-            per_agent(&blocks, &["memory", "blocks"]),
-            &format!("core memory blocks ({})", list(&blocks)),
-            "no block reaches a prompt",
-        );
-    }
-    let shared = agents(&|a| !a.memory.shared_blocks.is_empty());
-    if !shared.is_empty() {
-        add(
-            per_agent(&shared, &["memory", "sharedBlocks"]),
-            &format!("shared memory blocks ({})", list(&shared)),
-            "no shared block reaches a prompt",
-        );
-    }
-    let share_with = agents(&|a| !a.memory.share_with.is_empty());
-    if !share_with.is_empty() {
-        add(
-            per_agent(&share_with, &["memory", "shareWith"]),
-            &format!("memory sharing ({})", list(&share_with)),
-            "there is no memory to share yet",
-        );
-    }
+    // Core blocks, shared blocks and shareWith are active: blocks reach every prompt, and the
+    // memory tools read and edit them under the namespace ACL.
     let recall = agents(&|a| a.memory.recall);
     if !recall.is_empty() {
         add(
@@ -179,7 +161,7 @@ mod tests {
     #[test]
     fn defaults_and_tools_are_reported_once_each() {
         let c = config(
-            "  ceo: { role: CEO, tools: [delegate, memory_read, Bash], children: [a] }\n  a: { role: A, parent: ceo, tools: [memory_read] }\n",
+            "  ceo: { role: CEO, tools: [delegate, memory_read, Bash], children: [a], memory: { blocks: [{ label: p, description: d, value: v }] } }\n  a: { role: A, parent: ceo, tools: [memory_read, Grep] }\n",
         );
         let found = inactive(&c);
         let features: Vec<&str> = found.iter().map(|i| i.feature.as_str()).collect();
@@ -188,7 +170,7 @@ mod tests {
             [
                 "conversation recall (ceo, a)",
                 "embeddings",
-                "tools memory_read, Bash"
+                "tools Bash, Grep"
             ]
         );
         assert_eq!(found[2].path, "agents.ceo.tools");

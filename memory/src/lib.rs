@@ -5,7 +5,17 @@
 //! namespace ACL that decides which agent may read or write which memory, using the
 //! [`opc_hierarchy::OrgTree`].
 //!
-//! Invariants (enforced once the memory issue lands):
+//! Map:
+//! - [`acl`]: the namespace ACL, drawn from the org tree;
+//! - [`blocks`]: core memory blocks (seeded from the config, edited under the ACL with optimistic
+//!   concurrency and a full history);
+//! - [`schema`]: the memory tables' own versioned migrations in the engine's SQLite file.
+//!
+//! Invariants:
 //! - every read and write is checked against the org tree before it touches storage;
 //! - a block's value never exceeds its limit, and concurrent edits are serialised by a version check;
 //! - every entry carries immutable provenance (author, task, thread, time, content hash).
+
+pub mod acl;
+pub mod blocks;
+pub mod schema;

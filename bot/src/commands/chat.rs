@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use opc_agents::context::NoMemory;
+use opc_agents::context::BlockMemory;
 use opc_agents::{Engine, EngineOptions, Event, Outcome, TaskId, TaskState};
 use tokio::sync::{broadcast, mpsc};
 
@@ -105,13 +105,16 @@ pub fn build_engine(
     store: opc_agents::Store,
     options: EngineOptions,
 ) -> Result<Engine, String> {
-    let engine = Engine::from_config(
-        loaded,
-        Arc::new(store),
-        Arc::new(NoMemory),
-        options,
-        |var| std::env::var(var).ok(),
+    // Core memory blocks live in the engine's database, on memory's own connection.
+    let memory = BlockMemory::open(
+        &super::database_path(loaded),
+        &loaded.config,
+        Arc::new(loaded.org.clone()),
     )
+    .map_err(|e| format!("error: {e}\n"))?;
+    let engine = Engine::from_config(loaded, Arc::new(store), Arc::new(memory), options, |var| {
+        std::env::var(var).ok()
+    })
     .map_err(|e| format!("error: {e}\n"))?;
     eprint(&super::inactive_note(&loaded.config));
     Ok(engine)

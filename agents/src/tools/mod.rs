@@ -1,15 +1,39 @@
-//! The engine's built-in tools: their wire names, JSON Schemas, and the validation of a model's
-//! arguments against them.
+//! The tool registry, and the engine's built-in tools: their wire names, JSON Schemas, and the
+//! validation of a model's arguments against them.
 //!
-//! Why validation is typed decoding rather than a JSON Schema engine: the four schemas are small and
+//! Every tool an agent can call is a [`ToolHandler`]: it gives its spec (name, description, JSON
+//! Schema), says whether an agent's config offers it, and runs a call with a [`ToolContext`] (agent,
+//! task, conversation, org). The session knows no tool by name except `escalate`, which ends the
+//! session; it asks the [`ToolRegistry`] what to offer and whom to run. Built-in tools live in
+//! `builtin` (delegation, approval, escalation) and `memory` (the core-block tools, an adapter over
+//! `opc_memory`, whose ACL decides every call).
+//!
+//! Slot for `conversation_search`: implement [`ToolHandler`] over the recall store and
+//! [`ToolRegistry::register`] it in [`ToolRegistry::standard`] next to the memory tools.
+//!
+//! Why validation is typed decoding rather than a JSON Schema engine: the schemas are small and
 //! fixed, and decoding into the structs below with `deny_unknown_fields` plus the checks in `validate`
 //! accepts exactly what the schemas describe (a unit test holds them together). It also yields
 //! precise, model-readable error messages, which go back to the model as a tool error — an invalid call
 //! never fails the task.
 //!
 //! Invariant: every tool an agent is offered is one the engine executes. Config tools with no executor
-//! in this build (memory tools until the memory system lands; file and shell tools) are reported once at
-//! startup ([`unavailable_tools`]) and not offered, so a model can never call a tool that does nothing.
+//! in this build (file and shell tools) are reported once at startup ([`unavailable_tools`]) and not
+//! offered, so a model can never call a tool that does nothing.
+
+mod builtin;
+pub mod memory;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use opc_hierarchy::OrgTree;
+use opc_hierarchy::schema::Agent;
+
+use crate::runtime::Runtime;
+use crate::session::Scope;
+use crate::store::{StoreError, TaskId, TaskRecord};
 
 use opc_hierarchy::schema::Tool;
 use serde::Deserialize;
@@ -17,13 +41,137 @@ use serde_json::{Value, json};
 
 use crate::llm::ToolSpec;
 
-/// The tools this engine executes.
-pub const EXECUTED: [Tool; 4] = [
+/// The config tools this engine executes (the memory tools when the engine has memory, which `opc`
+/// always gives it).
+pub const EXECUTED: [Tool; 8] = [
     Tool::Delegate,
     Tool::DelegateParallel,
     Tool::Escalate,
     Tool::RequestApproval,
+    Tool::MemoryRead,
+    Tool::MemoryWrite,
+    Tool::MemoryReplace,
+    Tool::MemoryInsert,
 ];
+
+/// A tool call's result for the model: `(content, is_error)`. `Err` is reserved for failures of the
+/// engine's own store, which fail the task; everything the model can fix is `Ok((message, true))`.
+pub type ToolResult = Result<(String, bool), StoreError>;
+
+/// One tool: its spec, whether an agent is offered it, and how a call runs.
+#[async_trait]
+pub trait ToolHandler: Send + Sync + 'static {
+    /// The wire name models call it by.
+    fn name(&self) -> &'static str;
+    /// Whether `agent` (its config) is offered this tool.
+    fn offered_to(&self, agent: &Agent) -> bool;
+    /// The spec offered to `agent`'s model (descriptions may name its subordinates).
+    fn spec(&self, cx: &SpecContext<'_>) -> ToolSpec;
+    /// Run one call. Invalid arguments and refusals are tool errors (`Ok((message, true))`).
+    async fn run(&self, cx: &ToolContext<'_>, input: &Value) -> ToolResult;
+}
+
+/// What a spec may depend on: the agent and its place in the org.
+pub struct SpecContext<'a> {
+    /// The agent offered the tool.
+    pub agent: &'a str,
+    /// `(id, role)` of its direct children.
+    pub children: &'a [(String, String)],
+}
+
+/// The versions of memory blocks a session has shown its model (in the system prompt or through
+/// `memory_read`), by `(namespace, label)`: an edit names the version the model saw, so an edit based
+/// on an outdated view is refused instead of overwriting someone else's change.
+#[derive(Debug, Default)]
+pub struct SeenVersions(Mutex<HashMap<(String, String), u64>>);
+
+impl SeenVersions {
+    /// Record that the model was shown `version` of a block.
+    pub fn saw(&self, namespace: &str, label: &str, version: u64) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((namespace.to_string(), label.to_string()), version);
+    }
+
+    /// The version the model last saw, if any.
+    pub fn get(&self, namespace: &str, label: &str) -> Option<u64> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(namespace.to_string(), label.to_string()))
+            .copied()
+    }
+}
+
+/// Everything a tool call runs with: who calls (agent, task, conversation), the org, and the
+/// session's state.
+pub struct ToolContext<'a> {
+    pub(crate) rt: &'a Arc<Runtime>,
+    pub(crate) record: &'a TaskRecord,
+    pub(crate) scope: &'a Scope,
+    /// The model's id of this call (idempotency key of delegations and approvals).
+    pub tool_use_id: &'a str,
+    /// The block versions this session has shown its model.
+    pub seen: &'a SeenVersions,
+}
+
+impl ToolContext<'_> {
+    /// The calling agent.
+    pub fn agent(&self) -> &str {
+        &self.record.agent
+    }
+    /// The calling task.
+    pub fn task(&self) -> TaskId {
+        self.record.id
+    }
+    /// The conversation.
+    pub fn conversation(&self) -> &str {
+        &self.record.conversation_id
+    }
+    /// The org.
+    pub fn org(&self) -> &OrgTree {
+        &self.rt.org
+    }
+}
+
+/// The tools an engine runs, by wire name.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn ToolHandler>>,
+}
+
+impl ToolRegistry {
+    /// The built-in tools, plus the memory tools over `blocks` when the engine has memory.
+    pub fn standard(blocks: Option<opc_memory::blocks::BlockStore>) -> ToolRegistry {
+        let mut registry = ToolRegistry::default();
+        builtin::register(&mut registry);
+        if let Some(blocks) = blocks {
+            memory::register(&mut registry, blocks);
+        }
+        // Slot: the recall store's `conversation_search` registers here.
+        registry
+    }
+
+    /// Add a tool (a later tool with the same name replaces the earlier one).
+    pub fn register(&mut self, tool: Arc<dyn ToolHandler>) {
+        self.tools.retain(|t| t.name() != tool.name());
+        self.tools.push(tool);
+    }
+
+    /// The tools `agent` is offered, in registration order.
+    pub fn offered(&self, agent: Option<&Agent>) -> Vec<Arc<dyn ToolHandler>> {
+        match agent {
+            Some(agent) => self
+                .tools
+                .iter()
+                .filter(|t| t.offered_to(agent))
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+}
 
 /// `(agent, tool)` for every configured tool this engine cannot execute, in config order.
 pub fn unavailable_tools(config: &opc_hierarchy::Config) -> Vec<(String, Tool)> {
@@ -40,7 +188,7 @@ pub fn unavailable_tools(config: &opc_hierarchy::Config) -> Vec<(String, Tool)> 
         .collect()
 }
 
-/// The spec offered to the model for an executed tool. `children` lists `(id, role)` of the agent's
+/// The spec offered to the model for a built-in delegation, escalation or approval tool. `children` lists `(id, role)` of the agent's
 /// direct children, named in the delegate tools' descriptions so the model knows whom it can ask.
 pub fn spec(tool: Tool, children: &[(String, String)]) -> Option<ToolSpec> {
     let team = children
@@ -128,14 +276,6 @@ pub fn spec(tool: Tool, children: &[(String, String)]) -> Option<ToolSpec> {
         description,
         input_schema: schema,
     })
-}
-
-/// The tool a wire name refers to, among the agent's tools.
-pub fn by_wire_name(tools: &[Tool], name: &str) -> Option<Tool> {
-    tools
-        .iter()
-        .copied()
-        .find(|t| EXECUTED.contains(t) && t.wire_name() == name)
 }
 
 /// `delegate` arguments.
@@ -294,7 +434,7 @@ mod tests {
     #[test]
     fn wire_names_follow_the_issue() {
         let children = [("vp".to_string(), "VP".to_string())];
-        let names: Vec<String> = EXECUTED
+        let names: Vec<String> = EXECUTED[..4]
             .iter()
             .map(|t| spec(*t, &children).unwrap().name)
             .collect();
@@ -307,12 +447,17 @@ mod tests {
                 "request_approval"
             ]
         );
+        let registry = ToolRegistry::standard(None);
+        let names: Vec<&str> = registry.tools.iter().map(|t| t.name()).collect();
         assert_eq!(
-            by_wire_name(&[Tool::DelegateParallel], "delegate_parallel"),
-            Some(Tool::DelegateParallel)
+            names,
+            [
+                "delegate",
+                "delegate_parallel",
+                "escalate",
+                "request_approval"
+            ]
         );
-        assert_eq!(by_wire_name(&[Tool::Delegate], "delegate_parallel"), None);
-        assert_eq!(by_wire_name(&[Tool::MemoryRead], "memory_read"), None);
     }
 
     #[test]

@@ -1,0 +1,982 @@
+//! Core memory blocks: small labelled texts that are always in an agent's system prompt, and that the
+//! agent edits itself through the memory tools.
+//!
+//! Where a block comes from: `agents.<id>.memory.blocks` (namespace `agent/<id>`) and the top-level
+//! `sharedBlocks` (namespace `shared`, visible to the agents that reference them). The config value
+//! seeds a block on first start; after that the stored value is the truth, because agents edit it. An
+//! admin who changes the value in the config means it: on the next start that value is applied and
+//! recorded in the history (author `admin`). Description, limit and readOnly always follow the config.
+//!
+//! Invariants:
+//! - every read and edit goes through the [`Acl`] before storage is touched;
+//! - every edit is one `BEGIN IMMEDIATE` transaction that checks the version, writes the value and
+//!   appends a history row (who, task, when, old → new) — so an edit and its record never diverge;
+//! - optimistic concurrency: an edit names the version it read; a stale edit fails with the current
+//!   value and version ([`BlockError::Stale`]), so a lost update is impossible (the writer learns
+//!   about the other edit and can redo its own on top of it);
+//! - a value never exceeds its block's limit (in characters) through an edit;
+//! - errors carry what the model needs to fix its call: the current size, value or version.
+//!
+//! Blocks are stored on memory's own connection (WAL, busy timeout 5 s), never the engine store's.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use opc_hierarchy::{Config, OrgTree};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use crate::acl::{Acl, AclError};
+use crate::schema::{self, SchemaError};
+
+/// The namespace of shared blocks.
+pub const SHARED: &str = "shared";
+
+/// The namespace of an agent's own blocks.
+pub fn agent_namespace(agent: &str) -> String {
+    format!("agent/{agent}")
+}
+
+/// A core memory block as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// `agent/<id>` or [`SHARED`].
+    pub namespace: String,
+    /// The block's label, unique in its namespace.
+    pub label: String,
+    /// What the block is for (shown to the agent).
+    pub description: String,
+    /// The current value.
+    pub value: String,
+    /// Maximum length of the value in characters.
+    pub limit: u32,
+    /// Whether agents may not edit it.
+    pub read_only: bool,
+    /// Increases by one with every change; an edit names the version it read.
+    pub version: u64,
+}
+
+impl Block {
+    /// Whether this is a shared block.
+    pub fn is_shared(&self) -> bool {
+        self.namespace == SHARED
+    }
+
+    /// The value's size in characters (what the limit counts).
+    pub fn size(&self) -> usize {
+        self.value.chars().count()
+    }
+}
+
+/// An edit of a block's value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Edit {
+    /// Replace the whole value.
+    Write(String),
+    /// Replace the one occurrence of `old` with `new`.
+    Replace {
+        /// Text that must occur exactly once.
+        old: String,
+        /// Its replacement.
+        new: String,
+    },
+    /// Insert `text` as a line: before 0-based line `line`, or at the end.
+    Insert {
+        /// The text (may span lines).
+        text: String,
+        /// Where; `None` appends.
+        line: Option<usize>,
+    },
+}
+
+impl Edit {
+    fn operation(&self) -> &'static str {
+        match self {
+            Edit::Write(_) => "write",
+            Edit::Replace { .. } => "replace",
+            Edit::Insert { .. } => "insert",
+        }
+    }
+}
+
+/// Who edits: the agent and the task it works on (recorded in the history).
+#[derive(Clone, Copy, Debug)]
+pub struct Actor<'a> {
+    /// The agent.
+    pub agent: &'a str,
+    /// The task, when the edit comes from one.
+    pub task: Option<i64>,
+}
+
+/// One row of a block's history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryEntry {
+    /// The block's namespace.
+    pub namespace: String,
+    /// The block's label.
+    pub label: String,
+    /// The version this change produced.
+    pub version: u64,
+    /// `seed`, `config`, `write`, `replace` or `insert`.
+    pub operation: String,
+    /// The agent, or `config` / `admin`.
+    pub author: String,
+    /// The task, when the edit came from one.
+    pub task: Option<i64>,
+    /// Unix time in milliseconds.
+    pub at_ms: i64,
+    /// The value before (`None` for the seed).
+    pub old_value: Option<String>,
+    /// The value after.
+    pub new_value: String,
+}
+
+/// Why a block operation failed. Every variant except storage failures is something the model can
+/// act on, and carries the current state it needs to.
+#[derive(Debug, thiserror::Error)]
+pub enum BlockError {
+    /// No such block among those the agent sees.
+    #[error("there is no memory block `{label}`{}; blocks you can use: {}", owner.as_ref().map(|o| format!(" of `{o}`")).unwrap_or_default(), if available.is_empty() { "none".to_string() } else { available.join(", ") })]
+    NotFound {
+        /// The label asked for.
+        label: String,
+        /// The owner asked about, if another agent.
+        owner: Option<String>,
+        /// The labels that exist there.
+        available: Vec<String>,
+    },
+    /// The ACL refused.
+    #[error(transparent)]
+    Denied(#[from] AclError),
+    /// The block is read-only.
+    #[error("memory block `{label}` is read-only; its value stays:\n{value}")]
+    ReadOnly {
+        /// The block.
+        label: String,
+        /// Its current value.
+        value: String,
+    },
+    /// The edit would exceed the limit.
+    #[error(
+        "memory block `{label}` holds at most {limit} characters: the edit would make it {new_size} (it is {current_size} now); shorten or summarise the text"
+    )]
+    OverLimit {
+        /// The block.
+        label: String,
+        /// Its limit.
+        limit: u32,
+        /// The size the edit would give.
+        new_size: usize,
+        /// The size now.
+        current_size: usize,
+    },
+    /// `old` does not occur.
+    #[error("`old` does not occur in memory block `{label}`; its current value is:\n{value}")]
+    OldNotFound {
+        /// The block.
+        label: String,
+        /// Its current value.
+        value: String,
+    },
+    /// `old` occurs more than once.
+    #[error(
+        "`old` occurs {count} times in memory block `{label}`; include more surrounding text so it occurs once. Current value:\n{value}"
+    )]
+    Ambiguous {
+        /// The block.
+        label: String,
+        /// How often it occurs.
+        count: usize,
+        /// Its current value.
+        value: String,
+    },
+    /// `old` is empty.
+    #[error("`old` must not be empty (memory block `{label}`)")]
+    EmptyOld {
+        /// The block.
+        label: String,
+    },
+    /// The line is past the end.
+    #[error("memory block `{label}` has {lines} lines: `line` must be between 0 and {lines}")]
+    LineOutOfRange {
+        /// The block.
+        label: String,
+        /// How many lines it has.
+        lines: usize,
+    },
+    /// Someone else changed the block since the editor read it.
+    #[error(
+        "memory block `{label}` changed since you read it (you read version {read}, it is now version {current}); nothing was changed. Its current value is:\n{value}\nRedo your edit on this value if it still applies."
+    )]
+    Stale {
+        /// The block.
+        label: String,
+        /// The version the editor read.
+        read: u64,
+        /// The current version.
+        current: u64,
+        /// The current value.
+        value: String,
+    },
+    /// SQLite failed.
+    #[error("memory storage failed: {0}")]
+    Storage(#[from] rusqlite::Error),
+}
+
+/// Why the block store could not open.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The schema could not be migrated.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// SQLite failed.
+    #[error("cannot open the memory tables in {path}: {source}")]
+    Sqlite {
+        /// The database file.
+        path: String,
+        /// Why.
+        source: rusqlite::Error,
+    },
+}
+
+/// A block as the config defines it, for one namespace.
+struct Configured<'a> {
+    namespace: String,
+    label: &'a str,
+    description: &'a str,
+    value: &'a str,
+    limit: u32,
+    read_only: bool,
+}
+
+/// The core blocks of one org, in the engine's database. Cheap to clone.
+#[derive(Clone)]
+pub struct BlockStore {
+    conn: Arc<Mutex<Connection>>,
+    acl: Acl,
+    /// Per agent, the `(namespace, label)` of the blocks it sees, in prompt order: its own blocks in
+    /// config order, then the shared blocks it references.
+    views: Arc<std::collections::HashMap<String, Vec<(String, String)>>>,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+const COLUMNS: &str = "namespace, label, description, value, char_limit, read_only, version";
+
+fn row_block(row: &rusqlite::Row<'_>) -> rusqlite::Result<Block> {
+    Ok(Block {
+        namespace: row.get(0)?,
+        label: row.get(1)?,
+        description: row.get(2)?,
+        value: row.get(3)?,
+        limit: row.get(4)?,
+        read_only: row.get(5)?,
+        version: row.get::<_, i64>(6)? as u64,
+    })
+}
+
+fn load(conn: &Connection, namespace: &str, label: &str) -> rusqlite::Result<Option<Block>> {
+    conn.query_row(
+        &format!("SELECT {COLUMNS} FROM memory_blocks WHERE namespace = ?1 AND label = ?2"),
+        params![namespace, label],
+        row_block,
+    )
+    .optional()
+}
+
+impl BlockStore {
+    /// Open the blocks in the database at `path` (migrating the memory schema), and bring them in
+    /// line with `config`: seed new blocks, apply values an admin changed in the config.
+    pub fn open(path: &Path, config: &Config, org: Arc<OrgTree>) -> Result<BlockStore, OpenError> {
+        let sqlite = |source| OpenError::Sqlite {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut conn = schema::open(path).map_err(sqlite)?;
+        schema::migrate(&mut conn)?;
+        let store = BlockStore {
+            conn: Arc::new(Mutex::new(conn)),
+            acl: Acl::new(config, org),
+            views: Arc::new(views(config)),
+        };
+        store.sync_config(config).map_err(sqlite)?;
+        Ok(store)
+    }
+
+    /// The ACL this store checks.
+    pub fn acl(&self) -> &Acl {
+        &self.acl
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Seed blocks the database does not have; apply config values that changed since last applied.
+    fn sync_config(&self, config: &Config) -> rusqlite::Result<()> {
+        let mut configured: Vec<Configured<'_>> = Vec::new();
+        for (id, agent) in &config.agents {
+            for b in &agent.memory.blocks {
+                configured.push(Configured {
+                    namespace: agent_namespace(id),
+                    label: &b.label,
+                    description: &b.description,
+                    value: &b.value,
+                    limit: b.limit.get(),
+                    read_only: b.read_only,
+                });
+            }
+        }
+        for (label, b) in &config.shared_blocks {
+            configured.push(Configured {
+                namespace: SHARED.to_string(),
+                label,
+                description: &b.description,
+                value: &b.value,
+                limit: b.limit.get(),
+                read_only: b.read_only,
+            });
+        }
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let now = now_ms();
+        for c in &configured {
+            let stored: Option<(String, String, i64)> = tx
+                .query_row(
+                    "SELECT value, config_value, version FROM memory_blocks WHERE namespace = ?1 AND label = ?2",
+                    params![c.namespace, c.label],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .optional()?;
+            match stored {
+                None => {
+                    tx.execute(
+                        "INSERT INTO memory_blocks (namespace, label, description, value, char_limit, read_only, version, config_value, updated_ms)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?4, ?7)",
+                        params![c.namespace, c.label, c.description, c.value, c.limit, c.read_only, now],
+                    )?;
+                    history(
+                        &tx,
+                        &c.namespace,
+                        c.label,
+                        1,
+                        "seed",
+                        "config",
+                        None,
+                        now,
+                        None,
+                        c.value,
+                    )?;
+                }
+                Some((value, applied, version)) if applied != c.value => {
+                    let version = version + 1;
+                    tx.execute(
+                        "UPDATE memory_blocks SET description = ?3, value = ?4, char_limit = ?5, read_only = ?6,
+                         version = ?7, config_value = ?4, updated_ms = ?8 WHERE namespace = ?1 AND label = ?2",
+                        params![c.namespace, c.label, c.description, c.value, c.limit, c.read_only, version, now],
+                    )?;
+                    history(
+                        &tx,
+                        &c.namespace,
+                        c.label,
+                        version as u64,
+                        "config",
+                        "admin",
+                        None,
+                        now,
+                        Some(&value),
+                        c.value,
+                    )?;
+                }
+                Some(_) => {
+                    tx.execute(
+                        "UPDATE memory_blocks SET description = ?3, char_limit = ?4, read_only = ?5
+                         WHERE namespace = ?1 AND label = ?2",
+                        params![c.namespace, c.label, c.description, c.limit, c.read_only],
+                    )?;
+                }
+            }
+        }
+        tx.commit()
+    }
+
+    /// Resolve `label` among the blocks `agent` sees (own first, then referenced shared blocks).
+    fn resolve(&self, agent: &str, label: &str) -> Result<(String, String), BlockError> {
+        let view = self.views.get(agent).map(Vec::as_slice).unwrap_or(&[]);
+        view.iter()
+            .find(|(_, l)| l == label)
+            .cloned()
+            .ok_or_else(|| BlockError::NotFound {
+                label: label.to_string(),
+                owner: None,
+                available: view.iter().map(|(_, l)| l.clone()).collect(),
+            })
+    }
+
+    /// The namespace of the block `label` as `agent` sees it (own first, then shared), if any.
+    pub fn namespace_of(&self, agent: &str, label: &str) -> Option<String> {
+        self.resolve(agent, label)
+            .ok()
+            .map(|(namespace, _)| namespace)
+    }
+
+    /// The blocks `agent` sees, in prompt order: its own, then the shared blocks it references.
+    pub fn blocks_of(&self, agent: &str) -> Result<Vec<Block>, BlockError> {
+        let view = self.views.get(agent).map(Vec::as_slice).unwrap_or(&[]);
+        let conn = self.lock();
+        let mut out = Vec::with_capacity(view.len());
+        for (namespace, label) in view {
+            if let Some(block) = load(&conn, namespace, label)? {
+                out.push(block);
+            }
+        }
+        Ok(out)
+    }
+
+    /// `reader` reads one of its own (or its shared) blocks.
+    pub fn read(&self, reader: &str, label: &str) -> Result<Block, BlockError> {
+        let (namespace, label) = self.resolve(reader, label)?;
+        if namespace == SHARED {
+            self.acl.check_read_shared(reader, &label)?;
+        } else {
+            self.acl.check_read(reader, reader)?;
+        }
+        load(&self.lock(), &namespace, &label)?.ok_or(BlockError::NotFound {
+            label,
+            owner: None,
+            available: Vec::new(),
+        })
+    }
+
+    /// `reader` reads `owner`'s own block `label`, if the ACL allows it.
+    pub fn read_of(&self, reader: &str, owner: &str, label: &str) -> Result<Block, BlockError> {
+        if reader == owner {
+            return self.read(reader, label);
+        }
+        self.acl.check_read(reader, owner)?;
+        let namespace = agent_namespace(owner);
+        match load(&self.lock(), &namespace, label)? {
+            Some(block) => Ok(block),
+            None => Err(BlockError::NotFound {
+                label: label.to_string(),
+                owner: Some(owner.to_string()),
+                available: self
+                    .views
+                    .get(owner)
+                    .map(|v| {
+                        v.iter()
+                            .filter(|(ns, _)| *ns == namespace)
+                            .map(|(_, l)| l.clone())
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            }),
+        }
+    }
+
+    /// `actor` edits its block `label` (own or a referenced shared one), having read version
+    /// `read_version` (`None`: edit whatever is current — only for callers that hold no read, e.g. an
+    /// admin tool; the agents' tools always pass the version they showed the model).
+    pub fn edit(
+        &self,
+        actor: Actor<'_>,
+        label: &str,
+        edit: &Edit,
+        read_version: Option<u64>,
+    ) -> Result<Block, BlockError> {
+        let (namespace, label) = self.resolve(actor.agent, label)?;
+        if namespace == SHARED {
+            self.acl.check_read_shared(actor.agent, &label)?;
+        } else {
+            self.acl.check_write(actor.agent, actor.agent)?;
+        }
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let Some(current) = load(&tx, &namespace, &label)? else {
+            return Err(BlockError::NotFound {
+                label,
+                owner: None,
+                available: Vec::new(),
+            });
+        };
+        if current.read_only
+            || (namespace == SHARED && !self.acl.may_write_shared(actor.agent, &label))
+        {
+            return Err(BlockError::ReadOnly {
+                label,
+                value: current.value,
+            });
+        }
+        if let Some(read) = read_version
+            && read != current.version
+        {
+            return Err(BlockError::Stale {
+                label,
+                read,
+                current: current.version,
+                value: current.value,
+            });
+        }
+        let new_value = apply(&current, edit)?;
+        let new_size = new_value.chars().count();
+        if new_size > current.limit as usize {
+            return Err(BlockError::OverLimit {
+                label,
+                limit: current.limit,
+                new_size,
+                current_size: current.size(),
+            });
+        }
+        let version = current.version + 1;
+        let now = now_ms();
+        tx.execute(
+            "UPDATE memory_blocks SET value = ?3, version = ?4, updated_ms = ?5 WHERE namespace = ?1 AND label = ?2",
+            params![namespace, label, new_value, version as i64, now],
+        )?;
+        history(
+            &tx,
+            &namespace,
+            &label,
+            version,
+            edit.operation(),
+            actor.agent,
+            actor.task,
+            now,
+            Some(&current.value),
+            &new_value,
+        )?;
+        tx.commit()?;
+        Ok(Block {
+            value: new_value,
+            version,
+            ..current
+        })
+    }
+
+    /// Every stored block (for `opc memory show`), by namespace and label. No ACL: this is the
+    /// operator's view, not an agent's.
+    pub fn all(&self) -> Result<Vec<Block>, BlockError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {COLUMNS} FROM memory_blocks ORDER BY namespace, label"
+        ))?;
+        let rows = stmt.query_map([], row_block)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The history of every block labelled `label` (in any namespace, or only `namespace`), oldest
+    /// first. No ACL: the operator's view.
+    pub fn history(
+        &self,
+        label: &str,
+        namespace: Option<&str>,
+    ) -> Result<Vec<HistoryEntry>, BlockError> {
+        read_history(&self.lock(), label, namespace)
+    }
+}
+
+/// The history of `label` on a bare connection (`opc memory history` opens the database read-only,
+/// without the config).
+pub fn read_history(
+    conn: &Connection,
+    label: &str,
+    namespace: Option<&str>,
+) -> Result<Vec<HistoryEntry>, BlockError> {
+    let mut stmt = conn.prepare(
+        "SELECT namespace, label, version, operation, author, task_id, at_ms, old_value, new_value
+         FROM memory_block_history WHERE label = ?1 AND (?2 IS NULL OR namespace = ?2) ORDER BY id",
+    )?;
+    let rows = stmt.query_map(params![label, namespace], |r| {
+        Ok(HistoryEntry {
+            namespace: r.get(0)?,
+            label: r.get(1)?,
+            version: r.get::<_, i64>(2)? as u64,
+            operation: r.get(3)?,
+            author: r.get(4)?,
+            task: r.get(5)?,
+            at_ms: r.get(6)?,
+            old_value: r.get(7)?,
+            new_value: r.get(8)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Every stored block on a bare connection (`opc memory show`).
+pub fn read_all(conn: &Connection) -> Result<Vec<Block>, BlockError> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {COLUMNS} FROM memory_blocks ORDER BY namespace, label"
+    ))?;
+    let rows = stmt.query_map([], row_block)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn history(
+    tx: &Connection,
+    namespace: &str,
+    label: &str,
+    version: u64,
+    operation: &str,
+    author: &str,
+    task: Option<i64>,
+    at_ms: i64,
+    old: Option<&str>,
+    new: &str,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO memory_block_history (namespace, label, version, operation, author, task_id, at_ms, old_value, new_value)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![namespace, label, version as i64, operation, author, task, at_ms, old, new],
+    )?;
+    Ok(())
+}
+
+/// The value after `edit`, or why the edit does not apply.
+fn apply(current: &Block, edit: &Edit) -> Result<String, BlockError> {
+    let label = || current.label.clone();
+    match edit {
+        Edit::Write(value) => Ok(value.clone()),
+        Edit::Replace { old, new } => {
+            if old.is_empty() {
+                return Err(BlockError::EmptyOld { label: label() });
+            }
+            match current.value.matches(old.as_str()).count() {
+                0 => Err(BlockError::OldNotFound {
+                    label: label(),
+                    value: current.value.clone(),
+                }),
+                1 => Ok(current.value.replacen(old.as_str(), new, 1)),
+                count => Err(BlockError::Ambiguous {
+                    label: label(),
+                    count,
+                    value: current.value.clone(),
+                }),
+            }
+        }
+        Edit::Insert { text, line } => {
+            let mut lines: Vec<&str> = if current.value.is_empty() {
+                Vec::new()
+            } else {
+                current.value.lines().collect()
+            };
+            let at = line.unwrap_or(lines.len());
+            if at > lines.len() {
+                return Err(BlockError::LineOutOfRange {
+                    label: label(),
+                    lines: lines.len(),
+                });
+            }
+            lines.insert(at, text.as_str());
+            Ok(lines.join("\n"))
+        }
+    }
+}
+
+/// Per agent, the blocks it sees: own (config order), then referenced shared blocks.
+fn views(config: &Config) -> std::collections::HashMap<String, Vec<(String, String)>> {
+    config
+        .agents
+        .iter()
+        .map(|(id, agent)| {
+            let own = agent
+                .memory
+                .blocks
+                .iter()
+                .map(|b| (agent_namespace(id), b.label.clone()));
+            let shared = agent
+                .memory
+                .shared_blocks
+                .iter()
+                .filter(|l| config.shared_blocks.contains_key(*l))
+                .map(|l| (SHARED.to_string(), l.clone()));
+            (id.clone(), own.chain(shared).collect())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "framework:\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n  privacy: { enabled: false }\n  memory: { consolidation: { enabled: false } }\n";
+
+    fn config(persona: &str) -> opc_hierarchy::Loaded {
+        let text = format!(
+            "{BASE}sharedBlocks:\n  plan: {{ description: the plan, value: 'step 1', limit: 40 }}\n  rules: {{ description: rules, value: be kind, readOnly: true }}\nagents:\n  ceo: {{ role: CEO, children: [a, b], memory: {{ blocks: [{{ label: persona, description: who I am, value: '{persona}', limit: 30 }}] }} }}\n  a: {{ role: A, parent: ceo, memory: {{ blocks: [{{ label: notes, description: n, value: '' }}, {{ label: fixed, description: f, value: x, readOnly: true }}], sharedBlocks: [plan, rules] }} }}\n  b: {{ role: B, parent: ceo, memory: {{ sharedBlocks: [plan] }} }}\n"
+        );
+        opc_hierarchy::parse("t.yaml", text, None).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn open(path: &Path, persona: &str) -> BlockStore {
+        let loaded = config(persona);
+        BlockStore::open(path, &loaded.config, Arc::new(loaded.org)).unwrap()
+    }
+
+    fn actor(agent: &str) -> Actor<'_> {
+        Actor {
+            agent,
+            task: Some(7),
+        }
+    }
+
+    #[test]
+    fn config_seeds_then_stored_value_wins_then_admin_change_applies() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let store = open(&db, "I am the CEO");
+        let b = store.read("ceo", "persona").unwrap();
+        assert_eq!((b.value.as_str(), b.version), ("I am the CEO", 1));
+        store
+            .edit(
+                actor("ceo"),
+                "persona",
+                &Edit::Write("I like tea".into()),
+                Some(1),
+            )
+            .unwrap();
+        drop(store);
+        // Restart, same config: the edit stands.
+        let store = open(&db, "I am the CEO");
+        let b = store.read("ceo", "persona").unwrap();
+        assert_eq!((b.value.as_str(), b.version), ("I like tea", 2));
+        drop(store);
+        // The admin changes the config value: applied and recorded.
+        let store = open(&db, "I am the boss");
+        let b = store.read("ceo", "persona").unwrap();
+        assert_eq!((b.value.as_str(), b.version), ("I am the boss", 3));
+        let h = store.history("persona", None).unwrap();
+        let ops: Vec<(&str, &str, Option<&str>, &str)> = h
+            .iter()
+            .map(|e| {
+                (
+                    e.operation.as_str(),
+                    e.author.as_str(),
+                    e.old_value.as_deref(),
+                    e.new_value.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                ("seed", "config", None, "I am the CEO"),
+                ("write", "ceo", Some("I am the CEO"), "I like tea"),
+                ("config", "admin", Some("I like tea"), "I am the boss"),
+            ]
+        );
+        assert_eq!(h[1].task, Some(7));
+    }
+
+    #[test]
+    fn edits_and_the_errors_a_model_can_act_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("db"), "aa bb aa");
+        // insert appends lines, or inserts before a line
+        store
+            .edit(
+                actor("a"),
+                "notes",
+                &Edit::Insert {
+                    text: "one".into(),
+                    line: None,
+                },
+                None,
+            )
+            .unwrap();
+        store
+            .edit(
+                actor("a"),
+                "notes",
+                &Edit::Insert {
+                    text: "three".into(),
+                    line: None,
+                },
+                None,
+            )
+            .unwrap();
+        let b = store
+            .edit(
+                actor("a"),
+                "notes",
+                &Edit::Insert {
+                    text: "two".into(),
+                    line: Some(1),
+                },
+                Some(3),
+            )
+            .unwrap();
+        assert_eq!((b.value.as_str(), b.version), ("one\ntwo\nthree", 4));
+        let b = store
+            .edit(
+                actor("a"),
+                "notes",
+                &Edit::Replace {
+                    old: "two".into(),
+                    new: "2".into(),
+                },
+                Some(4),
+            )
+            .unwrap();
+        assert_eq!(b.value, "one\n2\nthree");
+        let err = store
+            .edit(
+                actor("a"),
+                "notes",
+                &Edit::Insert {
+                    text: "x".into(),
+                    line: Some(9),
+                },
+                None,
+            )
+            .unwrap_err();
+        assert!(
+            matches!(err, BlockError::LineOutOfRange { lines: 3, .. }),
+            "{err}"
+        );
+        // ambiguous and missing `old` carry the value
+        let err = store
+            .edit(
+                actor("ceo"),
+                "persona",
+                &Edit::Replace {
+                    old: "aa".into(),
+                    new: "c".into(),
+                },
+                None,
+            )
+            .unwrap_err();
+        assert!(
+            matches!(&err, BlockError::Ambiguous { count: 2, value, .. } if value == "aa bb aa"),
+            "{err}"
+        );
+        let err = store
+            .edit(
+                actor("ceo"),
+                "persona",
+                &Edit::Replace {
+                    old: "zz".into(),
+                    new: "c".into(),
+                },
+                None,
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("aa bb aa"), "{err}");
+        // limit overrun carries the sizes, and changes nothing
+        let err = store
+            .edit(actor("ceo"), "persona", &Edit::Write("x".repeat(31)), None)
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                BlockError::OverLimit {
+                    limit: 30,
+                    new_size: 31,
+                    current_size: 8,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(store.read("ceo", "persona").unwrap().version, 1);
+        // read-only, own and shared
+        let err = store
+            .edit(actor("a"), "fixed", &Edit::Write("y".into()), None)
+            .unwrap_err();
+        assert!(matches!(err, BlockError::ReadOnly { .. }), "{err}");
+        let err = store
+            .edit(actor("a"), "rules", &Edit::Write("y".into()), None)
+            .unwrap_err();
+        assert!(
+            matches!(&err, BlockError::ReadOnly { value, .. } if value == "be kind"),
+            "{err}"
+        );
+        // missing label lists what exists
+        let err = store.read("a", "nope").unwrap_err();
+        assert!(
+            err.to_string().contains("notes, fixed, plan, rules"),
+            "{err}"
+        );
+        // b does not see `rules`, and cannot edit a's blocks
+        assert!(matches!(
+            store.read("b", "rules").unwrap_err(),
+            BlockError::NotFound { .. }
+        ));
+        assert!(matches!(
+            store
+                .edit(actor("b"), "notes", &Edit::Write("z".into()), None)
+                .unwrap_err(),
+            BlockError::NotFound { .. }
+        ));
+        // ACL: the manager reads a's block; a cannot read the manager's; a sibling without shareWith cannot
+        assert_eq!(
+            store.read_of("ceo", "a", "notes").unwrap().value,
+            "one\n2\nthree"
+        );
+        assert!(matches!(
+            store.read_of("a", "ceo", "persona").unwrap_err(),
+            BlockError::Denied(_)
+        ));
+        assert!(matches!(
+            store.read_of("b", "a", "notes").unwrap_err(),
+            BlockError::Denied(_)
+        ));
+        // prompt order: own, then shared
+        let labels: Vec<String> = store
+            .blocks_of("a")
+            .unwrap()
+            .into_iter()
+            .map(|b| b.label)
+            .collect();
+        assert_eq!(labels, ["notes", "fixed", "plan", "rules"]);
+    }
+
+    /// Two agents edit one shared block at the same time, each on its own connection, both having
+    /// read version 1: exactly one wins; the other gets a stale error carrying the winner's value,
+    /// and nothing is lost.
+    #[test]
+    fn concurrent_shared_edits_one_wins_the_other_is_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let first = open(&db, "p");
+        let second = open(&db, "p");
+        assert_eq!(first.read("a", "plan").unwrap().version, 1);
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let run = |store: BlockStore, agent: &'static str, text: &'static str| {
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                store.edit(
+                    Actor { agent, task: None },
+                    "plan",
+                    &Edit::Write(text.into()),
+                    Some(1),
+                )
+            })
+        };
+        let ta = run(first.clone(), "a", "plan by a");
+        let tb = run(second, "b", "plan by b");
+        let results = [ta.join().unwrap(), tb.join().unwrap()];
+        let winners: Vec<&Block> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        assert_eq!(winners.len(), 1, "exactly one edit wins: {results:?}");
+        let won = winners[0].value.clone();
+        let stale = results.iter().find_map(|r| r.as_ref().err()).unwrap();
+        match stale {
+            BlockError::Stale {
+                read: 1,
+                current: 2,
+                value,
+                ..
+            } => assert_eq!(*value, won),
+            other => panic!("expected a stale error, got {other}"),
+        }
+        assert!(stale.to_string().contains(&won));
+        // The stored value is the winner's, and the history records exactly one edit after the seed.
+        assert_eq!(first.read("b", "plan").unwrap().value, won);
+        assert_eq!(first.history("plan", Some(SHARED)).unwrap().len(), 2);
+    }
+}
