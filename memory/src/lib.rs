@@ -9,3 +9,5 @@
 //! - every read and write is checked against the org tree before it touches storage;
 //! - a block's value never exceeds its limit, and concurrent edits are serialised by a version check;
 //! - every entry carries immutable provenance (author, task, thread, time, content hash).
+
+pub mod embed;
