@@ -11,3 +11,4 @@
 //! - every entry carries immutable provenance (author, task, thread, time, content hash).
 
 pub mod embed;
+pub mod recall;
