@@ -19,3 +19,5 @@
 pub mod acl;
 pub mod blocks;
 pub mod schema;
+pub mod embed;
+pub mod recall;

