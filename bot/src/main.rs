@@ -103,6 +103,13 @@ enum Command {
     /// Local model files (the privacy gateway's NER model): fetch them ahead of time, list them.
     #[command(subcommand)]
     Models(commands::models::ModelsCommand),
+    /// Recall memory: search it as an agent would, measure it on LoCoMo.
+    Memory {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(subcommand)]
+        command: commands::memory::MemoryCommand,
+    },
     /// Draw the org tree: id, role, model, tools, memory and shareWith of every agent.
     ///
     /// Colours are used when stdout is a terminal (set NO_COLOR to turn them off).
@@ -147,5 +154,6 @@ fn main() -> ExitCode {
         Command::Tasks { config, args } => commands::tasks::run(&config.path(), args),
         Command::Privacy { config, command } => commands::privacy::run(&config.path(), command),
         Command::Models(command) => commands::models::run(command),
+        Command::Memory { config, command } => commands::memory::run(&config.path(), command),
     }
 }
