@@ -37,6 +37,10 @@ pub trait MemoryHooks: Send + Sync + 'static {
     fn blocks(&self) -> Option<BlockStore> {
         None
     }
+    /// The recall store behind `conversation_search`, when this memory has one.
+    fn recall_store(&self) -> Option<opc_memory::recall::RecallStore> {
+        None
+    }
 }
 
 /// No memory: the hooks return nothing.
@@ -57,7 +61,22 @@ impl MemoryHooks for NoMemory {
 /// memory tools over the same store.
 pub struct BlockMemory {
     blocks: BlockStore,
+    recall: Option<Recall>,
 }
+
+/// The Select step's settings and store.
+struct Recall {
+    store: opc_memory::recall::RecallStore,
+    /// Agents whose config has `memory.recall` on.
+    agents: std::collections::HashSet<String>,
+    /// Token budget of the recalled text in one request.
+    budget: usize,
+}
+
+/// How many hits the Select step asks for before the budget trims them.
+const RECALL_HITS: usize = 8;
+/// Default token budget of recalled memory per request.
+pub const RECALL_BUDGET_TOKENS: usize = 600;
 
 impl BlockMemory {
     /// Open the core blocks in the database at `path` (memory's own connection and migrations) and
@@ -69,8 +88,42 @@ impl BlockMemory {
     ) -> Result<BlockMemory, opc_memory::blocks::OpenError> {
         Ok(BlockMemory {
             blocks: BlockStore::open(path, config, org)?,
+            recall: None,
         })
     }
+
+    /// Add the Select step: for agents with `memory.recall` on, the best hits of `store` for each
+    /// task, from the namespaces the agent may read, within `budget` tokens.
+    pub fn with_recall(
+        mut self,
+        store: opc_memory::recall::RecallStore,
+        config: &Config,
+        budget: usize,
+    ) -> Self {
+        let agents = config
+            .agents
+            .iter()
+            .filter(|(_, a)| a.memory.recall)
+            .map(|(id, _)| id.clone())
+            .collect();
+        self.recall = Some(Recall {
+            store,
+            agents,
+            budget,
+        });
+        self
+    }
+}
+
+/// One recalled message as the model sees it: date, author, where it was said, and the text.
+fn recalled_line(message: &opc_memory::recall::Message) -> String {
+    let day = opc_memory::recall::date::render_day(message.time_ms);
+    let whom = if message.author == message.namespace {
+        message.author.clone()
+    } else {
+        format!("{} to {}", message.author, message.namespace)
+    };
+    format!("[{day}, {whom}] {}", message.text.trim())
 }
 
 #[async_trait::async_trait]
@@ -91,12 +144,54 @@ impl MemoryHooks for BlockMemory {
             }
         }
     }
-    async fn recall(&self, _agent: &str, _task: &str) -> Vec<String> {
-        // Recall is wired by the recall store (issue 11, helper `recall`).
-        Vec::new()
+    async fn recall(&self, agent: &str, task: &str) -> Vec<String> {
+        let Some(recall) = &self.recall else {
+            return Vec::new();
+        };
+        if !recall.agents.contains(agent) || task.trim().is_empty() {
+            return Vec::new();
+        }
+        let namespaces = self.blocks.acl().readable(agent);
+        let query = opc_memory::recall::Query::new(
+            task,
+            namespaces,
+            opc_memory::recall::Mode::Hybrid,
+            RECALL_HITS,
+        );
+        let store = recall.store.clone();
+        let hits = match tokio::task::spawn_blocking(move || store.search(&query)).await {
+            Ok(Ok(hits)) => hits,
+            Ok(Err(e)) => {
+                tracing::error!(agent, error = %e, "recall search failed; the task runs without it");
+                return Vec::new();
+            }
+            Err(e) => {
+                tracing::error!(agent, error = %e, "recall search did not finish");
+                return Vec::new();
+            }
+        };
+        // The task itself was recorded when it was created: it is not a memory of it.
+        let mut out = Vec::new();
+        let mut used = 0;
+        for hit in hits {
+            if hit.message.text.trim() == task.trim() {
+                continue;
+            }
+            let line = recalled_line(&hit.message);
+            let cost = estimate_tokens(&line);
+            if used + cost > recall.budget {
+                break;
+            }
+            used += cost;
+            out.push(line);
+        }
+        out
     }
     fn blocks(&self) -> Option<BlockStore> {
         Some(self.blocks.clone())
+    }
+    fn recall_store(&self) -> Option<opc_memory::recall::RecallStore> {
+        self.recall.as_ref().map(|r| r.store.clone())
     }
 }
 

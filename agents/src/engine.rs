@@ -192,7 +192,7 @@ impl Engine {
         memory: Arc<dyn MemoryHooks>,
         options: EngineOptions,
     ) -> Result<Engine, EngineError> {
-        let tools = crate::tools::ToolRegistry::standard(memory.blocks());
+        let tools = crate::tools::ToolRegistry::standard(memory.blocks(), memory.recall_store());
         let context = ContextBuilder::new(&config, &org, base_dir, memory)?;
         let resolve = |agent: &str, model: &str| {
             config

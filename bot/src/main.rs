@@ -89,14 +89,6 @@ enum Command {
         #[command(flatten)]
         args: commands::tasks::TasksArgs,
     },
-    /// Core memory blocks as stored: `show [AGENT]` (sizes and versions) and `history LABEL` (every
-    /// change: who, which task, when, old → new).
-    Memory {
-        #[command(flatten)]
-        config: ConfigArg,
-        #[command(subcommand)]
-        command: commands::memory_blocks::MemoryBlocksCommand,
-    },
     /// Personal-data detection from the command line: `detect` (JSON lines in and out) and `eval`.
     ///
     /// Uses the config's `framework.privacy` detection settings when a config is found, else the
@@ -111,6 +103,14 @@ enum Command {
     /// Local model files (the privacy gateway's NER model): fetch them ahead of time, list them.
     #[command(subcommand)]
     Models(commands::models::ModelsCommand),
+    /// Memory: core blocks as stored (`show [AGENT]`, `history LABEL`), recall searched as an agent
+    /// would (`search`), and recall measured on LoCoMo (`eval locomo`).
+    Memory {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(subcommand)]
+        command: commands::memory::MemoryCommand,
+    },
     /// Draw the org tree: id, role, model, tools, memory and shareWith of every agent.
     ///
     /// Colours are used when stdout is a terminal (set NO_COLOR to turn them off).
@@ -155,8 +155,6 @@ fn main() -> ExitCode {
         Command::Tasks { config, args } => commands::tasks::run(&config.path(), args),
         Command::Privacy { config, command } => commands::privacy::run(&config.path(), command),
         Command::Models(command) => commands::models::run(command),
-        Command::Memory { config, command } => {
-            commands::memory_blocks::run(&config.path(), command)
-        }
+        Command::Memory { config, command } => commands::memory::run(&config.path(), command),
     }
 }

@@ -25,7 +25,7 @@ pub struct Inactive {
 }
 
 /// The tools the engine executes; every other tool is configured but inactive.
-pub const ACTIVE_TOOLS: [Tool; 8] = [
+pub const ACTIVE_TOOLS: [Tool; 9] = [
     Tool::Delegate,
     Tool::DelegateParallel,
     Tool::Escalate,
@@ -34,6 +34,7 @@ pub const ACTIVE_TOOLS: [Tool; 8] = [
     Tool::MemoryWrite,
     Tool::MemoryReplace,
     Tool::MemoryInsert,
+    Tool::ConversationSearch,
 ];
 
 /// Every configured feature of `config` that this build does not run, in the order of the reference.
@@ -70,16 +71,10 @@ pub fn inactive(config: &Config) -> Vec<Inactive> {
         }
         path
     };
-    // Core blocks, shared blocks and shareWith are active: blocks reach every prompt, and the
-    // memory tools read and edit them under the namespace ACL.
+    // Core blocks, shared blocks, shareWith, recall (the Select step and `conversation_search`) and
+    // local embeddings are active: blocks reach every prompt, every task and answer is recorded and
+    // searched under the namespace ACL.
     let recall = agents(&|a| a.memory.recall);
-    if !recall.is_empty() {
-        add(
-            per_agent(&recall, &["memory", "recall"]),
-            &format!("conversation recall ({})", list(&recall)),
-            "agents see the current conversation only",
-        );
-    }
     let archival = agents(&|a| a.memory.archival);
     if !archival.is_empty() {
         add(
@@ -88,11 +83,17 @@ pub fn inactive(config: &Config) -> Vec<Inactive> {
             "no facts are extracted or kept",
         );
     }
-    if !recall.is_empty() || !archival.is_empty() {
+    if memory.embedding.provider == crate::schema::EmbeddingProvider::OpenAiCompatible
+        && (!recall.is_empty()
+            || config
+                .agents
+                .values()
+                .any(|a| a.tools.contains(&Tool::ConversationSearch)))
+    {
         add(
-            KeyPath::of(["framework", "memory", "embedding"]),
-            "embeddings",
-            "nothing is embedded or searched",
+            KeyPath::of(["framework", "memory", "embedding", "provider"]),
+            "openai-compatible embeddings",
+            "recall embeds with the local model (all-MiniLM-L6-v2) instead",
         );
     }
     if memory.consolidation.enabled {
@@ -165,14 +166,7 @@ mod tests {
         );
         let found = inactive(&c);
         let features: Vec<&str> = found.iter().map(|i| i.feature.as_str()).collect();
-        assert_eq!(
-            features,
-            [
-                "conversation recall (ceo, a)",
-                "embeddings",
-                "tools Bash, Grep"
-            ]
-        );
-        assert_eq!(found[2].path, "agents.ceo.tools");
+        assert_eq!(features, ["tools Bash, Grep"]);
+        assert_eq!(found[0].path, "agents.ceo.tools");
     }
 }

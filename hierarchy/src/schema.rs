@@ -375,6 +375,8 @@ keywords! {
         MemoryReplace = "memory_replace",
         /// Append to a core memory block.
         MemoryInsert = "memory_insert",
+        /// Search recall memory (past conversations) the agent may read.
+        ConversationSearch = "conversation_search",
         /// Read a file.
         Read = "Read",
         /// Write a file.

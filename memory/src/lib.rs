@@ -18,6 +18,6 @@
 
 pub mod acl;
 pub mod blocks;
-pub mod schema;
 pub mod embed;
 pub mod recall;
+pub mod schema;

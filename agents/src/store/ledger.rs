@@ -198,10 +198,14 @@ impl Store {
                     params![call.task_id, output, now, TaskState::Completed.as_str()],
                 )
                 .map_err(sql("ending a task"))?;
+                super::recall::answered(&tx, call.task_id, output, now)?;
                 done = true;
             }
         }
         tx.commit().map_err(sql("recording an LLM call"))?;
+        if done {
+            self.recall_appended();
+        }
         Ok(done)
     }
 

@@ -158,7 +158,13 @@ impl Store {
             params![id, state.as_str(), output, summary, error, escalation, now],
         )
         .map_err(sql("ending a task"))?;
+        if let Some(output) = output {
+            super::recall::answered(&tx, id, output, now)?;
+        }
         tx.commit().map_err(sql("ending a task"))?;
+        if output.is_some() {
+            self.recall_appended();
+        }
         Ok(true)
     }
     /// Cancel a task and every live task below it, in one transaction; their pending approvals are

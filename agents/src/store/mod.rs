@@ -30,6 +30,7 @@ mod ledger;
 mod lifecycle;
 mod lock;
 mod notices;
+pub mod recall;
 mod recovery;
 pub mod schema;
 mod state;
@@ -78,6 +79,15 @@ pub enum StoreError {
         what: &'static str,
         /// Why.
         source: rusqlite::Error,
+    },
+    /// The memory tables (recall messages, core blocks) in the same file could not be brought up to
+    /// date; the engine records every turn there, so it does not start without them.
+    #[error("cannot prepare the memory tables in {path}: {source}")]
+    Memory {
+        /// The file.
+        path: String,
+        /// Why.
+        source: opc_memory::schema::SchemaError,
     },
     /// A query failed.
     #[error("task database error while {doing}: {source}")]
@@ -179,8 +189,22 @@ pub struct Store {
     lock: Mutex<Option<std::fs::File>>,
     /// Stops the background checkpointer (file databases only) when the store is dropped.
     _checkpointer: Option<Checkpointer>,
+    /// Called after a commit that appended to recall memory (wakes the recall indexer).
+    recall_notify: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 impl Store {
+    /// Call `notify` after every commit that appended to recall memory (`opc run` wakes the recall
+    /// indexer with it; without it the indexer finds the rows on its next poll). Set once.
+    pub fn on_recall_append(&self, notify: impl Fn() + Send + Sync + 'static) {
+        let _ = self.recall_notify.set(Box::new(notify));
+    }
+
+    fn recall_appended(&self) {
+        if let Some(notify) = self.recall_notify.get() {
+            notify();
+        }
+    }
+
     /// Open (creating if needed) the database at `path`, in WAL mode, and bring its schema up to date
     /// ([`schema::migrate`]).
     pub fn open(path: &Path) -> Result<Store, StoreError> {
@@ -234,11 +258,18 @@ impl Store {
             .map_err(open_err)?;
         conn.set_prepared_statement_cache_capacity(64);
         schema::migrate(&mut conn, path)?;
+        // Recall memory's tables live in the same file: every turn appends to them in its own
+        // transaction (see `recall.rs`), so they must exist before the first task.
+        opc_memory::schema::migrate(&mut conn).map_err(|source| StoreError::Memory {
+            path: path.to_string(),
+            source,
+        })?;
         Ok(Store {
             conn: Mutex::new(conn),
             path: None,
             lock: Mutex::new(None),
             _checkpointer: None,
+            recall_notify: std::sync::OnceLock::new(),
         })
     }
 

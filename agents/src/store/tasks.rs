@@ -228,7 +228,21 @@ impl Store {
             exec(&tx, "UPDATE tasks SET root_id = id WHERE id = ?1", [id])
                 .map_err(sql("creating a task"))?;
         }
+        let author = match task.parent_id {
+            Some(parent) => super::recall::agent_of(&tx, parent)?,
+            None => super::recall::USER_AUTHOR.to_string(),
+        };
+        super::recall::given(
+            &tx,
+            id,
+            task.agent,
+            task.conversation_id,
+            &author,
+            task.input,
+            now,
+        )?;
         tx.commit().map_err(sql("creating a task"))?;
+        self.recall_appended();
         Ok(id)
     }
 

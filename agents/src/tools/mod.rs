@@ -23,6 +23,7 @@
 
 mod builtin;
 pub mod memory;
+mod search;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -43,7 +44,7 @@ use crate::llm::ToolSpec;
 
 /// The config tools this engine executes (the memory tools when the engine has memory, which `opc`
 /// always gives it).
-pub const EXECUTED: [Tool; 8] = [
+pub const EXECUTED: [Tool; 9] = [
     Tool::Delegate,
     Tool::DelegateParallel,
     Tool::Escalate,
@@ -52,6 +53,7 @@ pub const EXECUTED: [Tool; 8] = [
     Tool::MemoryWrite,
     Tool::MemoryReplace,
     Tool::MemoryInsert,
+    Tool::ConversationSearch,
 ];
 
 /// A tool call's result for the model: `(content, is_error)`. `Err` is reserved for failures of the
@@ -143,13 +145,18 @@ pub struct ToolRegistry {
 
 impl ToolRegistry {
     /// The built-in tools, plus the memory tools over `blocks` when the engine has memory.
-    pub fn standard(blocks: Option<opc_memory::blocks::BlockStore>) -> ToolRegistry {
+    pub fn standard(
+        blocks: Option<opc_memory::blocks::BlockStore>,
+        recall: Option<opc_memory::recall::RecallStore>,
+    ) -> ToolRegistry {
         let mut registry = ToolRegistry::default();
         builtin::register(&mut registry);
         if let Some(blocks) = blocks {
+            if let Some(recall) = recall {
+                search::register(&mut registry, blocks.clone(), recall);
+            }
             memory::register(&mut registry, blocks);
         }
-        // Slot: the recall store's `conversation_search` registers here.
         registry
     }
 
@@ -447,7 +454,7 @@ mod tests {
                 "request_approval"
             ]
         );
-        let registry = ToolRegistry::standard(None);
+        let registry = ToolRegistry::standard(None, None);
         let names: Vec<&str> = registry.tools.iter().map(|t| t.name()).collect();
         assert_eq!(
             names,

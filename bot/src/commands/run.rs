@@ -165,8 +165,8 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
         resume_suspended: missing_key.is_none(),
         ..EngineOptions::default()
     };
-    let engine = match super::chat::build_engine(&loaded, store, options) {
-        Ok(engine) => engine,
+    let (engine, recall) = match super::chat::build_engine(&loaded, store, options) {
+        Ok(parts) => parts,
         Err(message) => {
             eprint(&message);
             return ExitCode::from(2);
@@ -254,6 +254,14 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
     if loaded.config.framework.privacy.enabled {
         super::models::load_in_background(ner.clone());
     }
+    // Recall's embedding model, the same way: until it lands, recall searches by keywords (BM25).
+    if loaded.config.agents.values().any(|a| {
+        a.memory.recall
+            || a.tools
+                .contains(&opc_hierarchy::schema::Tool::ConversationSearch)
+    }) {
+        super::models::load_embedder_in_background(recall.embed.clone());
+    }
     // On a signal: stop accepting, and close the adapters at once — that ends open event streams and
     // platform sockets, which graceful shutdown would otherwise wait for forever.
     let closing = adapters.clone();
@@ -267,6 +275,8 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
         .await;
     gateway.shutdown().await;
     drop(ner);
+    // Stops the recall indexer (it finishes the batch it is on; the rest is caught up at next start).
+    drop(recall);
     match served {
         Ok(()) => {
             print("opc: stopped\n");

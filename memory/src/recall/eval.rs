@@ -198,8 +198,24 @@ pub fn run(
             .map(|t| t.msg.clone())
             .collect();
         store.append_all(&msgs)?;
+        let t0 = std::time::Instant::now();
         store.catch_up(&never)?;
-        for q in questions.iter().filter(|q| q.sample == *sample) {
+        tracing::info!(
+            sample,
+            turns = msgs.len(),
+            secs = t0.elapsed().as_secs_f64(),
+            "indexed"
+        );
+        let asked: Vec<&Question> = questions.iter().filter(|q| q.sample == *sample).collect();
+        // Embed the questions once, batched, for every configuration.
+        let qvecs: Vec<Option<Vec<f32>>> = match slot.get() {
+            Some(m) => {
+                let texts: Vec<&str> = asked.iter().map(|q| q.text.as_str()).collect();
+                m.embed(&texts)?.into_iter().map(Some).collect()
+            }
+            None => vec![None; asked.len()],
+        };
+        for (q, qv) in asked.into_iter().zip(qvecs) {
             if q.evidence.is_empty() {
                 skipped += 1;
                 continue;
@@ -208,6 +224,7 @@ pub fn run(
                 let mut query =
                     Query::new(q.text.clone(), vec!["locomo".into()], config.mode, max_k);
                 query.tuning = config.tuning;
+                query.vector.clone_from(&qv);
                 let hits = store.search(&query)?;
                 let ids: Vec<&str> = hits
                     .iter()

@@ -1,6 +1,5 @@
-//! Recall memory's tables (memory schema migration 2). The lead wires [`V2`] into
-//! `memory/src/schema.rs`'s migration list; until then [`super::RecallStore::open`] applies it itself
-//! (every statement is `IF NOT EXISTS`, so applying it twice is harmless).
+//! Recall memory's tables: memory schema migration 2 (in `crate::schema::MIGRATIONS`, applied with
+//! the others by `schema::migrate`).
 //!
 //! - `recall_messages`: append-only (triggers refuse UPDATE and DELETE). `seq` is the sequence number
 //!   of the write: `AUTOINCREMENT` never reuses a value, and SQLite's single writer commits rows in
