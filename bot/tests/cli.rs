@@ -33,13 +33,18 @@ fn init_writes_a_valid_org_and_refuses_to_overwrite() {
         "{}",
         text(&out.stdout)
     );
-    // The example turns privacy and memory on; this build runs privacy and core memory blocks, not
-    // recall yet, and says so.
+    // The example turns privacy and memory on; this build runs privacy, core memory blocks and
+    // recall, not archival memory yet, and says so.
     let stderr = text(&out.stderr);
-    for inactive in ["not active in this build", "conversation recall"] {
+    for inactive in ["not active in this build", "archival memory"] {
         assert!(stderr.contains(inactive), "{inactive:?} in {stderr}");
     }
-    for active in ["core memory blocks", "tools memory_read"] {
+    for active in [
+        "core memory blocks",
+        "tools memory_read",
+        "conversation recall",
+        "embeddings",
+    ] {
         assert!(!stderr.contains(active), "{active:?} runs: {stderr}");
     }
     assert!(
@@ -261,7 +266,7 @@ fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
         .read_to_string(&mut stderr)
         .expect("stderr");
     assert!(
-        stderr.contains("conversation recall"),
+        stderr.contains("archival memory"),
         "run names what is not active: {stderr}"
     );
     assert!(
