@@ -49,9 +49,7 @@ pub fn inactive_note(config: &opc_hierarchy::Config) -> String {
     if inactive.is_empty() {
         return String::new();
     }
-    let mut note = String::from(
-        "note: configured, but not active in this build (they arrive with the memory work):\n",
-    );
+    let mut note = String::from("note: configured, but not active in this build:\n");
     for item in inactive {
         note.push_str(&format!(
             "  - {}: {} [{}]\n",
