@@ -266,7 +266,7 @@ fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
         .read_to_string(&mut stderr)
         .expect("stderr");
     assert!(
-        stderr.contains("archival memory"),
+        stderr.contains("memory consolidation"),
         "run names what is not active: {stderr}"
     );
     assert!(

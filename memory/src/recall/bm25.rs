@@ -85,7 +85,7 @@ fn schema() -> (Schema, Fields) {
 
 impl Bm25 {
     /// Open the index in `dir`, creating it (or recreating it when its schema is not ours).
-    pub fn open(dir: &Path) -> Result<(Self, IndexWriter), RecallError> {
+    pub fn open(dir: &Path) -> Result<Self, RecallError> {
         std::fs::create_dir_all(dir).map_err(|e| RecallError::Io {
             context: format!("creating the search index directory {}", dir.display()),
             source: e,
@@ -107,9 +107,6 @@ impl Bm25 {
                 Index::create_in_dir(dir, schema).map_err(idx_err)?
             }
         };
-        let writer: IndexWriter = index
-            .writer_with_num_threads(1, WRITER_HEAP)
-            .map_err(idx_err)?;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -125,7 +122,19 @@ impl Bm25 {
             .iter()
             .flat_map(|w| bm25.analyse(w))
             .collect();
-        Ok((bm25, writer))
+        Ok(bm25)
+    }
+
+    /// The index's writer. One process at a time holds it (tantivy's lock file): the one that
+    /// indexes. Searching never needs it, so `opc memory search` works beside `opc run`.
+    pub fn writer(&self) -> Result<IndexWriter, RecallError> {
+        self.index
+            .writer_with_num_threads(1, WRITER_HEAP)
+            .map_err(|e| {
+                RecallError::Index(format!(
+                    "{e} (another process is indexing this database — is `opc run` running on it?)"
+                ))
+            })
     }
 
     /// The last sequence number committed to the index (0 when none).

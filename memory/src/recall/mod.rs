@@ -175,7 +175,7 @@ struct Inner {
     readers: Mutex<Vec<Connection>>,
     bm25: Bm25,
     /// The BM25 writer; held only by an indexer (catch-up), never by a search.
-    index_writer: Mutex<tantivy::IndexWriter>,
+    index_writer: Mutex<Option<tantivy::IndexWriter>>,
     vectors: RwLock<VectorIndex>,
     slot: EmbedSlot,
     /// Set when there may be work for the indexer.
@@ -268,7 +268,7 @@ impl RecallStore {
         crate::schema::migrate(&mut writer)?;
         let mut index_dir = db_path.as_os_str().to_owned();
         index_dir.push(".index");
-        let (bm25, index_writer) = Bm25::open(Path::new(&index_dir))?;
+        let bm25 = Bm25::open(Path::new(&index_dir))?;
         let mut vectors = VectorIndex::default();
         {
             let mut stmt = writer
@@ -294,7 +294,8 @@ impl RecallStore {
                 writer: Mutex::new(writer),
                 readers: Mutex::new(Vec::new()),
                 bm25,
-                index_writer: Mutex::new(index_writer),
+                // Taken by the first catch-up: a process that only searches never locks the index.
+                index_writer: Mutex::new(None),
                 vectors: RwLock::new(vectors),
                 slot,
                 wake: (Mutex::new(false), Condvar::new()),
@@ -418,12 +419,18 @@ impl RecallStore {
                 .index_writer
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
+            if writer.is_none() {
+                *writer = Some(self.inner.bm25.writer()?);
+            }
+            let Some(writer) = writer.as_mut() else {
+                return Ok(done);
+            };
             loop {
                 let batch = self.messages_after(self.inner.bm25.cursor()?, BM25_BATCH)?;
                 if batch.is_empty() || stop.load(Ordering::Relaxed) {
                     break;
                 }
-                self.inner.bm25.add(&mut writer, &batch)?;
+                self.inner.bm25.add(writer, &batch)?;
                 done.indexed += batch.len();
             }
         }
