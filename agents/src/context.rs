@@ -32,7 +32,9 @@ pub trait MemoryHooks: Send + Sync + 'static {
     async fn core_blocks(&self, agent: &str) -> Vec<Block>;
     /// Memories relevant to `task`, selected for `agent`; prepended to the task message of each
     /// request (never stored).
-    async fn recall(&self, agent: &str, task: &str) -> Vec<String>;
+    /// `conversation` is the task's own: its messages are in the session already, and leaving them
+    /// out keeps what is recalled the same when a suspended session resumes.
+    async fn recall(&self, agent: &str, task: &str, conversation: &str) -> Vec<String>;
     /// The block store behind the memory tools, when this memory has one.
     fn blocks(&self) -> Option<BlockStore> {
         None
@@ -51,7 +53,7 @@ impl MemoryHooks for NoMemory {
     async fn core_blocks(&self, _agent: &str) -> Vec<Block> {
         Vec::new()
     }
-    async fn recall(&self, _agent: &str, _task: &str) -> Vec<String> {
+    async fn recall(&self, _agent: &str, _task: &str, _conversation: &str) -> Vec<String> {
         Vec::new()
     }
 }
@@ -74,7 +76,7 @@ struct Recall {
 }
 
 /// How many hits the Select step asks for before the budget trims them.
-const RECALL_HITS: usize = 8;
+const RECALL_HITS: usize = 16;
 /// Default token budget of recalled memory per request.
 pub const RECALL_BUDGET_TOKENS: usize = 600;
 
@@ -144,7 +146,7 @@ impl MemoryHooks for BlockMemory {
             }
         }
     }
-    async fn recall(&self, agent: &str, task: &str) -> Vec<String> {
+    async fn recall(&self, agent: &str, task: &str, conversation: &str) -> Vec<String> {
         let Some(recall) = &self.recall else {
             return Vec::new();
         };
@@ -174,7 +176,9 @@ impl MemoryHooks for BlockMemory {
         let mut out = Vec::new();
         let mut used = 0;
         for hit in hits {
-            if hit.message.text.trim() == task.trim() {
+            // This conversation's messages are in the session already (and the task itself was
+            // recorded when it was created); recall brings what this conversation does not have.
+            if hit.message.conversation == conversation || hit.message.text.trim() == task.trim() {
                 continue;
             }
             let line = recalled_line(&hit.message);
@@ -298,8 +302,13 @@ impl ContextBuilder {
 
     /// Select: what memory recalls for `agent`'s `task`, as the text to put before the task in each
     /// request, or `None` when nothing was recalled.
-    pub async fn recall_prefix(&self, agent: &str, task: &str) -> Option<String> {
-        let recalled = self.memory.recall(agent, task).await;
+    pub async fn recall_prefix(
+        &self,
+        agent: &str,
+        task: &str,
+        conversation: &str,
+    ) -> Option<String> {
+        let recalled = self.memory.recall(agent, task, conversation).await;
         if recalled.is_empty() {
             return None;
         }

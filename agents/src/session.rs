@@ -255,7 +255,10 @@ async fn session_inner(
         .collect();
     // Select, once per session run and before its first turn: recalled memory goes before the task
     // message of every request, and never into the stored history.
-    let recall = rt.context.recall_prefix(&record.agent, &record.input).await;
+    let recall = rt
+        .context
+        .recall_prefix(&record.agent, &record.input, &record.conversation_id)
+        .await;
     let task_index = messages
         .iter()
         .rposition(|m| m.role == Role::User && m.text() == record.input);
