@@ -140,6 +140,9 @@ impl TestOrg {
             compression_threshold,
             approval_timeout,
         } = execution;
+        // Recall is off in the shared test org: the scripted LLM keys sessions (and tests count requests) by
+        // each session's first user message, which recalled memory from earlier conversations in the
+        // same database would change. Recall has its own tests (`tests/tests/memory_recall.rs`).
         let yaml = format!(
             r#"
 framework:
@@ -168,40 +171,47 @@ agents:
     level: 0
     prompt: "You run the company."
     tools: [delegate, delegateParallel, escalate]
+    memory: {{ recall: false }}
     children: [vp-eng, vp-ops]
   vp-eng:
     role: VP Engineering
     level: 1
     parent: ceo
     tools: [delegate, delegateParallel, escalate]
+    memory: {{ recall: false }}
     children: [lead-backend]
   vp-ops:
     role: VP Operations
     level: 1
     parent: ceo
     tools: [delegate, escalate, requestApproval]
+    memory: {{ recall: false }}
     children: [support]
   lead-backend:
     role: Backend Lead
     level: 2
     parent: vp-eng
     tools: [delegate, delegateParallel, escalate]
+    memory: {{ recall: false }}
     children: [dev-backend, dev-data]
   dev-backend:
     role: Backend Developer
     level: 3
     parent: lead-backend
     tools: [escalate]
+    memory: {{ recall: false }}
   dev-data:
     role: Data Engineer
     level: 3
     parent: lead-backend
     tools: [escalate]
+    memory: {{ recall: false }}
   support:
     role: Support Agent
     level: 2
     parent: vp-ops
     tools: [escalate, requestApproval]
+    memory: {{ recall: false }}
 {sections}
 "#
         );
