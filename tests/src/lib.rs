@@ -28,3 +28,16 @@ pub fn http_client() -> reqwest::Client {
         .build()
         .unwrap_or_else(|e| panic!("test HTTP client: {e}"))
 }
+
+/// POST `body` as JSON to `url`: the status and the JSON answer (`Null` when it is not JSON).
+pub async fn post_json(url: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+    let response = http_client()
+        .post(url)
+        .json(&body)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+    let status = response.status().as_u16();
+    let body = response.json().await.unwrap_or(serde_json::Value::Null);
+    (status, body)
+}

@@ -40,6 +40,28 @@ pub fn marker(agent: &str) -> String {
     format!("Agent id: {agent}\n")
 }
 
+/// The `framework:` section of a one-provider org at the scripted server (`llm`, Anthropic wire, key in
+/// [`KEY_VAR`]), with consolidation off (tests that want it turn it on themselves) and the privacy
+/// gateway on or off. Agents and channels follow it in the test's own YAML.
+pub fn framework_yaml(llm_url: &str, privacy: bool) -> String {
+    format!(
+        r#"
+framework:
+  defaultProvider: llm
+  defaultModel: test-model
+  providers:
+    llm:
+      kind: anthropic
+      baseUrl: {llm_url}
+      apiKeyEnv: {KEY_VAR}
+      models:
+        test-model: {{ input: 1.0, output: 1.0 }}
+  privacy: {{ enabled: {privacy} }}
+  memory: {{ consolidation: {{ enabled: false }} }}
+"#
+    )
+}
+
 /// A scripted manager that delegates `task` to `child`, then answers `prefix` + the child's answer.
 pub fn relay(child: &str, task: &str, prefix: &str) -> Vec<Step> {
     vec![

@@ -8,24 +8,13 @@ use std::time::Duration;
 
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
+use opc_tests::post_json as post;
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use opc_tests::sse::Sse;
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(20);
 const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
-
-async fn post(url: &str, body: Value) -> (u16, Value) {
-    let response = opc_tests::http_client()
-        .post(url)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let body = response.json().await.unwrap_or(Value::Null);
-    (status, body)
-}
 
 async fn new_conversation(opc: &OpcRun) -> (String, Sse) {
     let (status, body) = post(&opc.url("/api/conversations"), json!({})).await;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use opc_agents::context::BlockMemory;
 use opc_agents::{Engine, Store, TaskState};
 use opc_memory::blocks::{Actor, BlockStore, Edit};
-use opc_tests::org::{KEY, KEY_VAR, TestOrg, marker};
+use opc_tests::org::{KEY, KEY_VAR, TestOrg, framework_yaml, marker};
 use opc_tests::scripted_llm::{RecordedRequest, Script, ScriptedLlm, Step};
 use opc_tests::wait::{wait_until, within};
 use serde_json::{Value, json};
@@ -19,21 +19,9 @@ use serde_json::{Value, json};
 const WAIT: Duration = Duration::from_secs(30);
 
 fn config(llm_url: &str) -> (tempfile::TempDir, opc_hierarchy::Loaded) {
+    let frame = framework_yaml(llm_url, false);
     let yaml = format!(
-        r#"
-framework:
-  defaultProvider: llm
-  defaultModel: test-model
-  providers:
-    llm:
-      kind: anthropic
-      baseUrl: {llm_url}
-      apiKeyEnv: {KEY_VAR}
-      models:
-        test-model: {{ input: 1.0, output: 1.0 }}
-  privacy: {{ enabled: false }}
-  memory: {{ consolidation: {{ enabled: false }} }}
-sharedBlocks:
+        r#"{frame}sharedBlocks:
   plan: {{ description: the shared plan, value: "PLAN-V1" }}
 agents:
   ceo:

@@ -3,6 +3,8 @@
 //! - A fact told to the CEO in conversation 1 is in the CEO's request in conversation 2 (the Select
 //!   step puts recalled messages before the task), and `conversation_search` finds it.
 //! - A subordinate's search of its manager's memory is a tool error that shows nothing of it.
+//! - With the privacy gateway on, PII recalled from an earlier conversation is masked in the outbound
+//!   request like any other text of the prompt, and restored in the answer: the two compose.
 //! - The index is derived: rows the engine wrote while no indexer ran (a crash between the SQLite
 //!   commit and the index update) are found once an indexer catches up from the sequence numbers.
 //!
@@ -19,7 +21,7 @@ use opc_agents::context::{BlockMemory, RECALL_BUDGET_TOKENS};
 use opc_agents::{Engine, Store, TaskState};
 use opc_memory::embed::EmbedSlot;
 use opc_memory::recall::{Mode, Query, RecallStore};
-use opc_tests::org::{KEY, KEY_VAR, TestOrg, marker};
+use opc_tests::org::{KEY, KEY_VAR, TestOrg, framework_yaml, marker};
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use opc_tests::wait::{wait_until, within};
 use serde_json::{Value, json};
@@ -28,21 +30,14 @@ const WAIT: Duration = Duration::from_secs(30);
 const FACT: &str = "Remember this: the launch code word is PAPAYA-7731.";
 
 fn config(llm_url: &str) -> (tempfile::TempDir, opc_hierarchy::Loaded) {
+    config_with(llm_url, false)
+}
+
+/// The org, with the privacy gateway on (its pattern tier: no model is loaded here) or off.
+fn config_with(llm_url: &str, privacy: bool) -> (tempfile::TempDir, opc_hierarchy::Loaded) {
+    let frame = framework_yaml(llm_url, privacy);
     let yaml = format!(
-        r#"
-framework:
-  defaultProvider: llm
-  defaultModel: test-model
-  providers:
-    llm:
-      kind: anthropic
-      baseUrl: {llm_url}
-      apiKeyEnv: {KEY_VAR}
-      models:
-        test-model: {{ input: 1.0, output: 1.0 }}
-  privacy: {{ enabled: false }}
-  memory: {{ consolidation: {{ enabled: false }} }}
-agents:
+        r#"{frame}agents:
   ceo:
     role: CEO
     tools: [delegate, conversation_search]
@@ -216,4 +211,49 @@ async fn rows_written_while_no_indexer_ran_are_found_after_catch_up() {
     assert_eq!(fact.message.author, "user");
     assert_eq!(fact.message.namespace, "ceo");
     assert_eq!(fact.message.conversation, outcome.conversation);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recalled_pii_is_masked_in_the_outbound_request_and_restored_in_the_answer() {
+    const EMAIL: &str = "jane.roe@example.org";
+    // The scripted CEO repeats the first user message it was sent (the recalled memory and the task).
+    let script = Script::new().agent(marker("ceo"), vec![Step::text("CEO heard: {{input}}")]);
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let (dir, loaded) = config_with(&llm.url(), true);
+    let db = dir.path().join("opc.db");
+    let (engine, recall, _indexer) = engine(&db, &loaded, true);
+
+    let run = engine
+        .send(
+            None,
+            &format!("Remember that the billing contact email is {EMAIL}."),
+        )
+        .unwrap();
+    let first = within(WAIT, "conversation 1", run.wait()).await;
+    assert_eq!(first.state, TaskState::Completed, "{}", first.text);
+    wait_until(WAIT, "the recall index to catch up", || caught_up(&recall)).await;
+
+    let run = engine
+        .send(None, "Who is the billing contact email?")
+        .unwrap();
+    let second = within(WAIT, "conversation 2", run.wait()).await;
+    assert_eq!(second.state, TaskState::Completed, "{}", second.text);
+
+    // Nothing real left the process: not in conversation 1, not in the recalled memory of 2.
+    let requests = llm.requests_for(&marker("ceo"));
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert!(
+            !request.body.to_string().contains(EMAIL),
+            "the real email reached the provider: {}",
+            request.body
+        );
+    }
+    let asked = requests[1].user_texts().join("\n");
+    assert!(asked.contains("Relevant memory"), "recalled: {asked}");
+    assert!(asked.contains("billing contact email is "), "{asked}");
+    assert!(asked.contains('@'), "the fake stands in its place: {asked}");
+    // The answer quotes the masked prompt; the privacy layer put the real value back.
+    assert!(second.text.contains(EMAIL), "restored: {}", second.text);
+    within(WAIT, "shutdown", engine.shutdown()).await;
 }

@@ -35,9 +35,10 @@ use opc_privacy::{Entity, EntityType};
 use opc_tests::fake_slack::{FakeSlack, app_mention, envelope};
 use opc_tests::opc_process::{OpcRun, opc_binary};
 use opc_tests::org::{Execution, Extras, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
+use opc_tests::post_json as post;
 use opc_tests::scripted_llm::{RecordedRequest, Script, ScriptedLlm, Step};
 use opc_tests::sse::Sse;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -267,18 +268,6 @@ async fn personal_data_never_reaches_the_model_and_the_user_sees_it_restored_in_
     assert!(tree.contains("masked "), "{tree}");
     assert!(tree.contains("EMAIL "), "{tree}");
     assert!(!tree.contains(EMAIL), "{tree}");
-}
-
-async fn post(url: &str, body: Value) -> (u16, Value) {
-    let response = opc_tests::http_client()
-        .post(url)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let body = response.json().await.unwrap_or(Value::Null);
-    (status, body)
 }
 
 /// An engine in this process on `org`, its providers (at the scripted server, over loopback) each

@@ -155,6 +155,14 @@ fn search(config: &Path, text: &str, agent: &str, mode: Mode, limit: usize) -> E
         opc_memory::acl::Acl::new(&loaded.config, std::sync::Arc::new(loaded.org.clone()))
             .readable(agent);
     let db = super::database_path(&loaded);
+    if !db.exists() {
+        // Nothing was ever stored: say so rather than create an empty database the engine did not ask for.
+        print(&format!(
+            "no matches: {} does not exist yet (it is created when `opc run` or `opc chat` first starts)\n",
+            db.display()
+        ));
+        return ExitCode::SUCCESS;
+    }
     let store = match RecallStore::open(&db, embedder(mode != Mode::Bm25)) {
         Ok(s) => s,
         Err(e) => {
@@ -162,10 +170,17 @@ fn search(config: &Path, text: &str, agent: &str, mode: Mode, limit: usize) -> E
             return ExitCode::from(2);
         }
     };
-    // Index whatever the engine wrote since the last run (the engine's indexer may be stopped).
-    if let Err(e) = store.catch_up(&AtomicBool::new(false)) {
-        eprint(&format!("error: {e}\n"));
-        return ExitCode::from(2);
+    // Index whatever the engine wrote since the last run (the engine's indexer may be stopped). When
+    // a running `opc run` holds the index, it is the one indexing: search what it has indexed.
+    match store.catch_up(&AtomicBool::new(false)) {
+        Ok(_) => {}
+        Err(opc_memory::recall::RecallError::IndexBusy) => eprint(
+            "note: another process (`opc run`?) is indexing this database; searching what it has indexed\n",
+        ),
+        Err(e) => {
+            eprint(&format!("error: {e}\n"));
+            return ExitCode::from(2);
+        }
     }
     match store.search(&Query::new(text, namespaces, mode, limit)) {
         Ok(hits) if hits.is_empty() => {

@@ -127,13 +127,16 @@ impl Bm25 {
 
     /// The index's writer. One process at a time holds it (tantivy's lock file): the one that
     /// indexes. Searching never needs it, so `opc memory search` works beside `opc run`.
+    /// A lock held elsewhere is [`RecallError::IndexBusy`]: not a fault, another process indexes.
     pub fn writer(&self) -> Result<IndexWriter, RecallError> {
         self.index
             .writer_with_num_threads(1, WRITER_HEAP)
-            .map_err(|e| {
-                RecallError::Index(format!(
-                    "{e} (another process is indexing this database — is `opc run` running on it?)"
-                ))
+            .map_err(|e| match e {
+                tantivy::TantivyError::LockFailure(
+                    tantivy::directory::error::LockError::LockBusy,
+                    _,
+                ) => RecallError::IndexBusy,
+                other => idx_err(other),
             })
     }
 

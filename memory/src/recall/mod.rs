@@ -63,6 +63,12 @@ pub enum RecallError {
         "recall search index: {0}; it is derived from the database: delete the `.index` directory beside it to rebuild"
     )]
     Index(String),
+    /// Another process holds the index's writer lock (it is the one indexing this database). Searches
+    /// still work, over what that process has indexed.
+    #[error(
+        "recall search index: another process is indexing this database (is `opc run` running on it?)"
+    )]
+    IndexBusy,
     /// Embedding failed.
     #[error(transparent)]
     Embed(#[from] crate::embed::EmbedError),
@@ -485,9 +491,21 @@ impl RecallStore {
         let handle = std::thread::Builder::new()
             .name("recall-indexer".into())
             .spawn(move || {
+                // One warning per failing episode, not one per poll.
+                let mut failing = false;
                 while !stop2.load(Ordering::Relaxed) {
-                    if let Err(e) = store.catch_up(&stop2) {
-                        tracing::warn!(error = %e, "recall indexer: catch-up failed; retrying");
+                    match store.catch_up(&stop2) {
+                        Ok(_) => {
+                            if failing {
+                                tracing::info!("recall indexer: caught up again");
+                            }
+                            failing = false;
+                        }
+                        Err(e) if !failing => {
+                            tracing::warn!(error = %e, "recall indexer: catch-up failed; retrying every {}s until it works (searches cover what is indexed)", IDLE_POLL.as_secs());
+                            failing = true;
+                        }
+                        Err(e) => tracing::debug!(error = %e, "recall indexer: catch-up failed again"),
                     }
                     let (flag, cv) = &store.inner.wake;
                     let mut woken = flag.lock().unwrap_or_else(|e| e.into_inner());
