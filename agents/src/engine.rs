@@ -327,6 +327,17 @@ impl Engine {
     /// Send `text` to the root agent: in a new conversation (`None`) or as a follow-up in an existing
     /// one, which continues the root agent's session history.
     pub fn send(&self, conversation: Option<&str>, text: &str) -> Result<RootRun, EngineError> {
+        self.send_from(conversation, text, None)
+    }
+
+    /// [`Engine::send`], recording `author` (`platform:user id`) as the message's author in recall
+    /// memory (`None`: `user`).
+    pub fn send_from(
+        &self,
+        conversation: Option<&str>,
+        text: &str,
+        author: Option<&str>,
+    ) -> Result<RootRun, EngineError> {
         let rt = &self.rt;
         let root_agent = rt.org.root().to_string();
         // The conversation row is written with the root task (one transaction).
@@ -363,6 +374,7 @@ impl Engine {
             tool_index: 0,
             input: text,
             messages: &history,
+            author,
         })?;
         rt.events.publish(Event::TaskCreated {
             task,

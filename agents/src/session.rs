@@ -712,6 +712,7 @@ pub(crate) async fn delegate(
                 tool_index: index,
                 input: &args.task,
                 messages: std::slice::from_ref(&first),
+                author: None,
             })?;
             rt.events.publish(Event::TaskCreated {
                 task: id,

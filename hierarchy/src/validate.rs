@@ -568,6 +568,23 @@ impl<'a> Checker<'a> {
                         format!("`{id}` is at level {mine} but `{other}` is at level {theirs}: shareWith only connects agents at the same level"),
                         "superiors already read their subordinates' memory; remove this entry",
                     );
+                    continue;
+                }
+                let parent_of = |a: &str| {
+                    config
+                        .agents
+                        .get(a)
+                        .and_then(|x| x.parent.clone())
+                        .unwrap_or_default()
+                };
+                let (mine, theirs) = (parent_of(id), parent_of(other));
+                if mine != theirs {
+                    self.error(
+                        path,
+                        Anchor::Value,
+                        format!("`{id}` (under `{mine}`) and `{other}` (under `{theirs}`) are not siblings: shareWith only connects agents with the same manager, and nobody reads across branches"),
+                        format!("remove this entry; their common superior already reads both, or move `{other}` under `{mine}`"),
+                    );
                 }
             }
         }

@@ -178,10 +178,11 @@ impl Acl {
 mod tests {
     use super::*;
 
-    /// ceo → (a → (a1 → a1x), b, c → c1). a shares with b (not with c); a1 and c1 are cousins, and c1
-    /// names a1 in shareWith, which must not open a cross-branch read.
+    /// ceo → (a → (a1 → a1x), b, c → c1). a shares with b (not with c); a1 and c1 are cousins. (A
+    /// cousin named in shareWith is refused by validation — `hierarchy/tests/fixtures/invalid/
+    /// sharewith-cousin.yaml` — and `may_read` requires siblings besides.)
     fn acl() -> Acl {
-        let text = "framework:\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n  privacy: { enabled: false }\n  memory: { consolidation: { enabled: false } }\nsharedBlocks:\n  team: { description: d, value: v }\n  rules: { description: d, value: v, readOnly: true }\nagents:\n  ceo: { role: CEO, children: [a, b, c] }\n  a: { role: A, parent: ceo, children: [a1], memory: { shareWith: [b], sharedBlocks: [team, rules] } }\n  b: { role: B, parent: ceo, memory: { sharedBlocks: [team] } }\n  c: { role: C, parent: ceo, children: [c1] }\n  a1: { role: A1, parent: a, children: [a1x] }\n  a1x: { role: A1X, parent: a1 }\n  c1: { role: C1, parent: c, memory: { shareWith: [a1] } }\n";
+        let text = "framework:\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n  privacy: { enabled: false }\n  memory: { consolidation: { enabled: false } }\nsharedBlocks:\n  team: { description: d, value: v }\n  rules: { description: d, value: v, readOnly: true }\nagents:\n  ceo: { role: CEO, children: [a, b, c] }\n  a: { role: A, parent: ceo, children: [a1], memory: { shareWith: [b], sharedBlocks: [team, rules] } }\n  b: { role: B, parent: ceo, memory: { sharedBlocks: [team] } }\n  c: { role: C, parent: ceo, children: [c1] }\n  a1: { role: A1, parent: a, children: [a1x] }\n  a1x: { role: A1X, parent: a1 }\n  c1: { role: C1, parent: c }\n";
         let loaded = opc_hierarchy::parse("t.yaml", text.to_string(), None)
             .unwrap_or_else(|e| panic!("{e}"));
         Acl::new(&loaded.config, Arc::new(loaded.org))
@@ -206,7 +207,7 @@ mod tests {
             ("shareWith is one-way",      "a",   "b",   false, false, false, false),
             ("sibling without shareWith", "c",   "a",   false, false, false, false),
             ("cousin",                    "c1",  "a1",  false, false, false, false),
-            ("cousin named in shareWith", "a1",  "c1",  false, false, false, false),
+            ("cousin, the other way",     "a1",  "c1",  false, false, false, false),
             ("uncle reads nephew",        "b",   "a1",  false, false, false, false),
             ("unknown reader",            "zz",  "a",   false, false, false, false),
             ("unknown owner",             "a",   "zz",  false, false, false, false),

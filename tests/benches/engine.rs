@@ -977,6 +977,7 @@ fn store_floor(store: &Store, n: usize) -> Duration {
                 tool_index: 0,
                 input: &input,
                 messages: &messages,
+                author: None,
             })
             .expect("create_task");
         store.task(id).expect("task");

@@ -126,8 +126,10 @@ async fn a_message_committed_but_not_indexed_when_opc_is_killed_is_searchable_af
         found.contains("PAPAYA-7731"),
         "searchable after restart: {found}"
     );
+    // With its provenance: written by the web chat's user (the web chat's user id is the
+    // conversation), in the CEO's namespace.
     assert!(
-        found.contains("user in ceo"),
+        found.contains(&format!("web:{id} in ceo")),
         "with its provenance: {found}"
     );
     let stderr = opc.stderr();

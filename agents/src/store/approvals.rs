@@ -108,14 +108,29 @@ pub struct Approval {
 }
 
 /// Reject the pending approvals matching `filter` (SQL over `?1` = `value`) on the system's behalf, in
-/// the caller's transaction. Returns how many were rejected.
+/// the caller's transaction, and record each decision in recall memory. Returns how many were
+/// rejected; the caller wakes the recall indexer after its commit.
 pub(super) fn reject_pending(
-    conn: &Connection,
+    conn: &rusqlite::Transaction<'_>,
     filter: &str,
     value: impl rusqlite::ToSql,
     by: SystemDecider,
     now: i64,
-) -> rusqlite::Result<usize> {
+) -> Result<usize, StoreError> {
+    let context = "rejecting pending approvals";
+    let pending: Vec<(TaskId, String)> = {
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT task_id, summary FROM approvals WHERE {filter} AND state = ?2 ORDER BY id"
+            ))
+            .map_err(sql(context))?;
+        let rows = stmt
+            .query_map(params![value, ApprovalState::Pending.as_str()], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .map_err(sql(context))?;
+        rows.collect::<Result<_, _>>().map_err(sql(context))?
+    };
     exec(
         conn,
         &format!(
@@ -130,6 +145,19 @@ pub(super) fn reject_pending(
             ApprovalState::Pending.as_str()
         ],
     )
+    .map_err(sql(context))?;
+    for (task, summary) in &pending {
+        super::recall::approval_decided(
+            conn,
+            *task,
+            summary,
+            "reject",
+            by.as_str(),
+            super::recall::SYSTEM_AUTHOR,
+            now,
+        )?;
+    }
+    Ok(pending.len())
 }
 
 impl Approval {
@@ -241,7 +269,13 @@ impl Store {
             approval_from_row,
         )
         .map_err(sql("requesting an approval"))?;
+        if created {
+            super::recall::approval_requested(&tx, task.id, summary, options, now)?;
+        }
         tx.commit().map_err(sql("requesting an approval"))?;
+        if created {
+            self.recall_appended();
+        }
         Ok((approval, created))
     }
 
@@ -322,8 +356,23 @@ impl Store {
             ],
         )
         .map_err(sql("deciding an approval"))?;
+        let author = if expired {
+            super::recall::SYSTEM_AUTHOR
+        } else {
+            by
+        };
+        super::recall::approval_decided(
+            &tx,
+            approval.task_id,
+            &approval.summary,
+            decision,
+            by,
+            author,
+            now,
+        )?;
         let updated = read(&tx)?.unwrap_or(approval);
         tx.commit().map_err(sql("deciding an approval"))?;
+        self.recall_appended();
         Ok(if expired {
             Decided::Expired(updated)
         } else {
@@ -369,6 +418,103 @@ mod tests {
         assert_eq!(
             store.decide(999, "approve", "u1").unwrap(),
             Decided::NotFound
+        );
+    }
+    /// (author, text) of every recall row, oldest first.
+    fn recall_rows(store: &Store) -> Vec<(String, String)> {
+        let conn = store.conn();
+        let mut stmt = conn
+            .prepare("SELECT author, text FROM recall_messages ORDER BY seq")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn approvals_escalations_and_their_decisions_are_recorded_in_recall() {
+        use crate::store::Ending;
+        let store = Store::in_memory().unwrap();
+        let r = root(&store, "c");
+        let task = store.task(r).unwrap();
+        let options = ["approve".to_string(), "reject".to_string()];
+        let (a, _) = store
+            .request_approval(&task, "t1", "ship v2", &options, Duration::from_secs(60))
+            .unwrap();
+        // Asked again for the same call (a resumed session): not recorded twice.
+        store
+            .request_approval(&task, "t1", "ship v2", &options, Duration::from_secs(60))
+            .unwrap();
+        store.decide(a.id, "approve", "slack:U42").unwrap();
+        let (b, _) = store
+            .request_approval(&task, "t2", "wire $5k", &options, Duration::ZERO)
+            .unwrap();
+        store.decide(b.id, "approve", "slack:U42").unwrap();
+        store
+            .request_approval(&task, "t3", "hire Ann", &options, Duration::from_secs(60))
+            .unwrap();
+        store.cancel_subtree(r, "stopped").unwrap();
+        let r2 = {
+            store.create_conversation("c2", "ceo").unwrap();
+            store
+                .create_task(&super::super::NewTask {
+                    parent_id: None,
+                    conversation_id: "c2",
+                    agent: "ceo",
+                    depth: 0,
+                    tool_use_id: None,
+                    tool_index: 0,
+                    input: "go",
+                    messages: &[],
+                    author: None,
+                })
+                .unwrap()
+        };
+        store
+            .finish(
+                r2,
+                Ending::Escalated(r#"{"type":"uncertainty","reason":"no budget left"}"#),
+            )
+            .unwrap();
+        let rows = recall_rows(&store);
+        let find = |text: &str| {
+            rows.iter()
+                .filter(|(_, t)| t.contains(text))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(find("Asked for approval: ship v2").len(), 1, "{rows:?}");
+        assert_eq!(
+            find("Approval decided: approve, by slack:U42: ship v2"),
+            vec![(
+                "slack:U42".to_string(),
+                "Approval decided: approve, by slack:U42: ship v2".to_string()
+            )]
+        );
+        // Expired before it was decided: the system rejected it.
+        assert_eq!(
+            find("wire $5k")
+                .iter()
+                .filter(|(a, t)| a == "opc" && t.contains("reject, by timeout"))
+                .count(),
+            1,
+            "{rows:?}"
+        );
+        assert_eq!(
+            find("hire Ann")
+                .iter()
+                .filter(|(a, t)| a == "opc" && t.contains("reject, by cancelled"))
+                .count(),
+            1,
+            "{rows:?}"
+        );
+        assert_eq!(
+            find("Escalated by ceo (uncertainty): no budget left"),
+            vec![(
+                "ceo".to_string(),
+                "Escalated by ceo (uncertainty): no budget left".to_string()
+            )]
         );
     }
 }

@@ -161,8 +161,11 @@ impl Store {
         if let Some(output) = output {
             super::recall::answered(&tx, id, output, now)?;
         }
+        if let Some(json) = escalation {
+            super::recall::escalated(&tx, id, json, now)?;
+        }
         tx.commit().map_err(sql("ending a task"))?;
-        if output.is_some() {
+        if output.is_some() || escalation.is_some() {
             self.recall_appended();
         }
         Ok(true)
@@ -213,10 +216,10 @@ impl Store {
                 params![task, reason, now, TaskState::Cancelled.as_str()],
             )
             .map_err(sql("cancelling tasks"))?;
-            reject_pending(&tx, "task_id = ?1", task, SystemDecider::Cancelled, now)
-                .map_err(sql("cancelling tasks"))?;
+            reject_pending(&tx, "task_id = ?1", task, SystemDecider::Cancelled, now)?;
         }
         tx.commit().map_err(sql("cancelling tasks"))?;
+        self.recall_appended();
         Ok(ids)
     }
 }

@@ -301,6 +301,7 @@ mod testing {
                 tool_index: 0,
                 input: "hello",
                 messages: &[Message::user("hello")],
+                author: None,
             })
             .unwrap()
     }
@@ -316,6 +317,7 @@ mod testing {
                 tool_index: 0,
                 input: "do it",
                 messages: &[],
+                author: None,
             })
             .unwrap()
     }

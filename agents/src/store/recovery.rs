@@ -50,8 +50,7 @@ impl Store {
                 .collect::<Result<_, _>>()
                 .map_err(sql("recovering after a restart"))?;
         }
-        reject_pending(&tx, "expires_at <= ?1", now, SystemDecider::Timeout, now)
-            .map_err(sql("recovering after a restart"))?;
+        reject_pending(&tx, "expires_at <= ?1", now, SystemDecider::Timeout, now)?;
         // Live tasks that are neither waiting on an approval pending at startup (expired just now or
         // not) nor an ancestor of one.
         let interrupted: Vec<(TaskId, String, bool)> = {
@@ -105,6 +104,7 @@ impl Store {
         }
         recovery.interrupted = interrupted;
         tx.commit().map_err(sql("recovering after a restart"))?;
+        self.recall_appended();
         drop(conn);
         recovery.pending_approvals = self.pending_approvals()?;
         Ok(recovery)

@@ -120,6 +120,9 @@ pub struct NewTask<'a> {
     pub input: &'a str,
     /// The session history it starts from.
     pub messages: &'a [Message],
+    /// Who wrote a root task's message, for recall's provenance (`platform:user id`); `None` records
+    /// [`super::recall::USER_AUTHOR`]. A child task's author is always its delegating agent.
+    pub author: Option<&'a str>,
 }
 
 impl Store {
@@ -230,7 +233,10 @@ impl Store {
         }
         let author = match task.parent_id {
             Some(parent) => super::recall::agent_of(&tx, parent)?,
-            None => super::recall::USER_AUTHOR.to_string(),
+            None => task
+                .author
+                .unwrap_or(super::recall::USER_AUTHOR)
+                .to_string(),
         };
         super::recall::given(
             &tx,
@@ -382,6 +388,7 @@ mod tests {
                 tool_index: 0,
                 input: "again",
                 messages: &[],
+                author: None,
             });
             match second {
                 Err(StoreError::Busy { task, .. }) => {

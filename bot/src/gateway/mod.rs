@@ -58,6 +58,13 @@ struct Waiting {
     place: Place,
 }
 
+impl Waiting {
+    /// The message's author as recall memory records it: `platform:user id`.
+    fn author(&self) -> String {
+        format!("{}:{}", self.inbound.place.platform, self.inbound.user.id)
+    }
+}
+
 /// Everything the gateway is built from.
 pub struct Parts {
     /// The loaded config (org, approvers, rate limits).
@@ -356,7 +363,10 @@ impl Gateway {
         let inner = &self.inner;
         // Subscribe before sending, so the first streamed tokens are not missed.
         let events = inner.engine.events().subscribe();
-        match inner.engine.send(None, &waiting.text) {
+        match inner
+            .engine
+            .send_from(None, &waiting.text, Some(&waiting.author()))
+        {
             Ok(run) => {
                 if let Err(e) = inner.threads.bind(&waiting.place, &run.conversation) {
                     tracing::error!(error = %e, "could not record the thread of a new conversation");
@@ -373,7 +383,10 @@ impl Gateway {
     fn start_in(&self, conversation: String, waiting: Waiting) {
         let inner = &self.inner;
         let events = inner.engine.events().subscribe();
-        match inner.engine.send(Some(&conversation), &waiting.text) {
+        match inner
+            .engine
+            .send_from(Some(&conversation), &waiting.text, Some(&waiting.author()))
+        {
             Ok(run) => self.answer(waiting, run, events),
             // Running a request the gateway did not start (one resumed after a restart, say): wait
             // for it, first in line.

@@ -15,11 +15,10 @@ use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
 use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery};
 use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
-    TextOptions, Value,
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::TokenStream;
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Term, doc};
 
 use super::{Message, RecallError};
 
@@ -226,16 +225,22 @@ impl Bm25 {
                 (Occur::Should, q)
             })
             .collect();
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
-            vec![(Occur::Must, Box::new(BooleanQuery::new(words)))];
-        clauses.push((
-            Occur::Must,
-            Box::new(TermSetQuery::new(
-                namespaces
-                    .iter()
-                    .map(|n| Term::from_field_text(f.namespace, n)),
-            )),
-        ));
+        let searcher = self.reader.searcher();
+        let words = BooleanQuery::new(words);
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        // A filter that lets every stored namespace through is left out: intersecting the words with
+        // every document costs more than the search itself at 1M rows, and without it tantivy can
+        // skip blocks that cannot reach the top (block-max WAND).
+        if !self.allows_every_namespace(&searcher, namespaces)? {
+            clauses.push((
+                Occur::Must,
+                Box::new(TermSetQuery::new(
+                    namespaces
+                        .iter()
+                        .map(|n| Term::from_field_text(f.namespace, n)),
+                )),
+            ));
+        }
         if range != (i64::MIN, i64::MAX) {
             clauses.push((
                 Occur::Must,
@@ -245,18 +250,52 @@ impl Bm25 {
                 )),
             ));
         }
-        let query = BooleanQuery::new(clauses);
-        let searcher = self.reader.searcher();
-        let top = searcher
-            .search(&query, &TopDocs::with_limit(limit))
-            .map_err(idx_err)?;
+        let top = if clauses.is_empty() {
+            searcher.search(&words, &TopDocs::with_limit(limit))
+        } else {
+            clauses.push((Occur::Must, Box::new(words)));
+            searcher.search(&BooleanQuery::new(clauses), &TopDocs::with_limit(limit))
+        }
+        .map_err(idx_err)?;
+        // The seq from its fast column: reading stored documents would decompress a block each.
+        let mut columns = std::collections::HashMap::new();
         let mut out = Vec::with_capacity(top.len());
         for (score, addr) in top {
-            let doc: TantivyDocument = searcher.doc(addr).map_err(idx_err)?;
-            if let Some(seq) = doc.get_first(f.seq).and_then(|v| v.as_u64()) {
+            let column = match columns.entry(addr.segment_ord) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => e.insert(
+                    searcher
+                        .segment_reader(addr.segment_ord)
+                        .fast_fields()
+                        .u64("seq")
+                        .map_err(idx_err)?,
+                ),
+            };
+            if let Some(seq) = column.first(addr.doc_id) {
                 out.push((i64::try_from(seq).unwrap_or(0), score));
             }
         }
         Ok(out)
+    }
+
+    /// Whether `namespaces` holds every namespace stored in the index (so filtering by it is a no-op).
+    fn allows_every_namespace(
+        &self,
+        searcher: &tantivy::Searcher,
+        namespaces: &[String],
+    ) -> Result<bool, RecallError> {
+        for segment in searcher.segment_readers() {
+            let inverted = segment
+                .inverted_index(self.fields.namespace)
+                .map_err(idx_err)?;
+            let mut stream = inverted.terms().stream().map_err(idx_err)?;
+            while stream.advance() {
+                let stored = std::str::from_utf8(stream.key()).unwrap_or("");
+                if !namespaces.iter().any(|n| n == stored) {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
     }
 }

@@ -214,6 +214,13 @@ fn open_conn(path: &Path, flags: OpenFlags) -> Result<Connection, RecallError> {
         .map_err(db)?;
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(db)?;
+    // Searches read a few hundred rows scattered over the file (hits and their neighbours): map it
+    // rather than copy each page through a syscall, and keep more pages cached (measured at 1M rows,
+    // see the recall bench).
+    conn.pragma_update(None, "mmap_size", 1i64 << 30)
+        .map_err(db)?;
+    conn.pragma_update(None, "cache_size", -16_384i64)
+        .map_err(db)?;
     Ok(conn)
 }
 
@@ -530,7 +537,8 @@ impl RecallStore {
     }
 
     /// Search. BM25 always runs; the vector list runs in [`Mode::Vector`] and [`Mode::Hybrid`] once
-    /// the embedder has loaded (before that, those modes answer from BM25 alone).
+    /// the embedder has loaded or the query brings its vector (otherwise those modes answer from
+    /// BM25 alone).
     pub fn search(&self, q: &Query) -> Result<Vec<Hit>, RecallError> {
         if q.limit == 0 || q.namespaces.is_empty() {
             return Ok(Vec::new());
@@ -538,28 +546,39 @@ impl RecallStore {
         let t = q.tuning;
         let pool = t.pool.max(q.limit);
         let model = self.inner.slot.get().cloned();
-        let use_vectors = q.mode != Mode::Bm25 && model.is_some();
+        // A query that brings its own vector can search the stored vectors without the embedder.
+        let use_vectors = q.mode != Mode::Bm25 && (q.vector.is_some() || model.is_some());
         let use_bm25 = q.mode != Mode::Vector || !use_vectors;
-        let bm25 = if use_bm25 {
+        let query_vector = match (&q.vector, &model) {
+            _ if !use_vectors => None,
+            (Some(v), _) => Some(v.clone()),
+            (None, Some(m)) => m.embed(&[q.text.as_str()])?.pop(),
+            (None, None) => None,
+        };
+        let vector_list = |qv: &[f32]| {
+            self.inner
+                .vectors
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .search(qv, &q.namespaces, q.range, pool)
+        };
+        let bm25_list = || {
             self.inner
                 .bm25
-                .search(&q.text, &q.namespaces, q.range, pool, t.drop_stop_words)?
-        } else {
-            Vec::new()
+                .search(&q.text, &q.namespaces, q.range, pool, t.drop_stop_words)
         };
-        let vector = match (use_vectors, &model) {
-            (true, Some(m)) => {
-                let qv = match &q.vector {
-                    Some(v) => v.clone(),
-                    None => m.embed(&[q.text.as_str()])?.pop().unwrap_or_default(),
-                };
-                self.inner
-                    .vectors
-                    .read()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .search(&qv, &q.namespaces, q.range, pool)
-            }
-            _ => Vec::new(),
+        // The two lists are independent: in hybrid mode the vector scan runs on a second thread
+        // while BM25 runs here, so a search costs the slower of the two, not their sum.
+        let (bm25, vector) = match (use_bm25, query_vector) {
+            (true, Some(qv)) => std::thread::scope(|scope| {
+                let scan = scope.spawn(|| vector_list(&qv));
+                let bm25 = bm25_list();
+                let vector = scan.join().unwrap_or_default();
+                bm25.map(|b| (b, vector))
+            })?,
+            (true, None) => (bm25_list()?, Vec::new()),
+            (false, Some(qv)) => (Vec::new(), vector_list(&qv)),
+            (false, None) => (Vec::new(), Vec::new()),
         };
         let fusion = match (use_bm25, use_vectors) {
             (true, true) => t.fusion,
