@@ -43,9 +43,23 @@ const QUESTION_STOP_WORDS: &[&str] = &[
 struct Fields {
     seq: Field,
     namespace: Field,
+    /// A stable 64-bit hash of the namespace, as a fast column: lets a search filter hits by
+    /// namespace after an unfiltered (block-max WAND) search, see [`Bm25::search`].
+    ns_hash: Field,
     time: Field,
     text: Field,
 }
+
+/// The first 8 bytes of sha256(namespace): stable across runs and builds (it is stored).
+fn ns_hash(namespace: &str) -> u64 {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(namespace.as_bytes());
+    u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
+}
+
+/// Below this share of the index, a namespace filter goes into the query (the intersection is cheap
+/// when the filter is small); above it, an unfiltered search for more hits is filtered afterwards.
+const POST_FILTER_FROM: f64 = 0.05;
 
 /// The tantivy index; the writer is used by one indexer at a time (the caller holds it behind a
 /// mutex), the reader by any number of searches at once.
@@ -64,6 +78,7 @@ fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
     let seq = b.add_u64_field("seq", INDEXED | STORED | FAST);
     let namespace = b.add_text_field("namespace", STRING);
+    let ns_hash = b.add_u64_field("ns_hash", FAST);
     let time = b.add_i64_field("time", INDEXED | FAST);
     let text_opts = TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
@@ -76,6 +91,7 @@ fn schema() -> (Schema, Fields) {
         Fields {
             seq,
             namespace,
+            ns_hash,
             time,
             text,
         },
@@ -162,6 +178,7 @@ impl Bm25 {
                 .add_document(doc!(
                     f.seq => seq,
                     f.namespace => m.namespace.as_str(),
+                    f.ns_hash => ns_hash(&m.namespace),
                     f.time => m.time_ms,
                     f.text => m.indexed_text(),
                 ))
@@ -227,20 +244,54 @@ impl Bm25 {
             .collect();
         let searcher = self.reader.searcher();
         let words = BooleanQuery::new(words);
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        // A filter that lets every stored namespace through is left out: intersecting the words with
-        // every document costs more than the search itself at 1M rows, and without it tantivy can
-        // skip blocks that cannot reach the top (block-max WAND).
-        if !self.allows_every_namespace(&searcher, namespaces)? {
-            clauses.push((
+        let all_time = range == (i64::MIN, i64::MAX);
+        let top = if self.allows_every_namespace(&searcher, namespaces)? && all_time {
+            // A filter that lets every stored namespace through is left out: intersecting the words
+            // with every document costs more than the search itself at 1M rows, and without it
+            // tantivy skips blocks that cannot reach the top (block-max WAND).
+            self.hits(&searcher, &words, limit, None)?
+        } else {
+            let share = self.share(&searcher, namespaces);
+            let post = all_time && share >= POST_FILTER_FROM;
+            // A large filter (a manager reading most of the org): search without it for enough hits
+            // that `limit` of them pass it, then filter. Exact: every hit that passes outranks every
+            // passing document beyond the window. When too few pass, search again with the filter.
+            let wanted = ((limit as f64 / share.max(f64::MIN_POSITIVE)) * 2.0).ceil() as usize;
+            let window = wanted.clamp(limit, limit.saturating_mul(40));
+            let allowed: HashSet<u64> = namespaces.iter().map(|n| ns_hash(n)).collect();
+            match post {
+                true => match self.hits(&searcher, &words, window, Some(&allowed))? {
+                    (hits, seen) if hits.len() >= limit || seen < window => (hits, seen),
+                    _ => self.filtered(&searcher, words, namespaces, range, limit)?,
+                },
+                false => self.filtered(&searcher, words, namespaces, range, limit)?,
+            }
+        }
+        .0;
+        Ok(top.into_iter().take(limit).collect())
+    }
+
+    /// The words, with the namespace filter (and the time range, when bounded) in the query.
+    fn filtered(
+        &self,
+        searcher: &tantivy::Searcher,
+        words: BooleanQuery,
+        namespaces: &[String],
+        range: (i64, i64),
+        limit: usize,
+    ) -> Result<(Vec<(i64, f32)>, usize), RecallError> {
+        let f = self.fields;
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![
+            (Occur::Must, Box::new(words)),
+            (
                 Occur::Must,
                 Box::new(TermSetQuery::new(
                     namespaces
                         .iter()
                         .map(|n| Term::from_field_text(f.namespace, n)),
                 )),
-            ));
-        }
+            ),
+        ];
         if range != (i64::MIN, i64::MAX) {
             clauses.push((
                 Occur::Must,
@@ -250,32 +301,63 @@ impl Bm25 {
                 )),
             ));
         }
-        let top = if clauses.is_empty() {
-            searcher.search(&words, &TopDocs::with_limit(limit))
-        } else {
-            clauses.push((Occur::Must, Box::new(words)));
-            searcher.search(&BooleanQuery::new(clauses), &TopDocs::with_limit(limit))
-        }
-        .map_err(idx_err)?;
-        // The seq from its fast column: reading stored documents would decompress a block each.
+        self.hits(searcher, &BooleanQuery::new(clauses), limit, None)
+    }
+
+    /// The top `limit` of `query` as (seq, score), keeping only namespaces in `allowed` when given;
+    /// and how many the query returned before that filter.
+    fn hits(
+        &self,
+        searcher: &tantivy::Searcher,
+        query: &dyn Query,
+        limit: usize,
+        allowed: Option<&HashSet<u64>>,
+    ) -> Result<(Vec<(i64, f32)>, usize), RecallError> {
+        let top = searcher
+            .search(query, &TopDocs::with_limit(limit))
+            .map_err(idx_err)?;
+        let seen = top.len();
+        // Seqs (and namespace hashes) from their fast columns: reading stored documents would
+        // decompress a block each.
         let mut columns = std::collections::HashMap::new();
         let mut out = Vec::with_capacity(top.len());
         for (score, addr) in top {
-            let column = match columns.entry(addr.segment_ord) {
+            let (seqs, hashes) = match columns.entry(addr.segment_ord) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => e.insert(
-                    searcher
-                        .segment_reader(addr.segment_ord)
-                        .fast_fields()
-                        .u64("seq")
-                        .map_err(idx_err)?,
-                ),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let fast = searcher.segment_reader(addr.segment_ord).fast_fields();
+                    e.insert((
+                        fast.u64("seq").map_err(idx_err)?,
+                        fast.u64("ns_hash").map_err(idx_err)?,
+                    ))
+                }
             };
-            if let Some(seq) = column.first(addr.doc_id) {
+            if let Some(allowed) = allowed
+                && !hashes
+                    .first(addr.doc_id)
+                    .is_some_and(|h| allowed.contains(&h))
+            {
+                continue;
+            }
+            if let Some(seq) = seqs.first(addr.doc_id) {
                 out.push((i64::try_from(seq).unwrap_or(0), score));
             }
         }
-        Ok(out)
+        Ok((out, seen))
+    }
+
+    /// The share of indexed documents in `namespaces` (deleted ones included: an estimate).
+    fn share(&self, searcher: &tantivy::Searcher, namespaces: &[String]) -> f64 {
+        let total = searcher.num_docs().max(1) as f64;
+        let allowed: u64 = namespaces
+            .iter()
+            .filter_map(|n| {
+                searcher
+                    .doc_freq(&Term::from_field_text(self.fields.namespace, n))
+                    .ok()
+            })
+            .sum();
+        (allowed as f64 / total).min(1.0)
     }
 
     /// Whether `namespaces` holds every namespace stored in the index (so filtering by it is a no-op).

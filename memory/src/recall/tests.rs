@@ -207,3 +207,54 @@ fn before_the_model_loads_hybrid_search_answers_from_bm25() {
         .unwrap();
     assert_eq!(hits[0].vector_rank, Some(1));
 }
+
+/// BM25 answers the same whichever way it filters: no filter (every namespace allowed), an
+/// unfiltered search filtered afterwards (a large share allowed), or the filter in the query (a small
+/// share), including when the afterwards-filter sees too few hits and searches again.
+#[test]
+fn bm25_filters_namespaces_the_same_every_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RecallStore::open(&dir.path().join("db.sqlite"), EmbedSlot::new()).unwrap();
+    // "budget" in every row; rows in "big" outscore the rest ("budget" twice), so an unfiltered window
+    // for "small" is all "big" rows and the post-filter must fall back.
+    let mut rows = Vec::new();
+    for i in 0..3000 {
+        let (ns, text) = match i % 10 {
+            0 => ("small", format!("budget line {i}")),
+            1..=3 => ("mid", format!("budget note {i}")),
+            _ => ("big", format!("budget budget review {i}")),
+        };
+        rows.push(msg(ns, &format!("c{i}"), "t", i, &text));
+    }
+    store.append_all(&rows).unwrap();
+    store.catch_up(&NEVER).unwrap();
+    let bm25 = &store.inner.bm25;
+    let ns = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let namespace_of = |seq: i64| rows[(seq - 1) as usize].namespace.clone();
+    for allowed in [
+        ns(&["small", "mid", "big"]),
+        ns(&["mid", "big"]),
+        ns(&["small", "mid"]),
+        ns(&["small"]),
+    ] {
+        let hits = bm25
+            .search("budget", &allowed, (i64::MIN, i64::MAX), 20, true)
+            .unwrap();
+        assert_eq!(hits.len(), 20, "{allowed:?}");
+        assert!(
+            hits.iter()
+                .all(|(s, _)| allowed.contains(&namespace_of(*s))),
+            "{allowed:?}"
+        );
+        // The same seqs as the filter in the query (a bounded range forces that path).
+        let filtered = bm25
+            .search("budget", &allowed, (i64::MIN, i64::MAX - 1), 20, true)
+            .unwrap();
+        let seqs = |h: &[(i64, f32)]| {
+            let mut s: Vec<i64> = h.iter().map(|x| x.0).collect();
+            s.sort_unstable();
+            s
+        };
+        assert_eq!(seqs(&hits), seqs(&filtered), "{allowed:?}");
+    }
+}
