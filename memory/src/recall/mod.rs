@@ -30,7 +30,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, params};
 
 pub use fusion::Fusion;
 pub use message::{Hit, Message, NewMessage};
@@ -613,44 +613,60 @@ impl RecallStore {
             .collect())
     }
 
-    /// The messages with these seqs (any order).
+    /// The messages with these seqs (any order), in one query.
     fn load(&self, seqs: &[i64]) -> Result<Vec<Message>, RecallError> {
+        if seqs.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Integers only, so the list is written into the statement (one query instead of one per
+        // hit: a search loads up to 200).
+        let list = seqs
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
         self.with_reader(|c| {
-            let mut stmt = c.prepare_cached(&format!(
-                "SELECT {MESSAGE_COLUMNS} FROM recall_messages WHERE seq = ?1"
+            let mut stmt = c.prepare(&format!(
+                "SELECT {MESSAGE_COLUMNS} FROM recall_messages WHERE seq IN ({list})"
             ))?;
-            let mut out = Vec::with_capacity(seqs.len());
-            for s in seqs {
-                if let Some(m) = stmt.query_row([s], row_to_message).optional()? {
-                    out.push(m);
-                }
-            }
-            Ok(out)
+            stmt.query_map([], row_to_message)?.collect()
         })
     }
 
-    /// The previous and next message of each in its conversation and thread.
+    /// For each message, the previous and next message of its conversation and thread — as far as
+    /// the neighbour boost needs them: only a neighbour that is itself among `msgs` can lift a hit,
+    /// so each message is paired with the nearest other message of `msgs` in its thread when nothing
+    /// was written between them (one small query per such pair, not two per message).
     fn neighbours(&self, msgs: &[Message]) -> Result<Vec<Adjacent>, RecallError> {
+        let mut out: Vec<Adjacent> = vec![(None, None); msgs.len()];
+        let mut threads: std::collections::HashMap<(&str, Option<&str>), Vec<usize>> =
+            std::collections::HashMap::new();
+        for (i, m) in msgs.iter().enumerate() {
+            threads
+                .entry((m.conversation.as_str(), m.thread.as_deref()))
+                .or_default()
+                .push(i);
+        }
         self.with_reader(|c| {
-            let mut prev = c.prepare_cached(
-                "SELECT seq FROM recall_messages WHERE conversation = ?1 AND thread IS ?2 AND seq < ?3
-                 ORDER BY seq DESC LIMIT 1",
+            let mut between = c.prepare_cached(
+                "SELECT EXISTS(SELECT 1 FROM recall_messages WHERE conversation = ?1 AND thread IS ?2
+                 AND seq > ?3 AND seq < ?4)",
             )?;
-            let mut next = c.prepare_cached(
-                "SELECT seq FROM recall_messages WHERE conversation = ?1 AND thread IS ?2 AND seq > ?3
-                 ORDER BY seq LIMIT 1",
-            )?;
-            msgs.iter()
-                .map(|m| {
-                    let p = prev
-                        .query_row(params![m.conversation, m.thread, m.seq], |r| r.get(0))
-                        .optional()?;
-                    let n = next
-                        .query_row(params![m.conversation, m.thread, m.seq], |r| r.get(0))
-                        .optional()?;
-                    Ok((p, n))
-                })
-                .collect()
+            for ((conversation, thread), mut members) in threads {
+                members.sort_by_key(|&i| msgs[i].seq);
+                for pair in members.windows(2) {
+                    let (a, b) = (pair[0], pair[1]);
+                    let gap: bool = between.query_row(
+                        params![conversation, thread, msgs[a].seq, msgs[b].seq],
+                        |r| r.get(0),
+                    )?;
+                    if !gap {
+                        out[a].1 = Some(msgs[b].seq);
+                        out[b].0 = Some(msgs[a].seq);
+                    }
+                }
+            }
+            Ok(out)
         })
     }
 }
