@@ -211,3 +211,79 @@ fn mask_names_a_file_it_cannot_read() {
         text(&out.stderr)
     );
 }
+
+/// Lines are read ahead and detected in chunks (faster with the NER model), yet a program that writes
+/// one line and waits for its answer gets it before sending the next: nothing is held back waiting for
+/// input that has not come.
+#[test]
+fn detect_answers_a_line_before_the_next_is_sent() {
+    use std::io::{BufRead, BufReader};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_opc"))
+        .args(["privacy", "detect"])
+        .current_dir(dir.path())
+        .env_remove("OPC_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("opc runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.expect("utf-8 line")).is_err() {
+                break;
+            }
+        }
+    });
+    for i in 0..3 {
+        writeln!(stdin, r#"{{"text":"write to u{i}@example.com"}}"#).expect("write");
+        stdin.flush().expect("flush");
+        let answer = rx
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("no answer to line {} before the next was sent", i + 1));
+        let v: serde_json::Value = serde_json::from_str(&answer).expect("json line");
+        assert_eq!(v["entities"][0]["type"], "EMAIL", "{answer}");
+    }
+    drop(stdin);
+    let status = child.wait().expect("opc finishes");
+    assert!(status.success());
+}
+
+/// More lines than one chunk: every line answered once, in order.
+#[test]
+fn detect_answers_many_lines_in_order() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input: String = (0..700)
+        .map(|i| {
+            format!(
+                "{{\"text\":\"{}mail u{i}@example.com\"}}\n",
+                "x".repeat(i % 7)
+            )
+        })
+        .collect();
+    let out = opc(&["privacy", "detect"], dir.path(), &input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    assert_eq!(lines.len(), 700);
+    for (i, line) in lines.iter().enumerate() {
+        let start = (i % 7 + 5) as u64;
+        let end = start + format!("u{i}@example.com").len() as u64;
+        let e = &line["entities"][0];
+        assert_eq!(e["type"], "EMAIL", "line {}: {line}", i + 1);
+        assert_eq!(
+            (e["start"].as_u64(), e["end"].as_u64()),
+            (Some(start), Some(end)),
+            "line {}",
+            i + 1
+        );
+    }
+}

@@ -401,16 +401,38 @@ fn main() {
             continue;
         }
         let bytes: usize = cases.iter().map(|c| c.text.len()).sum();
+        // One sentence at a time (a chat message), then in chunks of 256 (`opc privacy detect`).
         let started = Instant::now();
-        let predicted: Vec<Vec<Entity>> = cases.iter().map(|c| model.entities(&c.text)).collect();
+        let alone: Vec<Vec<Entity>> = cases.iter().map(|c| model.entities(&c.text)).collect();
         let secs = started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        let mut predicted: Vec<Vec<Entity>> = Vec::with_capacity(cases.len());
+        for chunk in cases.chunks(256) {
+            let texts: Vec<&str> = chunk.iter().map(|c| c.text.as_str()).collect();
+            predicted.extend(model.entities_batch(&texts));
+        }
+        let batched_secs = started.elapsed().as_secs_f64();
+        let differ = alone
+            .iter()
+            .zip(&predicted)
+            .filter(|(a, b)| {
+                a.len() != b.len()
+                    || a.iter().zip(b.iter()).any(|(x, y)| {
+                        (x.kind, x.start, x.end) != (y.kind, y.start, y.end)
+                            || (x.score - y.score).abs() > 1e-3
+                    })
+            })
+            .count();
         println!(
-            "\n== {label}: {} sentences, {} bytes; NER {:.1} sentences/s, {:.3} MB/s; RSS {:.0} MB",
+            "\n== {label}: {} sentences, {} bytes; RSS {:.0} MB\n  NER one at a time {:.1} sentences/s, \
+             {:.3} MB/s; in chunks of 256 {:.1} sentences/s, {:.3} MB/s; {differ} sentences differ",
             cases.len(),
             bytes,
+            rss_mb(),
             cases.len() as f64 / secs,
             bytes as f64 / secs / 1e6,
-            rss_mb()
+            cases.len() as f64 / batched_secs,
+            bytes as f64 / batched_secs / 1e6,
         );
         let (tokens, spans) = score(&cases, &predicted, threshold);
         let mut all = Counts::default();

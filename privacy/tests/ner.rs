@@ -124,3 +124,40 @@ fn empty_and_whitespace_texts_find_nothing() {
     assert!(model.entities("").is_empty());
     assert!(model.entities("   \n\t ").is_empty());
 }
+
+/// Texts run through the model together (`opc privacy detect` and `eval` do) get the same spans as
+/// one at a time: padding is masked, each text's windows are put back in order, and a text longer
+/// than one window is still cut and joined as alone.
+#[test]
+fn a_batch_finds_what_each_text_finds_alone() {
+    let Some(model) = model() else { return };
+    let long = "The quarterly numbers are in and the board wants a summary soon. ".repeat(40)
+        + "Send it to Ingeborg Larsen at 42 Harbour Road, Portland, ME 04101 when ready.";
+    let texts = [
+        "Please forward the contract to Maria Gonzalez before Friday.",
+        "",
+        "ok",
+        long.as_str(),
+        "My name is Dan Tailor and I live at 1600 Pennsylvania Avenue NW, Washington, DC 20500.",
+        "Ping Zoë Müller 🎉 about the offsite, she is at 17 Rue de la Paix.",
+        "Nothing personal here at all.",
+    ];
+    let batch = model.entities_batch(&texts);
+    assert_eq!(batch.len(), texts.len());
+    for (text, together) in texts.iter().zip(&batch) {
+        let alone = model.entities(text);
+        let key = |e: &[Entity]| -> Vec<(EntityType, usize, usize)> {
+            e.iter().map(|e| (e.kind, e.start, e.end)).collect()
+        };
+        assert_eq!(key(together), key(&alone), "{text:?}");
+        for (a, b) in together.iter().zip(&alone) {
+            assert!((a.score - b.score).abs() < 1e-3, "{a:?} {b:?}");
+        }
+    }
+    // The long text's name, past its first window, is found in the batch too.
+    assert!(
+        found(&long, &batch[3], EntityType::PersonName).contains(&"Ingeborg Larsen"),
+        "{:?}",
+        batch[3]
+    );
+}

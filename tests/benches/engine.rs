@@ -1116,6 +1116,11 @@ fn verdict(pass: bool) -> &'static str {
     if pass { "PASS" } else { "MISS" }
 }
 
+/// The allocator the `opc` binary ships with (`bot/src/main.rs`), so the engine is measured as it runs.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let value_of = |name: &str| {

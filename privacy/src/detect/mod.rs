@@ -438,6 +438,23 @@ impl Default for DetectOptions {
     }
 }
 
+/// Add the model's spans to the pattern tier's. A structured match (a card, an SSN, a phone, an IBAN …,
+/// validated or merely shaped) explains its characters better than the model, which reads digit
+/// groups as building numbers and postcodes: a model span overlapping one is dropped, whatever its
+/// score. Street addresses found by both tiers are left to the usual overlap resolution.
+fn add_model_spans(found: &mut Vec<Entity>, model: Vec<Entity>) {
+    let structured: Vec<(usize, usize)> = found
+        .iter()
+        .filter(|e| e.kind != EntityType::Address && e.kind != EntityType::PersonName)
+        .map(|e| (e.start, e.end))
+        .collect();
+    found.extend(model.into_iter().filter(|m| {
+        !structured
+            .iter()
+            .any(|&(start, end)| m.start < end && start < m.end)
+    }));
+}
+
 /// The pattern recognisers, in a fixed order (ties in overlap resolution keep the earlier one).
 pub fn default_recognizers() -> Vec<Box<dyn Recognizer>> {
     vec![
@@ -515,22 +532,26 @@ impl Detector {
     pub fn detect(&self, text: &str) -> Vec<Entity> {
         let mut found = self.detect_patterns(text);
         if let Some(model) = self.ner.get() {
-            // A structured match (a card, an SSN, a phone, an IBAN …, validated or merely shaped) explains
-            // its characters better than the model, which reads digit groups as building numbers and
-            // postcodes: a model span overlapping one is dropped, whatever its score. Street addresses
-            // found by both tiers are left to the usual overlap resolution.
-            let structured: Vec<(usize, usize)> = found
-                .iter()
-                .filter(|e| e.kind != EntityType::Address && e.kind != EntityType::PersonName)
-                .map(|e| (e.start, e.end))
-                .collect();
-            found.extend(model.entities(text).into_iter().filter(|m| {
-                !structured
-                    .iter()
-                    .any(|&(start, end)| m.start < end && start < m.end)
-            }));
+            add_model_spans(&mut found, model.entities(text));
         }
         self.finish(text, found)
+    }
+
+    /// [`Detector::detect`] of each text, in order. With the model loaded, the texts go through it
+    /// together, which costs far less per text than one at a time (`opc privacy detect` and `eval`
+    /// read their input in chunks for this).
+    pub fn detect_batch(&self, texts: &[&str]) -> Vec<Vec<Entity>> {
+        let mut found: Vec<Vec<Entity>> = texts.iter().map(|t| self.detect_patterns(t)).collect();
+        if let Some(model) = self.ner.get() {
+            for (found, spans) in found.iter_mut().zip(model.entities_batch(texts)) {
+                add_model_spans(found, spans);
+            }
+        }
+        texts
+            .iter()
+            .zip(found)
+            .map(|(text, found)| self.finish(text, found))
+            .collect()
     }
 
     /// The pattern tier alone, before filtering: every recogniser whose trigger bytes occur in `text`.

@@ -90,7 +90,12 @@ impl Weights {
             let tensor = QTensor::new(storage, (q.n, q.k))?;
             return Ok(Linear::Q4(QMatMul::from_qtensor(tensor)?, bias));
         }
-        let weight = self.take(&name)?;
+        // candle's `Linear` multiplies by `weight.t()`. Stored as PyTorch has it (`[out, in]`,
+        // contiguous), that transpose is strided and the matrix multiply re-packs the whole weight on
+        // every call, which at sentence-sized inputs cost more than the arithmetic. Kept instead as
+        // the transposed view of an `[in, out]` contiguous copy, `weight.t()` is contiguous: same
+        // values and results, a sentence alone runs ~2× faster.
+        let weight = self.take(&name)?.t()?.contiguous()?.t()?;
         Ok(Linear::F32(candle_nn::Linear::new(weight, Some(bias))))
     }
 

@@ -26,6 +26,12 @@ use crate::Entity;
 pub trait NerModel: Send + Sync {
     /// `PERSON_NAME` and `ADDRESS` spans in `text` (byte offsets), scored 0 to 1.
     fn entities(&self, text: &str) -> Vec<Entity>;
+
+    /// [`NerModel::entities`] of each text, in order. A model that runs texts faster together (many
+    /// short messages in one forward pass) overrides this; the result must be the same.
+    fn entities_batch(&self, texts: &[&str]) -> Vec<Vec<Entity>> {
+        texts.iter().map(|t| self.entities(t)).collect()
+    }
 }
 
 /// Where a model lands once it has loaded; cheap to clone, shared by every detector.
