@@ -96,6 +96,35 @@ pub fn protect(pages: Vec<Page>, token: Option<String>) -> Router {
     }
 }
 
+/// A page's HTML response from `template` (whose `{{NONCE}}` marks its inline `<style>` and
+/// `<script>`): a fresh nonce per response, and a Content Security Policy that lets the page run only
+/// those and talk only to this listener, so nothing is ever loaded from another host.
+pub fn html_page(template: &str) -> Response {
+    let nonce = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+    let body = template.replace("{{NONCE}}", &nonce);
+    let csp = format!(
+        "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; \
+         connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; \
+         frame-ancestors 'none'"
+    );
+    let mut response = (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+            (header::REFERRER_POLICY, "no-referrer"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        body,
+    )
+        .into_response();
+    if let Ok(value) = HeaderValue::from_str(&csp) {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, value);
+    }
+    response
+}
+
 /// Whether `given` is the token whose SHA-256 digest is `expected`.
 fn matches(given: &str, expected: &[u8]) -> bool {
     bool::from(Sha256::digest(given.as_bytes()).as_slice().ct_eq(expected))

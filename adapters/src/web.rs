@@ -523,29 +523,7 @@ fn no_such_conversation() -> Response {
 }
 
 async fn page(State(shared): State<Arc<Shared>>) -> Response {
-    let nonce = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
-    let body = shared.page.replace("{{NONCE}}", &nonce);
-    let csp = format!(
-        "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; \
-         connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; \
-         frame-ancestors 'none'"
-    );
-    let mut response = (
-        [
-            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-store"),
-            (header::REFERRER_POLICY, "no-referrer"),
-            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        ],
-        body,
-    )
-        .into_response();
-    if let Ok(value) = HeaderValue::from_str(&csp) {
-        response
-            .headers_mut()
-            .insert(header::CONTENT_SECURITY_POLICY, value);
-    }
-    response
+    crate::pages::html_page(&shared.page)
 }
 
 /// The JSON object of a request body; `Ok(None)` for an empty body.

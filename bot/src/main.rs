@@ -8,6 +8,7 @@
 //! Invariants: exit codes are stable and documented (`validate`: 0 valid, 1 invalid, 2 unreadable);
 //! nothing here panics on user input; secrets are never printed.
 
+mod admin;
 mod commands;
 mod gateway;
 

@@ -41,7 +41,7 @@ pub fn run(path: &Path) -> ExitCode {
         Err(code) => return code,
     };
     match super::runtime() {
-        Ok(runtime) => runtime.block_on(serve(Arc::new(loaded), started)),
+        Ok(runtime) => runtime.block_on(serve(Arc::new(loaded), path, started)),
         Err(code) => code,
     }
 }
@@ -137,7 +137,7 @@ fn secrets(loaded: &Loaded) -> Result<Secrets, String> {
     })
 }
 
-async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
+async fn serve(loaded: Arc<Loaded>, path: &Path, started: Instant) -> ExitCode {
     // serenity, slack-morphism and reqwest all use rustls; one process-wide provider must be chosen
     // before the first TLS client exists.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -227,7 +227,12 @@ async fn serve(loaded: Arc<Loaded>, started: Instant) -> ExitCode {
     }
     drop(inbox);
 
-    let app = routes::app(&loaded, &adapters, secrets.web_token);
+    let admin = crate::admin::Admin::new(
+        path.to_path_buf(),
+        loaded.base_dir.clone(),
+        &loaded.config.framework.name,
+    );
+    let app = routes::app(&loaded, &admin, &adapters, secrets.web_token);
     let platforms: Vec<&str> = adapters.iter().map(|a| a.platform().as_str()).collect();
     // The privacy detector's NER slot, taken before the engine moves into the gateway.
     let ner = engine.ner_slot();

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use opc_hierarchy::{ConfigError, Diagnostic, Inactive, Report};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{eprint, print};
 use crate::Format;
@@ -83,14 +83,36 @@ fn plural_suffix(prefix: &str, count: usize, noun: &str) -> String {
 
 /// `inactive` is listed only for a valid config: an invalid one runs nothing.
 fn print_json(file: &str, valid: bool, report: &Report, inactive: &[Inactive]) {
+    print(&format!("{}\n", report_json(file, valid, report, inactive)));
+}
+
+/// The object `opc validate --format json` prints (the admin console's validation returns the same).
+pub fn report_json(file: &str, valid: bool, report: &Report, inactive: &[Inactive]) -> Value {
     let list = |items: Vec<&Diagnostic>| serde_json::to_value(items).unwrap_or_default();
-    let value = json!({
+    json!({
         "file": file,
         "valid": valid,
         "unreadable": null,
         "errors": list(report.errors().collect()),
         "warnings": list(report.warnings().collect()),
         "inactive": serde_json::to_value(inactive).unwrap_or_default(),
-    });
-    print(&format!("{value}\n"));
+    })
+}
+
+/// Validate config `text` as if it were the file `file` (prompt files are looked up in `base_dir`),
+/// with the same checks and the same JSON as `opc validate --format json`.
+pub fn validate_text(file: &str, text: String, base_dir: &Path) -> Value {
+    match opc_hierarchy::parse(file, text, Some(base_dir)) {
+        Ok(loaded) => report_json(
+            file,
+            true,
+            &loaded.report,
+            &opc_hierarchy::inactive(&loaded.config),
+        ),
+        Err(ConfigError::Invalid(report)) => report_json(file, false, &report, &[]),
+        // Text has no file to fail reading; kept total for the type's sake.
+        Err(error @ ConfigError::Unreadable { .. }) => {
+            json!({"file": file, "valid": false, "unreadable": error.to_string(), "errors": [], "warnings": [], "inactive": []})
+        }
+    }
 }

@@ -16,14 +16,17 @@ use axum::response::{Html, Json};
 use axum::routing::get;
 use opc_adapters::{Adapter, Page};
 use opc_hierarchy::{Loaded, OrgTree};
+
+use crate::admin::Admin;
 use serde_json::{Value, json};
 
-/// Every page of the listener: the gateway's own, then each adapter's.
-pub fn pages(loaded: &Arc<Loaded>, adapters: &[Arc<dyn Adapter>]) -> Vec<Page> {
+/// Every page of the listener: the gateway's own, the admin console's, then each adapter's.
+pub fn pages(loaded: &Arc<Loaded>, admin: &Arc<Admin>, adapters: &[Arc<dyn Adapter>]) -> Vec<Page> {
     let mut pages = vec![
         Page::new(Method::GET, "/org", org_page, loaded.clone()),
         Page::new(Method::GET, "/api/org", org_json, loaded.clone()),
     ];
+    pages.extend(admin.pages());
     for adapter in adapters {
         pages.extend(adapter.pages());
     }
@@ -32,8 +35,13 @@ pub fn pages(loaded: &Arc<Loaded>, adapters: &[Arc<dyn Adapter>]) -> Vec<Page> {
 
 /// The listener's router: [`pages`] behind `token` (when set), plus `/healthz` and the adapters'
 /// self-verifying webhooks.
-pub fn app(loaded: &Arc<Loaded>, adapters: &[Arc<dyn Adapter>], token: Option<String>) -> Router {
-    let mut app = opc_adapters::pages::protect(pages(loaded, adapters), token)
+pub fn app(
+    loaded: &Arc<Loaded>,
+    admin: &Arc<Admin>,
+    adapters: &[Arc<dyn Adapter>],
+    token: Option<String>,
+) -> Router {
+    let mut app = opc_adapters::pages::protect(pages(loaded, admin, adapters), token)
         .route("/healthz", get(|| async { "ok" }));
     for adapter in adapters {
         app = app.merge(adapter.routes());
@@ -156,9 +164,10 @@ mod tests {
         let adapters: Vec<Arc<dyn Adapter>> = vec![web];
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let app = app(&loaded, &adapters, Some(TOKEN.to_string()));
+        let admin = Admin::new(org.config_path(), loaded.base_dir.clone(), "walk");
+        let app = app(&loaded, &admin, &adapters, Some(TOKEN.to_string()));
         tokio::spawn(async move { axum::serve(listener, app).await });
-        let pages = pages(&loaded, &adapters);
+        let pages = pages(&loaded, &admin, &adapters);
         assert!(
             pages.len() >= 7,
             "the gateway's and the web chat's pages: {pages:?}"

@@ -1,0 +1,212 @@
+// The admin console: a page per hash (#org, #config), every request with the access token when the
+// console was opened with one (?token=…). Nothing is loaded from another host.
+(() => {
+  "use strict";
+  const token = new URLSearchParams(location.search).get("token");
+  const $ = (id) => document.getElementById(id);
+  const headers = (extra) => {
+    const h = Object.assign({}, extra || {});
+    if (token) h["Authorization"] = "Bearer " + token;
+    return h;
+  };
+  if (token) $("chat-link").href = "/?token=" + encodeURIComponent(token);
+  const banner = (text) => { $("banner").textContent = text || ""; $("banner").hidden = !text; };
+  const api = async (path, options) => {
+    const r = await fetch(path, Object.assign({ cache: "no-store" }, options, { headers: headers(options && options.headers) }));
+    if (r.status === 401) throw new Error("Access token missing or wrong: open the console as /admin?token=<token>.");
+    const body = await r.json().catch(() => ({}));
+    if (!r.ok) throw new Error(body.error || ("the server answered " + r.status));
+    return body;
+  };
+  const el = (tag, attrs, ...children) => {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") e.className = v; else if (k.startsWith("on")) e.addEventListener(k.slice(2), v); else e.setAttribute(k, v);
+    }
+    for (const c of children) e.append(c);
+    return e;
+  };
+
+  // ---- pages ----
+  const pages = ["org", "config"];
+  const loaded = {};
+  function show() {
+    const name = pages.includes(location.hash.slice(1)) ? location.hash.slice(1) : "org";
+    for (const p of pages) $("page-" + p).hidden = p !== name;
+    for (const a of document.querySelectorAll("nav a[data-page]")) {
+      if (a.dataset.page === name) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+    }
+    if (!loaded[name]) { loaded[name] = true; (name === "org" ? loadOrg : loadConfig)(); }
+  }
+  window.addEventListener("hashchange", show);
+
+  // ---- Org ----
+  async function loadOrg() {
+    try {
+      const org = await api("/api/org");
+      const byId = new Map(org.agents.map((a) => [a.id, a]));
+      const levels = Math.max(0, ...org.agents.map((a) => a.level)) + 1;
+      $("org-summary").textContent = `${org.name}: ${org.agents.length} agents in ${levels} level${levels === 1 ? "" : "s"}.`;
+      const tree = $("org-tree");
+      tree.replaceChildren();
+      // Iterative build, so a deep org cannot overflow the stack.
+      const stack = [[org.root, tree]];
+      while (stack.length) {
+        const [id, parent] = stack.pop();
+        const a = byId.get(id);
+        if (!a) continue;
+        const button = el("button", { type: "button", "aria-pressed": "false", "data-agent": id,
+          onclick: () => choose(a, button) }, a.role || id, el("span", { class: "id" }, id));
+        const li = el("li", {}, button);
+        parent.append(li);
+        if (a.children.length) {
+          const ul = el("ul", {});
+          li.append(ul);
+          for (const c of [...a.children].reverse()) stack.push([c, ul]);
+        }
+      }
+    } catch (e) { loaded.org = false; banner(e.message); }
+  }
+  function choose(a, button) {
+    for (const b of document.querySelectorAll(".tree button[aria-pressed=true]")) b.setAttribute("aria-pressed", "false");
+    button.setAttribute("aria-pressed", "true");
+    const row = (k, v) => [el("dt", {}, k), el("dd", {}, v)];
+    $("agent").replaceChildren(el("h3", {}, a.role || a.id), el("dl", {},
+      ...row("id", a.id), ...row("level", String(a.level)), ...row("reports to", a.parent || "—"),
+      ...row("manages", a.children.join(", ") || "—")));
+  }
+
+  // ---- Config ----
+  const text = $("config-text"), gutter = $("gutter"), highlight = $("highlight"), notes = $("notes");
+  let diagnostics = [], timer = null, sequence = 0;
+  const esc = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+  // One YAML line as highlighted HTML; `mark` = [column (1-based), kind] underlines from there to the
+  // end of the token.
+  function paint(line, mark) {
+    let html = "", i = 0;
+    const m = line.match(/^(\s*(?:-\s+)?)([^\s#'"][^:#]*?|"[^"]*"|'[^']*')(\s*:)(?=\s|$)/);
+    const pieces = [];
+    if (m) { pieces.push([m[1], ""], [m[2], "k"], [m[3], ""]); i = m[0].length; }
+    const rest = line.slice(i);
+    const re = /((?:^|(?<=\s))#.*$)|("(?:[^"\\]|\\.)*"?|'[^']*'?)|((?<![\w.-])-?\d+(?:\.\d+)?(?![\w.-]))|((?<![\w-])(?:true|false|null|yes|no)(?![\w-]))/g;
+    let last = 0, r;
+    while ((r = re.exec(rest))) {
+      if (r.index > last) pieces.push([rest.slice(last, r.index), ""]);
+      const kind = r[1] !== undefined ? "c" : r[2] !== undefined ? "s" : r[3] !== undefined ? "n" : "b";
+      pieces.push([r[0], kind]);
+      last = re.lastIndex;
+      if (r[1] !== undefined) break;
+    }
+    if (last < rest.length) pieces.push([rest.slice(last), ""]);
+    let col = 1;
+    for (const [piece, kind] of pieces) {
+      let body = piece;
+      if (mark && mark[0] >= col && mark[0] < col + piece.length) {
+        const at = mark[0] - col;
+        const tail = body.slice(at), word = tail.match(/^\S+/);
+        const len = word ? word[0].length : Math.max(1, tail.length);
+        body = esc(body.slice(0, at)) + `<span class="mark-${mark[1]}">${esc(tail.slice(0, len))}</span>` + esc(tail.slice(len));
+      } else body = esc(body);
+      html += kind ? `<span class="${kind}">${body}</span>` : body;
+      col += piece.length;
+    }
+    if (mark && mark[0] >= col) html += `<span class="mark-${mark[1]}"> </span>`;
+    return html;
+  }
+
+  function render() {
+    const lines = text.value.split("\n");
+    const at = new Map();
+    for (const d of diagnostics) {
+      const prev = at.get(d.line);
+      if (!prev || (prev.kind === "w" && d.kind === "e")) at.set(d.line, d);
+    }
+    gutter.innerHTML = lines.map((_, i) => {
+      const d = at.get(i + 1);
+      return d ? `<span class="${d.kind}" title="${esc(d.message)}">${i + 1}</span>` : String(i + 1);
+    }).join("\n") + "\n";
+    highlight.innerHTML = lines.map((l, i) => {
+      const d = at.get(i + 1);
+      return paint(l, d ? [d.column, d.kind] : null);
+    }).join("\n") + "\n";
+    const lh = parseFloat(getComputedStyle(text).lineHeight) || 20;
+    notes.replaceChildren(...[...at.values()].map((d) => {
+      const n = el("div", { class: "note " + d.kind }, d.message);
+      n.style.top = (8 + (d.line - 1) * lh) + "px";
+      return n;
+    }));
+    sync();
+  }
+  function sync() {
+    gutter.scrollTop = text.scrollTop;
+    highlight.scrollTop = text.scrollTop; highlight.scrollLeft = text.scrollLeft;
+    notes.style.transform = `translateY(${-text.scrollTop}px)`;
+  }
+  text.addEventListener("scroll", sync);
+  text.addEventListener("input", () => { render(); clearTimeout(timer); timer = setTimeout(validate, 250); });
+  text.addEventListener("keydown", (e) => {
+    // Tab indents by two spaces (YAML has no tabs); Escape leaves the editor for keyboard users.
+    if (e.key === "Tab" && !e.shiftKey && !e.ctrlKey && !e.altKey) {
+      e.preventDefault();
+      document.execCommand("insertText", false, "  ") || text.setRangeText("  ", text.selectionStart, text.selectionEnd, "end");
+    } else if (e.key === "Escape") { text.blur(); $("problems").focus(); }
+  });
+
+  async function validate() {
+    const mine = ++sequence;
+    try {
+      const report = await api("/admin/api/config/validate", {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ text: text.value }),
+      });
+      if (mine !== sequence) return; // a newer edit is being checked
+      banner("");
+      diagnostics = [
+        ...report.errors.map((d) => Object.assign({ kind: "e" }, d)),
+        ...report.warnings.map((d) => Object.assign({ kind: "w" }, d)),
+      ];
+      const status = $("config-status");
+      const e = report.errors.length, w = report.warnings.length;
+      status.textContent = report.valid
+        ? `Valid${w ? ` — ${w} warning${w === 1 ? "" : "s"}` : ""}.`
+        : `${e} error${e === 1 ? "" : "s"}${w ? `, ${w} warning${w === 1 ? "" : "s"}` : ""}.`;
+      status.className = "status " + (report.valid ? "ok" : "bad");
+      listProblems();
+      render();
+    } catch (err) { if (mine === sequence) banner(err.message); }
+  }
+
+  function listProblems() {
+    const list = $("problems");
+    list.replaceChildren(...diagnostics.map((d) => el("li", { class: d.kind },
+      el("button", { type: "button", onclick: () => jump(d) },
+        el("span", { class: "sev" }, d.kind === "e" ? "error" : "warning"),
+        ` line ${d.line}, column ${d.column}${d.path ? " (" + d.path + ")" : ""}: ${d.message}`,
+        d.hint ? el("span", { class: "hint" }, "hint: " + d.hint) : ""))));
+    if (!diagnostics.length) list.append(el("li", { class: "muted none" }, "None."));
+  }
+
+  function jump(d) {
+    const lines = text.value.split("\n");
+    let offset = 0;
+    for (let i = 0; i < d.line - 1 && i < lines.length; i++) offset += lines[i].length + 1;
+    offset += Math.max(0, d.column - 1);
+    text.focus();
+    text.setSelectionRange(offset, offset);
+    const lh = parseFloat(getComputedStyle(text).lineHeight) || 20;
+    text.scrollTop = Math.max(0, (d.line - 3) * lh);
+    sync();
+  }
+
+  async function loadConfig() {
+    try {
+      const config = await api("/admin/api/config");
+      $("config-file").textContent = config.file;
+      text.value = config.text;
+      render();
+      validate();
+    } catch (e) { loaded.config = false; $("config-status").textContent = e.message; banner(e.message); }
+  }
+
+  show();
+})();

@@ -1,0 +1,100 @@
+//! The Config page's endpoints: the file's text (with an ETag for the save to come) and validation of
+//! edited text.
+//!
+//! Invariant: validation reads only the request's text (and prompt files the text names, as
+//! `opc validate` does); the file and the running config are untouched.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::extract::rejection::JsonRejection;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::Admin;
+use crate::commands::validate::validate_text;
+
+/// `GET /admin/api/config`: `{"file", "text", "etag"}`, the ETag also as a header.
+pub async fn read(State(admin): State<Arc<Admin>>) -> Response {
+    let path = admin.config_path.clone();
+    let read = tokio::task::spawn_blocking(move || std::fs::read(&path)).await;
+    let bytes = match read {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(e)) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!(
+                    "cannot read {}: {e}; check the file is still there and readable",
+                    admin.config_path.display()
+                ),
+            );
+        }
+        Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "the read did not finish"),
+    };
+    let etag = format!("\"{:x}\"", Sha256::digest(&bytes));
+    let Ok(text) = String::from_utf8(bytes) else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &format!(
+                "{} is not UTF-8 text; save it as UTF-8",
+                admin.config_path.display()
+            ),
+        );
+    };
+    (
+        [
+            (header::ETAG, etag.clone()),
+            (header::CACHE_CONTROL, "no-store".into()),
+        ],
+        Json(json!({
+            "file": admin.config_path.display().to_string(),
+            "text": text,
+            "etag": etag,
+        })),
+    )
+        .into_response()
+}
+
+/// The validation request.
+#[derive(Deserialize)]
+pub struct ValidateRequest {
+    text: String,
+}
+
+/// `POST /admin/api/config/validate` with `{"text": "<yaml>"}`: what `opc validate --format json`
+/// prints for that text as the config file.
+pub async fn validate(
+    State(admin): State<Arc<Admin>>,
+    body: Result<Json<ValidateRequest>, JsonRejection>,
+) -> Response {
+    let request = match body {
+        Ok(Json(request)) => request,
+        Err(rejection) => {
+            return error(
+                rejection.status(),
+                &format!(
+                    "expected a JSON body {{\"text\": \"<yaml>\"}} ({})",
+                    rejection.body_text()
+                ),
+            );
+        }
+    };
+    let file = admin.config_path.display().to_string();
+    let base_dir = admin.base_dir.clone();
+    // Validation of a large org takes milliseconds: off the async workers.
+    match tokio::task::spawn_blocking(move || validate_text(&file, request.text, &base_dir)).await {
+        Ok(report) => Json(report).into_response(),
+        Err(_) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "validation did not finish",
+        ),
+    }
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    (status, Json(json!({ "error": message }))).into_response()
+}

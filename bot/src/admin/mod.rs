@@ -1,0 +1,98 @@
+//! The admin console, served by `opc run` under `/admin` on the web listener (the chat stays at `/`).
+//!
+//! What is built so far (issue 12, in progress): the console's shell with its navigation, the **Org**
+//! page (the tree from `/api/org`) and the **Config** page — the text of `opc.config.yaml` in an editor
+//! with line numbers and YAML highlighting, validated as you type by `POST /admin/api/config/validate`,
+//! which runs the same checks as `opc validate` and returns the object `opc validate --format json`
+//! prints. Saving, hot reload and the live pages (tasks, approvals, costs, channels, events) are not
+//! built yet; the console does not offer them.
+//!
+//! Invariants:
+//! - every endpoint is a [`Page`], so it sits behind the listener's one access check (loopback, or the
+//!   access token) and the route-walk test covers it;
+//! - the page loads nothing from another host: HTML, CSS and JS are compiled into the binary and served
+//!   in one response under a per-response CSP nonce;
+//! - validating text never touches the file on disk or the running config.
+
+mod config;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::Method;
+use axum::response::Response;
+use opc_adapters::Page;
+
+const PAGE: &str = include_str!("assets/admin.html");
+const CSS: &str = include_str!("assets/admin.css");
+const JS: &str = include_str!("assets/admin.js");
+
+/// Largest config text the validation endpoint reads (a 1,000-agent org is ~200 kB).
+const MAX_CONFIG_BYTES: usize = 4 << 20;
+
+/// What the console's endpoints share.
+#[derive(Debug)]
+pub struct Admin {
+    /// The config file `opc run` loaded.
+    config_path: PathBuf,
+    /// Where its relative paths (prompt files) resolve.
+    base_dir: PathBuf,
+    /// The page with its CSS and JS filled in (the nonce is per response).
+    page: String,
+}
+
+impl Admin {
+    /// The console for the config at `config_path` (relative paths in it resolve against `base_dir`).
+    pub fn new(config_path: PathBuf, base_dir: PathBuf, org_name: &str) -> Arc<Admin> {
+        let title = format!("{org_name} — OPC admin");
+        let page = PAGE
+            .replace("{{TITLE}}", &html_escape::encode_text(&title))
+            .replace("{{CSS}}", CSS)
+            .replace("{{JS}}", JS);
+        Arc::new(Admin {
+            config_path,
+            base_dir,
+            page,
+        })
+    }
+
+    /// The console's pages.
+    pub fn pages(self: &Arc<Self>) -> Vec<Page> {
+        vec![
+            Page::new(Method::GET, "/admin", page, self.clone()),
+            Page::new(Method::GET, "/admin/api/config", config::read, self.clone()),
+            Page::new(
+                Method::POST,
+                "/admin/api/config/validate",
+                config::validate,
+                self.clone(),
+            )
+            .body_limit(MAX_CONFIG_BYTES),
+        ]
+    }
+}
+
+/// The console's one HTML response, with a fresh CSP nonce.
+async fn page(State(admin): State<Arc<Admin>>) -> Response {
+    opc_adapters::pages::html_page(&admin.page)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_page_is_whole_and_loads_nothing_from_elsewhere() {
+        let admin = Admin::new("opc.config.yaml".into(), ".".into(), "Acme <Labs>");
+        assert!(
+            !admin.page.contains("{{"),
+            "every placeholder but the nonce filled"
+        );
+        assert!(admin.page.contains("Acme &lt;Labs&gt; — OPC admin"));
+        for external in ["http://", "https://", "//cdn", "src=\"//"] {
+            assert!(!admin.page.contains(external), "{external}");
+        }
+    }
+}
