@@ -79,6 +79,134 @@ async fn validation_answers_what_opc_validate_prints() {
     assert_eq!(code, Some(0));
 }
 
+/// `GET` a console endpoint's JSON.
+async fn admin_get(opc: &OpcRun, path: &str) -> Value {
+    let response = opc_tests::http_client()
+        .get(opc.url(path))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response.status().is_success(),
+        "GET {path}: {}",
+        response.status()
+    );
+    response.json().await.unwrap()
+}
+
+/// `POST` `body` as JSON to the console; status and JSON answer.
+async fn admin_post(opc: &OpcRun, path: &str, body: Value) -> (u16, Value) {
+    post(&opc.url(path), body).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_save_is_checked_atomic_kept_in_history_and_audited() {
+    let (org, opc) = start();
+    let file = org.config_path();
+    let original = std::fs::read_to_string(&file).unwrap();
+    let client = opc_tests::http_client();
+    let loaded = admin_get(&opc, "/admin/api/config").await;
+    let etag = loaded["etag"].as_str().unwrap().to_string();
+
+    // Invalid text is refused with the report; so is a save without the ETag.
+    let broken = original.replacen("vp-eng", "vp-engg", 1);
+    let (status, body) = admin_post(
+        &opc,
+        "/admin/api/config/save",
+        json!({"text": broken, "etag": etag}),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["report"]["errors"]
+            .as_array()
+            .is_some_and(|e| !e.is_empty())
+    );
+    let (status, _) = admin_post(&opc, "/admin/api/config/save", json!({"text": original})).await;
+    assert_eq!(status, 400);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+
+    // The diff first, then the save.
+    let edited = format!("# reviewed by the admin console test\n{original}");
+    let (status, preview) =
+        admin_post(&opc, "/admin/api/config/diff", json!({"text": edited})).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (preview["added"].as_u64(), preview["removed"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert!(
+        preview["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+# reviewed by the admin console test")
+    );
+    let (status, saved) = admin_post(
+        &opc,
+        "/admin/api/config/save",
+        json!({"text": edited, "etag": etag, "base": original}),
+    )
+    .await;
+    assert_eq!(status, 200, "{saved}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), edited);
+    let dir = file.parent().unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(".saving-"))
+        .collect();
+    assert!(leftovers.is_empty(), "no temporary file is left behind");
+
+    // The replaced version is kept and listed; the save is audited.
+    let history = admin_get(&opc, "/admin/api/config/history").await;
+    let name = history["versions"][0]["name"].as_str().unwrap().to_string();
+    assert_eq!(name, saved["previous"].as_str().unwrap());
+    let kept = admin_get(&opc, &format!("/admin/api/config/history/{name}")).await;
+    assert_eq!(kept["text"], original);
+    let audit = std::fs::read_to_string(dir.join(".opc/config-history/audit.jsonl")).unwrap();
+    let line: Value = serde_json::from_str(audit.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (line["added"].as_u64(), line["removed"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(line["previous"], name.as_str());
+    assert!(line["by"].as_str().unwrap().starts_with("console"));
+    for bad in ["..%2Fopc.config.yaml", "audit.jsonl", ".hidden"] {
+        let status = client
+            .get(opc.url(&format!("/admin/api/config/history/{bad}")))
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 404, "{bad}");
+    }
+
+    // A change on disk since the console loaded the file blocks the save, with that change shown.
+    let on_disk = edited.replace(
+        "# reviewed by the admin console test",
+        "# changed in an editor",
+    );
+    std::fs::write(&file, &on_disk).unwrap();
+    let stale = saved["etag"].as_str().unwrap();
+    let (status, conflict) = admin_post(
+        &opc,
+        "/admin/api/config/save",
+        json!({"text": format!("{edited}# more\n"), "etag": stale, "base": edited}),
+    )
+    .await;
+    assert_eq!(status, 409, "{conflict}");
+    let diff = conflict["diff"].as_str().unwrap();
+    assert!(
+        diff.contains("-# reviewed by the admin console test"),
+        "{diff}"
+    );
+    assert!(diff.contains("+# changed in an editor"), "{diff}");
+    assert_eq!(conflict["text"], on_disk.as_str());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), on_disk);
+    let (code, _) = opc.stop();
+    assert_eq!(code, Some(0));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_typo_in_a_childs_name_is_shown_inline_at_its_line() {
     let Some(mut browser) = Browser::for_test().await else {
@@ -185,6 +313,49 @@ async fn a_typo_in_a_childs_name_is_shown_inline_at_its_line() {
         .unwrap();
     // Nothing was written: validation never touches the file.
     assert_eq!(std::fs::read_to_string(org.config_path()).unwrap(), text);
+
+    // An edit, while someone changes the file on disk: Save shows the diff, then the conflict with
+    // the change made on disk, and the file keeps that change.
+    browser
+        .eval(
+            "(() => { const t = document.getElementById('config-text'); \
+             t.value = '# from the console\\n' + t.value; \
+             t.dispatchEvent(new Event('input')); return true; })()",
+        )
+        .await
+        .unwrap();
+    browser
+        .wait_for("!document.getElementById('save').disabled", WAIT)
+        .await
+        .unwrap();
+    let on_disk = format!("# from an editor\n{text}");
+    std::fs::write(org.config_path(), &on_disk).unwrap();
+    browser
+        .eval("document.getElementById('save').click(), true")
+        .await
+        .unwrap();
+    browser
+        .wait_for(
+            "document.getElementById('dialog').open \
+             && document.getElementById('dialog-diff').textContent.includes('+# from the console')",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    browser
+        .eval("document.getElementById('dialog-ok').click(), true")
+        .await
+        .unwrap();
+    browser
+        .wait_for(
+            "document.getElementById('dialog').open \
+             && document.getElementById('dialog-title').textContent.includes('changed on disk') \
+             && document.getElementById('dialog-diff').textContent.includes('+# from an editor')",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(org.config_path()).unwrap(), on_disk);
     let (code, _) = opc.stop();
     assert_eq!(code, Some(0));
 }

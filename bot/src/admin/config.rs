@@ -35,7 +35,7 @@ pub async fn read(State(admin): State<Arc<Admin>>) -> Response {
         }
         Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "the read did not finish"),
     };
-    let etag = format!("\"{:x}\"", Sha256::digest(&bytes));
+    let etag = etag_of(&bytes);
     let Ok(text) = String::from_utf8(bytes) else {
         return error(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -95,6 +95,12 @@ pub async fn validate(
     }
 }
 
-fn error(status: StatusCode, message: &str) -> Response {
+/// The ETag of the file's bytes: their SHA-256, quoted.
+pub(super) fn etag_of(bytes: &[u8]) -> String {
+    format!("\"{:x}\"", Sha256::digest(bytes))
+}
+
+/// An error answer: `{"error": message}`.
+pub(super) fn error(status: StatusCode, message: &str) -> Response {
     (status, Json(json!({ "error": message }))).into_response()
 }

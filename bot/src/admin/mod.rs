@@ -4,8 +4,10 @@
 //! page (the tree from `/api/org`) and the **Config** page — the text of `opc.config.yaml` in an editor
 //! with line numbers and YAML highlighting, validated as you type by `POST /admin/api/config/validate`,
 //! which runs the same checks as `opc validate` and returns the object `opc validate --format json`
-//! prints. Saving, hot reload and the live pages (tasks, approvals, costs, channels, events) are not
-//! built yet; the console does not offer them.
+//! prints; saving with the diff first, an ETag check, an atomic write, the previous version kept and an
+//! audit line ([`save`]); earlier versions listed and restorable. Hot reload and the live pages
+//! (tasks, approvals, costs, channels, events) are not built yet: a save says the running config
+//! changes at the next start, and the console does not offer those pages.
 //!
 //! Invariants:
 //! - every endpoint is a [`Page`], so it sits behind the listener's one access check (loopback, or the
@@ -15,6 +17,7 @@
 //! - validating text never touches the file on disk or the running config.
 
 mod config;
+mod save;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,6 +43,8 @@ pub struct Admin {
     base_dir: PathBuf,
     /// The page with its CSS and JS filled in (the nonce is per response).
     page: String,
+    /// Held from a save's check of the file to its write.
+    save_lock: tokio::sync::Mutex<()>,
 }
 
 impl Admin {
@@ -54,6 +59,7 @@ impl Admin {
             config_path,
             base_dir,
             page,
+            save_lock: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -69,6 +75,32 @@ impl Admin {
                 self.clone(),
             )
             .body_limit(MAX_CONFIG_BYTES),
+            Page::new(
+                Method::POST,
+                "/admin/api/config/diff",
+                save::preview,
+                self.clone(),
+            )
+            .body_limit(2 * MAX_CONFIG_BYTES),
+            Page::new(
+                Method::POST,
+                "/admin/api/config/save",
+                save::save,
+                self.clone(),
+            )
+            .body_limit(2 * MAX_CONFIG_BYTES),
+            Page::new(
+                Method::GET,
+                "/admin/api/config/history",
+                save::list,
+                self.clone(),
+            ),
+            Page::new(
+                Method::GET,
+                "/admin/api/config/history/{name}",
+                save::version,
+                self.clone(),
+            ),
         ]
     }
 }
@@ -87,7 +119,11 @@ mod tests {
     fn the_page_is_whole_and_loads_nothing_from_elsewhere() {
         let admin = Admin::new("opc.config.yaml".into(), ".".into(), "Acme <Labs>");
         assert!(
-            !admin.page.contains("{{"),
+            admin.page.contains("{{NONCE}}"),
+            "the nonce is filled per response"
+        );
+        assert!(
+            !admin.page.replace("{{NONCE}}", "n").contains("{{"),
             "every placeholder but the nonce filled"
         );
         assert!(admin.page.contains("Acme &lt;Labs&gt; — OPC admin"));

@@ -79,6 +79,8 @@
   // ---- Config ----
   const text = $("config-text"), gutter = $("gutter"), highlight = $("highlight"), notes = $("notes");
   let diagnostics = [], timer = null, sequence = 0;
+  // The file as loaded (or last saved) and its ETag; `valid` is the last validation's verdict.
+  let original = "", etag = null, valid = false;
   const esc = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
   // One YAML line as highlighted HTML; `mark` = [column (1-based), kind] underlines from there to the
@@ -144,7 +146,95 @@
     notes.style.transform = `translateY(${-text.scrollTop}px)`;
   }
   text.addEventListener("scroll", sync);
-  text.addEventListener("input", () => { render(); clearTimeout(timer); timer = setTimeout(validate, 250); });
+  text.addEventListener("input", () => { render(); buttons(); clearTimeout(timer); timer = setTimeout(validate, 250); });
+
+  function buttons() {
+    const dirty = text.value !== original;
+    $("dirty").textContent = dirty ? "Edited, not saved." : "";
+    $("revert").disabled = !dirty;
+    $("save").disabled = !dirty || !valid;
+  }
+
+  // A modal with a diff; resolves true when confirmed.
+  function ask(title, message, diffText, okLabel, cancelLabel) {
+    const dialog = $("dialog");
+    $("dialog-title").textContent = title;
+    $("dialog-text").textContent = message;
+    const pre = $("dialog-diff");
+    pre.replaceChildren(...(diffText || "").split("\n").map((l) =>
+      el("span", { class: l.startsWith("+++") || l.startsWith("---") ? "" : l.startsWith("+") ? "add" : l.startsWith("-") ? "del" : l.startsWith("@@") ? "hunk" : "" }, l + "\n")));
+    pre.hidden = !diffText;
+    $("dialog-ok").textContent = okLabel;
+    $("dialog-cancel").textContent = cancelLabel || "Cancel";
+    $("dialog-cancel").hidden = cancelLabel === null;
+    return new Promise((resolve) => {
+      const done = (answer) => { dialog.close(); $("dialog-ok").onclick = $("dialog-cancel").onclick = null; resolve(answer); };
+      $("dialog-ok").onclick = () => done(true);
+      $("dialog-cancel").onclick = () => done(false);
+      dialog.oncancel = () => done(false);
+      dialog.showModal();
+      $("dialog-ok").focus();
+    });
+  }
+
+  async function save() {
+    try {
+      const preview = await api("/admin/api/config/diff", {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ text: text.value }),
+      });
+      const ok = await ask("Save opc.config.yaml?", `${preview.added} line${preview.added === 1 ? "" : "s"} added, ${preview.removed} removed, against the file on disk.`, preview.diff, "Save");
+      if (!ok) return;
+      const r = await fetch("/admin/api/config/save", {
+        method: "POST", cache: "no-store", headers: headers({ "Content-Type": "application/json" }),
+        body: JSON.stringify({ text: text.value, etag, base: original }),
+      });
+      const body = await r.json().catch(() => ({}));
+      if (r.status === 409) {
+        const reload = await ask("The file changed on disk", body.error, body.diff, "Load the file from disk (drops your edits)", "Keep editing");
+        if (reload) { original = body.text; etag = body.etag; text.value = body.text; render(); buttons(); validate(); }
+        return;
+      }
+      if (r.status === 401) throw new Error("Access token missing or wrong: open the console as /admin?token=<token>.");
+      if (!r.ok) throw new Error(body.error || ("the server answered " + r.status));
+      const saved = text.value;
+      original = saved; etag = body.etag;
+      buttons();
+      const status = $("config-status");
+      status.textContent = "Saved. " + body.note.charAt(0).toUpperCase() + body.note.slice(1) + ".";
+      status.className = "status ok";
+      loadHistory();
+    } catch (e) { banner(e.message); }
+  }
+  $("save").addEventListener("click", save);
+  $("revert").addEventListener("click", async () => {
+    if (await ask("Discard your edits?", "The editor goes back to the file as loaded.", "", "Discard")) {
+      text.value = original; render(); buttons(); validate();
+    }
+  });
+
+  async function loadHistory() {
+    try {
+      const h = await api("/admin/api/config/history");
+      const list = $("history");
+      list.replaceChildren(...h.versions.map((v) => el("li", {},
+        el("code", {}, v.name),
+        el("button", { type: "button", onclick: () => showVersion(v.name, false) }, "Diff with the editor"),
+        el("button", { type: "button", onclick: () => showVersion(v.name, true) }, "Restore…"))));
+      if (!h.versions.length) list.append(el("li", { class: "muted none" }, "No earlier versions yet: each save keeps the one it replaces."));
+    } catch (e) { banner(e.message); }
+  }
+  async function showVersion(name, restore) {
+    try {
+      const v = await api("/admin/api/config/history/" + encodeURIComponent(name));
+      const preview = await api("/admin/api/config/diff", {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ text: v.text }),
+      });
+      if (!restore) { await ask("Version " + name, "From the file on disk to this version.", preview.diff || "(the same as the file on disk)", "Close", null); return; }
+      if (await ask("Restore " + name + "?", "The editor gets this version; review it, then save it like any edit.", preview.diff, "Put it in the editor")) {
+        text.value = v.text; render(); buttons(); validate(); text.focus();
+      }
+    } catch (e) { banner(e.message); }
+  }
   text.addEventListener("keydown", (e) => {
     // Tab indents by two spaces (YAML has no tabs); Escape leaves the editor for keyboard users.
     if (e.key === "Tab" && !e.shiftKey && !e.ctrlKey && !e.altKey) {
@@ -171,6 +261,8 @@
         ? `Valid${w ? ` — ${w} warning${w === 1 ? "" : "s"}` : ""}.`
         : `${e} error${e === 1 ? "" : "s"}${w ? `, ${w} warning${w === 1 ? "" : "s"}` : ""}.`;
       status.className = "status " + (report.valid ? "ok" : "bad");
+      valid = report.valid;
+      buttons();
       listProblems();
       render();
     } catch (err) { if (mine === sequence) banner(err.message); }
@@ -203,8 +295,11 @@
       const config = await api("/admin/api/config");
       $("config-file").textContent = config.file;
       text.value = config.text;
+      original = config.text; etag = config.etag;
       render();
+      buttons();
       validate();
+      loadHistory();
     } catch (e) { loaded.config = false; $("config-status").textContent = e.message; banner(e.message); }
   }
 
