@@ -248,7 +248,7 @@ async fn serve(loaded: Arc<Loaded>, path: &Path, started: Instant) -> ExitCode {
     // stop OPC gracefully, not kill it with the default action.
     let stop = StopSignals::register();
     print(&format!(
-        "opc: {} — {} agents; web chat on http://{bound}/ · channels: {} · ready in {} ms (Ctrl-C to stop)\n",
+        "opc: {} — {} agents; web chat on http://{bound}/ (admin console: /admin) · channels: {} · ready in {} ms (Ctrl-C to stop)\n",
         loaded.config.framework.name,
         loaded.org.len(),
         platforms.join(", "),
