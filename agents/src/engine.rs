@@ -12,13 +12,15 @@
 //! - a suspended tree (pending approval) is resumed from the database, in this process or a new one, by
 //!   re-entering the root session: completed tool calls are answered from their stored results, so
 //!   nothing runs twice;
-//! - startup recovery runs before the engine accepts work.
+//! - startup recovery runs before the engine accepts work;
+//! - [`Engine::reload`] swaps in a new config for roots started from then on; a tree keeps the config
+//!   its root started with (its [`Runtime`]), so trees in flight finish as they began.
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
-use opc_hierarchy::{Config, OrgTree};
+use opc_hierarchy::{Config, Loaded, OrgTree};
 use tokio::sync::{Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -149,7 +151,12 @@ struct Runs {
 /// The agents engine. Cheap to clone.
 #[derive(Clone)]
 pub struct Engine {
-    rt: Arc<Runtime>,
+    /// The runtime new roots start with; replaced whole by [`Engine::reload`].
+    current: Arc<RwLock<Arc<Runtime>>>,
+    /// What every runtime shares, kept here so a reload can build the next one.
+    store: Arc<Store>,
+    events: EventBus,
+    memory: Arc<dyn MemoryHooks>,
     runs: Arc<Runs>,
     recovery: Arc<Recovery>,
     /// The privacy detector's NER slot (an unused empty one when the engine was built without
@@ -192,49 +199,29 @@ impl Engine {
         memory: Arc<dyn MemoryHooks>,
         options: EngineOptions,
     ) -> Result<Engine, EngineError> {
-        let tools = crate::tools::ToolRegistry::standard(memory.blocks(), memory.recall_store());
-        let context = ContextBuilder::new(&config, &org, base_dir, memory)?;
-        let resolve = |agent: &str, model: &str| {
-            config
-                .framework
-                .resolve_model(model)
-                .map(|(p, m)| (p.to_string(), m.to_string()))
-                .map_err(|e| EngineError::Model {
-                    agent: agent.to_string(),
-                    model: model.to_string(),
-                    message: e.to_string(),
-                })
-        };
-        let mut models = HashMap::new();
-        for (id, agent) in &config.agents {
-            let model = agent
-                .model
-                .as_deref()
-                .unwrap_or(&config.framework.default_model);
-            models.insert(id.clone(), resolve(id, model)?);
-        }
-        let fast_model = resolve("fastModel", config.framework.fast_model())?;
-        store.lock_exclusive()?;
-        let recovery = store.recover()?;
-        let rt = Arc::new(Runtime {
-            agent_slots: Semaphore::new(
-                config.framework.execution.max_concurrent_agents.get() as usize
-            ),
+        let events = EventBus::default();
+        let rt = build_runtime(
             config,
             org,
-            llm: llm.into(),
-            context,
-            store,
-            events: EventBus::default(),
-            options,
-            models,
-            fast_model,
-            approvals: Arc::default(),
-            tokens: Arc::default(),
-            tools,
-        });
+            base_dir,
+            llm.into(),
+            Shared {
+                store: store.clone(),
+                events: events.clone(),
+                memory: memory.clone(),
+                options,
+                approvals: Arc::default(),
+                tokens: Arc::default(),
+                agent_slots: None,
+            },
+        )?;
+        store.lock_exclusive()?;
+        let recovery = store.recover()?;
         let engine = Engine {
-            rt,
+            current: Arc::new(RwLock::new(Arc::new(rt))),
+            store,
+            events,
+            memory,
             runs: Arc::new(Runs {
                 roots: Mutex::default(),
                 tracker: TaskTracker::new(),
@@ -243,7 +230,7 @@ impl Engine {
             recovery: Arc::new(recovery),
             ner: Arc::default(),
         };
-        if engine.rt.options.resume_suspended {
+        if engine.rt().options.resume_suspended {
             for root in engine.recovery.suspended_roots.clone() {
                 engine.spawn_root(root);
             }
@@ -262,19 +249,8 @@ impl Engine {
         options: EngineOptions,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Engine, EngineError> {
-        let providers = Providers::build(&loaded.config.framework.providers, env, |id, p| {
-            standard_stack(StackOptions {
-                provider: id.to_string(),
-                attempt_timeout: options.attempt_timeout,
-                retry: options.retry,
-                max_concurrent: p.max_concurrent_requests.map(|n| n.get() as usize),
-                requests_per_minute: p.requests_per_minute,
-                prices: p.models.clone(),
-            })
-        });
         let ner = NerSlot::default();
-        let seam = privacy_seam(&loaded.config, ner.clone())?;
-        let llm = CallStack::with_privacy(providers, seam);
+        let llm = call_stack(&loaded.config, &options, env, ner.clone())?;
         let engine = Engine::new(
             Arc::new(loaded.config.clone()),
             Arc::new(loaded.org.clone()),
@@ -299,29 +275,97 @@ impl Engine {
         &self.recovery
     }
 
-    /// The event bus.
+    /// The event bus (the same across reloads).
     pub fn events(&self) -> &EventBus {
-        &self.rt.events
+        &self.events
     }
 
-    /// The database.
+    /// The database (the same across reloads).
     pub fn store(&self) -> &Store {
-        &self.rt.store
+        &self.store
     }
 
-    /// The configured providers (to check for missing keys).
-    pub fn providers(&self) -> &Providers {
-        self.rt.llm.providers()
+    /// The configured providers (to check for missing keys), as of the current config.
+    pub fn providers(&self) -> Providers {
+        self.rt().llm.providers().clone()
     }
 
-    /// The call stack every model call goes through.
-    pub fn call_stack(&self) -> &CallStack {
-        &self.rt.llm
+    /// The call stack new roots' model calls go through.
+    pub fn call_stack(&self) -> CallStack {
+        self.rt().llm.clone()
     }
 
-    /// The org.
-    pub fn org(&self) -> &OrgTree {
-        &self.rt.org
+    /// The org new roots start in.
+    pub fn org(&self) -> Arc<OrgTree> {
+        self.rt().org.clone()
+    }
+
+    /// The config new roots start with.
+    pub fn config(&self) -> Arc<Config> {
+        self.rt().config.clone()
+    }
+
+    /// The runtime new roots start with.
+    fn rt(&self) -> Arc<Runtime> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Apply a new, validated config to roots started from now on: conversations, follow-ups and
+    /// resumed trees use its org, prompts (read again), models and limits; trees already running
+    /// finish with the config they started with. The call stack (providers, their rate limits and
+    /// the privacy layer) is rebuilt only when `framework.providers` or `framework.privacy` changed,
+    /// and the agent slots only when `maxConcurrentAgents` did, so unchanged limits keep their state.
+    /// Nothing changes when it fails (an unreadable prompt, a model that does not resolve).
+    pub fn reload(
+        &self,
+        loaded: &Loaded,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Reloaded, EngineError> {
+        let old = self.rt();
+        let new = &loaded.config;
+        let rebuild_stack = old.config.framework.providers != new.framework.providers
+            || old.config.framework.privacy != new.framework.privacy;
+        let llm = if rebuild_stack {
+            call_stack(new, &old.options, env, self.ner_slot())?
+        } else {
+            old.llm.clone()
+        };
+        let same_slots = old.config.framework.execution.max_concurrent_agents
+            == new.framework.execution.max_concurrent_agents;
+        let rt = build_runtime(
+            Arc::new(new.clone()),
+            Arc::new(loaded.org.clone()),
+            &loaded.base_dir,
+            llm,
+            Shared {
+                store: self.store.clone(),
+                events: self.events.clone(),
+                memory: self.memory.clone(),
+                options: old.options.clone(),
+                approvals: old.approvals.clone(),
+                tokens: old.tokens.clone(),
+                agent_slots: same_slots.then(|| old.agent_slots.clone()),
+            },
+        )?;
+        // Tasks still running for agents the new config no longer has: they finish (their trees keep
+        // the old runtime), and the caller says so.
+        let mut removed_live: Vec<(String, usize)> = Vec::new();
+        for task in self.store.live_tasks()? {
+            if !new.agents.contains_key(&task.agent) {
+                match removed_live.iter_mut().find(|(a, _)| *a == task.agent) {
+                    Some((_, n)) => *n += 1,
+                    None => removed_live.push((task.agent.clone(), 1)),
+                }
+            }
+        }
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(rt);
+        Ok(Reloaded {
+            call_stack_rebuilt: rebuild_stack,
+            removed_live,
+        })
     }
 
     /// Send `text` to the root agent: in a new conversation (`None`) or as a follow-up in an existing
@@ -338,7 +382,7 @@ impl Engine {
         text: &str,
         author: Option<&str>,
     ) -> Result<RootRun, EngineError> {
-        let rt = &self.rt;
+        let rt = &self.rt();
         let root_agent = rt.org.root().to_string();
         // The conversation row is written with the root task (one transaction).
         let (conversation, mut history) = match conversation {
@@ -400,7 +444,7 @@ impl Engine {
         let (tx, rx) = watch::channel(None);
         roots.insert(task, rx.clone());
         drop(roots);
-        let rt = self.rt.clone();
+        let rt = self.rt();
         let runs = self.runs.clone();
         let shutdown = runs.shutdown.clone();
         self.runs.tracker.spawn(async move {
@@ -444,34 +488,34 @@ impl Engine {
             .unwrap_or_else(|p| p.into_inner())
             .get(&task)
             .cloned();
-        let record = self.rt.store.task(task)?;
+        let record = self.store.task(task)?;
         match running {
             Some(mut done) => Ok(wait_outcome(&mut done, task, &record.conversation_id).await),
-            None => outcome_of(&self.rt.store, &record),
+            None => outcome_of(&self.store, &record),
         }
     }
 
     /// Cancel a task and its whole subtree. Returns the ids cancelled. Approvals pending in the subtree
     /// are rejected, and each rejection is published (so approval cards can be updated).
     pub fn cancel(&self, task: TaskId) -> Result<Vec<TaskId>, EngineError> {
-        let pending = self.rt.store.pending_approvals()?;
-        let cancelled = self.rt.store.cancel_subtree(task, "cancelled by a human")?;
+        let pending = self.store.pending_approvals()?;
+        let cancelled = self.store.cancel_subtree(task, "cancelled by a human")?;
         for approval in pending.iter().filter(|a| cancelled.contains(&a.task_id)) {
-            self.rt.events.publish(Event::ApprovalResolved {
+            self.events.publish(Event::ApprovalResolved {
                 approval: approval.id,
                 task: approval.task_id,
                 decision: "reject".into(),
                 by: SystemDecider::Cancelled.as_str().into(),
             });
         }
-        self.rt.tokens.cancel(&cancelled);
+        self.rt().tokens.cancel(&cancelled);
         Ok(cancelled)
     }
 
     /// Decide a pending approval. Only one decision counts: later ones get
     /// [`Decided::AlreadyDecided`]. A decision for a tree suspended by an earlier process resumes it here.
     pub fn decide(&self, approval: i64, decision: &str, by: &str) -> Result<Decided, EngineError> {
-        let rt = &self.rt;
+        let rt = &self.rt();
         let Some(current) = rt.store.approval(approval)? else {
             return Err(EngineError::NoApproval(approval));
         };
@@ -490,7 +534,7 @@ impl Engine {
     }
 
     fn resolved(&self, approval: &Approval) {
-        let rt = &self.rt;
+        let rt = &self.rt();
         rt.events.publish(Event::ApprovalResolved {
             approval: approval.id,
             task: approval.task_id,
@@ -504,7 +548,7 @@ impl Engine {
 
     /// Approvals waiting for a human.
     pub fn pending_approvals(&self) -> Result<Vec<Approval>, EngineError> {
-        Ok(self.rt.store.pending_approvals()?)
+        Ok(self.store.pending_approvals()?)
     }
 
     /// Stop: running trees stay in the database as they are (a restart marks running ones interrupted
@@ -514,6 +558,103 @@ impl Engine {
         self.runs.tracker.close();
         self.runs.tracker.wait().await;
     }
+}
+
+/// What [`Engine::reload`] did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Reloaded {
+    /// The providers and the privacy layer were built again (their settings changed).
+    pub call_stack_rebuilt: bool,
+    /// Agents the new config removed that still have live tasks, with how many: those tasks finish
+    /// under the config they started with.
+    pub removed_live: Vec<(String, usize)>,
+}
+
+/// What every runtime of one engine shares.
+struct Shared {
+    store: Arc<Store>,
+    events: EventBus,
+    memory: Arc<dyn MemoryHooks>,
+    options: EngineOptions,
+    approvals: Arc<crate::runtime::ApprovalWaiters>,
+    tokens: Arc<crate::runtime::TaskTokens>,
+    /// The previous runtime's slots, to keep (`None`: new ones for the config's limit).
+    agent_slots: Option<Arc<Semaphore>>,
+}
+
+/// A runtime for `config`: prompts read, every agent's model resolved.
+fn build_runtime(
+    config: Arc<Config>,
+    org: Arc<OrgTree>,
+    base_dir: &Path,
+    llm: CallStack,
+    shared: Shared,
+) -> Result<Runtime, EngineError> {
+    let memory = shared.memory;
+    let tools = crate::tools::ToolRegistry::standard(memory.blocks(), memory.recall_store());
+    let context = ContextBuilder::new(&config, &org, base_dir, memory)?;
+    let resolve = |agent: &str, model: &str| {
+        config
+            .framework
+            .resolve_model(model)
+            .map(|(p, m)| (p.to_string(), m.to_string()))
+            .map_err(|e| EngineError::Model {
+                agent: agent.to_string(),
+                model: model.to_string(),
+                message: e.to_string(),
+            })
+    };
+    let mut models = HashMap::new();
+    for (id, agent) in &config.agents {
+        let model = agent
+            .model
+            .as_deref()
+            .unwrap_or(&config.framework.default_model);
+        models.insert(id.clone(), resolve(id, model)?);
+    }
+    let fast_model = resolve("fastModel", config.framework.fast_model())?;
+    let agent_slots = shared.agent_slots.unwrap_or_else(|| {
+        Arc::new(Semaphore::new(
+            config.framework.execution.max_concurrent_agents.get() as usize,
+        ))
+    });
+    Ok(Runtime {
+        agent_slots,
+        config,
+        org,
+        llm,
+        context,
+        store: shared.store,
+        events: shared.events,
+        options: shared.options,
+        models,
+        fast_model,
+        approvals: shared.approvals,
+        tokens: shared.tokens,
+        tools,
+    })
+}
+
+/// The configured providers, each in the standard provider stack (keys read with `env`), under the
+/// shared stack with the privacy layer when `framework.privacy.enabled`.
+fn call_stack(
+    config: &Config,
+    options: &EngineOptions,
+    env: impl Fn(&str) -> Option<String>,
+    ner: NerSlot,
+) -> Result<CallStack, EngineError> {
+    let providers = Providers::build(&config.framework.providers, env, |id, p| {
+        standard_stack(StackOptions {
+            provider: id.to_string(),
+            attempt_timeout: options.attempt_timeout,
+            retry: options.retry,
+            max_concurrent: p.max_concurrent_requests.map(|n| n.get() as usize),
+            requests_per_minute: p.requests_per_minute,
+            prices: p.models.clone(),
+        })
+    });
+    let seam = privacy_seam(config, ner)?;
+    Ok(CallStack::with_privacy(providers, seam))
 }
 
 /// A root's per-conversation state in the call stack's registries, open until dropped.

@@ -155,6 +155,23 @@ pub enum Event {
         /// Who decided.
         by: String,
     },
+    /// `opc run` applied a changed config: roots started from now on use it (trees already
+    /// running finish with the config they started with).
+    ConfigReloaded {
+        /// The config's generation (1 at start-up, +1 per applied reload).
+        generation: u64,
+        /// What triggered it: `console`, `file` or `signal`.
+        trigger: String,
+        /// Agents in the new org.
+        agents: usize,
+    },
+    /// A changed config was refused (it is invalid, or could not be applied); the running one stays.
+    ConfigRejected {
+        /// What triggered it: `console`, `file` or `signal`.
+        trigger: String,
+        /// How many errors it has.
+        errors: usize,
+    },
 }
 
 /// The bus: clone it freely; every clone publishes to the same subscribers.

@@ -34,7 +34,7 @@ mod session;
 pub mod store;
 pub mod tools;
 
-pub use engine::{Engine, EngineError, EngineOptions, Outcome, RootRun};
+pub use engine::{Engine, EngineError, EngineOptions, Outcome, Reloaded, RootRun};
 pub use events::{Event, EventBus};
 pub use session::render_escalation;
 pub use store::{Store, TaskId, TaskState};

@@ -6,6 +6,11 @@
 //! tool all need this state, and none of them owns it. Each registry exposes only what its users do
 //! (register with a guard that unregisters on drop; cancel or wake by id), never its map.
 //!
+//! A `Runtime` is immutable: a config reload builds a new one (sharing the store, the event bus, the
+//! registries and, when their settings are unchanged, the call stack and the agent slots) and the
+//! engine hands it to roots started from then on. A tree keeps the runtime its root started with, so
+//! trees in flight finish with the config they started with.
+//!
 //! Dependency direction inside the crate: `engine` → `session` → `approval` → `runtime`; `runtime`
 //! depends on none of them.
 
@@ -33,8 +38,8 @@ pub(crate) struct Runtime {
     pub(crate) events: EventBus,
     /// `maxConcurrentAgents`: held while an agent is thinking (an LLM call), never while it waits for
     /// children or a human — otherwise a deep tree under load would deadlock with every slot held by a
-    /// waiting parent.
-    pub(crate) agent_slots: Semaphore,
+    /// waiting parent. Shared with the runtime a reload replaces while the limit is unchanged.
+    pub(crate) agent_slots: Arc<Semaphore>,
     pub(crate) options: EngineOptions,
     /// `(provider, model)` per agent, resolved once.
     pub(crate) models: HashMap<String, (String, String)>,

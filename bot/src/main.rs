@@ -11,6 +11,7 @@
 mod admin;
 mod commands;
 mod gateway;
+mod live;
 
 /// jemalloc, with a background thread that returns freed pages to the OS after about a second
 /// (`JEMALLOC_SYS_WITH_MALLOC_CONF` in `.cargo/config.toml`). Why: a burst of conversations (each
@@ -21,6 +22,7 @@ mod gateway;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod log;
+mod reload;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -668,6 +668,8 @@ struct Inner {
     ids: AtomicU64,
     log: AtomicBool,
     shutdown: watch::Receiver<bool>,
+    /// While `true`, answers wait (after the request is recorded): see [`ScriptedLlm::hold`].
+    held: watch::Sender<bool>,
 }
 
 /// What a request gets.
@@ -755,6 +757,16 @@ impl Inner {
     }
 
     /// Waits `delay`, or less if the server shuts down; false when it shut down.
+    /// Wait while answers are held; `false` if the server shuts down meanwhile.
+    async fn held(&self) -> bool {
+        let mut held = self.held.subscribe();
+        let mut shutdown = self.shutdown.clone();
+        tokio::select! {
+            released = held.wait_for(|h| !*h) => released.is_ok(),
+            _ = shutdown.wait_for(|down| *down) => false,
+        }
+    }
+
     async fn pause(&self, delay: Duration) -> bool {
         let mut shutdown = self.shutdown.clone();
         tokio::select! {
@@ -835,6 +847,7 @@ impl ScriptedLlm {
             ids: AtomicU64::new(0),
             log: AtomicBool::new(false),
             shutdown: shutdown_rx.clone(),
+            held: watch::Sender::new(false),
         });
         let app = router(inner.clone());
         let listener = listener.tap_io(|tcp| {
@@ -865,6 +878,18 @@ impl ScriptedLlm {
     /// Base URL, e.g. `http://127.0.0.1:PORT` (no trailing slash, no `/v1`).
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Hold every answer from now on until [`ScriptedLlm::release`]: requests are still recorded on
+    /// arrival, so a test can see that a call is in flight and do something while it is, without
+    /// guessing a delay.
+    pub fn hold(&self) {
+        self.inner.held.send_replace(true);
+    }
+
+    /// Answer the held requests (and the next ones) again.
+    pub fn release(&self) {
+        self.inner.held.send_replace(false);
     }
 
     /// Logs one line per request to stderr (off by default).
@@ -1055,6 +1080,9 @@ async fn answer(
             return error_response(wire, StatusCode::INTERNAL_SERVER_ERROR, &message, None);
         }
     };
+    if !inner.held().await {
+        return shutting_down(wire);
+    }
     if step.delay_ms > 0 && !inner.pause(Duration::from_millis(step.delay_ms)).await {
         return shutting_down(wire);
     }

@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use opc_tests::browser::Browser;
 use opc_tests::opc_process::OpcRun;
-use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire};
+use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker};
 use opc_tests::post_json as post;
+use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use opc_tests::wait::wait_until;
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -330,22 +332,7 @@ async fn a_typo_in_a_childs_name_is_shown_inline_at_its_line() {
         .unwrap();
     let on_disk = format!("# from an editor\n{text}");
     std::fs::write(org.config_path(), &on_disk).unwrap();
-    browser
-        .eval("document.getElementById('save').click(), true")
-        .await
-        .unwrap();
-    browser
-        .wait_for(
-            "document.getElementById('dialog').open \
-             && document.getElementById('dialog-diff').textContent.includes('+# from the console')",
-            WAIT,
-        )
-        .await
-        .unwrap();
-    browser
-        .eval("document.getElementById('dialog-ok').click(), true")
-        .await
-        .unwrap();
+    save_after_diff(&mut browser, "+# from the console").await;
     browser
         .wait_for(
             "document.getElementById('dialog').open \
@@ -358,4 +345,262 @@ async fn a_typo_in_a_childs_name_is_shown_inline_at_its_line() {
     assert_eq!(std::fs::read_to_string(org.config_path()).unwrap(), on_disk);
     let (code, _) = opc.stop();
     assert_eq!(code, Some(0));
+}
+
+/// `opc run` of the test org against `llm`, with the web chat.
+fn start_with(llm: &ScriptedLlm) -> (TestOrg, OpcRun) {
+    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
+    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    (org, opc)
+}
+
+/// The test org's text with a new agent `qa` under `vp-ops`, listed as `child` in its children.
+fn with_qa(text: &str, child: &str) -> String {
+    text.replacen(
+        "    children: [support]\n",
+        &format!("    children: [support, {child}]\n"),
+        1,
+    )
+    .replacen(
+        "agents:\n",
+        "agents:\n  qa:\n    role: QA Lead\n    level: 2\n    parent: vp-ops\n    tools: [escalate]\n    memory: { recall: false }\n",
+        1,
+    )
+}
+
+/// Click Save, check its diff shows `line`, and confirm.
+async fn save_after_diff(browser: &mut Browser, line: &str) {
+    browser
+        .eval("document.getElementById('save').click(), true")
+        .await
+        .unwrap();
+    browser
+        .wait_for(
+            &format!(
+                "document.getElementById('dialog').open \
+                 && document.getElementById('dialog-diff').textContent.includes({})",
+                serde_json::to_string(line).unwrap()
+            ),
+            WAIT,
+        )
+        .await
+        .unwrap();
+    browser
+        .eval("document.getElementById('dialog-ok').click(), true")
+        .await
+        .unwrap();
+}
+
+/// Replace `file` as editors do (a new file renamed over it), so the watcher never reads half of it.
+fn replace_file(file: &std::path::Path, text: &str) {
+    let temp = file.with_extension("yaml.tmp");
+    std::fs::write(&temp, text).unwrap();
+    std::fs::rename(&temp, file).unwrap();
+}
+
+/// Replace the editor's text as a paste would (its input handler runs).
+async fn set_editor(browser: &mut Browser, text: &str) {
+    let js = format!(
+        "(() => {{ const t = document.getElementById('config-text'); t.value = {}; \
+         t.dispatchEvent(new Event('input')); return true; }})()",
+        serde_json::to_string(text).unwrap()
+    );
+    browser.eval(&js).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixed_save_is_applied_live_while_a_conversation_runs() {
+    let Some(mut browser) = Browser::for_test().await else {
+        return;
+    };
+    let llm = ScriptedLlm::start(Script::new().agent(
+        marker("ceo"),
+        vec![Step::text("answered across the reload")],
+    ))
+    .await
+    .unwrap();
+    let (org, opc) = start_with(&llm);
+    let text = std::fs::read_to_string(org.config_path()).unwrap();
+
+    // A conversation is in flight: its model call has arrived and is held.
+    llm.hold();
+    let (_, mut sse) = opc_tests::web_chat::start(&opc, "Status report, please").await;
+    wait_until(WAIT, "the CEO's model call arrives", || {
+        !llm.requests_for(&marker("ceo")).is_empty()
+    })
+    .await;
+
+    // Add an agent with a typo in its parent's children: the error shows inline …
+    browser.navigate(&opc.url("/admin#config")).await.unwrap();
+    browser
+        .wait_for(
+            "document.getElementById('config-status').textContent.startsWith('Valid')",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    set_editor(&mut browser, &with_qa(&text, "qx")).await;
+    let typo_line = with_qa(&text, "qx")
+        .lines()
+        .position(|l| l.contains("[support, qx]"))
+        .unwrap()
+        + 1;
+    browser
+        .wait_for(
+            &format!(
+                "[...document.querySelectorAll('#gutter .e')].some(e => e.textContent === '{typo_line}')"
+            ),
+            WAIT,
+        )
+        .await
+        .unwrap();
+    // … fixed, it validates, and Save (after its diff) applies it to the running process.
+    let fixed = with_qa(&text, "qa");
+    set_editor(&mut browser, &fixed).await;
+    browser
+        .wait_for(
+            "document.getElementById('config-status').textContent.startsWith('Valid') \
+             && !document.getElementById('save').disabled",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    save_after_diff(&mut browser, "+  qa:").await;
+    browser
+        .wait_for(
+            "document.getElementById('config-status').textContent.includes('Applied') \
+             && document.getElementById('config-status').textContent.includes('added qa')",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(org.config_path()).unwrap(), fixed);
+
+    // The Org page shows the new agent, from the same process.
+    browser.navigate(&opc.url("/admin#org")).await.unwrap();
+    browser
+        .wait_for(
+            "!!document.querySelector('#org-tree button[data-agent=qa]')",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    let org_now = admin_get(&opc, "/api/org").await;
+    assert_eq!(org_now["generation"], 2);
+    assert!(
+        org_now["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["id"] == "qa" && a["parent"] == "vp-ops")
+    );
+
+    // The conversation that was running during the save completes, once.
+    llm.release();
+    sse.wait_for("message|edit", WAIT, |e| {
+        e["text"].as_str() == Some("answered across the reload")
+    })
+    .await;
+    assert_eq!(llm.requests_for(&marker("ceo")).len(), 1);
+    let (code, stdout) = opc.stop();
+    assert_eq!(code, Some(0), "{stdout}");
+}
+
+/// GET `path` until `done` holds for its JSON, or panic after [`WAIT`] naming `what`.
+async fn poll(opc: &OpcRun, path: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    opc_tests::wait::within(WAIT, what, async {
+        loop {
+            let body = admin_get(opc, path).await;
+            if done(&body) {
+                return body;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_change_on_disk_is_refused_and_the_running_config_stays() {
+    let (org, opc) = start();
+    let file = org.config_path();
+    let text = std::fs::read_to_string(&file).unwrap();
+
+    // A valid change on disk is applied (the watcher); then SIGHUP with nothing changed does nothing.
+    replace_file(&file, &with_qa(&text, "qa"));
+    let applied = poll(&opc, "/api/org", "the watcher applies the change", |org| {
+        org["generation"] == 2
+    })
+    .await;
+    assert!(
+        applied["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["id"] == "qa")
+    );
+
+    // An invalid one is refused: the org stays, the console's status says why.
+    replace_file(&file, &with_qa(&text, "qx"));
+    let status = poll(
+        &opc,
+        "/admin/api/reload",
+        "the watcher refuses the change",
+        |s| s["stale"] == true,
+    )
+    .await;
+    assert_eq!(status["generation"], 2);
+    assert_eq!(status["last"]["outcome"], "rejected");
+    assert_eq!(status["last"]["trigger"], "file");
+    assert!(
+        status["last"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`qx` is not an agent"),
+        "{status}"
+    );
+    let org_now = admin_get(&opc, "/api/org").await;
+    assert_eq!(org_now["generation"], 2);
+    assert!(
+        org_now["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["id"] == "qa")
+    );
+
+    // Back to the original file, by SIGHUP this time (the watcher may see it first: either applies
+    // it once).
+    replace_file(&file, &text);
+    let pid = opc.pid().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let back = poll(&opc, "/api/org", "the original org is back", |org| {
+        org["generation"] == 3
+    })
+    .await;
+    assert!(
+        !back["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["id"] == "qa")
+    );
+    let status = admin_get(&opc, "/admin/api/reload").await;
+    assert_eq!(status["stale"], false, "{status}");
+    let stderr = opc.stderr();
+    assert!(
+        stderr.contains("reload (file) refused — the running config stays"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`qx` is not an agent"), "{stderr}");
+    let (code, stdout) = opc.stop();
+    assert_eq!(code, Some(0));
+    assert!(
+        stdout.contains("config reloaded (file) — generation 2, 8 agents; added qa"),
+        "{stdout}"
+    );
 }

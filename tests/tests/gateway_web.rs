@@ -16,22 +16,7 @@ use serde_json::{Value, json};
 const WAIT: Duration = Duration::from_secs(20);
 const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
 
-async fn new_conversation(opc: &OpcRun) -> (String, Sse) {
-    let (status, body) = post(&opc.url("/api/conversations"), json!({})).await;
-    assert_eq!(status, 201, "{body}");
-    let id = body["id"].as_str().unwrap().to_string();
-    let sse = Sse::connect(&opc.url(&format!("/api/conversations/{id}/events")), None).await;
-    (id, sse)
-}
-
-async fn say(opc: &OpcRun, conversation: &str, text: &str) {
-    let (status, body) = post(
-        &opc.url(&format!("/api/conversations/{conversation}/messages")),
-        json!({ "text": text }),
-    )
-    .await;
-    assert_eq!(status, 202, "{body}");
-}
+use opc_tests::web_chat::{open as new_conversation, say};
 
 /// The text of a `message` or `edit` event equal to `text`.
 fn shows(text: &str) -> impl Fn(&Value) -> bool + '_ {

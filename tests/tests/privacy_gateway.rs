@@ -35,10 +35,7 @@ use opc_privacy::{Entity, EntityType};
 use opc_tests::fake_slack::{FakeSlack, app_mention, envelope};
 use opc_tests::opc_process::{OpcRun, opc_binary};
 use opc_tests::org::{Execution, Extras, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
-use opc_tests::post_json as post;
 use opc_tests::scripted_llm::{RecordedRequest, Script, ScriptedLlm, Step};
-use opc_tests::sse::Sse;
-use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -150,20 +147,7 @@ async fn personal_data_never_reaches_the_model_and_the_user_sees_it_restored_in_
 
     // The web chat.
     let web_message = message("web");
-    let (status, body) = post(&opc.url("/api/conversations"), json!({})).await;
-    assert_eq!(status, 201, "{body}");
-    let conversation = body["id"].as_str().unwrap().to_string();
-    let mut sse = Sse::connect(
-        &opc.url(&format!("/api/conversations/{conversation}/events")),
-        None,
-    )
-    .await;
-    let (status, body) = post(
-        &opc.url(&format!("/api/conversations/{conversation}/messages")),
-        json!({ "text": web_message }),
-    )
-    .await;
-    assert_eq!(status, 202, "{body}");
+    let (_, mut sse) = opc_tests::web_chat::start(&opc, &web_message).await;
     let web_final = expected(&web_message);
     sse.wait_for("message|edit", WAIT, |data| {
         data["text"].as_str() == Some(web_final.as_str())

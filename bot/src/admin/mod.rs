@@ -1,13 +1,14 @@
 //! The admin console, served by `opc run` under `/admin` on the web listener (the chat stays at `/`).
 //!
 //! What is built so far (issue 12, in progress): the console's shell with its navigation, the **Org**
-//! page (the tree from `/api/org`) and the **Config** page — the text of `opc.config.yaml` in an editor
-//! with line numbers and YAML highlighting, validated as you type by `POST /admin/api/config/validate`,
-//! which runs the same checks as `opc validate` and returns the object `opc validate --format json`
-//! prints; saving with the diff first, an ETag check, an atomic write, the previous version kept and an
-//! audit line ([`save`]); earlier versions listed and restorable. Hot reload and the live pages
-//! (tasks, approvals, costs, channels, events) are not built yet: a save says the running config
-//! changes at the next start, and the console does not offer those pages.
+//! page (the tree from `/api/org`, refreshed when the running config changes) and the **Config** page
+//! — the text of `opc.config.yaml` in an editor with line numbers and YAML highlighting, validated as
+//! you type by `POST /admin/api/config/validate`, which runs the same checks as `opc validate` and
+//! returns the object `opc validate --format json` prints; saving with the diff first, an ETag check,
+//! an atomic write, the previous version kept and an audit line ([`save`]), then applied to the
+//! running process ([`crate::reload`]); earlier versions listed and restorable; a banner when a
+//! change on disk was refused (`GET /admin/api/reload`). The live pages (tasks, approvals, costs,
+//! channels, events) are not built yet: the console does not offer them.
 //!
 //! Invariants:
 //! - every endpoint is a [`Page`], so it sits behind the listener's one access check (loopback, or the
@@ -45,6 +46,9 @@ pub struct Admin {
     page: String,
     /// Held from a save's check of the file to its write.
     save_lock: tokio::sync::Mutex<()>,
+    /// Applies a saved config to the running process (`opc run` attaches it once the engine and
+    /// gateway exist; without it a save is written and applied at the next start).
+    reloader: std::sync::OnceLock<Arc<crate::reload::Reloader>>,
 }
 
 impl Admin {
@@ -60,7 +64,13 @@ impl Admin {
             base_dir,
             page,
             save_lock: tokio::sync::Mutex::new(()),
+            reloader: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Apply saves to the running process with `reloader` (set once).
+    pub fn attach(&self, reloader: Arc<crate::reload::Reloader>) {
+        let _ = self.reloader.set(reloader);
     }
 
     /// The console's pages.
@@ -68,6 +78,12 @@ impl Admin {
         vec![
             Page::new(Method::GET, "/admin", page, self.clone()),
             Page::new(Method::GET, "/admin/api/config", config::read, self.clone()),
+            Page::new(
+                Method::GET,
+                "/admin/api/reload",
+                reload_status,
+                self.clone(),
+            ),
             Page::new(
                 Method::POST,
                 "/admin/api/config/validate",
@@ -103,6 +119,15 @@ impl Admin {
             ),
         ]
     }
+}
+
+/// `GET /admin/api/reload`: the running config's generation and the last reload (the console's banner
+/// shows a refused one).
+async fn reload_status(State(admin): State<Arc<Admin>>) -> axum::Json<serde_json::Value> {
+    axum::Json(match admin.reloader.get() {
+        Some(reloader) => serde_json::to_value(reloader.status()).unwrap_or_default(),
+        None => serde_json::json!({"generation": 1, "last": null, "stale": false, "reload": false}),
+    })
 }
 
 /// The console's one HTML response, with a fresh CSP nonce.

@@ -211,6 +211,15 @@ pub async fn save(
     match written {
         Ok(Ok(kept)) => {
             tracing::info!(file = %file, added, removed, by, "config saved from the admin console");
+            // Applied before answering, so the console shows the new org as soon as it hears back.
+            let reload = match admin.reloader.get() {
+                Some(reloader) => {
+                    serde_json::to_value(reloader.reload(crate::reload::Trigger::Console).await)
+                        .unwrap_or_default()
+                }
+                None => json!({"outcome": "not_running"}),
+            };
+            let applied = reload["outcome"] == "applied" || reload["outcome"] == "unchanged";
             Json(json!({
                 "saved": true,
                 "etag": new_etag,
@@ -218,8 +227,8 @@ pub async fn save(
                 "added": added,
                 "removed": removed,
                 "diff": summary,
-                "applied": false,
-                "note": "saved; `opc run` applies a changed config when it restarts (hot reload is not built yet)",
+                "applied": applied,
+                "reload": reload,
             }))
             .into_response()
         }

@@ -6,7 +6,10 @@
 //! missing LLM key only warns: every message is then answered with a notice naming the variable) →
 //! listening socket → platform connections → ready line on stdout.
 //!
-//! Invariants: an invalid config never starts a server; secrets are read from the environment only and
+//! A running gateway reloads its config without a restart ([`crate::reload`]): on a save from the
+//! admin console, a change to the file or a prompt file, or `SIGHUP`.
+//!
+//! Invariants: an invalid config never starts a server (nor replaces a running one); secrets are read from the environment only and
 //! never printed; SIGINT and SIGTERM stop accepting, close platform connections, let in-flight tasks
 //! persist their state, and exit 0.
 
@@ -27,6 +30,8 @@ use tokio::sync::mpsc;
 use super::{eprint, print};
 use crate::gateway::threads::Threads;
 use crate::gateway::{Gateway, Parts};
+use crate::live::LiveConfig;
+use crate::reload::Reloader;
 
 mod routes;
 
@@ -227,23 +232,29 @@ async fn serve(loaded: Arc<Loaded>, path: &Path, started: Instant) -> ExitCode {
     }
     drop(inbox);
 
+    let live = LiveConfig::new(loaded.clone());
     let admin = crate::admin::Admin::new(
         path.to_path_buf(),
         loaded.base_dir.clone(),
         &loaded.config.framework.name,
     );
-    let app = routes::app(&loaded, &admin, &adapters, secrets.web_token);
+    let app = routes::app(&live, &admin, &adapters, secrets.web_token);
     let platforms: Vec<&str> = adapters.iter().map(|a| a.platform().as_str()).collect();
     // The privacy detector's NER slot, taken before the engine moves into the gateway.
     let ner = engine.ner_slot();
     let gateway = Gateway::new(Parts {
-        loaded: loaded.clone(),
-        engine,
+        live: live.clone(),
+        engine: engine.clone(),
         missing_key,
         adapters: adapters.clone(),
         threads,
     });
     gateway.start(inbound);
+    // Hot reload: saves from the console, changes on disk, SIGHUP.
+    let reloader = Reloader::new(path.to_path_buf(), live, engine, gateway.clone());
+    admin.attach(reloader.clone());
+    reloader.on_sighup();
+    let watcher = reloader.watch();
     // Listen for signals before saying "ready": a SIGTERM sent the moment the ready line appears must
     // stop OPC gracefully, not kill it with the default action.
     let stop = StopSignals::register();
@@ -278,6 +289,7 @@ async fn serve(loaded: Arc<Loaded>, path: &Path, started: Instant) -> ExitCode {
             }
         })
         .await;
+    drop(watcher);
     gateway.shutdown().await;
     drop(ner);
     // Stops the recall indexer (it finishes the batch it is on; the rest is caught up at next start).

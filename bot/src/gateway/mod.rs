@@ -29,7 +29,7 @@ pub mod queue;
 pub mod threads;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use opc_adapters::{
     Action, Adapter, Card, CardState, Command, Inbound, InboundKind, Place, Platform, Posted,
@@ -38,6 +38,8 @@ use opc_adapters::{
 use opc_agents::store::{Decided, StoreError, TaskId};
 use opc_agents::{Engine, EngineError, Event, Outcome, TaskState};
 use opc_hierarchy::Loaded;
+
+use crate::live::LiveConfig;
 use opc_hierarchy::schema::Approver;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -67,8 +69,8 @@ impl Waiting {
 
 /// Everything the gateway is built from.
 pub struct Parts {
-    /// The loaded config (org, approvers, rate limits).
-    pub loaded: Arc<Loaded>,
+    /// The running config (org, approvers, rate limits); a reload replaces it.
+    pub live: Arc<LiveConfig>,
     /// The agents engine.
     pub engine: Engine,
     /// The provider and env var of an LLM key that is missing, if any: messages then get a notice.
@@ -86,12 +88,14 @@ pub struct Gateway {
 }
 
 struct Inner {
-    loaded: Arc<Loaded>,
+    live: Arc<LiveConfig>,
     engine: Engine,
-    missing_key: Option<(String, String)>,
+    missing_key: RwLock<Option<(String, String)>>,
     adapters: HashMap<Platform, Arc<dyn Adapter>>,
     threads: Threads,
-    limits: RateLimits,
+    /// Replaced when a reload changes `gateway.rateLimit` (the new limits apply at once; counts
+    /// start again).
+    limits: RwLock<Arc<RateLimits>>,
     queues: Queues<Waiting>,
     tracker: TaskTracker,
     stop: CancellationToken,
@@ -100,7 +104,7 @@ struct Inner {
 impl Gateway {
     /// Assemble the gateway; nothing runs until [`Gateway::start`].
     pub fn new(parts: Parts) -> Gateway {
-        let limits = RateLimits::new(&parts.loaded.config.gateway.rate_limit);
+        let limits = RateLimits::new(&parts.live.get().config.gateway.rate_limit);
         Gateway {
             inner: Arc::new(Inner {
                 adapters: parts
@@ -108,11 +112,11 @@ impl Gateway {
                     .into_iter()
                     .map(|a| (a.platform(), a))
                     .collect(),
-                loaded: parts.loaded,
+                live: parts.live,
                 engine: parts.engine,
-                missing_key: parts.missing_key,
+                missing_key: RwLock::new(parts.missing_key),
                 threads: parts.threads,
-                limits,
+                limits: RwLock::new(Arc::new(limits)),
                 queues: Queues::new(WAITING_MAX),
                 tracker: TaskTracker::new(),
                 stop: CancellationToken::new(),
@@ -161,11 +165,34 @@ impl Gateway {
             let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
             loop {
                 tokio::select! {
-                    _ = tick.tick() => this.inner.limits.tidy(),
+                    _ = tick.tick() => this.limits().tidy(),
                     () = this.inner.stop.cancelled() => break,
                 }
             }
         });
+    }
+
+    /// Apply a reloaded config: `live` already holds it (approvers, the approvals channel and the org
+    /// are read from there per message); rate limits are rebuilt when `gateway.rateLimit` changed,
+    /// and the missing-key notice follows the new providers.
+    pub fn apply_config(&self, old: &Loaded, new: &Loaded, missing_key: Option<(String, String)>) {
+        if old.config.gateway.rate_limit != new.config.gateway.rate_limit {
+            *self.inner.limits.write().unwrap_or_else(|p| p.into_inner()) =
+                Arc::new(RateLimits::new(&new.config.gateway.rate_limit));
+        }
+        *self
+            .inner
+            .missing_key
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = missing_key;
+    }
+
+    fn limits(&self) -> Arc<RateLimits> {
+        self.inner
+            .limits
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Stop: no new events are taken; running trees stay in the database as they are (the engine
@@ -303,7 +330,7 @@ impl Gateway {
             "{platform}:{}:{}",
             inbound.place.workspace, inbound.place.channel
         );
-        match inner.limits.check(&user_key, &channel_key) {
+        match self.limits().check(&user_key, &channel_key) {
             Verdict::Allowed => {}
             Verdict::Notify(notice) => {
                 tracing::info!(%platform, "rate limit reached; message skipped");
@@ -316,7 +343,12 @@ impl Gateway {
             self.respond(&adapter, inbound, commands::help(platform, None));
             return;
         }
-        if let Some((provider, var)) = &inner.missing_key {
+        let missing_key = inner
+            .missing_key
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some((provider, var)) = &missing_key {
             self.post_notice(
                 &adapter,
                 &place,
@@ -614,7 +646,8 @@ impl Gateway {
         let Some(adapter) = self.adapter(place.platform) else {
             return;
         };
-        let channels = &inner.loaded.config.gateway.approvals_channel;
+        let loaded = inner.live.get();
+        let channels = &loaded.config.gateway.approvals_channel;
         let dedicated = match place.platform {
             Platform::Slack => channels.slack.clone(),
             Platform::Discord => channels.discord.clone(),
@@ -669,7 +702,8 @@ impl Gateway {
         if platform == Platform::Web {
             return true;
         }
-        let config = &self.inner.loaded.config;
+        let loaded = self.inner.live.get();
+        let config = &loaded.config;
         let own = config
             .agents
             .get(agent)
@@ -684,7 +718,8 @@ impl Gateway {
     }
 
     fn approvers_of(&self, agent: &str) -> Vec<String> {
-        let config = &self.inner.loaded.config;
+        let loaded = self.inner.live.get();
+        let config = &loaded.config;
         let own = config
             .agents
             .get(agent)
@@ -785,7 +820,7 @@ impl Gateway {
         let engine = &self.inner.engine;
         let text = match command {
             Command::Status => commands::status(engine.store()),
-            Command::Agents => commands::agents(engine.org()),
+            Command::Agents => commands::agents(&engine.org()),
             Command::Tasks => commands::tasks(engine.store()),
             Command::Help => commands::help(inbound.place.platform, None),
             Command::Unknown(what) => commands::help(inbound.place.platform, Some(&what)),
@@ -847,6 +882,7 @@ fn in_tree(event: &Event, root: TaskId, tree: &mut HashSet<TaskId>) -> bool {
         | Event::Escalated { task, .. }
         | Event::ApprovalRequested { task, .. }
         | Event::ApprovalResolved { task, .. } => tree.contains(task),
+        Event::ConfigReloaded { .. } | Event::ConfigRejected { .. } => false,
         Event::Delegated { task, child, .. } => {
             if tree.contains(task) {
                 tree.insert(*child);

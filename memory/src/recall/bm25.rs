@@ -155,9 +155,12 @@ impl Bm25 {
             })
     }
 
-    /// The last sequence number committed to the index (0 when none).
+    /// The last sequence number committed to the index (0 when none), and visible to searches from
+    /// now on: the reader is brought up to the commit read here (the committing thread reloads it
+    /// too, but only after its commit is already on disk, where another caller may read it first).
     pub fn cursor(&self) -> Result<i64, RecallError> {
         let metas = self.index.load_metas().map_err(idx_err)?;
+        self.reader.reload().map_err(idx_err)?;
         Ok(metas
             .payload
             .and_then(|p| p.trim().parse::<i64>().ok())

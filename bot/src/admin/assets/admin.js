@@ -41,9 +41,11 @@
   window.addEventListener("hashchange", show);
 
   // ---- Org ----
+  let orgGeneration = 0;
   async function loadOrg() {
     try {
       const org = await api("/api/org");
+      orgGeneration = org.generation || 0;
       const byId = new Map(org.agents.map((a) => [a.id, a]));
       const levels = Math.max(0, ...org.agents.map((a) => a.level)) + 1;
       $("org-summary").textContent = `${org.name}: ${org.agents.length} agents in ${levels} level${levels === 1 ? "" : "s"}.`;
@@ -200,9 +202,10 @@
       original = saved; etag = body.etag;
       buttons();
       const status = $("config-status");
-      status.textContent = "Saved. " + body.note.charAt(0).toUpperCase() + body.note.slice(1) + ".";
-      status.className = "status ok";
+      status.textContent = "Saved. " + describeReload(body.reload);
+      status.className = "status " + (body.applied ? "ok" : "error");
       loadHistory();
+      watchReloads();
     } catch (e) { banner(e.message); }
   }
   $("save").addEventListener("click", save);
@@ -289,6 +292,44 @@
     text.scrollTop = Math.max(0, (d.line - 3) * lh);
     sync();
   }
+
+  // ---- Hot reload: what the running process did with the file ----
+  function describeReload(r) {
+    if (!r) return "";
+    switch (r.outcome) {
+      case "applied": {
+        const parts = [`Applied: the org now runs generation ${r.generation} (${r.agents} agents)`];
+        if (r.added.length) parts.push("added " + r.added.join(", "));
+        if (r.removed.length) parts.push("removed " + r.removed.join(", "));
+        let s = parts.join("; ") + ". New conversations use it; requests already running finish with the config they started with.";
+        for (const l of r.removed_live) s += ` ${l.agent} was removed but has ${l.tasks} live task${l.tasks === 1 ? "" : "s"}: ${l.tasks === 1 ? "it finishes" : "they finish"} first.`;
+        if (r.restart_needed.length) s += ` Changed settings that apply at the next restart of opc run: ${r.restart_needed.join(", ")}.`;
+        return s;
+      }
+      case "unchanged": return "The running config already matches the file.";
+      case "rejected": return "Not applied: the running config stays. " + (r.message || "").split("\n")[0];
+      default: return "opc run applies it at its next start.";
+    }
+  }
+  // The banner says when the file on disk was refused (edited outside the console, say), and the Org
+  // page follows applied reloads. Polled: cheap, and it needs no open stream per tab.
+  let reloadSeen = 0;
+  async function watchReloads() {
+    try {
+      const s = await api("/admin/api/reload");
+      if (s.stale && s.last) {
+        banner(`The config on disk was not applied (${s.last.trigger}, ${s.last.at}): ${s.last.message.split("\n")[0]} — the running config (generation ${s.generation}) stays. Fix it on the Config page.`);
+      } else if (reloadSeen && $("banner").textContent.startsWith("The config on disk was not applied")) {
+        banner("");
+      }
+      if (s.generation !== reloadSeen) {
+        reloadSeen = s.generation;
+        if (loaded.org && s.generation !== orgGeneration) loadOrg();
+      }
+    } catch (e) { /* the next poll tries again; page errors are shown where they happen */ }
+  }
+  watchReloads();
+  setInterval(watchReloads, 3000);
 
   async function loadConfig() {
     try {

@@ -15,16 +15,21 @@ use axum::http::Method;
 use axum::response::{Html, Json};
 use axum::routing::get;
 use opc_adapters::{Adapter, Page};
-use opc_hierarchy::{Loaded, OrgTree};
+use opc_hierarchy::OrgTree;
 
 use crate::admin::Admin;
+use crate::live::LiveConfig;
 use serde_json::{Value, json};
 
 /// Every page of the listener: the gateway's own, the admin console's, then each adapter's.
-pub fn pages(loaded: &Arc<Loaded>, admin: &Arc<Admin>, adapters: &[Arc<dyn Adapter>]) -> Vec<Page> {
+pub fn pages(
+    live: &Arc<LiveConfig>,
+    admin: &Arc<Admin>,
+    adapters: &[Arc<dyn Adapter>],
+) -> Vec<Page> {
     let mut pages = vec![
-        Page::new(Method::GET, "/org", org_page, loaded.clone()),
-        Page::new(Method::GET, "/api/org", org_json, loaded.clone()),
+        Page::new(Method::GET, "/org", org_page, live.clone()),
+        Page::new(Method::GET, "/api/org", org_json, live.clone()),
     ];
     pages.extend(admin.pages());
     for adapter in adapters {
@@ -36,12 +41,12 @@ pub fn pages(loaded: &Arc<Loaded>, admin: &Arc<Admin>, adapters: &[Arc<dyn Adapt
 /// The listener's router: [`pages`] behind `token` (when set), plus `/healthz` and the adapters'
 /// self-verifying webhooks.
 pub fn app(
-    loaded: &Arc<Loaded>,
+    live: &Arc<LiveConfig>,
     admin: &Arc<Admin>,
     adapters: &[Arc<dyn Adapter>],
     token: Option<String>,
 ) -> Router {
-    let mut app = opc_adapters::pages::protect(pages(loaded, admin, adapters), token)
+    let mut app = opc_adapters::pages::protect(pages(live, admin, adapters), token)
         .route("/healthz", get(|| async { "ok" }));
     for adapter in adapters {
         app = app.merge(adapter.routes());
@@ -49,8 +54,10 @@ pub fn app(
     app
 }
 
-/// The org as JSON: each agent with its role, level, parent and children, root first.
-async fn org_json(State(loaded): State<Arc<Loaded>>) -> Json<Value> {
+/// The running org as JSON: each agent with its role, level, parent and children, root first, and
+/// the config's generation (it changes with every applied reload).
+async fn org_json(State(live): State<Arc<LiveConfig>>) -> Json<Value> {
+    let loaded = live.get();
     let org = &loaded.org;
     let agents: Vec<Value> = breadth_first(org)
         .into_iter()
@@ -64,12 +71,15 @@ async fn org_json(State(loaded): State<Arc<Loaded>>) -> Json<Value> {
             })
         })
         .collect();
-    Json(json!({"name": loaded.config.framework.name, "root": org.root(), "agents": agents}))
+    Json(
+        json!({"name": loaded.config.framework.name, "root": org.root(), "generation": live.generation(), "agents": agents}),
+    )
 }
 
 /// The org chart as a page of nested lists. Its link back to the chat keeps the query (the access
 /// token, when the page was opened with one).
-async fn org_page(State(loaded): State<Arc<Loaded>>, RawQuery(query): RawQuery) -> Html<String> {
+async fn org_page(State(live): State<Arc<LiveConfig>>, RawQuery(query): RawQuery) -> Html<String> {
+    let loaded = live.get();
     let org = &loaded.org;
     let name = html_escape::encode_text(&loaded.config.framework.name);
     let chat = match query {
@@ -152,6 +162,7 @@ mod tests {
     async fn every_page_refuses_a_request_without_the_token() {
         let org = TestOrg::new("http://127.0.0.1:9", Wire::Anthropic, Execution::default());
         let loaded = Arc::new(opc_hierarchy::load(&org.config_path()).unwrap());
+        let live = crate::live::LiveConfig::new(loaded.clone());
         let (inbox, _inbound) = tokio::sync::mpsc::channel(8);
         let web = WebChat::new(
             WebConfig {
@@ -165,9 +176,9 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let admin = Admin::new(org.config_path(), loaded.base_dir.clone(), "walk");
-        let app = app(&loaded, &admin, &adapters, Some(TOKEN.to_string()));
+        let app = app(&live, &admin, &adapters, Some(TOKEN.to_string()));
         tokio::spawn(async move { axum::serve(listener, app).await });
-        let pages = pages(&loaded, &admin, &adapters);
+        let pages = pages(&live, &admin, &adapters);
         assert!(
             pages.len() >= 7,
             "the gateway's and the web chat's pages: {pages:?}"
