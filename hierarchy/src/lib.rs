@@ -22,6 +22,7 @@
 
 pub mod decode;
 pub mod diagnostic;
+pub mod edit;
 mod inactive;
 mod indentation;
 mod org;

@@ -604,3 +604,91 @@ async fn an_invalid_change_on_disk_is_refused_and_the_running_config_stays() {
         "{stdout}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_add_agent_action_changes_only_the_lines_it_must() {
+    let Some(mut browser) = Browser::for_test().await else {
+        return;
+    };
+    let (org, opc) = start();
+    let file = org.config_path();
+    let before = std::fs::read_to_string(&file).unwrap();
+
+    browser.navigate(&opc.url("/admin#config")).await.unwrap();
+    browser
+        .wait_for(
+            "document.getElementById('config-status').textContent.startsWith('Valid')",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    // The form, filled in as a person would, applied to the editor.
+    browser
+        .eval(
+            "(() => { document.getElementById('org-action').click(); \
+             const set = (id, v) => { const e = document.getElementById(id); e.value = v; \
+               e.dispatchEvent(new Event('change')); }; \
+             set('edit-kind', 'add_agent'); set('edit-id', 'qa'); set('edit-parent', 'vp-ops'); \
+             set('edit-role', 'QA Lead'); set('edit-value', 'escalate'); \
+             document.getElementById('edit-ok').click(); return true; })()",
+        )
+        .await
+        .unwrap();
+    browser
+        .wait_for(
+            "!document.getElementById('edit-dialog').open \
+             && document.getElementById('config-text').value.includes('  qa:\\n') \
+             && document.getElementById('config-status').textContent.startsWith('Valid') \
+             && !document.getElementById('save').disabled",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    save_after_diff(&mut browser, "+  qa:").await;
+    browser
+        .wait_for(
+            "document.getElementById('config-status').textContent.includes('added qa')",
+            WAIT,
+        )
+        .await
+        .unwrap();
+
+    // On disk: every line of the file as it was, byte for byte, except the parent's `children:`
+    // line, which gained `qa`; and the new agent's lines.
+    let after = std::fs::read_to_string(&file).unwrap();
+    let diff = similar::TextDiff::from_lines(&before, &after);
+    let removed: Vec<&str> = diff
+        .iter_all_changes()
+        .filter(|c| c.tag() == similar::ChangeTag::Delete)
+        .map(|c| c.value())
+        .collect();
+    let added: Vec<&str> = diff
+        .iter_all_changes()
+        .filter(|c| c.tag() == similar::ChangeTag::Insert)
+        .map(|c| c.value())
+        .collect();
+    assert_eq!(removed, vec!["    children: [support]\n"], "{after}");
+    assert_eq!(
+        added,
+        vec![
+            "    children: [support, qa]\n",
+            "  qa:\n",
+            "    role: QA Lead\n",
+            "    level: 2\n",
+            "    parent: vp-ops\n",
+            "    tools: [escalate]\n",
+        ],
+        "{after}"
+    );
+    // And the running org has it.
+    let org_now = admin_get(&opc, "/api/org").await;
+    assert!(
+        org_now["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["id"] == "qa" && a["parent"] == "vp-ops")
+    );
+    let (code, _) = opc.stop();
+    assert_eq!(code, Some(0));
+}

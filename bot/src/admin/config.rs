@@ -95,6 +95,35 @@ pub async fn validate(
     }
 }
 
+/// The structured-edit request: the editor's text and the action to apply to it.
+#[derive(Deserialize)]
+pub struct EditRequest {
+    text: String,
+    action: opc_hierarchy::edit::Action,
+}
+
+/// `POST /admin/api/config/edit` with `{"text", "action"}`: the text with the action applied as a
+/// minimal edit (`{"text"}`), or 422 with why not. Nothing is saved: the console puts the result in
+/// the editor, where it is validated and saved like any edit.
+pub async fn edit(body: Result<Json<EditRequest>, JsonRejection>) -> Response {
+    let request = match body {
+        Ok(Json(request)) => request,
+        Err(rejection) => {
+            return error(
+                rejection.status(),
+                &format!(
+                    "expected a JSON body {{\"text\": \"<yaml>\", \"action\": {{\"kind\": \"add_agent\" | \"remove_agent\" | \"move_agent\" | \"set_field\" | \"share_with\", …}}}} ({})",
+                    rejection.body_text()
+                ),
+            );
+        }
+    };
+    match opc_hierarchy::edit::apply(&request.text, &request.action) {
+        Ok(text) => Json(json!({ "text": text })).into_response(),
+        Err(e) => error(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
+    }
+}
+
 /// The ETag of the file's bytes: their SHA-256, quoted.
 pub(super) fn etag_of(bytes: &[u8]) -> String {
     format!("\"{:x}\"", Sha256::digest(bytes))

@@ -79,6 +79,13 @@ impl Admin {
             Page::new(Method::GET, "/admin", page, self.clone()),
             Page::new(Method::GET, "/admin/api/config", config::read, self.clone()),
             Page::new(
+                Method::POST,
+                "/admin/api/config/edit",
+                config::edit,
+                self.clone(),
+            )
+            .body_limit(MAX_CONFIG_BYTES),
+            Page::new(
                 Method::GET,
                 "/admin/api/reload",
                 reload_status,

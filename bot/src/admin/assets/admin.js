@@ -293,6 +293,55 @@
     sync();
   }
 
+  // ---- Structured edits: small text changes the server makes, reviewed here before a save ----
+  const editDialog = $("edit-dialog");
+  function editFields() {
+    const kind = $("edit-kind").value;
+    for (const row of editDialog.querySelectorAll("label[data-for]")) row.hidden = !row.dataset.for.split(" ").includes(kind);
+    $("edit-id-label").textContent = kind === "add_agent" ? "New agent's id" : "Agent id";
+    const field = $("edit-field").value;
+    $("edit-value-label").textContent = kind === "add_agent" ? "Tools (comma-separated)"
+      : field === "tools" || field === "approvers" ? field + " (comma-separated)" : field;
+  }
+  $("edit-kind").addEventListener("change", editFields);
+  $("edit-field").addEventListener("change", editFields);
+  $("org-action").addEventListener("click", async () => {
+    try {
+      const org = await api("/api/org");
+      $("agent-ids").replaceChildren(...org.agents.map((a) => el("option", { value: a.id }, a.role || a.id)));
+    } catch (e) { /* the ids are only suggestions */ }
+    $("edit-error").hidden = true;
+    editFields();
+    editDialog.showModal();
+    $("edit-kind").focus();
+  });
+  $("edit-cancel").addEventListener("click", () => editDialog.close());
+  const items = (v) => v.split(",").map((x) => x.trim()).filter(Boolean);
+  $("edit-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const kind = $("edit-kind").value, id = $("edit-id").value.trim();
+    const action = { kind, id };
+    if (kind === "add_agent") Object.assign(action, { parent: $("edit-parent").value.trim(), role: $("edit-role").value.trim(), tools: items($("edit-value").value) });
+    if (kind === "move_agent") action.parent = $("edit-parent").value.trim();
+    if (kind === "set_field") {
+      const field = $("edit-field").value, v = $("edit-value").value;
+      Object.assign(action, { field, values: field === "tools" || field === "approvers" ? items(v) : [v] });
+    }
+    if (kind === "share_with") action.with = $("edit-with").value.trim();
+    try {
+      const r = await api("/admin/api/config/edit", {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ text: text.value, action }),
+      });
+      editDialog.close();
+      text.value = r.text;
+      render(); buttons(); validate();
+      text.focus();
+    } catch (e) {
+      $("edit-error").textContent = e.message;
+      $("edit-error").hidden = false;
+    }
+  });
+
   // ---- Hot reload: what the running process did with the file ----
   function describeReload(r) {
     if (!r) return "";
