@@ -211,6 +211,19 @@ impl Browser {
             .await
     }
 
+    /// Reload the page (as the browser's reload button does) and wait until the new document is
+    /// complete.
+    pub async fn reload(&mut self) -> Result<(), String> {
+        // A mark on the old document, so the wait below cannot be satisfied by it.
+        self.eval("window.__opcOldDocument = true").await?;
+        self.call("Page.reload", json!({})).await?;
+        self.wait_for(
+            "!window.__opcOldDocument && document.readyState === 'complete'",
+            COMMAND_TIMEOUT,
+        )
+        .await
+    }
+
     /// Evaluate JavaScript in the page (promises awaited) and return its value as JSON.
     pub async fn eval(&mut self, expression: &str) -> Result<Value, String> {
         let result = self
@@ -237,8 +250,12 @@ impl Browser {
             "(() => {{ try {{ return !!({condition}); }} catch (e) {{ return false; }} }})()"
         );
         loop {
-            if self.eval(&probe).await? == Value::Bool(true) {
-                return Ok(());
+            match self.eval(&probe).await {
+                Ok(Value::Bool(true)) => return Ok(()),
+                Ok(_) => {}
+                // The page is between documents (a reload or navigation): poll the new one.
+                Err(e) if navigating(&e) => {}
+                Err(e) => return Err(e),
             }
             if tokio::time::Instant::now() >= deadline {
                 let text = self
@@ -267,6 +284,33 @@ impl Browser {
         } else {
             Err(format!("cannot focus `{selector}`"))
         }
+    }
+
+    /// A PNG of the page as a `width` × `height` window shows it (the whole page when `full`).
+    pub async fn screenshot(
+        &mut self,
+        width: u32,
+        height: u32,
+        full: bool,
+    ) -> Result<Vec<u8>, String> {
+        use base64::Engine as _;
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600}),
+        )
+        .await?;
+        let shot = self
+            .call(
+                "Page.captureScreenshot",
+                json!({"format": "png", "captureBeyondViewport": full}),
+            )
+            .await?;
+        let data = shot["data"]
+            .as_str()
+            .ok_or_else(|| format!("no screenshot data in {shot}"))?;
+        base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .map_err(|e| format!("screenshot data: {e}"))
     }
 
     /// Type `text` into the focused element, as a keyboard would insert it.
@@ -298,4 +342,16 @@ impl Drop for Browser {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Whether a CDP error only means the page was replaced while it was being asked (a reload or a
+/// navigation in progress), so asking again is right.
+fn navigating(error: &str) -> bool {
+    [
+        "navigated or closed",
+        "Execution context was destroyed",
+        "Cannot find context",
+    ]
+    .iter()
+    .any(|m| error.contains(m))
 }

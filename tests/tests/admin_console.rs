@@ -692,3 +692,237 @@ async fn the_add_agent_action_changes_only_the_lines_it_must() {
     let (code, _) = opc.stop();
     assert_eq!(code, Some(0));
 }
+
+/// Save a PNG of the page to `$OPC_SCREENSHOTS/<name>.png` when that variable names a directory
+/// (how the README's screenshots are made); always check the browser produced one.
+async fn screenshot(browser: &mut Browser, name: &str, width: u32, height: u32) {
+    let png = browser.screenshot(width, height, false).await.unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "a PNG of {name}");
+    if let Some(dir) = std::env::var_os("OPC_SCREENSHOTS") {
+        let dir = std::path::PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
+    }
+}
+
+/// Show `page` and wait until `ready` holds.
+async fn open_page(browser: &mut Browser, opc: &OpcRun, page: &str, ready: &str) {
+    browser
+        .navigate(&opc.url(&format!("/admin#{page}")))
+        .await
+        .unwrap();
+    browser.wait_for(ready, WAIT).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_pages_follow_a_request_through_an_approval_and_a_cancel() {
+    let Some(mut browser) = Browser::for_test().await else {
+        return;
+    };
+    let script = Script::new()
+        .agent(
+            marker("ceo"),
+            opc_tests::org::relay("vp-ops", "refund", "CEO: "),
+        )
+        .agent(
+            marker("vp-ops"),
+            opc_tests::org::relay("support", "refund order 7", "VP: "),
+        )
+        .agent(
+            marker("support"),
+            vec![
+                Step::tool(
+                    "request_approval",
+                    json!({"summary": "Refund $120 for order 7"}),
+                ),
+                Step::text("SUPPORT: {{last_result}}"),
+            ],
+        );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let (_org, opc) = start_with(&llm);
+
+    // The event stream is open before anything happens.
+    open_page(
+        &mut browser,
+        &opc,
+        "events",
+        "document.getElementById('event-state').textContent.startsWith('Live')",
+    )
+    .await;
+    let (_, mut sse) = opc_tests::web_chat::start(&opc, "Refund order 7").await;
+    browser
+        .wait_for(
+            "[...document.querySelectorAll('#event-list tr[data-kind=approval_requested]')].length === 1 \
+             && [...document.querySelectorAll('#event-list tr[data-kind=delegated]')].length === 2",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    // Filtered by agent: only support's events.
+    browser
+        .eval(
+            "(() => { const a = document.getElementById('event-agent'); a.value = 'support'; \
+             a.dispatchEvent(new Event('input')); return true; })()",
+        )
+        .await
+        .unwrap();
+    let shown = browser
+        .eval(
+            "[...document.querySelectorAll('#event-list tbody tr')].filter(r => !r.hidden).map(r => r.dataset.agent)",
+        )
+        .await
+        .unwrap();
+    assert!(
+        shown.as_array().unwrap().iter().all(|a| a == "support")
+            && !shown.as_array().unwrap().is_empty(),
+        "{shown}"
+    );
+    screenshot(&mut browser, "events", 1280, 800).await;
+
+    // The Org page: who waits on whom.
+    open_page(
+        &mut browser,
+        &opc,
+        "org",
+        "document.querySelector('#org-tree button[data-agent=support] .state').textContent === 'waiting on approval' \
+         && document.querySelector('#org-tree button[data-agent=vp-ops] .state').textContent === 'waiting on children'",
+    )
+    .await;
+    browser
+        .eval("document.querySelector('#org-tree button[data-agent=support]').click(), true")
+        .await
+        .unwrap();
+    browser
+        .wait_for(
+            "document.getElementById('agent').textContent.includes('Tasks in flight')",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    screenshot(&mut browser, "org", 1280, 800).await;
+    screenshot(&mut browser, "org-phone", 390, 844).await;
+
+    // The Approvals page decides it, once.
+    open_page(
+        &mut browser,
+        &opc,
+        "approvals",
+        "!!document.querySelector('#approval-list button[data-decide=approve]')",
+    )
+    .await;
+    screenshot(&mut browser, "approvals", 1280, 800).await;
+    browser
+        .eval("document.querySelector('#approval-list button[data-decide=approve]').click(), true")
+        .await
+        .unwrap();
+    sse.wait_for("message|edit", WAIT, |e| {
+        e["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("CEO: VP: SUPPORT:"))
+    })
+    .await;
+    browser
+        .wait_for(
+            "!document.querySelector('#approval-list button[data-decide]') \
+             && document.getElementById('approval-list').textContent.includes('console (loopback)')",
+            WAIT,
+        )
+        .await
+        .unwrap();
+
+    // The Tasks page: the request, completed, and its tree with every agent and its calls.
+    open_page(
+        &mut browser,
+        &opc,
+        "tasks",
+        "!!document.querySelector('#task-list tbody tr[data-task]')",
+    )
+    .await;
+    browser
+        .eval("document.querySelector('#task-list tbody tr[data-task]').click(), true")
+        .await
+        .unwrap();
+    browser
+        .wait_for(
+            "['ceo', 'vp-ops', 'support'].every(a => [...document.querySelectorAll('#task-detail .node .head strong')].some(s => s.textContent === a)) \
+             && document.getElementById('task-detail').textContent.includes('approval #') \
+             && document.getElementById('task-detail').textContent.includes('completed')",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    screenshot(&mut browser, "tasks", 1280, 800).await;
+
+    // Costs by agent, model and platform; the Channels page counts the web chat's events.
+    open_page(
+        &mut browser,
+        &opc,
+        "costs",
+        "document.getElementById('costs').textContent.includes('most expensive agent') \
+         && document.querySelector('#costs table[aria-label=Platform]').textContent.includes('web')",
+    )
+    .await;
+    screenshot(&mut browser, "costs", 1280, 800).await;
+    open_page(
+        &mut browser,
+        &opc,
+        "channels",
+        "!!document.querySelector('#channel-list [data-platform=web]') \
+         && /[1-9]\\d* events? received/.test(document.getElementById('channel-list').textContent)",
+    )
+    .await;
+    screenshot(&mut browser, "channels", 1280, 800).await;
+    open_page(
+        &mut browser,
+        &opc,
+        "config",
+        "document.getElementById('config-status').textContent.startsWith('Valid')",
+    )
+    .await;
+    screenshot(&mut browser, "config", 1280, 800).await;
+
+    // A request in flight is cancelled from the Tasks page, with its tree.
+    llm.hold();
+    let (_, mut second) = opc_tests::web_chat::start(&opc, "Refund order 8").await;
+    wait_until(WAIT, "the second request's model call", || {
+        llm.requests_for(&marker("ceo")).len() == 3
+    })
+    .await;
+    let row = "[...document.querySelectorAll('#task-list tbody tr[data-task]')].find(r => r.textContent.includes('Refund order 8'))";
+    open_page(&mut browser, &opc, "tasks", &format!("!!{row}")).await;
+    browser.eval(&format!("{row}.click(), true")).await.unwrap();
+    browser
+        .wait_for("!!document.getElementById('cancel-task')", WAIT)
+        .await
+        .unwrap();
+    browser
+        .eval("document.getElementById('cancel-task').click(), true")
+        .await
+        .unwrap();
+    browser
+        .wait_for("document.getElementById('dialog').open", WAIT)
+        .await
+        .unwrap();
+    browser
+        .eval("document.getElementById('dialog-ok').click(), true")
+        .await
+        .unwrap();
+    browser
+        .wait_for(
+            "document.getElementById('task-status').textContent.startsWith('Cancelled request') \
+             && document.getElementById('task-detail').textContent.includes('cancelled by a human')",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    second
+        .wait_for("message|edit|notice", WAIT, |e| {
+            e["text"]
+                .as_str()
+                .is_some_and(|t| t.to_lowercase().contains("cancel"))
+        })
+        .await;
+    llm.release();
+    let (code, _) = opc.stop();
+    assert_eq!(code, Some(0));
+}

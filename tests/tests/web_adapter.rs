@@ -647,7 +647,7 @@ async fn the_page_chats_streams_and_decides_in_headless_chromium() {
     );
 
     // A reload replays the conversation (the id is in the URL's fragment).
-    browser.eval("location.reload()").await.unwrap();
+    browser.reload().await.unwrap();
     browser
         .wait_for(
             "location.hash.startsWith('#c=') && document.querySelectorAll('.msg.user').length === 1 && !!document.querySelector('.card .decision')",

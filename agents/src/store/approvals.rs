@@ -306,6 +306,21 @@ impl Store {
             .map_err(sql("listing approvals"))
     }
 
+    /// The latest `limit` approvals, pending or decided, newest first.
+    pub fn recent_approvals(&self, limit: u32) -> Result<Vec<Approval>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals ORDER BY id DESC LIMIT ?1"
+            ))
+            .map_err(sql("listing approvals"))?;
+        let rows = stmt
+            .query_map([limit], approval_from_row)
+            .map_err(sql("listing approvals"))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(sql("listing approvals"))
+    }
+
     /// Decide an approval once. `decision` is one of its options; anything other than `approve` counts
     /// as a rejection for the state column. An expired approval is rejected instead of recorded.
     pub fn decide(&self, id: i64, decision: &str, by: &str) -> Result<Decided, StoreError> {

@@ -327,6 +327,54 @@ impl Store {
     }
 }
 
+/// Spend of one agent on one model in one conversation (the admin console's costs page groups it).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Spend {
+    /// The agent.
+    pub agent: String,
+    /// `provider/model`.
+    pub model: String,
+    /// The conversation.
+    pub conversation: String,
+    /// LLM calls.
+    pub calls: u64,
+    /// Prompt tokens.
+    pub tokens_in: u64,
+    /// Generated tokens.
+    pub tokens_out: u64,
+    /// USD.
+    pub cost_usd: f64,
+}
+
+impl Store {
+    /// Spend since `since_ms` (Unix ms), by agent, model and conversation, most expensive first.
+    pub fn spend_since(&self, since_ms: i64) -> Result<Vec<Spend>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT c.agent, c.model, t.conversation_id, COUNT(*), SUM(c.tokens_in), \
+                 SUM(c.tokens_out), SUM(c.cost_usd) \
+                 FROM llm_calls c JOIN tasks t ON t.id = c.task_id WHERE c.created_at >= ?1 \
+                 GROUP BY c.agent, c.model, t.conversation_id ORDER BY SUM(c.cost_usd) DESC",
+            )
+            .map_err(sql("summing spend"))?;
+        let rows = stmt
+            .query_map([since_ms], |r| {
+                Ok(Spend {
+                    agent: r.get(0)?,
+                    model: r.get(1)?,
+                    conversation: r.get(2)?,
+                    calls: r.get::<_, i64>(3)? as u64,
+                    tokens_in: r.get::<_, i64>(4)? as u64,
+                    tokens_out: r.get::<_, i64>(5)? as u64,
+                    cost_usd: r.get(6)?,
+                })
+            })
+            .map_err(sql("summing spend"))?;
+        rows.collect::<Result<_, _>>().map_err(sql("summing spend"))
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -383,5 +431,17 @@ mod tests {
         );
         assert_eq!(tokens_text(20, 0), "20");
         assert_eq!(tokens_text(20, 3), "≥ 20 (usage unknown for 3 calls)");
+    }
+
+    #[test]
+    fn spend_is_grouped_by_agent_model_and_conversation() {
+        let store = Store::in_memory().unwrap();
+        let task = root(&store, "c");
+        store.record_call(&call(task, 10, false)).unwrap();
+        store.record_call(&call(task, 5, false)).unwrap();
+        let spend = store.spend_since(0).unwrap();
+        assert_eq!(spend.len(), 1);
+        assert_eq!((spend[0].calls, spend[0].conversation.as_str()), (2, "c"));
+        assert!(store.spend_since(now_ms() + 60_000).unwrap().is_empty());
     }
 }

@@ -18,6 +18,7 @@
 //! - validating text never touches the file on disk or the running config.
 
 mod config;
+mod live;
 mod save;
 
 use std::path::PathBuf;
@@ -49,6 +50,12 @@ pub struct Admin {
     /// Applies a saved config to the running process (`opc run` attaches it once the engine and
     /// gateway exist; without it a save is written and applied at the next start).
     reloader: std::sync::OnceLock<Arc<crate::reload::Reloader>>,
+    /// The running gateway (its engine, threads and channel books) for the live pages.
+    gateway: std::sync::OnceLock<crate::gateway::Gateway>,
+    /// The running config.
+    live: std::sync::OnceLock<Arc<crate::live::LiveConfig>>,
+    /// Cancelled when `opc run` stops: ends the console's event streams.
+    closing: tokio_util::sync::CancellationToken,
 }
 
 impl Admin {
@@ -65,12 +72,28 @@ impl Admin {
             page,
             save_lock: tokio::sync::Mutex::new(()),
             reloader: std::sync::OnceLock::new(),
+            gateway: std::sync::OnceLock::new(),
+            live: std::sync::OnceLock::new(),
+            closing: tokio_util::sync::CancellationToken::new(),
         })
     }
 
-    /// Apply saves to the running process with `reloader` (set once).
-    pub fn attach(&self, reloader: Arc<crate::reload::Reloader>) {
+    /// Serve the running process: saves are applied with `reloader`, the live pages read `gateway`
+    /// and `live` (set once).
+    pub fn attach(
+        &self,
+        reloader: Arc<crate::reload::Reloader>,
+        gateway: crate::gateway::Gateway,
+        live: Arc<crate::live::LiveConfig>,
+    ) {
         let _ = self.reloader.set(reloader);
+        let _ = self.gateway.set(gateway);
+        let _ = self.live.set(live);
+    }
+
+    /// `opc run` is stopping: end open event streams.
+    pub fn close(&self) {
+        self.closing.cancel();
     }
 
     /// The console's pages.
@@ -91,6 +114,40 @@ impl Admin {
                 reload_status,
                 self.clone(),
             ),
+            Page::new(Method::GET, "/admin/api/agents", live::agents, self.clone()),
+            Page::new(Method::GET, "/admin/api/tasks", live::tasks, self.clone()),
+            Page::new(
+                Method::GET,
+                "/admin/api/tasks/{id}",
+                live::task,
+                self.clone(),
+            ),
+            Page::new(
+                Method::POST,
+                "/admin/api/tasks/{id}/cancel",
+                live::cancel,
+                self.clone(),
+            ),
+            Page::new(
+                Method::GET,
+                "/admin/api/approvals",
+                live::approvals,
+                self.clone(),
+            ),
+            Page::new(
+                Method::POST,
+                "/admin/api/approvals/{id}",
+                live::decide,
+                self.clone(),
+            ),
+            Page::new(Method::GET, "/admin/api/costs", live::costs, self.clone()),
+            Page::new(
+                Method::GET,
+                "/admin/api/channels",
+                live::channels,
+                self.clone(),
+            ),
+            Page::new(Method::GET, "/admin/api/events", live::events, self.clone()),
             Page::new(
                 Method::POST,
                 "/admin/api/config/validate",

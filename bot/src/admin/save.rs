@@ -125,7 +125,7 @@ async fn read_current(path: &Path) -> Result<(String, String), Response> {
 
 /// Who saved: the console sends the access token when it has one; otherwise the listener let the
 /// request in because it came from this machine.
-fn who(headers: &HeaderMap) -> &'static str {
+pub(super) fn who(headers: &HeaderMap) -> &'static str {
     if headers.contains_key(header::AUTHORIZATION) {
         "console (access token)"
     } else {

@@ -251,8 +251,8 @@ async fn serve(loaded: Arc<Loaded>, path: &Path, started: Instant) -> ExitCode {
     });
     gateway.start(inbound);
     // Hot reload: saves from the console, changes on disk, SIGHUP.
-    let reloader = Reloader::new(path.to_path_buf(), live, engine, gateway.clone());
-    admin.attach(reloader.clone());
+    let reloader = Reloader::new(path.to_path_buf(), live.clone(), engine, gateway.clone());
+    admin.attach(reloader.clone(), gateway.clone(), live);
     reloader.on_sighup();
     let watcher = reloader.watch();
     // Listen for signals before saying "ready": a SIGTERM sent the moment the ready line appears must
@@ -281,9 +281,11 @@ async fn serve(loaded: Arc<Loaded>, path: &Path, started: Instant) -> ExitCode {
     // On a signal: stop accepting, and close the adapters at once — that ends open event streams and
     // platform sockets, which graceful shutdown would otherwise wait for forever.
     let closing = adapters.clone();
+    let console = admin.clone();
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             stop.recv().await;
+            console.close();
             for adapter in &closing {
                 adapter.shutdown().await;
             }

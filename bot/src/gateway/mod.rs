@@ -22,6 +22,7 @@
 //!   variable, without calling the engine;
 //! - message text is never logged.
 
+pub mod channels;
 pub mod commands;
 pub mod limits;
 pub mod notices;
@@ -87,6 +88,14 @@ pub struct Gateway {
     inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("platforms", &self.inner.adapters.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
 struct Inner {
     live: Arc<LiveConfig>,
     engine: Engine,
@@ -97,6 +106,8 @@ struct Inner {
     /// start again).
     limits: RwLock<Arc<RateLimits>>,
     queues: Queues<Waiting>,
+    /// What each platform has been doing (the console's Channels page).
+    channels: channels::Channels,
     tracker: TaskTracker,
     stop: CancellationToken,
 }
@@ -118,6 +129,7 @@ impl Gateway {
                 threads: parts.threads,
                 limits: RwLock::new(Arc::new(limits)),
                 queues: Queues::new(WAITING_MAX),
+                channels: channels::Channels::default(),
                 tracker: TaskTracker::new(),
                 stop: CancellationToken::new(),
             }),
@@ -187,6 +199,29 @@ impl Gateway {
             .unwrap_or_else(|p| p.into_inner()) = missing_key;
     }
 
+    /// The engine the gateway feeds.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    /// Each running platform with its activity since start.
+    pub fn channels(&self) -> Vec<(Platform, channels::ChannelStats)> {
+        let mut stats = self.inner.channels.snapshot();
+        let mut out: Vec<(Platform, channels::ChannelStats)> = self
+            .inner
+            .adapters
+            .keys()
+            .map(|p| (*p, stats.remove(p).unwrap_or_default()))
+            .collect();
+        out.sort_by_key(|(p, _)| p.as_str());
+        out
+    }
+
+    /// The platform of every conversation that came from a chat platform.
+    pub fn platforms(&self) -> HashMap<String, String> {
+        self.inner.threads.platforms().unwrap_or_default()
+    }
+
     fn limits(&self) -> Arc<RateLimits> {
         self.inner
             .limits
@@ -240,6 +275,7 @@ impl Gateway {
 
     /// Route one event. Quick: anything slow is spawned.
     fn handle(&self, inbound: Inbound) {
+        self.inner.channels.event(inbound.place.platform);
         let Some(adapter) = self.adapter(inbound.place.platform) else {
             tracing::warn!(platform = %inbound.place.platform, "event from a platform that is not running");
             return;
@@ -269,10 +305,12 @@ impl Gateway {
     fn respond(&self, adapter: &Arc<dyn Adapter>, inbound: &Inbound, text: String) {
         let adapter = adapter.clone();
         let reply = inbound.reply.clone();
+        let this = self.clone();
         self.inner.tracker.spawn(async move {
             let rendered = adapter.render(&text);
             if let Err(e) = adapter.respond(&reply, &rendered, Visibility::Ephemeral).await {
                 tracing::warn!(platform = %adapter.platform(), error = %e, "could not answer a user");
+                this.inner.channels.error(adapter.platform(), "answering a user", &e);
             }
         });
     }
@@ -280,10 +318,12 @@ impl Gateway {
     fn post_notice(&self, adapter: &Arc<dyn Adapter>, place: &Place, text: String) {
         let adapter = adapter.clone();
         let place = place.clone();
+        let this = self.clone();
         self.inner.tracker.spawn(async move {
             let rendered = adapter.render(&text);
             if let Err(e) = adapter.post(&place, &rendered).await {
                 tracing::warn!(platform = %adapter.platform(), error = %e, "could not post a notice");
+                this.inner.channels.error(adapter.platform(), "posting a notice", &e);
             }
         });
     }
@@ -529,6 +569,7 @@ impl Gateway {
                 () = sleep_until(due), if due.is_some() => {
                     if let Err(e) = reply.flush_if_due().await {
                         tracing::warn!(platform = %adapter.platform(), error = %e, "could not update a streaming reply");
+                self.inner.channels.error(adapter.platform(), "updating a streaming reply", &e);
                     }
                 }
             }
@@ -545,6 +586,9 @@ impl Gateway {
         let Some(outcome) = outcome else { return };
         if let Err(e) = reply.finish(&final_text(&outcome)).await {
             tracing::warn!(platform = %adapter.platform(), error = %e, "could not post an answer");
+            self.inner
+                .channels
+                .error(adapter.platform(), "posting an answer", &e);
         }
     }
 
@@ -671,6 +715,9 @@ impl Gateway {
             }
             Err(e) => {
                 tracing::warn!(platform = %adapter.platform(), approval = id, error = %e, "could not post an approval card");
+                self.inner
+                    .channels
+                    .error(adapter.platform(), "posting an approval card", &e);
             }
         }
     }
@@ -689,6 +736,9 @@ impl Gateway {
             };
             if let Err(e) = adapter.update_card(&posted, &card).await {
                 tracing::warn!(platform = %adapter.platform(), approval = id, error = %e, "could not update an approval card");
+                self.inner
+                    .channels
+                    .error(adapter.platform(), "updating an approval card", &e);
             } else if let Err(e) = self.inner.threads.add_card(&posted, &card) {
                 tracing::error!(error = %e, approval = id, "could not record an approval card");
             }

@@ -104,6 +104,20 @@ impl Threads {
         }))
     }
 
+    /// The platform of every conversation that came from a chat platform (`web`, `slack`,
+    /// `discord`), by conversation id.
+    pub fn platforms(&self) -> Result<std::collections::HashMap<String, String>, ThreadsError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached("SELECT conversation, platform FROM gateway_threads")
+            .map_err(failed("listing threads"))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .map_err(failed("listing threads"))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(failed("listing threads"))
+    }
+
     /// Where a conversation's replies go (its thread), if it came from a chat platform.
     pub fn place_of(&self, conversation: &str) -> Result<Option<Place>, ThreadsError> {
         let place: Option<String> = self

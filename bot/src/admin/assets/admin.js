@@ -28,16 +28,31 @@
   };
 
   // ---- pages ----
-  const pages = ["org", "config"];
+  const pages = ["org", "tasks", "approvals", "costs", "channels", "events", "config"];
   const loaded = {};
+  let current = "org";
+  // Pages that show live data are refreshed while they are shown (the Events page streams instead).
+  const refresh = { org: () => loadStates(), tasks: () => loadTasks(), approvals: () => loadApprovals(),
+    costs: () => loadCosts(), channels: () => loadChannels() };
   function show() {
     const name = pages.includes(location.hash.slice(1)) ? location.hash.slice(1) : "org";
+    current = name;
     for (const p of pages) $("page-" + p).hidden = p !== name;
     for (const a of document.querySelectorAll("nav a[data-page]")) {
       if (a.dataset.page === name) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
     }
-    if (!loaded[name]) { loaded[name] = true; (name === "org" ? loadOrg : loadConfig)(); }
+    if (!loaded[name]) {
+      loaded[name] = true;
+      ({ org: loadOrg, config: loadConfig, events: startEvents }[name] || refresh[name])();
+    } else if (refresh[name]) refresh[name]();
   }
+  setInterval(() => { if (!document.hidden && refresh[current] && loaded[current]) refresh[current](); }, 3000);
+  const money = (usd) => "$" + (usd < 0.01 && usd > 0 ? usd.toFixed(4) : usd.toFixed(2));
+  const tokens = (n) => n >= 10000 ? (n / 1000).toFixed(1) + "k" : String(n);
+  const when = (ms) => new Date(ms).toLocaleString();
+  const span = (ms) => ms < 1000 ? ms + " ms" : ms < 60000 ? (ms / 1000).toFixed(1) + " s" : Math.floor(ms / 60000) + "m" + String(Math.floor(ms / 1000) % 60).padStart(2, "0") + "s";
+  const stateClass = (s) => "state " + (/THINK|EXECUT|CREATED|ASSIGNED|RESULT|thinking/.test(s) ? "thinking" : /AWAIT|DELEGATED|waiting|PENDING|pending/.test(s) ? "waiting" : s.toLowerCase());
+  const badge = (s) => el("span", { class: stateClass(s) }, s.toLowerCase().replace(/_/g, " "));
   window.addEventListener("hashchange", show);
 
   // ---- Org ----
@@ -58,7 +73,7 @@
         const a = byId.get(id);
         if (!a) continue;
         const button = el("button", { type: "button", "aria-pressed": "false", "data-agent": id,
-          onclick: () => choose(a, button) }, a.role || id, el("span", { class: "id" }, id));
+          onclick: () => choose(a, button) }, a.role || id, el("span", { class: "id" }, id), " ", el("span", { class: "state" }, ""));
         const li = el("li", {}, button);
         parent.append(li);
         if (a.children.length) {
@@ -67,15 +82,243 @@
           for (const c of [...a.children].reverse()) stack.push([c, ul]);
         }
       }
+      loadStates();
     } catch (e) { loaded.org = false; banner(e.message); }
+  }
+
+  // ---- Tasks ----
+  let openTask = null;
+  async function loadTasks() {
+    try {
+      const r = await api("/admin/api/tasks");
+      const body = $("task-list").tBodies[0];
+      body.replaceChildren(...r.tasks.map((t) => {
+        const tr = el("tr", { class: "pick", tabindex: "0", "data-task": String(t.id), "aria-selected": String(openTask === t.id) },
+          el("td", {}, "#" + t.id), el("td", {}, badge(t.state)), el("td", {}, t.platform),
+          el("td", {}, t.input), el("td", { class: "num" }, span(t.duration_ms)),
+          el("td", { class: "num" }, tokens(t.tokens_in + t.tokens_out) + (t.unknown_usage_calls ? "+" : "")),
+          el("td", { class: "num" }, money(t.cost_usd)));
+        const pick = () => { openTask = t.id; for (const r of body.rows) r.setAttribute("aria-selected", String(r === tr)); loadTask(t.id); };
+        tr.addEventListener("click", pick);
+        tr.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); pick(); } });
+        return tr;
+      }));
+      if (!r.tasks.length) body.append(el("tr", {}, el("td", { colspan: "7", class: "muted" }, "No requests yet.")));
+      if (openTask) loadTask(openTask);
+    } catch (e) { banner(e.message); }
+  }
+  async function loadTask(id) {
+    try {
+      const r = await api("/admin/api/tasks/" + id);
+      const byParent = new Map();
+      for (const n of r.tasks) {
+        const p = n.task.parent_id || 0;
+        if (!byParent.has(p)) byParent.set(p, []);
+        byParent.get(p).push(n);
+      }
+      const root = r.tasks.find((n) => !n.task.parent_id);
+      const now = Date.now();
+      const node = (n) => {
+        const t = n.task;
+        const calls = (n.calls || []).map((c) => el("div", { class: "calls" },
+          `LLM ${c.model}: ${tokens(c.tokens_in)} in / ${tokens(c.tokens_out)} out, ${money(c.cost_usd)}, ${span(c.duration_ms)}` +
+          (c.attempts > 1 ? `, ${c.attempts} attempts` : "") + (c.tool_calls.length ? ` → ${c.tool_calls.join(", ")}` : "") + (c.error ? ` — error: ${c.error}` : "")));
+        const approvals = r.approvals.filter((a) => a.task_id === t.id).map((a) => el("div", { class: "calls" },
+          `approval #${a.id}: ${a.summary} — ${a.state.toLowerCase()}${a.decision ? ` (${a.decision} by ${a.decided_by})` : ""}`));
+        const end = t.output || t.error || (t.escalation ? "escalated: " + t.escalation : "");
+        const kids = (byParent.get(t.id) || []).map(node);
+        return el("div", { class: "node" },
+          el("div", { class: "head" }, el("strong", {}, t.agent), badge(n.state), el("span", { class: "muted" },
+            `#${t.id} · ${span((t.finished_at || now) - t.created_at)} · ${tokens(t.tokens_in + t.tokens_out)} tokens · ${money(t.cost_usd)}`)),
+          ...calls, ...approvals, ...(end && !kids.length || (end && t.id === root.task.id) ? [el("div", { class: "answer" }, end)] : []), ...kids);
+      };
+      const live = root && !/COMPLETED|FAILED|CANCELLED|ESCALATED/.test(root.state);
+      const head = el("div", { class: "toolbar" }, el("h3", {}, `Request #${root.task.id}`),
+        el("span", { class: "muted" }, `${tokens(r.totals.tokens_in + r.totals.tokens_out)} tokens · ${money(r.totals.cost_usd)} · ${root.task.conversation_id}`));
+      if (live) head.append(el("button", { type: "button", id: "cancel-task", onclick: () => cancelTask(root.task.id) }, "Cancel this request"));
+      $("task-detail").replaceChildren(head, node(root));
+    } catch (e) { $("task-detail").replaceChildren(el("p", { class: "status bad" }, e.message)); }
+  }
+  async function cancelTask(id) {
+    if (!(await ask("Cancel this request?", `Request #${id} and every task under it stop now; pending approvals in it are rejected.`, "", "Cancel the request", "Keep it running"))) return;
+    try {
+      const r = await api(`/admin/api/tasks/${id}/cancel`, { method: "POST" });
+      banner("");
+      $("task-status").textContent = `Cancelled request #${r.root}: ${r.cancelled.length} task${r.cancelled.length === 1 ? "" : "s"} stopped.`;
+      $("task-status").className = "status ok";
+      loadTasks();
+    } catch (e) { banner(e.message); }
+  }
+
+  // ---- Approvals ----
+  async function loadApprovals() {
+    try {
+      const r = await api("/admin/api/approvals");
+      const list = $("approval-list");
+      const pending = r.approvals.filter((a) => a.state === "pending");
+      const decided = r.approvals.filter((a) => a.state !== "pending");
+      const card = (a) => {
+        const parts = [el("div", { class: "head" }, el("strong", {}, `#${a.id} · ${a.agent}`), " ", badge(a.state),
+          el("span", { class: "muted" }, ` asked ${when(a.created_at)}`)), el("p", {}, a.summary)];
+        if (a.state === "pending") {
+          parts.push(el("p", { class: "muted" }, `Expires ${when(a.expires_at)}.`), el("div", { class: "actions" },
+            ...a.options.map((o) => el("button", { type: "button", class: o === "approve" ? "primary" : "", "data-decide": o,
+              onclick: () => decide(a.id, o) }, o))));
+        } else {
+          parts.push(el("p", { class: "muted" }, `${a.decision || ""} by ${a.decided_by || "?"}${a.decided_at ? ", " + when(a.decided_at) : ""}`));
+        }
+        return el("div", { class: "card", "data-approval": String(a.id) }, ...parts);
+      };
+      list.replaceChildren(el("h3", {}, `Pending (${pending.length})`),
+        ...(pending.length ? pending.map(card) : [el("p", { class: "muted" }, "Nothing waits for a decision.")]),
+        el("h3", {}, "Decided"), ...(decided.length ? decided.map(card) : [el("p", { class: "muted" }, "None yet.")]));
+    } catch (e) { banner(e.message); }
+  }
+  async function decide(id, decision) {
+    try {
+      await api("/admin/api/approvals/" + id, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ decision }) });
+      banner("");
+    } catch (e) { banner(e.message); }
+    loadApprovals();
+  }
+
+  // ---- Costs ----
+  async function loadCosts() {
+    try {
+      const r = await api("/admin/api/costs");
+      const table = (title, rows) => {
+        const max = Math.max(1e-9, ...rows.map((x) => x.cost_usd));
+        return el("table", { class: "grid", "aria-label": title },
+          el("thead", {}, el("tr", {}, el("th", {}, title), el("th", { class: "num" }, "Calls"), el("th", { class: "num" }, "Tokens"), el("th", { class: "num" }, "Cost"), el("th", {}, ""))),
+          el("tbody", {}, ...(rows.length ? rows.map((x) => el("tr", {}, el("td", {}, x.key), el("td", { class: "num" }, String(x.calls)),
+            el("td", { class: "num" }, tokens(x.tokens_in + x.tokens_out)), el("td", { class: "num" }, money(x.cost_usd)),
+            el("td", { style: "width:25%" }, el("div", { class: "bar", style: `width:${(100 * x.cost_usd / max).toFixed(1)}%` }))))
+            : [el("tr", {}, el("td", { colspan: "5", class: "muted" }, "No calls."))])));
+      };
+      const period = (name, label) => el("section", { class: "panel" }, el("h3", {}, label),
+        el("p", { class: "big" }, money(r[name].total.cost_usd)), el("p", { class: "muted" }, `${r[name].total.calls} calls, ${tokens(r[name].total.tokens_in + r[name].total.tokens_out)} tokens`),
+        table("Agent", r[name].by_agent), table("Model", r[name].by_model), table("Platform", r[name].by_platform));
+      const top = r.today.by_agent[0], topModel = r.today.by_model[0];
+      $("costs").replaceChildren(
+        el("p", { class: "status" }, top ? `Today the most expensive agent is ${top.key} (${money(top.cost_usd)}), and the most expensive model ${topModel.key} (${money(topModel.cost_usd)}).` : "No spend today."),
+        el("div", { class: "costs" }, period("today", "Today"), period("week", "Last 7 days"), period("month", "Last 30 days")));
+    } catch (e) { banner(e.message); }
+  }
+
+  // ---- Channels ----
+  async function loadChannels() {
+    try {
+      const r = await api("/admin/api/channels");
+      $("channel-list").replaceChildren(...r.channels.map((c) => el("div", { class: "card", "data-platform": c.platform },
+        el("div", { class: "head" }, el("strong", {}, c.platform), " ", badge(c.connected ? "running" : "stopped")),
+        el("p", {}, `${c.stats.events} event${c.stats.events === 1 ? "" : "s"} received since start` + (c.stats.last_event_at ? `, the last ${when(c.stats.last_event_at)}` : "") + "."),
+        el("p", { class: c.stats.errors ? "status bad" : "muted" }, `${c.stats.errors} failed post${c.stats.errors === 1 ? "" : "s"}.`),
+        ...(c.stats.recent_errors.length ? [el("ul", {}, ...c.stats.recent_errors.slice().reverse().map((e) => el("li", {}, `${when(e.at)}: ${e.doing}: ${e.error}`)))] : []))));
+    } catch (e) { banner(e.message); }
+  }
+
+  // ---- Events ----
+  const eventKinds = ["task_created", "agent_started", "tool_called", "delegated", "stream_restarted", "privacy_masked",
+    "privacy_blocked", "agent_finished", "escalated", "approval_requested", "approval_resolved", "config_reloaded", "config_rejected"];
+  let paused = false;
+  function startEvents() {
+    $("event-kind").append(...eventKinds.map((k) => el("option", { value: k }, k.replace(/_/g, " "))));
+    api("/admin/api/agents").then((r) => $("event-agents").replaceChildren(...r.agents.map((a) => el("option", { value: a.id })))).catch(() => {});
+    const body = $("event-list").tBodies[0];
+    const filter = () => {
+      const agent = $("event-agent").value.trim(), kind = $("event-kind").value;
+      for (const row of body.rows) row.hidden = (agent && row.dataset.agent !== agent) || (kind && row.dataset.kind !== kind);
+    };
+    $("event-agent").addEventListener("input", filter);
+    $("event-kind").addEventListener("change", filter);
+    $("event-pause").addEventListener("click", () => {
+      paused = !paused;
+      $("event-pause").setAttribute("aria-pressed", String(paused));
+      $("event-pause").textContent = paused ? "Resume" : "Pause";
+    });
+    // EventSource cannot send headers: with an access token, stream with fetch instead.
+    const add = (kind, data) => {
+      if (paused) return;
+      const agent = data.agent || data.from || "";
+      const detail = kind === "delegated" ? `${data.from} → ${data.to} (#${data.child})` : kind === "tool_called" ? data.tool
+        : kind === "agent_finished" ? `${data.state}, ${tokens(data.tokens_in + data.tokens_out)} tokens, ${money(data.cost_usd)}, ${span(data.duration_ms)}`
+        : kind === "approval_requested" ? data.summary : kind === "approval_resolved" ? `${data.decision} by ${data.by}`
+        : kind === "escalated" ? `${data.kind}: ${data.reason}` : kind === "config_reloaded" ? `generation ${data.generation} (${data.trigger})`
+        : kind === "config_rejected" ? `${data.errors} error(s) (${data.trigger})` : kind === "privacy_masked" ? `${data.total} masked (${data.mode})` : "";
+      const row = el("tr", { "data-kind": kind, "data-agent": agent }, el("td", {}, new Date().toLocaleTimeString()),
+        el("td", {}, kind.replace(/_/g, " ")), el("td", {}, agent), el("td", {}, data.task ? "#" + data.task : ""), el("td", {}, detail));
+      body.prepend(row);
+      while (body.rows.length > 500) body.deleteRow(body.rows.length - 1);
+      filter();
+    };
+    const state = (t) => { $("event-state").textContent = t; };
+    (async function stream() {
+      while (true) {
+        try {
+          const r = await fetch("/admin/api/events", { headers: headers({ Accept: "text/event-stream" }), cache: "no-store" });
+          if (!r.ok) throw new Error("the server answered " + r.status);
+          state("Live.");
+          const reader = r.body.getReader(), decoder = new TextDecoder();
+          let buffer = "";
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            buffer += decoder.decode(value, { stream: true });
+            let cut;
+            while ((cut = buffer.indexOf("\n\n")) >= 0) {
+              const block = buffer.slice(0, cut); buffer = buffer.slice(cut + 2);
+              let kind = "message", data = "";
+              for (const line of block.split("\n")) {
+                if (line.startsWith("event:")) kind = line.slice(6).trim();
+                else if (line.startsWith("data:")) data += line.slice(5).trim();
+              }
+              if (!data) continue;
+              try { if (kind === "lagged") state(`Live (missed ${JSON.parse(data).missed} events while busy).`); else add(kind, JSON.parse(data)); } catch (e) { /* a malformed event is skipped */ }
+            }
+          }
+          state("Disconnected; reconnecting…");
+        } catch (e) { state("Disconnected (" + e.message + "); reconnecting…"); }
+        await new Promise((r) => setTimeout(r, 2000));
+      }
+    })();
+  }
+  // Live state per agent, from the running engine.
+  let states = new Map(), chosen = null;
+  async function loadStates() {
+    try {
+      const r = await api("/admin/api/agents");
+      states = new Map(r.agents.map((a) => [a.id, a]));
+      if (r.generation !== orgGeneration) { loadOrg(); return; }
+      for (const b of document.querySelectorAll("#org-tree button[data-agent]")) {
+        const a = states.get(b.dataset.agent);
+        const tag = b.querySelector(".state");
+        if (a && tag) { tag.className = stateClass(a.state); tag.textContent = a.state + (a.tasks.length > 1 ? " ×" + a.tasks.length : ""); }
+      }
+      if (chosen) details(chosen);
+    } catch (e) { /* the tree itself still shows */ }
   }
   function choose(a, button) {
     for (const b of document.querySelectorAll(".tree button[aria-pressed=true]")) b.setAttribute("aria-pressed", "false");
     button.setAttribute("aria-pressed", "true");
+    chosen = a;
+    details(a);
+  }
+  function details(a) {
+    const s = states.get(a.id);
     const row = (k, v) => [el("dt", {}, k), el("dd", {}, v)];
-    $("agent").replaceChildren(el("h3", {}, a.role || a.id), el("dl", {},
-      ...row("id", a.id), ...row("level", String(a.level)), ...row("reports to", a.parent || "—"),
-      ...row("manages", a.children.join(", ") || "—")));
+    const rows = [...row("id", a.id), ...row("level", String(a.level)), ...row("reports to", a.parent || "—"),
+      ...row("manages", a.children.join(", ") || "—")];
+    if (s) {
+      rows.push(...row("model", s.model), ...row("tools", s.tools.join(", ") || "—"),
+        ...row("prompt", s.prompt ? (s.prompt.file ? "file: " + s.prompt.file : s.prompt.text) : "—"),
+        ...row("state", s.state), ...row("today", `${tokens(s.tokens_today)} tokens, ${money(s.cost_today)}`));
+    }
+    const parts = [el("h3", {}, a.role || a.id), el("dl", {}, ...rows)];
+    if (s && s.tasks.length) {
+      parts.push(el("h4", {}, "Tasks in flight"), el("ul", {}, ...s.tasks.map((t) =>
+        el("li", {}, el("a", { href: "#tasks", onclick: () => { openTask = t.root; } }, `#${t.id}`), " ", badge(t.state), ` of request #${t.root}`))));
+    }
+    $("agent").replaceChildren(...parts);
   }
 
   // ---- Config ----

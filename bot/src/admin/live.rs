@@ -1,0 +1,444 @@
+//! The console's live pages: agents with their state and spend today, recent conversations and
+//! one conversation's delegation tree, approvals (decided here too), costs by agent, model and
+//! platform, each platform's activity, and the engine's event stream.
+//!
+//! Everything is read from the engine's database and event bus, and the gateway's books: the
+//! console keeps no state of its own, so it shows what `opc tasks` and the chat show.
+//!
+//! Invariants:
+//! - a decision or a cancel goes through the engine, exactly as from the chat (one decision counts;
+//!   a cancel takes the whole tree), and is recorded as made by the console;
+//! - the event stream never carries streamed tokens (a page would drown in them), and a slow tab
+//!   that falls behind is told how many events it missed rather than slowing the engine.
+
+use std::collections::{BTreeMap, HashMap};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use opc_agents::store::{Decided, Spend, TaskRecord, now_ms};
+use opc_agents::{EngineError, Event, TaskState};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::Admin;
+use super::config::error;
+
+/// Recent conversations listed.
+const RECENT: u32 = 50;
+/// Approvals listed.
+const APPROVALS: u32 = 100;
+
+fn not_running() -> Response {
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the gateway is not running in this process",
+    )
+}
+
+/// `GET /admin/api/agents`: every agent of the running org with its model, state (idle, thinking,
+/// waiting on children, waiting on approval), tasks in flight, and tokens and cost today (UTC).
+pub async fn agents(State(admin): State<Arc<Admin>>) -> Response {
+    let (Some(gateway), Some(live)) = (admin.gateway.get(), admin.live.get()) else {
+        return not_running();
+    };
+    let loaded = live.get();
+    let engine = gateway.engine().clone();
+    let read = tokio::task::spawn_blocking(move || {
+        let store = engine.store();
+        Ok::<_, opc_agents::store::StoreError>((
+            store.live_tasks()?,
+            store.spend_since(start_of_day())?,
+        ))
+    })
+    .await;
+    let (live_tasks, spend) = match read {
+        Ok(Ok(read)) => read,
+        Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "the read did not finish"),
+    };
+    let mut tasks: HashMap<&str, Vec<&TaskRecord>> = HashMap::new();
+    for t in &live_tasks {
+        tasks.entry(t.agent.as_str()).or_default().push(t);
+    }
+    let mut today: HashMap<&str, (u64, f64)> = HashMap::new();
+    for s in &spend {
+        let e = today.entry(s.agent.as_str()).or_default();
+        e.0 += s.tokens_in + s.tokens_out;
+        e.1 += s.cost_usd;
+    }
+    let org = &loaded.org;
+    let agents: Vec<Value> = loaded
+        .config
+        .agents
+        .iter()
+        .map(|(id, agent)| {
+            let mine = tasks.get(id.as_str()).map(Vec::as_slice).unwrap_or_default();
+            let (tokens, cost) = today.get(id.as_str()).copied().unwrap_or_default();
+            json!({
+                "id": id,
+                "role": agent.role,
+                "level": agent.level,
+                "parent": org.parent(id),
+                "children": org.children(id),
+                "model": agent.model.as_deref().unwrap_or(&loaded.config.framework.default_model),
+                "tools": agent.tools.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "prompt": match &agent.prompt {
+                    Some(opc_hierarchy::schema::Prompt::File(f)) => json!({"file": f.display().to_string()}),
+                    Some(opc_hierarchy::schema::Prompt::Inline(text)) => json!({"text": text}),
+                    None => Value::Null,
+                },
+                "state": state_of(mine),
+                "tasks": mine.iter().map(|t| json!({"id": t.id, "root": t.root_id, "state": t.state.as_str(), "since": t.created_at})).collect::<Vec<_>>(),
+                "tokens_today": tokens,
+                "cost_today": cost,
+            })
+        })
+        .collect();
+    Json(json!({"generation": live.generation(), "root": org.root(), "agents": agents}))
+        .into_response()
+}
+
+/// What an agent is doing, from its live tasks: thinking beats waiting on a human, which beats
+/// waiting on children.
+fn state_of(tasks: &[&TaskRecord]) -> &'static str {
+    let has = |f: fn(TaskState) -> bool| tasks.iter().any(|t| f(t.state));
+    if has(|s| {
+        matches!(
+            s,
+            TaskState::Created
+                | TaskState::Assigned
+                | TaskState::Executing
+                | TaskState::ResultPropagating
+        )
+    }) {
+        "thinking"
+    } else if has(|s| s == TaskState::AwaitingApproval) {
+        "waiting on approval"
+    } else if has(|s| s == TaskState::Delegated) {
+        "waiting on children"
+    } else {
+        "idle"
+    }
+}
+
+/// Midnight UTC today, in Unix ms.
+fn start_of_day() -> i64 {
+    let now = now_ms();
+    now - now.rem_euclid(86_400_000)
+}
+
+/// `GET /admin/api/tasks`: recent conversations' requests (root tasks), newest first, each with its
+/// whole tree's totals (live while it runs) and its platform.
+pub async fn tasks(State(admin): State<Arc<Admin>>) -> Response {
+    let Some(gateway) = admin.gateway.get() else {
+        return not_running();
+    };
+    let engine = gateway.engine().clone();
+    let platforms = gateway.platforms();
+    let read = tokio::task::spawn_blocking(move || {
+        let store = engine.store();
+        let roots = store.recent_roots(RECENT)?;
+        let mut out = Vec::with_capacity(roots.len());
+        for root in roots {
+            let totals = store.totals(root.id)?;
+            out.push((root, totals));
+        }
+        Ok::<_, opc_agents::store::StoreError>(out)
+    })
+    .await;
+    match read {
+        Ok(Ok(roots)) => {
+            let now = now_ms();
+            let list: Vec<Value> = roots
+                .into_iter()
+                .map(|(root, totals)| {
+                    json!({
+                        "id": root.id,
+                        "conversation": root.conversation_id,
+                        "platform": platforms.get(&root.conversation_id).map_or("cli", String::as_str),
+                        "agent": root.agent,
+                        "input": crate::commands::tasks::one_line(&root.input, 120),
+                        "state": root.state.as_str(),
+                        "live": !root.state.is_terminal(),
+                        "created_at": root.created_at,
+                        "duration_ms": root.finished_at.unwrap_or(now) - root.created_at,
+                        "tokens_in": totals.tokens_in,
+                        "tokens_out": totals.tokens_out,
+                        "cost_usd": totals.cost_usd,
+                        "unknown_usage_calls": totals.unknown_usage_calls,
+                    })
+                })
+                .collect();
+            Json(json!({"tasks": list})).into_response()
+        }
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the read did not finish"),
+    }
+}
+
+/// `GET /admin/api/tasks/{id}`: one request's delegation tree — every task with its timeline
+/// (state, times), its LLM calls (tokens, cost, attempts, tools asked for), its approvals, and the
+/// final answer or error. `{id}` may be any task of the tree.
+pub async fn task(State(admin): State<Arc<Admin>>, Path(id): Path<i64>) -> Response {
+    let Some(gateway) = admin.gateway.get() else {
+        return not_running();
+    };
+    let engine = gateway.engine().clone();
+    let read = tokio::task::spawn_blocking(move || {
+        let store = engine.store();
+        let task = store.task(id)?;
+        let tree = store.tree(task.root_id)?;
+        let mut calls = BTreeMap::new();
+        for t in &tree {
+            calls.insert(t.id, store.calls(t.id)?);
+        }
+        let approvals: Vec<_> = store
+            .recent_approvals(10_000)?
+            .into_iter()
+            .filter(|a| a.root_id == task.root_id)
+            .collect();
+        let totals = store.totals(task.root_id)?;
+        Ok::<_, opc_agents::store::StoreError>((tree, calls, approvals, totals))
+    })
+    .await;
+    match read {
+        Ok(Ok((tree, calls, approvals, totals))) => {
+            let tasks: Vec<Value> = tree
+                .iter()
+                .map(|t| {
+                    json!({
+                        "task": t,
+                        "state": t.state.as_str(),
+                        "calls": calls.get(&t.id),
+                    })
+                })
+                .collect();
+            Json(json!({"tasks": tasks, "approvals": approvals, "totals": totals})).into_response()
+        }
+        Ok(Err(opc_agents::store::StoreError::NoTask(_))) => {
+            error(StatusCode::NOT_FOUND, &format!("there is no task {id}"))
+        }
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the read did not finish"),
+    }
+}
+
+/// `POST /admin/api/tasks/{id}/cancel`: cancel the request `{id}` belongs to, with its whole tree,
+/// as `/cancel` does in a chat.
+pub async fn cancel(State(admin): State<Arc<Admin>>, Path(id): Path<i64>) -> Response {
+    let Some(gateway) = admin.gateway.get() else {
+        return not_running();
+    };
+    let engine = gateway.engine().clone();
+    let root = match engine.store().task(id) {
+        Ok(t) => t.root_id,
+        Err(opc_agents::store::StoreError::NoTask(_)) => {
+            return error(StatusCode::NOT_FOUND, &format!("there is no task {id}"));
+        }
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    match tokio::task::spawn_blocking(move || engine.cancel(root)).await {
+        Ok(Ok(cancelled)) => {
+            tracing::info!(
+                root,
+                tasks = cancelled.len(),
+                "request cancelled from the admin console"
+            );
+            Json(json!({"root": root, "cancelled": cancelled})).into_response()
+        }
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(_) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the cancel did not finish",
+        ),
+    }
+}
+
+/// `GET /admin/api/approvals`: the latest approvals, pending and decided, newest first.
+pub async fn approvals(State(admin): State<Arc<Admin>>) -> Response {
+    let Some(gateway) = admin.gateway.get() else {
+        return not_running();
+    };
+    let engine = gateway.engine().clone();
+    match tokio::task::spawn_blocking(move || engine.store().recent_approvals(APPROVALS)).await {
+        Ok(Ok(list)) => Json(json!({"approvals": list})).into_response(),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the read did not finish"),
+    }
+}
+
+/// A decision from the console.
+#[derive(Deserialize)]
+pub struct Decision {
+    decision: String,
+}
+
+/// `POST /admin/api/approvals/{id}` with `{"decision"}`: decide as the operator, as in the web chat.
+pub async fn decide(
+    State(admin): State<Arc<Admin>>,
+    Path(id): Path<i64>,
+    headers: HeaderMap,
+    body: Result<Json<Decision>, JsonRejection>,
+) -> Response {
+    let Some(gateway) = admin.gateway.get() else {
+        return not_running();
+    };
+    let Ok(Json(body)) = body else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "expected a JSON body {\"decision\": \"<one of the approval's options>\"}",
+        );
+    };
+    let engine = gateway.engine().clone();
+    let by = super::save::who(&headers);
+    match tokio::task::spawn_blocking(move || engine.decide(id, &body.decision, by)).await {
+        Ok(Ok(Decided::Recorded(a))) => Json(json!({"decided": true, "approval": a})).into_response(),
+        Ok(Ok(Decided::AlreadyDecided(a))) => (
+            StatusCode::CONFLICT,
+            Json(json!({"error": format!("approval {id} was already decided: {} by {}", a.decision.clone().unwrap_or_default(), a.decided_by.clone().unwrap_or_default()), "approval": a})),
+        )
+            .into_response(),
+        Ok(Ok(Decided::Expired(a))) => (
+            StatusCode::CONFLICT,
+            Json(json!({"error": format!("approval {id} had expired; it was rejected"), "approval": a})),
+        )
+            .into_response(),
+        Ok(Err(EngineError::NoApproval(_)) | Ok(Decided::NotFound)) => {
+            error(StatusCode::NOT_FOUND, &format!("there is no approval {id}"))
+        }
+        Ok(Err(e @ EngineError::BadDecision { .. })) => {
+            error(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string())
+        }
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the decision did not finish"),
+    }
+}
+
+/// `GET /admin/api/costs`: spend today, this week (7 days) and this month (30 days), by agent, by
+/// model and by platform, most expensive first.
+pub async fn costs(State(admin): State<Arc<Admin>>) -> Response {
+    let Some(gateway) = admin.gateway.get() else {
+        return not_running();
+    };
+    let engine = gateway.engine().clone();
+    let platforms = gateway.platforms();
+    let day = 86_400_000;
+    let periods = [
+        ("today", start_of_day()),
+        ("week", now_ms() - 7 * day),
+        ("month", now_ms() - 30 * day),
+    ];
+    let read = tokio::task::spawn_blocking(move || {
+        let store = engine.store();
+        periods
+            .iter()
+            .map(|(name, since)| Ok((*name, store.spend_since(*since)?)))
+            .collect::<Result<Vec<_>, opc_agents::store::StoreError>>()
+    })
+    .await;
+    let spend = match read {
+        Ok(Ok(spend)) => spend,
+        Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "the read did not finish"),
+    };
+    let mut out = serde_json::Map::new();
+    for (name, rows) in spend {
+        let platform_of = |s: &Spend| {
+            platforms
+                .get(&s.conversation)
+                .cloned()
+                .unwrap_or_else(|| "cli".into())
+        };
+        out.insert(
+            name.into(),
+            json!({
+                "total": group(&rows, |_| "all".into()).first().cloned().unwrap_or(json!({"key": "all", "calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0})),
+                "by_agent": group(&rows, |s| s.agent.clone()),
+                "by_model": group(&rows, |s| s.model.clone()),
+                "by_platform": group(&rows, platform_of),
+            }),
+        );
+    }
+    Json(Value::Object(out)).into_response()
+}
+
+/// Sum `rows` by `key`, most expensive first.
+fn group(rows: &[Spend], key: impl Fn(&Spend) -> String) -> Vec<Value> {
+    let mut sums: HashMap<String, (u64, u64, u64, f64)> = HashMap::new();
+    for r in rows {
+        let e = sums.entry(key(r)).or_default();
+        e.0 += r.calls;
+        e.1 += r.tokens_in;
+        e.2 += r.tokens_out;
+        e.3 += r.cost_usd;
+    }
+    let mut out: Vec<(String, (u64, u64, u64, f64))> = sums.into_iter().collect();
+    out.sort_by(|a, b| b.1.3.total_cmp(&a.1.3).then(a.0.cmp(&b.0)));
+    out.into_iter()
+        .map(|(k, (calls, i, o, cost))| {
+            json!({"key": k, "calls": calls, "tokens_in": i, "tokens_out": o, "cost_usd": cost})
+        })
+        .collect()
+}
+
+/// `GET /admin/api/channels`: each running platform's activity since start.
+pub async fn channels(State(admin): State<Arc<Admin>>) -> Response {
+    let Some(gateway) = admin.gateway.get() else {
+        return not_running();
+    };
+    let list: Vec<Value> = gateway
+        .channels()
+        .into_iter()
+        .map(|(platform, stats)| json!({"platform": platform.as_str(), "connected": true, "stats": stats}))
+        .collect();
+    Json(json!({"channels": list})).into_response()
+}
+
+/// `GET /admin/api/events`: the engine's events as they happen (server-sent events named by kind),
+/// streamed tokens left out.
+pub async fn events(State(admin): State<Arc<Admin>>) -> Response {
+    let Some(gateway) = admin.gateway.get() else {
+        return not_running();
+    };
+    let receiver = gateway.engine().events().subscribe();
+    let closing = admin.closing.clone();
+    let stream = futures_util::stream::unfold(receiver, move |mut receiver| {
+        let closing = closing.clone();
+        async move {
+            loop {
+                let next = tokio::select! {
+                    next = receiver.recv() => next,
+                    // `opc run` is stopping: end the stream so the server can close.
+                    () = closing.cancelled() => return None,
+                };
+                match next {
+                    Ok(Event::Token { .. }) => continue,
+                    Ok(event) => {
+                        let value = serde_json::to_value(&event).unwrap_or_default();
+                        let kind = value["event"].as_str().unwrap_or("event").to_string();
+                        let sse = SseEvent::default().event(kind).data(value.to_string());
+                        return Some((Ok::<SseEvent, Infallible>(sse), receiver));
+                    }
+                    Err(RecvError::Lagged(missed)) => {
+                        let sse = SseEvent::default()
+                            .event("lagged")
+                            .data(json!({"missed": missed}).to_string());
+                        return Some((Ok(sse), receiver));
+                    }
+                    Err(RecvError::Closed) => return None,
+                }
+            }
+        }
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
