@@ -749,7 +749,8 @@ async fn the_live_pages_follow_a_request_through_an_approval_and_a_cancel() {
         "document.getElementById('event-state').textContent.startsWith('Live')",
     )
     .await;
-    let (_, mut sse) = opc_tests::web_chat::start(&opc, "Refund order 7").await;
+    let (_, mut sse) =
+        opc_tests::web_chat::start(&opc, "Refund order 7 for jane.doe@example.com").await;
     browser
         .wait_for(
             "[...document.querySelectorAll('#event-list tr[data-kind=approval_requested]')].length === 1 \
@@ -872,6 +873,45 @@ async fn the_live_pages_follow_a_request_through_an_approval_and_a_cancel() {
     )
     .await;
     screenshot(&mut browser, "channels", 1280, 800).await;
+    // Memory: the blocks table, and a search of recall memory as the root sees it.
+    open_page(
+        &mut browser,
+        &opc,
+        "memory",
+        "document.querySelectorAll('#block-list tbody tr').length > 0",
+    )
+    .await;
+    browser
+        .eval(
+            "(() => { document.getElementById('memory-q').value = 'refund order'; \
+             document.querySelector('#memory-search button[type=submit]').click(); return true; })()",
+        )
+        .await
+        .unwrap();
+    browser
+        .wait_for(
+            "[...document.querySelectorAll('#memory-hits li')].some(li => li.textContent.includes('Refund order 7'))",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    screenshot(&mut browser, "memory", 1280, 800).await;
+    // Privacy: the e-mail address in the request was masked in the CEO's calls; the page counts it
+    // by type and never shows it.
+    open_page(
+        &mut browser,
+        &opc,
+        "privacy",
+        "document.getElementById('privacy-summary').textContent.includes('privacy gateway is on') \
+         && document.querySelector('#privacy-days thead').textContent.includes('EMAIL')",
+    )
+    .await;
+    let page = browser.eval("document.body.innerText").await.unwrap();
+    assert!(
+        !page.as_str().unwrap().contains("jane.doe"),
+        "no value on the Privacy page"
+    );
+    screenshot(&mut browser, "privacy", 1280, 800).await;
     open_page(
         &mut browser,
         &opc,

@@ -346,7 +346,63 @@ pub struct Spend {
     pub cost_usd: f64,
 }
 
+/// What the privacy gateway did on one day (UTC): counts by type, never values.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PrivacyDay {
+    /// `YYYY-MM-DD`.
+    pub day: String,
+    /// LLM calls the gateway handled.
+    pub calls: u64,
+    /// Values masked, by type, summed over calls (a value sent in several calls counts in each).
+    pub masked: std::collections::BTreeMap<String, u64>,
+    /// Calls routed to a trusted model instead of masked.
+    pub routed: u64,
+    /// Calls blocked.
+    pub blocked: u64,
+}
+
 impl Store {
+    /// What the privacy gateway did per UTC day since `since_ms`, oldest first.
+    pub fn privacy_by_day(&self, since_ms: i64) -> Result<Vec<PrivacyDay>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT created_at, privacy_counts, privacy_routed_to, privacy_blocked FROM llm_calls \
+                 WHERE privacy_mode IS NOT NULL AND created_at >= ?1 ORDER BY id",
+            )
+            .map_err(sql("reading the ledger"))?;
+        let rows = stmt
+            .query_map([since_ms], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, Option<String>>(1)?,
+                    row.get::<_, Option<String>>(2)?,
+                    row.get::<_, Option<String>>(3)?,
+                ))
+            })
+            .map_err(sql("reading the ledger"))?;
+        let mut days: std::collections::BTreeMap<i64, PrivacyDay> = Default::default();
+        for row in rows {
+            let (at, counts, routed_to, blocked) = row.map_err(sql("reading the ledger"))?;
+            let day = at.div_euclid(86_400_000);
+            let entry = days.entry(day).or_insert_with(|| PrivacyDay {
+                day: day_text(day),
+                ..PrivacyDay::default()
+            });
+            entry.calls += 1;
+            if blocked.is_some() {
+                entry.blocked += 1;
+            } else if routed_to.is_some() {
+                entry.routed += 1;
+            } else {
+                for (kind, n) in TypeCounts::from_json(counts.as_deref().unwrap_or("{}")).iter() {
+                    *entry.masked.entry(kind.to_string()).or_default() += u64::from(n);
+                }
+            }
+        }
+        Ok(days.into_values().collect())
+    }
+
     /// Spend since `since_ms` (Unix ms), by agent, model and conversation, most expensive first.
     pub fn spend_since(&self, since_ms: i64) -> Result<Vec<Spend>, StoreError> {
         let conn = self.conn();
@@ -373,6 +429,13 @@ impl Store {
             .map_err(sql("summing spend"))?;
         rows.collect::<Result<_, _>>().map_err(sql("summing spend"))
     }
+}
+
+/// `YYYY-MM-DD` of day `day` (days since the Unix epoch, UTC).
+fn day_text(day: i64) -> String {
+    let secs = u64::try_from(day.max(0) * 86_400).unwrap_or(0);
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    humantime::format_rfc3339_seconds(at).to_string()[..10].to_string()
 }
 
 #[cfg(test)]
@@ -443,5 +506,11 @@ mod tests {
         assert_eq!(spend.len(), 1);
         assert_eq!((spend[0].calls, spend[0].conversation.as_str()), (2, "c"));
         assert!(store.spend_since(now_ms() + 60_000).unwrap().is_empty());
+    }
+
+    #[test]
+    fn days_are_utc_dates() {
+        assert_eq!(day_text(0), "1970-01-01");
+        assert_eq!(day_text(20_000), "2024-10-04");
     }
 }

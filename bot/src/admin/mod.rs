@@ -19,6 +19,7 @@
 
 mod config;
 mod live;
+mod memory;
 mod save;
 
 use std::path::PathBuf;
@@ -37,7 +38,6 @@ const JS: &str = include_str!("assets/admin.js");
 const MAX_CONFIG_BYTES: usize = 4 << 20;
 
 /// What the console's endpoints share.
-#[derive(Debug)]
 pub struct Admin {
     /// The config file `opc run` loaded.
     config_path: PathBuf,
@@ -54,8 +54,18 @@ pub struct Admin {
     gateway: std::sync::OnceLock<crate::gateway::Gateway>,
     /// The running config.
     live: std::sync::OnceLock<Arc<crate::live::LiveConfig>>,
+    /// Recall memory, for the Memory page's search.
+    recall: std::sync::OnceLock<opc_memory::recall::RecallStore>,
     /// Cancelled when `opc run` stops: ends the console's event streams.
     closing: tokio_util::sync::CancellationToken,
+}
+
+impl std::fmt::Debug for Admin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admin")
+            .field("config_path", &self.config_path)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Admin {
@@ -74,21 +84,18 @@ impl Admin {
             reloader: std::sync::OnceLock::new(),
             gateway: std::sync::OnceLock::new(),
             live: std::sync::OnceLock::new(),
+            recall: std::sync::OnceLock::new(),
             closing: tokio_util::sync::CancellationToken::new(),
         })
     }
 
-    /// Serve the running process: saves are applied with `reloader`, the live pages read `gateway`
-    /// and `live` (set once).
-    pub fn attach(
-        &self,
-        reloader: Arc<crate::reload::Reloader>,
-        gateway: crate::gateway::Gateway,
-        live: Arc<crate::live::LiveConfig>,
-    ) {
-        let _ = self.reloader.set(reloader);
-        let _ = self.gateway.set(gateway);
-        let _ = self.live.set(live);
+    /// Serve the running process (set once): saves are applied with its reloader, the live pages
+    /// read its gateway, config and recall memory.
+    pub fn attach(&self, running: Running) {
+        let _ = self.reloader.set(running.reloader);
+        let _ = self.gateway.set(running.gateway);
+        let _ = self.live.set(running.live);
+        let _ = self.recall.set(running.recall);
     }
 
     /// `opc run` is stopping: end open event streams.
@@ -149,6 +156,24 @@ impl Admin {
             ),
             Page::new(Method::GET, "/admin/api/events", live::events, self.clone()),
             Page::new(
+                Method::GET,
+                "/admin/api/memory/blocks",
+                memory::blocks,
+                self.clone(),
+            ),
+            Page::new(
+                Method::GET,
+                "/admin/api/memory/search",
+                memory::search,
+                self.clone(),
+            ),
+            Page::new(
+                Method::GET,
+                "/admin/api/privacy",
+                memory::privacy,
+                self.clone(),
+            ),
+            Page::new(
                 Method::POST,
                 "/admin/api/config/validate",
                 config::validate,
@@ -183,6 +208,18 @@ impl Admin {
             ),
         ]
     }
+}
+
+/// What the console reads of a running `opc run`.
+pub struct Running {
+    /// Applies saved configs.
+    pub reloader: Arc<crate::reload::Reloader>,
+    /// The gateway (and its engine).
+    pub gateway: crate::gateway::Gateway,
+    /// The running config.
+    pub live: Arc<crate::live::LiveConfig>,
+    /// Recall memory.
+    pub recall: opc_memory::recall::RecallStore,
 }
 
 /// `GET /admin/api/reload`: the running config's generation and the last reload (the console's banner

@@ -103,6 +103,8 @@ pub fn missing_key(loaded: &opc_hierarchy::Loaded) -> Option<(String, String)> {
 pub struct RecallParts {
     /// Receives the embedding model when it loads (`opc run` loads it in the background).
     pub embed: opc_memory::embed::EmbedSlot,
+    /// The recall store (the admin console searches it).
+    pub store: opc_memory::recall::RecallStore,
     /// The background indexer (BM25 and vectors catch up from SQLite's sequence numbers).
     _indexer: opc_memory::recall::Indexer,
 }
@@ -130,7 +132,7 @@ pub fn build_engine(
     // Core memory blocks live in the engine's database, on memory's own connection.
     let memory = BlockMemory::open(&db, &loaded.config, Arc::new(loaded.org.clone()))
         .map_err(|e| format!("error: {e}\n"))?
-        .with_recall(recall, &loaded.config, RECALL_BUDGET_TOKENS);
+        .with_recall(recall.clone(), &loaded.config, RECALL_BUDGET_TOKENS);
     let engine = Engine::from_config(loaded, Arc::new(store), Arc::new(memory), options, |var| {
         std::env::var(var).ok()
     })
@@ -140,6 +142,7 @@ pub fn build_engine(
         engine,
         RecallParts {
             embed,
+            store: recall,
             _indexer: indexer,
         },
     ))

@@ -252,7 +252,12 @@ async fn serve(loaded: Arc<Loaded>, path: &Path, started: Instant) -> ExitCode {
     gateway.start(inbound);
     // Hot reload: saves from the console, changes on disk, SIGHUP.
     let reloader = Reloader::new(path.to_path_buf(), live.clone(), engine, gateway.clone());
-    admin.attach(reloader.clone(), gateway.clone(), live);
+    admin.attach(crate::admin::Running {
+        reloader: reloader.clone(),
+        gateway: gateway.clone(),
+        live,
+        recall: recall.store.clone(),
+    });
     reloader.on_sighup();
     let watcher = reloader.watch();
     // Listen for signals before saying "ready": a SIGTERM sent the moment the ready line appears must

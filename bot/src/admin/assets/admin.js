@@ -28,12 +28,12 @@
   };
 
   // ---- pages ----
-  const pages = ["org", "tasks", "approvals", "costs", "channels", "events", "config"];
+  const pages = ["org", "tasks", "approvals", "costs", "channels", "events", "memory", "privacy", "config"];
   const loaded = {};
   let current = "org";
   // Pages that show live data are refreshed while they are shown (the Events page streams instead).
   const refresh = { org: () => loadStates(), tasks: () => loadTasks(), approvals: () => loadApprovals(),
-    costs: () => loadCosts(), channels: () => loadChannels() };
+    costs: () => loadCosts(), channels: () => loadChannels(), privacy: () => loadPrivacy() };
   function show() {
     const name = pages.includes(location.hash.slice(1)) ? location.hash.slice(1) : "org";
     current = name;
@@ -43,7 +43,7 @@
     }
     if (!loaded[name]) {
       loaded[name] = true;
-      ({ org: loadOrg, config: loadConfig, events: startEvents }[name] || refresh[name])();
+      ({ org: loadOrg, config: loadConfig, events: startEvents, memory: loadMemory }[name] || refresh[name])();
     } else if (refresh[name]) refresh[name]();
   }
   setInterval(() => { if (!document.hidden && refresh[current] && loaded[current]) refresh[current](); }, 3000);
@@ -214,6 +214,54 @@
         el("p", {}, `${c.stats.events} event${c.stats.events === 1 ? "" : "s"} received since start` + (c.stats.last_event_at ? `, the last ${when(c.stats.last_event_at)}` : "") + "."),
         el("p", { class: c.stats.errors ? "status bad" : "muted" }, `${c.stats.errors} failed post${c.stats.errors === 1 ? "" : "s"}.`),
         ...(c.stats.recent_errors.length ? [el("ul", {}, ...c.stats.recent_errors.slice().reverse().map((e) => el("li", {}, `${when(e.at)}: ${e.doing}: ${e.error}`)))] : []))));
+    } catch (e) { banner(e.message); }
+  }
+
+  // ---- Memory ----
+  async function loadMemory() {
+    api("/api/org").then((r) => $("memory-agents").replaceChildren(...r.agents.map((a) => el("option", { value: a.id }, a.role || a.id)))).catch(() => {});
+    try {
+      const r = await api("/admin/api/memory/blocks");
+      const body = $("block-list").tBodies[0];
+      body.replaceChildren(...r.blocks.map((b) => el("tr", { "data-label": b.label },
+        el("td", {}, b.namespace), el("td", {}, b.label + (b.read_only ? " (read-only)" : "")),
+        el("td", {}, el("div", { class: "value" }, b.value)), el("td", { class: "num" }, `${b.chars}/${b.limit}`),
+        el("td", { class: "num" }, String(b.version)))));
+      if (!r.blocks.length) body.append(el("tr", {}, el("td", { colspan: "5", class: "muted" }, "No blocks yet: they are created from the config at start.")));
+    } catch (e) { banner(e.message); }
+  }
+  $("memory-search").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const q = $("memory-q").value.trim();
+    if (!q) return;
+    const agent = $("memory-agent").value.trim();
+    try {
+      const r = await api(`/admin/api/memory/search?q=${encodeURIComponent(q)}${agent ? "&agent=" + encodeURIComponent(agent) : ""}&limit=20`);
+      $("memory-hits").replaceChildren(...(r.hits.length ? r.hits.map((h) => el("li", {},
+        el("div", {}, h.message.text),
+        el("div", { class: "meta" }, `${h.message.author} in ${h.message.namespace}, ${when(h.message.time_ms)}, conversation ${h.message.conversation} · score ${h.score.toFixed(3)}`)))
+        : [el("li", { class: "muted" }, `Nothing ${r.agent} may read matches.`)]));
+      banner("");
+    } catch (e) { banner(e.message); }
+  });
+
+  // ---- Privacy ----
+  async function loadPrivacy() {
+    try {
+      const r = await api("/admin/api/privacy");
+      const types = [...new Set(r.days.flatMap((d) => Object.keys(d.masked)))].sort();
+      const total = (k) => r.days.reduce((n, d) => n + (d.masked[k] || 0), 0);
+      $("privacy-summary").textContent = r.enabled
+        ? `The privacy gateway is on (${r.mode}). Last 30 days: ${r.days.reduce((n, d) => n + d.calls, 0)} calls handled` +
+          (types.length ? `; most masked: ${types.slice().sort((a, b) => total(b) - total(a)).slice(0, 3).map((k) => `${k} ${total(k)}`).join(", ")}.` : ", nothing masked.")
+        : "The privacy gateway is off (framework.privacy.enabled): LLM calls carry text as written.";
+      const table = $("privacy-days");
+      table.tHead.replaceChildren(el("tr", {}, el("th", {}, "Day"), el("th", { class: "num" }, "Calls"),
+        ...types.map((k) => el("th", { class: "num" }, k)), el("th", { class: "num" }, "Routed"), el("th", { class: "num" }, "Blocked")));
+      table.tBodies[0].replaceChildren(...(r.days.length ? r.days.slice().reverse().map((d) => el("tr", {}, el("td", {}, d.day),
+        el("td", { class: "num" }, String(d.calls)), ...types.map((k) => el("td", { class: "num" }, String(d.masked[k] || 0))),
+        el("td", { class: "num" }, String(d.routed)), el("td", { class: "num" }, String(d.blocked))))
+        : [el("tr", {}, el("td", { colspan: String(types.length + 4), class: "muted" }, "No calls handled in the last 30 days."))]));
     } catch (e) { banner(e.message); }
   }
 

@@ -1,0 +1,158 @@
+//! The console's Memory and Privacy pages: core memory blocks as stored, a search of recall memory
+//! as an agent would see it, and what the privacy gateway did per day.
+//!
+//! Invariants:
+//! - read-only: blocks are read on their own read-only connection, and a search goes through
+//!   memory's ACL for the agent it is made as (the root by default, which reads every agent's);
+//! - the Privacy page shows counts by type and day, never a value: they come from the ledger, which
+//!   never stored one.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use opc_memory::recall::{Mode, Query as RecallQuery};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::Admin;
+use super::config::error;
+
+/// Days the Privacy page covers.
+const PRIVACY_DAYS: i64 = 30;
+/// Most hits a search returns.
+const MAX_HITS: usize = 50;
+
+fn not_running() -> Response {
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the gateway is not running in this process",
+    )
+}
+
+/// `GET /admin/api/memory/blocks`: every stored block (namespace, label, value, limit, version).
+pub async fn blocks(State(admin): State<Arc<Admin>>) -> Response {
+    let Some(live) = admin.live.get() else {
+        return not_running();
+    };
+    let database = crate::commands::database_path(&live.get());
+    let read = tokio::task::spawn_blocking(move || {
+        if !database.exists() {
+            return Ok(Vec::new());
+        }
+        let conn = rusqlite::Connection::open_with_flags(
+            &database,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .map_err(|e| e.to_string())?;
+        let _ = conn.busy_timeout(std::time::Duration::from_secs(5));
+        opc_memory::blocks::read_all(&conn).map_err(|e| e.to_string())
+    })
+    .await;
+    match read {
+        Ok(Ok(blocks)) => {
+            let list: Vec<_> = blocks
+                .into_iter()
+                .map(|b| {
+                    json!({
+                        "namespace": b.namespace,
+                        "label": b.label,
+                        "description": b.description,
+                        "chars": b.value.chars().count(),
+                        "value": b.value,
+                        "limit": b.limit,
+                        "read_only": b.read_only,
+                        "version": b.version,
+                    })
+                })
+                .collect();
+            Json(json!({"blocks": list})).into_response()
+        }
+        Ok(Err(e)) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("cannot read the memory blocks: {e}"),
+        ),
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the read did not finish"),
+    }
+}
+
+/// A search of recall memory.
+#[derive(Deserialize)]
+pub struct Search {
+    q: String,
+    /// Search as this agent (what it may read); the root by default.
+    agent: Option<String>,
+    limit: Option<usize>,
+}
+
+/// `GET /admin/api/memory/search?q=…&agent=…&limit=…`: recall memory's hybrid search (keywords and,
+/// once the model has loaded, meaning), with each hit's provenance.
+pub async fn search(
+    State(admin): State<Arc<Admin>>,
+    query: Result<Query<Search>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let (Some(live), Some(recall)) = (admin.live.get(), admin.recall.get()) else {
+        return not_running();
+    };
+    let Ok(Query(search)) = query else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "give the search as ?q=<words>, optionally &agent=<id> and &limit=<n>",
+        );
+    };
+    if search.q.trim().is_empty() {
+        return error(StatusCode::BAD_REQUEST, "the search `q` is empty");
+    }
+    let loaded = live.get();
+    let agent = search
+        .agent
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| loaded.org.root().to_string());
+    if !loaded.org.contains(&agent) {
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("there is no agent `{agent}` in the running org"),
+        );
+    }
+    let namespaces =
+        opc_memory::acl::Acl::new(&loaded.config, Arc::new(loaded.org.clone())).readable(&agent);
+    let limit = search.limit.unwrap_or(10).clamp(1, MAX_HITS);
+    let recall = recall.clone();
+    let text = search.q;
+    let found = tokio::task::spawn_blocking(move || {
+        recall.search(&RecallQuery::new(text, namespaces, Mode::Hybrid, limit))
+    })
+    .await;
+    match found {
+        Ok(Ok(hits)) => Json(json!({"agent": agent, "hits": hits})).into_response(),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(_) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the search did not finish",
+        ),
+    }
+}
+
+/// `GET /admin/api/privacy`: whether the privacy gateway is on and in which mode, and what it did per
+/// day over the last 30 days (counts by type, calls routed, calls blocked).
+pub async fn privacy(State(admin): State<Arc<Admin>>) -> Response {
+    let (Some(live), Some(gateway)) = (admin.live.get(), admin.gateway.get()) else {
+        return not_running();
+    };
+    let loaded = live.get();
+    let settings = &loaded.config.framework.privacy;
+    let engine = gateway.engine().clone();
+    let since = opc_agents::store::now_ms() - PRIVACY_DAYS * 86_400_000;
+    match tokio::task::spawn_blocking(move || engine.store().privacy_by_day(since)).await {
+        Ok(Ok(days)) => Json(json!({
+            "enabled": settings.enabled,
+            "mode": format!("{:?}", settings.mode).to_lowercase(),
+            "days": days,
+        }))
+        .into_response(),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the read did not finish"),
+    }
+}
