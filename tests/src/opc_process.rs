@@ -68,7 +68,16 @@ impl OpcRun {
 
     /// Start, or return the exit code and stderr if it exits before its ready line.
     pub fn try_start(config: &Path, env: &[(&str, &str)]) -> Result<OpcRun, (Option<i32>, String)> {
-        let mut command = Command::new(opc_binary());
+        OpcRun::try_start_binary(&opc_binary(), config, env)
+    }
+
+    /// [`OpcRun::try_start`] with another build of `opc` (a benchmark's baseline).
+    pub fn try_start_binary(
+        binary: &Path,
+        config: &Path,
+        env: &[(&str, &str)],
+    ) -> Result<OpcRun, (Option<i32>, String)> {
+        let mut command = Command::new(binary);
         command
             .arg("run")
             .arg("--config")

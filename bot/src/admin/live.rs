@@ -402,40 +402,83 @@ pub async fn channels(State(admin): State<Arc<Admin>>) -> Response {
     Json(json!({"channels": list})).into_response()
 }
 
+/// One engine event as the console streams it: its kind and its JSON, serialised once for every tab.
+#[derive(Clone)]
+pub struct ConsoleEvent {
+    kind: Arc<str>,
+    json: Arc<str>,
+}
+
+/// How many console events a slow tab may fall behind before it is told it missed some.
+const CONSOLE_BACKLOG: usize = 1024;
+
+/// The console's own event feed: one task follows the engine's bus, drops streamed tokens and
+/// serialises each other event once; tabs subscribe here. So fifty open tabs cost the engine one
+/// subscriber, not fifty woken for every token.
+pub fn console_feed(
+    engine: &opc_agents::Engine,
+    closing: tokio_util::sync::CancellationToken,
+) -> tokio::sync::broadcast::Sender<ConsoleEvent> {
+    let (feed, _) = tokio::sync::broadcast::channel(CONSOLE_BACKLOG);
+    let sender = feed.clone();
+    let mut receiver = engine.events().subscribe();
+    tokio::spawn(async move {
+        loop {
+            let next = tokio::select! {
+                next = receiver.recv() => next,
+                () = closing.cancelled() => return,
+            };
+            match next {
+                Ok(Event::Token { .. }) => {}
+                Ok(event) => {
+                    if sender.receiver_count() == 0 {
+                        continue;
+                    }
+                    let value = serde_json::to_value(&event).unwrap_or_default();
+                    let kind: Arc<str> = value["event"].as_str().unwrap_or("event").into();
+                    let _ = sender.send(ConsoleEvent {
+                        kind,
+                        json: value.to_string().into(),
+                    });
+                }
+                // The feed itself fell behind the engine: tell the tabs.
+                Err(RecvError::Lagged(missed)) => {
+                    let _ = sender.send(ConsoleEvent {
+                        kind: "lagged".into(),
+                        json: json!({"missed": missed}).to_string().into(),
+                    });
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
+    });
+    feed
+}
+
 /// `GET /admin/api/events`: the engine's events as they happen (server-sent events named by kind),
 /// streamed tokens left out.
 pub async fn events(State(admin): State<Arc<Admin>>) -> Response {
-    let Some(gateway) = admin.gateway.get() else {
+    let Some(feed) = admin.feed.get() else {
         return not_running();
     };
-    let receiver = gateway.engine().events().subscribe();
+    let receiver = feed.subscribe();
     let closing = admin.closing.clone();
     let stream = futures_util::stream::unfold(receiver, move |mut receiver| {
         let closing = closing.clone();
         async move {
-            loop {
-                let next = tokio::select! {
-                    next = receiver.recv() => next,
-                    // `opc run` is stopping: end the stream so the server can close.
-                    () = closing.cancelled() => return None,
-                };
-                match next {
-                    Ok(Event::Token { .. }) => continue,
-                    Ok(event) => {
-                        let value = serde_json::to_value(&event).unwrap_or_default();
-                        let kind = value["event"].as_str().unwrap_or("event").to_string();
-                        let sse = SseEvent::default().event(kind).data(value.to_string());
-                        return Some((Ok::<SseEvent, Infallible>(sse), receiver));
-                    }
-                    Err(RecvError::Lagged(missed)) => {
-                        let sse = SseEvent::default()
-                            .event("lagged")
-                            .data(json!({"missed": missed}).to_string());
-                        return Some((Ok(sse), receiver));
-                    }
-                    Err(RecvError::Closed) => return None,
-                }
-            }
+            let next = tokio::select! {
+                next = receiver.recv() => next,
+                // `opc run` is stopping: end the stream so the server can close.
+                () = closing.cancelled() => return None,
+            };
+            let sse = match next {
+                Ok(event) => SseEvent::default().event(&*event.kind).data(&*event.json),
+                Err(RecvError::Lagged(missed)) => SseEvent::default()
+                    .event("lagged")
+                    .data(json!({"missed": missed}).to_string()),
+                Err(RecvError::Closed) => return None,
+            };
+            Some((Ok::<SseEvent, Infallible>(sse), receiver))
         }
     });
     Sse::new(stream)

@@ -1,14 +1,11 @@
 //! The admin console, served by `opc run` under `/admin` on the web listener (the chat stays at `/`).
 //!
-//! What is built so far (issue 12, in progress): the console's shell with its navigation, the **Org**
-//! page (the tree from `/api/org`, refreshed when the running config changes) and the **Config** page
-//! — the text of `opc.config.yaml` in an editor with line numbers and YAML highlighting, validated as
-//! you type by `POST /admin/api/config/validate`, which runs the same checks as `opc validate` and
-//! returns the object `opc validate --format json` prints; saving with the diff first, an ETag check,
-//! an atomic write, the previous version kept and an audit line ([`save`]), then applied to the
-//! running process ([`crate::reload`]); earlier versions listed and restorable; a banner when a
-//! change on disk was refused (`GET /admin/api/reload`). The live pages (tasks, approvals, costs,
-//! channels, events) are not built yet: the console does not offer them.
+//! Pages: **Org** (the tree with each agent's live state), **Tasks** (recent requests and one
+//! request's delegation tree, with cancel), **Approvals** (decided here too), **Costs**, **Channels**,
+//! **Events** (live), **Memory**, **Privacy** ([`live`], [`memory`]) and **Config** — the text of
+//! `opc.config.yaml` validated as you type ([`config`]), structured edits as minimal text edits, and a
+//! save with the diff first, an ETag check, an atomic write, the previous version kept and an audit
+//! line ([`save`]), then applied to the running process ([`crate::reload`]).
 //!
 //! Invariants:
 //! - every endpoint is a [`Page`], so it sits behind the listener's one access check (loopback, or the
@@ -56,6 +53,8 @@ pub struct Admin {
     live: std::sync::OnceLock<Arc<crate::live::LiveConfig>>,
     /// Recall memory, for the Memory page's search.
     recall: std::sync::OnceLock<opc_memory::recall::RecallStore>,
+    /// The engine's events as the Events page streams them (see [`live::console_feed`]).
+    feed: std::sync::OnceLock<tokio::sync::broadcast::Sender<live::ConsoleEvent>>,
     /// Cancelled when `opc run` stops: ends the console's event streams.
     closing: tokio_util::sync::CancellationToken,
 }
@@ -85,6 +84,7 @@ impl Admin {
             gateway: std::sync::OnceLock::new(),
             live: std::sync::OnceLock::new(),
             recall: std::sync::OnceLock::new(),
+            feed: std::sync::OnceLock::new(),
             closing: tokio_util::sync::CancellationToken::new(),
         })
     }
@@ -93,6 +93,8 @@ impl Admin {
     /// read its gateway, config and recall memory.
     pub fn attach(&self, running: Running) {
         let _ = self.reloader.set(running.reloader);
+        let feed = live::console_feed(running.gateway.engine(), self.closing.clone());
+        let _ = self.feed.set(feed);
         let _ = self.gateway.set(running.gateway);
         let _ = self.live.set(running.live);
         let _ = self.recall.set(running.recall);
