@@ -171,7 +171,20 @@ impl Reloader {
 
     /// Read the files and apply them if they are valid and changed.
     pub async fn reload(&self, trigger: Trigger) -> Report {
-        let mut running = self.running.lock().await;
+        let held = self.hold().await;
+        self.reload_held(held, trigger).await
+    }
+
+    /// Hold off every other reload until [`Reloader::reload_held`]: a console save takes this before
+    /// it writes the file, so the watcher, seeing the write, finds the save's reload done (and does
+    /// nothing) instead of applying the file first and leaving the save to report "unchanged".
+    pub async fn hold(&self) -> Held<'_> {
+        Held(self.running.lock().await)
+    }
+
+    /// [`Reloader::reload`] under a hold already taken.
+    pub async fn reload_held(&self, held: Held<'_>, trigger: Trigger) -> Report {
+        let mut running = held.0;
         let path = self.path.clone();
         let read = tokio::task::spawn_blocking(move || {
             let loaded = opc_hierarchy::load(&path);
@@ -449,6 +462,9 @@ fn watch_dirs(debouncer: &Mutex<Debouncer>, files: &Mutex<Vec<PathBuf>>, dirs: &
         }
     }
 }
+
+/// Other reloads wait while this is held (see [`Reloader::hold`]).
+pub struct Held<'a>(tokio::sync::MutexGuard<'a, [u8; 32]>);
 
 /// The file watcher; stops when dropped.
 pub struct Watcher {

@@ -624,8 +624,16 @@ async fn the_add_agent_action_changes_only_the_lines_it_must() {
         .unwrap();
     // The form, filled in as a person would, applied to the editor.
     browser
+        .eval("document.getElementById('org-action').click(), true")
+        .await
+        .unwrap();
+    browser
+        .wait_for("document.getElementById('edit-dialog').open", WAIT)
+        .await
+        .unwrap();
+    browser
         .eval(
-            "(() => { document.getElementById('org-action').click(); \
+            "(() => { \
              const set = (id, v) => { const e = document.getElementById(id); e.value = v; \
                e.dispatchEvent(new Event('change')); }; \
              set('edit-kind', 'add_agent'); set('edit-id', 'qa'); set('edit-parent', 'vp-ops'); \

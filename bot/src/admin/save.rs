@@ -204,6 +204,11 @@ pub async fn save(
     let by = who(&headers);
     let new_etag = etag_of(request.text.as_bytes());
     let new_text = request.text;
+    // Held from before the write to the reload, so the watcher cannot apply the file first.
+    let held = match admin.reloader.get() {
+        Some(reloader) => Some((reloader, reloader.hold().await)),
+        None => None,
+    };
     let written = tokio::task::spawn_blocking(move || {
         write_with_history(&path, &history, &current, &new_text, by, added, removed)
     })
@@ -212,11 +217,13 @@ pub async fn save(
         Ok(Ok(kept)) => {
             tracing::info!(file = %file, added, removed, by, "config saved from the admin console");
             // Applied before answering, so the console shows the new org as soon as it hears back.
-            let reload = match admin.reloader.get() {
-                Some(reloader) => {
-                    serde_json::to_value(reloader.reload(crate::reload::Trigger::Console).await)
-                        .unwrap_or_default()
-                }
+            let reload = match held {
+                Some((reloader, held)) => serde_json::to_value(
+                    reloader
+                        .reload_held(held, crate::reload::Trigger::Console)
+                        .await,
+                )
+                .unwrap_or_default(),
                 None => json!({"outcome": "not_running"}),
             };
             let applied = reload["outcome"] == "applied" || reload["outcome"] == "unchanged";

@@ -596,15 +596,14 @@
   }
   $("edit-kind").addEventListener("change", editFields);
   $("edit-field").addEventListener("change", editFields);
-  $("org-action").addEventListener("click", async () => {
-    try {
-      const org = await api("/api/org");
-      $("agent-ids").replaceChildren(...org.agents.map((a) => el("option", { value: a.id }, a.role || a.id)));
-    } catch (e) { /* the ids are only suggestions */ }
+  $("org-action").addEventListener("click", () => {
     $("edit-error").hidden = true;
     editFields();
     editDialog.showModal();
     $("edit-kind").focus();
+    // The agent ids are suggestions for the fields; they arrive while the form is already usable.
+    api("/api/org").then((org) => $("agent-ids").replaceChildren(...org.agents.map((a) => el("option", { value: a.id }, a.role || a.id))))
+      .catch(() => {});
   });
   $("edit-cancel").addEventListener("click", () => editDialog.close());
   const items = (v) => v.split(",").map((x) => x.trim()).filter(Boolean);
