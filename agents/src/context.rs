@@ -230,12 +230,18 @@ impl ContextBuilder {
         for (id, agent) in &config.agents {
             let prompt = match &agent.prompt {
                 Some(opc_hierarchy::schema::Prompt::Inline(text)) => text.clone(),
+                // Through the one reader that refuses devices, directories and oversized files.
                 Some(opc_hierarchy::schema::Prompt::File(path)) => {
-                    let full = base_dir.join(path);
-                    std::fs::read_to_string(&full).map_err(|source| PromptError {
+                    opc_hierarchy::read_prompt_file(base_dir, path).map_err(|e| PromptError {
                         agent: id.clone(),
-                        path: full.display().to_string(),
-                        source,
+                        path: base_dir.join(path).display().to_string(),
+                        source: match e {
+                            opc_hierarchy::PromptFileError::Io { source, .. } => source,
+                            other => std::io::Error::new(
+                                std::io::ErrorKind::InvalidData,
+                                other.to_string(),
+                            ),
+                        },
                     })?
                 }
                 None => String::new(),

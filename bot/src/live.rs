@@ -4,6 +4,11 @@
 //! Why a holder of its own: a reload ([`crate::reload`]) replaces the whole [`Loaded`] at once, and
 //! every reader must see either the old config or the new one, never a mix. Readers take an `Arc`
 //! snapshot and keep using it for the request in hand; the swap never waits for them.
+//!
+//! It also keeps the config the process started with: settings that live in a running connection or
+//! file (the web listener, Slack, Discord, the database) keep their start-up values until a restart,
+//! whatever a reload applied, so "what runs now" for those is [`LiveConfig::started`], not
+//! [`LiveConfig::get`].
 
 use std::sync::{Arc, RwLock};
 
@@ -14,6 +19,7 @@ use tokio::sync::watch;
 #[derive(Debug)]
 pub struct LiveConfig {
     current: RwLock<Arc<Loaded>>,
+    started: Arc<Loaded>,
     generation: watch::Sender<u64>,
 }
 
@@ -21,6 +27,7 @@ impl LiveConfig {
     /// The config `opc run` started with, as generation 1.
     pub fn new(loaded: Arc<Loaded>) -> Arc<LiveConfig> {
         Arc::new(LiveConfig {
+            started: loaded.clone(),
             current: RwLock::new(loaded),
             generation: watch::Sender::new(1),
         })
@@ -32,6 +39,12 @@ impl LiveConfig {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// The config `opc run` started with: the values of the settings a reload cannot swap in (see
+    /// the module docs).
+    pub fn started(&self) -> Arc<Loaded> {
+        self.started.clone()
     }
 
     /// The running config's generation.

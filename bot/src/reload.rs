@@ -14,8 +14,16 @@
 //! - trees in flight finish with the config they started with; no inbound message waits on a reload
 //!   or is dropped by one (the gateway reads the config per message);
 //! - settings that live in a running connection or file (the web listener, Slack, Discord, the
-//!   database) are not swapped: a reload that changes them says a restart is needed for them.
+//!   database) are not swapped: a reload that changes them says a restart is needed for them. They are
+//!   compared with the values the process started with ([`LiveConfig::started`]), so setting one back
+//!   to the running value is not reported as a change;
+//! - every reload says what it did, on stdout or stderr and in [`Reloader::status`]: applied (with the
+//!   agents added, removed and changed and the sections changed), unchanged (said for `SIGHUP`, which
+//!   a person sent and waits to see answered; the watcher's no-op rounds stay quiet), or refused with
+//!   the errors. A file put back byte for byte to the running config withdraws a refusal: the banner
+//!   goes away.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -74,15 +82,26 @@ pub enum Report {
         /// Agents added and removed.
         added: Vec<String>,
         removed: Vec<String>,
+        /// Agents kept whose settings or prompt file changed, with what changed.
+        changed: Vec<AgentChange>,
+        /// Other settings that changed and apply now (`framework.privacy`, `gateway.rateLimit` …).
+        sections: Vec<String>,
         /// Removed agents that still have live tasks (they finish under the old config).
         removed_live: Vec<RemovedLive>,
-        /// Changed settings that take effect only after a restart.
+        /// Settings that now differ from the running ones and take effect only after a restart.
         restart_needed: Vec<String>,
+        /// The line printed for it: what changed, in words.
+        summary: String,
     },
     /// The files are those already running.
     Unchanged {
         /// What asked for it.
         trigger: Trigger,
+        /// The running config's generation.
+        generation: u64,
+        /// The files were put back to the running config after a refused change: the refusal no
+        /// longer stands.
+        restored: bool,
     },
     /// The config was refused; the running one stays.
     Rejected {
@@ -95,6 +114,15 @@ pub enum Report {
         /// The `opc validate --format json` object, when the file was readable.
         report: Option<Value>,
     },
+}
+
+/// An agent kept by a reload whose settings changed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AgentChange {
+    /// The agent.
+    pub agent: String,
+    /// Its keys that changed (`tools`, `model` …; `prompt file` when only the file's text did).
+    pub what: Vec<&'static str>,
 }
 
 /// A removed agent's live tasks.
@@ -111,10 +139,22 @@ pub struct RemovedLive {
 pub struct Status {
     /// The running config's generation.
     pub generation: u64,
-    /// The last reload that did something (applied or rejected), if any.
+    /// The last reload that did something (applied, rejected, or a restore that withdrew a refusal),
+    /// if any.
     pub last: Option<Report>,
     /// The running config is older than the file: the last change was rejected and not fixed yet.
     pub stale: bool,
+    /// Reloads finished so far, whatever their outcome: a client that asked for one (`SIGHUP`, a
+    /// save) sees it counted once it is done and printed.
+    pub checked: u64,
+}
+
+/// The files running now: one digest of the config and its prompt files (to tell "unchanged"), and
+/// each agent's prompt-file digest (to tell whose prompt file changed).
+#[derive(Clone, Debug, Default)]
+struct Snapshot {
+    print: [u8; 32],
+    prompts: HashMap<String, [u8; 32]>,
 }
 
 /// Applies config changes to a running `opc run`.
@@ -123,11 +163,12 @@ pub struct Reloader {
     live: Arc<LiveConfig>,
     engine: Engine,
     gateway: Gateway,
-    /// Fingerprint of the files running now; held while a reload runs, so reloads are serial.
-    running: tokio::sync::Mutex<[u8; 32]>,
+    /// The files running now; held while a reload runs, so reloads are serial.
+    running: tokio::sync::Mutex<Snapshot>,
     /// Fingerprint of the last files refused, so the watcher does not report them twice.
     refused: Mutex<Option<[u8; 32]>>,
     last: Mutex<Option<Report>>,
+    checked: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Reloader {
@@ -146,7 +187,7 @@ impl Reloader {
         engine: Engine,
         gateway: Gateway,
     ) -> Arc<Reloader> {
-        let running = fingerprint(&path, &live.get()).unwrap_or_default();
+        let running = snapshot(&path, &live.get()).unwrap_or_default();
         Arc::new(Reloader {
             path,
             live,
@@ -155,6 +196,7 @@ impl Reloader {
             running: tokio::sync::Mutex::new(running),
             refused: Mutex::new(None),
             last: Mutex::new(None),
+            checked: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -166,6 +208,7 @@ impl Reloader {
             generation: self.live.generation(),
             stale: matches!(last, Some(Report::Rejected { .. })),
             last,
+            checked: self.checked.load(std::sync::atomic::Ordering::SeqCst),
         }
     }
 
@@ -184,6 +227,15 @@ impl Reloader {
 
     /// [`Reloader::reload`] under a hold already taken.
     pub async fn reload_held(&self, held: Held<'_>, trigger: Trigger) -> Report {
+        let report = self.reload_inner(held, trigger).await;
+        // Counted after the outcome is printed and recorded, so a client that waits for the count
+        // finds both.
+        self.checked
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        report
+    }
+
+    async fn reload_inner(&self, held: Held<'_>, trigger: Trigger) -> Report {
         let mut running = held.0;
         let path = self.path.clone();
         let read = tokio::task::spawn_blocking(move || {
@@ -222,14 +274,18 @@ impl Reloader {
                     _ => true,
                 };
                 if !print {
-                    return Report::Unchanged { trigger };
+                    return Report::Unchanged {
+                        trigger,
+                        generation: self.live.generation(),
+                        restored: false,
+                    };
                 }
                 return self.rejected(trigger, message, report, errors);
             }
         };
-        let print = fingerprint(&self.path, &loaded).unwrap_or_default();
-        if print == *running {
-            return Report::Unchanged { trigger };
+        let snapshot = snapshot(&self.path, &loaded).unwrap_or_default();
+        if snapshot.print == running.print {
+            return self.unchanged(trigger);
         }
         let old = self.live.get();
         let engine = self.engine.clone();
@@ -259,41 +315,26 @@ impl Reloader {
             eprint(&new.report.render(true));
         }
         let generation = self.live.set(new.clone());
-        *running = print;
+        let changes = Changes::between(
+            (&old, &running.prompts),
+            (&new, &snapshot.prompts),
+            &self.live.started(),
+        );
+        *running = snapshot;
         *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = None;
 
-        let added: Vec<String> = new
-            .config
-            .agents
-            .keys()
-            .filter(|a| !old.config.agents.contains_key(*a))
-            .cloned()
-            .collect();
-        let removed: Vec<String> = old
-            .config
-            .agents
-            .keys()
-            .filter(|a| !new.config.agents.contains_key(*a))
-            .cloned()
-            .collect();
-        let restart_needed = restart_needed(&old, &new);
         let removed_live: Vec<RemovedLive> = reloaded
             .removed_live
             .into_iter()
             .map(|(agent, tasks)| RemovedLive { agent, tasks })
             .collect();
-        let mut line = format!(
-            "opc: config reloaded ({}) — generation {generation}, {} agents",
+        let summary = format!(
+            "config reloaded ({}) — generation {generation}, {} agents; {}",
             trigger.as_str(),
-            new.org.len()
+            new.org.len(),
+            changes.describe()
         );
-        if !added.is_empty() {
-            line.push_str(&format!("; added {}", added.join(", ")));
-        }
-        if !removed.is_empty() {
-            line.push_str(&format!("; removed {}", removed.join(", ")));
-        }
-        line.push('\n');
+        let mut line = format!("opc: {summary}\n");
         for r in &removed_live {
             line.push_str(&format!(
                 "opc: `{}` was removed but has {} live task{}: {} under the config {} started with\n",
@@ -304,7 +345,7 @@ impl Reloader {
                 if r.tasks == 1 { "it" } else { "they" },
             ));
         }
-        for setting in &restart_needed {
+        for setting in &changes.restart_needed {
             line.push_str(&format!(
                 "opc: `{setting}` changed: it applies when `opc run` restarts (the running one is kept until then)\n"
             ));
@@ -315,6 +356,13 @@ impl Reloader {
             trigger: trigger.as_str().into(),
             agents: new.org.len(),
         });
+        let Changes {
+            added,
+            removed,
+            changed,
+            sections,
+            restart_needed,
+        } = changes;
         let report = Report::Applied {
             trigger,
             at: now(),
@@ -322,10 +370,42 @@ impl Reloader {
             agents: new.org.len(),
             added,
             removed,
+            changed,
+            sections,
             removed_live,
             restart_needed,
+            summary,
         };
         *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(report.clone());
+        report
+    }
+
+    /// The files are the running ones. After a refusal that means they were put back: the refusal
+    /// is withdrawn (the console's banner clears) and that is said whatever the trigger. Otherwise it
+    /// is said only to `SIGHUP`, whose sender is waiting for an answer.
+    fn unchanged(&self, trigger: Trigger) -> Report {
+        let generation = self.live.generation();
+        *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let restored = matches!(*last, Some(Report::Rejected { .. }));
+        let report = Report::Unchanged {
+            trigger,
+            generation,
+            restored,
+        };
+        if restored {
+            crate::commands::print(&format!(
+                "opc: config reload ({}): {} matches the running config again (generation {generation}); the refused change is withdrawn\n",
+                trigger.as_str(),
+                self.path.display()
+            ));
+            *last = Some(report.clone());
+        } else if trigger == Trigger::Signal {
+            crate::commands::print(&format!(
+                "opc: config reload (signal): {} is unchanged — generation {generation} keeps running\n",
+                self.path.display()
+            ));
+        }
         report
     }
 
@@ -464,7 +544,7 @@ fn watch_dirs(debouncer: &Mutex<Debouncer>, files: &Mutex<Vec<PathBuf>>, dirs: &
 }
 
 /// Other reloads wait while this is held (see [`Reloader::hold`]).
-pub struct Held<'a>(tokio::sync::MutexGuard<'a, [u8; 32]>);
+pub struct Held<'a>(tokio::sync::MutexGuard<'a, Snapshot>);
 
 /// The file watcher; stops when dropped.
 pub struct Watcher {
@@ -478,23 +558,199 @@ impl Drop for Watcher {
     }
 }
 
-/// Settings a reload cannot swap in a running process, when they changed.
-fn restart_needed(old: &Loaded, new: &Loaded) -> Vec<String> {
-    let (o, n) = (&old.config, &new.config);
-    let mut changed = Vec::new();
-    if o.channels.web != n.channels.web {
-        changed.push("channels.web".to_string());
+/// What a reload changed, compared with the config that ran before it.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Changes {
+    added: Vec<String>,
+    removed: Vec<String>,
+    changed: Vec<AgentChange>,
+    sections: Vec<String>,
+    restart_needed: Vec<String>,
+}
+
+impl Changes {
+    /// From `old` (with its prompt-file digests) to `new`. Settings a reload cannot swap in are judged
+    /// against `started`, the values actually running: one counts only when this reload changed it
+    /// and it now differs from what runs, so putting `listen` back is not reported as a change.
+    fn between(
+        (old, old_prompts): (&Loaded, &HashMap<String, [u8; 32]>),
+        (new, new_prompts): (&Loaded, &HashMap<String, [u8; 32]>),
+        started: &Loaded,
+    ) -> Changes {
+        let (o, n, s) = (&old.config, &new.config, &started.config);
+        let mut changes = Changes {
+            added: n
+                .agents
+                .keys()
+                .filter(|a| !o.agents.contains_key(*a))
+                .cloned()
+                .collect(),
+            removed: o
+                .agents
+                .keys()
+                .filter(|a| !n.agents.contains_key(*a))
+                .cloned()
+                .collect(),
+            ..Changes::default()
+        };
+        for (id, after) in &n.agents {
+            let Some(before) = o.agents.get(id) else {
+                continue;
+            };
+            let mut what = Vec::new();
+            let mut differs = |key: &'static str, changed: bool| {
+                if changed {
+                    what.push(key);
+                }
+            };
+            differs("role", before.role != after.role);
+            differs("level", before.level != after.level);
+            differs("parent", before.parent != after.parent);
+            differs("children", before.children != after.children);
+            differs("prompt", before.prompt != after.prompt);
+            differs(
+                "prompt file",
+                before.prompt == after.prompt && old_prompts.get(id) != new_prompts.get(id),
+            );
+            differs("model", before.model != after.model);
+            differs("tools", before.tools != after.tools);
+            differs("memory", before.memory != after.memory);
+            differs("approvers", before.approvers != after.approvers);
+            if !what.is_empty() {
+                changes.changed.push(AgentChange {
+                    agent: id.clone(),
+                    what,
+                });
+            }
+        }
+
+        let (of, nf) = (&o.framework, &n.framework);
+        let mut section = |name: String, changed: bool| {
+            if changed {
+                changes.sections.push(name);
+            }
+        };
+        section("framework.name".into(), of.name != nf.name);
+        section(
+            "framework.defaultModel".into(),
+            of.default_model != nf.default_model,
+        );
+        section("framework.fastModel".into(), of.fast_model != nf.fast_model);
+        section(
+            "framework.defaultProvider".into(),
+            of.default_provider != nf.default_provider,
+        );
+        for name in keys_of_either(of.providers.keys(), nf.providers.keys()) {
+            section(
+                format!("framework.providers.{name}"),
+                of.providers.get(name) != nf.providers.get(name),
+            );
+        }
+        let (om, nm) = (&of.memory, &nf.memory);
+        section("framework.memory.storage".into(), om.storage != nm.storage);
+        section(
+            "framework.memory.embedding".into(),
+            om.embedding != nm.embedding,
+        );
+        section(
+            "framework.memory.graph".into(),
+            om.graph_enabled != nm.graph_enabled,
+        );
+        section(
+            "framework.memory.consolidation".into(),
+            om.consolidation != nm.consolidation,
+        );
+        section("framework.execution".into(), of.execution != nf.execution);
+        section("framework.privacy".into(), of.privacy != nf.privacy);
+        let (og, ng) = (&o.gateway, &n.gateway);
+        section("gateway.rateLimit".into(), og.rate_limit != ng.rate_limit);
+        section("gateway.approvers".into(), og.approvers != ng.approvers);
+        section(
+            "gateway.approvalsChannel".into(),
+            og.approvals_channel != ng.approvals_channel,
+        );
+        for label in keys_of_either(o.shared_blocks.keys(), n.shared_blocks.keys()) {
+            section(
+                format!("sharedBlocks.{label}"),
+                o.shared_blocks.get(label) != n.shared_blocks.get(label),
+            );
+        }
+
+        let mut restart = |name: &str, changed: bool, running: bool| {
+            if changed && !running {
+                changes.restart_needed.push(name.to_string());
+            }
+        };
+        restart(
+            "channels.web",
+            o.channels.web != n.channels.web,
+            n.channels.web == s.channels.web,
+        );
+        restart(
+            "channels.slack",
+            o.channels.slack != n.channels.slack,
+            n.channels.slack == s.channels.slack,
+        );
+        restart(
+            "channels.discord",
+            o.channels.discord != n.channels.discord,
+            n.channels.discord == s.channels.discord,
+        );
+        restart(
+            "framework.memory.path",
+            om.path != nm.path,
+            nm.path == s.framework.memory.path,
+        );
+        changes
     }
-    if o.channels.slack != n.channels.slack {
-        changed.push("channels.slack".to_string());
+
+    /// The changes in words: `added qa; changed vp-ops (tools, prompt file); changed gateway.rateLimit`.
+    fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.added.is_empty() {
+            parts.push(format!("added {}", self.added.join(", ")));
+        }
+        if !self.removed.is_empty() {
+            parts.push(format!("removed {}", self.removed.join(", ")));
+        }
+        if !self.changed.is_empty() {
+            let agents: Vec<String> = self
+                .changed
+                .iter()
+                .map(|c| format!("{} ({})", c.agent, c.what.join(", ")))
+                .collect();
+            parts.push(format!("changed {}", agents.join(", ")));
+        }
+        if !self.sections.is_empty() {
+            parts.push(format!("changed {}", self.sections.join(", ")));
+        }
+        if !self.restart_needed.is_empty() {
+            parts.push(format!(
+                "changed {} (applies at restart)",
+                self.restart_needed.join(", ")
+            ));
+        }
+        if parts.is_empty() {
+            "no setting changed (comments or layout only, or values set back to the running ones)"
+                .to_string()
+        } else {
+            parts.join("; ")
+        }
     }
-    if o.channels.discord != n.channels.discord {
-        changed.push("channels.discord".to_string());
+}
+
+/// The keys of `a`, then those only in `b`: every entry either side has, in file order.
+fn keys_of_either<'a>(
+    a: impl Iterator<Item = &'a String>,
+    b: impl Iterator<Item = &'a String>,
+) -> Vec<&'a String> {
+    let mut keys: Vec<&String> = a.collect();
+    for key in b {
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
     }
-    if o.framework.memory.path != n.framework.memory.path {
-        changed.push("framework.memory.path".to_string());
-    }
-    changed
+    keys
 }
 
 /// The config file and every prompt file it names, as absolute paths.
@@ -518,22 +774,41 @@ fn same_file(event: &Path, watched: &Path) -> bool {
             && event.parent().map(absolute) == watched.parent().map(absolute))
 }
 
-/// A digest of the config file and its prompt files as they are on disk now (`None` when the config
-/// cannot be read).
-fn fingerprint(path: &Path, loaded: &Loaded) -> Option<[u8; 32]> {
+/// The config file and its prompt files as they are on disk now (`None` when the config cannot be
+/// read). Prompt files are read through [`opc_hierarchy::read_prompt_file`], so a device or a huge file
+/// named as a prompt is never read without a limit here either.
+fn snapshot(path: &Path, loaded: &Loaded) -> Option<Snapshot> {
     let mut hash = Sha256::new();
     hash.update(std::fs::read(path).ok()?);
-    for file in watched_files(path, loaded).iter().skip(1) {
-        hash.update(file.as_os_str().as_encoded_bytes());
-        match std::fs::read(file) {
-            Ok(bytes) => {
-                hash.update([1]);
-                hash.update(bytes);
-            }
-            Err(_) => hash.update([0]),
-        }
+    let mut prompts = HashMap::new();
+    for (id, agent) in &loaded.config.agents {
+        let Some(Prompt::File(file)) = &agent.prompt else {
+            continue;
+        };
+        let digest: [u8; 32] = match opc_hierarchy::read_prompt_file(&loaded.base_dir, file) {
+            Ok(text) => Sha256::new()
+                .chain_update([1])
+                .chain_update(text)
+                .finalize()
+                .into(),
+            Err(e) => Sha256::new()
+                .chain_update([0])
+                .chain_update(e.to_string())
+                .finalize()
+                .into(),
+        };
+        hash.update(
+            absolute(&loaded.base_dir.join(file))
+                .as_os_str()
+                .as_encoded_bytes(),
+        );
+        hash.update(digest);
+        prompts.insert(id.clone(), digest);
     }
-    Some(hash.finalize().into())
+    Some(Snapshot {
+        print: hash.finalize().into(),
+        prompts,
+    })
 }
 
 fn fingerprint_text(report: Option<&Value>, message: &str) -> [u8; 32] {

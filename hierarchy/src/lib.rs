@@ -13,12 +13,13 @@
 //!
 //! Beside the pipeline: `indentation` rewords a YAML syntax error caused by indentation so it names the
 //! wrong line; `secrets` recognises pasted credentials and masks them in every diagnostic and in the
-//! text kept for snippets; [`inactive`] lists what a config turns on that this build does not run yet.
+//! text kept for snippets; [`inactive`] lists what a config turns on that this build does not run yet;
+//! [`read_prompt_file`] is the one way any crate reads a prompt file (regular files only, size-capped).
 //!
 //! Invariants: no input makes this crate panic; a config is either valid (possibly with warnings) or has
 //! at least one error diagnostic; every diagnostic has a position; no output of this crate contains a
-//! pasted credential in full. This is the leaf crate of the
-//! workspace: it depends on no other OPC crate.
+//! pasted credential in full. Of the other OPC crates it depends only on `opc-privacy`, the leaf that
+//! knows credential shapes and the kinds of personal data the detector finds.
 
 pub mod decode;
 pub mod diagnostic;
@@ -26,6 +27,7 @@ pub mod edit;
 mod inactive;
 mod indentation;
 mod org;
+mod prompt_file;
 pub mod schema;
 mod secrets;
 mod validate;
@@ -36,6 +38,7 @@ use std::path::{Path, PathBuf};
 pub use diagnostic::{Diagnostic, KeyPath, Severity};
 pub use inactive::{ACTIVE_TOOLS, Inactive, inactive};
 pub use org::OrgTree;
+pub use prompt_file::{MAX_PROMPT_FILE_BYTES, PromptFileError, read_prompt_file};
 pub use schema::Config;
 
 /// Environment variable that names the config file when `--config` is not given.

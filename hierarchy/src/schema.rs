@@ -163,7 +163,10 @@ pub struct Execution {
 }
 
 keywords! {
-    /// Kinds of personal data the privacy gateway detects.
+    /// Kinds of personal data the privacy gateway detects: the config's spelling of
+    /// `opc_privacy::EntityType`, which is what the detector supports. The two lists must name the same
+    /// types in the same order (a test below checks it), so that every type the detector finds can be
+    /// written here and `opc validate` can name the ones a config leaves out.
     pub enum PiiType {
         /// Person names.
         PersonName = "PERSON_NAME",
@@ -1399,10 +1402,44 @@ impl Decode for Block {
     }
 }
 
+impl SharedBlock {
+    const KEYS: &'static [&'static str] = &["description", "value", "limit", "readOnly"];
+
+    /// The first key of `node` that only an agent has (`role`, `parent` …), if any: an agent pasted
+    /// under `sharedBlocks:` instead of `agents:`.
+    pub(crate) fn agent_key(node: &Node) -> Option<&crate::yaml::Entry> {
+        node.entries()?.iter().find(|e| {
+            Agent::KEYS.contains(&e.key.as_str()) && !Self::KEYS.contains(&e.key.as_str())
+        })
+    }
+}
+
 impl Decode for SharedBlock {
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
-        const KEYS: &[&str] = &["description", "value", "limit", "readOnly"];
-        let f = cx.fields(node, path, KEYS)?;
+        // One error that says where the agent belongs, instead of an "unknown key" per agent key and
+        // an "unused shared block" warning for something that is not a block.
+        if let Some(entry) = Self::agent_key(node) {
+            let id = match path {
+                Path::Key(_, id) => id,
+                _ => "it",
+            };
+            cx.push(
+                Diagnostic::error(
+                    path.key(&entry.key),
+                    entry.key_span,
+                    format!(
+                        "`{}` is an agent key; this agent seems to sit under `sharedBlocks:` — move it under `agents:`",
+                        entry.key
+                    ),
+                )
+                .with_hint(format!(
+                    "cut `{id}:` and the lines under it, and paste them under `agents:`, indented like the other agents; a shared block has only {}",
+                    Self::KEYS.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                )),
+            );
+            return None;
+        }
+        let f = cx.fields(node, path, Self::KEYS)?;
         Some(SharedBlock {
             description: f.or_default(cx, path, "description"),
             value: f.or_default(cx, path, "value"),
@@ -1461,5 +1498,23 @@ impl Decode for Approver {
             Some(_) => {}
         }
         parsed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schema's `detectTypes` vocabulary and the detector's types are one list in two crates: a
+    /// type added to one and not the other could never be configured, or never be detected.
+    #[test]
+    fn detect_types_agree_with_the_detector() {
+        let schema: Vec<&str> = PiiType::ALL.iter().map(|t| t.as_str()).collect();
+        let detector: Vec<&str> = opc_privacy::EntityType::ALL
+            .iter()
+            .map(|t| t.as_str())
+            .collect();
+        assert_eq!(schema, detector);
+        assert_eq!(Privacy::default().detect_types, PiiType::ALL.to_vec());
     }
 }

@@ -13,6 +13,7 @@ use std::path::Path as FsPath;
 
 use crate::decode::did_you_mean;
 use crate::diagnostic::{self, Anchor, Diagnostic, KeyPath, Path, Segment};
+use crate::prompt_file::PromptFileError;
 use crate::schema::{Config, PrivacyMode, Prompt, ProviderKind};
 use crate::secrets;
 use crate::yaml::{Node, Span, Value};
@@ -100,6 +101,14 @@ impl<'a> Checker<'a> {
     }
 
     fn suggest(&self, id: &str) -> String {
+        // Defined, but under the wrong section (reported there by the decoder).
+        if self
+            .node_at(&KeyPath::of(["sharedBlocks", id]))
+            .and_then(crate::schema::SharedBlock::agent_key)
+            .is_some()
+        {
+            return format!("`{id}` is written under `sharedBlocks:`; move it under `agents:`");
+        }
         match did_you_mean(id, self.config.agents.keys().map(String::as_str)) {
             Some(s) => format!("did you mean `{s}`? Otherwise define `{id}` under `agents:`"),
             None => format!("define `{id}` under `agents:`, or remove this reference"),
@@ -600,29 +609,38 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// Prompt files exist, are readable UTF-8, and are not empty.
+    /// Prompt files are regular files, readable UTF-8 within the size cap, and not empty (read through
+    /// [`crate::read_prompt_file`], as every other reader does).
     fn prompts(&mut self, base_dir: &FsPath) {
         for (id, agent) in &self.config.agents {
             let path = Self::agent_path(id).key("prompt");
             match &agent.prompt {
-                Some(Prompt::File(file)) => {
-                    let resolved = base_dir.join(file);
-                    match std::fs::read_to_string(&resolved) {
-                        Ok(text) if text.trim().is_empty() => self.warning(
-                            path,
-                            Anchor::Value,
-                            format!("prompt file `{}` is empty", file.display()),
-                            "write the agent's instructions into it",
-                        ),
-                        Ok(_) => {}
-                        Err(e) => self.error(
-                            path,
-                            Anchor::Value,
-                            format!("cannot read prompt file `{}` ({}): {e}", file.display(), resolved.display()),
-                            "create the file or fix the path; paths are relative to the config file's directory",
-                        ),
+                Some(Prompt::File(file)) => match crate::read_prompt_file(base_dir, file) {
+                    Ok(text) if text.trim().is_empty() => self.warning(
+                        path,
+                        Anchor::Value,
+                        format!("prompt file `{}` is empty", file.display()),
+                        "write the agent's instructions into it",
+                    ),
+                    Ok(_) => {}
+                    Err(e) => {
+                        let hint = e.hint();
+                        let message = match &e {
+                            // The path as written and as resolved: a relative path resolves against
+                            // the config's directory, which is not always where the user stands.
+                            PromptFileError::Io {
+                                path: resolved,
+                                source,
+                            } => format!(
+                                "cannot read prompt file `{}` ({}): {source}",
+                                file.display(),
+                                resolved.display()
+                            ),
+                            other => other.to_string(),
+                        };
+                        self.error(path, Anchor::Value, message, hint);
                     }
-                }
+                },
                 Some(Prompt::Inline(text)) if text.trim().is_empty() => self.warning(
                     path,
                     Anchor::Value,
@@ -732,6 +750,7 @@ impl<'a> Checker<'a> {
     /// provider and one of the models it lists (the trusted model personal data is sent to must be
     /// chosen on purpose, never resolved by a default); ignored, with a warning, in other modes.
     fn privacy(&mut self) {
+        self.detect_types();
         let framework = &self.config.framework;
         let privacy = &framework.privacy;
         let path = KeyPath::of(["framework", "privacy", "routeModel"]);
@@ -782,6 +801,53 @@ impl<'a> Checker<'a> {
             ),
             _ => {}
         }
+    }
+
+    /// An enabled privacy gateway whose `detectTypes` leaves out a type the detector supports lets that
+    /// kind of personal data reach the model unmasked (an IBAN, say). That may be deliberate, but the
+    /// shipped example once did it by accident, so it is worth a warning that names each type left out.
+    /// The detector's own list ([`opc_privacy::EntityType::ALL`]) is the reference: what it can find
+    /// and is not asked to find is what leaks.
+    fn detect_types(&mut self) {
+        let privacy = &self.config.framework.privacy;
+        let path = KeyPath::of(["framework", "privacy", "detectTypes"]);
+        // Left out, the key defaults to every type; written, it is what the user chose.
+        if !privacy.enabled || self.node_at(&path).is_none() {
+            return;
+        }
+        let missing: Vec<&str> = opc_privacy::EntityType::ALL
+            .iter()
+            .map(|t| t.as_str())
+            .filter(|name| !privacy.detect_types.iter().any(|t| t.as_str() == *name))
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        let (list, them) = match missing.as_slice() {
+            [one] => (format!("`{one}`"), "it"),
+            [init @ .., last] => (
+                format!(
+                    "{} and `{last}`",
+                    init.iter()
+                        .map(|t| format!("`{t}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                "them",
+            ),
+            [] => return,
+        };
+        self.warning(
+            path,
+            Anchor::Value,
+            format!(
+                "`detectTypes` leaves out {list}, which the detector supports: such personal data reaches the model unmasked"
+            ),
+            format!(
+                "add {} to the list, or remove `detectTypes` so that every type is detected; keep {them} out only if that data may leave this machine",
+                missing.join(", ")
+            ),
+        );
     }
 
     /// No credential anywhere in the file: secrets come from environment variables only. Walks with a

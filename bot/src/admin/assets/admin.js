@@ -640,12 +640,14 @@
         const parts = [`Applied: the org now runs generation ${r.generation} (${r.agents} agents)`];
         if (r.added.length) parts.push("added " + r.added.join(", "));
         if (r.removed.length) parts.push("removed " + r.removed.join(", "));
+        if (r.changed && r.changed.length) parts.push("changed " + r.changed.map((c) => `${c.agent} (${c.what.join(", ")})`).join(", "));
+        if (r.sections && r.sections.length) parts.push("changed " + r.sections.join(", "));
         let s = parts.join("; ") + ". New conversations use it; requests already running finish with the config they started with.";
         for (const l of r.removed_live) s += ` ${l.agent} was removed but has ${l.tasks} live task${l.tasks === 1 ? "" : "s"}: ${l.tasks === 1 ? "it finishes" : "they finish"} first.`;
         if (r.restart_needed.length) s += ` Changed settings that apply at the next restart of opc run: ${r.restart_needed.join(", ")}.`;
         return s;
       }
-      case "unchanged": return "The running config already matches the file.";
+      case "unchanged": return r.restored ? "The file matches the running config again: the refused change is withdrawn." : "The running config already matches the file.";
       case "rejected": return "Not applied: the running config stays. " + (r.message || "").split("\n")[0];
       default: return "opc run applies it at its next start.";
     }
