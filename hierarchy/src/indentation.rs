@@ -8,6 +8,16 @@
 //! or a tab in the indentation. If one is found, the diagnostic names indentation and points at that
 //! line; otherwise the parser's own message is kept.
 //!
+//! Two mistakes are noticed by the parser only on the line *after* the one that is wrong, and are
+//! moved back to it here:
+//! - the first key of a block indented differently from the keys after it (`vp:` then `      role:`
+//!   then `    parent:`): the first key sets the block's indentation, so the parser objects to the
+//!   second one. When the second one sits one ordinary step under the block's key, the first is
+//!   the odd one out, and it is named;
+//! - a key written without its colon (`role VP Operations`): as the first line of a block it reads as
+//!   the start of a multi-line value, and the parser objects to the colon of the next line. Wherever
+//!   it is, the message says the colon is missing and shows the line with one.
+//!
 //! Invariant: this only rewords and relocates a syntax error that already happened; it never turns a
 //! valid document into an error.
 
@@ -95,6 +105,13 @@ fn indentation_error(source: &str, syntax: &SyntaxError) -> Option<Diagnostic> {
     // The line the parser stopped at, then the significant line before it (an over-indented line is
     // sometimes only noticed on the next one).
     let previous = (0..error_index).rev().find(|&i| lines[i].significant());
+    if let Some(diagnostic) = missing_colon(&lines, error_index, previous, &syntax.message) {
+        return Some(diagnostic);
+    }
+    if let Some(diagnostic) = first_key_misindented(&lines, error_index, previous, &syntax.message)
+    {
+        return Some(diagnostic);
+    }
     let candidates = [Some(error_index), previous];
     for index in candidates.into_iter().flatten() {
         if let Some(diagnostic) = check_line(&lines, index, &syntax.message) {
@@ -102,6 +119,134 @@ fn indentation_error(source: &str, syntax: &SyntaxError) -> Option<Diagnostic> {
         }
     }
     None
+}
+
+/// Whether `text` (a line's content after its indentation and `- ` markers) is a bare word sequence
+/// that was meant as `key: value`: no colon, and nothing that makes a line a value on its own (a
+/// quote, a flow collection, a block scalar, an alias, a comment).
+fn lacks_colon(text: &str) -> bool {
+    let code = strip_comment(text).trim();
+    !code.is_empty()
+        && !code.contains(':')
+        && !code.starts_with([
+            '"', '\'', '[', '{', '|', '>', '*', '&', '!', '#', '-', '%', '@', '`',
+        ])
+}
+
+/// A key written without its colon: the line the parser stopped at (`simple key expected ':'`), or —
+/// when the parser objects to the colon of a line (`mapping values are not allowed`) — the line just
+/// above it, when that one opened its block and has no colon (it was read as a multi-line value).
+fn missing_colon(
+    lines: &[Line<'_>],
+    error_index: usize,
+    previous: Option<usize>,
+    parser_says: &str,
+) -> Option<Diagnostic> {
+    let culprit = if parser_says.contains("expected ':'") {
+        error_index
+    } else if parser_says.contains("mapping values are not allowed") {
+        let previous = previous?;
+        let line = &lines[error_index];
+        let above = (0..previous).rev().find(|&i| lines[i].significant())?;
+        let opens = lines[above].opens_block() && lines[above].indent() < lines[previous].indent();
+        if !opens || lines[previous].indent() != line.indent() {
+            return None;
+        }
+        previous
+    } else {
+        return None;
+    };
+    let line = &lines[culprit];
+    let indent = line.content_indent();
+    let content = line.text.get(indent..)?;
+    if !line.significant() || !lacks_colon(content) {
+        return None;
+    }
+    let content = strip_comment(content).trim_end();
+    let (key, value) = content.split_once(' ').unwrap_or((content, ""));
+    let value = value.trim_start();
+    let fixed = if value.is_empty() {
+        format!("{key}:")
+    } else {
+        format!("{key}: {value}")
+    };
+    let number = culprit + 1;
+    let span = Span {
+        line: u32::try_from(number).unwrap_or(u32::MAX),
+        column: u32::try_from(indent + 1).unwrap_or(u32::MAX),
+        byte_start: line.start + indent,
+        byte_len: content.len().max(1),
+    };
+    Some(
+        Diagnostic::error(
+            "",
+            span,
+            format!(
+                "invalid YAML: line {number} has no `:` after its key: `{content}` (the parser says: {parser_says})"
+            ),
+        )
+        .with_hint(format!(
+            "write `{fixed}`: the key, a colon and a space, then the value"
+        )),
+    )
+}
+
+/// The indentation step the file uses: the most common distance between a line that opens a block
+/// and the first line of that block (2 when there is none to judge by).
+fn indent_step(lines: &[Line<'_>], before: usize) -> usize {
+    let mut counts: Vec<(usize, usize)> = Vec::new();
+    let significant: Vec<&Line<'_>> = lines[..before].iter().filter(|l| l.significant()).collect();
+    for pair in significant.windows(2) {
+        let (opener, first) = (pair[0], pair[1]);
+        if !opener.opens_block() || first.indent() <= opener.indent() {
+            continue;
+        }
+        let step = first.indent() - opener.indent();
+        match counts.iter_mut().find(|(s, _)| *s == step) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((step, 1)),
+        }
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(step, n)| (n, std::cmp::Reverse(step)))
+        .map_or(2, |(step, _)| step)
+}
+
+/// The first key of a block indented differently from the key after it, when the key after it is
+/// where the file's usual step puts a block's keys: the first key is then the one to fix, though the
+/// parser stops at the second.
+fn first_key_misindented(
+    lines: &[Line<'_>],
+    error_index: usize,
+    previous: Option<usize>,
+    parser_says: &str,
+) -> Option<Diagnostic> {
+    let previous = previous?;
+    let opener_index = (0..previous).rev().find(|&i| lines[i].significant())?;
+    let (opener, first, next) = (&lines[opener_index], &lines[previous], &lines[error_index]);
+    if !next.significant() || !opener.opens_block() || first.indent() <= opener.indent() {
+        return None;
+    }
+    let expected = opener.indent() + indent_step(lines, opener_index + 1);
+    if next.indent() != expected || first.indent() == expected {
+        return None;
+    }
+    let number = previous + 1;
+    let key = strip_comment(opener.text).trim();
+    Some(located(
+        first,
+        number,
+        first.indent(),
+        format!(
+            "invalid YAML: bad indentation: line {number}, the first key under `{key}`, is indented {} spaces, but the next key of the block (line {}) is indented {expected} (the parser says: {parser_says})",
+            first.indent(),
+            error_index + 1
+        ),
+        format!(
+            "indent line {number} by {expected} spaces: the first key of a block sets its indentation, and the keys after it must line up with it"
+        ),
+    ))
 }
 
 /// Whether line `index` is indented wrongly, judged by the lines above it.
@@ -235,6 +380,45 @@ mod tests {
         let d = diagnose("agents:\n  vp:\n\trole: VP\n");
         assert!(d.message.contains("line 3 is indented with a tab"), "{d}");
         assert_eq!((d.line(), d.column()), (3, 1), "{d}");
+    }
+
+    #[test]
+    fn a_first_key_indented_unlike_the_rest_of_its_block_is_named() {
+        // Deeper than the keys after it, and shallower: both blamed on the first key, where the fix is.
+        for (first, spaces) in [("      role: VP", 6), ("   role: VP", 3)] {
+            let source = format!("agents:\n  vp:\n{first}\n    parent: ceo\n    level: 1\n");
+            let d = diagnose(&source);
+            assert_eq!((d.line(), d.column()), (3, 1), "{d}");
+            assert!(
+                d.message.contains(&format!(
+                    "line 3, the first key under `vp:`, is indented {spaces}"
+                )),
+                "{d}"
+            );
+            assert!(
+                d.hint.as_deref().unwrap_or("").contains("by 4 spaces"),
+                "{d}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_key_without_its_colon_is_named_on_its_own_line() {
+        // The first key of a block: the parser objects to the next line's colon.
+        let d = diagnose("agents:\n  vp:\n    role VP Operations\n    parent: ceo\n");
+        assert_eq!((d.line(), d.column()), (3, 5), "{d}");
+        assert!(d.message.contains("line 3 has no `:`"), "{d}");
+        assert!(
+            d.hint
+                .as_deref()
+                .unwrap_or("")
+                .contains("`role: VP Operations`"),
+            "{d}"
+        );
+        // Later in a block: the parser stops on the line itself.
+        let d = diagnose("agents:\n  vp:\n    parent: ceo\n    role VP Operations\n    level: 1\n");
+        assert_eq!((d.line(), d.column()), (4, 5), "{d}");
+        assert!(d.message.contains("line 4 has no `:`"), "{d}");
     }
 
     #[test]
