@@ -22,6 +22,7 @@
 
 pub mod conversation;
 pub mod detect;
+pub mod erase;
 pub mod entity;
 mod fake;
 mod guard;

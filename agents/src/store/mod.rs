@@ -10,7 +10,8 @@
 //! - `state`: [`TaskState`] and its transitions; `tasks`: conversations, task records and histories;
 //! - `lifecycle`: starting, moving, ending and cancelling tasks; `ledger`: LLM calls and totals;
 //! - `approvals`, `notices`, `recovery` (startup), `lock` (one engine per database),
-//!   `checkpointer` (WAL checkpoints off the writers' path).
+//!   `checkpointer` (WAL checkpoints off the writers' path), [`erase`] (`opc privacy erase`: every
+//!   stored copy of a value rewritten, in every table of the file).
 //!
 //! Invariants:
 //! - every state change is one transaction, and a task's state only moves along [`TaskState::may_become`]
@@ -26,6 +27,7 @@ use rusqlite::{Connection, Row};
 
 mod approvals;
 mod checkpointer;
+pub mod erase;
 mod ledger;
 mod lifecycle;
 mod lock;
@@ -37,6 +39,7 @@ mod state;
 mod tasks;
 
 pub use approvals::{Approval, ApprovalState, Decided, SystemDecider};
+pub use lock::claim as claim_database;
 pub use ledger::{CallPrivacy, CallRecord, PrivacyDay, Spend, TaskPrivacy, Totals, tokens_text};
 pub use lifecycle::Ending;
 pub use notices::Notice;

@@ -13,7 +13,11 @@
 //!   it, then the mapping (type, real value, substitute). For an admin checking what leaves the
 //!   machine: it prints real values to the terminal that asked, and nowhere else.
 //!
-//! All use the config's `framework.privacy` (`detectTypes`, `whitelist`, `confidenceThreshold`; the
+//! - `opc privacy erase VALUE [--dry-run]`: every stored copy of VALUE (database tables, the recall
+//!   search index and vectors) replaced by `[erased]`; see [`erase`]. It needs the config (for the
+//!   database's path) and no detector.
+//!
+//! The others use the config's `framework.privacy` (`detectTypes`, `whitelist`, `confidenceThreshold`; the
 //! org's name, agent ids and roles are always whitelisted) when a config is found by the usual
 //! discovery (`--config`, `$OPC_CONFIG`, `./opc.config.yaml`), else the defaults. The detector
 //! runs its NER tier too when the model is in the cache (`opc models fetch`); without it, a note on stderr
@@ -30,6 +34,8 @@ use opc_privacy::{Entity, EntityType, Style, Vault};
 use serde_json::{Value, json};
 
 use super::eprint;
+
+mod erase;
 
 /// `opc privacy …` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -56,10 +62,27 @@ pub enum PrivacyCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Replace every stored copy of VALUE with `[erased]`: in every table of the database (tasks and
+    /// their histories, recall rows, memory blocks, the web transcript and its progress events,
+    /// approvals, notices, …), in the recall search index and its vectors; then rebuild the file so
+    /// no old bytes remain. Matches the value in any case, its JSON-escaped forms, at word
+    /// boundaries. Values shorter than 4 characters are refused. Stop `opc run` first (it refuses
+    /// while `opc run` holds the database); `--dry-run` works beside it.
+    Erase {
+        /// The exact value, e.g. an e-mail address or a full name.
+        value: String,
+        /// Report what would be replaced, per table, and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 /// Run a `privacy` subcommand with the config at `config` (used only when it exists).
 pub fn run(config: &Path, command: PrivacyCommand) -> ExitCode {
+    // Erasure needs no detector: answer it before loading the NER model.
+    if let PrivacyCommand::Erase { value, dry_run } = &command {
+        return erase::run(config, value, *dry_run);
+    }
     let ner = NerSlot::new();
     if let Err(note) = super::models::load_now(&ner) {
         eprint(&note);
@@ -72,6 +95,7 @@ pub fn run(config: &Path, command: PrivacyCommand) -> ExitCode {
         PrivacyCommand::Detect { file } => detect(&detector, file.as_deref()),
         PrivacyCommand::Eval { files } => evaluate(&detector, &files),
         PrivacyCommand::Mask { file, json } => mask(&detector, style, file.as_deref(), json),
+        PrivacyCommand::Erase { value, dry_run } => erase::run(config, &value, dry_run),
     }
 }
 

@@ -194,6 +194,47 @@ impl Bm25 {
         Ok(())
     }
 
+    /// Replace the documents of `messages` (rewritten by an erasure) and commit, keeping the cursor:
+    /// the rows after it are still to be indexed, and these are behind it already.
+    pub fn replace(&self, writer: &mut IndexWriter, messages: &[Message]) -> Result<(), RecallError> {
+        if messages.is_empty() {
+            return Ok(());
+        }
+        let f = self.fields;
+        let cursor = self.cursor()?;
+        for m in messages {
+            let seq = u64::try_from(m.seq).unwrap_or(0);
+            writer.delete_term(Term::from_field_u64(f.seq, seq));
+            writer
+                .add_document(doc!(
+                    f.seq => seq,
+                    f.namespace => m.namespace.as_str(),
+                    f.ns_hash => ns_hash(&m.namespace),
+                    f.time => m.time_ms,
+                    f.text => m.indexed_text(),
+                ))
+                .map_err(idx_err)?;
+        }
+        let mut commit = writer.prepare_commit().map_err(idx_err)?;
+        commit.set_payload(&cursor.to_string());
+        commit.commit().map_err(idx_err)?;
+        self.reader.reload().map_err(idx_err)?;
+        Ok(())
+    }
+
+    /// Merge every segment into one and delete the files no longer used, so that deleted documents
+    /// (and their terms) are gone from the directory, not only marked deleted. `writer` must not
+    /// merge on its own ([`tantivy::indexer::NoMergePolicy`]), or a segment could be in two merges.
+    pub fn compact(&self, writer: &mut IndexWriter) -> Result<(), RecallError> {
+        let segments = self.index.searchable_segment_ids().map_err(idx_err)?;
+        if !segments.is_empty() {
+            writer.merge(&segments).wait().map_err(idx_err)?;
+        }
+        writer.garbage_collect_files().wait().map_err(idx_err)?;
+        self.reader.reload().map_err(idx_err)?;
+        Ok(())
+    }
+
     /// The stemmed terms of `text`, as the index sees them.
     fn analyse(&self, text: &str) -> Vec<String> {
         let Ok(mut analyzer) = self.index.tokenizers().get("en_stem").ok_or(()) else {

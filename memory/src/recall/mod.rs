@@ -18,6 +18,7 @@
 
 pub mod bm25;
 pub mod date;
+pub mod erase;
 pub mod eval;
 pub mod fusion;
 pub mod message;

@@ -1,0 +1,272 @@
+//! `opc privacy erase VALUE [--dry-run]`: remove every stored copy of a personal value.
+//!
+//! OPC is local-first: tasks, session histories, recall rows, the web transcript and progress events
+//! keep real values in plain text in one SQLite file (`framework.memory.path`) and its search index
+//! (`<file>.index/`). This command is how a value leaves them:
+//! 1. the value is checked: not empty, not too short, not a word OPC stores as structure, not part of
+//!    an agent id, role or the org's name (see `opc_privacy::erase` for what is matched);
+//! 2. the database lock (`<file>.lock`, held by `opc run` and `opc chat`) is taken, or the command
+//!    refuses with "stop opc run first": the running engine writes the same file and index, and a
+//!    rewrite under it could be undone by its next save of a session it holds in memory;
+//! 3. the search index's writer lock is taken (refused when another process indexes);
+//! 4. every table is rewritten in one transaction (`opc_agents::store::erase::rewrite`), recall's rows
+//!    included (the one rewrite its append-only table allows, recorded in `recall_erasures`);
+//! 5. the rewritten recall rows are re-indexed and re-embedded, the index merged into one segment and
+//!    its old files deleted (`RecallStore::finish_erasures`);
+//! 6. the file is rebuilt (`VACUUM`) and its WAL truncated (`scrub`), so no old bytes remain in free
+//!    pages or the log;
+//! 7. one audit line goes to `.opc/audit.jsonl` beside the config: when, the database, the value's
+//!    length, the counts. Never the value, nor a hash of it.
+//!
+//! `--dry-run` does 1 and prints the counts of step 4 from a read-only connection: nothing is locked
+//! or written, so it also works beside a running `opc run`.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use opc_agents::store::erase::{self, Erasure};
+use opc_memory::embed::{EmbedSlot, MiniLm};
+use opc_memory::recall::{RecallError, RecallStore};
+use opc_privacy::erase::{ERASED, Matcher};
+use serde_json::json;
+
+use crate::commands::{eprint, print};
+
+/// Where the audit lines go, relative to the config file's directory (beside the console's
+/// `config-history/`).
+const AUDIT: &str = ".opc/audit.jsonl";
+
+/// Run `opc privacy erase`.
+pub fn run(config: &Path, value: &str, dry_run: bool) -> ExitCode {
+    let matcher = match Matcher::new(value) {
+        Ok(m) => m,
+        Err(e) => {
+            eprint(&format!("error: {e}\n"));
+            return ExitCode::from(1);
+        }
+    };
+    if let Err(e) = erase::check_value(value) {
+        eprint(&format!("error: {e}\n"));
+        return ExitCode::from(1);
+    }
+    let loaded = match super::super::load_config(config) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    // Agent ids and roles are stored as structure (task rows, namespaces, authors): a value inside
+    // one would rename that agent's records.
+    let org_name = loaded.config.framework.name.clone();
+    for (what, text) in loaded
+        .config
+        .agents
+        .iter()
+        .flat_map(|(id, a)| [("agent id", id.clone()), ("role", a.role.clone())])
+        .chain(std::iter::once(("org name", org_name)))
+    {
+        if matcher.occurs_in(&text) {
+            eprint(&format!(
+                "error: refused: the value occurs in the {what} {text:?} ({}); erasing it would rename stored \
+                 records of the org, not remove personal data. Pass the whole personal value\n",
+                config.display()
+            ));
+            return ExitCode::from(1);
+        }
+    }
+    let db = super::super::database_path(&loaded);
+    if !db.exists() {
+        print(&format!(
+            "nothing stored: {} does not exist yet (it is created when `opc run` or `opc chat` first starts)\n",
+            db.display()
+        ));
+        return ExitCode::SUCCESS;
+    }
+    if dry_run {
+        return match erase::scan(&db, &matcher) {
+            Ok(found) => {
+                print(&report(&db, &found, true));
+                print("dry run: nothing was changed\n");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprint(&format!("error: {e}\n"));
+                ExitCode::from(1)
+            }
+        };
+    }
+    erase_now(&loaded.base_dir, &db, &matcher)
+}
+
+/// Steps 2 to 7 of the module doc.
+fn erase_now(base_dir: &Path, db: &Path, matcher: &Matcher) -> ExitCode {
+    let fail = |e: &dyn std::fmt::Display| {
+        eprint(&format!("error: {e}\n"));
+        ExitCode::from(1)
+    };
+    let _lock = match opc_agents::store::claim_database(db) {
+        Ok(lock) => lock,
+        Err(e) => {
+            return fail(&format!(
+                "stop opc run first: {e}. Erasure rewrites the database and its search index, which a running \
+                 `opc run` (or `opc chat`) writes to; stop it, run the erase, then start it again. Nothing was \
+                 changed"
+            ));
+        }
+    };
+    let slot = EmbedSlot::new();
+    let recall = match RecallStore::open(db, slot.clone()) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    match recall.claim_index() {
+        Ok(()) => {}
+        Err(RecallError::IndexBusy) => {
+            return fail(
+                &"another process is indexing this database's recall memory (`opc memory search`?); \
+                  run the erase again when it is done. Nothing was changed",
+            );
+        }
+        Err(e) => return fail(&format!("{e}. Nothing was changed")),
+    }
+    let done = match erase::rewrite(db, matcher) {
+        Ok(d) => d,
+        Err(e) => return fail(&e),
+    };
+    // The embedding model is needed only when rewritten rows had vectors.
+    if !done.recall_seqs.is_empty() {
+        if let Ok(model) = MiniLm::load_shared() {
+            slot.set(model);
+        }
+    }
+    let finished = match recall.finish_erasures() {
+        Ok(f) => f,
+        Err(e) => {
+            return fail(&format!(
+                "the database is rewritten (erasure #{}), but its search index could not be updated: {e}. \
+                 Run the same erase again: it finishes the index first",
+                done.record.unwrap_or(0)
+            ));
+        }
+    };
+    drop(recall);
+    if let Err(e) = erase::scrub(db) {
+        return fail(&e);
+    }
+    let mut out = report(db, &done, false);
+    let mut index_dir = db.as_os_str().to_owned();
+    index_dir.push(".index");
+    out.push_str(&format!(
+        "search index {}: {} document(s) re-indexed, merged into one segment, old files deleted\n",
+        Path::new(&index_dir).display(),
+        finished.reindexed
+    ));
+    if finished.reembedded > 0 {
+        out.push_str(&format!("vectors: {} re-embedded\n", finished.reembedded));
+    }
+    if finished.vectors_dropped > 0 {
+        out.push_str(&format!(
+            "vectors: {} deleted and not recomputed (the embedding model is not fetched: `opc models fetch`); \
+             those rows are found by keywords only\n",
+            finished.vectors_dropped
+        ));
+    }
+    if finished.erasures > 1 {
+        out.push_str(&format!(
+            "finished {} earlier erasure(s) whose index update had been interrupted\n",
+            finished.erasures - 1
+        ));
+    }
+    out.push_str(&format!(
+        "database rebuilt (VACUUM) and its write-ahead log emptied; recorded as erasure #{} in recall_erasures\n",
+        done.record.unwrap_or(0)
+    ));
+    let audit = base_dir.join(AUDIT);
+    match write_audit(&audit, db, matcher, &done, finished.reindexed) {
+        Ok(()) => out.push_str(&format!("audit: one line in {}\n", audit.display())),
+        Err(e) => {
+            print(&out);
+            return fail(&format!(
+                "erased, but the audit line could not be written to {}: {e}",
+                audit.display()
+            ));
+        }
+    }
+    print(&out);
+    ExitCode::SUCCESS
+}
+
+/// The per-table report.
+fn report(db: &Path, found: &Erasure, dry_run: bool) -> String {
+    let occurrences: usize = found.tables.iter().map(|t| t.occurrences).sum();
+    let mut out = format!(
+        "{} {occurrences} occurrence(s) in {} row(s) of {}{}\n",
+        if dry_run { "would replace" } else { "replaced" },
+        found.rows(),
+        db.display(),
+        if occurrences > 0 {
+            format!(" with {ERASED}:")
+        } else {
+            String::new()
+        }
+    );
+    let width = found.tables.iter().map(|t| t.table.len()).max().unwrap_or(0);
+    for t in found.tables.iter().filter(|t| t.rows > 0) {
+        out.push_str(&format!(
+            "  {:width$}  {} row(s), {} occurrence(s)\n",
+            t.table, t.rows, t.occurrences
+        ));
+    }
+    let clean: Vec<&str> = found
+        .tables
+        .iter()
+        .filter(|t| t.rows == 0)
+        .map(|t| t.table.as_str())
+        .collect();
+    if !clean.is_empty() {
+        out.push_str(&format!("  not found in: {}\n", clean.join(", ")));
+    }
+    if !found.recall_seqs.is_empty() {
+        out.push_str(&format!(
+            "recall rows {}: {} (their search index documents and vectors are rebuilt)\n",
+            if dry_run { "to rewrite" } else { "rewritten" },
+            found.recall_seqs.len()
+        ));
+    }
+    out
+}
+
+/// Append the audit line: counts and the value's length, never the value.
+fn write_audit(
+    audit: &Path,
+    db: &Path,
+    matcher: &Matcher,
+    done: &Erasure,
+    reindexed: usize,
+) -> std::io::Result<()> {
+    if let Some(dir) = audit.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tables: serde_json::Map<String, serde_json::Value> = done
+        .tables
+        .iter()
+        .filter(|t| t.rows > 0)
+        .map(|t| (t.table.clone(), json!(t.rows)))
+        .collect();
+    let line = json!({
+        "at": humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+        "event": "privacy.erase",
+        "by": std::env::var("USER").unwrap_or_default(),
+        "database": db.display().to_string(),
+        "value_chars": matcher.chars(),
+        "rows": done.rows(),
+        "tables": tables,
+        "index_documents": reindexed,
+        "erasure": done.record,
+    });
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(audit)?;
+    writeln!(log, "{line}")?;
+    log.sync_all()
+}

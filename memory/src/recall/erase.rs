@@ -1,0 +1,248 @@
+//! Erasure in recall memory: the one rewrite an append-only table allows, and the derived indexes
+//! brought in line with it.
+//!
+//! `opc privacy erase` rewrites every stored text that holds a value (`opc_agents::store::erase`
+//! walks the tables). `recall_messages` refuses UPDATE (its triggers keep it append-only), so the
+//! rewrite goes through this module, inside the caller's transaction:
+//! - [`allow_rewrite`] lifts the guard (drops the triggers, keeping their SQL);
+//! - the caller rewrites rows;
+//! - [`finish_rewrite`] recomputes the rewritten rows' content hashes (so a recalled snippet still
+//!   checks out), deletes their vectors (an embedding of the old text is a copy of it in another
+//!   form), records the erasure in `recall_erasures` with the rows still to be re-indexed, and puts the
+//!   triggers back. All of it commits or rolls back with the rewrite.
+//!
+//! After the commit, [`RecallStore::finish_erasures`] re-indexes those rows in the BM25 index,
+//! re-embeds the ones that had vectors (when the model is loaded), merges the index into one segment
+//! and deletes the old segment files, then clears the erasure's `pending` column. A crash before that
+//! leaves `pending` set, and the next `opc privacy erase` finishes it first.
+//!
+//! The record (`recall_erasures`): when, the value's length in characters, and the counts per table.
+//! Never the value, nor a hash of it (a hash of an e-mail address is found again by hashing guesses).
+
+use rusqlite::{OptionalExtension, Transaction, params};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::{Message, RecallError, RecallStore, vectors};
+
+/// Memory schema migration 3: the record of erasures.
+pub const V3: &str = "
+CREATE TABLE IF NOT EXISTS recall_erasures (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    at_ms       INTEGER NOT NULL,
+    value_chars INTEGER NOT NULL,
+    counts      TEXT    NOT NULL,
+    pending     TEXT
+);
+";
+
+/// The append-only guard, lifted for one transaction.
+#[must_use = "pass it to finish_rewrite, or the guard is not restored in this transaction"]
+pub struct Rewrite {
+    /// The guard triggers' SQL, to create them again.
+    triggers: Vec<String>,
+}
+
+/// Lift `recall_messages`' append-only triggers inside `tx` (they come back in [`finish_rewrite`], in
+/// the same transaction: no other connection ever sees the table unguarded).
+pub fn allow_rewrite(tx: &Transaction<'_>) -> rusqlite::Result<Rewrite> {
+    let mut stmt = tx.prepare(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'recall_messages'",
+    )?;
+    let triggers: Vec<(String, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (name, _) in &triggers {
+        tx.execute_batch(&format!("DROP TRIGGER \"{}\"", name.replace('"', "\"\"")))?;
+    }
+    Ok(Rewrite {
+        triggers: triggers.into_iter().map(|(_, sql)| sql).collect(),
+    })
+}
+
+/// What one erasure did, as recorded.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// The erased value's length in characters.
+    pub value_chars: usize,
+    /// Counts per table, as the caller reports them.
+    pub counts: Value,
+}
+
+/// After the caller rewrote the recall rows `seqs` in `tx`: fix their hashes, drop their vectors,
+/// record the erasure (pending re-indexing) and restore the guard. The erasure's id.
+pub fn finish_rewrite(
+    tx: &Transaction<'_>,
+    rewrite: Rewrite,
+    seqs: &[i64],
+    record: &Record,
+) -> rusqlite::Result<i64> {
+    let mut embedded = Vec::new();
+    {
+        let mut text = tx.prepare("SELECT text FROM recall_messages WHERE seq = ?1")?;
+        let mut hash = tx.prepare("UPDATE recall_messages SET content_hash = ?2 WHERE seq = ?1")?;
+        let mut drop_vector = tx.prepare("DELETE FROM recall_vectors WHERE seq = ?1")?;
+        for &seq in seqs {
+            let Some(t): Option<String> = text.query_row([seq], |r| r.get(0)).optional()? else {
+                continue;
+            };
+            hash.execute(params![seq, hex::encode(Sha256::digest(t.as_bytes()))])?;
+            if drop_vector.execute([seq])? > 0 {
+                embedded.push(seq);
+            }
+        }
+    }
+    let pending = json!({ "index": seqs, "embed": embedded });
+    tx.execute(
+        "INSERT INTO recall_erasures (at_ms, value_chars, counts, pending) VALUES (?1, ?2, ?3, ?4)",
+        params![
+            now_ms(),
+            record.value_chars as i64,
+            record.counts.to_string(),
+            pending.to_string()
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    for sql in rewrite.triggers {
+        tx.execute_batch(&sql)?;
+    }
+    Ok(id)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// What [`RecallStore::finish_erasures`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Finished {
+    /// Erasures finished (normally the one just committed; more when an earlier one was interrupted).
+    pub erasures: usize,
+    /// Index documents replaced by their rewritten text.
+    pub reindexed: usize,
+    /// Vectors computed again from the rewritten text.
+    pub reembedded: usize,
+    /// Vectors deleted and not computed again (the embedding model is not loaded): those rows are
+    /// found by keywords only.
+    pub vectors_dropped: usize,
+}
+
+/// Seqs in a `pending` list.
+fn seqs(v: &Value, key: &str) -> Vec<i64> {
+    v[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_i64)
+        .collect()
+}
+
+impl RecallStore {
+    /// Take the BM25 index's writer for an erasure, before anything is rewritten: when another
+    /// process holds it, [`RecallError::IndexBusy`] and nothing has changed. The writer never merges
+    /// on its own (the erasure merges everything itself, once).
+    pub fn claim_index(&self) -> Result<(), RecallError> {
+        let mut writer = self
+            .inner
+            .index_writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if writer.is_none() {
+            let w = self.inner.bm25.writer()?;
+            w.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
+            *writer = Some(w);
+        }
+        Ok(())
+    }
+
+    /// Bring the indexes in line with every erasure still pending: re-index the rewritten rows the
+    /// index already held, re-embed the ones that had vectors (when the model is loaded), merge the
+    /// index into one segment and delete the files of the old ones, then mark the erasures done.
+    /// Compacts the index even when nothing is pending (deleted documents of earlier updates may
+    /// still hold old text). Call [`Self::claim_index`] first.
+    pub fn finish_erasures(&self) -> Result<Finished, RecallError> {
+        let pending: Vec<(i64, Value)> = self.with_reader(|c| {
+            let mut stmt = c.prepare(
+                "SELECT id, pending FROM recall_erasures WHERE pending IS NOT NULL ORDER BY id",
+            )?;
+            stmt.query_map([], |r| {
+                let text: String = r.get(1)?;
+                Ok((r.get(0)?, serde_json::from_str(&text).unwrap_or(Value::Null)))
+            })?
+            .collect()
+        })?;
+        let mut index: Vec<i64> = pending.iter().flat_map(|(_, p)| seqs(p, "index")).collect();
+        let mut embed: Vec<i64> = pending.iter().flat_map(|(_, p)| seqs(p, "embed")).collect();
+        index.sort_unstable();
+        index.dedup();
+        embed.sort_unstable();
+        embed.dedup();
+        let mut done = Finished {
+            erasures: pending.len(),
+            ..Finished::default()
+        };
+        {
+            let mut slot = self
+                .inner
+                .index_writer
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let Some(writer) = slot.as_mut() else {
+                return Err(RecallError::Invalid(
+                    "finish_erasures needs the index writer: call claim_index first".into(),
+                ));
+            };
+            // Rows after the cursor are not in the index yet: they are indexed later, from the
+            // rewritten text.
+            let cursor = self.inner.bm25.cursor()?;
+            let behind: Vec<i64> = index.iter().copied().filter(|s| *s <= cursor).collect();
+            let messages = self.load(&behind)?;
+            self.inner.bm25.replace(writer, &messages)?;
+            done.reindexed = messages.len();
+            self.inner.bm25.compact(writer)?;
+            // Wait for the merge's threads and let go of the lock.
+            if let Some(w) = slot.take() {
+                w.wait_merging_threads().map_err(|e| RecallError::Index(e.to_string()))?;
+            }
+        }
+        if !embed.is_empty() {
+            match self.inner.slot.get().cloned() {
+                Some(model) => {
+                    let mut messages = self.load(&embed)?;
+                    messages.sort_by_key(|m| m.seq);
+                    let texts: Vec<String> = messages.iter().map(Message::indexed_text).collect();
+                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                    let vecs = model.embed(&refs)?;
+                    let mut conn = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner());
+                    let tx = conn.transaction().map_err(self.db_err())?;
+                    for (m, v) in messages.iter().zip(&vecs) {
+                        tx.execute(
+                            "INSERT OR REPLACE INTO recall_vectors (seq, model, vector) VALUES (?1, ?2, ?3)",
+                            params![m.seq, model.model_id(), vectors::to_blob(v)],
+                        )
+                        .map_err(self.db_err())?;
+                    }
+                    tx.commit().map_err(self.db_err())?;
+                    done.reembedded = messages.len();
+                }
+                None => done.vectors_dropped = embed.len(),
+            }
+        }
+        if !pending.is_empty() {
+            let mut conn = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner());
+            let tx = conn.transaction().map_err(self.db_err())?;
+            for (id, _) in &pending {
+                tx.execute(
+                    "UPDATE recall_erasures SET pending = NULL WHERE id = ?1",
+                    [id],
+                )
+                .map_err(self.db_err())?;
+            }
+            tx.commit().map_err(self.db_err())?;
+        }
+        Ok(done)
+    }
+
+}
