@@ -144,16 +144,20 @@ mod tests {
     /// "Next:" names the variable and the address the example config really uses.
     #[test]
     fn next_steps_match_the_example_config() {
-        let config = FILES[0].1;
-        assert!(config.contains(&format!("apiKeyEnv: {KEY_VAR}")));
-        assert!(
-            !config.contains("listen:"),
-            "the example uses the default address"
-        );
+        let dir = std::env::temp_dir().join(format!("opc-init-next-{}", std::process::id()));
+        for (name, contents) in FILES {
+            write_new(&dir.join(name), contents).unwrap();
+        }
+        let loaded = opc_hierarchy::load(&dir.join("opc.config.yaml")).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(loaded.config.channels.web.listen.to_string(), WEB_ADDRESS);
+        let framework = &loaded.config.framework;
+        let default = &framework.providers[framework.default_provider.as_deref().unwrap()];
         assert_eq!(
-            opc_hierarchy::schema::DEFAULT_WEB_LISTEN.to_string(),
-            WEB_ADDRESS
+            default.api_key_env.as_ref().map(|v| v.name()),
+            Some(KEY_VAR)
         );
+        assert!(next_steps(Path::new("org")).contains(&format!("export {KEY_VAR}=")));
     }
 
     /// The suggested directory is never the refused one, and is free.
