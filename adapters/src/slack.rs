@@ -27,6 +27,9 @@
 //! - the bot's own messages never reach the inbox;
 //! - tokens, the signing secret, `response_url`s and message text are never logged.
 
+/// The Slack app this adapter needs (scopes, events, command, routes), as a manifest.
+pub mod manifest;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

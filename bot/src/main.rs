@@ -2,11 +2,14 @@
 //!
 //! Role: the one binary users run. `opc init` writes a working example org, `opc validate` checks a
 //! config and shows every problem with its position, `opc visualize` draws the org tree, `opc run`
-//! starts the server, `opc chat` talks to the root agent, `opc tasks` shows the ledger. The library
-//! crates do the work; this crate only wires them to the terminal and the network.
+//! starts the server, `opc chat` talks to the root agent, `opc tasks` shows the ledger, `opc slack
+//! manifest` prints the Slack app to create. The library crates do the work; this crate only wires
+//! them to the terminal and the network.
 //!
 //! Invariants: exit codes are stable and documented (`validate`: 0 valid, 1 invalid, 2 unreadable);
-//! nothing here panics on user input; secrets are never printed.
+//! nothing here panics on user input; secrets are never printed. `--config` is defined once, as a
+//! global option, so every subcommand takes it in the same place users put it: before or after the
+//! subcommand's name.
 
 mod admin;
 mod commands;
@@ -24,6 +27,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod log;
 mod reload;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -33,10 +37,17 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// which delegates down an org tree of agents defined in `opc.config.yaml`.
 ///
 /// Start with `opc init my-org`, check the result with `opc validate`, look at it with
-/// `opc visualize`.
+/// `opc visualize`, serve it with `opc run` (web chat on http://127.0.0.1:7420/, admin console at
+/// /admin).
+///
+/// `--config PATH` may be given before or after the subcommand (`opc memory show --config X`).
 #[derive(Debug, Parser)]
 #[command(name = "opc", version, about, long_about, propagate_version = true)]
 struct Cli {
+    /// Which config file to read; one definition for every subcommand (`global`), so it may come
+    /// before or after the subcommand's name.
+    #[command(flatten)]
+    config: ConfigArg,
     #[command(subcommand)]
     command: Command,
 }
@@ -57,22 +68,23 @@ enum Command {
     ///
     /// Exit status: 0 valid (warnings are printed), 1 invalid, 2 unreadable.
     Validate {
-        #[command(flatten)]
-        config: ConfigArg,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Start the gateway: web chat on `channels.web.listen` (127.0.0.1:7420 by default), plus Slack and
-    /// Discord when configured.
+    /// Start the gateway: web chat on `channels.web.listen` (127.0.0.1:7420 by default) with the admin
+    /// console at `/admin`, plus Slack and Discord when configured.
     ///
-    /// The web chat is at `/`, the org chart at `/org` (JSON: `/api/org`), health at `/healthz`. A
-    /// platform whose token variable is unset stops start-up with an error naming it; a missing LLM key
-    /// only warns, and messages are answered with a notice naming the variable. An invalid config
-    /// never starts. Ctrl-C or SIGTERM stops it cleanly.
+    /// Pages: the web chat at `/`, the admin console at `/admin` (the org, tasks, approvals, memory,
+    /// privacy, and the config with validation and hot reload), the org chart at `/org` (JSON:
+    /// `/api/org`), health at `/healthz`. A platform whose token variable is unset stops start-up with
+    /// an error naming it; a missing LLM key only warns, and messages are answered with a notice naming
+    /// the variable. An invalid config never starts. Ctrl-C or SIGTERM stops it cleanly.
     Run {
-        #[command(flatten)]
-        config: ConfigArg,
+        /// Serve on this address instead of `channels.web.listen` (e.g. 127.0.0.1:8080). As in the
+        /// config, an address other machines can reach needs `channels.web.accessTokenEnv`.
+        #[arg(long, value_name = "IP:PORT")]
+        listen: Option<SocketAddr>,
     },
     /// Send a message to the root agent and print its answer; without a message, chat interactively.
     ///
@@ -81,53 +93,51 @@ enum Command {
     /// delegated. Exit status: 0 answered, 1 failed, 2 not started, 3 escalated, 130 cancelled.
     Chat {
         #[command(flatten)]
-        config: ConfigArg,
-        #[command(flatten)]
         args: commands::chat::ChatArgs,
     },
     /// List recent requests, or show one delegation tree with state, time, tokens and cost per task.
     Tasks {
         #[command(flatten)]
-        config: ConfigArg,
-        #[command(flatten)]
         args: commands::tasks::TasksArgs,
     },
-    /// Personal-data detection from the command line: `detect` (JSON lines in and out) and `eval`.
+    /// Personal data from the command line: `detect` finds it, `mask` shows what a model would be
+    /// sent, `eval` scores the detector.
     ///
     /// Uses the config's `framework.privacy` detection settings when a config is found, else the
     /// defaults. Exit status: 0 done, 1 a bad input line (named by its number) or invalid config,
     /// 2 unreadable file.
     Privacy {
-        #[command(flatten)]
-        config: ConfigArg,
         #[command(subcommand)]
         command: commands::privacy::PrivacyCommand,
     },
-    /// Local model files (the privacy gateway's NER model): fetch them ahead of time, list them.
+    /// Local model files: the privacy gateway's NER model (`rampart`, names and street addresses) and
+    /// recall's embedding model (`minilm`, all-MiniLM-L6-v2). Fetch them ahead of time, list them.
+    ///
+    /// `opc run` fetches a missing model in the background; `opc models fetch` does it ahead of time
+    /// (for offline machines, or to see the download's progress).
     #[command(subcommand)]
     Models(commands::models::ModelsCommand),
     /// Memory: core blocks as stored (`show [AGENT]`, `history LABEL`), recall searched as an agent
     /// would (`search`), and recall measured on LoCoMo (`eval locomo`).
     Memory {
-        #[command(flatten)]
-        config: ConfigArg,
         #[command(subcommand)]
         command: commands::memory::MemoryCommand,
     },
     /// Draw the org tree: id, role, model, tools, memory and shareWith of every agent.
     ///
     /// Colours are used when stdout is a terminal (set NO_COLOR to turn them off).
-    Visualize {
-        #[command(flatten)]
-        config: ConfigArg,
-    },
+    Visualize,
+    /// Slack: `manifest` prints the Slack app manifest for the configured org, to paste into
+    /// "Create an app → From a manifest" at https://api.slack.com/apps.
+    #[command(subcommand)]
+    Slack(commands::slack::SlackCommand),
 }
 
 /// Which config file to read.
 #[derive(Debug, clap::Args)]
 struct ConfigArg {
     /// Config file [default: $OPC_CONFIG, or ./opc.config.yaml]
-    #[arg(long, short = 'c', value_name = "PATH")]
+    #[arg(long, short = 'c', value_name = "PATH", global = true)]
     config: Option<PathBuf>,
 }
 
@@ -149,15 +159,17 @@ enum Format {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     log::init(matches!(cli.command, Command::Chat { .. }));
+    let config = cli.config.path();
     match cli.command {
         Command::Init { dir } => commands::init::run(&dir),
-        Command::Validate { config, format } => commands::validate::run(&config.path(), format),
-        Command::Visualize { config } => commands::visualize::run(&config.path()),
-        Command::Run { config } => commands::run::run(&config.path()),
-        Command::Chat { config, args } => commands::chat::run(&config.path(), args),
-        Command::Tasks { config, args } => commands::tasks::run(&config.path(), args),
-        Command::Privacy { config, command } => commands::privacy::run(&config.path(), command),
+        Command::Validate { format } => commands::validate::run(&config, format),
+        Command::Visualize => commands::visualize::run(&config),
+        Command::Run { listen } => commands::run::run(&config, listen),
+        Command::Chat { args } => commands::chat::run(&config, args),
+        Command::Tasks { args } => commands::tasks::run(&config, args),
+        Command::Privacy { command } => commands::privacy::run(&config, command),
         Command::Models(command) => commands::models::run(command),
-        Command::Memory { config, command } => commands::memory::run(&config.path(), command),
+        Command::Memory { command } => commands::memory::run(&config, command),
+        Command::Slack(command) => commands::slack::run(&config, command),
     }
 }

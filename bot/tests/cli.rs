@@ -376,3 +376,398 @@ fn memory_show_and_history_read_the_stored_blocks() {
     );
     assert_eq!(lines[4], "  + Patient and thorough.");
 }
+
+/// `opc` with `stdin` as its standard input.
+fn opc_with_input(args: &[&str], dir: &Path, stdin: &str) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_opc"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("OPC_CONFIG")
+        .env("NO_COLOR", "1")
+        .env("OPC_MODELS_OFFLINE", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("opc runs");
+    let mut pipe = child.stdin.take().expect("stdin");
+    pipe.write_all(stdin.as_bytes()).expect("write stdin");
+    drop(pipe);
+    child.wait_with_output().expect("opc finishes")
+}
+
+/// `--config` is one global option: every subcommand that reads a config takes it before or after its
+/// name (the README writes `opc memory show --config PATH`), and it is really the file read.
+#[test]
+fn config_is_accepted_before_and_after_every_subcommand() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = opc(&["init", "org"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let config = dir.path().join("org/opc.config.yaml");
+    let config = config.to_str().expect("utf-8 path");
+    // The current directory has no config: each command below can only have read `config`.
+    for args in [
+        vec!["validate"],
+        vec!["visualize"],
+        vec!["tasks"],
+        vec!["memory", "show"],
+        vec!["memory", "history", "persona"],
+        vec!["privacy", "detect"],
+    ] {
+        for before in [false, true] {
+            let mut full: Vec<&str> = Vec::new();
+            if before {
+                full.extend(["--config", config]);
+            }
+            full.extend(args.iter().copied());
+            if !before {
+                full.extend(["--config", config]);
+            }
+            let out = opc_with_input(&full, dir.path(), "");
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "opc {}: {}",
+                full.join(" "),
+                text(&out.stderr)
+            );
+        }
+    }
+    // `-c` too, after the subcommand.
+    let out = opc(&["validate", "-c", config], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Without it, the same commands find no config.
+    let out = opc(&["memory", "show"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+
+    // The privacy commands read the named file: its whitelist keeps an address unmasked.
+    std::fs::write(
+        dir.path().join("org/privacy.yaml"),
+        std::fs::read_to_string(dir.path().join("org/opc.config.yaml"))
+            .expect("config")
+            .replace("whitelist: [", "whitelist: [ops@example.com, "),
+    )
+    .expect("write");
+    let line = "{\"text\":\"write to ops@example.com\"}\n";
+    let defaults = opc_with_input(&["privacy", "detect"], dir.path(), line);
+    assert!(
+        text(&defaults.stdout).contains("EMAIL"),
+        "{}",
+        text(&defaults.stdout)
+    );
+    let whitelisted = dir.path().join("org/privacy.yaml");
+    let whitelisted = whitelisted.to_str().expect("utf-8");
+    for args in [
+        ["privacy", "detect", "--config", whitelisted],
+        ["--config", whitelisted, "privacy", "detect"],
+    ] {
+        let out = opc_with_input(&args, dir.path(), line);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout).trim(), "{\"entities\":[]}", "{args:?}");
+    }
+    // And an invalid file named after the subcommand is reported as such.
+    std::fs::write(dir.path().join("bad.yaml"), "agents: {}\n").expect("write");
+    let out = opc_with_input(
+        &["privacy", "detect", "--config", "bad.yaml"],
+        dir.path(),
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+}
+
+#[test]
+fn help_texts_name_every_subcommand_model_and_page() {
+    let help = |args: &[&str]| {
+        let out = opc(args, Path::new("."));
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let privacy = help(&["privacy", "--help"]);
+    for word in ["detect", "mask", "eval"] {
+        assert!(privacy.contains(word), "{word} in {privacy}");
+    }
+    let about = privacy.lines().next().unwrap_or_default();
+    assert!(about.contains("mask"), "the summary names mask: {about}");
+    let models = help(&["models", "--help"]);
+    for word in ["rampart", "minilm", "NER", "all-MiniLM-L6-v2"] {
+        assert!(models.contains(word), "{word} in {models}");
+    }
+    let top = help(&["--help"]);
+    assert!(
+        top.contains("both models") || top.contains("Local model files"),
+        "{top}"
+    );
+    assert!(top.contains("slack"), "{top}");
+    let run = help(&["run", "--help"]);
+    for word in ["/admin", "--listen", "accessTokenEnv", "--config"] {
+        assert!(run.contains(word), "{word} in {run}");
+    }
+    let slack = help(&["slack", "manifest", "--help"]);
+    for word in ["--url", "api.slack.com/apps", "--config"] {
+        assert!(slack.contains(word), "{word} in {slack}");
+    }
+}
+
+/// "Next:" leads to a running org in a browser; a refusal suggests a directory that would work.
+#[test]
+fn init_says_what_to_do_next_and_suggests_a_free_directory() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = opc(&["init", "my-org"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let next = text(&out.stdout);
+    let steps = [
+        "cd my-org",
+        "opc validate",
+        "opc visualize",
+        "export ANTHROPIC_API_KEY=",
+        "console.anthropic.com",
+        "opc run",
+        "http://127.0.0.1:7420/",
+        "http://127.0.0.1:7420/admin",
+        "examples/offline/run.sh --serve",
+    ];
+    let mut at = 0;
+    for step in steps {
+        let found = next[at..]
+            .find(step)
+            .unwrap_or_else(|| panic!("{step:?} after byte {at} in {next}"));
+        at += found;
+    }
+
+    let out = opc(&["init", "my-org"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let refusal = text(&out.stderr);
+    assert!(refusal.contains("refusing to overwrite"), "{refusal}");
+    assert!(refusal.contains("`opc init my-org-2`"), "{refusal}");
+    assert!(!refusal.contains("`opc init my-org`"), "{refusal}");
+    // The suggestion works.
+    let out = opc(&["init", "my-org-2"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Inside an org: a new subdirectory (`opc init .` there suggests `my-org`, not `.`).
+    let out = opc(&["init"], &dir.path().join("my-org"));
+    assert_eq!(out.status.code(), Some(1));
+    let refusal = text(&out.stderr);
+    assert!(refusal.contains("`opc init ./my-org`"), "{refusal}");
+}
+
+/// A config for `opc run` whose own `listen` cannot be bound here (TEST-NET-1, not on this machine), so
+/// only `--listen` can make it serve; it names an access token, as a non-loopback address requires.
+const UNBINDABLE: &str = "framework:\n  name: Listen Org\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\nchannels:\n  web: { listen: \"192.0.2.1:7420\", accessTokenEnv: OPC_TEST_WEB_TOKEN }\nagents:\n  ceo: { role: CEO }\n";
+
+#[test]
+fn run_listen_overrides_the_config_and_keeps_its_rules() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpStream;
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("opc.config.yaml"), UNBINDABLE).expect("write config");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_opc"))
+        .args(["run", "--listen", "127.0.0.1:0"])
+        .current_dir(dir.path())
+        .env_remove("OPC_CONFIG")
+        .env("OPC_TEST_WEB_TOKEN", "s3cret-token")
+        .env("OPC_MODELS_OFFLINE", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("opc run starts");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut banner = String::new();
+    stdout.read_line(&mut banner).expect("banner line");
+    let address = banner
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {banner:?}"))
+        .to_string();
+    assert!(address.starts_with("127.0.0.1:"), "{banner}");
+    assert!(banner.contains("/admin"), "{banner}");
+    let mut stream = TcpStream::connect(&address).expect("connect");
+    write!(
+        stream,
+        "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    assert_eq!(child.wait().expect("exits").code(), Some(0));
+
+    // A reachable address without an access token is refused before anything starts, as in the config.
+    std::fs::write(
+        dir.path().join("open.yaml"),
+        UNBINDABLE.replace(
+            "{ listen: \"192.0.2.1:7420\", accessTokenEnv: OPC_TEST_WEB_TOKEN }",
+            "{ listen: \"127.0.0.1:0\" }",
+        ),
+    )
+    .expect("write config");
+    let out = opc(
+        &["run", "--config", "open.yaml", "--listen", "0.0.0.0:0"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("--listen 0.0.0.0:0 is reachable from other machines")
+            && stderr.contains("accessTokenEnv"),
+        "{stderr}"
+    );
+    // Not an address: clap says so.
+    let out = opc(&["run", "--listen", "localhost"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--listen"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The manifest `opc slack manifest` prints: valid JSON, the org's name, the scopes of every Web API
+/// method the adapter calls (its own list), its events and the `/opc` command; Socket Mode or request
+/// URLs per the config; clear errors without a Slack section or a URL.
+#[test]
+fn slack_manifest_describes_the_app_the_adapter_needs() {
+    use opc_adapters::slack::manifest::{BOT_EVENTS, Token, WEB_API_METHODS};
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = "framework:\n  name: Acme Robotics\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\nagents:\n  ceo: { role: CEO }\n";
+    std::fs::write(dir.path().join("none.yaml"), base).expect("write");
+    std::fs::write(
+        dir.path().join("socket.yaml"),
+        format!("{base}channels:\n  slack: {{ mode: socket, botTokenEnv: SLACK_BOT_TOKEN, appTokenEnv: MY_APP_TOKEN }}\n"),
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("http.yaml"),
+        format!("{base}channels:\n  slack: {{ mode: http, botTokenEnv: SLACK_BOT_TOKEN, signingSecretEnv: MY_SIGNING_SECRET }}\n"),
+    )
+    .expect("write");
+
+    let out = opc(
+        &["slack", "manifest", "--config", "socket.yaml"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("stdout is the manifest alone, as JSON");
+    assert_eq!(manifest["display_information"]["name"], "Acme Robotics");
+    assert_eq!(
+        manifest["features"]["bot_user"]["display_name"],
+        "Acme Robotics"
+    );
+    assert_eq!(manifest["settings"]["socket_mode_enabled"], true);
+    assert_eq!(manifest["settings"]["interactivity"]["is_enabled"], true);
+    let scopes: Vec<&str> = manifest["oauth_config"]["scopes"]["bot"]
+        .as_array()
+        .expect("bot scopes")
+        .iter()
+        .filter_map(|s| s.as_str())
+        .collect();
+    for method in WEB_API_METHODS.iter().filter(|m| m.token == Token::Bot) {
+        if let Some(scope) = method.scope {
+            assert!(scopes.contains(&scope), "{} needs {scope}", method.name);
+        }
+    }
+    assert!(scopes.contains(&"commands"), "{scopes:?}");
+    let events: Vec<&str> = manifest["settings"]["event_subscriptions"]["bot_events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e.as_str())
+        .collect();
+    let handled: Vec<&str> = BOT_EVENTS.iter().map(|(e, _)| *e).collect();
+    assert_eq!(events, handled);
+    let command = &manifest["features"]["slash_commands"][0];
+    assert_eq!(command["command"], "/opc");
+    for (name, _) in opc_adapters::Command::ALL {
+        assert!(
+            command["usage_hint"]
+                .as_str()
+                .is_some_and(|h| h.contains(name)),
+            "/opc {name} in {command}"
+        );
+    }
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("request_url"));
+    let steps = text(&out.stderr);
+    for step in [
+        "api.slack.com/apps",
+        "connections:write",
+        "MY_APP_TOKEN",
+        "SLACK_BOT_TOKEN",
+    ] {
+        assert!(steps.contains(step), "{step} in {steps}");
+    }
+
+    // HTTP mode: the request URLs under --url (also after `--config`, before the subcommand).
+    let out = opc(
+        &[
+            "--config",
+            "http.yaml",
+            "slack",
+            "manifest",
+            "--url",
+            "https://opc.example.com/",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(manifest["settings"]["socket_mode_enabled"], false);
+    assert_eq!(
+        manifest["settings"]["event_subscriptions"]["request_url"],
+        "https://opc.example.com/slack/events"
+    );
+    assert_eq!(
+        manifest["settings"]["interactivity"]["request_url"],
+        "https://opc.example.com/slack/interactions"
+    );
+    assert_eq!(
+        manifest["features"]["slash_commands"][0]["url"],
+        "https://opc.example.com/slack/commands"
+    );
+    assert!(text(&out.stderr).contains("MY_SIGNING_SECRET"));
+
+    let out = opc(&["slack", "manifest", "--config", "http.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--url https://"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = opc(
+        &[
+            "slack",
+            "manifest",
+            "--config",
+            "http.yaml",
+            "--url",
+            "http://plain.example.com",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("https://"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = opc(&["slack", "manifest", "--config", "none.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("no `channels.slack` section")
+            && stderr.contains("slack: { mode: socket, botTokenEnv: SLACK_BOT_TOKEN"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}

@@ -7,6 +7,7 @@ pub mod memory_blocks;
 pub mod models;
 pub mod privacy;
 pub mod run;
+pub mod slack;
 pub mod tasks;
 pub mod validate;
 pub mod visualize;

@@ -6,6 +6,11 @@
 //! missing LLM key only warns: every message is then answered with a notice naming the variable) →
 //! listening socket → platform connections → ready line on stdout.
 //!
+//! `--listen IP:PORT` serves on another address than `channels.web.listen`, under the config's rule: an
+//! address other machines can reach needs `channels.web.accessTokenEnv` (else `opc run` refuses, exit
+//! 2, before anything starts). The config is left as written (the override is not a config change, so
+//! a reload never reports the listener as changed).
+//!
 //! A running gateway reloads its config without a restart ([`crate::reload`]): on a save from the
 //! admin console, a change to the file or a prompt file, or `SIGHUP`.
 //!
@@ -13,6 +18,7 @@
 //! never printed; SIGINT and SIGTERM stop accepting, close platform connections, let in-flight tasks
 //! persist their state, and exit 0.
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -39,16 +45,42 @@ mod routes;
 /// chat, a logged drop on platforms that already got their ack).
 const INBOX_CAPACITY: usize = 4096;
 
-pub fn run(path: &Path) -> ExitCode {
+pub fn run(path: &Path, listen: Option<SocketAddr>) -> ExitCode {
     let started = Instant::now();
     let loaded = match super::load_config(path) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
+    let address = match listen_address(&loaded.config.channels.web, listen) {
+        Ok(address) => address,
+        Err(message) => {
+            eprint(&message);
+            return ExitCode::from(2);
+        }
+    };
     match super::runtime() {
-        Ok(runtime) => runtime.block_on(serve(Arc::new(loaded), path, started)),
+        Ok(runtime) => runtime.block_on(serve(Arc::new(loaded), path, address, started)),
         Err(code) => code,
     }
+}
+
+/// The address to serve on: `--listen` when given, else `channels.web.listen`. `--listen` follows the
+/// config's rule (checked there by validation): a non-loopback address needs an access token.
+fn listen_address(
+    web: &opc_hierarchy::schema::Web,
+    listen: Option<SocketAddr>,
+) -> Result<SocketAddr, String> {
+    let Some(address) = listen else {
+        return Ok(web.listen);
+    };
+    if !address.ip().is_loopback() && web.access_token_env.is_none() {
+        return Err(format!(
+            "error: --listen {address} is reachable from other machines, so the web chat needs an access token\n\
+             hint: add `accessTokenEnv: OPC_WEB_TOKEN` under `channels.web` in the config (and export \
+             OPC_WEB_TOKEN), or listen on 127.0.0.1\n"
+        ));
+    }
+    Ok(address)
 }
 
 /// The secrets named by the config, read from the environment.
@@ -142,7 +174,12 @@ fn secrets(loaded: &Loaded) -> Result<Secrets, String> {
     })
 }
 
-async fn serve(loaded: Arc<Loaded>, path: &Path, started: Instant) -> ExitCode {
+async fn serve(
+    loaded: Arc<Loaded>,
+    path: &Path,
+    address: SocketAddr,
+    started: Instant,
+) -> ExitCode {
     // serenity, slack-morphism and reqwest all use rustls; one process-wide provider must be chosen
     // before the first TLS client exists.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -184,12 +221,11 @@ async fn serve(loaded: Arc<Loaded>, path: &Path, started: Instant) -> ExitCode {
         ));
     }
 
-    let address = loaded.config.channels.web.listen;
     let listener = match tokio::net::TcpListener::bind(address).await {
         Ok(listener) => listener,
         Err(e) => {
             eprint(&format!(
-                "error: cannot listen on {address}: {e}\nhint: stop whatever uses that port, or change `channels.web.listen`\n"
+                "error: cannot listen on {address}: {e}\nhint: stop whatever uses that port, or change `channels.web.listen` (or pass --listen IP:PORT)\n"
             ));
             return ExitCode::FAILURE;
         }
