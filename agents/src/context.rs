@@ -43,6 +43,18 @@ pub trait MemoryHooks: Send + Sync + 'static {
     fn recall_store(&self) -> Option<opc_memory::recall::RecallStore> {
         None
     }
+    /// The hooks for a reloaded `config`, for the runtime the reload builds: the same storage, with
+    /// the new config's blocks, permissions and recall settings. Nothing is stored and no permission
+    /// changes until [`MemoryHooks::apply`]. `None`: these hooks serve any config unchanged.
+    fn for_config(&self, _config: &Config, _org: Arc<OrgTree>) -> Option<Arc<dyn MemoryHooks>> {
+        None
+    }
+    /// Commit these hooks' config (the reload's last fallible step): seed the blocks it adds in one
+    /// transaction, then make its permissions the newest — those that trees already running are
+    /// checked against too. On error nothing changed.
+    fn apply(&self) -> Result<(), opc_memory::blocks::BlockError> {
+        Ok(())
+    }
 }
 
 /// No memory: the hooks return nothing.
@@ -102,19 +114,23 @@ impl BlockMemory {
         config: &Config,
         budget: usize,
     ) -> Self {
-        let agents = config
-            .agents
-            .iter()
-            .filter(|(_, a)| a.memory.recall)
-            .map(|(id, _)| id.clone())
-            .collect();
         self.recall = Some(Recall {
             store,
-            agents,
+            agents: recall_agents(config),
             budget,
         });
         self
     }
+}
+
+/// Agents whose config has `memory.recall` on.
+fn recall_agents(config: &Config) -> std::collections::HashSet<String> {
+    config
+        .agents
+        .iter()
+        .filter(|(_, a)| a.memory.recall)
+        .map(|(id, _)| id.clone())
+        .collect()
 }
 
 /// One recalled message as the model sees it: date, author, where it was said, and the text.
@@ -153,7 +169,7 @@ impl MemoryHooks for BlockMemory {
         if !recall.agents.contains(agent) || task.trim().is_empty() {
             return Vec::new();
         }
-        let namespaces = self.blocks.acl().readable(agent);
+        let namespaces = self.blocks.readable(agent);
         let query = opc_memory::recall::Query::new(
             task,
             namespaces,
@@ -196,6 +212,19 @@ impl MemoryHooks for BlockMemory {
     }
     fn recall_store(&self) -> Option<opc_memory::recall::RecallStore> {
         self.recall.as_ref().map(|r| r.store.clone())
+    }
+    fn for_config(&self, config: &Config, org: Arc<OrgTree>) -> Option<Arc<dyn MemoryHooks>> {
+        Some(Arc::new(BlockMemory {
+            blocks: self.blocks.for_config(config, org),
+            recall: self.recall.as_ref().map(|r| Recall {
+                store: r.store.clone(),
+                agents: recall_agents(config),
+                budget: r.budget,
+            }),
+        }))
+    }
+    fn apply(&self) -> Result<(), opc_memory::blocks::BlockError> {
+        self.blocks.apply()
     }
 }
 

@@ -14,7 +14,12 @@
 //!   nothing runs twice;
 //! - startup recovery runs before the engine accepts work;
 //! - [`Engine::reload`] swaps in a new config for roots started from then on; a tree keeps the config
-//!   its root started with (its [`Runtime`]), so trees in flight finish as they began.
+//!   its root started with (its [`Runtime`]), so trees in flight finish as they began — with one
+//!   exception, memory permissions taken away: a revocation reaches trees in flight at once (see
+//!   [`Engine::reload`]);
+//! - a root the engine stopped for (shutdown) has no outcome: [`RootRun::outcome`] says so, and the
+//!   tree stays in the database as it was — suspended on an approval (resumed at the next start) or
+//!   running (marked interrupted at the next start, with one notice to its conversation).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -60,6 +65,9 @@ pub enum EngineError {
         /// Why.
         message: String,
     },
+    /// Memory could not take the new config (seeding its blocks failed).
+    #[error("memory blocks: {0}")]
+    Memory(#[from] opc_memory::blocks::BlockError),
     /// Unknown approval id.
     #[error("there is no approval {0}")]
     NoApproval(i64),
@@ -109,20 +117,29 @@ pub struct RootRun {
 }
 
 impl RootRun {
-    /// Wait for the outcome.
+    /// Wait for the outcome; a root the engine stopped for first (shutdown) is reported FAILED
+    /// ("The engine stopped before the task finished."). For callers that outlive the engine only
+    /// in tests and the terminal; the gateway uses [`RootRun::outcome`], which does not call a
+    /// stop a failure.
     pub async fn wait(mut self) -> Outcome {
-        wait_outcome(&mut self.done, self.task, &self.conversation).await
+        wait_outcome(&mut self.done)
+            .await
+            .unwrap_or_else(|| lost(self.task, &self.conversation))
+    }
+
+    /// Wait for the outcome, or `None` when the engine stopped before the root ended: the tree is
+    /// then left in the database as it was (suspended on an approval, or running — the next start
+    /// marks it interrupted and tells its conversation), so nothing has failed yet.
+    pub async fn outcome(mut self) -> Option<Outcome> {
+        wait_outcome(&mut self.done).await
     }
 }
 
-async fn wait_outcome(
-    done: &mut watch::Receiver<Option<Outcome>>,
-    task: TaskId,
-    conversation: &str,
-) -> Outcome {
+/// The outcome sent on `done`, or `None` when its sender dropped without one (shutdown).
+async fn wait_outcome(done: &mut watch::Receiver<Option<Outcome>>) -> Option<Outcome> {
     match done.wait_for(Option::is_some).await {
-        Ok(outcome) => outcome.clone().unwrap_or_else(|| lost(task, conversation)),
-        Err(_) => lost(task, conversation),
+        Ok(outcome) => outcome.clone(),
+        Err(_) => None,
     }
 }
 
@@ -131,7 +148,7 @@ fn lost(task: TaskId, conversation: &str) -> Outcome {
         task,
         conversation: conversation.to_string(),
         state: TaskState::Failed,
-        text: "the engine stopped before the task finished".into(),
+        text: "The engine stopped before the task finished.".into(),
         escalation: None,
         tokens_in: 0,
         tokens_out: 0,
@@ -156,8 +173,9 @@ pub struct Engine {
     /// What every runtime shares, kept here so a reload can build the next one.
     store: Arc<Store>,
     events: EventBus,
-    memory: Arc<dyn MemoryHooks>,
     runs: Arc<Runs>,
+    /// Held for the whole of a reload: two reloads never interleave their memory commit and swap.
+    reloading: Arc<Mutex<()>>,
     recovery: Arc<Recovery>,
     /// The privacy detector's NER slot (an unused empty one when the engine was built without
     /// privacy).
@@ -208,7 +226,7 @@ impl Engine {
             Shared {
                 store: store.clone(),
                 events: events.clone(),
-                memory: memory.clone(),
+                memory,
                 options,
                 approvals: Arc::default(),
                 tokens: Arc::default(),
@@ -221,7 +239,7 @@ impl Engine {
             current: Arc::new(RwLock::new(Arc::new(rt))),
             store,
             events,
-            memory,
+            reloading: Arc::default(),
             runs: Arc::new(Runs {
                 roots: Mutex::default(),
                 tracker: TaskTracker::new(),
@@ -314,16 +332,30 @@ impl Engine {
     }
 
     /// Apply a new, validated config to roots started from now on: conversations, follow-ups and
-    /// resumed trees use its org, prompts (read again), models and limits; trees already running
-    /// finish with the config they started with. The call stack (providers, their rate limits and
-    /// the privacy layer) is rebuilt only when `framework.providers` or `framework.privacy` changed,
-    /// and the agent slots only when `maxConcurrentAgents` did, so unchanged limits keep their state.
-    /// Nothing changes when it fails (an unreadable prompt, a model that does not resolve).
+    /// resumed trees use its org, prompts (read again), models, limits and memory (the blocks and
+    /// permissions of the new org: an agent the reload adds has its blocks, and its manager reads
+    /// them); trees already running finish with the config they started with. The call stack
+    /// (providers, their rate limits and the privacy layer) is rebuilt only when
+    /// `framework.providers` or `framework.privacy` changed, and the agent slots only when
+    /// `maxConcurrentAgents` did, so unchanged limits keep their state.
+    ///
+    /// Memory permissions the new config takes away (a `shareWith`, a `sharedBlocks` reference, an
+    /// agent removed) are taken away from trees in flight too, at once: a reload that revokes is how
+    /// an operator closes a leak, and a tree suspended on an approval may run for days. Grants are
+    /// not: a tree in flight only knows its own org. (An agent keeps its own blocks while its tree
+    /// runs, so a removed agent's task still finishes.)
+    ///
+    /// Atomic: every step that can fail (prompts, models, the call stack, the new memory view) runs
+    /// before anything is committed; the last is memory's, which seeds the new config's blocks in one
+    /// transaction and only then makes its permissions the newest. Nothing changes when it fails (an
+    /// unreadable prompt, a model that does not resolve, a block that cannot be written): the old
+    /// runtime and the old permissions stay.
     pub fn reload(
         &self,
         loaded: &Loaded,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Reloaded, EngineError> {
+        let _one_at_a_time = self.reloading.lock().unwrap_or_else(|p| p.into_inner());
         let old = self.rt();
         let new = &loaded.config;
         let rebuild_stack = old.config.framework.providers != new.framework.providers
@@ -335,15 +367,20 @@ impl Engine {
         };
         let same_slots = old.config.framework.execution.max_concurrent_agents
             == new.framework.execution.max_concurrent_agents;
+        let org = Arc::new(loaded.org.clone());
+        let memory = old.context.memory();
+        let memory = memory
+            .for_config(new, org.clone())
+            .unwrap_or_else(|| memory.clone());
         let rt = build_runtime(
             Arc::new(new.clone()),
-            Arc::new(loaded.org.clone()),
+            org,
             &loaded.base_dir,
             llm,
             Shared {
                 store: self.store.clone(),
                 events: self.events.clone(),
-                memory: self.memory.clone(),
+                memory: memory.clone(),
                 options: old.options.clone(),
                 approvals: old.approvals.clone(),
                 tokens: old.tokens.clone(),
@@ -361,6 +398,10 @@ impl Engine {
                 }
             }
         }
+        // The commit: memory first (its failure leaves everything as it was), then the runtime. A
+        // root starting between the two runs the old runtime under the new permissions — never the
+        // new org under the old ones.
+        memory.apply()?;
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(rt);
         Ok(Reloaded {
             call_stack_rebuilt: rebuild_stack,
@@ -490,8 +531,27 @@ impl Engine {
             .cloned();
         let record = self.store.task(task)?;
         match running {
-            Some(mut done) => Ok(wait_outcome(&mut done, task, &record.conversation_id).await),
+            Some(mut done) => Ok(wait_outcome(&mut done)
+                .await
+                .unwrap_or_else(|| lost(task, &record.conversation_id))),
             None => outcome_of(&self.store, &record),
+        }
+    }
+
+    /// [`Engine::wait_root`], or `None` when the engine stopped before the root ended (see
+    /// [`RootRun::outcome`]).
+    pub async fn root_outcome(&self, task: TaskId) -> Result<Option<Outcome>, EngineError> {
+        let running = self
+            .runs
+            .roots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&task)
+            .cloned();
+        let record = self.store.task(task)?;
+        match running {
+            Some(mut done) => Ok(wait_outcome(&mut done).await),
+            None => outcome_of(&self.store, &record).map(Some),
         }
     }
 
@@ -766,4 +826,115 @@ fn close_history(messages: &mut Vec<Message>, prev: &TaskRecord) {
 
 fn new_conversation_id() -> String {
     format!("c-{:016x}", fastrand::u64(..))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::context::BlockMemory;
+    use opc_memory::blocks::BlockStore;
+
+    /// `ceo → (a, b)`, `a` sharing with `b`; after the reload `a` shares with nobody and `c` (with a
+    /// block, and a prompt file) joins.
+    fn org(dir: &Path, after: bool) -> Loaded {
+        let (share, c, children) = if after {
+            (
+                "",
+                "  c: { role: C, level: 1, parent: ceo, prompt: file:c.md, memory: { recall: false, blocks: [{ label: cnotes, description: n, value: C-NOTES }] } }\n",
+                "[a, b, c]",
+            )
+        } else {
+            ("shareWith: [b], ", "", "[a, b]")
+        };
+        let text = format!(
+            "framework:\n  defaultProvider: p\n  defaultModel: m\n  providers: {{ p: {{ kind: anthropic, apiKeyEnv: OPC_NO_SUCH_KEY, models: {{ m: {{ input: 1, output: 1 }} }} }} }}\n  privacy: {{ enabled: false }}\n  memory: {{ consolidation: {{ enabled: false }} }}\nagents:\n  ceo: {{ role: CEO, level: 0, children: {children}, memory: {{ recall: false }} }}\n  a: {{ role: A, level: 1, parent: ceo, memory: {{ recall: false, {share}blocks: [{{ label: notes, description: n, value: A-NOTES }}] }} }}\n  b: {{ role: B, level: 1, parent: ceo, memory: {{ recall: false }} }}\n{c}"
+        );
+        std::fs::write(dir.join("c.md"), "You are C.").unwrap();
+        let path = dir.join(if after { "after.yaml" } else { "before.yaml" });
+        std::fs::write(&path, text).unwrap();
+        opc_hierarchy::load(&path).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// An engine with block memory on a database in `dir`, and the block store it started with (the
+    /// store a tree started now would hold).
+    fn engine(dir: &Path) -> (Engine, BlockStore) {
+        let loaded = org(dir, false);
+        let db = dir.join("opc.db");
+        let memory = BlockMemory::open(&db, &loaded.config, Arc::new(loaded.org.clone())).unwrap();
+        let blocks = memory.blocks().unwrap();
+        let engine = Engine::from_config(
+            &loaded,
+            Arc::new(Store::open(&db).unwrap()),
+            Arc::new(memory),
+            EngineOptions::default(),
+            |_| None,
+        )
+        .unwrap();
+        (engine, blocks)
+    }
+
+    /// The block store of the runtime new roots start with.
+    fn current_blocks(engine: &Engine) -> BlockStore {
+        engine.rt().context.memory().blocks().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_reload_gives_new_roots_the_new_memory_and_revokes_for_running_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, started_before) = engine(dir.path());
+        assert_eq!(started_before.readable("b"), ["b", "a"]);
+
+        engine.reload(&org(dir.path(), true), |_| None).unwrap();
+        let now = current_blocks(&engine);
+        // New roots: the added agent has its block, its manager reads it, the tools see it too.
+        assert_eq!(now.read("c", "cnotes").unwrap().value, "C-NOTES");
+        assert_eq!(now.read_of("ceo", "c", "cnotes").unwrap().value, "C-NOTES");
+        assert_eq!(now.readable("b"), ["b"]);
+        // A root started before the reload: the revocation reaches it too.
+        assert!(started_before.read_of("b", "a", "notes").is_err());
+        assert_eq!(started_before.readable("b"), ["b"]);
+        engine.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_failed_reload_keeps_the_old_memory_and_permissions() {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, started_before) = engine(dir.path());
+        let after = org(dir.path(), true);
+
+        // A step before memory's commit fails (the prompt file went away after validation).
+        std::fs::remove_file(dir.path().join("c.md")).unwrap();
+        let err = engine.reload(&after, |_| None).unwrap_err();
+        assert!(matches!(err, EngineError::Prompt(_)), "{err}");
+        // Memory's own commit fails (a trigger stands in for a full disk).
+        std::fs::write(dir.path().join("c.md"), "You are C.").unwrap();
+        rusqlite::Connection::open(dir.path().join("opc.db"))
+            .unwrap()
+            .execute_batch(
+                "CREATE TRIGGER refuse BEFORE INSERT ON memory_blocks WHEN NEW.label = 'cnotes' \
+                 BEGIN SELECT RAISE(ABORT, 'disk full'); END;",
+            )
+            .unwrap();
+        let err = engine.reload(&after, |_| None).unwrap_err();
+        assert!(
+            matches!(&err, EngineError::Memory(_)) && err.to_string().contains("disk full"),
+            "{err}"
+        );
+
+        // Either way: the old org, the old permissions, nothing seeded.
+        assert!(!engine.config().agents.contains_key("c"));
+        for store in [&started_before, &current_blocks(&engine)] {
+            assert_eq!(store.readable("b"), ["b", "a"]);
+            assert_eq!(store.read_of("b", "a", "notes").unwrap().value, "A-NOTES");
+        }
+        assert!(
+            !started_before
+                .all()
+                .unwrap()
+                .iter()
+                .any(|b| b.label == "cnotes")
+        );
+        engine.shutdown().await;
+    }
 }

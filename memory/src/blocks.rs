@@ -18,9 +18,26 @@
 //! - errors carry what the model needs to fix its call: the current size, value or version.
 //!
 //! Blocks are stored on memory's own connection (WAL, busy timeout 5 s), never the engine store's.
+//!
+//! A hot reload ([`BlockStore::for_config`], then [`BlockStore::apply`]): the store is built per config,
+//! like the engine's runtime — its views (which blocks an agent sees) and its ACL are those of the
+//! config it was built for, so a tree started after a reload sees the new org (an agent the reload
+//! added uses its own blocks, its manager reads them), and a tree in flight keeps the org it started
+//! with. Grants follow the tree; **revocations do not wait for it**: every store built from one
+//! [`BlockStore::open`] shares the newest applied ACL, and a read by another agent, or of a shared
+//! block, must be allowed by the store's own ACL *and* by the newest one. Why: a reload that removes a
+//! `shareWith` or a `sharedBlocks` reference is how an operator closes a leak, and a long tree (one
+//! suspended on an approval for a day) must not keep reading what was taken away. An agent's own
+//! blocks stay its own while its tree runs, even when the reload removed the agent, so its task
+//! finishes as it began (nobody else can reach them through the newest ACL).
+//!
+//! [`BlockStore::apply`] is the reload's commit: the new config's blocks are seeded (and admin changes
+//! applied) in one transaction, and only once it has committed does the config's ACL become the
+//! newest. When it fails, nothing was written and the previous ACL stays in force.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use opc_hierarchy::{Config, OrgTree};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -238,24 +255,59 @@ pub enum OpenError {
     },
 }
 
-/// A block as the config defines it, for one namespace.
-struct Configured<'a> {
+/// A block as the config defines it, for one namespace (what [`BlockStore::apply`] seeds).
+#[derive(Debug)]
+struct Configured {
     namespace: String,
-    label: &'a str,
-    description: &'a str,
-    value: &'a str,
+    label: String,
+    description: String,
+    value: String,
     limit: u32,
     read_only: bool,
 }
 
-/// The core blocks of one org, in the engine's database. Cheap to clone.
+/// Every block `config` defines: the agents' own, then the shared ones.
+fn configured(config: &Config) -> Vec<Configured> {
+    let mut out = Vec::new();
+    for (id, agent) in &config.agents {
+        for b in &agent.memory.blocks {
+            out.push(Configured {
+                namespace: agent_namespace(id),
+                label: b.label.clone(),
+                description: b.description.clone(),
+                value: b.value.clone(),
+                limit: b.limit.get(),
+                read_only: b.read_only,
+            });
+        }
+    }
+    for (label, b) in &config.shared_blocks {
+        out.push(Configured {
+            namespace: SHARED.to_string(),
+            label: label.clone(),
+            description: b.description.clone(),
+            value: b.value.clone(),
+            limit: b.limit.get(),
+            read_only: b.read_only,
+        });
+    }
+    out
+}
+
+/// The core blocks of one org, as one config defines it, in the engine's database. Cheap to clone.
 #[derive(Clone)]
 pub struct BlockStore {
     conn: Arc<Mutex<Connection>>,
+    /// The ACL of the config this store was built for.
     acl: Acl,
+    /// The ACL of the newest applied config, shared by every store of one [`BlockStore::open`]:
+    /// reads by other agents and of shared blocks must pass it too (revocations apply at once).
+    newest: Arc<RwLock<Acl>>,
     /// Per agent, the `(namespace, label)` of the blocks it sees, in prompt order: its own blocks in
     /// config order, then the shared blocks it references.
-    views: Arc<std::collections::HashMap<String, Vec<(String, String)>>>,
+    views: Arc<HashMap<String, Vec<(String, String)>>>,
+    /// The blocks the config defines, seeded by [`BlockStore::apply`].
+    configured: Arc<Vec<Configured>>,
 }
 
 fn now_ms() -> i64 {
@@ -297,18 +349,80 @@ impl BlockStore {
         };
         let mut conn = schema::open(path).map_err(sqlite)?;
         schema::migrate(&mut conn)?;
+        let acl = Acl::new(config, org);
         let store = BlockStore {
             conn: Arc::new(Mutex::new(conn)),
-            acl: Acl::new(config, org),
+            newest: Arc::new(RwLock::new(acl.clone())),
+            acl,
             views: Arc::new(views(config)),
+            configured: Arc::new(configured(config)),
         };
-        store.sync_config(config).map_err(sqlite)?;
+        store.sync_config().map_err(sqlite)?;
         Ok(store)
     }
 
-    /// The ACL this store checks.
-    pub fn acl(&self) -> &Acl {
-        &self.acl
+    /// The store for a reloaded `config` (validated): the same database and the same newest ACL,
+    /// with the views and the ACL of `config`. Nothing is stored and no permission changes until
+    /// [`BlockStore::apply`]; until then the blocks of agents `config` adds are missing.
+    pub fn for_config(&self, config: &Config, org: Arc<OrgTree>) -> BlockStore {
+        BlockStore {
+            conn: self.conn.clone(),
+            newest: self.newest.clone(),
+            acl: Acl::new(config, org),
+            views: Arc::new(views(config)),
+            configured: Arc::new(configured(config)),
+        }
+    }
+
+    /// Commit this store's config to memory: seed the blocks it adds and apply values an admin
+    /// changed, in one transaction; once that has committed, its ACL becomes the newest, which every
+    /// store of this database checks reads against (so a revocation reaches trees in flight). On
+    /// error nothing was written and the previous newest ACL stays.
+    pub fn apply(&self) -> Result<(), BlockError> {
+        self.sync_config()?;
+        *self.newest.write().unwrap_or_else(|p| p.into_inner()) = self.acl.clone();
+        Ok(())
+    }
+
+    /// The ACL of the newest applied config.
+    fn newest(&self) -> Acl {
+        self.newest
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Whether `reader` may read `owner`'s namespace (blocks and recall history), as a result whose
+    /// error explains a refusal: its own always (while its tree runs), another's when both this
+    /// store's ACL and the newest allow it.
+    pub fn check_read(&self, reader: &str, owner: &str) -> Result<(), AclError> {
+        self.acl.check_read(reader, owner)?;
+        if reader != owner {
+            self.newest().check_read(reader, owner)?;
+        }
+        Ok(())
+    }
+
+    /// Every agent whose namespace `reader` may read (itself first): the filter recall search
+    /// applies, under both this store's ACL and the newest.
+    pub fn readable(&self, reader: &str) -> Vec<String> {
+        let newest = self.newest();
+        self.acl
+            .readable(reader)
+            .into_iter()
+            .filter(|owner| owner == reader || newest.may_read(reader, owner))
+            .collect()
+    }
+
+    /// Whether `agent` may read shared block `label` (both ACLs).
+    fn check_read_shared(&self, agent: &str, label: &str) -> Result<(), AclError> {
+        self.acl.check_read_shared(agent, label)?;
+        self.newest().check_read_shared(agent, label)
+    }
+
+    /// Whether `agent` may edit shared block `label` (both ACLs).
+    fn may_write_shared(&self, agent: &str, label: &str) -> bool {
+        self.acl.may_write_shared(agent, label) && self.newest().may_write_shared(agent, label)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -316,34 +430,12 @@ impl BlockStore {
     }
 
     /// Seed blocks the database does not have; apply config values that changed since last applied.
-    fn sync_config(&self, config: &Config) -> rusqlite::Result<()> {
-        let mut configured: Vec<Configured<'_>> = Vec::new();
-        for (id, agent) in &config.agents {
-            for b in &agent.memory.blocks {
-                configured.push(Configured {
-                    namespace: agent_namespace(id),
-                    label: &b.label,
-                    description: &b.description,
-                    value: &b.value,
-                    limit: b.limit.get(),
-                    read_only: b.read_only,
-                });
-            }
-        }
-        for (label, b) in &config.shared_blocks {
-            configured.push(Configured {
-                namespace: SHARED.to_string(),
-                label,
-                description: &b.description,
-                value: &b.value,
-                limit: b.limit.get(),
-                read_only: b.read_only,
-            });
-        }
+    /// One transaction: all of it or none.
+    fn sync_config(&self) -> rusqlite::Result<()> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let now = now_ms();
-        for c in &configured {
+        for c in self.configured.iter() {
             let stored: Option<(String, String, i64)> = tx
                 .query_row(
                     "SELECT value, config_value, version FROM memory_blocks WHERE namespace = ?1 AND label = ?2",
@@ -361,14 +453,14 @@ impl BlockStore {
                     history(
                         &tx,
                         &c.namespace,
-                        c.label,
+                        &c.label,
                         1,
                         "seed",
                         "config",
                         None,
                         now,
                         None,
-                        c.value,
+                        &c.value,
                     )?;
                 }
                 Some((value, applied, version)) if applied != c.value => {
@@ -381,14 +473,14 @@ impl BlockStore {
                     history(
                         &tx,
                         &c.namespace,
-                        c.label,
+                        &c.label,
                         version as u64,
                         "config",
                         "admin",
                         None,
                         now,
                         Some(&value),
-                        c.value,
+                        &c.value,
                     )?;
                 }
                 Some(_) => {
@@ -423,12 +515,17 @@ impl BlockStore {
             .map(|(namespace, _)| namespace)
     }
 
-    /// The blocks `agent` sees, in prompt order: its own, then the shared blocks it references.
+    /// The blocks `agent` sees, in prompt order: its own, then the shared blocks it references (and
+    /// the newest config still lets it read).
     pub fn blocks_of(&self, agent: &str) -> Result<Vec<Block>, BlockError> {
         let view = self.views.get(agent).map(Vec::as_slice).unwrap_or(&[]);
+        let newest = self.newest();
         let conn = self.lock();
         let mut out = Vec::with_capacity(view.len());
         for (namespace, label) in view {
+            if namespace == SHARED && !newest.may_read_shared(agent, label) {
+                continue;
+            }
             if let Some(block) = load(&conn, namespace, label)? {
                 out.push(block);
             }
@@ -440,9 +537,9 @@ impl BlockStore {
     pub fn read(&self, reader: &str, label: &str) -> Result<Block, BlockError> {
         let (namespace, label) = self.resolve(reader, label)?;
         if namespace == SHARED {
-            self.acl.check_read_shared(reader, &label)?;
+            self.check_read_shared(reader, &label)?;
         } else {
-            self.acl.check_read(reader, reader)?;
+            self.check_read(reader, reader)?;
         }
         load(&self.lock(), &namespace, &label)?.ok_or(BlockError::NotFound {
             label,
@@ -456,7 +553,7 @@ impl BlockStore {
         if reader == owner {
             return self.read(reader, label);
         }
-        self.acl.check_read(reader, owner)?;
+        self.check_read(reader, owner)?;
         let namespace = agent_namespace(owner);
         match load(&self.lock(), &namespace, label)? {
             Some(block) => Ok(block),
@@ -489,7 +586,7 @@ impl BlockStore {
     ) -> Result<Block, BlockError> {
         let (namespace, label) = self.resolve(actor.agent, label)?;
         if namespace == SHARED {
-            self.acl.check_read_shared(actor.agent, &label)?;
+            self.check_read_shared(actor.agent, &label)?;
         } else {
             self.acl.check_write(actor.agent, actor.agent)?;
         }
@@ -502,8 +599,7 @@ impl BlockStore {
                 available: Vec::new(),
             });
         };
-        if current.read_only
-            || (namespace == SHARED && !self.acl.may_write_shared(actor.agent, &label))
+        if current.read_only || (namespace == SHARED && !self.may_write_shared(actor.agent, &label))
         {
             return Err(BlockError::ReadOnly {
                 label,
@@ -677,7 +773,7 @@ fn apply(current: &Block, edit: &Edit) -> Result<String, BlockError> {
 }
 
 /// Per agent, the blocks it sees: own (config order), then referenced shared blocks.
-fn views(config: &Config) -> std::collections::HashMap<String, Vec<(String, String)>> {
+fn views(config: &Config) -> HashMap<String, Vec<(String, String)>> {
     config
         .agents
         .iter()
@@ -978,5 +1074,131 @@ mod tests {
         // The stored value is the winner's, and the history records exactly one edit after the seed.
         assert_eq!(first.read("b", "plan").unwrap().value, won);
         assert_eq!(first.history("plan", Some(SHARED)).unwrap().len(), 2);
+    }
+
+    /// The org before and after a reload: `a` shares with `b` and both see `plan`; the reload takes
+    /// both grants away and adds `c` (with a block) under the CEO; `extra` adds more agents.
+    fn reload_org(after: bool, extra: &str) -> opc_hierarchy::Loaded {
+        let (share, b_shared, c) = if after {
+            (
+                "",
+                "",
+                "  c: { role: C, parent: ceo, memory: { blocks: [{ label: cnotes, description: n, value: C-NOTES }] } }\n",
+            )
+        } else {
+            ("shareWith: [b], ", "sharedBlocks: [plan], ", "")
+        };
+        let children = if after { "[a, b, c]" } else { "[a, b]" };
+        let children = if extra.is_empty() {
+            children.to_string()
+        } else {
+            children.replace(']', ", d]")
+        };
+        let text = format!(
+            "{BASE}sharedBlocks:\n  plan: {{ description: the plan, value: PLAN }}\nagents:\n  ceo: {{ role: CEO, children: {children} }}\n  a: {{ role: A, parent: ceo, memory: {{ {share}sharedBlocks: [plan], blocks: [{{ label: notes, description: n, value: A-NOTES }}] }} }}\n  b: {{ role: B, parent: ceo, memory: {{ {b_shared}blocks: [{{ label: bnotes, description: n, value: B }}] }} }}\n{c}{extra}"
+        );
+        opc_hierarchy::parse("t.yaml", text, None).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn reconfigured(store: &BlockStore, loaded: &opc_hierarchy::Loaded) -> BlockStore {
+        store.for_config(&loaded.config, Arc::new(loaded.org.clone()))
+    }
+
+    /// A reload builds a store with the new config's views and ACL; applying it seeds the added
+    /// agent's block (so it uses it and its manager reads it) and revokes what the new config no
+    /// longer grants for every store — also the one a tree in flight still holds.
+    #[test]
+    fn a_reload_seeds_added_agents_and_revokes_for_trees_in_flight_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let before = reload_org(false, "");
+        let old = BlockStore::open(
+            &dir.path().join("db"),
+            &before.config,
+            Arc::new(before.org.clone()),
+        )
+        .unwrap();
+        assert_eq!(old.read_of("b", "a", "notes").unwrap().value, "A-NOTES");
+        assert_eq!(old.read("b", "plan").unwrap().value, "PLAN");
+        assert_eq!(old.readable("b"), ["b", "a"]);
+
+        let new = reconfigured(&old, &reload_org(true, ""));
+        // Built, not applied: nothing is seeded and the old permissions still hold for the old store.
+        assert!(matches!(
+            new.read("c", "cnotes").unwrap_err(),
+            BlockError::NotFound { .. }
+        ));
+        assert_eq!(old.read_of("b", "a", "notes").unwrap().value, "A-NOTES");
+        assert!(matches!(
+            new.read_of("b", "a", "notes").unwrap_err(),
+            BlockError::Denied(_)
+        ));
+
+        new.apply().unwrap();
+        // The added agent uses its own block; its manager reads it; the seed is in the history.
+        assert_eq!(new.read("c", "cnotes").unwrap().value, "C-NOTES");
+        assert_eq!(new.read_of("ceo", "c", "cnotes").unwrap().value, "C-NOTES");
+        assert!(new.readable("ceo").contains(&"c".to_string()));
+        let seeded = new.history("cnotes", Some("agent/c")).unwrap();
+        assert_eq!((seeded.len(), seeded[0].operation.as_str()), (1, "seed"));
+        // Revoked everywhere: the new store and the store a tree started before the reload holds.
+        for store in [&new, &old] {
+            let err = store.read_of("b", "a", "notes").unwrap_err();
+            assert!(
+                matches!(&err, BlockError::Denied(e) if e.reason.contains("shareWith")),
+                "{err}"
+            );
+            assert_eq!(store.readable("b"), ["b"]);
+        }
+        // `b` no longer references `plan`: the old store refuses it and leaves it out of the prompt.
+        assert!(matches!(
+            old.read("b", "plan").unwrap_err(),
+            BlockError::Denied(_)
+        ));
+        let labels: Vec<String> = old
+            .blocks_of("b")
+            .unwrap()
+            .into_iter()
+            .map(|b| b.label)
+            .collect();
+        assert_eq!(labels, ["bnotes"]);
+        // What stays: own blocks, the manager's reads, and `a`'s shared block.
+        assert_eq!(old.read("a", "notes").unwrap().value, "A-NOTES");
+        assert_eq!(old.read_of("ceo", "a", "notes").unwrap().value, "A-NOTES");
+        assert_eq!(old.read("a", "plan").unwrap().value, "PLAN");
+        // The old store's tree never knew `c`: it does not grant reading it.
+        assert!(old.read_of("ceo", "c", "cnotes").is_err());
+    }
+
+    /// Seeding is one transaction: when one block of the reload cannot be written, no block of it
+    /// is, and the permissions in force stay the old ones.
+    #[test]
+    fn a_failed_apply_writes_nothing_and_keeps_the_old_permissions() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let before = reload_org(false, "");
+        let old = BlockStore::open(&db, &before.config, Arc::new(before.org.clone())).unwrap();
+        // The disk refuses the block labelled `boom` (a trigger stands in for a full disk).
+        Connection::open(&db)
+            .unwrap()
+            .execute_batch(
+                "CREATE TRIGGER refuse BEFORE INSERT ON memory_blocks WHEN NEW.label = 'boom' \
+                 BEGIN SELECT RAISE(ABORT, 'disk full'); END;",
+            )
+            .unwrap();
+        let after = reload_org(
+            true,
+            "  d: { role: D, parent: ceo, memory: { blocks: [{ label: boom, description: n, value: x }] } }\n",
+        );
+        let new = reconfigured(&old, &after);
+        let err = new.apply().unwrap_err();
+        assert!(err.to_string().contains("disk full"), "{err}");
+        let labels: Vec<String> = old.all().unwrap().into_iter().map(|b| b.label).collect();
+        assert!(
+            !labels.iter().any(|l| l == "cnotes" || l == "boom"),
+            "{labels:?}"
+        );
+        assert!(new.history("cnotes", None).unwrap().is_empty());
+        assert_eq!(old.read_of("b", "a", "notes").unwrap().value, "A-NOTES");
+        assert_eq!(old.readable("b"), ["b", "a"]);
     }
 }

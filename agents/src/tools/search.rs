@@ -30,7 +30,7 @@ pub(super) fn register(registry: &mut ToolRegistry, blocks: BlockStore, recall: 
 }
 
 struct ConversationSearch {
-    /// For its ACL (built from the org tree).
+    /// For its ACL (the tree's config, and the newest config's revocations).
     blocks: BlockStore,
     recall: RecallStore,
 }
@@ -96,13 +96,12 @@ impl ToolHandler for ConversationSearch {
             Err(e) => return Ok((e, true)),
         };
         let me = cx.agent();
-        let acl = self.blocks.acl();
         let namespaces = match &args.agent {
-            Some(owner) => match acl.check_read(me, owner) {
+            Some(owner) => match self.blocks.check_read(me, owner) {
                 Ok(()) => vec![owner.clone()],
                 Err(e) => return Ok((e.to_string(), true)),
             },
-            None => acl.readable(me),
+            None => self.blocks.readable(me),
         };
         let query = Query::new(
             args.query,

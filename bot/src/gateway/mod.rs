@@ -18,6 +18,11 @@
 //!   transaction), and its cards are redrawn with who decided and when;
 //! - notices the engine wrote while OPC was down (interrupted requests) are posted to their threads
 //!   at start-up, once each ([`notices`]);
+//! - a stop is not a failure: a request the engine stopped for gets no message at shutdown. A
+//!   request that was running is told once, after the restart, that it was interrupted (the
+//!   engine's notice — the same after SIGTERM as after kill -9); a request suspended on an approval
+//!   is told once per restart, when OPC is back, that it is still waiting (see
+//!   [`Gateway::resume_suspended`]);
 //! - with an LLM key missing the gateway still runs and answers every message with a notice naming the
 //!   variable, without calling the engine;
 //! - message text is never logged.
@@ -145,9 +150,7 @@ impl Gateway {
         self.inner
             .tracker
             .spawn(async move { this.follow_approvals(events).await });
-        for &root in &self.inner.engine.recovery().suspended_roots {
-            self.resume_root(root);
-        }
+        self.resume_suspended();
         // Notices written while OPC was down (interrupted requests) go to their threads, paced.
         let this = self.clone();
         self.inner.tracker.spawn(async move {
@@ -469,13 +472,15 @@ impl Gateway {
                     // Followed only if the request has really ended: a root that is neither running
                     // here nor finished in the database would otherwise be waited for, found busy
                     // again, and waited for in a loop.
-                    let ended = match this.inner.engine.wait_root(task).await {
-                        Ok(_) => this
+                    let ended = match this.inner.engine.root_outcome(task).await {
+                        Ok(Some(_)) => this
                             .inner
                             .engine
                             .store()
                             .task(task)
                             .is_ok_and(|record| record.state.is_terminal()),
+                        // OPC is stopping: the stop tells the waiting messages (`shutdown`).
+                        Ok(None) => return,
                         Err(e) => {
                             tracing::warn!(error = %e, task, "could not wait for a conversation's request");
                             false
@@ -526,7 +531,9 @@ impl Gateway {
         let root = run.task;
         let conversation = run.conversation.clone();
         self.inner.tracker.spawn(async move {
-            let outcome = async move { Some(run.wait().await) };
+            // `None` when OPC stops first: the request did not fail, so nothing is posted now (the
+            // restart says what became of it).
+            let outcome = run.outcome();
             this.stream_reply(waiting.adapter, waiting.place, root, events, outcome)
                 .await;
             this.next_in(&conversation);
@@ -592,29 +599,104 @@ impl Gateway {
         }
     }
 
-    /// A tree that was suspended on an approval when OPC stopped: its answer goes to its thread.
-    fn resume_root(&self, root: TaskId) {
+    /// Trees that were suspended on an approval when OPC stopped: each one's answer goes to its
+    /// thread, and each thread whose request still waits for a person is told so, once, now:
+    /// "OPC restarted; this request is still waiting for approval #N."
+    ///
+    /// Why at restart and not at shutdown: only now is it true (a stop may be for good), it is the
+    /// same after a crash or kill -9 (where no shutdown code runs), and it tells the approvers that
+    /// the card they saw before still works. Nothing is said at shutdown, because a suspended tree
+    /// has not failed. Each restart says it once per waiting request; a request whose approval was
+    /// decided (or expired) by now gets nothing, its answer follows.
+    ///
+    /// The notices are posted one after another, at most one per channel per
+    /// [`Adapter::edit_interval`] (a restart with many waiting requests does not flood a channel),
+    /// and each request's answer is followed only after its notice, so the notice never comes after
+    /// the answer. Events are subscribed before any of it, so none of a tree's progress is missed.
+    fn resume_suspended(&self) {
         let inner = &self.inner;
-        let conversation = match inner.engine.store().task(root) {
-            Ok(task) => task.conversation_id,
-            Err(_) => return,
-        };
-        let Ok(Some(place)) = inner.threads.place_of(&conversation) else {
+        let mut resumed = Vec::new();
+        for &root in &inner.engine.recovery().suspended_roots {
+            let conversation = match inner.engine.store().task(root) {
+                Ok(task) => task.conversation_id,
+                Err(_) => continue,
+            };
+            let Ok(Some(place)) = inner.threads.place_of(&conversation) else {
+                continue;
+            };
+            let Some(adapter) = self.adapter(place.platform) else {
+                continue;
+            };
+            let events = inner.engine.events().subscribe();
+            // Busy from now on: a message in the thread waits for the resumed request.
+            inner.queues.mark_busy(&conversation);
+            resumed.push((root, conversation, place, adapter, events));
+        }
+        if resumed.is_empty() {
             return;
-        };
-        let Some(adapter) = self.adapter(place.platform) else {
-            return;
-        };
-        let events = inner.engine.events().subscribe();
-        inner.queues.mark_busy(&conversation);
+        }
         let this = self.clone();
         inner.tracker.spawn(async move {
-            let engine = this.inner.engine.clone();
-            let outcome = async move { engine.wait_root(root).await.ok() };
-            this.stream_reply(adapter, place, root, events, outcome)
-                .await;
-            this.next_in(&conversation);
+            let mut last_post: HashMap<(Platform, String), tokio::time::Instant> = HashMap::new();
+            for (root, conversation, place, adapter, events) in resumed {
+                if this.inner.stop.is_cancelled() {
+                    break;
+                }
+                if let Some(text) = this.still_waiting(root) {
+                    let channel = (place.platform, place.channel.clone());
+                    if let Some(at) = last_post.get(&channel) {
+                        let due = *at + adapter.edit_interval();
+                        tokio::select! {
+                            () = tokio::time::sleep_until(due) => {}
+                            () = this.inner.stop.cancelled() => break,
+                        }
+                    }
+                    let rendered = adapter.render(&text);
+                    if let Err(e) = adapter.post(&place, &rendered).await {
+                        tracing::warn!(platform = %adapter.platform(), task = root, error = %e, "could not say a request still waits for its approval");
+                        this.inner.channels.error(
+                            adapter.platform(),
+                            "posting a restart notice",
+                            &e,
+                        );
+                    }
+                    last_post.insert(channel, tokio::time::Instant::now());
+                }
+                let follow = this.clone();
+                this.inner.tracker.spawn(async move {
+                    let engine = follow.inner.engine.clone();
+                    let outcome = async move { engine.root_outcome(root).await.ok().flatten() };
+                    follow
+                        .stream_reply(adapter, place, root, events, outcome)
+                        .await;
+                    follow.next_in(&conversation);
+                });
+            }
         });
+    }
+
+    /// "OPC restarted; this request is still waiting for approval #N." when root `root` has
+    /// approvals pending now, else `None`.
+    fn still_waiting(&self, root: TaskId) -> Option<String> {
+        let pending: Vec<String> = self
+            .inner
+            .engine
+            .pending_approvals()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|a| a.root_id == root)
+            .map(|a| format!("#{}", a.id))
+            .collect();
+        match pending.as_slice() {
+            [] => None,
+            [one] => Some(format!(
+                "OPC restarted; this request is still waiting for approval {one}."
+            )),
+            many => Some(format!(
+                "OPC restarted; this request is still waiting for approvals {}.",
+                many.join(", ")
+            )),
+        }
     }
 
     /// Post a card for every approval request, redraw cards when approvals are decided.
