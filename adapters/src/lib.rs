@@ -407,6 +407,12 @@ pub trait Adapter: Send + Sync + 'static {
         axum::Router::new()
     }
 
+    /// A standing notice about the gateway itself, such as "the LLM key is missing" (already rendered
+    /// for this platform), or `None` once it no longer applies. The gateway sets it at start and after
+    /// every reload. Platforms with a page of their own show it there (the web chat's banner); chat
+    /// platforms ignore it, as they answer each message with the notice instead.
+    fn set_banner(&self, _text: Option<&str>) {}
+
     /// Stop receiving: close websockets, stop background tasks. Outbound calls may still be made
     /// until the adapter is dropped (the gateway posts final answers while it drains).
     async fn shutdown(&self) {}

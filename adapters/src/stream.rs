@@ -9,6 +9,9 @@
 //! - after [`StreamingReply::finish`] the thread shows exactly the final answer, rendered for the
 //!   platform, split the same way whatever was streamed before (a retried model call that restarted its
 //!   stream leaves no trace);
+//! - text shown before [`StreamingReply::seal`] (an approval card came next) stays as it was shown,
+//!   and everything after it, the final answer included, goes in new messages: the thread reads in
+//!   the order things happened, the answer below the card it waited for;
 //! - no message is edited more often than the adapter allows, except by `finish`;
 //! - splitting never cuts a character in two.
 
@@ -76,6 +79,21 @@ impl StreamingReply {
         self.text.clear();
         self.turn_ended = false;
         self.dirty = true;
+    }
+
+    /// Something is about to be posted in the thread (an approval card): finish what is shown so far
+    /// as it is (without the typing mark) and leave those messages alone from now on, so the text that
+    /// comes next, and the final answer, are posted below it instead of overwriting it above.
+    pub async fn seal(&mut self) -> Result<(), AdapterError> {
+        if !self.text.trim().is_empty() {
+            let shown = self.adapter.render(&self.text);
+            self.show(&shown).await?;
+        }
+        self.messages.clear();
+        self.text.clear();
+        self.dirty = false;
+        self.turn_ended = false;
+        Ok(())
     }
 
     /// When the next flush may happen, if there is anything to flush.
@@ -205,6 +223,52 @@ mod tests {
         reply.restart();
         reply.push("again");
         assert_eq!(reply.text, "again");
+    }
+
+    #[tokio::test]
+    async fn after_a_seal_the_answer_goes_below_what_came_between() {
+        let (inbox, _inbound) = tokio::sync::mpsc::channel(1);
+        let config = crate::web::WebConfig {
+            title: "t".into(),
+            database: None,
+        };
+        let adapter = crate::web::WebChat::new(config, inbox).unwrap_or_else(|e| panic!("{e}"));
+        let place = Place {
+            platform: crate::Platform::Web,
+            workspace: "web".into(),
+            channel: "c".into(),
+            thread: "c".into(),
+        };
+        let mut reply = StreamingReply::new(adapter.clone(), place.clone());
+        reply.push("Let me ask first.");
+        reply.flush_if_due().await.unwrap_or_else(|e| panic!("{e}"));
+        reply.end_turn();
+        reply.seal().await.unwrap_or_else(|e| panic!("{e}"));
+        let card = crate::Card {
+            approval: 1,
+            agent: "ceo".into(),
+            role: "CEO".into(),
+            path: vec!["ceo".into()],
+            summary: "Go?".into(),
+            options: vec!["approve".into()],
+            state: crate::CardState::Pending,
+        };
+        let card = adapter
+            .post_card(&place, &card)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        reply.push("Done.");
+        let answer = reply
+            .finish("Done.")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(answer.len(), 1);
+        let number = |p: &Posted| p.id.parse::<i64>().unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            number(&answer[0]) > number(&card),
+            "the answer ({:?}) is posted after the card ({card:?})",
+            answer[0]
+        );
     }
 
     #[test]

@@ -6,12 +6,17 @@
 //! [`crate::pages`]):
 //! - `GET /` — the page (HTML, CSS and JS in one response, no external fetches);
 //! - `POST /api/conversations` — `201 {"id"}`; an optional `{"text"}` is sent as the first message;
-//! - `POST /api/conversations/{id}/messages` `{"text"}` — `202`; `/word rest` is a command, anything
-//!   else a mention continuing the conversation;
+//! - `POST /api/conversations/{id}/messages` `{"text"}` — `202`; `/word rest` is a command (shown in
+//!   the conversation as typed, then answered with a notice), anything else a mention continuing the
+//!   conversation;
 //! - `GET /api/conversations/{id}/events` — SSE: first `reset`, then the conversation's transcript
 //!   (`message`, `card`, `notice`, `progress`), then live `message` / `edit` / `card` / `card_update` /
 //!   `notice` / `progress`; a keep-alive comment every 15 s;
-//! - `POST /api/approvals/{approval}` `{"option"}` — `202`, a button click on an approval card.
+//! - `POST /api/approvals/{approval}` `{"option"}` — `202`, a button click on an approval card:
+//!   `option` is the chosen option's 0-based index (`0` for the first button) or its label, matched
+//!   without regard to case (`"approve"`); anything else is a `400` listing the options;
+//! - `GET /api/banner` — `{"banner"}`: the gateway's standing notice ([`Adapter::set_banner`], e.g. a
+//!   missing LLM key, with how to fix it) or `null`; the page shows it above the conversation.
 //!
 //! Invariants:
 //! - conversations live in the transcript ([`transcript`], SQLite in the engine's database file):
@@ -99,6 +104,8 @@ struct Shared {
     /// The page with the title filled in; the CSP nonce is filled in per response.
     page: String,
     state: Mutex<ChatState>,
+    /// The gateway's standing notice (markdown), shown as the page's banner.
+    banner: std::sync::RwLock<Option<String>>,
     /// Cancelled by [`Adapter::shutdown`]: open event streams end, so the server can stop (an SSE
     /// response never ends by itself, and graceful shutdown waits for every response).
     closing: tokio_util::sync::CancellationToken,
@@ -264,6 +271,7 @@ impl WebChat {
                     transcript,
                     live: HashMap::new(),
                 }),
+                banner: std::sync::RwLock::new(None),
                 closing: tokio_util::sync::CancellationToken::new(),
             }),
         }))
@@ -347,6 +355,14 @@ impl Adapter for WebChat {
     /// The page renders markdown itself (escaped first), so the text goes out as written.
     fn render(&self, markdown: &str) -> String {
         markdown.to_string()
+    }
+
+    fn set_banner(&self, text: Option<&str>) {
+        *self
+            .shared
+            .banner
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = text.map(str::to_string);
     }
 
     async fn post(&self, place: &Place, text: &str) -> Result<Posted, AdapterError> {
@@ -494,8 +510,14 @@ impl Adapter for WebChat {
                 events,
                 shared.clone(),
             ),
-            Page::new(Method::POST, "/api/approvals/{approval}", decide, shared)
-                .body_limit(MAX_BODY),
+            Page::new(
+                Method::POST,
+                "/api/approvals/{approval}",
+                decide,
+                shared.clone(),
+            )
+            .body_limit(MAX_BODY),
+            Page::new(Method::GET, "/api/banner", banner, shared),
         ]
     }
 }
@@ -524,6 +546,21 @@ fn no_such_conversation() -> Response {
 
 async fn page(State(shared): State<Arc<Shared>>) -> Response {
     crate::pages::html_page(&shared.page)
+}
+
+/// The gateway's standing notice, or `null`. Read by the page when it opens and after each send, so
+/// a reload that fixes (or breaks) the provider shows at the next message.
+async fn banner(State(shared): State<Arc<Shared>>) -> Response {
+    let banner = shared
+        .banner
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone();
+    let mut response = axum::Json(json!({ "banner": banner })).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }
 
 /// The JSON object of a request body; `Ok(None)` for an empty body.
@@ -597,11 +634,14 @@ fn busy() -> Response {
     response
 }
 
-/// Record the user's message and hand it to the inbox, atomically with respect to `post`.
+/// Record the user's message and hand it to the inbox, atomically with respect to `post`. A command is
+/// recorded too, as typed, so the page shows what was asked above the notice that answers it.
 #[allow(clippy::result_large_err)] // the error is the HTTP answer itself; not a hot path
 fn deliver(shared: &Shared, conversation: &str, text: &str) -> Result<(), Response> {
     let inbound = inbound_for(conversation, text);
     let is_command = matches!(inbound.kind, InboundKind::Command(_));
+    // A command's echo is the text trimmed (`/status`, not `  /status\n`); a message is kept as written.
+    let shown = if is_command { text.trim() } else { text };
     let mut state = shared.lock();
     match state.transcript.exists(conversation) {
         Ok(true) => {}
@@ -610,9 +650,8 @@ fn deliver(shared: &Shared, conversation: &str, text: &str) -> Result<(), Respon
     }
     match shared.inbox.try_send(inbound) {
         Ok(()) => {
-            // Commands are answered by notices; they are not part of the conversation's history.
-            if !is_command && let Err(e) = state.push(conversation, Author::User, text, None, false)
-            {
+            // Recorded under the lock, before the gateway can answer: the question precedes its answer.
+            if let Err(e) = state.push(conversation, Author::User, shown, None, false) {
                 // The message is on its way; only the page's record of it is missing.
                 tracing::error!(platform = "web", error = %e, "could not record a user message");
             }
@@ -748,19 +787,16 @@ async fn decide(
         Ok(None) => {
             return error(
                 StatusCode::BAD_REQUEST,
-                "send {\"option\": <index of the chosen option>}",
+                "send {\"option\": \"<the chosen option's label>\"} or {\"option\": <its 0-based index>}",
             );
         }
         Err(response) => return response,
     };
-    let Some(option) = body
-        .get("option")
-        .and_then(Value::as_u64)
-        .and_then(|o| usize::try_from(o).ok())
-    else {
+    let Some(choice) = body.get("option").and_then(Choice::of) else {
         return error(
             StatusCode::BAD_REQUEST,
-            "`option` must be the index (0, 1, …) of the chosen option",
+            "`option` must be the chosen option's label (\"approve\") or its 0-based index (0 for the \
+             first option)",
         );
     };
     let Ok(approval) = approval.parse::<i64>() else {
@@ -773,15 +809,10 @@ async fn decide(
         Ok(None) => return error(StatusCode::NOT_FOUND, "no such approval"),
         Err(e) => return database_error(&e),
     };
-    if option >= stored.card.options.len() {
-        return error(
-            StatusCode::BAD_REQUEST,
-            &format!(
-                "`option` must be below {}, the number of options",
-                stored.card.options.len()
-            ),
-        );
-    }
+    let option = match choice.index_in(&stored.card.options) {
+        Ok(option) => option,
+        Err(message) => return error(StatusCode::BAD_REQUEST, &message),
+    };
     let conversation = stored.conversation;
     let inbound = Inbound {
         place: place_of(&conversation),
@@ -809,6 +840,58 @@ async fn decide(
             tracing::warn!(platform = "web", "inbox full or closed, decision refused");
             busy()
         }
+    }
+}
+
+/// The option a decision names: the CLI counts from 1 and people read labels, so the API takes either
+/// a label or the button's 0-based index (what the page sends), and says which when neither fits.
+#[derive(Clone, Debug, PartialEq)]
+enum Choice {
+    /// The 0-based index of the option.
+    Index(u64),
+    /// The option's label, matched without regard to case.
+    Label(String),
+}
+
+impl Choice {
+    /// `option` of a request body; `None` when it is neither a whole number nor a label.
+    fn of(value: &Value) -> Option<Choice> {
+        match value {
+            Value::Number(n) => n.as_u64().map(Choice::Index),
+            Value::String(label) if !label.trim().is_empty() => {
+                Some(Choice::Label(label.trim().to_string()))
+            }
+            _ => None,
+        }
+    }
+
+    /// The index of the chosen option among `options`, or a message listing them.
+    fn index_in(&self, options: &[String]) -> Result<usize, String> {
+        let found = match self {
+            Choice::Index(index) => usize::try_from(*index)
+                .ok()
+                .filter(|&index| index < options.len()),
+            Choice::Label(label) => {
+                let wanted = label.to_lowercase();
+                options.iter().position(|o| o.to_lowercase() == wanted)
+            }
+        };
+        found.ok_or_else(|| {
+            let listed = options
+                .iter()
+                .enumerate()
+                .map(|(i, o)| format!("{i}: \"{o}\""))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let asked = match self {
+                Choice::Index(index) => format!("index {index}"),
+                Choice::Label(label) => format!("\"{label}\""),
+            };
+            format!(
+                "`option` {asked} is not an option of this approval; send one of its labels, or its \
+                 0-based index: {listed}"
+            )
+        })
     }
 }
 
@@ -855,6 +938,32 @@ mod tests {
         assert!(
             matches!(inbound.kind, InboundKind::Mention { continues: Some(ref c), .. } if c == "c1")
         );
+    }
+
+    #[test]
+    fn a_choice_is_a_label_in_any_case_or_a_0_based_index() {
+        let options = ["Approve".to_string(), "Reject".to_string()];
+        assert_eq!(Choice::of(&json!(1)).unwrap().index_in(&options), Ok(1));
+        assert_eq!(
+            Choice::of(&json!(" REJECT ")).unwrap().index_in(&options),
+            Ok(1)
+        );
+        assert_eq!(
+            Choice::of(&json!("approve")).unwrap().index_in(&options),
+            Ok(0)
+        );
+        let unknown = Choice::of(&json!("maybe"))
+            .unwrap()
+            .index_in(&options)
+            .unwrap_err();
+        assert!(
+            unknown.contains("\"maybe\"") && unknown.contains("0: \"Approve\", 1: \"Reject\""),
+            "{unknown}"
+        );
+        assert!(Choice::of(&json!(2)).unwrap().index_in(&options).is_err());
+        for bad in [json!(-1), json!(1.5), json!(""), json!(null), json!([0])] {
+            assert_eq!(Choice::of(&bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The web chat adapter end to end over loopback: its JSON API and event stream (reqwest), and its page
 //! in headless Chromium. A small echo consumer of the inbox plays the gateway: a mention is answered by
 //! a streamed reply, a progress event and an approval card; a decision updates the card and is answered
-//! with a notice; a command is answered with a notice.
+//! with a notice; a command is answered with a notice; the message `trace words` is answered with a
+//! progress event of every kind the engine sends, for the page's trace wording.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -20,6 +21,7 @@ const WAIT: Duration = Duration::from_secs(30);
 
 struct Chat {
     base: String,
+    adapter: Arc<WebChat>,
     http: reqwest::Client,
     /// Every inbound event the echo consumer received, in order.
     seen: mpsc::UnboundedReceiver<Inbound>,
@@ -39,9 +41,11 @@ async fn start(token: Option<&str>) -> Chat {
     .unwrap();
     let (seen_tx, seen) = mpsc::unbounded_channel();
     tokio::spawn(echo(adapter.clone(), rx, seen_tx));
+    let adapter = adapter.clone();
     let base = serve(&adapter, token).await;
     Chat {
         base,
+        adapter,
         http: reqwest::Client::new(),
         seen,
     }
@@ -67,6 +71,11 @@ async fn echo(
     while let Some(inbound) = inbox.recv().await {
         let _ = seen.send(inbound.clone());
         match &inbound.kind {
+            InboundKind::Mention { text, .. } if text == "trace words" => {
+                for event in every_trace_kind() {
+                    adapter.progress(&inbound.place, &event).await;
+                }
+            }
             InboundKind::Mention { text, .. } => {
                 let place = &inbound.place;
                 let answer = format!("echo: {text}");
@@ -140,6 +149,47 @@ async fn echo(
         }
     }
 }
+
+/// A progress event of each kind the engine publishes (tokens aside, which the trace does not keep),
+/// with the line the page shows for it.
+fn every_trace_kind() -> Vec<Value> {
+    vec![
+        json!({"event": "task_created", "task": 1, "parent": null, "root": 1, "conversation": "c", "agent": "ceo"}),
+        json!({"event": "agent_started", "task": 1, "agent": "ceo"}),
+        json!({"event": "privacy_masked", "task": 1, "agent": "ceo", "mode": "mask", "counts": {"EMAIL": 1, "PERSON_NAME": 1}, "total": 2, "routed_to": null}),
+        json!({"event": "delegated", "task": 1, "child": 2, "from": "ceo", "to": "vp-eng"}),
+        json!({"event": "task_created", "task": 2, "parent": 1, "root": 1, "conversation": "c", "agent": "vp-eng"}),
+        json!({"event": "tool_called", "task": 2, "agent": "vp-eng", "tool": "memory_read"}),
+        json!({"event": "privacy_masked", "task": 2, "agent": "vp-eng", "mode": "route", "counts": {"IBAN": 1}, "total": 1, "routed_to": "local/llama"}),
+        json!({"event": "privacy_blocked", "task": 2, "agent": "vp-eng", "kind": "CREDIT_CARD"}),
+        json!({"event": "escalated", "task": 2, "agent": "vp-eng", "kind": "timeout", "reason": "no answer in 5m"}),
+        json!({"event": "approval_requested", "approval": 7, "task": 2, "conversation": "c", "agent": "vp-eng", "path": ["ceo", "vp-eng"], "summary": "Deploy?", "options": ["approve", "reject"]}),
+        json!({"event": "approval_resolved", "approval": 7, "task": 2, "decision": "approve", "by": "operator"}),
+        json!({"event": "agent_finished", "task": 2, "agent": "vp-eng", "state": "COMPLETED", "text": "done", "tokens_in": 1, "tokens_out": 1, "cost_usd": 0.5, "duration_ms": 1500}),
+        json!({"event": "config_reloaded", "generation": 2, "trigger": "file", "agents": 7}),
+        json!({"event": "config_rejected", "trigger": "file", "errors": 1}),
+        json!({"event": "some_future_kind", "task": 1}),
+    ]
+}
+
+/// The trace lines the page shows for [`every_trace_kind`], in order.
+const TRACE_WORDS: [&str; 15] = [
+    "request #1 started with ceo",
+    "ceo started on task #1",
+    "masked 2 personal values (1 email, 1 person name) before ceo's model call",
+    "ceo delegated to vp-eng (task #2)",
+    "task #2 created for vp-eng",
+    "vp-eng used the tool memory_read",
+    "sent vp-eng's model call to local/llama: it carried 1 personal value (1 iban)",
+    "stopped vp-eng's model call: it still carried a real credit card value, so nothing was sent",
+    "vp-eng escalated after a timeout: no answer in 5m",
+    "vp-eng asks for approval #7",
+    "approval #7 decided: approve, by operator",
+    "vp-eng finished (completed, 1.5 s, $0.5000)",
+    "the config was reloaded (generation 2)",
+    "a config change was refused (1 error)",
+    "some future kind",
+];
 
 /// Server-sent events read off a streaming response body.
 struct Events {
@@ -239,12 +289,28 @@ impl Chat {
     }
 
     async fn decide(&self, approval: i64, option: usize) -> reqwest::Response {
+        self.decide_with(approval, json!(option)).await
+    }
+
+    /// Decide with `option` as given: an index or a label.
+    async fn decide_with(&self, approval: i64, option: Value) -> reqwest::Response {
         self.http
             .post(format!("{}/api/approvals/{approval}", self.base))
             .json(&json!({ "option": option }))
             .send()
             .await
             .unwrap()
+    }
+
+    async fn banner(&self) -> Value {
+        let response = self
+            .http
+            .get(format!("{}/api/banner", self.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        response.json::<Value>().await.unwrap()["banner"].clone()
     }
 
     async fn next_seen(&mut self) -> Inbound {
@@ -336,9 +402,92 @@ async fn a_conversation_streams_answers_cards_and_decisions_in_order() {
     let notice = events.expect("notice").await;
     assert_eq!(notice["text"], "decision recorded");
 
-    // An option the card does not have is refused.
+    // An option the card does not have is refused, naming the options.
     let response = chat.decide(approval, 5).await;
     assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("0: \"Approve\", 1: \"Reject\""),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn an_approval_is_decided_by_its_label_in_any_case() {
+    let mut chat = start(None).await;
+    let id = chat.create(Some(json!({"text": "deploy"}))).await;
+    chat.next_seen().await;
+    let mut events = Events::open(&chat, &id).await;
+    let card = events.skip_to("card").await;
+    let approval = card["card"]["approval"].as_i64().unwrap();
+
+    for (bad, names) in [
+        (json!("maybe"), "\"maybe\""),
+        (json!(""), "label"),
+        (json!(-1), "label"),
+        (json!(true), "label"),
+    ] {
+        let response = chat.decide_with(approval, bad.clone()).await;
+        assert_eq!(response.status(), 400, "{bad}");
+        let body: Value = response.json().await.unwrap();
+        let error = body["error"].as_str().unwrap();
+        assert!(
+            error.contains(names) && error.contains("0-based"),
+            "{bad}: {error}"
+        );
+    }
+    let unknown: Value = chat
+        .decide_with(approval, json!("maybe"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        unknown["error"]
+            .as_str()
+            .unwrap()
+            .contains("0: \"Approve\", 1: \"Reject\""),
+        "the options are listed: {unknown}"
+    );
+
+    assert_eq!(
+        chat.decide_with(approval, json!("rEJECT")).await.status(),
+        202
+    );
+    match chat.next_seen().await.kind {
+        InboundKind::Action { action, .. } => assert_eq!(
+            action,
+            Action::Decide {
+                approval,
+                option: 1
+            }
+        ),
+        other => panic!("expected an action, got {other:?}"),
+    }
+    let update = events.skip_to("card_update").await;
+    assert_eq!(update["card"]["state"]["Decided"]["option"], "Reject");
+}
+
+#[tokio::test]
+async fn the_banner_is_what_the_gateway_set_last() {
+    let chat = start(Some("banner-token")).await;
+    let refused = chat
+        .http
+        .get(format!("{}/api/banner", chat.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401, "behind the access token");
+    let chat = start(None).await;
+    assert_eq!(chat.banner().await, Value::Null);
+    chat.adapter
+        .set_banner(Some("**`KEY` is not set**: set it"));
+    assert_eq!(chat.banner().await, "**`KEY` is not set**: set it");
+    chat.adapter.set_banner(None);
+    assert_eq!(chat.banner().await, Value::Null);
 }
 
 #[tokio::test]
@@ -515,15 +664,45 @@ async fn slash_commands_arrive_as_commands_and_are_answered_with_notices() {
         chat.next_seen().await.kind,
         InboundKind::Command(Command::Status)
     );
+    // The command as typed, then its answer.
+    let typed = events.expect("message").await;
+    assert_eq!(
+        (typed["author"].as_str(), typed["text"].as_str()),
+        (Some("user"), Some("/status"))
+    );
     let notice = events.expect("notice").await;
     assert_eq!(notice["text"], "command Status");
 
-    assert_eq!(chat.send(&id, "/cancel  42 ").await.status(), 202);
+    assert_eq!(chat.send(&id, " /cancel  42 \n").await.status(), 202);
     assert_eq!(
         chat.next_seen().await.kind,
         InboundKind::Command(Command::Cancel("42".to_string()))
     );
+    let typed = events.expect("message").await;
+    assert_eq!(typed["text"], "/cancel  42", "shown trimmed");
     events.expect("notice").await;
+
+    // A reload replays both in order.
+    let mut replay = Events::open(&chat, &id).await;
+    replay.expect("reset").await;
+    let order: Vec<String> = [
+        replay.next().await,
+        replay.next().await,
+        replay.next().await,
+        replay.next().await,
+    ]
+    .into_iter()
+    .map(|(name, data)| format!("{name}: {}", data["text"].as_str().unwrap()))
+    .collect();
+    assert_eq!(
+        order,
+        [
+            "message: /status",
+            "notice: command Status",
+            "message: /cancel  42",
+            "notice: command Cancel(\"42\")"
+        ]
+    );
 }
 
 #[tokio::test]
@@ -608,7 +787,7 @@ async fn the_page_chats_streams_and_decides_in_headless_chromium() {
     // The trace shows the delegation; the card its buttons.
     browser
         .wait_for(
-            "document.getElementById('trace-list').textContent.includes('ceo → vp-eng')",
+            "document.getElementById('trace-list').textContent.includes('ceo delegated to vp-eng (task #2)')",
             WAIT,
         )
         .await
@@ -655,4 +834,58 @@ async fn the_page_chats_streams_and_decides_in_headless_chromium() {
         )
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn the_page_shows_the_banner_typed_commands_and_the_trace_in_words() {
+    let Some(mut browser) = Browser::for_test().await else {
+        return;
+    };
+    let chat = start(None).await;
+    chat.adapter
+        .set_banner(Some("**OPC_KEY is not set**: set it and `restart`"));
+    browser.navigate(&format!("{}/", chat.base)).await.unwrap();
+    browser
+        .wait_for(
+            "!document.getElementById('banner').hidden && document.querySelector('#banner strong').textContent === 'OPC_KEY is not set' && document.getElementById('banner').textContent === 'OPC_KEY is not set: set it and restart'",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    // The gateway clears it (a reload fixed the provider): the next send reads it again.
+    chat.adapter.set_banner(None);
+
+    browser.type_text("/status").await.unwrap();
+    browser.press_enter().await.unwrap();
+    browser
+        .wait_for(
+            "(() => { const log = [...document.querySelectorAll('#log > div')]; \
+               return log.length === 2 && log[0].matches('.msg.user.command') && log[0].textContent === 'You/status' \
+               && log[1].matches('.notice') && log[1].textContent.includes('command Status'); })()",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    browser
+        .wait_for("document.getElementById('banner').hidden", WAIT)
+        .await
+        .unwrap();
+
+    browser.type_text("trace words").await.unwrap();
+    browser.press_enter().await.unwrap();
+    browser
+        .wait_for(
+            &format!(
+                "document.querySelectorAll('#trace-list li').length === {}",
+                TRACE_WORDS.len()
+            ),
+            WAIT,
+        )
+        .await
+        .unwrap();
+    let lines = browser
+        .eval("[...document.querySelectorAll('#trace-list li')].map(li => li.textContent)")
+        .await
+        .unwrap();
+    assert_eq!(lines, json!(TRACE_WORDS));
 }

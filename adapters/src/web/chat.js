@@ -13,6 +13,7 @@
   const traceList = document.getElementById("trace-list");
   const traceCount = document.getElementById("trace-count");
   const orgLink = document.getElementById("org-link");
+  const banner = document.getElementById("banner");
   if (token) orgLink.href = "/org?token=" + encodeURIComponent(token);
   let conversation = null;
   let source = null;
@@ -61,6 +62,16 @@
     return { status: response.status, data };
   }
   function say(text) { statusLine.textContent = text; }
+  // The gateway's standing notice (a missing LLM key, with how to fix it), above the conversation.
+  async function loadBanner() {
+    try {
+      const r = await fetch("/api/banner", { headers: headers(), cache: "no-store" });
+      if (!r.ok) return;
+      const data = await r.json();
+      banner.hidden = !data.banner;
+      banner.innerHTML = data.banner ? markdown(data.banner) : "";
+    } catch (e) { /* the chat itself still works; the next send tries again */ }
+  }
 
   // ---- rendering ----
   function nearBottom() { return window.innerHeight + window.scrollY >= document.body.scrollHeight - 80; }
@@ -82,10 +93,13 @@
   }
   function showMessage(data) {
     const was = nearBottom();
-    const node = element("m-" + data.id, "msg " + (data.author === "user" ? "user" : "bot"));
+    const user = data.author === "user";
+    // A command is shown as typed (code), so its answer below reads as the answer to it.
+    const command = user && /^\/\w/.test(data.text);
+    const node = element("m-" + data.id, "msg " + (user ? "user" : "bot") + (command ? " command" : ""));
     node.dataset.author = data.author || "bot";
-    node.innerHTML = '<span class="who">' + (data.author === "user" ? "You" : "OPC") + "</span>" +
-      '<div class="body">' + markdown(data.text) + "</div>";
+    node.innerHTML = '<span class="who">' + (user ? "You" : "OPC") + "</span>" +
+      '<div class="body">' + (command ? "<code>" + esc(data.text) + "</code>" : markdown(data.text)) + "</div>";
     keepScrolled(was);
   }
   function editMessage(data) {
@@ -144,21 +158,42 @@
     log.appendChild(node);
     keepScrolled(was);
   }
+  // Trace lines in words, one case per engine event kind; an unknown kind still reads as words.
+  function plural(n, one, many) { return n + " " + (n === 1 ? one : many); }
+  function typeName(t) { return String(t).toLowerCase().replace(/_/g, " "); }
+  function counts(c) {
+    return Object.entries(c || {}).map(([t, n]) => n + " " + typeName(t)).join(", ");
+  }
+  const escalations = { error: "after an error", timeout: "after a timeout", uncertainty: "unsure how to go on",
+    approval_needed: "needs an approval" };
   function describe(e) {
     switch (e.event) {
-      case "task_created": return "task " + e.task + " created for " + e.agent;
-      case "delegated": return e.from + " → " + e.to;
-      case "agent_started": return e.agent + " started";
-      case "tool_called": return e.agent + " called " + e.tool;
+      case "task_created":
+        return e.parent != null ? "task #" + e.task + " created for " + e.agent
+          : "request #" + e.task + " started with " + e.agent;
+      case "delegated": return e.from + " delegated to " + e.to + " (task #" + e.child + ")";
+      case "agent_started": return e.agent + " started on task #" + e.task;
+      case "tool_called": return e.agent + " used the tool " + e.tool;
+      case "privacy_masked": {
+        const n = Number(e.total || 0);
+        const what = plural(n, "personal value", "personal values") + (n ? " (" + counts(e.counts) + ")" : "");
+        if (e.mode === "route") return "sent " + e.agent + "'s model call to " + (e.routed_to || "the trusted model") + ": it carried " + what;
+        return (e.mode === "redact" ? "redacted " : "masked ") + what + " before " + e.agent + "'s model call";
+      }
+      case "privacy_blocked":
+        return "stopped " + e.agent + "'s model call: it still carried a real " + typeName(e.kind) + " value, so nothing was sent";
       case "agent_finished": {
         const secs = e.duration_ms != null ? ", " + (e.duration_ms / 1000).toFixed(1) + " s" : "";
         const cost = e.cost_usd != null ? ", $" + Number(e.cost_usd).toFixed(4) : "";
         return e.agent + " finished (" + String(e.state || "").toLowerCase() + secs + cost + ")";
       }
-      case "escalated": return e.agent + " escalated (" + e.kind + "): " + e.reason;
-      case "approval_requested": return e.agent + " asks for approval " + e.approval;
-      case "approval_resolved": return "approval " + e.approval + ": " + e.decision + " by " + e.by;
-      default: return String(e.event || "event");
+      case "escalated": return e.agent + " escalated " + (escalations[e.kind] || typeName(e.kind)) + ": " + e.reason;
+      case "approval_requested": return e.agent + " asks for approval #" + e.approval;
+      case "approval_resolved": return "approval #" + e.approval + " decided: " + e.decision + ", by " + e.by;
+      case "config_reloaded": return "the config was reloaded (generation " + e.generation + ")";
+      case "config_rejected": return "a config change was refused (" + plural(Number(e.errors || 0), "error", "errors") + ")";
+      case "stream_restarted": return "the model call was retried";
+      default: return typeName(e.event || "event");
     }
   }
   function showProgress(e) {
@@ -254,6 +289,7 @@
     }
     sendButton.disabled = false;
     input.focus();
+    loadBanner();
   });
   input.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
@@ -271,5 +307,6 @@
 
   const match = /^#c=([0-9A-Za-z-]{1,64})$/.exec(location.hash);
   if (match) connect(match[1]);
+  loadBanner();
   input.focus();
 })();

@@ -431,6 +431,44 @@ impl Store {
     }
 }
 
+/// The latest LLM call to one `provider/model`, for the console's provider state.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LatestCall {
+    /// `provider/model`.
+    pub model: String,
+    /// The error, for a failed call.
+    pub error: Option<String>,
+    /// When it was recorded (Unix ms).
+    pub at: i64,
+}
+
+impl Store {
+    /// The latest call per `provider/model` among the last `window` calls: what the console shows as
+    /// each provider's last outcome. Bounded by `window`, so a long ledger costs the same to read.
+    pub fn latest_calls(&self, window: u32) -> Result<Vec<LatestCall>, StoreError> {
+        let conn = self.conn();
+        // SQLite takes the bare columns of a MAX() aggregate from the row holding the maximum.
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT model, error, created_at, MAX(id) FROM \
+                 (SELECT id, model, error, created_at FROM llm_calls ORDER BY id DESC LIMIT ?1) \
+                 GROUP BY model ORDER BY MAX(id) DESC",
+            )
+            .map_err(sql("reading the latest calls"))?;
+        let rows = stmt
+            .query_map([window], |r| {
+                Ok(LatestCall {
+                    model: r.get(0)?,
+                    error: r.get(1)?,
+                    at: r.get(2)?,
+                })
+            })
+            .map_err(sql("reading the latest calls"))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(sql("reading the latest calls"))
+    }
+}
+
 /// `YYYY-MM-DD` of day `day` (days since the Unix epoch, UTC).
 fn day_text(day: i64) -> String {
     let secs = u64::try_from(day.max(0) * 86_400).unwrap_or(0);
@@ -506,6 +544,31 @@ mod tests {
         assert_eq!(spend.len(), 1);
         assert_eq!((spend[0].calls, spend[0].conversation.as_str()), (2, "c"));
         assert!(store.spend_since(now_ms() + 60_000).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_latest_call_per_model_is_found_within_the_window() {
+        let store = Store::in_memory().unwrap();
+        let task = root(&store, "c");
+        let mut failed = call(task, 0, false);
+        failed.error = Some("p returned HTTP 401: bad key".into());
+        store.record_call(&call(task, 1, false)).unwrap();
+        store.record_call(&failed).unwrap();
+        let mut other = call(task, 1, false);
+        other.model = "q/m".into();
+        store.record_call(&other).unwrap();
+        let latest = store.latest_calls(100).unwrap();
+        assert_eq!(
+            latest
+                .iter()
+                .map(|c| (c.model.as_str(), c.error.as_deref()))
+                .collect::<Vec<_>>(),
+            [("q/m", None), ("p/m", Some("p returned HTTP 401: bad key"))]
+        );
+        // Only the last call is looked at: `p/m` is outside a window of one.
+        let latest = store.latest_calls(1).unwrap();
+        assert_eq!(latest.len(), 1);
+        assert_eq!(latest[0].model, "q/m");
     }
 
     #[test]

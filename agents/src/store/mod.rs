@@ -40,7 +40,9 @@ mod tasks;
 
 pub use approvals::{Approval, ApprovalState, Decided, SystemDecider};
 pub use lock::claim as claim_database;
-pub use ledger::{CallPrivacy, CallRecord, PrivacyDay, Spend, TaskPrivacy, Totals, tokens_text};
+pub use ledger::{
+    CallPrivacy, CallRecord, LatestCall, PrivacyDay, Spend, TaskPrivacy, Totals, tokens_text,
+};
 pub use lifecycle::Ending;
 pub use notices::Notice;
 pub use recovery::Recovery;

@@ -1,4 +1,5 @@
-//! The console's live pages: agents with their state and spend today, recent conversations and
+//! The console's live pages: agents with their state and spend today, each model provider's state
+//! (its key, its last call's outcome), recent conversations and
 //! one conversation's delegation tree, approvals (decided here too), costs by agent, model and
 //! platform, each platform's activity, and the engine's event stream.
 //!
@@ -30,6 +31,9 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::Admin;
 use super::config::error;
+
+/// How many of the latest LLM calls are looked through for each provider's last outcome.
+const LATEST_CALLS: u32 = 5_000;
 
 /// Recent conversations listed.
 const RECENT: u32 = 50;
@@ -104,6 +108,110 @@ pub async fn agents(State(admin): State<Arc<Admin>>) -> Response {
         .collect();
     Json(json!({"generation": live.generation(), "root": org.root(), "agents": agents}))
         .into_response()
+}
+
+/// `GET /admin/api/providers`: every provider of the running config with who uses it, whether its key
+/// is set (the variable's name, never its value) and its last call's outcome from the ledger (`ok`,
+/// or the error's kind, message and time). A missing key is what the chat's banner shows; this is
+/// where an operator sees it for every provider at once, before anyone chats.
+pub async fn providers(State(admin): State<Arc<Admin>>) -> Response {
+    let (Some(gateway), Some(live)) = (admin.gateway.get(), admin.live.get()) else {
+        return not_running();
+    };
+    let loaded = live.get();
+    let engine = gateway.engine().clone();
+    let latest = match tokio::task::spawn_blocking(move || {
+        engine.store().latest_calls(LATEST_CALLS)
+    })
+    .await
+    {
+        Ok(Ok(latest)) => latest,
+        Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "the read did not finish"),
+    };
+    let framework = &loaded.config.framework;
+    let mut used_by: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (id, agent) in &loaded.config.agents {
+        let model = agent.model.as_deref().unwrap_or(&framework.default_model);
+        if let Ok((provider, _)) = framework.resolve_model(model) {
+            used_by.entry(provider).or_default().push(id);
+        }
+    }
+    let summaries = framework
+        .resolve_model(framework.fast_model())
+        .ok()
+        .map(|(provider, _)| provider);
+    let providers: Vec<Value> = framework
+        .providers
+        .iter()
+        .map(|(name, provider)| {
+            let key = provider.api_key_env.as_ref().map(|var| {
+                let set = std::env::var(var.name()).is_ok_and(|v| !v.trim().is_empty());
+                json!({"var": var.name(), "set": set})
+            });
+            let state = match &key {
+                None => "no key needed",
+                Some(key) if key["set"] == true => "key set",
+                Some(_) => "key missing",
+            };
+            // The ledger's newest row first: the first call of this provider is its last.
+            let prefix = format!("{name}/");
+            let last = latest
+                .iter()
+                .find(|c| c.model.starts_with(&prefix))
+                .map(|c| match &c.error {
+                    None => json!({"outcome": "ok", "model": c.model, "at": c.at}),
+                    Some(message) => json!({
+                        "outcome": "error",
+                        "kind": error_kind(message),
+                        "message": message,
+                        "model": c.model,
+                        "at": c.at,
+                    }),
+                });
+            json!({
+                "id": name,
+                "kind": provider.kind.as_str(),
+                "base_url": provider.base_url,
+                "used_by": used_by.get(name.as_str()).cloned().unwrap_or_default(),
+                "summaries": summaries == Some(name.as_str()),
+                "key": key,
+                "state": state,
+                "last_call": last,
+            })
+        })
+        .collect();
+    Json(json!({"generation": live.generation(), "providers": providers})).into_response()
+}
+
+/// A failed call's kind, in words, from the ledger's error text (written by the LLM layer's error
+/// messages: see `opc_agents::llm::LlmError`).
+fn error_kind(message: &str) -> String {
+    if let Some(at) = message.find(" returned HTTP ") {
+        let status: String = message[at + 15..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        return match status.as_str() {
+            "401" | "403" => format!("HTTP {status} (the key was refused)"),
+            "429" => "HTTP 429 (rate-limited)".to_string(),
+            _ => format!("HTTP {status}"),
+        };
+    }
+    let kinds = [
+        ("could not reach ", "unreachable"),
+        ("response stream was cut off", "stream cut off"),
+        ("sent a malformed response", "malformed response"),
+        ("did not answer within", "timed out"),
+        ("is missing: set the environment variable", "key missing"),
+        ("no provider is configured for model", "unknown model"),
+        ("egress guard stopped", "stopped by the privacy guard"),
+        ("privacy gateway could not mask", "privacy gateway failed"),
+    ];
+    kinds
+        .iter()
+        .find(|(needle, _)| message.contains(needle))
+        .map_or_else(|| "error".to_string(), |(_, kind)| (*kind).to_string())
 }
 
 /// What an agent is doing, from its live tasks: thinking beats waiting on a human, which beats
@@ -484,4 +592,27 @@ pub async fn events(State(admin): State<Arc<Admin>>) -> Response {
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_calls_are_named_by_their_kind() {
+        assert_eq!(
+            error_kind("llm returned HTTP 401: invalid x-api-key (gave up after 1 attempts)"),
+            "HTTP 401 (the key was refused)"
+        );
+        assert_eq!(error_kind("llm returned HTTP 503: busy"), "HTTP 503");
+        assert_eq!(
+            error_kind("could not reach llm at http://127.0.0.1:9: refused"),
+            "unreachable"
+        );
+        assert_eq!(
+            error_kind("the API key for provider `llm` is missing: set the environment variable K"),
+            "key missing"
+        );
+        assert_eq!(error_kind("something else"), "error");
+    }
 }

@@ -124,6 +124,12 @@ impl Admin {
                 self.clone(),
             ),
             Page::new(Method::GET, "/admin/api/agents", live::agents, self.clone()),
+            Page::new(
+                Method::GET,
+                "/admin/api/providers",
+                live::providers,
+                self.clone(),
+            ),
             Page::new(Method::GET, "/admin/api/tasks", live::tasks, self.clone()),
             Page::new(
                 Method::GET,

@@ -14,15 +14,15 @@ use opc_hierarchy::OrgTree;
 
 use opc_agents::store::now_ms;
 
-/// `/status`: every task that has not ended, grouped by tree, with its delegation path, state and
-/// elapsed time.
-pub fn status(store: &Store) -> String {
+/// `/status` on `platform`: every task that has not ended, grouped by tree, with its delegation path,
+/// state and elapsed time. With nothing running it says how to start, in the platform's own terms.
+pub fn status(store: &Store, platform: Platform) -> String {
     let live = match store.live_tasks() {
         Ok(live) => live,
         Err(e) => return format!("Could not read the tasks: {e}"),
     };
     if live.is_empty() {
-        return "Nothing is running. Mention me with a request to start something.".into();
+        return format!("Nothing is running. {}", how_to_start(platform));
     }
     let mut roots: Vec<i64> = live.iter().map(|t| t.root_id).collect();
     roots.dedup();
@@ -129,6 +129,14 @@ fn excerpt(text: &str, max: usize) -> String {
     }
 }
 
+/// How a person starts a request on `platform`: the web chat has a message box, not mentions.
+fn how_to_start(platform: Platform) -> &'static str {
+    match platform {
+        Platform::Web => "Type a request in the message box to start something.",
+        Platform::Slack | Platform::Discord => "Mention me with a request to start something.",
+    }
+}
+
 /// `/help` for `platform`, optionally after saying what was not understood. The web chat has no
 /// mentions or threads: each message continues the conversation on the page, and its operator is an
 /// approver.
@@ -160,6 +168,19 @@ pub fn help(platform: Platform, unknown: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_with_nothing_running_says_how_to_start_in_the_platforms_terms() {
+        let store = Store::in_memory().unwrap_or_else(|e| panic!("{e}"));
+        let web = status(&store, Platform::Web);
+        assert!(web.starts_with("Nothing is running."), "{web}");
+        assert!(
+            web.contains("message box") && !web.contains("Mention"),
+            "{web}"
+        );
+        let slack = status(&store, Platform::Slack);
+        assert!(slack.contains("Mention me"), "{slack}");
+    }
 
     #[test]
     fn help_on_the_web_speaks_of_the_page_not_of_mentions_and_threads() {

@@ -24,7 +24,10 @@
 //!   is told once per restart, when OPC is back, that it is still waiting (see
 //!   [`Gateway::resume_suspended`]);
 //! - with an LLM key missing the gateway still runs and answers every message with a notice naming the
-//!   variable, without calling the engine;
+//!   variable, without calling the engine; adapters with a page show it as a banner before anyone
+//!   chats ([`notices::missing_key_banner`]), kept current across reloads;
+//! - a streamed answer that waited for an approval is posted below the approval card, not above it
+//!   ([`StreamingReply::seal`]);
 //! - message text is never logged.
 
 pub mod channels;
@@ -121,7 +124,7 @@ impl Gateway {
     /// Assemble the gateway; nothing runs until [`Gateway::start`].
     pub fn new(parts: Parts) -> Gateway {
         let limits = RateLimits::new(&parts.live.get().config.gateway.rate_limit);
-        Gateway {
+        let gateway = Gateway {
             inner: Arc::new(Inner {
                 adapters: parts
                     .adapters
@@ -138,6 +141,22 @@ impl Gateway {
                 tracker: TaskTracker::new(),
                 stop: CancellationToken::new(),
             }),
+        };
+        gateway.show_banner();
+        gateway
+    }
+
+    /// Give every adapter the missing-key banner (or clear it), as of the current providers.
+    fn show_banner(&self) {
+        let missing = self
+            .inner
+            .missing_key
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let text = missing.map(|(provider, var)| notices::missing_key_banner(&provider, &var));
+        for adapter in self.inner.adapters.values() {
+            adapter.set_banner(text.as_deref().map(|t| adapter.render(t)).as_deref());
         }
     }
 
@@ -200,6 +219,7 @@ impl Gateway {
             .missing_key
             .write()
             .unwrap_or_else(|p| p.into_inner()) = missing_key;
+        self.show_banner();
     }
 
     /// The engine the gateway feeds.
@@ -951,7 +971,7 @@ impl Gateway {
     async fn on_command(&self, adapter: Arc<dyn Adapter>, inbound: Inbound, command: Command) {
         let engine = &self.inner.engine;
         let text = match command {
-            Command::Status => commands::status(engine.store()),
+            Command::Status => commands::status(engine.store(), inbound.place.platform),
             Command::Agents => commands::agents(&engine.org()),
             Command::Tasks => commands::tasks(engine.store()),
             Command::Help => commands::help(inbound.place.platform, None),
@@ -1038,6 +1058,12 @@ async fn follow(
 ) {
     if !in_tree(&event, root, tree) {
         return;
+    }
+    if matches!(event, Event::ApprovalRequested { .. })
+        && let Err(e) = reply.seal().await
+    {
+        // The answer still comes; it may then show above the card.
+        tracing::warn!(platform = %adapter.platform(), error = %e, "could not finish a streamed reply before an approval card");
     }
     match &event {
         Event::Token { task, text, .. } if *task == root => reply.push(text),

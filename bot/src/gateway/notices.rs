@@ -13,6 +13,12 @@
 //! - no flooding: notices are posted one at a time, oldest first, and two posts in one channel are at
 //!   least the adapter's [`Adapter::edit_interval`] apart (the platform's write rate), however many
 //!   notices a crash under load left behind.
+//!
+//! Also the one standing notice, the missing-key banner ([`missing_key_banner`]): an LLM key that is
+//! not set is shown before anyone chats (the web chat's banner, via [`Adapter::set_banner`]), not only
+//! in answer to the first message. The gateway sets it at start and after every reload, from the
+//! providers the running config uses: a key set in the environment does not change while OPC runs,
+//! but a reload can change which providers (and so which variables) are needed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,6 +29,16 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::threads::Threads;
+
+/// The banner for a missing LLM key: which variable, what it stops, and how to fix it.
+pub fn missing_key_banner(provider: &str, var: &str) -> String {
+    format!(
+        "**{var} is not set**: OPC cannot call the `{provider}` model provider, so messages get no \
+         answer yet. Set it where `opc run` runs (`export {var}=…`) and restart `opc run`, or point \
+         the agents at a provider that needs no key (a local `openai-compatible` server) in \
+         `opc.config.yaml`."
+    )
+}
 
 /// Tries per notice in one pass.
 pub const ATTEMPTS: u32 = 4;

@@ -330,6 +330,27 @@
       }
     })();
   }
+  // Each model provider: its key (set, or the variable to set) and its last call's outcome.
+  async function loadProviders() {
+    try {
+      const r = await api("/admin/api/providers");
+      const body = $("provider-list").tBodies[0];
+      body.replaceChildren(...r.providers.map((p) => {
+        const users = p.used_by.length ? p.used_by.join(", ") : (p.summaries ? "" : "no agent");
+        const key = !p.key ? el("span", { class: "muted" }, "none needed")
+          : p.key.set ? el("span", { class: "status ok" }, p.key.var + " is set")
+          : el("span", { class: "status bad" }, p.key.var + " is not set: set it where opc run runs, then restart it");
+        const last = p.last_call;
+        const call = !last ? el("span", { class: "muted" }, "no call yet")
+          : last.outcome === "ok" ? el("span", { class: "status ok" }, "ok, " + when(last.at))
+          : el("span", { class: "status bad", title: last.message }, last.kind + ", " + when(last.at));
+        return el("tr", { "data-provider": p.id, "data-state": p.state },
+          el("td", {}, el("strong", {}, p.id), " ", el("span", { class: "muted" }, p.kind)),
+          el("td", {}, users + (p.summaries ? (users ? "; " : "") + "summaries" : "")),
+          el("td", {}, key), el("td", {}, call));
+      }));
+    } catch (e) { /* the tree itself still shows */ }
+  }
   // Live state per agent, from the running engine.
   let states = new Map(), chosen = null;
   async function loadStates() {
@@ -343,6 +364,7 @@
         if (a && tag) { tag.className = stateClass(a.state); tag.textContent = a.state + (a.tasks.length > 1 ? " ×" + a.tasks.length : ""); }
       }
       if (chosen) details(chosen);
+      loadProviders();
     } catch (e) { /* the tree itself still shows */ }
   }
   function choose(a, button) {
