@@ -493,10 +493,23 @@ async fn the_access_token_is_required_on_every_route() {
         .http
         .post(format!("{}/api/conversations", chat.base))
         .bearer_auth("s3cret/+token")
+        .json(&json!({}))
         .send()
         .await
         .unwrap();
     assert_eq!(created.status(), 201);
+    // The scheme in any case (RFC 7235: schemes are case-insensitive).
+    for scheme in ["bearer", "BEARER"] {
+        let response = chat
+            .http
+            .post(format!("{}/api/conversations", chat.base))
+            .header("authorization", format!("{scheme} s3cret/+token"))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201, "{scheme}");
+    }
     let id: Value = created.json().await.unwrap();
     let id = id["id"].as_str().unwrap();
     let events = chat
