@@ -7,17 +7,42 @@
 //! Endpoints that verify their own signatures (Slack's and Discord's webhooks) are not pages: adapters
 //! serve them from [`crate::Adapter::routes`]; so is the gateway's `/healthz`.
 //!
+//! The check, in this order (the first that fails answers; nothing of the body is read before):
+//! 1. **the access token**, when one is configured: `Authorization: Bearer …` (the scheme in any case,
+//!    RFC 7235) or a `token=…` query parameter, else 401;
+//! 2. **the `Host`** must be one of the listener's names ([`Names`]): the loopback names (`127.0.0.1`,
+//!    `localhost`, `[::1]`) with the listener's port, the configured listen address, and the host of
+//!    `channels.web.publicUrl`; when the listener is on an unspecified address (`0.0.0.0`, `::`), also
+//!    any IP literal with its port. Else 403. This defeats DNS rebinding: a page on `attacker.example`
+//!    whose name is made to point at 127.0.0.1 still sends `Host: attacker.example`;
+//! 3. a request that can change something (any method but GET, HEAD and OPTIONS) must be
+//!    **same-origin**: an `Origin` header, when present, must be the listener's own (`http(s)://` and a
+//!    name above, or exactly the request's `Host`); with no `Origin`, a `Sec-Fetch-Site` header, when
+//!    present, must be `same-origin` or `none`. A request with neither is not from a browser (curl, a
+//!    script): browsers send `Origin` on every such request, so a web page cannot make one without
+//!    it; such a request is let through. Else 403;
+//! 4. the same requests must carry **`Content-Type: application/json`** (an optional `charset`
+//!    parameter allowed), even those whose endpoint reads no body (a cancel): a cross-site form or
+//!    `text/plain` post is a "simple request" that a browser sends without asking, a JSON one is not.
+//!    Else 403.
+//!
+//! Refusals are 403 with `{"error": …}` saying what was wrong and how to fix it; they never echo the
+//! token.
+//!
 //! Invariants:
-//! - with a token configured, a page runs only for a request carrying it (`Authorization: Bearer …` or
-//!   a `token=…` query parameter), checked before anything else of the request is read;
+//! - with a token configured, a page runs only for a request carrying it, checked before anything else
+//!   of the request is read;
 //! - the comparison takes the same time wherever a guess goes wrong, and says nothing about the
 //!   token's length (both sides are hashed, the digests compared in constant time);
 //! - the token is never logged.
 
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::handler::Handler;
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
@@ -70,9 +95,10 @@ impl Page {
     }
 }
 
-/// The pages as one router, each behind the access check when `token` is set. Two pages with the same
-/// path and different methods are served together.
-pub fn protect(pages: Vec<Page>, token: Option<String>) -> Router {
+/// The pages as one router, all behind the listener's check (see the module doc): the access token
+/// when `token` is set, the `Host` against `names`, and for requests that change something the origin
+/// and the JSON content type. Two pages with the same path and different methods are served together.
+pub fn protect(pages: Vec<Page>, token: Option<String>, names: Names) -> Router {
     let mut routes: Vec<(&'static str, MethodRouter)> = Vec::new();
     for page in pages {
         match routes.iter_mut().find(|(path, _)| *path == page.path) {
@@ -85,15 +111,158 @@ pub fn protect(pages: Vec<Page>, token: Option<String>) -> Router {
         .fold(Router::new(), |router, (path, route)| {
             router.route(path, route)
         });
-    match token {
-        Some(token) => {
-            let expected = Sha256::digest(token.as_bytes()).to_vec();
-            // `layer`, not `route_layer`: a method a page does not serve is refused (401) before it
-            // can tell a caller without the token which methods exist (405).
-            router.layer(middleware::from_fn_with_state(expected, authorize))
+    let guard = Arc::new(Guard {
+        token: token.map(|token| Sha256::digest(token.as_bytes()).to_vec()),
+        names,
+    });
+    // `layer`, not `route_layer`: a method or path no page serves is refused (401, 403) before it can
+    // tell a caller without the token which methods exist (405) — and a wrong `Host` learns nothing.
+    router.layer(middleware::from_fn_with_state(guard, check))
+}
+
+/// The names a listener answers to, and so the origins that are its own.
+///
+/// Why a list of names and not "any `Host`": a web page can make the browser resolve its own domain to
+/// 127.0.0.1 (DNS rebinding) and then read this listener's answers as same-origin ones; the `Host` it
+/// sends is still its own domain, which is not one of these.
+#[derive(Clone, Debug)]
+pub struct Names {
+    /// Accepted `Host` values, lower case, as browsers send them (`127.0.0.1:7420`, `[::1]:7420`; a
+    /// name without a port where the port is the scheme's default).
+    hosts: Vec<String>,
+    /// The port an IP-literal `Host` may carry when the listener is on an unspecified address.
+    any_ip_port: Option<u16>,
+    /// How a refusal names the listener (its first name).
+    shown: String,
+    /// Whether `publicUrl` is set (a refusal suggests setting it when it is not).
+    public: bool,
+}
+
+impl Names {
+    /// The names of a listener bound to `bound` (the address it actually listens on: its port is
+    /// the one browsers send), plus the host of `public_url` (`channels.web.publicUrl`, the address
+    /// people open when a reverse proxy stands in front: `https://opc.example.com`).
+    ///
+    /// # Errors
+    /// When `public_url` is not an `http(s)://host[:port]` URL (the config's validation refuses
+    /// those first; this is the message for a caller that skipped it).
+    pub fn new(bound: SocketAddr, public_url: Option<&str>) -> Result<Names, String> {
+        let port = bound.port();
+        let mut hosts = Vec::new();
+        let mut add = |host: &str, port: u16, default: u16| {
+            let host = host.to_ascii_lowercase();
+            let with_port = format!("{host}:{port}");
+            if !hosts.contains(&with_port) {
+                hosts.push(with_port);
+            }
+            // Browsers leave the port out of `Host` and `Origin` when it is the scheme's default.
+            if port == default && !hosts.contains(&host) {
+                hosts.push(host);
+            }
+        };
+        for loopback in ["127.0.0.1", "localhost", "[::1]"] {
+            add(loopback, port, 80);
         }
-        None => router,
+        let ip = bound.ip();
+        if !ip.is_unspecified() {
+            let host = match ip {
+                IpAddr::V4(v4) => v4.to_string(),
+                IpAddr::V6(v6) => format!("[{v6}]"),
+            };
+            add(&host, port, 80);
+        }
+        let mut public = false;
+        if let Some(url) = public_url {
+            let (host, port, default) = public_origin(url)?;
+            add(&host, port, default);
+            public = true;
+        }
+        Ok(Names {
+            shown: match ip {
+                IpAddr::V4(v4) if !v4.is_unspecified() => format!("http://{v4}:{port}"),
+                IpAddr::V6(v6) if !v6.is_unspecified() => format!("http://[{v6}]:{port}"),
+                _ => format!("http://127.0.0.1:{port}"),
+            },
+            hosts,
+            any_ip_port: ip.is_unspecified().then_some(port),
+            public,
+        })
     }
+
+    /// Whether `host` (a `Host` header's value) names this listener.
+    pub fn host_allowed(&self, host: &str) -> bool {
+        let host = host.trim().to_ascii_lowercase();
+        if self.hosts.contains(&host) {
+            return true;
+        }
+        // Listening on every address, the listener is also reached by any of the machine's IPs. An IP
+        // literal cannot be rebound, so it is safe to accept; a DNS name still must be listed.
+        match self.any_ip_port {
+            Some(port) => match host.parse::<SocketAddr>() {
+                Ok(addr) => addr.port() == port,
+                Err(_) => port == 80 && host.trim_matches(['[', ']']).parse::<IpAddr>().is_ok(),
+            },
+            None => false,
+        }
+    }
+
+    /// Whether `origin` (an `Origin` header's value) is this listener's own, for a request that came
+    /// with `host` (already checked by [`Names::host_allowed`]).
+    pub fn origin_allowed(&self, origin: &str, host: &str) -> bool {
+        let origin = origin.trim().to_ascii_lowercase();
+        let Some(authority) = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+        else {
+            // `null` (a sandboxed frame, a file) and anything else: not an origin of ours.
+            return false;
+        };
+        if authority.is_empty() || authority.contains(['/', '@', '?', '#']) {
+            return false;
+        }
+        // A listed name is ours whatever `Host` the request carries (a proxy may rewrite `Host` to the
+        // loopback address it forwards to); an IP literal accepted by the unspecified-address rule is
+        // ours only as the request's own `Host`, so another machine's page cannot pass as this one.
+        self.hosts.iter().any(|h| h == authority) || authority == host.trim().to_ascii_lowercase()
+    }
+}
+
+/// The host, port and the scheme's default port of `url` (`http(s)://host[:port]`, a trailing `/`
+/// allowed).
+fn public_origin(url: &str) -> Result<(String, u16, u16), String> {
+    let bad = || {
+        format!(
+            "`{url}` is not a public URL: write the scheme, host and optional port people open, e.g. \
+             https://opc.example.com"
+        )
+    };
+    let uri: Uri = url.trim().parse().map_err(|_| bad())?;
+    let default = match uri.scheme_str() {
+        Some("https") => 443,
+        Some("http") => 80,
+        _ => return Err(bad()),
+    };
+    let authority = uri.authority().ok_or_else(bad)?;
+    if authority.as_str().contains('@') || !matches!(uri.path(), "" | "/") || uri.query().is_some()
+    {
+        return Err(bad());
+    }
+    let host = authority.host();
+    if host.is_empty() {
+        return Err(bad());
+    }
+    Ok((
+        host.to_string(),
+        authority.port_u16().unwrap_or(default),
+        default,
+    ))
+}
+
+/// What [`check`] compares requests against.
+struct Guard {
+    /// The SHA-256 digest of the access token, when one is configured.
+    token: Option<Vec<u8>>,
+    names: Names,
 }
 
 /// A page's HTML response from `template` (whose `{{NONCE}}` marks its inline `<style>` and
@@ -130,25 +299,158 @@ fn matches(given: &str, expected: &[u8]) -> bool {
     bool::from(Sha256::digest(given.as_bytes()).as_slice().ct_eq(expected))
 }
 
-async fn authorize(State(expected): State<Vec<u8>>, request: Request, next: Next) -> Response {
-    let from_header = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(|v| v.trim().to_string());
-    let from_query = request.uri().query().and_then(|query| {
-        form_urlencoded::parse(query.as_bytes())
-            .find(|(key, _)| key == "token")
-            .map(|(_, value)| value.into_owned())
-    });
-    let ok = [from_header, from_query]
-        .into_iter()
-        .flatten()
-        .any(|given| matches(&given, &expected));
-    if ok {
-        return next.run(request).await;
+/// The token of an `Authorization` header's value when its scheme is `Bearer` (in any case: schemes
+/// are case-insensitive, RFC 7235).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|token| !token.is_empty())
+}
+
+/// Whether a `Content-Type` value is JSON: `application/json`, with at most a `charset` parameter.
+fn is_json(content_type: &str) -> bool {
+    let mut parts = content_type.split(';');
+    let essence = parts.next().unwrap_or_default().trim();
+    essence.eq_ignore_ascii_case("application/json")
+        && parts.all(|param| {
+            param
+                .split_once('=')
+                .is_some_and(|(name, _)| name.trim().eq_ignore_ascii_case("charset"))
+        })
+}
+
+/// Whether `method` cannot change anything (so the origin and content-type rules do not apply).
+fn is_safe(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// At most 100 characters of a header's value, for a refusal (a header is not a secret, but it is the
+/// caller's text: kept short).
+fn shown(value: &str) -> String {
+    value.chars().take(100).collect()
+}
+
+fn forbidden(reason: String) -> Response {
+    tracing::debug!(%reason, "request refused");
+    (
+        StatusCode::FORBIDDEN,
+        axum::Json(serde_json::json!({ "error": reason })),
+    )
+        .into_response()
+}
+
+/// Why `headers` of a `method` request may not reach a page, or `None` when they may (the token is
+/// checked before, in [`check`]).
+fn refusal(names: &Names, method: &Method, headers: &HeaderMap) -> Option<String> {
+    let text = |name: header::HeaderName| {
+        headers.get(name).map(|v| {
+            v.to_str()
+                .map(str::to_string)
+                .unwrap_or_else(|_| "(not text)".into())
+        })
+    };
+    // One value each: a second `Host`, `Origin` or `Content-Type` could make this check and the page
+    // read different ones.
+    for name in [
+        header::HOST,
+        header::ORIGIN,
+        header::CONTENT_TYPE,
+        HeaderName::from_static("sec-fetch-site"),
+    ] {
+        if headers.get_all(&name).iter().nth(1).is_some() {
+            return Some(format!(
+                "the request has more than one `{name}` header; send one"
+            ));
+        }
     }
+    let public_hint = if names.public {
+        "check `channels.web.publicUrl`: it must be the address people open"
+    } else {
+        "behind a reverse proxy, set `channels.web.publicUrl` to the address people open \
+         (e.g. https://opc.example.com)"
+    };
+    let Some(host) = text(header::HOST) else {
+        return Some(format!(
+            "the request has no `Host` header; open this listener as {}/",
+            names.shown
+        ));
+    };
+    if !names.host_allowed(&host) {
+        return Some(format!(
+            "this listener does not answer to the host `{}`: open it as {}/ (or localhost), or {public_hint}",
+            shown(&host),
+            names.shown
+        ));
+    }
+    if is_safe(method) {
+        return None;
+    }
+    match (
+        text(header::ORIGIN),
+        text(HeaderName::from_static("sec-fetch-site")),
+    ) {
+        (Some(origin), _) if !names.origin_allowed(&origin, &host) => {
+            return Some(format!(
+                "refused a cross-site request: it comes from `{}`, not from this listener's own pages ({}/); \
+                 use the web chat or the console served here, or {public_hint}",
+                shown(&origin),
+                names.shown
+            ));
+        }
+        (None, Some(site)) if !matches!(site.as_str(), "same-origin" | "none") => {
+            return Some(format!(
+                "refused a cross-site request (`Sec-Fetch-Site: {}`): only this listener's own pages \
+                 ({}/) may change anything; or {public_hint}",
+                shown(&site),
+                names.shown
+            ));
+        }
+        _ => {}
+    }
+    match text(header::CONTENT_TYPE) {
+        Some(content_type) if is_json(&content_type) => None,
+        given => Some(format!(
+            "a {method} here must send a JSON body with `Content-Type: application/json` ({}); \
+             from a script: curl -H 'Content-Type: application/json' -d '{{}}' …",
+            match given {
+                Some(content_type) => format!("got `{}`", shown(&content_type)),
+                None => "it had no Content-Type".to_string(),
+            }
+        )),
+    }
+}
+
+/// The listener's check (see the module doc), in its order: token, `Host`, origin, content type.
+async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    if let Some(expected) = &guard.token {
+        let from_header = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(bearer)
+            .map(str::to_string);
+        let from_query = request.uri().query().and_then(|query| {
+            form_urlencoded::parse(query.as_bytes())
+                .find(|(key, _)| key == "token")
+                .map(|(_, value)| value.into_owned())
+        });
+        let ok = [from_header, from_query]
+            .into_iter()
+            .flatten()
+            .any(|given| matches(&given, expected));
+        if !ok {
+            return unauthorized();
+        }
+    }
+    if let Some(reason) = refusal(&guard.names, request.method(), request.headers()) {
+        return forbidden(reason);
+    }
+    next.run(request).await
+}
+
+fn unauthorized() -> Response {
     tracing::debug!("request without a valid access token");
     let mut response = (
         StatusCode::UNAUTHORIZED,
@@ -166,6 +468,7 @@ async fn authorize(State(expected): State<Vec<u8>>, request: Request, next: Next
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
@@ -175,5 +478,209 @@ mod tests {
         assert!(!matches("secreT", &expected));
         assert!(!matches("secret2", &expected));
         assert!(!matches("", &expected));
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for header in ["Bearer tok", "bearer tok", "BEARER  tok ", "bEaReR tok"] {
+            assert_eq!(bearer(header), Some("tok"), "{header}");
+        }
+        for header in ["Basic tok", "Bearertok", "Bearer ", "tok", ""] {
+            assert_eq!(bearer(header), None, "{header}");
+        }
+    }
+
+    fn loopback() -> Names {
+        Names::new("127.0.0.1:7420".parse().unwrap(), None).unwrap()
+    }
+
+    #[test]
+    fn the_host_must_be_one_of_the_listeners_names() {
+        let names = loopback();
+        for host in [
+            "127.0.0.1:7420",
+            "localhost:7420",
+            "LocalHost:7420",
+            "[::1]:7420",
+        ] {
+            assert!(names.host_allowed(host), "{host}");
+        }
+        for host in [
+            "attacker.example",
+            "attacker.example:7420",
+            "127.0.0.1",
+            "127.0.0.1:7421",
+            "localhost",
+            "10.0.0.5:7420",
+            "",
+        ] {
+            assert!(!names.host_allowed(host), "{host}");
+        }
+        // On port 80 the browser leaves the port out.
+        let names = Names::new("127.0.0.1:80".parse().unwrap(), None).unwrap();
+        assert!(names.host_allowed("localhost") && names.host_allowed("127.0.0.1:80"));
+
+        // The configured address counts; on an unspecified one, any IP literal with the port, but no name.
+        let names = Names::new("192.168.1.5:7420".parse().unwrap(), None).unwrap();
+        assert!(names.host_allowed("192.168.1.5:7420") && !names.host_allowed("192.168.1.6:7420"));
+        let names = Names::new("0.0.0.0:7420".parse().unwrap(), None).unwrap();
+        assert!(names.host_allowed("192.168.1.6:7420") && names.host_allowed("[fe80::1]:7420"));
+        assert!(
+            !names.host_allowed("192.168.1.6:7421") && !names.host_allowed("evil.example:7420")
+        );
+        assert!(!names.host_allowed("0.0.0.0.evil.example:7420"));
+    }
+
+    #[test]
+    fn the_public_url_adds_its_host_with_and_without_its_default_port() {
+        let names = Names::new(
+            "127.0.0.1:7420".parse().unwrap(),
+            Some("https://OPC.example.com/"),
+        )
+        .unwrap();
+        for host in ["opc.example.com", "opc.example.com:443", "127.0.0.1:7420"] {
+            assert!(names.host_allowed(host), "{host}");
+        }
+        assert!(!names.host_allowed("opc.example.com:7420"));
+        assert!(names.origin_allowed("https://opc.example.com", "127.0.0.1:7420"));
+        let names = Names::new(
+            "127.0.0.1:7420".parse().unwrap(),
+            Some("http://opc.example.com:8080"),
+        )
+        .unwrap();
+        assert!(
+            names.host_allowed("opc.example.com:8080") && !names.host_allowed("opc.example.com")
+        );
+        for bad in [
+            "opc.example.com",
+            "ftp://x",
+            "https://",
+            "https://a@b",
+            "https://x/path",
+            "https://x/?q",
+        ] {
+            assert!(
+                Names::new("127.0.0.1:7420".parse().unwrap(), Some(bad)).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_origin_must_be_the_listeners_own() {
+        let names = loopback();
+        let host = "127.0.0.1:7420";
+        for origin in [
+            "http://127.0.0.1:7420",
+            "http://localhost:7420",
+            "http://[::1]:7420",
+        ] {
+            assert!(names.origin_allowed(origin, host), "{origin}");
+        }
+        for origin in [
+            "https://attacker.example",
+            "http://127.0.0.1:7421",
+            "http://localhost",
+            "null",
+            "127.0.0.1:7420",
+            "http://127.0.0.1:7420.attacker.example",
+            "http://127.0.0.1:7420@attacker.example",
+        ] {
+            assert!(!names.origin_allowed(origin, host), "{origin}");
+        }
+        // On an unspecified address an IP literal is ours only as the request's own Host.
+        let names = Names::new("0.0.0.0:7420".parse().unwrap(), None).unwrap();
+        assert!(names.origin_allowed("http://10.0.0.5:7420", "10.0.0.5:7420"));
+        assert!(!names.origin_allowed("http://10.0.0.6:7420", "10.0.0.5:7420"));
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(
+                HeaderName::from_static(name),
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn a_state_change_must_be_same_origin_and_json() {
+        let names = loopback();
+        let json = ("content-type", "application/json");
+        let host = ("host", "127.0.0.1:7420");
+        let allowed = |method: Method, pairs: &[(&'static str, &str)]| {
+            refusal(&names, &method, &headers(pairs)).is_none()
+        };
+        // From the listener's own page.
+        assert!(allowed(
+            Method::POST,
+            &[host, json, ("origin", "http://127.0.0.1:7420")]
+        ));
+        assert!(allowed(
+            Method::POST,
+            &[
+                host,
+                ("content-type", "Application/JSON; charset=UTF-8"),
+                ("sec-fetch-site", "same-origin")
+            ]
+        ));
+        // Not a browser (no Origin, no Sec-Fetch-Site): curl, a script.
+        assert!(allowed(Method::POST, &[host, json]));
+        // A browser on another site.
+        assert!(!allowed(
+            Method::POST,
+            &[host, json, ("origin", "https://attacker.example")]
+        ));
+        assert!(!allowed(
+            Method::POST,
+            &[host, json, ("sec-fetch-site", "cross-site")]
+        ));
+        assert!(!allowed(
+            Method::POST,
+            &[host, json, ("sec-fetch-site", "same-site")]
+        ));
+        assert!(allowed(
+            Method::POST,
+            &[host, json, ("sec-fetch-site", "none")]
+        ));
+        // Any body but JSON, or none.
+        for content_type in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+            "application/json-seq",
+            "application/json; foo=bar",
+            "text/plain; application/json",
+        ] {
+            assert!(
+                !allowed(Method::POST, &[host, ("content-type", content_type)]),
+                "{content_type}"
+            );
+        }
+        assert!(!allowed(Method::POST, &[host]));
+        // Two values of a header the check reads: refused, whichever comes first.
+        let mut twice = headers(&[host, json]);
+        twice.append(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        assert!(refusal(&names, &Method::POST, &twice).is_some());
+        assert!(!allowed(Method::DELETE, &[host]));
+        // Reading: only the Host counts.
+        assert!(allowed(
+            Method::GET,
+            &[host, ("origin", "https://attacker.example")]
+        ));
+        assert!(!allowed(Method::GET, &[("host", "attacker.example")]));
+        assert!(!allowed(Method::GET, &[]));
+        let reason = refusal(
+            &names,
+            &Method::GET,
+            &headers(&[("host", "attacker.example")]),
+        )
+        .unwrap();
+        assert!(
+            reason.contains("attacker.example") && reason.contains("publicUrl"),
+            "{reason}"
+        );
     }
 }

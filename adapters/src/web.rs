@@ -563,7 +563,9 @@ async fn banner(State(shared): State<Arc<Shared>>) -> Response {
     response
 }
 
-/// The JSON object of a request body; `Ok(None)` for an empty body.
+/// The JSON object of a request body; `Ok(None)` for an empty body. Its `Content-Type` was checked
+/// before the page ran: the listener lets a change through only as same-origin `application/json`
+/// ([`crate::pages::protect`]), so a cross-site form or `text/plain` post never gets here.
 #[allow(clippy::result_large_err)] // the error is the HTTP answer itself; not a hot path
 fn read_json(body: Result<Bytes, BytesRejection>) -> Result<Option<Value>, Response> {
     let bytes = body.map_err(|rejection| {

@@ -231,7 +231,9 @@ fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
         let mut stream = TcpStream::connect(&address).expect("connect");
         write!(
             stream,
-            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+            // The listener's own name with its port, as a browser sends it (a bare `localhost`
+            // is not one of its names on any port but 80).
+            "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
         )
         .expect("send");
         let mut response = String::new();

@@ -276,6 +276,10 @@ pub struct Web {
     pub listen: SocketAddr,
     /// Env var holding the access token; required for a non-loopback `listen`.
     pub access_token_env: Option<EnvVar>,
+    /// The address people open when a reverse proxy stands in front (`https://opc.example.com`): its
+    /// host is one the listener answers to, and its origin one it accepts changes from. Only a scheme,
+    /// a host and an optional port, normalised without a trailing `/`.
+    pub public_url: Option<String>,
 }
 
 /// `gateway:` — how chat messages reach the org.
@@ -1010,6 +1014,7 @@ impl Default for Channels {
             web: Web {
                 listen: DEFAULT_WEB_LISTEN,
                 access_token_env: None,
+                public_url: None,
             },
         }
     }
@@ -1208,7 +1213,7 @@ impl Decode for Discord {
 
 impl Web {
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
-        let f = cx.fields(node, path, &["listen", "accessTokenEnv"])?;
+        let f = cx.fields(node, path, &["listen", "accessTokenEnv", "publicUrl"])?;
         let listen = match f.node("listen") {
             Some(n) => {
                 let text = String::decode(n, path.key("listen"), cx)?;
@@ -1241,11 +1246,55 @@ impl Web {
                 .with_hint("add `accessTokenEnv: OPC_WEB_TOKEN` (and export it), or listen on 127.0.0.1"),
             );
         }
+        let public_url = match f.node("publicUrl") {
+            Some(n) => Some(public_url(n, path.key("publicUrl"), cx)?),
+            None => None,
+        };
         Some(Web {
             listen,
             access_token_env,
+            public_url,
         })
     }
+}
+
+/// `channels.web.publicUrl`: `http(s)://host[:port]`, nothing after the host but an optional `/`
+/// (the pages are served at the root of it, and a browser's `Origin` carries only these parts).
+fn public_url(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<String> {
+    let text = String::decode(node, path, cx)?;
+    let trimmed = text.trim().trim_end_matches('/');
+    let authority = trimmed
+        .strip_prefix("https://")
+        .or_else(|| trimmed.strip_prefix("http://"));
+    let valid = authority.is_some_and(|authority| {
+        let (host, port) = match authority.rsplit_once(':') {
+            // `[::1]:8443` or `host:8443`; a bare IPv6 literal (`[::1]`) has no port after its `]`.
+            Some((host, port)) if !port.contains(']') => (host, Some(port)),
+            _ => (authority, None),
+        };
+        let host_ok = !host.is_empty()
+            && if let Some(v6) = host.strip_prefix('[') {
+                v6.strip_suffix(']')
+                    .is_some_and(|v6| v6.parse::<std::net::Ipv6Addr>().is_ok())
+            } else {
+                host.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+            };
+        let port_ok = port.is_none_or(|p| p.parse::<u16>().is_ok_and(|p| p > 0));
+        host_ok && port_ok
+    });
+    if valid {
+        return Some(trimmed.to_ascii_lowercase());
+    }
+    cx.push(
+        Diagnostic::error(
+            path,
+            node.span,
+            format!("`{text}` is not a public URL: it must be `http(s)://` and a host, with an optional port and nothing after it"),
+        )
+        .with_hint("write the address people open in their browser, e.g. `publicUrl: https://opc.example.com` (OPC is served at the root of it)"),
+    );
+    None
 }
 
 impl Decode for EnvVar {

@@ -173,7 +173,14 @@ async fn a_save_is_checked_atomic_kept_in_history_and_audited() {
     );
     assert_eq!(line["previous"], name.as_str());
     assert!(line["by"].as_str().unwrap().starts_with("console"));
-    for bad in ["..%2Fopc.config.yaml", "audit.jsonl", ".hidden"] {
+    for bad in [
+        "..%2Fopc.config.yaml",
+        "audit.jsonl",
+        ".hidden",
+        "%00",
+        &format!("{name}%00"),
+        "no-such-version",
+    ] {
         let status = client
             .get(opc.url(&format!("/admin/api/config/history/{bad}")))
             .send()
@@ -205,6 +212,70 @@ async fn a_save_is_checked_atomic_kept_in_history_and_audited() {
     assert!(diff.contains("+# changed in an editor"), "{diff}");
     assert_eq!(conflict["text"], on_disk.as_str());
     assert_eq!(std::fs::read_to_string(&file).unwrap(), on_disk);
+    let (code, _) = opc.stop();
+    assert_eq!(code, Some(0));
+}
+
+/// One limit for every endpoint that takes a config text: over 4 MiB of text is 413 on each. And what
+/// a save killed with -9 left behind is settled when `opc run` starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_config_is_413_on_every_endpoint_and_a_crashed_save_is_settled_at_start() {
+    let org = TestOrg::with_sections(
+        "http://127.0.0.1:9",
+        Wire::Anthropic,
+        Execution::default(),
+        WEB,
+    );
+    // What a save killed with -9 leaves: its temporary file (of a process that no longer runs: a pid
+    // above Linux's largest), and a kept copy not yet recorded.
+    let dir = org.config_path().parent().unwrap().to_path_buf();
+    let temp = dir.join(".opc.config.yaml.saving-4194305");
+    std::fs::write(&temp, "half a config").unwrap();
+    let history = dir.join(".opc/config-history");
+    std::fs::create_dir_all(&history).unwrap();
+    let copy = "2026-01-02T00-00-00.000Z-opc.config.yaml";
+    std::fs::write(
+        history.join(format!(".{copy}.pending-4194305")),
+        "an earlier version\n",
+    )
+    .unwrap();
+    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    assert!(!temp.exists(), "the temporary file is removed at start");
+    let listed = admin_get(&opc, "/admin/api/config/history").await;
+    assert_eq!(listed["versions"][0]["name"], copy, "{listed}");
+    let audit = std::fs::read_to_string(history.join("audit.jsonl")).unwrap();
+    assert!(audit.contains(copy), "the copy has its audit line: {audit}");
+    assert!(opc.stderr().contains(".saving-4194305"), "{}", opc.stderr());
+
+    let text = std::fs::read_to_string(org.config_path()).unwrap();
+    let loaded = admin_get(&opc, "/admin/api/config").await;
+    let big = format!("{text}#{}\n", "x".repeat(4 << 20));
+    let action = json!({"kind": "remove_agent", "id": "qa"});
+    for (path, body) in [
+        ("/admin/api/config/validate", json!({"text": big})),
+        (
+            "/admin/api/config/edit",
+            json!({"text": big, "action": action}),
+        ),
+        ("/admin/api/config/diff", json!({"text": big})),
+        (
+            "/admin/api/config/save",
+            json!({"text": big, "etag": loaded["etag"]}),
+        ),
+        (
+            "/admin/api/config/save",
+            json!({"text": text, "etag": loaded["etag"], "base": big}),
+        ),
+    ] {
+        let (status, answer) = admin_post(&opc, path, body).await;
+        assert_eq!(status, 413, "{path}: {answer}");
+        assert!(
+            answer["error"].as_str().unwrap().contains("4 MiB"),
+            "{path}: {answer}"
+        );
+    }
+    // Nothing was written.
+    assert_eq!(std::fs::read_to_string(org.config_path()).unwrap(), text);
     let (code, _) = opc.stop();
     assert_eq!(code, Some(0));
 }

@@ -54,8 +54,10 @@ async fn start(token: Option<&str>) -> Chat {
 /// Serve the adapter's pages as the gateway does: behind the access token when there is one.
 async fn serve(adapter: &Arc<WebChat>, token: Option<&str>) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let routes = opc_adapters::pages::protect(adapter.pages(), token.map(str::to_string));
+    let bound = listener.local_addr().unwrap();
+    let base = format!("http://{bound}");
+    let names = opc_adapters::pages::Names::new(bound, None).unwrap();
+    let routes = opc_adapters::pages::protect(adapter.pages(), token.map(str::to_string), names);
     tokio::spawn(async move { axum::serve(listener, routes).await.unwrap() });
     base
 }
@@ -267,11 +269,14 @@ impl Events {
 
 impl Chat {
     async fn create(&self, body: Option<Value>) -> String {
-        let mut request = self.http.post(format!("{}/api/conversations", self.base));
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
+        // `{}` when there is nothing to say: a change is always JSON (the listener refuses others).
+        let response = self
+            .http
+            .post(format!("{}/api/conversations", self.base))
+            .json(&body.unwrap_or_else(|| json!({})))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(response.status(), 201);
         let body: Value = response.json().await.unwrap();
         let id = body["id"].as_str().unwrap().to_string();
@@ -557,11 +562,21 @@ async fn bad_requests_get_clear_errors() {
     let response = chat
         .http
         .post(format!("{}/api/conversations/{id}/messages", chat.base))
+        .header("content-type", "application/json")
         .body("not json")
         .send()
         .await
         .unwrap();
     assert_eq!(response.status(), 400);
+    // The same without the JSON content type is refused before the page reads it.
+    let response = chat
+        .http
+        .post(format!("{}/api/conversations/{id}/messages", chat.base))
+        .body("{\"text\": \"hi\"}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
 
     let response = chat.send(&id, &"x".repeat(40 * 1024)).await;
     assert_eq!(response.status(), 413);
@@ -627,10 +642,23 @@ async fn the_access_token_is_required_on_every_route() {
         .http
         .post(format!("{}/api/conversations", chat.base))
         .bearer_auth("s3cret/+token")
+        .json(&json!({}))
         .send()
         .await
         .unwrap();
     assert_eq!(created.status(), 201);
+    // The scheme in any case (RFC 7235: schemes are case-insensitive).
+    for scheme in ["bearer", "BEARER"] {
+        let response = chat
+            .http
+            .post(format!("{}/api/conversations", chat.base))
+            .header("authorization", format!("{scheme} s3cret/+token"))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201, "{scheme}");
+    }
     let id: Value = created.json().await.unwrap();
     let id = id["id"].as_str().unwrap();
     let events = chat

@@ -73,16 +73,11 @@ pub async fn validate(
 ) -> Response {
     let request = match body {
         Ok(Json(request)) => request,
-        Err(rejection) => {
-            return error(
-                rejection.status(),
-                &format!(
-                    "expected a JSON body {{\"text\": \"<yaml>\"}} ({})",
-                    rejection.body_text()
-                ),
-            );
-        }
+        Err(rejection) => return rejected(&rejection, "{\"text\": \"<yaml>\"}"),
     };
+    if let Some(response) = too_large(&request.text) {
+        return response;
+    }
     let file = admin.config_path.display().to_string();
     let base_dir = admin.base_dir.clone();
     // Validation of a large org takes milliseconds: off the async workers.
@@ -109,19 +104,54 @@ pub async fn edit(body: Result<Json<EditRequest>, JsonRejection>) -> Response {
     let request = match body {
         Ok(Json(request)) => request,
         Err(rejection) => {
-            return error(
-                rejection.status(),
-                &format!(
-                    "expected a JSON body {{\"text\": \"<yaml>\", \"action\": {{\"kind\": \"add_agent\" | \"remove_agent\" | \"move_agent\" | \"set_field\" | \"share_with\", …}}}} ({})",
-                    rejection.body_text()
-                ),
+            return rejected(
+                &rejection,
+                "{\"text\": \"<yaml>\", \"action\": {\"kind\": \"add_agent\" | \"remove_agent\" | \"move_agent\" | \"set_field\" | \"share_with\", …}}",
             );
         }
     };
+    if let Some(response) = too_large(&request.text) {
+        return response;
+    }
     match opc_hierarchy::edit::apply(&request.text, &request.action) {
         Ok(text) => Json(json!({ "text": text })).into_response(),
         Err(e) => error(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
     }
+}
+
+/// The 413 for a config text over [`super::MAX_CONFIG_BYTES`], or `None` when it is within it.
+pub(super) fn too_large(text: &str) -> Option<Response> {
+    (text.len() > super::MAX_CONFIG_BYTES).then(|| {
+        error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!(
+                "the config text is {} bytes; the console takes at most {} MiB (split prompts into files with `prompt: file:…`)",
+                text.len(),
+                super::MAX_CONFIG_BYTES >> 20
+            ),
+        )
+    })
+}
+
+/// The answer to a body that is not the JSON an endpoint expects (`expected`, shown as an example),
+/// or that is over the body limit (413, with the same limit as [`too_large`]).
+pub(super) fn rejected(rejection: &JsonRejection, expected: &str) -> Response {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!(
+                "the request is too large: the console takes a config text of at most {} MiB",
+                super::MAX_CONFIG_BYTES >> 20
+            ),
+        );
+    }
+    error(
+        rejection.status(),
+        &format!(
+            "expected a JSON body {expected} ({})",
+            rejection.body_text()
+        ),
+    )
 }
 
 /// The ETag of the file's bytes: their SHA-256, quoted.

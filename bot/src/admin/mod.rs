@@ -31,8 +31,15 @@ const PAGE: &str = include_str!("assets/admin.html");
 const CSS: &str = include_str!("assets/admin.css");
 const JS: &str = include_str!("assets/admin.js");
 
-/// Largest config text the validation endpoint reads (a 1,000-agent org is ~200 kB).
+/// Largest config text the console takes — to validate, to edit, to diff or to save (a 1,000-agent org
+/// is ~200 kB). The one limit: every endpoint that reads a config text answers 413 above it.
 const MAX_CONFIG_BYTES: usize = 4 << 20;
+
+/// Largest request body of those endpoints, derived from [`MAX_CONFIG_BYTES`] and the same for all:
+/// a save carries two texts (the edit and the version it started from), and JSON escaping can double a
+/// text's size (a newline is `\n`). A body within it whose text is over the limit is refused by the
+/// endpoint, with the same 413.
+const MAX_BODY_BYTES: usize = 4 * MAX_CONFIG_BYTES;
 
 /// What the console's endpoints share.
 pub struct Admin {
@@ -100,6 +107,12 @@ impl Admin {
         let _ = self.recall.set(running.recall);
     }
 
+    /// Settle what saves interrupted by a crash left behind ([`save::recover`]): called by `opc run`
+    /// at start, before the listener serves. Returns one line per thing done.
+    pub fn recover(&self) -> Vec<String> {
+        save::recover(&self.config_path, &self.base_dir.join(save::HISTORY_DIR))
+    }
+
     /// `opc run` is stopping: end open event streams.
     pub fn close(&self) {
         self.closing.cancel();
@@ -116,7 +129,7 @@ impl Admin {
                 config::edit,
                 self.clone(),
             )
-            .body_limit(MAX_CONFIG_BYTES),
+            .body_limit(MAX_BODY_BYTES),
             Page::new(
                 Method::GET,
                 "/admin/api/reload",
@@ -187,21 +200,21 @@ impl Admin {
                 config::validate,
                 self.clone(),
             )
-            .body_limit(MAX_CONFIG_BYTES),
+            .body_limit(MAX_BODY_BYTES),
             Page::new(
                 Method::POST,
                 "/admin/api/config/diff",
                 save::preview,
                 self.clone(),
             )
-            .body_limit(2 * MAX_CONFIG_BYTES),
+            .body_limit(MAX_BODY_BYTES),
             Page::new(
                 Method::POST,
                 "/admin/api/config/save",
                 save::save,
                 self.clone(),
             )
-            .body_limit(2 * MAX_CONFIG_BYTES),
+            .body_limit(MAX_BODY_BYTES),
             Page::new(
                 Method::GET,
                 "/admin/api/config/history",

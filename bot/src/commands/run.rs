@@ -231,6 +231,17 @@ async fn serve(
         }
     };
     let bound = listener.local_addr().unwrap_or(address);
+    // The names the listener answers to (its `Host` check): known once the port is bound.
+    let names = match opc_adapters::pages::Names::new(
+        bound,
+        loaded.config.channels.web.public_url.as_deref(),
+    ) {
+        Ok(names) => names,
+        Err(e) => {
+            eprint(&format!("error: {e}\nhint: fix `channels.web.publicUrl`\n"));
+            return ExitCode::from(2);
+        }
+    };
 
     let (inbox, inbound) = mpsc::channel::<Inbound>(INBOX_CAPACITY);
     let web = match WebChat::new(
@@ -274,7 +285,11 @@ async fn serve(
         loaded.base_dir.clone(),
         &loaded.config.framework.name,
     );
-    let app = routes::app(&live, &admin, &adapters, secrets.web_token);
+    // A save cut short by a crash (kill -9, power loss) left a temporary file or an unrecorded copy.
+    for note in admin.recover() {
+        eprint(&format!("opc: {note}\n"));
+    }
+    let app = routes::app(&live, &admin, &adapters, secrets.web_token, names);
     let platforms: Vec<&str> = adapters.iter().map(|a| a.platform().as_str()).collect();
     // The privacy detector's NER slot, taken before the engine moves into the gateway.
     let ner = engine.ner_slot();

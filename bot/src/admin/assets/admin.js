@@ -142,7 +142,7 @@
   async function cancelTask(id) {
     if (!(await ask("Cancel this request?", `Request #${id} and every task under it stop now; pending approvals in it are rejected.`, "", "Cancel the request", "Keep it running"))) return;
     try {
-      const r = await api(`/admin/api/tasks/${id}/cancel`, { method: "POST" });
+      const r = await api(`/admin/api/tasks/${id}/cancel`, { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" });
       banner("");
       $("task-status").textContent = `Cancelled request #${r.root}: ${r.cancelled.length} task${r.cancelled.length === 1 ? "" : "s"} stopped.`;
       $("task-status").className = "status ok";

@@ -14,6 +14,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::Method;
 use axum::response::{Html, Json};
 use axum::routing::get;
+use opc_adapters::pages::Names;
 use opc_adapters::{Adapter, Page};
 use opc_hierarchy::OrgTree;
 
@@ -38,15 +39,17 @@ pub fn pages(
     pages
 }
 
-/// The listener's router: [`pages`] behind `token` (when set), plus `/healthz` and the adapters'
+/// The listener's router: [`pages`] behind the listener's check — `token` (when set), the `Host`
+/// against `names`, and same-origin JSON for changes — plus `/healthz` and the adapters'
 /// self-verifying webhooks.
 pub fn app(
     live: &Arc<LiveConfig>,
     admin: &Arc<Admin>,
     adapters: &[Arc<dyn Adapter>],
     token: Option<String>,
+    names: Names,
 ) -> Router {
-    let mut app = opc_adapters::pages::protect(pages(live, admin, adapters), token)
+    let mut app = opc_adapters::pages::protect(pages(live, admin, adapters), token, names)
         .route("/healthz", get(|| async { "ok" }));
     for adapter in adapters {
         app = app.merge(adapter.routes());
@@ -138,8 +141,9 @@ mod tests {
 
     const TOKEN: &str = "walk-the-routes";
 
-    /// A request to `page`, its `{parameters}` filled in, with or without the token.
-    async fn call(base: &str, page: &Page, token: bool) -> u16 {
+    /// A request to `page`, its `{parameters}` filled in, with or without the token; a POST sends `{}`
+    /// as JSON (what the listener's own pages send), plus `extra` headers.
+    async fn call(base: &str, page: &Page, token: bool, extra: &[(&str, &str)]) -> u16 {
         let client = opc_tests::http_client();
         let path: String = page
             .path
@@ -150,6 +154,15 @@ mod tests {
         let mut request = client.request(page.method.clone(), format!("{base}{path}"));
         if token {
             request = request.bearer_auth(TOKEN);
+        }
+        if page.method != Method::GET {
+            request = request.body("{}");
+            if !extra.iter().any(|(name, _)| *name == "content-type") {
+                request = request.header("content-type", "application/json");
+            }
+        }
+        for (name, value) in extra {
+            request = request.header(*name, *value);
         }
         let response = tokio::time::timeout(Duration::from_secs(20), request.send())
             .await
@@ -176,7 +189,8 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let admin = Admin::new(org.config_path(), loaded.base_dir.clone(), "walk");
-        let app = app(&live, &admin, &adapters, Some(TOKEN.to_string()));
+        let names = Names::new(listener.local_addr().unwrap(), None).unwrap();
+        let app = app(&live, &admin, &adapters, Some(TOKEN.to_string()), names);
         tokio::spawn(async move { axum::serve(listener, app).await });
         let pages = pages(&live, &admin, &adapters);
         assert!(
@@ -185,11 +199,31 @@ mod tests {
         );
         for page in &pages {
             assert_eq!(
-                call(&base, page, false).await,
+                call(&base, page, false, &[]).await,
                 401,
                 "{page:?} without the token"
             );
-            let with = call(&base, page, true).await;
+            // With the token, still not from another name (DNS rebinding) …
+            assert_eq!(
+                call(&base, page, true, &[("host", "attacker.example")]).await,
+                403,
+                "{page:?} with a foreign Host"
+            );
+            // … nor a change from another site, nor one that is not JSON.
+            if page.method != Method::GET {
+                for extra in [
+                    ("origin", "https://attacker.example"),
+                    ("sec-fetch-site", "cross-site"),
+                    ("content-type", "text/plain"),
+                ] {
+                    assert_eq!(
+                        call(&base, page, true, &[extra]).await,
+                        403,
+                        "{page:?} with {extra:?}"
+                    );
+                }
+            }
+            let with = call(&base, page, true, &[]).await;
             assert!(
                 with != 401 && with != 404 && with != 405 || page.path.contains('{') && with == 404,
                 "{page:?} with the token answered {with}"
