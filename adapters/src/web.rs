@@ -943,6 +943,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::unwrap_used)]
     fn a_choice_is_a_label_in_any_case_or_a_0_based_index() {
         let options = ["Approve".to_string(), "Reject".to_string()];
         assert_eq!(Choice::of(&json!(1)).unwrap().index_in(&options), Ok(1));

@@ -193,8 +193,7 @@ async fn an_approval_is_decided_from_the_web_chat_and_the_task_resumes() {
         .seen
         .iter()
         .filter(|e| e.name == "message" || e.name == "edit")
-        .filter(|e| number(&e.data) < number(&card))
-        .last()
+        .rfind(|e| number(&e.data) < number(&card))
         .expect("the CEO's words before the approval");
     assert_eq!(said.data["text"], "Let me check with operations.");
     // A page opened now shows them in that order.
