@@ -125,8 +125,7 @@ fn vp_eng_results(llm: &ScriptedLlm, text: &str) -> Vec<(String, bool)> {
     let last = llm
         .requests_for(&marker("vp-eng"))
         .into_iter()
-        .filter(|r| r.session == text)
-        .next_back()
+        .rfind(|r| r.session == text)
         .unwrap_or_else(|| panic!("vp-eng was never asked {text:?}"));
     let results = tool_results(&last);
     assert_eq!(results.len(), 3, "{results:#?}");
