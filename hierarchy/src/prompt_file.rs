@@ -146,7 +146,7 @@ fn size_text(bytes: u64) -> String {
     if bytes >= MIB {
         format!("{:.1} MiB", bytes as f64 / MIB as f64)
     } else if bytes >= KIB {
-        if bytes % KIB == 0 {
+        if bytes.is_multiple_of(KIB) {
             format!("{} KiB", bytes / KIB)
         } else {
             format!("{:.1} KiB", bytes as f64 / KIB as f64)
