@@ -653,6 +653,11 @@ fn slack_manifest_describes_the_app_the_adapter_needs() {
         format!("{base}channels:\n  slack: {{ mode: http, botTokenEnv: SLACK_BOT_TOKEN, signingSecretEnv: MY_SIGNING_SECRET }}\n"),
     )
     .expect("write");
+    std::fs::write(
+        dir.path().join("public.yaml"),
+        format!("{base}channels:\n  slack: {{ mode: http, botTokenEnv: SLACK_BOT_TOKEN, signingSecretEnv: MY_SIGNING_SECRET }}\n  web: {{ publicUrl: \"https://opc.acme.example\" }}\n"),
+    )
+    .expect("write");
 
     let out = opc(
         &["slack", "manifest", "--config", "socket.yaml"],
@@ -740,10 +745,36 @@ fn slack_manifest_describes_the_app_the_adapter_needs() {
 
     let out = opc(&["slack", "manifest", "--config", "http.yaml"], dir.path());
     assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
     assert!(
-        text(&out.stderr).contains("--url https://"),
-        "{}",
-        text(&out.stderr)
+        stderr.contains("publicUrl: https://") && stderr.contains("--url"),
+        "{stderr}"
+    );
+
+    // Without --url, the listener's public address is where Slack posts; --url still wins.
+    let out = opc(&["slack", "manifest", "--config", "public.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        manifest["settings"]["event_subscriptions"]["request_url"],
+        "https://opc.acme.example/slack/events"
+    );
+    let out = opc(
+        &[
+            "slack",
+            "manifest",
+            "--config",
+            "public.yaml",
+            "--url",
+            "https://other.example",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        manifest["settings"]["event_subscriptions"]["request_url"],
+        "https://other.example/slack/events"
     );
     let out = opc(
         &[

@@ -4,7 +4,8 @@
 //! The manifest itself (scopes, events, slash command, routes) comes from the adapter's own lists
 //! (`opc_adapters::slack::manifest`), where tests keep it equal to what the adapter calls and serves;
 //! this command adds what only the config knows: the app's name (`framework.name`), and Socket Mode or
-//! request URLs (`channels.slack.mode`; in HTTP mode the public base URL comes from `--url`).
+//! request URLs (`channels.slack.mode`; in HTTP mode the public base URL comes from `--url`, else from
+//! `channels.web.publicUrl`).
 //!
 //! Output: the manifest as JSON on stdout (nothing else, so it can be piped or saved), and the steps
 //! after the paste — which tokens to create and which variables the config reads them from — on
@@ -30,7 +31,8 @@ pub enum SlackCommand {
     /// 1 invalid config or no `channels.slack`, 2 unreadable config or a missing or bad `--url`.
     Manifest {
         /// HTTP mode: the public HTTPS base URL Slack posts to (e.g. https://opc.example.com); the
-        /// request URLs are its /slack/events, /slack/interactions and /slack/commands.
+        /// request URLs are its /slack/events, /slack/interactions and /slack/commands. Default:
+        /// `channels.web.publicUrl`.
         #[arg(long, value_name = "URL")]
         url: Option<String>,
     },
@@ -65,19 +67,24 @@ fn print_manifest(path: &Path, url: Option<&str>) -> ExitCode {
             }
             Delivery::Socket
         }
-        SlackMode::Http => match url.map(base_url) {
+        // `--url` wins; else the address people already open (`channels.web.publicUrl`), which the
+        // listener accepts as its own name, so Slack's requests to it pass the Host check.
+        SlackMode::Http => match url
+            .or(loaded.config.channels.web.public_url.as_deref())
+            .map(base_url)
+        {
             Some(Ok(base_url)) => Delivery::Http { base_url },
             Some(Err(why)) => {
                 eprint(&format!(
-                    "error: --url {why}\nhint: pass the HTTPS address `opc run` is reachable at, e.g. --url https://opc.example.com\n"
+                    "error: the public URL {why}\nhint: pass the HTTPS address `opc run` is reachable at, e.g. --url https://opc.example.com\n"
                 ));
                 return ExitCode::from(2);
             }
             None => {
                 eprint(
                     "error: `channels.slack.mode` is `http`, so Slack needs the public URL it posts to\n\
-                     hint: pass --url https://<your host> (the address of `opc run` behind your TLS proxy), \
-                     or use `mode: socket`, which needs no public URL\n",
+                     hint: set `channels.web.publicUrl: https://<your host>` (the address of `opc run` behind \
+                     your TLS proxy) or pass --url, or use `mode: socket`, which needs no public URL\n",
                 );
                 return ExitCode::from(2);
             }
