@@ -39,9 +39,9 @@ mod state;
 mod tasks;
 
 pub use approvals::{Approval, ApprovalState, Decided, SystemDecider};
-pub use lock::claim as claim_database;
 pub use ledger::{CallPrivacy, CallRecord, PrivacyDay, Spend, TaskPrivacy, Totals, tokens_text};
 pub use lifecycle::Ending;
+pub use lock::claim as claim_database;
 pub use notices::Notice;
 pub use recovery::Recovery;
 pub use state::{TaskId, TaskState};
