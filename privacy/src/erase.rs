@@ -231,12 +231,12 @@ impl Matcher {
             return Ok(None);
         };
         let trimmed = text.trim_start();
-        if trimmed.starts_with('{') || trimmed.starts_with('[') {
-            if let Ok(before) = serde_json::from_str::<Value>(text) {
-                let after = serde_json::from_str::<Value>(&new).map_err(|_| Unsafe)?;
-                if keys(&before) != keys(&after) {
-                    return Err(Unsafe);
-                }
+        if (trimmed.starts_with('{') || trimmed.starts_with('['))
+            && let Ok(before) = serde_json::from_str::<Value>(text)
+        {
+            let after = serde_json::from_str::<Value>(&new).map_err(|_| Unsafe)?;
+            if keys(&before) != keys(&after) {
+                return Err(Unsafe);
             }
         }
         Ok(Some((new, count)))

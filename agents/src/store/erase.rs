@@ -566,9 +566,8 @@ mod tests {
         let dry = scan(&db, &matcher).unwrap();
         let with_text: Vec<&TableCount> = dry.tables.iter().filter(|t| t.rows > 0).collect();
         assert!(dry.rows() > 0);
-        assert_eq!(
-            leftovers(&db, value).is_empty(),
-            false,
+        assert!(
+            !leftovers(&db, value).is_empty(),
             "a dry run changes nothing"
         );
 

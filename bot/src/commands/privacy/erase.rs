@@ -136,10 +136,10 @@ fn erase_now(base_dir: &Path, db: &Path, matcher: &Matcher) -> ExitCode {
         Err(e) => return fail(&e),
     };
     // The embedding model is needed only when rewritten rows had vectors.
-    if !done.recall_seqs.is_empty() {
-        if let Ok(model) = MiniLm::load_shared() {
-            slot.set(model);
-        }
+    if !done.recall_seqs.is_empty()
+        && let Ok(model) = MiniLm::load_shared()
+    {
+        slot.set(model);
     }
     let finished = match recall.finish_erasures() {
         Ok(f) => f,
