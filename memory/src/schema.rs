@@ -47,11 +47,7 @@ CREATE INDEX memory_block_history_by_label ON memory_block_history (label, id);
 ";
 
 /// Every migration, in order: index `i` takes the schema from version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[
-    V1,
-    crate::recall::schema_sql::V2,
-    crate::recall::erase::V3,
-];
+pub const MIGRATIONS: &[&str] = &[V1, crate::recall::schema_sql::V2, crate::recall::erase::V3];
 
 /// Why the memory schema could not be brought up to date.
 #[derive(Debug, thiserror::Error)]

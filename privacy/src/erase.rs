@@ -43,7 +43,9 @@ pub const MIN_CHARS: usize = 4;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BadValue {
     /// Nothing to look for.
-    #[error("the value to erase is empty: pass the exact text, e.g. `opc privacy erase \"alice@example.com\"`")]
+    #[error(
+        "the value to erase is empty: pass the exact text, e.g. `opc privacy erase \"alice@example.com\"`"
+    )]
     Empty,
     /// Too short to erase safely.
     #[error(
@@ -165,7 +167,8 @@ impl Matcher {
             match back.next() {
                 Some(c) if c.is_alphanumeric() => {
                     // `\n`, `\t`… (or `\\n` twice escaped): an escape, so a boundary in the text.
-                    let escape = matches!(c, 'n' | 't' | 'r' | 'b' | 'f') && back.next() == Some('\\');
+                    let escape =
+                        matches!(c, 'n' | 't' | 'r' | 'b' | 'f') && back.next() == Some('\\');
                     // `\u00e9` and the like: the end of an escaped character.
                     let unicode = before.len() >= 6
                         && before.is_char_boundary(before.len() - 6)
@@ -178,8 +181,11 @@ impl Matcher {
                 _ => true,
             }
         };
-        let after_ok =
-            !self.word_end || !text[end..].chars().next().is_some_and(char::is_alphanumeric);
+        let after_ok = !self.word_end
+            || !text[end..]
+                .chars()
+                .next()
+                .is_some_and(char::is_alphanumeric);
         before_ok && after_ok
     }
 
@@ -225,12 +231,12 @@ impl Matcher {
             return Ok(None);
         };
         let trimmed = text.trim_start();
-        if trimmed.starts_with('{') || trimmed.starts_with('[') {
-            if let Ok(before) = serde_json::from_str::<Value>(text) {
-                let after = serde_json::from_str::<Value>(&new).map_err(|_| Unsafe)?;
-                if keys(&before) != keys(&after) {
-                    return Err(Unsafe);
-                }
+        if (trimmed.starts_with('{') || trimmed.starts_with('['))
+            && let Ok(before) = serde_json::from_str::<Value>(text)
+        {
+            let after = serde_json::from_str::<Value>(&new).map_err(|_| Unsafe)?;
+            if keys(&before) != keys(&after) {
+                return Err(Unsafe);
             }
         }
         Ok(Some((new, count)))
@@ -278,7 +284,12 @@ mod tests {
             Matcher::new(" a ").unwrap_err(),
             BadValue::TooShort { chars: 1 }
         );
-        assert!(Matcher::new("abc").unwrap_err().to_string().contains("at least 4"));
+        assert!(
+            Matcher::new("abc")
+                .unwrap_err()
+                .to_string()
+                .contains("at least 4")
+        );
         assert_eq!(Matcher::new("rase").unwrap_err(), BadValue::Replacement);
         assert!(Matcher::new("Anna").is_ok());
     }
@@ -295,8 +306,8 @@ mod tests {
     #[test]
     fn json_escaped_forms_are_erased_and_the_json_stays_valid() {
         let value = "Zoë \"Z\" O'Brien";
-        let once = serde_json::to_string(&serde_json::json!({"text": format!("hi {value}!")}))
-            .unwrap();
+        let once =
+            serde_json::to_string(&serde_json::json!({"text": format!("hi {value}!")})).unwrap();
         let out = erased(value, &once);
         assert_eq!(out, r#"{"text":"hi [erased]!"}"#);
         // Twice: a JSON document inside a JSON string.
@@ -316,7 +327,10 @@ mod tests {
 
     #[test]
     fn only_whole_words_match() {
-        assert_eq!(erased("Anna", "Anna and Annabel, hannah; anna's"), "[erased] and Annabel, hannah; [erased]'s");
+        assert_eq!(
+            erased("Anna", "Anna and Annabel, hannah; anna's"),
+            "[erased] and Annabel, hannah; [erased]'s"
+        );
         // A value with punctuation at its ends needs no boundary there.
         assert_eq!(erased("@acme.io", "bob@acme.io"), "bob[erased]");
     }

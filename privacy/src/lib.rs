@@ -22,8 +22,8 @@
 
 pub mod conversation;
 pub mod detect;
-pub mod erase;
 pub mod entity;
+pub mod erase;
 mod fake;
 mod guard;
 pub mod mask;

@@ -178,11 +178,7 @@ pub fn tables(conn: &Connection) -> rusqlite::Result<Vec<Table>> {
         } else {
             vec!["rowid".to_string()]
         };
-        let columns = cols
-            .into_iter()
-            .filter(|c| c.2 == 0)
-            .map(|c| c.0)
-            .collect();
+        let columns = cols.into_iter().filter(|c| c.2 == 0).map(|c| c.0).collect();
         out.push(Table { name, key, columns });
     }
     Ok(out)
@@ -198,7 +194,10 @@ struct Change {
 enum ScanError {
     Sql(rusqlite::Error),
     /// The value is in the structure of a JSON document in `column`.
-    Structure { column: String, reason: String },
+    Structure {
+        column: String,
+        reason: String,
+    },
 }
 
 /// Scan `table` for the value; the rows to rewrite and the table's counts.
@@ -267,7 +266,12 @@ fn scan_table(
 }
 
 /// Scan every table of `conn`; with `write`, rewrite as it goes (the caller's transaction).
-fn run(conn: &Connection, path: &Path, matcher: &Matcher, write: bool) -> Result<Erasure, EraseError> {
+fn run(
+    conn: &Connection,
+    path: &Path,
+    matcher: &Matcher,
+    write: bool,
+) -> Result<Erasure, EraseError> {
     let sql = |doing: String| {
         let path = path.display().to_string();
         move |source| EraseError::Sql {
@@ -376,10 +380,7 @@ pub fn rewrite(path: &Path, matcher: &Matcher) -> Result<Erasure, EraseError> {
             source,
         }
     };
-    let mut conn = open(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
+    let mut conn = open(path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(sql("setting WAL mode"))?;
     // Freed space (a shorter text, an overflow page let go) is overwritten with zeros.
@@ -399,7 +400,8 @@ pub fn rewrite(path: &Path, matcher: &Matcher) -> Result<Erasure, EraseError> {
     // A key rewritten in a parent and its children alike is checked at the commit, not per row.
     tx.pragma_update(None, "defer_foreign_keys", "ON")
         .map_err(sql("deferring foreign keys"))?;
-    let guard = recall_erase::allow_rewrite(&tx).map_err(sql("lifting recall's append-only guard"))?;
+    let guard =
+        recall_erase::allow_rewrite(&tx).map_err(sql("lifting recall's append-only guard"))?;
     let mut out = run(&tx, path, matcher, true)?;
     let record = Record {
         value_chars: matcher.chars(),
@@ -457,6 +459,8 @@ mod tests {
     fn fill_every_table(path: &Path, value: &str) -> Vec<Table> {
         drop(Store::open(path).unwrap());
         let conn = Connection::open(path).unwrap();
+        // One row per table, each on its own: its references point nowhere.
+        conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
         let tables = tables(&conn).unwrap();
         for t in &tables {
             let mut info = conn
@@ -541,17 +545,31 @@ mod tests {
         let tables = fill_every_table(&db, value);
         // The engine's and memory's tables are all there (the gateway's and the web chat's are
         // covered end to end, tests/tests/privacy_erase.rs).
-        for name in ["tasks", "llm_calls", "approvals", "notices", "conversations"] {
+        for name in [
+            "tasks",
+            "llm_calls",
+            "approvals",
+            "notices",
+            "conversations",
+        ] {
             assert!(tables.iter().any(|t| t.name == name), "{name}");
         }
-        for name in ["memory_blocks", "memory_block_history", RECALL_TABLE, "recall_erasures"] {
+        for name in [
+            "memory_blocks",
+            "memory_block_history",
+            RECALL_TABLE,
+            "recall_erasures",
+        ] {
             assert!(tables.iter().any(|t| t.name == name), "{name}");
         }
         let matcher = Matcher::new(&value.to_lowercase()).unwrap();
         let dry = scan(&db, &matcher).unwrap();
         let with_text: Vec<&TableCount> = dry.tables.iter().filter(|t| t.rows > 0).collect();
         assert!(dry.rows() > 0);
-        assert_eq!(leftovers(&db, value).is_empty(), false, "a dry run changes nothing");
+        assert!(
+            !leftovers(&db, value).is_empty(),
+            "a dry run changes nothing"
+        );
 
         let done = rewrite(&db, &matcher).unwrap();
         assert_eq!(done.rows(), dry.rows());

@@ -39,11 +39,11 @@ mod state;
 mod tasks;
 
 pub use approvals::{Approval, ApprovalState, Decided, SystemDecider};
-pub use lock::claim as claim_database;
 pub use ledger::{
     CallPrivacy, CallRecord, LatestCall, PrivacyDay, Spend, TaskPrivacy, Totals, tokens_text,
 };
 pub use lifecycle::Ending;
+pub use lock::claim as claim_database;
 pub use notices::Notice;
 pub use recovery::Recovery;
 pub use state::{TaskId, TaskState};

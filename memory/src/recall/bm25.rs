@@ -196,7 +196,11 @@ impl Bm25 {
 
     /// Replace the documents of `messages` (rewritten by an erasure) and commit, keeping the cursor:
     /// the rows after it are still to be indexed, and these are behind it already.
-    pub fn replace(&self, writer: &mut IndexWriter, messages: &[Message]) -> Result<(), RecallError> {
+    pub fn replace(
+        &self,
+        writer: &mut IndexWriter,
+        messages: &[Message],
+    ) -> Result<(), RecallError> {
         if messages.is_empty() {
             return Ok(());
         }

@@ -169,7 +169,10 @@ impl RecallStore {
             )?;
             stmt.query_map([], |r| {
                 let text: String = r.get(1)?;
-                Ok((r.get(0)?, serde_json::from_str(&text).unwrap_or(Value::Null)))
+                Ok((
+                    r.get(0)?,
+                    serde_json::from_str(&text).unwrap_or(Value::Null),
+                ))
             })?
             .collect()
         })?;
@@ -204,7 +207,8 @@ impl RecallStore {
             self.inner.bm25.compact(writer)?;
             // Wait for the merge's threads and let go of the lock.
             if let Some(w) = slot.take() {
-                w.wait_merging_threads().map_err(|e| RecallError::Index(e.to_string()))?;
+                w.wait_merging_threads()
+                    .map_err(|e| RecallError::Index(e.to_string()))?;
             }
         }
         if !embed.is_empty() {
@@ -244,5 +248,4 @@ impl RecallStore {
         }
         Ok(done)
     }
-
 }

@@ -105,13 +105,16 @@ fn erase_now(base_dir: &Path, db: &Path, matcher: &Matcher) -> ExitCode {
     };
     let _lock = match opc_agents::store::claim_database(db) {
         Ok(lock) => lock,
-        Err(e) => {
+        Err(opc_agents::store::StoreError::Locked { lock, .. }) => {
             return fail(&format!(
-                "stop opc run first: {e}. Erasure rewrites the database and its search index, which a running \
-                 `opc run` (or `opc chat`) writes to; stop it, run the erase, then start it again. Nothing was \
-                 changed"
+                "stop opc run first: another OPC process (`opc run` or `opc chat`) is using {} (lock file {lock}). \
+                 Erasure rewrites the database and its search index, which the running engine writes to (and it \
+                 would save the value again from the sessions it holds in memory); stop it, run the erase, then \
+                 start it again. Nothing was changed",
+                db.display()
             ));
         }
+        Err(e) => return fail(&format!("{e}. Nothing was changed")),
     };
     let slot = EmbedSlot::new();
     let recall = match RecallStore::open(db, slot.clone()) {
@@ -133,10 +136,10 @@ fn erase_now(base_dir: &Path, db: &Path, matcher: &Matcher) -> ExitCode {
         Err(e) => return fail(&e),
     };
     // The embedding model is needed only when rewritten rows had vectors.
-    if !done.recall_seqs.is_empty() {
-        if let Ok(model) = MiniLm::load_shared() {
-            slot.set(model);
-        }
+    if !done.recall_seqs.is_empty()
+        && let Ok(model) = MiniLm::load_shared()
+    {
+        slot.set(model);
     }
     let finished = match recall.finish_erasures() {
         Ok(f) => f,
@@ -209,7 +212,12 @@ fn report(db: &Path, found: &Erasure, dry_run: bool) -> String {
             String::new()
         }
     );
-    let width = found.tables.iter().map(|t| t.table.len()).max().unwrap_or(0);
+    let width = found
+        .tables
+        .iter()
+        .map(|t| t.table.len())
+        .max()
+        .unwrap_or(0);
     for t in found.tables.iter().filter(|t| t.rows > 0) {
         out.push_str(&format!(
             "  {:width$}  {} row(s), {} occurrence(s)\n",
