@@ -752,7 +752,10 @@ fn slack_manifest_describes_the_app_the_adapter_needs() {
     );
 
     // Without --url, the listener's public address is where Slack posts; --url still wins.
-    let out = opc(&["slack", "manifest", "--config", "public.yaml"], dir.path());
+    let out = opc(
+        &["slack", "manifest", "--config", "public.yaml"],
+        dir.path(),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(
