@@ -99,7 +99,10 @@ pub fn read_prompt_file(base_dir: &Path, file: &Path) -> Result<String, PromptFi
     if let Some(kind) = not_a_file(&opened) {
         return Err(PromptFileError::NotAFile { path, kind });
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0));
+    // Never reserve more than the cap: the file opened may be another (and huge) one than the one
+    // looked at.
+    let capacity = opened.len().min(MAX_PROMPT_FILE_BYTES + 1);
+    let mut bytes = Vec::with_capacity(usize::try_from(capacity).unwrap_or(0));
     handle
         .take(MAX_PROMPT_FILE_BYTES + 1)
         .read_to_end(&mut bytes)

@@ -109,10 +109,11 @@ fn json_escaped_ascii(value: &str) -> String {
 }
 
 impl Matcher {
-    /// A matcher for `value`, or why it cannot be erased. The value is used as given (not trimmed):
-    /// the length rule is checked on its trimmed form.
+    /// A matcher for `value`, or why it cannot be erased. The value is trimmed first: a value pasted
+    /// with a trailing space or newline would otherwise match only the copies followed by one.
     pub fn new(value: &str) -> Result<Matcher, BadValue> {
-        let trimmed = value.trim();
+        let value = value.trim();
+        let trimmed = value;
         if trimmed.is_empty() {
             return Err(BadValue::Empty);
         }
@@ -292,6 +293,15 @@ mod tests {
         );
         assert_eq!(Matcher::new("rase").unwrap_err(), BadValue::Replacement);
         assert!(Matcher::new("Anna").is_ok());
+    }
+
+    #[test]
+    fn a_value_pasted_with_spaces_around_it_matches_every_copy() {
+        let text = "alice@example.com. Mail alice@example.com\nor \"alice@example.com\"";
+        assert_eq!(
+            erased(" alice@example.com \n", text),
+            "[erased]. Mail [erased]\nor \"[erased]\""
+        );
     }
 
     #[test]

@@ -424,3 +424,46 @@ fn empty_and_very_short_values_are_refused() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("structure"));
 }
+
+/// A value the config or a prompt file holds would be seeded again at the next start (core blocks are
+/// re-applied when the config's value differs from the stored one), and a model name is a record of
+/// the ledger, not personal data: each is refused before anything is opened.
+#[test]
+fn values_written_in_the_config_its_prompt_files_or_naming_a_model_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "http://127.0.0.1:9");
+    let yaml = std::fs::read_to_string(&config).unwrap().replace(
+        "    tools: [conversation_search]\n",
+        "    tools: [conversation_search]\n    prompt: file:ceo.md\n    memory:\n      blocks:\n        - { label: contacts, description: who to call, value: \"Escalate to carol@example.org\" }\n",
+    );
+    std::fs::write(&config, yaml).unwrap();
+    std::fs::write(dir.path().join("ceo.md"), "Report to Dana Whitcombe.\n").unwrap();
+    assert_eq!(
+        opc(&["validate", "--config", config.to_str().unwrap()])
+            .status
+            .code(),
+        Some(0)
+    );
+    for (value, file) in [
+        ("carol@example.org", "opc.config.yaml"),
+        ("dana whitcombe", "ceo.md"),
+    ] {
+        let out = erase(&config, value, false);
+        assert_eq!(out.status.code(), Some(1), "{value}: {}", text(&out.stdout));
+        let why = text(&out.stderr);
+        assert!(
+            why.contains("is written in") && why.contains(file),
+            "{value}: {why}"
+        );
+        assert!(why.contains("Nothing was changed"), "{why}");
+    }
+    let out = erase(&config, "test-model", false);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("the model \"test-model\""),
+        "{}",
+        text(&out.stderr)
+    );
+    let db = dir.path().join(".opc");
+    assert!(!db.exists(), "a refusal creates nothing");
+}

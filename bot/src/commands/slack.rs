@@ -67,8 +67,8 @@ fn print_manifest(path: &Path, url: Option<&str>) -> ExitCode {
             }
             Delivery::Socket
         }
-        // `--url` wins; else the address people already open (`channels.web.publicUrl`), which the
-        // listener accepts as its own name, so Slack's requests to it pass the Host check.
+        // `--url` wins; else the address people already open (`channels.web.publicUrl`), where the
+        // proxy in front of `opc run` already forwards to the listener.
         SlackMode::Http => match url
             .or(loaded.config.channels.web.public_url.as_deref())
             .map(base_url)

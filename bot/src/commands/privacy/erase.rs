@@ -3,8 +3,10 @@
 //! OPC is local-first: tasks, session histories, recall rows, the web transcript and progress events
 //! keep real values in plain text in one SQLite file (`framework.memory.path`) and its search index
 //! (`<file>.index/`). This command is how a value leaves them:
-//! 1. the value is checked: not empty, not too short, not a word OPC stores as structure, not part of
-//!    an agent id, role or the org's name (see `opc_privacy::erase` for what is matched);
+//! 1. the value (trimmed) is checked: not empty, not too short, not a word OPC stores as structure,
+//!    not part of an agent id, role, provider id, model name or the org's name, and not written in the
+//!    config file or a prompt file, which would seed it again at the next start (see
+//!    `opc_privacy::erase` for what is matched);
 //! 2. the database lock (`<file>.lock`, held by `opc run` and `opc chat`) is taken, or the command
 //!    refuses with "stop opc run first": the running engine writes the same file and index, and a
 //!    rewrite under it could be undone by its next save of a session it holds in memory;
@@ -39,6 +41,7 @@ const AUDIT: &str = ".opc/audit.jsonl";
 
 /// Run `opc privacy erase`.
 pub fn run(config: &Path, value: &str, dry_run: bool) -> ExitCode {
+    let value = value.trim();
     let matcher = match Matcher::new(value) {
         Ok(m) => m,
         Err(e) => {
@@ -54,15 +57,30 @@ pub fn run(config: &Path, value: &str, dry_run: bool) -> ExitCode {
         Ok(l) => l,
         Err(code) => return code,
     };
-    // Agent ids and roles are stored as structure (task rows, namespaces, authors): a value inside
-    // one would rename that agent's records.
+    // Agent ids, roles, provider ids and model names are stored as structure (task rows, namespaces,
+    // authors, the ledger's model column): a value inside one would rename those records.
     let org_name = loaded.config.framework.name.clone();
+    let providers = loaded
+        .config
+        .framework
+        .providers
+        .iter()
+        .flat_map(|(id, p)| {
+            std::iter::once(("provider", id.clone()))
+                .chain(p.models.keys().map(|m| ("model", m.clone())))
+        })
+        .collect::<Vec<_>>();
     for (what, text) in loaded
         .config
         .agents
         .iter()
-        .flat_map(|(id, a)| [("agent id", id.clone()), ("role", a.role.clone())])
+        .flat_map(|(id, a)| {
+            [("agent id", id.clone()), ("role", a.role.clone())]
+                .into_iter()
+                .chain(a.model.clone().map(|m| ("model", m)))
+        })
         .chain(std::iter::once(("org name", org_name)))
+        .chain(providers)
     {
         if matcher.occurs_in(&text) {
             eprint(&format!(
@@ -72,6 +90,16 @@ pub fn run(config: &Path, value: &str, dry_run: bool) -> ExitCode {
             ));
             return ExitCode::from(1);
         }
+    }
+    // A value written in the config (a block's seeded value, a shared block) or a prompt file would be
+    // put back at the next start — core blocks are re-seeded when the config's value differs from the
+    // one applied — so the erase would be undone: the files must be edited first.
+    if let Some(file) = written_in_files(config, &loaded, &matcher) {
+        eprint(&format!(
+            "error: refused: the value is written in {}; it would be stored again when `opc run` next              starts. Remove it from that file first (then restart or reload), and run the erase again.              Nothing was changed\n",
+            file.display()
+        ));
+        return ExitCode::from(1);
     }
     let db = super::super::database_path(&loaded);
     if !db.exists() {
@@ -95,6 +123,25 @@ pub fn run(config: &Path, value: &str, dry_run: bool) -> ExitCode {
         };
     }
     erase_now(&loaded.base_dir, &db, &matcher)
+}
+
+/// The config file or prompt file that holds a copy of the value, if any. Files that cannot be read
+/// were already reported by loading the config; they are skipped here.
+fn written_in_files(
+    config: &Path,
+    loaded: &opc_hierarchy::Loaded,
+    matcher: &Matcher,
+) -> Option<std::path::PathBuf> {
+    if std::fs::read_to_string(config).is_ok_and(|text| matcher.occurs_in(&text)) {
+        return Some(config.to_path_buf());
+    }
+    loaded.config.agents.values().find_map(|agent| {
+        let Some(opc_hierarchy::schema::Prompt::File(file)) = &agent.prompt else {
+            return None;
+        };
+        let text = opc_hierarchy::read_prompt_file(&loaded.base_dir, file).ok()?;
+        matcher.occurs_in(&text).then(|| loaded.base_dir.join(file))
+    })
 }
 
 /// Steps 2 to 7 of the module doc.
