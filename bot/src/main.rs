@@ -101,7 +101,7 @@ enum Command {
         args: commands::tasks::TasksArgs,
     },
     /// Personal data from the command line: `detect` finds it, `mask` shows what a model would be
-    /// sent, `eval` scores the detector.
+    /// sent, `eval` scores the detector, `erase` removes a value from everything OPC stores.
     ///
     /// Uses the config's `framework.privacy` detection settings when a config is found, else the
     /// defaults. Exit status: 0 done, 1 a bad input line (named by its number) or invalid config,
