@@ -4,9 +4,10 @@
 //! city, state, ZIP code) and does not keep B-/I- consistent inside a word, so decoding ignores the
 //! B/I prefix and works on text gaps instead:
 //! 1. a token is labelled when the model's entity probability (1 − P(O)) is at least [`ENTITY_MIN`];
-//!    a person reading as faint as [`rules::CUE_MIN`] counts too right after a name cue ("by",
-//!    "thanks,", "Dr.") or right after another person token, and such a span is kept whatever its
-//!    mean (it scores at least [`rules::RULE_SCORE`]);
+//!    a capitalised word (any word in an all-lower-case text) with a person reading as faint as
+//!    [`rules::CUE_MIN`] counts too right after a name cue ("by", "thanks,", "Dr.") or right after
+//!    another person token, and such a span is kept whatever its mean (it scores at least
+//!    [`rules::RULE_SCORE`]);
 //! 2. consecutive labelled tokens of one group (person or address) form a fragment when only
 //!    whitespace (or nothing, inside a word) separates them;
 //! 3. person fragments join across an initial's dot or a hyphen ("Richard M. Nixon", "marta k.
@@ -218,9 +219,13 @@ fn labelled(text: &str, tokens: &[TokenPred], i: usize, prev_person: bool) -> Op
     }
     let person = matches!(t.piece, Piece::Given | Piece::Surname);
     let word = text.get(t.start..t.end).unwrap_or("");
-    let wordy = word.chars().next().is_some_and(char::is_alphabetic);
+    // Capitalised, unless the whole text is lower case (chat): "owns" after "Priya Ramanathan" is not
+    // a surname however the model hesitates.
+    let first = word.chars().next();
+    let shaped = first.is_some_and(char::is_uppercase)
+        || first.is_some_and(char::is_alphabetic) && !text.chars().any(char::is_uppercase);
     (person
-        && wordy
+        && shaped
         && t.score >= rules::CUE_MIN
         && (prev_person || rules::cue_before(text, t.start)))
     .then_some(true)
@@ -545,6 +550,25 @@ mod tests {
             .zip(pieces)
             .map(|(t, &(_, score))| TokenPred { score, ..t })
             .collect()
+    }
+
+    #[test]
+    fn a_faint_word_after_a_name_is_not_part_of_it() {
+        let text = "Priya Ramanathan owns the release";
+        let p = [
+            (Given, 0.99),
+            (Given, 0.99),
+            (Surname, 0.25),
+            (Surname, 0.0),
+            (Surname, 0.0),
+        ];
+        let got = show(text, &spans(text, &scored(text, &p)));
+        assert_eq!(got, vec![("PERSON_NAME".into(), "Priya Ramanathan".into())]);
+        // In an all-lower-case chat line the shape says nothing: the cue decides.
+        let text = "thanks, ravi";
+        let p = [(Other, 0.0), (Other, 0.0), (Given, 0.3)];
+        let got = show(text, &spans(text, &scored(text, &p)));
+        assert_eq!(got, vec![("PERSON_NAME".into(), "ravi".into())]);
     }
 
     #[test]

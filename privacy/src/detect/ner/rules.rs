@@ -612,17 +612,9 @@ pub fn countries(text: &str, out: &mut Vec<Entity>) {
             .iter()
             .map(|c| c.to_string())
             .chain(
-                [
-                    "USA",
-                    "UK",
-                    "the US",
-                    "the UK",
-                    "the Netherlands",
-                    "South Korea",
-                    "Czechia",
-                ]
-                .iter()
-                .map(|c| c.to_string()),
+                ["USA", "UK", "South Korea", "Czechia"]
+                    .iter()
+                    .map(|c| c.to_string()),
             )
             .collect();
         // Longest first so "Guinea-Bissau" wins over "Guinea".
@@ -653,27 +645,6 @@ pub fn countries(text: &str, out: &mut Vec<Entity>) {
                 end: i + name.len(),
                 score: RULE_SCORE,
             });
-        }
-    }
-    // "the US"/"the UK" may also start with a lower-case "the".
-    for (i, _) in text.match_indices("the U") {
-        for n in ["the US", "the UK"] {
-            if text[i..].starts_with(n)
-                && text[i + n.len()..]
-                    .chars()
-                    .next()
-                    .is_none_or(|c| !c.is_alphanumeric())
-            {
-                if place_cue_before(&text[..i]) {
-                    // Mask the country, not the article.
-                    out.push(Entity {
-                        kind: EntityType::Location,
-                        start: i + 4,
-                        end: i + n.len(),
-                        score: RULE_SCORE,
-                    });
-                }
-            }
         }
     }
 }
