@@ -1,0 +1,265 @@
+//! The generated corpus (`examples/pii_corpus.rs`) keeps its promises: offsets line up with the text,
+//! each split is a pure function of its seed, the tuning and held-out splits share no template, no
+//! phrasing and no person's name, both cover every labelled type and document kind, and the structured
+//! values pass their checksums.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use opc_privacy::detect::eval;
+
+#[allow(dead_code)]
+#[path = "../examples/pii_corpus.rs"]
+mod corpus;
+
+use corpus::doc::Doc;
+use corpus::values::Split;
+
+const COUNT: usize = 2_000;
+
+fn docs(split: Split, seed: u64) -> Vec<Doc> {
+    corpus::documents(split, seed, COUNT)
+}
+
+#[test]
+fn spans_line_up_with_the_text() {
+    for split in [Split::Tune, Split::Heldout] {
+        for d in docs(split, 11) {
+            let chars: Vec<char> = d.text.chars().collect();
+            let mut last_end = 0;
+            for s in &d.spans {
+                assert!(
+                    s.start < s.end && s.end <= chars.len(),
+                    "{}: {s:?}",
+                    d.template
+                );
+                assert!(s.start >= last_end, "{}: overlapping spans", d.template);
+                last_end = s.end;
+                let value: String = chars[s.start..s.end].iter().collect();
+                assert_eq!(value.trim(), value, "{}: span with outer space", d.template);
+                assert!(
+                    !value.ends_with(',') && !value.ends_with(':'),
+                    "{}: punctuation in {value:?}",
+                    d.template
+                );
+            }
+            // What `opc privacy eval` reads back: the same values, by byte offsets.
+            let line = d.json();
+            let case = eval::parse_case(&line)
+                .expect("parses")
+                .expect("a case of known shape");
+            assert_eq!(case.text, d.text);
+            // Types this build detects land in `gold`, the others (LOCATION until it is detected) in
+            // `unknown`; together they are the document's spans.
+            let mut read: Vec<(&str, usize, usize)> = case
+                .gold
+                .iter()
+                .map(|g| (g.kind.as_str(), g.start, g.end))
+                .chain(
+                    case.unknown
+                        .iter()
+                        .map(|u| (u.kind.as_str(), u.start, u.end)),
+                )
+                .collect();
+            read.sort_by_key(|r| r.1);
+            assert_eq!(read.len(), d.spans.len(), "{line}");
+            for ((kind, start, end), s) in read.iter().zip(&d.spans) {
+                let value: String = chars[s.start..s.end].iter().collect();
+                assert_eq!(&d.text[*start..*end], value);
+                assert_eq!(*kind, s.kind);
+            }
+        }
+    }
+}
+
+#[test]
+fn each_split_is_a_function_of_its_seed() {
+    for split in [Split::Tune, Split::Heldout] {
+        let a: Vec<String> = docs(split, 3).iter().map(Doc::json).collect();
+        let b: Vec<String> = docs(split, 3).iter().map(Doc::json).collect();
+        let c: Vec<String> = docs(split, 4).iter().map(Doc::json).collect();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+    // The same seed gives unrelated splits.
+    let t: BTreeSet<String> = docs(Split::Tune, 3)
+        .iter()
+        .map(|d| d.text.clone())
+        .collect();
+    let h: BTreeSet<String> = docs(Split::Heldout, 3)
+        .iter()
+        .map(|d| d.text.clone())
+        .collect();
+    assert!(t.is_disjoint(&h));
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Every run of four words inside one literal fragment of the split's templates.
+fn shingles(split: Split) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for d in docs(split, 5) {
+        for lit in &d.literals {
+            let w = words(lit);
+            for run in w.windows(4) {
+                out.insert(run.join(" "), d.template.clone());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn splits_share_no_template_or_phrasing() {
+    let ids = |split| -> BTreeSet<String> {
+        corpus::templates(split)
+            .iter()
+            .map(|(id, _, _)| id.to_string())
+            .collect()
+    };
+    let (tune_ids, heldout_ids) = (ids(Split::Tune), ids(Split::Heldout));
+    assert!(tune_ids.is_disjoint(&heldout_ids));
+    let (t, h) = (shingles(Split::Tune), shingles(Split::Heldout));
+    assert!(t.len() > 120 && h.len() > 120, "{} / {}", t.len(), h.len());
+    let shared: Vec<String> = t
+        .iter()
+        .filter(|(k, _)| h.contains_key(*k))
+        .map(|(k, tpl)| format!("{k:?} ({tpl} / {})", h[k]))
+        .collect();
+    assert!(shared.is_empty(), "shared phrasing: {shared:#?}");
+}
+
+/// No name (given, family, or the two together) appears in both splits.
+#[test]
+fn splits_share_no_name() {
+    let names = |split| -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for d in docs(split, 9) {
+            let chars: Vec<char> = d.text.chars().collect();
+            for s in d.spans.iter().filter(|s| s.kind == "PERSON_NAME") {
+                let v: String = chars[s.start..s.end].iter().collect();
+                // Whole names: single words are shared by design (particles such as `de`, words of
+                // Vietnamese given names).
+                out.insert(v.to_lowercase());
+            }
+        }
+        out
+    };
+    let (t, h) = (names(Split::Tune), names(Split::Heldout));
+    assert!(t.len() > 300 && h.len() > 300, "{} / {}", t.len(), h.len());
+    let shared: Vec<&String> = t.intersection(&h).collect();
+    assert!(shared.is_empty(), "names in both splits: {shared:?}");
+}
+
+#[test]
+fn both_splits_cover_every_type_and_kind() {
+    let types = [
+        "PERSON_NAME",
+        "ADDRESS",
+        "LOCATION",
+        "PHONE",
+        "EMAIL",
+        "CREDIT_CARD",
+        "IBAN",
+        "SSN",
+        "IP_ADDRESS",
+        "URL",
+        "API_KEY",
+    ];
+    for split in [Split::Tune, Split::Heldout] {
+        let all = docs(split, 13);
+        let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+        for d in &all {
+            for s in &d.spans {
+                *count.entry(s.kind).or_default() += 1;
+            }
+        }
+        for t in types {
+            assert!(
+                count.get(t).copied().unwrap_or(0) >= 20,
+                "{split:?}: {t} {count:?}"
+            );
+        }
+        let negatives = all.iter().filter(|d| d.spans.is_empty()).count();
+        assert!(negatives >= COUNT / 20, "{split:?}: {negatives} negatives");
+        let multiline_addresses = all
+            .iter()
+            .filter(|d| {
+                let chars: Vec<char> = d.text.chars().collect();
+                d.spans
+                    .iter()
+                    .any(|s| s.kind == "ADDRESS" && chars[s.start..s.end].contains(&'\n'))
+            })
+            .count();
+        assert!(
+            multiline_addresses >= 50,
+            "{split:?}: {multiline_addresses}"
+        );
+        let text: String = all.iter().map(|d| d.text.as_str()).collect();
+        for needle in ["APO", "FPO", "ул.", "〒", "web:", "slack:U", "ext", "011"] {
+            assert!(text.contains(needle), "{split:?} has no {needle:?}");
+        }
+        let used: BTreeSet<&str> = all.iter().map(|d| d.template.as_str()).collect();
+        assert_eq!(
+            used.len(),
+            corpus::templates(split).len(),
+            "{split:?}: a template never used"
+        );
+    }
+}
+
+fn luhn(digits: &[u32]) -> bool {
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &d)| match (i % 2, d * 2) {
+            (1, x) if x > 9 => x - 9,
+            (1, x) => x,
+            _ => d,
+        })
+        .sum();
+    sum.is_multiple_of(10)
+}
+
+fn mod97(iban: &str) -> bool {
+    let s: String = iban.chars().filter(|c| !c.is_whitespace()).collect();
+    let rotated = format!("{}{}", &s[4..], &s[..4]);
+    let mut rem = 0u32;
+    for c in rotated.chars() {
+        rem = match c.to_digit(36) {
+            Some(v) if v >= 10 => (rem * 100 + v) % 97,
+            Some(v) => (rem * 10 + v) % 97,
+            None => return false,
+        };
+    }
+    rem == 1
+}
+
+#[test]
+fn structured_values_are_valid() {
+    for split in [Split::Tune, Split::Heldout] {
+        for d in docs(split, 17) {
+            let chars: Vec<char> = d.text.chars().collect();
+            for s in &d.spans {
+                let v: String = chars[s.start..s.end].iter().collect();
+                match s.kind {
+                    "CREDIT_CARD" => {
+                        let digits: Vec<u32> = v.chars().filter_map(|c| c.to_digit(10)).collect();
+                        assert!(luhn(&digits), "{v}");
+                    }
+                    "IBAN" => assert!(mod97(&v), "{v}"),
+                    "SSN" => {
+                        let area: u32 = v[..3].parse().expect("digits");
+                        assert!(area != 0 && area != 666 && area < 900, "{v}");
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
