@@ -84,7 +84,7 @@ fn detect_uses_the_config_types_and_whitelist() {
     let config = target.join("opc.config.yaml");
     let yaml = std::fs::read_to_string(&config).expect("config");
     // The example's privacy section, narrowed to e-mail addresses with one whitelisted.
-    let types = "detectTypes: [PERSON_NAME, EMAIL, PHONE, CREDIT_CARD, API_KEY, ADDRESS, SSN, IP_ADDRESS, IBAN, URL]";
+    let types = "detectTypes: [PERSON_NAME, EMAIL, PHONE, CREDIT_CARD, API_KEY, ADDRESS, LOCATION, SSN, IP_ADDRESS, IBAN, URL]";
     let whitelist = "whitelist: [\"Anthropic\", \"Claude\", \"OPC\"]";
     assert!(
         yaml.contains(types) && yaml.contains(whitelist),

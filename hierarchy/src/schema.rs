@@ -180,6 +180,8 @@ keywords! {
         ApiKey = "API_KEY",
         /// Postal addresses.
         Address = "ADDRESS",
+        /// Cities, regions and countries named as someone's location.
+        Location = "LOCATION",
         /// US social security numbers.
         Ssn = "SSN",
         /// IPv4 and IPv6 addresses.

@@ -24,6 +24,11 @@ pub enum EntityType {
     ApiKey,
     /// Postal addresses.
     Address,
+    /// Places named as where someone is, lives or goes: a city, a region or a country alone
+    /// ("she lives in Tromsø", "moved to Reykjavík"). HIPAA's Safe Harbor counts every geographic
+    /// subdivision smaller than a state, and GDPR counts location data as personal data; a user
+    /// whose text names public places only takes the type out of `detectTypes` or whitelists them.
+    Location,
     /// US social security numbers.
     Ssn,
     /// IPv4 and IPv6 addresses.
@@ -36,13 +41,14 @@ pub enum EntityType {
 
 impl EntityType {
     /// Every type, in the config's documented order.
-    pub const ALL: [EntityType; 10] = [
+    pub const ALL: [EntityType; 11] = [
         EntityType::PersonName,
         EntityType::Email,
         EntityType::Phone,
         EntityType::CreditCard,
         EntityType::ApiKey,
         EntityType::Address,
+        EntityType::Location,
         EntityType::Ssn,
         EntityType::IpAddress,
         EntityType::Iban,
@@ -58,6 +64,7 @@ impl EntityType {
             EntityType::CreditCard => "CREDIT_CARD",
             EntityType::ApiKey => "API_KEY",
             EntityType::Address => "ADDRESS",
+            EntityType::Location => "LOCATION",
             EntityType::Ssn => "SSN",
             EntityType::IpAddress => "IP_ADDRESS",
             EntityType::Iban => "IBAN",

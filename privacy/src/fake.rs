@@ -29,6 +29,10 @@ use rand::rngs::ChaCha12Rng;
 
 use crate::entity::EntityType;
 
+mod script;
+
+use script::{PlaceKind, Script, invented_town, place, place_kind, script_of, unspaced};
+
 /// The vault's random source: ChaCha12, a fixed algorithm, so a seed gives the same fakes everywhere.
 pub(crate) type FakeRng = ChaCha12Rng;
 
@@ -42,6 +46,7 @@ pub(crate) fn fake_value(kind: EntityType, real: &str, rng: &mut FakeRng, attemp
         EntityType::CreditCard => credit_card(real, rng),
         EntityType::ApiKey => api_key(real, rng),
         EntityType::Address => address(real, rng),
+        EntityType::Location => location(real, rng, attempt),
         EntityType::Ssn => ssn(real, rng),
         EntityType::IpAddress => ip_address(real, rng, attempt),
         EntityType::Iban => iban(real, rng),
@@ -179,6 +184,7 @@ const TITLES: &[&str] = &[
 ];
 
 fn person_name(real: &str, rng: &mut FakeRng, attempt: u32) -> String {
+    let script = script_of(real);
     let words: Vec<&str> = real.split_whitespace().collect();
     let is_title = |w: &str| {
         TITLES.contains(
@@ -190,7 +196,7 @@ fn person_name(real: &str, rng: &mut FakeRng, attempt: u32) -> String {
     };
     let is_initial = |w: &str| {
         let letters: Vec<char> = w.chars().filter(|c| c.is_alphabetic()).collect();
-        letters.len() == 1 && w.chars().count() <= 2
+        letters.len() == 1 && w.chars().count() <= 2 && !unspaced(script) && script != Script::Han
     };
     let name_words: Vec<usize> = (0..words.len())
         .filter(|&i| !is_title(words[i]) && !is_initial(words[i]))
@@ -198,8 +204,17 @@ fn person_name(real: &str, rng: &mut FakeRng, attempt: u32) -> String {
     if words.is_empty() {
         return first_name(rng);
     }
-    let last_slot = if name_words.len() > 1 {
-        name_words.last().copied()
+    // Family name first in Vietnamese, Chinese, Japanese and Korean; last elsewhere.
+    let family_first = matches!(
+        script,
+        Script::Vietnamese | Script::Han | Script::Japanese | Script::Hangul
+    );
+    let family_slot = if name_words.len() > 1 {
+        if family_first {
+            name_words.first().copied()
+        } else {
+            name_words.last().copied()
+        }
     } else {
         None
     };
@@ -211,23 +226,37 @@ fn person_name(real: &str, rng: &mut FakeRng, attempt: u32) -> String {
             let letter = char::from(b'A' + rng.random_range(0..26u8));
             let rest: String = word.chars().filter(|c| !c.is_alphabetic()).collect();
             out.push(match_case(word, format!("{letter}{rest}")));
+        } else if matches!(script, Script::Han | Script::Hangul) && script_of(word) == script {
+            // Written without spaces (`王小明`): a family name and given-name characters, as long.
+            let core_end = word.trim_end_matches(|c: char| !c.is_alphanumeric()).len();
+            let (core, tail) = word.split_at(core_end);
+            let fake = if name_words.len() > 1 {
+                if Some(i) == family_slot {
+                    script::family(script, rng)
+                } else {
+                    script::given(script, rng)
+                }
+            } else {
+                script::unspaced_name(script, core.chars().count(), rng)
+            };
+            out.push(format!("{fake}{tail}"));
         } else {
             // Hyphenated names keep their parts; a possessive or trailing punctuation stays.
             let core_end = word.trim_end_matches(|c: char| !c.is_alphanumeric()).len();
             let (core, tail) = word.split_at(core_end);
             let parts = core.split('-').count().max(1);
             let fake_part = |rng: &mut FakeRng| -> String {
-                if Some(i) == last_slot {
-                    last_name(rng)
+                if Some(i) == family_slot {
+                    family_name(script, rng)
                 } else if name_words.len() == 1 && attempt >= 32 {
                     // One-word names: ~3,500 first and last names run out in a huge conversation;
                     // past that a double-barrelled name is still one word.
-                    format!("{}-{}", first_name(rng), last_name(rng))
+                    format!("{}-{}", given_name(script, rng), family_name(script, rng))
                 } else if name_words.len() == 1 && attempt >= 8 && rng.random_bool(0.5) {
                     // Past the first attempts, draw from last names too (a wider space).
-                    last_name(rng)
+                    family_name(script, rng)
                 } else {
-                    first_name(rng)
+                    given_name(script, rng)
                 }
             };
             let fake: Vec<String> = (0..parts).map(|_| fake_part(rng)).collect();
@@ -235,6 +264,55 @@ fn person_name(real: &str, rng: &mut FakeRng, attempt: u32) -> String {
         }
     }
     out.join(" ")
+}
+
+/// A given name in the script of the real one (English names, word-like ones left out, for ASCII).
+fn given_name(script: Script, rng: &mut FakeRng) -> String {
+    match script {
+        Script::Ascii => first_name(rng),
+        other => one_word(script::given(other, rng)),
+    }
+}
+
+/// A family name in the script of the real one.
+fn family_name(script: Script, rng: &mut FakeRng) -> String {
+    match script {
+        Script::Ascii => last_name(rng),
+        other => one_word(script::family(other, rng)),
+    }
+}
+
+/// A name part kept to one word (a locale's "de la Cruz" would change the word count).
+fn one_word(name: String) -> String {
+    name.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Places
+
+/// A real place of the same kind (city, region, country) in the same script and letter case. Past
+/// the first attempts of a crowded vault, an invented town of the same script widens the space.
+fn location(real: &str, rng: &mut FakeRng, attempt: u32) -> String {
+    let core = real.trim_end_matches(['.', ',', ';', ':']);
+    let tail = &real[core.len()..];
+    let script = script_of(core);
+    let kind = place_kind(core);
+    let words = core.split_whitespace().count();
+    let fake = if attempt >= 8 && kind == PlaceKind::City {
+        invented_town(script, rng)
+    } else {
+        // As many words as the real one when the list has such ("Norway" → "Chile", not "Saint
+        // Kitts and Nevis"); a few draws, then whatever came.
+        let mut fake = place(kind, script, rng);
+        for _ in 0..8 {
+            if fake.split_whitespace().count() == words {
+                break;
+            }
+            fake = place(kind, script, rng);
+        }
+        fake
+    };
+    format!("{}{tail}", match_case(core, fake))
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -728,6 +806,23 @@ const ADDRESS_KEEP: &[&str] = &[
     "canada",
     "germany",
     "france",
+    // Cyrillic address words: street, avenue, lane, house, building, flat, city, region.
+    "ул",
+    "улица",
+    "пр",
+    "просп",
+    "проспект",
+    "пер",
+    "переулок",
+    "д",
+    "дом",
+    "корп",
+    "стр",
+    "кв",
+    "г",
+    "город",
+    "обл",
+    "область",
 ];
 
 fn address(real: &str, rng: &mut FakeRng) -> String {
@@ -787,7 +882,15 @@ fn address(real: &str, rng: &mut FakeRng) -> String {
         } else if free(t) {
             let trailing_punct = &t[t.trim_end_matches(['.', ',']).len()..];
             let core = &t[..t.len() - trailing_punct.len()];
-            let fake = if seen_suffix {
+            let word_script = script_of(core);
+            let fake = if !matches!(word_script, Script::Ascii | Script::LatinMarked) {
+                // Another script keeps its script: a name-like word, or a city once past the street.
+                if seen_suffix {
+                    place(PlaceKind::City, word_script, rng)
+                } else {
+                    family_name(word_script, rng)
+                }
+            } else if seen_suffix {
                 // A city word: the last word of a run takes a city suffix, earlier ones a prefix.
                 let next_word = tokens[i + 1..]
                     .iter()

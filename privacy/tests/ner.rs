@@ -161,3 +161,127 @@ fn a_batch_finds_what_each_text_finds_alone() {
         batch[3]
     );
 }
+
+/// A name found in a short text is found, with the same span, deep inside a ~3,000-word text of many
+/// sentences: windowing and batching keep what a text alone finds, wherever the window edges fall.
+#[test]
+fn a_name_deep_in_a_long_text_is_found_as_in_a_short_one() {
+    let Some(model) = model() else { return };
+    let sentence = "Please send the signed contract to Marta K. Lindqvist before the board meets.";
+    let alone = model.entities(sentence);
+    let name = found(sentence, &alone, EntityType::PersonName);
+    assert_eq!(name, vec!["Marta K. Lindqvist"], "{alone:?}");
+    let fillers = [
+        "The quarterly numbers came in slightly above the forecast for the second time this year. ",
+        "We agreed to revisit the hiring plan once the budget for the next quarter is approved. ",
+        "Several customers asked for better export options, so the roadmap now includes them. ",
+        "The migration to the new build system took longer than planned but is finally done. ",
+    ];
+    // Put the sentence at many depths, so that it lands on window edges and in overlaps.
+    for depth in [40, 255, 301, 777] {
+        let mut text = String::new();
+        let mut words = 0;
+        let mut i = 0;
+        while words < depth {
+            let f = fillers[i % fillers.len()];
+            text.push_str(f);
+            words += f.split_whitespace().count();
+            i += 1;
+        }
+        let at = text.len();
+        text.push_str(sentence);
+        text.push(' ');
+        while words < 3_000 {
+            let f = fillers[i % fillers.len()];
+            text.push_str(f);
+            words += f.split_whitespace().count();
+            i += 1;
+        }
+        let e = model.entities(&text);
+        let names: Vec<(usize, usize)> = e
+            .iter()
+            .filter(|e| e.kind == EntityType::PersonName)
+            .map(|e| (e.start, e.end))
+            .collect();
+        let want: Vec<(usize, usize)> = alone
+            .iter()
+            .filter(|e| e.kind == EntityType::PersonName)
+            .map(|e| (e.start + at, e.end + at))
+            .collect();
+        assert_eq!(names, want, "depth {depth}: {e:?}");
+        // The same text in a batch with short ones.
+        let batch = model.entities_batch(&[sentence, text.as_str(), "ok"]);
+        assert_eq!(batch[1], e, "depth {depth}");
+    }
+}
+
+/// Names the model reads faintly or not at all: after a cue, after a title, heading a chat line, in
+/// lower case, from many cultures and scripts.
+#[test]
+fn names_of_many_shapes_and_cultures() {
+    let Some(model) = model() else { return };
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "Prof. Marta K. Lindqvist will chair.",
+            &["Marta K. Lindqvist"],
+        ),
+        ("The draft was reviewed by Okonkwo yesterday.", &["Okonkwo"]),
+        ("Mr. Nakamura called twice.", &["Nakamura"]),
+        ("thanks, Ingrid", &["Ingrid"]),
+        ("ravi: \"are you coming?\"", &["ravi"]),
+        ("hey john smith, can you call me back", &["john smith"]),
+        (
+            "Meet Nguyễn Thị Minh Khai at noon.",
+            &["Nguyễn Thị Minh Khai"],
+        ),
+        (
+            "Søren Kierkegaard Jørgensen joined the call.",
+            &["Søren Kierkegaard Jørgensen"],
+        ),
+        ("Please ask 王小明 about the invoice.", &["王小明"]),
+        ("Иван Петров will send it.", &["Иван Петров"]),
+        (
+            "I spoke with Ayşe Yılmaz and Dmitri Ivanov.",
+            &["Ayşe Yılmaz", "Dmitri Ivanov"],
+        ),
+        ("Priya Ramanathan owns the release.", &["Priya Ramanathan"]),
+        ("cc Mehmet", &["Mehmet"]),
+    ];
+    let mut missed = Vec::new();
+    for (text, want) in cases {
+        let e = model.entities(text);
+        let got: Vec<&str> = e
+            .iter()
+            .filter(|e| e.kind == EntityType::PersonName && e.score >= 0.85)
+            .map(|e| &text[e.start..e.end])
+            .collect();
+        if got != *want {
+            missed.push(format!("{text:?}: {got:?} (want {want:?})"));
+        }
+    }
+    assert!(missed.is_empty(), "{missed:#?}");
+}
+
+/// Cities, regions and countries named as where someone is are `LOCATION`s at the default threshold;
+/// a street address stays one `ADDRESS`.
+#[test]
+fn places_are_locations() {
+    let Some(model) = model() else { return };
+    for (text, want) in [
+        ("She lives in Tromsø now.", "Tromsø"),
+        ("He moved to Reykjavík last year.", "Reykjavík"),
+        ("They relocated to Norway in May.", "Norway"),
+    ] {
+        let e = model.entities(text);
+        let got: Vec<&str> = e
+            .iter()
+            .filter(|e| e.kind == EntityType::Location && e.score >= 0.85)
+            .map(|e| &text[e.start..e.end])
+            .collect();
+        assert_eq!(got, vec![want], "{text}: {e:?}");
+    }
+    let text = "Send it to 1600 Pennsylvania Avenue NW, Washington, DC 20500.";
+    let e = model.entities(text);
+    assert!(found(text, &e, EntityType::Location).is_empty(), "{e:?}");
+    assert_eq!(found(text, &e, EntityType::Address).len(), 1, "{e:?}");
+}

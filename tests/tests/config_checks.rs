@@ -66,7 +66,7 @@ fn validate(config: &Path) -> Output {
 fn validate_names_each_type_a_privacy_config_leaves_out() {
     let dir = example_dir(|text| {
         let line = example_types_line(&text);
-        text.replace(&line, "detectTypes: [PERSON_NAME, EMAIL, PHONE, CREDIT_CARD, API_KEY, ADDRESS, SSN, IP_ADDRESS, URL]")
+        text.replace(&line, "detectTypes: [PERSON_NAME, EMAIL, PHONE, CREDIT_CARD, API_KEY, ADDRESS, LOCATION, SSN, IP_ADDRESS, URL]")
     });
     let out = validate(&dir.path().join("opc.config.yaml"));
     let stderr = String::from_utf8_lossy(&out.stderr);

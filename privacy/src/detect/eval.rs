@@ -19,7 +19,7 @@
 //!   count was asserted: the case is skipped), `recognizer_types` (the types the case labels: only
 //!   predictions of those types are scored, since other data in the text is not labelled). Presidio's
 //!   type names are mapped (`EMAIL_ADDRESS` → `EMAIL`, `PHONE_NUMBER` → `PHONE`, `IBAN_CODE` → `IBAN`,
-//!   `US_SSN` → `SSN`, `PERSON` → `PERSON_NAME`, `LOCATION` → `ADDRESS`); cases of types we do not
+//!   `US_SSN` → `SSN`, `PERSON` → `PERSON_NAME`, `STREET_ADDRESS` → `ADDRESS`); cases of types we do not
 //!   detect (`CRYPTO`, `MAC_ADDRESS`, `UK_NINO`, …) are skipped and counted.
 //! - Secrets cases (`secrets_cases.jsonl`): `{text, label: positive|negative, rule}`. The labels say
 //!   whether a credential is in the text, not where, so these are scored per case as `API_KEY`: a

@@ -1,23 +1,38 @@
-//! From per-token labels to `PERSON_NAME` and `ADDRESS` spans.
+//! From per-token labels to `PERSON_NAME`, `ADDRESS` and `LOCATION` spans.
 //!
 //! The model labels word pieces with fine types (given name, surname, building number, street, unit,
 //! city, state, ZIP code) and does not keep B-/I- consistent inside a word, so decoding ignores the
 //! B/I prefix and works on text gaps instead:
-//! 1. consecutive labelled tokens of one group (person or address) form a fragment when only
+//! 1. a token is labelled when the model's entity probability (1 − P(O)) is at least [`ENTITY_MIN`];
+//!    a capitalised word (any word in an all-lower-case text) with a person reading as faint as
+//!    [`rules::CUE_MIN`] counts too right after a name cue ("by", "thanks,", "Dr.") or right after
+//!    another person token, and such a span is kept whatever its mean (it scores at least
+//!    [`rules::RULE_SCORE`]);
+//! 2. consecutive labelled tokens of one group (person or address) form a fragment when only
 //!    whitespace (or nothing, inside a word) separates them;
-//! 2. person fragments join across an initial's dot or a hyphen ("Richard M. Nixon");
-//! 3. address fragments join across short, address-like gaps: commas, and up to three capitalised
+//! 3. person fragments join across an initial's dot or a hyphen ("Richard M. Nixon", "marta k.
+//!    lindqvist");
+//! 4. address fragments join across short, address-like gaps: commas, and up to three capitalised
 //!    words or numbers (the city the model missed in "Avenue NW, Washington, DC 20500");
-//! 4. a span of only a city and/or a state is a place, not an address, and a span without a street name
-//!    is a guessed number (a mention id, a ticket number), not an address: its score is capped at
-//!    [`PLACE_SCORE`], below the default confidence threshold.
-//!
-//! Scores are the mean of the tokens' entity probabilities (1 − P(O)).
+//! 5. a span of only a city and/or a state is a place: a `LOCATION`, not an address; a span with
+//!    neither a street name nor a place is a guessed number (a mention id, a ticket number), capped
+//!    at [`NUMBER_SCORE`], below the default confidence threshold;
+//! 6. the span's raw score, the mean of its tokens' entity probabilities, goes through its type's
+//!    fitted curve ([`calibration`]) onto the threshold's scale;
+//! 7. the [`rules`] add what the model cannot see (titles, chat speakers, names in Han, Hangul and
+//!    Cyrillic script, countries after a place cue); a rule's span that overlaps a model span of the
+//!    same type widens it.
 
+use super::calibration;
+use super::rules;
 use crate::{Entity, EntityType};
 
-/// The score cap for an "address" that is only a city or a state.
-pub const PLACE_SCORE: f32 = 0.5;
+/// The score cap for an "address" that is only numbers the model guessed at (no street, no place).
+pub const NUMBER_SCORE: f32 = 0.5;
+
+/// A token is part of an entity when P(O) is at most `1 - ENTITY_MIN`: O is not the most likely
+/// outcome against all entity labels together.
+pub const ENTITY_MIN: f32 = 0.5;
 
 /// The fine type a token is labelled with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +97,9 @@ pub struct TokenPred {
     pub start: usize,
     /// End byte.
     pub end: usize,
-    /// Best piece (or [`Piece::Other`]).
+    /// The most likely entity piece, however unlikely the token is to be an entity at all
+    /// ([`Piece::Other`] when the model gives no entity label any weight); decoding decides with
+    /// `score` whether it counts.
     pub piece: Piece,
     /// Probability that the token is part of an entity at all.
     pub score: f32,
@@ -95,6 +112,8 @@ struct Fragment {
     score_sum: f32,
     tokens: u32,
     pieces: u16,
+    /// Held up by a name cue rather than by the model alone.
+    cued: bool,
 }
 
 impl Fragment {
@@ -103,18 +122,30 @@ impl Fragment {
         self.score_sum += other.score_sum;
         self.tokens += other.tokens;
         self.pieces |= other.pieces;
+        self.cued |= other.cued;
     }
+}
+
+/// A model span before calibration: the raw score (mean 1 − P(O)) and whether a cue held it up.
+/// `opc`'s calibration fit reads these (`examples/ner_calibrate.rs`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawSpan {
+    /// The span, its score the raw mean.
+    pub entity: Entity,
+    /// A name cue made it count although the model alone would not have: kept at any threshold up
+    /// to [`rules::RULE_SCORE`].
+    pub cued: bool,
 }
 
 /// Whether the text between two person fragments still belongs to one name.
 fn person_gap(gap: &str) -> bool {
-    // A middle initial the model left out: " M. ".
+    // A middle initial the model left out: " M. " (" k. " in lower-case chat).
     let initial = gap
         .strip_prefix(' ')
         .and_then(|g| g.strip_suffix(". "))
         .is_some_and(|i| {
             let mut chars = i.chars();
-            chars.next().is_some_and(char::is_uppercase) && chars.next().is_none()
+            chars.next().is_some_and(char::is_alphabetic) && chars.next().is_none()
         });
     initial
         || gap.len() <= 3
@@ -177,13 +208,47 @@ fn trailing_state(rest: &str) -> usize {
     len
 }
 
-/// The entities in `text` given its tokens' predictions (in text order).
-pub fn spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
+/// Whether token `i` counts as labelled, and whether only a cue made it count.
+fn labelled(text: &str, tokens: &[TokenPred], i: usize, prev_person: bool) -> Option<bool> {
+    let t = &tokens[i];
+    if t.piece == Piece::Other {
+        return None;
+    }
+    if t.score >= ENTITY_MIN {
+        return Some(false);
+    }
+    let person = matches!(t.piece, Piece::Given | Piece::Surname);
+    let word = text.get(t.start..t.end).unwrap_or("");
+    // Capitalised, unless the whole text is lower case (chat): "owns" after "Priya Ramanathan" is not
+    // a surname however the model hesitates.
+    let first = word.chars().next();
+    let shaped = first.is_some_and(char::is_uppercase)
+        || first.is_some_and(char::is_alphabetic) && !text.chars().any(char::is_uppercase);
+    (person
+        && shaped
+        && t.score >= rules::CUE_MIN
+        && (prev_person || rules::cue_before(text, t.start)))
+    .then_some(true)
+}
+
+/// The model's spans in `text` given its tokens' predictions (in text order), before calibration.
+pub fn raw_spans(text: &str, tokens: &[TokenPred]) -> Vec<RawSpan> {
     let gap = |a: usize, b: usize| text.get(a..b).unwrap_or("\u{0}");
-    // 1. Fragments: same group, separated by nothing or whitespace.
+    // 1–2. Fragments: same group, separated by nothing or whitespace.
     let mut fragments: Vec<Fragment> = Vec::new();
-    for t in tokens {
+    let mut prev_person_end = None;
+    for (i, t) in tokens.iter().enumerate() {
+        // A person token right after another one (a surname after a cued given name) may lean on it.
+        let prev_person = prev_person_end.is_some_and(|end: usize| {
+            end <= t.start
+                && t.start - end <= 3
+                && gap(end, t.start).chars().all(char::is_whitespace)
+        });
+        let Some(cued) = labelled(text, tokens, i, prev_person) else {
+            continue;
+        };
         let Some(kind) = t.piece.kind() else { continue };
+        prev_person_end = (kind == EntityType::PersonName).then_some(t.end);
         let frag = Fragment {
             kind,
             start: t.start,
@@ -191,6 +256,7 @@ pub fn spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
             score_sum: t.score,
             tokens: 1,
             pieces: t.piece.bit(),
+            cued,
         };
         match fragments.last_mut() {
             Some(last)
@@ -204,7 +270,7 @@ pub fn spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
             _ => fragments.push(frag),
         }
     }
-    // 2–3. Join fragments across name and address gaps.
+    // 3–4. Join fragments across name and address gaps.
     let mut joined: Vec<Fragment> = Vec::new();
     for frag in fragments {
         if let Some(last) = joined.last_mut()
@@ -223,7 +289,7 @@ pub fn spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
         }
         joined.push(frag);
     }
-    // 4. Complete a state code the model left out, score, trim, cap places.
+    // Complete a state code the model left out.
     let place = Piece::City.bit() | Piece::State.bit();
     let street = Piece::Building.bit() | Piece::Street.bit();
     for f in &mut joined {
@@ -248,22 +314,109 @@ pub fn spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
                 return None;
             }
             let mut score = (f.score_sum / f.tokens as f32).clamp(0.0, 1.0);
-            // No street name, no address: a city or state alone is a place, and a lone building number,
-            // unit or postcode is a number the model guessed at (chat text is full of them: Slack's
-            // `<@W11>` mention ids, "Request 17").
-            if f.kind == EntityType::Address
-                && (f.pieces & !place == 0 || f.pieces & Piece::Street.bit() == 0)
-            {
-                score = score.min(PLACE_SCORE);
+            let mut kind = f.kind;
+            if kind == EntityType::Address && f.pieces & !place == 0 {
+                // 5. A city or a state alone is a place.
+                kind = EntityType::Location;
+            } else if kind == EntityType::Address && f.pieces & (Piece::Street.bit() | place) == 0 {
+                // A lone building number, unit or postcode is a number the model guessed at (chat
+                // text is full of them: Slack's `<@W11>` mention ids, "Request 17").
+                score = score.min(NUMBER_SCORE);
             }
-            Some(Entity {
-                kind: f.kind,
-                start,
-                end,
-                score,
+            Some(RawSpan {
+                entity: Entity {
+                    kind,
+                    start,
+                    end,
+                    score,
+                },
+                cued: f.cued,
             })
         })
         .collect()
+}
+
+/// A raw span's score on the threshold's scale: its type's fitted curve, a cue's floor, and the cap
+/// of guessed numbers kept below the default threshold.
+pub fn calibrated(span: &RawSpan) -> f32 {
+    let e = &span.entity;
+    let mut score = calibration::curve(e.kind).apply(e.score);
+    if span.cued {
+        score = score.max(rules::RULE_SCORE);
+    }
+    if e.score <= NUMBER_SCORE && e.kind == EntityType::Address {
+        score = score.min(NUMBER_SCORE);
+    }
+    score
+}
+
+/// The spans the rules find in `text`, given the tokens' predictions (a chat speaker needs the model
+/// to read the word as at least faintly a person).
+pub fn rule_spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
+    let mut out = Vec::new();
+    rules::title_names(text, &mut out);
+    rules::script_names(text, &mut out);
+    rules::countries(text, &mut out);
+    let person = |start: usize, end: usize| {
+        let inside: Vec<f32> = tokens
+            .iter()
+            .filter(|t| t.start >= start && t.end <= end)
+            .map(|t| {
+                if matches!(t.piece, Piece::Given | Piece::Surname) {
+                    t.score
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        if inside.is_empty() {
+            0.0
+        } else {
+            inside.iter().sum::<f32>() / inside.len() as f32
+        }
+    };
+    rules::speaker_names(text, person, &mut out);
+    out
+}
+
+/// The entities in `text` given its tokens' predictions (in text order): the model's spans,
+/// calibrated, and the rules' spans; a rule span overlapping a model span of its type widens it.
+pub fn spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
+    let mut out: Vec<Entity> = raw_spans(text, tokens)
+        .into_iter()
+        .map(|raw| Entity {
+            score: calibrated(&raw),
+            ..raw.entity
+        })
+        .collect();
+    for rule in rule_spans(text, tokens) {
+        let mut merged = false;
+        for e in out
+            .iter_mut()
+            .filter(|e| e.kind == rule.kind && e.start < rule.end && rule.start < e.end)
+        {
+            e.start = e.start.min(rule.start);
+            e.end = e.end.max(rule.end);
+            e.score = e.score.max(rule.score);
+            merged = true;
+        }
+        if !merged {
+            out.push(rule);
+        }
+    }
+    out.sort_by_key(|e| (e.start, e.end));
+    // Widening may make two spans of one type overlap: keep the first, widened over the second.
+    let mut kept: Vec<Entity> = Vec::with_capacity(out.len());
+    for e in out {
+        match kept.last_mut() {
+            Some(last) if last.kind == e.kind && e.start < last.end => {
+                last.end = last.end.max(e.end);
+                last.score = last.score.max(e.score);
+            }
+            _ => kept.push(e),
+        }
+    }
+    kept
 }
 
 #[cfg(test)]
@@ -365,12 +518,111 @@ mod tests {
     }
 
     #[test]
-    fn a_lone_city_is_a_place_not_an_address() {
+    fn a_lone_city_is_a_location_not_an_address() {
         let text = "I moved to Berlin last year";
         let p = [Other, Other, Other, City, Other, Other];
         let e = spans(text, &tokens(text, &p));
+        assert_eq!(show(text, &e), vec![("LOCATION".into(), "Berlin".into())]);
+        assert!(e[0].score > 0.85, "{e:?}");
+        let text = "she lives in Tromsø, Troms og Finnmark now";
+        let p = [Other, Other, Other, City, Other, State, State, State, Other];
+        let e = spans(text, &tokens(text, &p));
+        assert_eq!(
+            show(text, &e),
+            vec![("LOCATION".into(), "Tromsø, Troms og Finnmark".into())]
+        );
+    }
+
+    #[test]
+    fn a_lone_number_stays_below_the_threshold() {
+        let text = "see Request 17 today";
+        let p = [Other, Other, Building, Other];
+        let e = spans(text, &tokens(text, &p));
         assert_eq!(e.len(), 1);
-        assert!(e[0].score <= PLACE_SCORE);
+        assert!(e[0].score <= NUMBER_SCORE, "{e:?}");
+    }
+
+    /// Tokens labelled by `pieces` with the given entity probabilities.
+    fn scored(text: &str, pieces: &[(Piece, f32)]) -> Vec<TokenPred> {
+        let p: Vec<Piece> = pieces.iter().map(|p| p.0).collect();
+        tokens(text, &p)
+            .into_iter()
+            .zip(pieces)
+            .map(|(t, &(_, score))| TokenPred { score, ..t })
+            .collect()
+    }
+
+    #[test]
+    fn a_faint_word_after_a_name_is_not_part_of_it() {
+        let text = "Priya Ramanathan owns the release";
+        let p = [
+            (Given, 0.99),
+            (Given, 0.99),
+            (Surname, 0.25),
+            (Surname, 0.0),
+            (Surname, 0.0),
+        ];
+        let got = show(text, &spans(text, &scored(text, &p)));
+        assert_eq!(got, vec![("PERSON_NAME".into(), "Priya Ramanathan".into())]);
+        // In an all-lower-case chat line the shape says nothing: the cue decides.
+        let text = "thanks, ravi";
+        let p = [(Other, 0.0), (Other, 0.0), (Given, 0.3)];
+        let got = show(text, &spans(text, &scored(text, &p)));
+        assert_eq!(got, vec![("PERSON_NAME".into(), "ravi".into())]);
+    }
+
+    #[test]
+    fn a_faint_name_counts_after_a_cue_only() {
+        // "by Ravi": the model is unsure (0.3), the cue decides; "Ravi" alone at 0.3 is not a name.
+        let text = "written by Ravi Shankar and Ravi said";
+        let p = [
+            (Other, 0.01),
+            (Other, 0.01),
+            (Given, 0.3),
+            (Surname, 0.2),
+            (Other, 0.01),
+            (Given, 0.3),
+            (Other, 0.01),
+        ];
+        let e = spans(text, &scored(text, &p));
+        assert_eq!(
+            show(text, &e),
+            vec![("PERSON_NAME".into(), "Ravi Shankar".into())]
+        );
+        assert!(e[0].score >= rules::RULE_SCORE);
+        // Below the cue's floor, nothing.
+        let p = [
+            (Other, 0.01),
+            (Other, 0.01),
+            (Given, 0.05),
+            (Surname, 0.05),
+            (Other, 0.01),
+            (Given, 0.05),
+            (Other, 0.01),
+        ];
+        assert!(spans(text, &scored(text, &p)).is_empty());
+    }
+
+    #[test]
+    fn middle_initials_join_in_any_case() {
+        for text in ["Marta K. Lindqvist", "marta k. lindqvist"] {
+            let p = [Given, Other, Other, Surname];
+            let got = show(text, &spans(text, &tokens(text, &p)));
+            assert_eq!(got, vec![("PERSON_NAME".into(), text.into())]);
+        }
+    }
+
+    #[test]
+    fn rule_spans_widen_model_spans() {
+        // The model found the surname; the title rule covers the whole name.
+        let text = "Ask Dr. Amara Okafor today";
+        let p = [Other, Other, Other, Other, Surname, Other];
+        let got = show(text, &spans(text, &tokens(text, &p)));
+        assert_eq!(got, vec![("PERSON_NAME".into(), "Amara Okafor".into())]);
+        // A Han name the model never labels.
+        let text = "Ping 王小明 now";
+        let got = show(text, &spans(text, &tokens(text, &[Other, Other, Other])));
+        assert_eq!(got, vec![("PERSON_NAME".into(), "王小明".into())]);
     }
 
     #[test]

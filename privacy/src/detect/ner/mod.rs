@@ -9,12 +9,15 @@
 //! Invariant: a model never logs the text it sees.
 //!
 //! The model itself: [`Rampart`] (files fetched and verified by `opc-models`; the ONNX weights read by
-//! [`onnx`], run by the candle BERT in [`bert`], labels turned into spans by [`decode`]).
+//! [`onnx`], run by the candle BERT in [`bert`], labels turned into spans by [`decode`], scores put on
+//! the threshold's scale by [`calibration`], and what the model cannot see added by [`rules`]).
 
 pub mod bert;
+pub mod calibration;
 pub mod decode;
 pub mod onnx;
 mod rampart;
+pub mod rules;
 
 pub use rampart::{NerError, Rampart};
 
@@ -24,7 +27,8 @@ use crate::Entity;
 
 /// A loaded NER model.
 pub trait NerModel: Send + Sync {
-    /// `PERSON_NAME` and `ADDRESS` spans in `text` (byte offsets), scored 0 to 1.
+    /// `PERSON_NAME`, `ADDRESS` and `LOCATION` spans in `text` (byte offsets), scored 0 to 1 on the
+    /// threshold's scale.
     fn entities(&self, text: &str) -> Vec<Entity>;
 
     /// [`NerModel::entities`] of each text, in order. A model that runs texts faster together (many

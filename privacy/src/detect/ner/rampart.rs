@@ -318,12 +318,9 @@ impl Rampart {
                 best = (piece, p);
             }
         }
-        // An entity when O is not the most likely outcome against all entity labels together.
-        let piece = if score >= ENTITY_MIN {
-            best.0
-        } else {
-            Piece::Other
-        };
+        // Decoding decides whether the token counts (`decode::ENTITY_MIN`, lower after a name cue);
+        // the best piece is reported whatever its weight.
+        let piece = best.0;
         TokenPred {
             start,
             end,
@@ -342,9 +339,6 @@ struct Planned {
     windows: Vec<(usize, usize)>,
     rows: Vec<(usize, Vec<f32>)>,
 }
-
-/// A token is part of an entity when P(O) is at most `1 - ENTITY_MIN`.
-const ENTITY_MIN: f32 = 0.5;
 
 /// Split `count` tokens into overlapping `[start, end)` windows of at most `budget` tokens; each
 /// window after the first starts `overlap` tokens before the previous end, moved back to a word start.
