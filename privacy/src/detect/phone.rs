@@ -733,8 +733,11 @@ impl PhoneRecognizer {
             return;
         }
         // A segment joined to a token (`DE89 3704 0044 …`, `INV-2024-001234`) is part of that token.
+        // Only a valid number of a strong shape may follow a letter directly (`is415-555-0132`, a
+        // typo Presidio's cases keep).
         let seg_start = seg.plus.unwrap_or(seg.groups[0].start);
-        if joined_before(b, seg_start) {
+        let glued = seg_start > 0 && b[seg_start - 1].is_ascii_alphabetic();
+        if joined_before(b, seg_start) && !glued {
             return;
         }
         let mut validations = 0;
@@ -787,6 +790,9 @@ impl PhoneRecognizer {
                 } else {
                     None
                 };
+                if glued && !(shape == Shape::Strong && validity.is_some()) {
+                    continue;
+                }
                 let base = match (shape, validity) {
                     (Shape::Strong, Some(Validity::Strong)) => 0.95,
                     (Shape::Strong, Some(Validity::Local)) => 0.9,
@@ -1130,6 +1136,7 @@ mod tests {
             "536 90 4399",
             // ids joined to letters or signs
             "INV12345678",
+            "INV415-155-0132",
             "build#12345678",
             "user_12345678",
             "sha 1234567abcdef",
@@ -1148,6 +1155,11 @@ mod tests {
             vec!["(415) 555-0132"]
         );
         assert_eq!(masked("Order questions? Call 555-0132"), vec!["555-0132"]);
+    }
+
+    #[test]
+    fn a_valid_number_may_follow_a_word_directly() {
+        assert_eq!(masked("my other one is415-555-0132"), vec!["415-555-0132"]);
     }
 
     #[test]
