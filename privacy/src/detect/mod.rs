@@ -32,6 +32,7 @@ pub mod context;
 pub mod credit_card;
 pub mod email;
 pub mod eval;
+pub mod exclude;
 pub mod iban;
 pub mod ip;
 pub mod ner;
@@ -440,12 +441,15 @@ impl Default for DetectOptions {
 
 /// Add the model's spans to the pattern tier's. A structured match (a card, an SSN, a phone, an IBAN …,
 /// validated or merely shaped) explains its characters better than the model, which reads digit
-/// groups as building numbers and postcodes: a model span overlapping one is dropped, whatever its
-/// score. Street addresses found by both tiers are left to the usual overlap resolution.
-fn add_model_spans(found: &mut Vec<Entity>, model: Vec<Entity>) {
+/// groups as building numbers and postcodes: a model span overlapping one that passes `threshold` is
+/// dropped, whatever its score. A pattern candidate below the threshold (a weak phone shape such as a
+/// postcode `131-0045`) explains nothing, so it does not hide the model's span. Street addresses found
+/// by both tiers are left to the usual overlap resolution.
+fn add_model_spans(found: &mut Vec<Entity>, model: Vec<Entity>, threshold: f32) {
     let structured: Vec<(usize, usize)> = found
         .iter()
         .filter(|e| e.kind != EntityType::Address && e.kind != EntityType::PersonName)
+        .filter(|e| e.score >= threshold)
         .map(|e| (e.start, e.end))
         .collect();
     found.extend(model.into_iter().filter(|m| {
@@ -532,7 +536,7 @@ impl Detector {
     pub fn detect(&self, text: &str) -> Vec<Entity> {
         let mut found = self.detect_patterns(text);
         if let Some(model) = self.ner.get() {
-            add_model_spans(&mut found, model.entities(text));
+            add_model_spans(&mut found, model.entities(text), self.threshold);
         }
         self.finish(text, found)
     }
@@ -544,7 +548,7 @@ impl Detector {
         let mut found: Vec<Vec<Entity>> = texts.iter().map(|t| self.detect_patterns(t)).collect();
         if let Some(model) = self.ner.get() {
             for (found, spans) in found.iter_mut().zip(model.entities_batch(texts)) {
-                add_model_spans(found, spans);
+                add_model_spans(found, spans, self.threshold);
             }
         }
         texts
@@ -579,6 +583,8 @@ impl Detector {
                 && e.score >= self.threshold
                 && !self.whitelisted(text, e)
         });
+        // OPC's own ids (`web:82bcfadd9458164b`, `slack:U024BE7LH`, …) are never personal data.
+        exclude::drop_own_ids(text, &mut found);
         resolve_overlaps(found)
     }
 

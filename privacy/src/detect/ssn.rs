@@ -1,7 +1,8 @@
 //! `SSN`: US social security numbers, `AAA-GG-SSSS` (dashes, dots or spaces, used consistently) or nine
-//! bare digits. The SSA's rules reject area 000, 666 and 900–999, group 00 and serial 0000, and a few
-//! numbers published in advertisements. Nine bare digits are weak (order numbers, phone fragments)
-//! and need a context word.
+//! bare digits. The SSA's rules reject area 000, 666 and 900–999, group 00 and serial 0000. Nine bare
+//! digits are weak (order numbers, phone fragments) and need a context word; a few numbers published
+//! in advertisements (`078051120`) are rejected bare, but in the SSN's own 3-2-4 format
+//! (`078-05-1120`) they are SSNs like any other (the phone recogniser never claims that grouping).
 
 use super::{Pattern, Recognizer, Trigger, context};
 use crate::{Entity, EntityType};
@@ -44,8 +45,14 @@ impl Default for SsnRecognizer {
     }
 }
 
-/// Whether the nine digits follow the SSA's rules.
+/// Whether the nine digits follow the SSA's rules and are not a published number.
 pub fn is_ssn(digits: &[u8]) -> bool {
+    follows_rules(digits) && !PUBLISHED.iter().any(|p| p.as_bytes() == digits)
+}
+
+/// Whether the nine digits follow the SSA's rules (published numbers included: written in the SSN's
+/// own format, `078-05-1120` is an SSN to mask, whoever first printed it).
+fn follows_rules(digits: &[u8]) -> bool {
     if digits.len() != 9 {
         return false;
     }
@@ -56,7 +63,6 @@ pub fn is_ssn(digits: &[u8]) -> bool {
         && group != b"00"
         && serial != b"0000"
         && digits.iter().any(|&d| d != digits[0])
-        && !PUBLISHED.iter().any(|p| p.as_bytes() == digits)
 }
 
 impl Recognizer for SsnRecognizer {
@@ -83,7 +89,13 @@ impl Recognizer for SsnRecognizer {
                 continue;
             }
             let digits: Vec<u8> = m.as_str().bytes().filter(u8::is_ascii_digit).collect();
-            if !is_ssn(&digits) {
+            // A published number without separators is as often a sample or an unrelated number.
+            let formatted = m.len() == 11;
+            if !(if formatted {
+                follows_rules(&digits)
+            } else {
+                is_ssn(&digits)
+            }) {
                 continue;
             }
             // 3-2-4 with dashes is the SSN's own format; dots or spaces are a little less telling.
@@ -123,6 +135,13 @@ mod tests {
     }
 
     #[test]
+    fn published_numbers_count_only_in_the_ssn_format() {
+        assert_eq!(spans("SSN 078-05-1120"), vec![("078-05-1120", 1.0)]);
+        assert_eq!(spans("078 05 1120"), vec![("078 05 1120", 0.9)]);
+        assert!(spans("ssn 078051120").is_empty());
+    }
+
+    #[test]
     fn bare_digits_need_context() {
         assert_eq!(spans("078051121"), vec![("078051121", 0.5)]);
         assert_eq!(spans("SSN: 078051121")[0].1, 0.85);
@@ -133,6 +152,7 @@ mod tests {
         for t in [
             "0780511201",
             "078051120",
+            "123456789",
             "000000000",
             "666000000",
             "078-05-0000",
