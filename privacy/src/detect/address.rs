@@ -1,16 +1,28 @@
-//! `ADDRESS` rules (the NER tier finds the rest): US-style street addresses — a house number, a street
-//! name of one to four words, a suffix (St, Street, Ave, Rd, Blvd, Lane, …), an optional unit (Apt 4B,
-//! Suite 200, #12), and an optional `, City, ST 12345` or `, City ST 12345-6789` — and UK postcodes
-//! (`SW1A 1AA`), which alone are weak and need a context word ("postcode", "address").
+//! `ADDRESS` rules (the NER tier finds the rest). This file holds the US street template and UK
+//! postcodes, and drives the others:
+//! - US-style street addresses: a house number, a street name of one to four words, a suffix (St,
+//!   Street, Ave, Rd, Blvd, Lane, …), an optional unit (Apt 4B, Suite 200, #12), and an optional
+//!   `, City, ST 12345` or `, City ST 12345-6789`;
+//! - UK postcodes (`SW1A 1AA`), which alone are weak and need a context word ("postcode", "address");
+//! - international forms and units (`postal.rs`), military and diplomatic addresses (`military.rs`);
+//! - all of them as pieces that `address_lines.rs` joins into one span per address, across the lines
+//!   of a letter or a signature block.
+//!
+//! Every form is found at a digit (a house number, a postcode, a unit number), so the recogniser
+//! runs only on texts with a digit, and looks only around digits that start a word.
 
-use super::{Pattern, Recognizer, Trigger, context};
+use super::address_lines::{self, Part, Piece};
+use super::military::Military;
+use super::postal::Postal;
+use super::{Pattern, Recognizer, Trigger};
 use crate::{Entity, EntityType};
 
 /// USPS street suffixes (Publication 28, C1) and their common abbreviations; a few that are mostly
 /// ordinary words after a number ("Union", "Rest", "Well") are left out.
 const SUFFIXES: &str = "Expressway|Extensions|Throughway|Trafficway|Boulevard|Crossroad|Extension|Junctions|Mountains|Stravenue|Underpass|Causeway|Crescent|Crossing|Junction|Motorway|Mountain|Overpass|Parkways|Turnpike|Villages|Centers|Circles|Corners|Estates|Freeway|Gardens|Gateway|Harbors|Heights|Highway|Islands|Landing|Meadows|Mission|Orchard|Parkway|Passage|Prairie|Springs|Squares|Station|Streets|Terrace|Valleys|Viaduct|Village|Avenue|Branch|Bridge|Brooks|Bypass|Canyon|Center|Circle|Cliffs|Common|Corner|Course|Courts|Divide|Drives|Estate|Fields|Forest|Forges|Garden|Greens|Groves|Harbor|Hollow|Island|Knolls|Lights|Manors|Meadow|Plains|Points|Radial|Rapids|Ridges|Shoals|Shores|Skyway|Spring|Square|Stream|Street|Summit|Tunnel|Valley|Alley|Brook|Burgs|Cliff|Close|Court|Coves|Creek|Crest|Curve|Drive|Falls|Ferry|Field|Flats|Fords|Forge|Forks|Glens|Green|Grove|Haven|Hills|Inlet|Knoll|Lakes|Light|Locks|Lodge|Manor|Mills|Mount|Parks|Pines|Place|Plain|Plaza|Point|Ports|Ranch|Rapid|Ridge|River|Roads|Route|Shoal|Shore|Spurs|Trace|Track|Trail|Views|Ville|Vista|Walks|Blvd|Burg|Camp|Cape|Club|Cove|Cres|Dale|Expy|Fall|Flat|Ford|Fork|Fort|Glen|Hill|Isle|Keys|Lake|Land|Lane|Loaf|Lock|Loop|Mall|Mews|Mill|Neck|Oval|Park|Pass|Path|Pike|Pine|Pkwy|Port|Ramp|Road|Spur|Tpke|View|Walk|Wall|Ways|Ave|Cir|Dam|Fwy|Hwy|Key|Row|Rue|Run|Ter|Trl|Via|Way|Av|Ct|Dr|Ln|Pl|Rd|Sq|St";
 
-const WORDS: &[&str] = &[
+/// Context words that raise a weak address piece (a postcode alone, `75008 Paris` alone).
+pub(crate) const WORDS: &[&str] = &[
     "address",
     "postcode",
     "post code",
@@ -21,6 +33,14 @@ const WORDS: &[&str] = &[
     "located",
     "ship to",
     "deliver",
+    "mail to",
+    "send to",
+    "adresse",
+    "anschrift",
+    "plz",
+    "dirección",
+    "indirizzo",
+    "адрес",
 ];
 
 /// US state and territory codes, for the `, City, ST 12345` tail.
@@ -37,6 +57,8 @@ const STOP: &[&str] = &[
 pub struct AddressRecognizer {
     street: Pattern,
     postcode: Pattern,
+    postal: Postal,
+    military: Military,
 }
 
 fn word(b: u8) -> bool {
@@ -52,7 +74,12 @@ impl AddressRecognizer {
         let street = super::pattern(&street);
         let postcode =
             super::pattern(r"(?-u)\b(?:[A-Z]{1,2}\d[A-Z\d]?\s?\d[ABD-HJLNP-UW-Z]{2}|GIR ?0AA)\b");
-        AddressRecognizer { street, postcode }
+        AddressRecognizer {
+            street,
+            postcode,
+            postal: Postal::new(),
+            military: Military::new(),
+        }
     }
 }
 
@@ -80,10 +107,13 @@ impl Recognizer for AddressRecognizer {
         // A street line starts with a digit at a word start; a postcode with a capital at a word
         // start and a digit within its next four bytes. Search only there.
         let (mut streets, mut postcodes) = (Vec::new(), Vec::new());
+        let mut pieces: Vec<Piece> = Vec::new();
         let mut at = 0;
         while let Some(d) = super::next_digit(bytes, at) {
             if d == 0 || !word(bytes[d - 1]) {
                 streets.push(d);
+                self.postal.at_digit(text, d, &mut pieces);
+                self.military.at_digit(text, d, &mut pieces);
             }
             for c in d.saturating_sub(4)..d {
                 if bytes[c].is_ascii_uppercase()
@@ -95,7 +125,6 @@ impl Recognizer for AddressRecognizer {
             }
             at = d + 1;
         }
-        let mut covered: Vec<(usize, usize)> = Vec::new();
         for (ms, me) in super::find_at_starts(&self.street, text, streets) {
             let m = &text[ms..me];
             if super::before_is(text, ms, |b| matches!(b, b'.' | b'-' | b'/' | b'$' | b':')) {
@@ -108,27 +137,36 @@ impl Recognizer for AddressRecognizer {
             let end = ms + m.trim_end_matches('.').len();
             // A full street line with a suffix is strong; "3 Main Street" in "3 Main Street-level
             // shops" still counts, as a person would read it as a place.
-            covered.push((ms, end));
-            out.push(Entity {
-                kind: EntityType::Address,
+            pieces.push(Piece {
                 start: ms,
                 end,
-                score: context::score(text, ms, end, 0.85, WORDS),
+                part: Part::Street,
+                score: super::context::score(text, ms, end, 0.85, WORDS),
             });
+        }
+        for &c in &postcodes {
+            self.postal.at_capital(text, c, &mut pieces);
         }
         for (ms, me) in super::find_at_starts(&self.postcode, text, postcodes) {
-            if covered.iter().any(|&(s, e)| ms < e && s < me) {
-                continue;
-            }
-            out.push(Entity {
-                kind: EntityType::Address,
-                start: ms,
+            // A city before it makes a locality (`Manchester M14 5TX`); a label before it
+            // ("Postcode") is context, never part of the span.
+            let (start, part, base) = match super::postal::city_before(text, ms) {
+                Some(c) => (c, Part::Locality, 0.6),
+                None => (ms, Part::Postcode, 0.55),
+            };
+            pieces.push(Piece {
+                start,
                 end: me,
-                score: context::score(text, ms, me, 0.55, WORDS),
+                part,
+                score: super::context::score(text, start, me, base, WORDS),
             });
         }
+        address_lines::join(text, pieces, out);
     }
 }
+
+#[cfg(test)]
+mod cases;
 
 #[cfg(test)]
 mod tests {

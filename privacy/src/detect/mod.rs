@@ -27,6 +27,8 @@
 use std::sync::Arc;
 
 pub mod address;
+pub mod address_lines;
+pub mod address_words;
 pub mod api_key;
 pub mod context;
 pub mod credit_card;
@@ -35,8 +37,10 @@ pub mod eval;
 pub mod exclude;
 pub mod iban;
 pub mod ip;
+pub mod military;
 pub mod ner;
 pub mod phone;
+pub mod postal;
 pub mod secrets;
 pub mod ssn;
 pub mod url;
@@ -585,6 +589,7 @@ impl Detector {
         });
         // OPC's own ids (`web:82bcfadd9458164b`, `slack:U024BE7LH`, …) are never personal data.
         exclude::drop_own_ids(text, &mut found);
+        merge_addresses(&mut found);
         resolve_overlaps(found)
     }
 
@@ -630,6 +635,28 @@ impl Detector {
             false
         })
     }
+}
+
+/// Overlapping `ADDRESS` spans become their union, with the higher score: when both tiers read part
+/// of one address (the model the street, the pattern tier the street and the city lines below it),
+/// the address is the whole of what either found, not the part with the higher score.
+fn merge_addresses(found: &mut Vec<Entity>) {
+    let (mut addresses, others): (Vec<Entity>, Vec<Entity>) = std::mem::take(found)
+        .into_iter()
+        .partition(|e| e.kind == EntityType::Address);
+    *found = others;
+    addresses.sort_by_key(|e| e.start);
+    let mut merged: Vec<Entity> = Vec::with_capacity(addresses.len());
+    for e in addresses {
+        match merged.last_mut() {
+            Some(last) if e.start < last.end => {
+                last.end = last.end.max(e.end);
+                last.score = last.score.max(e.score);
+            }
+            _ => merged.push(e),
+        }
+    }
+    found.extend(merged);
 }
 
 /// Keep a non-overlapping subset: higher score first, then the longer span, then the earlier one;

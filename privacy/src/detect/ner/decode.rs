@@ -154,16 +154,33 @@ fn person_gap(gap: &str) -> bool {
                 .all(|c| c == ' ' || c == '.' || c == '-' || c == '\'')
 }
 
-/// Whether the text between two address fragments still belongs to one address.
+/// Whether the text between two address fragments still belongs to one address. A line break joins
+/// (the next line of a letter or a signature: `…Street\n  Springfield, IL`), however deep the indent;
+/// a whole line between them (a name, a phone) or a field label (`Postcode`, `ZIP`) does not: labels
+/// are context, never part of an address.
 fn address_gap(gap: &str) -> bool {
-    if gap.len() > 40 || gap.contains("\n\n") {
+    let breaks = gap.matches('\n').count();
+    if breaks > 1 {
+        return false;
+    }
+    if breaks == 1
+        && gap
+            .chars()
+            .all(|c| c.is_whitespace() || c == ',' || c == ';')
+    {
+        return gap.len() <= 80;
+    }
+    if gap.len() > 40 {
         return false;
     }
     let mut words = 0;
     for word in gap.split(|c: char| c.is_whitespace() || c == ',') {
-        let word = word.trim_matches(|c| c == '.' || c == '#' || c == '-');
+        let word = word.trim_matches(|c| c == '.' || c == '#' || c == '-' || c == ':');
         if word.is_empty() {
             continue;
+        }
+        if crate::detect::address_words::is_in(crate::detect::address_words::LABELS, word) {
+            return false;
         }
         words += 1;
         let first = word.chars().next().unwrap_or(' ');
@@ -429,7 +446,7 @@ mod tests {
         let mut start = None;
         for (i, c) in text.char_indices().chain([(text.len(), ' ')]) {
             let punct = c == ',' || c == '.';
-            if c == ' ' || punct {
+            if c.is_whitespace() || punct {
                 if let Some(s) = start.take() {
                     out.push((s, i));
                 }
@@ -623,6 +640,32 @@ mod tests {
         let text = "Ping 王小明 now";
         let got = show(text, &spans(text, &tokens(text, &[Other, Other, Other])));
         assert_eq!(got, vec![("PERSON_NAME".into(), "王小明".into())]);
+    }
+
+    #[test]
+    fn address_lines_join_across_a_line_break_but_not_a_label() {
+        // The street on one line, the city, state and ZIP on the next, indented.
+        let text = "at 93 Hunter Way\n      Batzberg CT 06511\nThanks";
+        let p = [Other, Building, Street, Street, City, State, Zip, Other];
+        let got = show(text, &spans(text, &tokens(text, &p)));
+        assert_eq!(
+            got,
+            vec![(
+                "ADDRESS".into(),
+                "93 Hunter Way\n      Batzberg CT 06511".into()
+            )]
+        );
+        // "Postcode" is a label between two pieces: two spans, the label in neither.
+        let text = "NI QQ123456C\nPostcode SW1A 1AA";
+        let p = [Other, Building, Other, Zip, Zip];
+        let got = show(text, &spans(text, &tokens(text, &p)));
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got.iter().all(|(_, t)| !t.contains("Postcode")), "{got:?}");
+        // A whole line between two pieces (a name) keeps them apart.
+        let text = "5 Elm St\nJohn Smith\nSpringfield";
+        let p = [Building, Street, Street, Other, Other, City];
+        let got = show(text, &spans(text, &tokens(text, &p)));
+        assert_eq!(got.len(), 2, "{got:?}");
     }
 
     #[test]
