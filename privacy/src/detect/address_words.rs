@@ -533,6 +533,12 @@ pub fn is_in(list: &[&str], word: &str) -> bool {
 
 /// The entry of `list` that `word` ends with (any case), if the word is longer than that entry.
 pub fn ending_in<'l>(list: &[&'l str], word: &str) -> Option<&'l str> {
+    if word.is_ascii() {
+        let w = word.as_bytes();
+        return list.iter().copied().find(|e| {
+            w.len() > e.len() + 1 && w[w.len() - e.len()..].eq_ignore_ascii_case(e.as_bytes())
+        });
+    }
     let lower = word.to_lowercase();
     list.iter()
         .copied()
