@@ -372,7 +372,7 @@ impl Postal {
         let connector = r"(?:(?:de|du|des|la|le|les|aux|au|en|sur|sous|et)[ \t]+|[lLdD]['’])";
         Postal {
             postcode_city: super::pattern(&format!(
-                r"(?:[0-9]{{5}}|[0-9]{{4}}[ \t]?[A-Z]{{2}}|[0-9]{{2}}-[0-9]{{3}}|[0-9]{{4}}-[0-9]{{3}}|[0-9]{{3}}[ \t][0-9]{{2}}|[0-9]{{4}}|[0-9]{{6}},?)[ \t]+(?:г\.[ \t]*)?({city})(?:[ \t]+(?i:cedex)(?:[ \t]+[0-9]{{1,2}})?)?"
+                r"(?:[0-9]{{5}}|[0-9]{{4}}[ \t]?[A-Z]{{2}}|[0-9]{{2}}-[0-9]{{3}}|[0-9]{{4}}-[0-9]{{3}}|[0-9]{{3}}[ \t][0-9]{{2}}|[0-9]{{4}}|[0-9]{{6}},?)[ \t]+(?:г\.[ \t]*)?({city})(?:[ \t]+(?i:cedex))?(?:[ \t]+[0-9]{{1,2}}(?-u:\b))?"
             )),
             french: super::pattern(&format!(
                 r"[0-9]{{1,4}}(?:[ \t]?(?:bis|ter|quater)|[A-Da-d])?,?[ \t]+(?i:{french_types})[ \t]+{connector}*{W}(?:(?:[ \t]+|-){connector}*{W}){{0,4}}"
@@ -586,7 +586,10 @@ impl Postal {
             return;
         }
         // The street before its house number.
+        // A year after a name ("Via Rail 2024") is not a house number.
+        let year = run == 4 && (text[d..].starts_with("19") || text[d..].starts_with("20"));
         if run <= 5
+            && !year
             && let Some(e) = house_number(text, d)
             && let Some(s) = street_before(&ws)
         {
@@ -634,6 +637,21 @@ impl Postal {
                 ));
                 return true;
             }
+        }
+        // Australia: `Sydney NSW 2000`.
+        if run == 4
+            && w0.len() <= 3
+            && words::AU_STATES.contains(&w0)
+            && ends(after)
+            && let Some(s) = city_start(text, &ws[1..])
+        {
+            out.push(piece(
+                s,
+                after,
+                Part::Locality,
+                context::score(text, s, after, 0.6, super::address::WORDS),
+            ));
+            return true;
         }
         // Japan: `Tokyo 131-0045`; six digits: `Москва 125009`, `Singapore 018956`.
         let jp = run == 3
