@@ -171,9 +171,41 @@ pub const COMPOUND_ENDINGS: &[&str] = &[
 /// Street-type words written as a separate word *after* the name, then the number:
 /// `Berliner Straße 5`, `Andrássy út 60`, `İstiklal Caddesi 12`.
 pub const AFTER_NAME_TYPES: &[&str] = &[
-    "straße", "strasse", "str.", "weg", "gasse", "platz", "allee", "damm", "ufer", "chaussee",
-    "utca", "út", "u.", "tér", "körút", "krt.", "caddesi", "cad.", "sokak", "sok.", "bulvarı",
-    "gracht", "straat", "laan", "plein", "kade", "vej", "gade", "gatan", "vägen", "cesta", "ulica",
+    "straße",
+    "strasse",
+    "str.",
+    "weg",
+    "gasse",
+    "platz",
+    "allee",
+    "damm",
+    "ufer",
+    "chaussee",
+    "utca",
+    "út",
+    "u.",
+    "tér",
+    "körút",
+    "náměstí",
+    "nám.",
+    "třída",
+    "krt.",
+    "caddesi",
+    "cad.",
+    "sokak",
+    "sok.",
+    "bulvarı",
+    "gracht",
+    "straat",
+    "laan",
+    "plein",
+    "kade",
+    "vej",
+    "gade",
+    "gatan",
+    "vägen",
+    "cesta",
+    "ulica",
 ];
 
 /// Street types after a leading house number in French (`12 rue de la Paix`, `8, avenue Foch`).
@@ -321,6 +353,9 @@ pub const US_STATES: &[&str] = &[
     "NY", "NC", "ND", "OH", "OK", "OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA",
     "WV", "WI", "WY", "PR", "GU", "VI", "AS", "MP",
 ];
+
+/// Australian state and territory codes (`Sydney NSW 2000`).
+pub const AU_STATES: &[&str] = &["NSW", "VIC", "QLD", "WA", "SA", "TAS", "ACT", "NT"];
 
 /// Canadian province and territory codes.
 pub const CA_PROVINCES: &[&str] = &[
@@ -533,6 +568,12 @@ pub fn is_in(list: &[&str], word: &str) -> bool {
 
 /// The entry of `list` that `word` ends with (any case), if the word is longer than that entry.
 pub fn ending_in<'l>(list: &[&'l str], word: &str) -> Option<&'l str> {
+    if word.is_ascii() {
+        let w = word.as_bytes();
+        return list.iter().copied().find(|e| {
+            w.len() > e.len() + 1 && w[w.len() - e.len()..].eq_ignore_ascii_case(e.as_bytes())
+        });
+    }
     let lower = word.to_lowercase();
     list.iter()
         .copied()
@@ -562,7 +603,7 @@ mod tests {
                 assert_eq!(*w, w.to_lowercase(), "{w}");
             }
         }
-        for list in [US_STATES, CA_PROVINCES] {
+        for list in [US_STATES, CA_PROVINCES, AU_STATES] {
             for w in list {
                 assert_eq!(*w, w.to_uppercase(), "{w}");
             }

@@ -18,7 +18,7 @@ pub struct Military {
     ship: Pattern,
 }
 
-const SHIP: &str = r"\b(?:USNS|USS|USCGC|HMS|HMCS|HMAS|HMNZS)[ \t]+(?:[A-Z][A-Za-z.'’-]*[ \t]+){0,3}[A-Z][A-Za-z.'’-]*(?:[ \t]*\([A-Z]{1,4}(?:-[A-Z]{1,4})?[- ]?\d{1,4}\))?";
+const SHIP: &str = r"(?-u:\b)(?:USNS|USS|USCGC|HMS|HMCS|HMAS|HMNZS)[ \t]+(?:[A-Z][A-Za-z.'’-]*[ \t]+){0,3}[A-Z][A-Za-z.'’-]*(?:[ \t]*\([A-Z]{1,4}(?:-[A-Z]{1,4})?[- ]?\d{1,4}\))?";
 
 /// Whether a whole line is a ship's name.
 pub fn is_ship(line: &str) -> bool {
@@ -32,10 +32,10 @@ impl Military {
     pub fn new() -> Military {
         Military {
             unit: super::pattern(
-                r"(?:PSC|CMR|UNIT|Unit)[ \t]+\d{1,6},?[ \t]+(?:Box|BOX)[ \t]+\d{1,5}\b",
+                r"(?:PSC|CMR|UNIT|Unit)[ \t]+[0-9]{1,6},?[ \t]+(?:Box|BOX)[ \t]+[0-9]{1,5}(?-u:\b)",
             ),
             locality: super::pattern(
-                r"(?:APO|FPO|DPO),?[ \t]+(?:AA|AE|AP)[ \t]+\d{5}(?:-\d{4})?\b",
+                r"(?:APO|FPO|DPO),?[ \t]+(?:AA|AE|AP)[ \t]+[0-9]{5}(?:-[0-9]{4})?(?-u:\b)",
             ),
             ship: super::pattern(SHIP),
         }

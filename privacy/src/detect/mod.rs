@@ -877,6 +877,34 @@ mod tests {
     }
 
     #[test]
+    fn overlapping_addresses_from_both_tiers_become_one() {
+        // The model reads the street line with more confidence than the pattern tier's whole block:
+        // the block must not lose its city lines to the model's shorter span.
+        struct Street;
+        impl NerModel for Street {
+            fn entities(&self, text: &str) -> Vec<Entity> {
+                let s = text.find("1200 Market").unwrap_or(0);
+                vec![Entity {
+                    kind: EntityType::Address,
+                    start: s,
+                    end: s + "1200 Market Street".len(),
+                    score: 0.99,
+                }]
+            }
+        }
+        let slot = NerSlot::new();
+        assert!(slot.set(Arc::new(Street)));
+        let text = "Acme\n1200 Market Street\nSuite 5\nSan Francisco, CA 94103\nThanks";
+        let found = Detector::new(DetectOptions::default(), slot).detect(text);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            found[0].text(text),
+            "1200 Market Street\nSuite 5\nSan Francisco, CA 94103"
+        );
+        assert_eq!(found[0].score, 0.99);
+    }
+
+    #[test]
     fn a_detector_is_shared_across_threads() {
         fn shared<T: Send + Sync>() {}
         shared::<Detector>();

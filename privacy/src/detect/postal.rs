@@ -169,31 +169,90 @@ const ID_WORDS: &[&str] = &[
     "route",
 ];
 
-/// The lowercase words that make a number after them worth a closer look (a hash set: most numbers
-/// in prose follow a lowercase word, and this test is all they cost).
-static LISTED: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
-    [
+/// A set of lowercase words with a filter on (length, first byte, last byte) in front: most words
+/// next to a number in prose ("in 2024", "2 cores") are rejected by one bit test, without hashing.
+struct WordSet {
+    words: HashSet<&'static str>,
+    shapes: Vec<u64>,
+}
+
+fn shape(w: &[u8]) -> usize {
+    (w.len().min(15) << 12) | ((w[0] as usize & 63) << 6) | (w[w.len() - 1] as usize & 63)
+}
+
+impl WordSet {
+    fn new(lists: &[&[&'static str]]) -> WordSet {
+        let words: HashSet<&'static str> = lists.concat().into_iter().collect();
+        let mut shapes = vec![0u64; 1 << 10];
+        for w in &words {
+            let s = shape(w.as_bytes());
+            shapes[s >> 6] |= 1 << (s & 63);
+        }
+        WordSet { words, shapes }
+    }
+
+    /// Whether `word` (any case) is in the set.
+    fn contains(&self, word: &str) -> bool {
+        if word.is_empty() {
+            return false;
+        }
+        if word.bytes().any(|b| b.is_ascii_uppercase()) || !word.is_ascii() {
+            return self.words.contains(word.to_lowercase().as_str());
+        }
+        let s = shape(word.as_bytes());
+        self.shapes[s >> 6] & (1 << (s & 63)) != 0 && self.words.contains(word)
+    }
+}
+
+/// The words that make a number after them worth a closer look even when not capitalised.
+static LISTED: LazyLock<WordSet> = LazyLock::new(|| {
+    WordSet::new(&[
         words::NUMBER_MARKERS,
         words::UNIT_WORDS,
         words::AFTER_NAME_TYPES,
         words::PREFIX_TYPES,
-    ]
-    .concat()
-    .into_iter()
-    .collect()
+    ])
 });
 
-/// [`words::FRENCH_TYPES`] as a set, to test the word after a number before trying the pattern.
-static FRENCH: LazyLock<HashSet<&'static str>> =
-    LazyLock::new(|| words::FRENCH_TYPES.iter().copied().collect());
+/// [`words::FRENCH_TYPES`], to test the word after a number before trying the pattern.
+static FRENCH: LazyLock<WordSet> = LazyLock::new(|| WordSet::new(&[words::FRENCH_TYPES]));
 
 /// Whether a word that does not start with a capital is a listed street, unit or number word.
 fn listed_before(word: &str) -> bool {
-    if word.chars().any(char::is_uppercase) {
-        LISTED.contains(word.to_lowercase().as_str())
-    } else {
-        LISTED.contains(word)
+    LISTED.contains(word)
+}
+
+/// Whether an ordinal (`3rd`, `2.`, `1er`) at `after` is followed by a floor word.
+fn floor_word_after(text: &str, after: usize) -> bool {
+    let rest = &text[after..];
+    let suffix = rest
+        .char_indices()
+        .take_while(|&(i, c)| i < 3 && (c.is_ascii_alphabetic() || matches!(c, '.' | 'º' | '°')))
+        .last()
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    if suffix == 0 {
+        return false;
     }
+    let rest = rest[suffix..].trim_start_matches([' ', '\t']);
+    let word = &rest[..rest
+        .find(|c: char| !(c.is_alphabetic() || c == '.'))
+        .unwrap_or(rest.len())];
+    !word.is_empty()
+        && [
+            "floor", "fl", "fl.", "level", "etage", "stock", "étage", "piso", "planta", "piano",
+        ]
+        .iter()
+        .any(|w| w.eq_ignore_ascii_case(word) || word.to_lowercase() == *w)
+}
+
+/// Whether the digit groups from `at` (`-1-2`) are followed by a space and a capital: the shape of
+/// `1-1-2 Oshiage`, not of a date or a range.
+fn block_then_name(b: &[u8], at: usize) -> bool {
+    let mut i = at;
+    while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'-') {
+        i += 1;
+    }
+    b.get(i) == Some(&b' ') && b.get(i + 1).is_some_and(u8::is_ascii_uppercase)
 }
 
 /// Whether the word after a house number at `after` (past a `bis`/letter, a comma and spaces) is a
@@ -213,14 +272,7 @@ fn french_type_after(text: &str, after: usize) -> bool {
             rest = &rest[word_len..];
             continue;
         }
-        return if word
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b == b'.' || b == b'-')
-        {
-            FRENCH.contains(word)
-        } else {
-            FRENCH.contains(word.to_lowercase().as_str())
-        };
+        return FRENCH.contains(word);
     }
     false
 }
@@ -320,22 +372,22 @@ impl Postal {
         let connector = r"(?:(?:de|du|des|la|le|les|aux|au|en|sur|sous|et)[ \t]+|[lLdD]['’])";
         Postal {
             postcode_city: super::pattern(&format!(
-                r"(?:\d{{5}}|\d{{4}}[ \t]?[A-Z]{{2}}|\d{{2}}-\d{{3}}|\d{{4}}-\d{{3}}|\d{{3}}[ \t]\d{{2}}|\d{{4}}|\d{{6}},?)[ \t]+(?:г\.[ \t]*)?({city})(?:[ \t]+(?i:cedex)(?:[ \t]+\d{{1,2}})?)?"
+                r"(?:[0-9]{{5}}|[0-9]{{4}}[ \t]?[A-Z]{{2}}|[0-9]{{2}}-[0-9]{{3}}|[0-9]{{4}}-[0-9]{{3}}|[0-9]{{3}}[ \t][0-9]{{2}}|[0-9]{{4}}|[0-9]{{6}},?)[ \t]+(?:г\.[ \t]*)?({city})(?:[ \t]+(?i:cedex))?(?:[ \t]+[0-9]{{1,2}}(?-u:\b))?"
             )),
             french: super::pattern(&format!(
-                r"\d{{1,4}}(?:[ \t]?(?:bis|ter|quater)|[A-Da-d])?,?[ \t]+(?i:{french_types})[ \t]+{connector}*{W}(?:(?:[ \t]+|-){connector}*{W}){{0,4}}"
+                r"[0-9]{{1,4}}(?:[ \t]?(?:bis|ter|quater)|[A-Da-d])?,?[ \t]+(?i:{french_types})[ \t]+{connector}*{W}(?:(?:[ \t]+|-){connector}*{W}){{0,4}}"
             )),
             japanese: super::pattern(
-                r"\d{1,4}(?:-\d{1,4}){1,2}[ \t]+[A-Z][a-z]+(?:-[a-z]+)?(?:,[ \t]*[A-Z][a-z]+-(?:ku|shi|cho|machi|gun|mura))+(?:,[ \t]*[A-Z][a-z]+(?:-(?:to|fu|ken|shi))?)?(?:,?[ \t]+〒?\d{3}-\d{4})?",
+                r"[0-9]{1,4}(?:-[0-9]{1,4}){1,2}[ \t]+[A-Z][a-z]+(?:-[a-z]+)?(?:,[ \t]*[A-Z][a-z]+-(?:ku|shi|cho|machi|gun|mura))+(?:,[ \t]*[A-Z][a-z]+(?:-(?:to|fu|ken|shi))?)?(?:,?[ \t]+〒?[0-9]{3}-[0-9]{4})?",
             ),
             kanji_block: super::pattern(
-                r"\d{1,4}(?:丁目|[-−ー])\d{1,4}(?:(?:番地?|[-−ー])\d{1,4}号?|番地?)?",
+                r"[0-9]{1,4}(?:丁目|[-−ー])[0-9]{1,4}(?:(?:番地?|[-−ー])[0-9]{1,4}号?|番地?)?",
             ),
             floor: super::pattern(
-                r"(?i)\d{1,3}(?:st|nd|rd|th|\.|º|°|er|e)[ \t]+(?:floor|fl\.?|level|etage|stock|étage|piso|planta|piano)\b",
+                r"(?i)[0-9]{1,3}(?:st|nd|rd|th|\.|º|°|er|e)[ \t]+(?:floor|fl\.?|level|etage|stock|étage|piso|planta|piano)(?-u:\b)",
             ),
             canadian: super::pattern(
-                r"[ABCEGHJ-NPRSTVXY]\d[ABCEGHJ-NPRSTV-Z][ \t]?\d[ABCEGHJ-NPRSTV-Z]\d\b",
+                r"[ABCEGHJ-NPRSTVXY][0-9][ABCEGHJ-NPRSTV-Z][ \t]?[0-9][ABCEGHJ-NPRSTV-Z][0-9](?-u:\b)",
             ),
         }
     }
@@ -381,8 +433,7 @@ impl Postal {
         let after = d + run;
         // `3rd Floor`, `2. Stock`.
         if run <= 3
-            && b.get(after)
-                .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'.' || *c >= 0x80)
+            && floor_word_after(text, after)
             && let Some((s, e)) = anchored(&self.floor, text, d)
         {
             out.push(piece(s, e, Part::Unit, 0.0));
@@ -390,6 +441,7 @@ impl Postal {
         // Japanese block numbers: `1-1-2 Oshiage, Sumida-ku, …`.
         if run <= 4
             && b.get(after) == Some(&b'-')
+            && block_then_name(b, after)
             && let Some((s, e)) = anchored(&self.japanese, text, d)
         {
             out.push(piece(s, e, Part::Street, 0.9));
@@ -534,7 +586,10 @@ impl Postal {
             return;
         }
         // The street before its house number.
+        // A year after a name ("Via Rail 2024") is not a house number.
+        let year = run == 4 && (text[d..].starts_with("19") || text[d..].starts_with("20"));
         if run <= 5
+            && !year
             && let Some(e) = house_number(text, d)
             && let Some(s) = street_before(&ws)
         {
@@ -582,6 +637,21 @@ impl Postal {
                 ));
                 return true;
             }
+        }
+        // Australia: `Sydney NSW 2000`.
+        if run == 4
+            && w0.len() <= 3
+            && words::AU_STATES.contains(&w0)
+            && ends(after)
+            && let Some(s) = city_start(text, &ws[1..])
+        {
+            out.push(piece(
+                s,
+                after,
+                Part::Locality,
+                context::score(text, s, after, 0.6, super::address::WORDS),
+            ));
+            return true;
         }
         // Japan: `Tokyo 131-0045`; six digits: `Москва 125009`, `Singapore 018956`.
         let jp = run == 3

@@ -141,6 +141,49 @@ fn house_number_after_the_street() {
 }
 
 #[test]
+fn more_countries_and_layouts() {
+    check(
+        "Rue de la Loi 16, 1000 Bruxelles",
+        &["Rue de la Loi 16, 1000 Bruxelles"],
+    );
+    check(
+        "Vesterbrogade 12\n1620 København V\nDanmark",
+        &["Vesterbrogade 12\n1620 København V\nDanmark"],
+    );
+    check(
+        "Václavské náměstí 1\n110 00 Praha 1",
+        &["Václavské náměstí 1\n110 00 Praha 1"],
+    );
+    check(
+        "Stephansplatz 1, 1010 Wien",
+        &["Stephansplatz 1, 1010 Wien"],
+    );
+    check(
+        "Mannerheimintie 5, 00100 Helsinki",
+        &["Mannerheimintie 5, 00100 Helsinki"],
+    );
+    check(
+        "Level 5, 1 Martin Place\nSydney NSW 2000\nAustralia",
+        &["Level 5, 1 Martin Place\nSydney NSW 2000\nAustralia"],
+    );
+    // A one-line signature with pipes.
+    check(
+        "Acme GmbH | Hauptstraße 5 | 10115 Berlin | +49 30 1234567",
+        &["Hauptstraße 5 | 10115 Berlin"],
+    );
+    // CRLF line ends and indentation, as mail clients send them.
+    check(
+        "Regards,\r\n  Lena\r\n  Keizersgracht 123\r\n  1015 CJ Amsterdam\r\n",
+        &["Keizersgracht 123\r\n  1015 CJ Amsterdam"],
+    );
+    // Two addresses in one letter stay two.
+    check(
+        "From: 12 Oak Lane, Leeds LS1 4AB\nTo: 9 Elm Road, York YO1 7HH",
+        &["12 Oak Lane, Leeds LS1 4AB", "9 Elm Road, York YO1 7HH"],
+    );
+}
+
+#[test]
 fn canadian_japanese_and_russian_lines() {
     check(
         "123 Queen St W, Toronto, ON M5V 2T6",
@@ -233,6 +276,15 @@ fn prose_numbers_stay_unmasked() {
         "Ticket 131-0045 is closed",
         "He scored 28014 Points",
         "call me at 555 0100",
+        "Windows 11 Pro and iPhone 15 Plus",
+        "the 1990 World Cup final",
+        "Highway 61 Revisited and Route 66 Diner",
+        "Via Rail 2024 annual report",
+        "Boeing 747 to Paris, then 2 nights in Rome",
+        "Studio 54 New York was open from 1977 to 1986",
+        "Apt to fail: 3 of 4 builds",
+        "Q3 2024 Revenue grew 12 Percent",
+        "USS Enterprise (NCC 1701) in Star Trek",
     ] {
         check(t, &[]);
     }
