@@ -186,7 +186,7 @@ mod cue_tests {
     }
 
     fn verdict(text: &str, number: &str) -> Verdict {
-        let start = text.find(number).unwrap();
+        let start = text.find(number).expect("number in the text");
         cues().verdict(text, start, start + number.len())
     }
 

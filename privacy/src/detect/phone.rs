@@ -523,10 +523,13 @@ fn shape(gs: &[(usize, bool)], seps: &[Sep], digits: &[u8], plus: bool) -> Shape
                 return NotPhone;
             }
         }
-        [4, 2, 2] if same && is_year(group(0)) && value(group(1)) <= 12 => {
-            if day_month(group(2), group(1)) {
-                return NotPhone;
-            }
+        [4, 2, 2]
+            if same
+                && is_year(group(0))
+                && value(group(1)) <= 12
+                && day_month(group(2), group(1)) =>
+        {
+            return NotPhone;
         }
         [1 | 2, 1 | 2, 4] if same && is_year(group(2)) && day_month(group(0), group(1)) => {
             return NotPhone;
