@@ -69,8 +69,10 @@ pub enum Verdict {
 /// Aho-Corasick automaton over all of them, run only over the window around a candidate.
 pub struct Cues {
     words: aho_corasick::AhoCorasick,
-    /// Patterns `0..for_end` speak for the type, `for_end..against_end` against it, the rest are labels.
+    /// Patterns `0..for_end` speak for the type, `for_end..weak_end` for it unless any word against
+    /// it is in the window, `weak_end..against_end` against it; the rest are labels.
     for_end: usize,
+    weak_end: usize,
     against_end: usize,
 }
 
@@ -78,12 +80,20 @@ pub struct Cues {
 const LABEL_GAP: usize = 3;
 
 impl Cues {
-    /// `for_words` and `against_words` count anywhere in the window, as whole words; `labels` only when
-    /// followed by `:` or `.` and at most [`LABEL_GAP`] spaces before the match (`T: +1 415 …`). All
-    /// lowercase; ASCII is compared case-insensitively, other bytes exactly.
-    pub fn new(for_words: &[&str], against_words: &[&str], labels: &[&str]) -> Cues {
+    /// `for_words` and `against_words` count anywhere in the window, as whole words, the nearer one
+    /// deciding; `weak_for` (`number`, which "order number" and "phone number" share) count only when no
+    /// word against is in the window; `labels` only when followed by `:` or `.` and at most
+    /// [`LABEL_GAP`] spaces before the match (`T: +1 415 …`). All lowercase; ASCII is compared
+    /// case-insensitively, other bytes exactly.
+    pub fn new(
+        for_words: &[&str],
+        weak_for: &[&str],
+        against_words: &[&str],
+        labels: &[&str],
+    ) -> Cues {
         let all: Vec<&str> = for_words
             .iter()
+            .chain(weak_for)
             .chain(against_words)
             .chain(labels)
             .copied()
@@ -92,10 +102,12 @@ impl Cues {
             .ascii_case_insensitive(true)
             .build(&all)
             .expect("cue words compile");
+        let weak_end = for_words.len() + weak_for.len();
         Cues {
             words,
             for_end: for_words.len(),
-            against_end: for_words.len() + against_words.len(),
+            weak_end,
+            against_end: weak_end + against_words.len(),
         }
     }
 
@@ -103,8 +115,13 @@ impl Cues {
     pub fn verdict(&self, text: &str, start: usize, end: usize) -> Verdict {
         let bytes = text.as_bytes();
         let from = start.saturating_sub(BEFORE);
-        // (gap, for?) of the nearest word before the match.
-        let mut nearest: Option<(usize, bool)> = None;
+        // The gaps of the nearest word for (or label), weak word for, and word against.
+        let (mut strong, mut weak, mut against) = (None, None, None);
+        let nearer = |slot: &mut Option<usize>, gap: usize| {
+            if slot.is_none_or(|g| gap < g) {
+                *slot = Some(gap);
+            }
+        };
         for m in self.words.find_overlapping_iter(&bytes[from..start]) {
             let (ws, we) = (from + m.start(), from + m.end());
             if !whole_word(bytes, ws, we) {
@@ -112,26 +129,27 @@ impl Cues {
             }
             let id = m.pattern().as_usize();
             let gap = start - we;
-            let is_for = if id >= self.against_end {
+            if id >= self.against_end {
                 // A label: `T:` / `Tel.` then at most a few spaces.
                 let punct = bytes.get(we).is_some_and(|b| matches!(b, b':' | b'.'));
                 let spaces = bytes[(we + 1).min(start)..start]
                     .iter()
                     .all(|b| *b == b' ' || *b == b'\t');
-                if !(punct && gap <= 1 + LABEL_GAP && spaces) {
-                    continue;
+                if punct && gap <= 1 + LABEL_GAP && spaces {
+                    nearer(&mut strong, gap);
                 }
-                true
+            } else if id < self.for_end {
+                nearer(&mut strong, gap);
+            } else if id < self.weak_end {
+                nearer(&mut weak, gap);
             } else {
-                id < self.for_end
-            };
-            if nearest.is_none_or(|(g, _)| gap < g || (gap == g && is_for)) {
-                nearest = Some((gap, is_for));
+                nearer(&mut against, gap);
             }
         }
-        match nearest {
-            Some((_, true)) => return Verdict::For,
-            Some((gap, false)) if gap <= AFTER => return Verdict::Against { gap },
+        match (strong, weak, against) {
+            (Some(f), _, Some(a)) if f <= a => return Verdict::For,
+            (Some(_), _, None) | (None, Some(_), None) => return Verdict::For,
+            (_, _, Some(gap)) if gap <= AFTER => return Verdict::Against { gap },
             _ => {}
         }
         let to = (end + AFTER).min(bytes.len());
@@ -139,9 +157,9 @@ impl Cues {
             m.pattern().as_usize() < self.for_end
                 && whole_word(bytes, end + m.start(), end + m.end())
         });
-        match (after, nearest) {
+        match (after, against) {
             (true, _) => Verdict::For,
-            (false, Some((gap, false))) => Verdict::Against { gap },
+            (false, Some(gap)) => Verdict::Against { gap },
             _ => Verdict::Neither,
         }
     }
@@ -180,13 +198,14 @@ mod cue_tests {
     fn cues() -> Cues {
         Cues::new(
             &["call", "phone", "电话"],
+            &["number"],
             &["order", "invoice"],
             &["t", "m"],
         )
     }
 
     fn verdict(text: &str, number: &str) -> Verdict {
-        let start = text.find(number).unwrap();
+        let start = text.find(number).expect("number in the text");
         cues().verdict(text, start, start + number.len())
     }
 
@@ -205,6 +224,11 @@ mod cue_tests {
         assert_eq!(verdict("recall 12345678", "12345678"), Verdict::Neither);
         assert_eq!(verdict("PHONE: 12345678", "12345678"), Verdict::For);
         assert_eq!(verdict("电话：13812345678", "13812345678"), Verdict::For);
+        assert_eq!(verdict("my number is 12345678", "12345678"), Verdict::For);
+        assert_eq!(
+            verdict("your order number is 12345678", "12345678"),
+            Verdict::Against { gap: 11 }
+        );
     }
 
     #[test]

@@ -172,12 +172,12 @@ fn platform_id(bytes: &[u8], colon: usize) -> Option<(usize, usize)> {
         let n = run(bytes, colon + 1, 16, is_hex);
         return (n == 16 && !continues(bytes, colon + 17)).then_some((start, colon + 17));
     }
-    let (start, id): (usize, fn(&[u8], usize) -> Option<usize>) =
-        if let Some(s) = word_before(bytes, colon, b"slack") {
-            (s, slack_id)
-        } else {
-            (word_before(bytes, colon, b"discord")?, snowflake)
-        };
+    type IdAt = fn(&[u8], usize) -> Option<usize>;
+    let (start, id): (usize, IdAt) = if let Some(s) = word_before(bytes, colon, b"slack") {
+        (s, slack_id)
+    } else {
+        (word_before(bytes, colon, b"discord")?, snowflake)
+    };
     // One id, or up to four joined by `:` (workspace, channel, user).
     let mut end = id(bytes, colon + 1)?;
     for _ in 0..3 {
@@ -339,7 +339,7 @@ mod tests {
     }
 
     fn entity(kind: EntityType, text: &str, part: &str) -> Entity {
-        let start = text.find(part).unwrap();
+        let start = text.find(part).expect("part of the text");
         Entity {
             kind,
             start,

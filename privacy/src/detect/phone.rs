@@ -94,12 +94,6 @@ const FOR: &[&str] = &[
     "ring me",
     "ring us",
     "sms",
-    "contact",
-    "number",
-    "nummer",
-    "numéro",
-    "numero",
-    "número",
     "hotline",
     "helpline",
     "landline",
@@ -110,6 +104,9 @@ const FOR: &[&str] = &[
     "电话",
     "手机",
 ];
+
+/// Words that say a number nearby is a phone unless a word against is near too ("order number").
+const WEAK_FOR: &[&str] = &["contact", "number", "nummer", "numéro", "numero", "número"];
 
 /// Words that say a nearby number is something else.
 const AGAINST: &[&str] = &[
@@ -218,7 +215,7 @@ impl PhoneRecognizer {
     /// Builds the cue automaton.
     pub fn new() -> Self {
         PhoneRecognizer {
-            cues: Cues::new(FOR, AGAINST, LABELS),
+            cues: Cues::new(FOR, WEAK_FOR, AGAINST, LABELS),
         }
     }
 }
@@ -523,10 +520,13 @@ fn shape(gs: &[(usize, bool)], seps: &[Sep], digits: &[u8], plus: bool) -> Shape
                 return NotPhone;
             }
         }
-        [4, 2, 2] if same && is_year(group(0)) && value(group(1)) <= 12 => {
-            if day_month(group(2), group(1)) {
-                return NotPhone;
-            }
+        [4, 2, 2]
+            if same
+                && is_year(group(0))
+                && value(group(1)) <= 12
+                && day_month(group(2), group(1)) =>
+        {
+            return NotPhone;
         }
         [1 | 2, 1 | 2, 4] if same && is_year(group(2)) && day_month(group(0), group(1)) => {
             return NotPhone;
@@ -1093,6 +1093,8 @@ mod tests {
             "Ticket 4521-8890 was closed",
             "ref 1234-5678-90",
             "call about order 12345678",
+            "Your order number is 12345678",
+            "the booking number: 4521 8890",
             "Phone support? See order 123-4567.",
             // dates and times
             "on 2024-03-15 at 10:30",
