@@ -5,9 +5,14 @@
 //!   FILE), one line out per line in, in order: `{"entities":[{"type","start","end","score"}]}` with
 //!   offsets in Unicode code points. A line that is not such an object is an error naming its line
 //!   number (exit 1), after the lines before it were answered.
-//! - `opc privacy eval FILE…`: files in the `../shared/data/pii` shapes (see
-//!   `opc_privacy::detect::eval`); prints per-type precision, recall, F1 and F2 at token and span level,
-//!   and the false positives on negative cases.
+//! - `opc privacy eval FILE… [--threshold T] [--sweep [LIST|FROM:TO:STEP]] [--format text|json]`:
+//!   files in the `../shared/data/pii` shapes or the generated corpus's (see
+//!   `opc_privacy::detect::eval` and `privacy/examples/pii_corpus.rs`); prints per-type precision,
+//!   recall, F1 and F2 at token and span level as Markdown tables, the micro token F2, and the false
+//!   positives on negative cases. `--threshold` replaces the config's `confidenceThreshold`; `--sweep`
+//!   adds, per file, the token-level precision/recall/F2 curve over thresholds (0.30 to 0.95 by
+//!   default), from one detection run at the lowest of them. Labelled types the detector does not
+//!   know (`LOCATION` in builds without it) are scored as misses and named, never fatal.
 //!
 //! - `opc privacy mask [FILE]`: plain text in (stdin without FILE); prints the text as a model would see
 //!   it, then the mapping (type, real value, substitute). For an admin checking what leaves the
@@ -46,12 +51,23 @@ pub enum PrivacyCommand {
         /// A JSON-lines file; stdin when absent.
         file: Option<PathBuf>,
     },
-    /// Score the detector on labelled JSON-lines files (the ../shared/data/pii shapes, or the synthetic
+    /// Score the detector on labelled JSON-lines files (the ../shared/data/pii shapes, or the generated
     /// corpus): per-type precision, recall, F1 and F2 at token and span level.
     Eval {
         /// Files to score.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// The confidence threshold to score at (default: the config's `confidenceThreshold`, else
+        /// 0.85).
+        #[arg(long, value_name = "T")]
+        threshold: Option<f32>,
+        /// Also print the precision/recall/F2 curve over thresholds: a comma list (`0.3,0.5,0.7`) or
+        /// `FROM:TO:STEP`; 0.30 to 0.95 in steps of 0.05 without a value.
+        #[arg(long, value_name = "LIST", num_args = 0..=1, default_missing_value = "0.3:0.95:0.05")]
+        sweep: Option<String>,
+        /// `text` (Markdown tables) or `json` (one object with every file's report and sweep).
+        #[arg(long, value_name = "FORMAT", default_value = "text")]
+        format: EvalFormat,
     },
     /// Mask plain text (stdin without FILE) as the privacy gateway would, and print the masked text
     /// and the mapping from real values to substitutes.
@@ -77,43 +93,106 @@ pub enum PrivacyCommand {
     },
 }
 
+/// How `opc privacy eval` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EvalFormat {
+    /// Markdown tables.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
 /// Run a `privacy` subcommand with the config at `config` (used only when it exists).
 pub fn run(config: &Path, command: PrivacyCommand) -> ExitCode {
     // Erasure needs no detector: answer it before loading the NER model.
     if let PrivacyCommand::Erase { value, dry_run } = &command {
         return erase::run(config, value, *dry_run);
     }
+    // Eval's thresholds: the one to report at, and the sweep's.
+    let mut eval_thresholds = None;
+    if let PrivacyCommand::Eval {
+        threshold, sweep, ..
+    } = &command
+    {
+        if let Some(t) = threshold
+            && !(0.0..=1.0).contains(t)
+        {
+            eprint(&format!(
+                "error: --threshold {t} is outside 0..1 (it is a confidence: 0.5 masks spans the detector is at least half sure of)\n"
+            ));
+            return ExitCode::from(2);
+        }
+        let points = match sweep.as_deref().map(eval::parse_thresholds).transpose() {
+            Ok(p) => p,
+            Err(e) => {
+                eprint(&format!("error: --sweep: {e}\n"));
+                return ExitCode::from(2);
+            }
+        };
+        eval_thresholds = Some((*threshold, points));
+    }
     let ner = NerSlot::new();
     if let Err(note) = super::models::load_now(&ner) {
         eprint(&note);
     }
-    let (detector, style) = match detector_for(config, ner) {
+    // Eval keeps every span (threshold 0) and filters by score per threshold it reports.
+    let lowest = eval_thresholds.as_ref().map(|_| 0.0);
+    let (detector, style, configured) = match detector_for(config, ner, lowest) {
         Ok(d) => d,
         Err(code) => return code,
     };
     match command {
         PrivacyCommand::Detect { file } => detect(&detector, file.as_deref()),
-        PrivacyCommand::Eval { files } => evaluate(&detector, &files),
+        PrivacyCommand::Eval {
+            files,
+            threshold,
+            format,
+            ..
+        } => {
+            let sweep = eval_thresholds.and_then(|(_, p)| p);
+            evaluate(
+                &detector,
+                &files,
+                threshold.unwrap_or(configured),
+                sweep.as_deref(),
+                format,
+            )
+        }
         PrivacyCommand::Mask { file, json } => mask(&detector, style, file.as_deref(), json),
         PrivacyCommand::Erase { value, dry_run } => erase::run(config, &value, dry_run),
     }
 }
 
-/// The detector and the substitute style (`redact` gives placeholders) for the config, built as the
-/// gateway builds them (`opc_agents::llm::privacy::detector`), or the defaults when there is no config
-/// file.
-fn detector_for(config: &Path, ner: NerSlot) -> Result<(Detector, Style), ExitCode> {
+/// The detector, the substitute style (`redact` gives placeholders) and the configured threshold for
+/// the config, built as the gateway builds them (`opc_agents::llm::privacy::detector`), or the
+/// defaults when there is no config file. `threshold`, when given, replaces the configured one in the
+/// detector (eval's `--threshold` and `--sweep`).
+fn detector_for(
+    config: &Path,
+    ner: NerSlot,
+    threshold: Option<f32>,
+) -> Result<(Detector, Style, f32), ExitCode> {
     if !config.exists() {
-        return Ok((Detector::new(DetectOptions::default(), ner), Style::Fake));
+        let mut options = DetectOptions::default();
+        let configured = options.threshold;
+        if let Some(t) = threshold {
+            options.threshold = t;
+        }
+        return Ok((Detector::new(options, ner), Style::Fake, configured));
     }
-    let loaded = super::load_config(config)?;
+    let mut loaded = super::load_config(config)?;
     let style = match loaded.config.framework.privacy.mode {
         PrivacyMode::Redact => Style::Placeholder,
         PrivacyMode::Mask | PrivacyMode::Route => Style::Fake,
     };
+    let configured = loaded.config.framework.privacy.confidence_threshold as f32;
+    if let Some(t) = threshold {
+        loaded.config.framework.privacy.confidence_threshold = f64::from(t);
+    }
     Ok((
         opc_agents::llm::privacy::detector(&loaded.config, ner),
         style,
+        configured,
     ))
 }
 
@@ -320,44 +399,99 @@ fn mask(detector: &Detector, style: Style, file: Option<&Path>, json: bool) -> E
     ExitCode::SUCCESS
 }
 
-fn evaluate(detector: &Detector, files: &[PathBuf]) -> ExitCode {
-    let mut total = Report::default();
+/// Read one file's cases; skipped lines are counted in `report`.
+fn read_cases(file: &Path, report: &mut Report) -> Result<Vec<eval::Case>, (String, u8)> {
+    let mut text = String::new();
+    std::fs::File::open(file)
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .map_err(|e| (format!("cannot read {}: {e}", file.display()), 2))?;
+    let mut cases = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match eval::parse_case(line) {
+            Ok(Ok(case)) => cases.push(case),
+            Ok(Err(skip)) => report.skip(&skip),
+            Err(e) => return Err((format!("{}:{}: {e}", file.display(), i + 1), 1)),
+        }
+    }
+    Ok(cases)
+}
+
+/// Score `files` at `threshold`, and over `sweep` when given. The detector keeps every span (it was
+/// built with threshold 0); each report filters its output by score, which equals detecting at that
+/// threshold (see `opc_privacy::detect::eval`).
+fn evaluate(
+    detector: &Detector,
+    files: &[PathBuf],
+    threshold: f32,
+    sweep: Option<&[f32]>,
+    format: EvalFormat,
+) -> ExitCode {
+    let mut all_cases = Vec::new();
+    let mut all_found = Vec::new();
+    let mut all_skips = Report::default();
+    let mut outputs = Vec::new();
     for file in files {
-        let mut text = String::new();
-        let read = std::fs::File::open(file).and_then(|mut f| f.read_to_string(&mut text));
-        if let Err(e) = read {
-            eprint(&format!("error: cannot read {}: {e}\n", file.display()));
-            return ExitCode::from(2);
-        }
-        let mut report = Report::default();
-        let mut cases = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
+        let mut skips = Report::default();
+        let cases = match read_cases(file, &mut skips) {
+            Ok(c) => c,
+            Err((e, code)) => {
+                eprint(&format!("error: {e}\n"));
+                return ExitCode::from(code);
             }
-            match eval::parse_case(line) {
-                Ok(Ok(case)) => cases.push(case),
-                Ok(Err(skip)) => {
-                    report.skip(&skip);
-                    total.skip(&skip);
-                }
-                Err(e) => {
-                    eprint(&format!("error: {}:{}: {e}\n", file.display(), i + 1));
-                    return ExitCode::from(1);
-                }
-            }
-        }
+        };
+        let mut found = Vec::with_capacity(cases.len());
         for chunk in cases.chunks(DETECT_CHUNK) {
             let texts: Vec<&str> = chunk.iter().map(|c| c.text.as_str()).collect();
-            for (case, found) in chunk.iter().zip(detector.detect_batch(&texts)) {
-                report.add(case, &found);
-                total.add(case, &found);
-            }
+            found.extend(detector.detect_batch(&texts));
         }
-        println!("== {}\n{report}", file.display());
+        let mut report = eval::score(&cases, &found, threshold);
+        report.skipped = skips.skipped.clone();
+        for (k, n) in skips.skipped {
+            *all_skips.skipped.entry(k).or_default() += n;
+        }
+        let points = sweep.map(|t| eval::sweep(&cases, &found, t));
+        outputs.push((file.display().to_string(), report, points));
+        all_cases.extend(cases);
+        all_found.extend(found);
     }
     if files.len() > 1 {
-        println!("== all files\n{total}");
+        let mut report = eval::score(&all_cases, &all_found, threshold);
+        report.skipped = all_skips.skipped;
+        let points = sweep.map(|t| eval::sweep(&all_cases, &all_found, t));
+        outputs.push(("all files".to_string(), report, points));
+    }
+    match format {
+        EvalFormat::Json => {
+            let files: Vec<Value> = outputs
+                .iter()
+                .map(|(name, report, points)| {
+                    let sweep = points.as_ref().map(|ps| {
+                        ps.iter()
+                            .map(|p| json!({"threshold": (f64::from(p.threshold) * 1000.0).round() / 1000.0, "report": p.report.to_json()}))
+                            .collect::<Vec<Value>>()
+                    });
+                    json!({"file": name, "report": report.to_json(), "sweep": sweep})
+                })
+                .collect();
+            println!(
+                "{}",
+                json!({"threshold": (f64::from(threshold) * 1000.0).round() / 1000.0, "files": files})
+            );
+        }
+        EvalFormat::Text => {
+            for (name, report, points) in &outputs {
+                println!("== {name} (threshold {threshold:.2})\n{report}");
+                if let Some(points) = points {
+                    println!(
+                        "threshold sweep (token level; ← best micro F2):\n\n{}",
+                        eval::sweep_table(points)
+                    );
+                }
+            }
+        }
     }
     ExitCode::SUCCESS
 }

@@ -40,7 +40,12 @@ pub const TEMPLATES: &[(&str, u32, Template)] = &[
     ("ad/classified", 3, classified),
     ("invite/calendar", 3, invite),
     ("card/contact", 3, contact_card),
-    ("long/story", 3, story),
+    ("long/story", 5, story),
+    ("prose/chargeback", 3, chargeback),
+    ("prose/homepage", 3, homepage),
+    ("report/firewall", 3, firewall),
+    ("prose/config-leak", 3, config_leak),
+    ("prose/ssn-verify", 3, ssn_verify),
     ("negative/logs", 4, logs),
     ("negative/invoice", 3, invoice),
     ("negative/changelog", 2, changelog),
@@ -60,7 +65,7 @@ fn delivery(g: &mut Gen, d: &mut Doc) {
     let p = g.person();
     let a = g.address();
     d.lit("Courier could not deliver parcel ")
-        .val(&g.non_pii())
+        .val(&g.order_no())
         .lit(" to ");
     d.ent(A, &a.inline())
         .lit(" because nobody answered; the recipient, ");
@@ -83,7 +88,7 @@ fn payment(g: &mut Gen, d: &mut Doc) {
             .lit(" now goes to ")
             .ent("IBAN", &g.iban());
         d.lit(" starting with the ")
-            .val(&g.non_pii())
+            .val(&g.date())
             .lit(" payroll run.");
     }
 }
@@ -107,7 +112,7 @@ fn security(g: &mut Gen, d: &mut Doc) {
         .lit(" (")
         .ent(L, &g.city_country())
         .lit(") at ");
-    d.val(&g.non_pii())
+    d.val(&g.time())
         .lit("; if that was not you, reset your password.");
 }
 
@@ -147,7 +152,7 @@ fn by_line(g: &mut Gen, d: &mut Doc) {
             d.lit("Reviewed by ")
                 .ent(P, &p.full())
                 .lit(", revision ")
-                .val(&g.non_pii())
+                .val(&g.version())
                 .lit(".");
         }
         1 => {
@@ -166,7 +171,7 @@ fn by_line(g: &mut Gen, d: &mut Doc) {
             d.lit("Thank you, ")
                 .ent(P, &p.given)
                 .lit("! We received your deposit of ");
-            d.val(&g.non_pii()).lit(".");
+            d.val(&g.amount()).lit(".");
         }
     }
 }
@@ -229,7 +234,7 @@ fn whatsapp(g: &mut Gen, d: &mut Doc) {
                 d.lit("👍");
             }
             _ => {
-                d.lit("invoice ").val(&g.non_pii()).lit(" paid");
+                d.lit("invoice ").val(&g.order_no()).lit(" paid");
             }
         }
     }
@@ -251,7 +256,7 @@ fn irc(g: &mut Gen, d: &mut Doc) {
                     .lit(" today");
             }
             1 => {
-                d.lit("deploy ").val(&g.non_pii()).lit(" rolled back");
+                d.lit("deploy ").val(&g.version()).lit(" rolled back");
             }
             2 => {
                 d.lit("i'm stuck in ")
@@ -299,7 +304,7 @@ fn forwarded(g: &mut Gen, d: &mut Doc) {
     d.lit(" <")
         .ent(E, &g.email(&from))
         .lit(">\nDate: ")
-        .val(&g.non_pii());
+        .val(&g.date());
     d.lit("\nSubject: Re: site visit\nTo: ")
         .ent(P, &to.full())
         .lit(" <");
@@ -316,7 +321,7 @@ fn pipe_signature(g: &mut Gen, d: &mut Doc) {
     let (to, from) = (g.person(), g.person_with_initial());
     d.lit("Hello ").ent(P, &to.given).lit(" -\n");
     d.lit("Following up on our call: the revised schedule is in the shared folder, item ");
-    d.val(&g.non_pii()).lit(".\n\n—\n");
+    d.val(&g.ticket_id()).lit(".\n\n—\n");
     d.ent(P, &from.full())
         .lit(" | ")
         .val(g.job_title())
@@ -358,13 +363,13 @@ fn shipping_label(g: &mut Gen, d: &mut Doc) {
     d.lit("\n")
         .ent(A, &g.address().multiline().to_uppercase())
         .lit("\n");
-    d.lit("WEIGHT 2.4 KG  REF ").val(&g.non_pii());
+    d.lit("WEIGHT 2.4 KG  REF ").val(&g.order_no());
 }
 
 fn minutes(g: &mut Gen, d: &mut Doc) {
     let people: Vec<_> = (0..4).map(|_| g.person()).collect();
     d.lit("Minutes, ")
-        .val(&g.non_pii())
+        .val(&g.date())
         .lit("\nAttendees: ")
         .ent(P, &people[0].full());
     d.lit(", ")
@@ -378,19 +383,19 @@ fn minutes(g: &mut Gen, d: &mut Doc) {
     d.lit("\n\nActions:\n- ")
         .ent(P, &people[1].short())
         .lit(" to send the revised budget by ");
-    d.val(&g.non_pii())
+    d.val(&g.date())
         .lit("\n- ")
         .ent(P, &people[0].family)
         .lit(" to book the venue in ");
     d.ent(L, &g.place())
         .lit("\n- all: review ")
-        .val(&g.non_pii());
+        .val(&g.ticket_id());
 }
 
 fn incident(g: &mut Gen, d: &mut Doc) {
     let (rep, wit) = (g.person(), g.person_with_initial());
     d.lit("INCIDENT ")
-        .val(&g.non_pii())
+        .val(&g.ticket_id())
         .lit("\nReported by: ")
         .ent(P, &rep.full());
     d.lit("\nWhere: ").ent(A, &g.address().inline());
@@ -417,13 +422,13 @@ fn intake(g: &mut Gen, d: &mut Doc) {
         .lit(g.pick(&["Dr. ", "Dr ", "Prof. "]))
         .ent(P, &g.person().family);
     d.lit("\nVisit reason: follow-up, appointment ")
-        .val(&g.non_pii());
+        .val(&g.ticket_id());
 }
 
 fn classified(g: &mut Gen, d: &mut Doc) {
     let p = g.person();
     d.lit("FOR SALE: road bike, barely used, ")
-        .val(&g.non_pii())
+        .val(&g.amount())
         .lit(" ono. Pick-up in ");
     d.ent(L, &g.place()).lit(". ");
     let cue = g.pick(&["Text", "Phone", "Whatsapp", "Ring"]);
@@ -438,9 +443,9 @@ fn classified(g: &mut Gen, d: &mut Doc) {
 fn invite(g: &mut Gen, d: &mut Doc) {
     let p = g.person();
     d.lit("Invitation: Quarterly review\nWhen: ")
-        .val(&g.non_pii())
+        .val(&g.date())
         .lit(" ")
-        .val(&g.non_pii());
+        .val(&g.time());
     d.lit("\nOrganizer: ")
         .ent(P, &p.full())
         .lit(" (")
@@ -486,14 +491,29 @@ fn story(g: &mut Gen, d: &mut Doc) {
         "Inventory counts matched the system for the first time this year.",
         "A small fix to the checkout page lifted conversion by a couple of points.",
         "The board asked for a short written summary instead of another deck.",
+        "Customs held the shipment for two days over a missing certificate.",
+        "By Wednesday the backlog had shrunk to a handful of edge cases.",
+        "Everyone agreed the pilot should run for another quarter before a decision.",
+        "The printer on the third floor jammed again, to nobody's surprise.",
+        "Sales closed two mid-sized deals that had been stuck since spring.",
+        "A power cut in the data centre was handled without anyone noticing.",
+        "The translation agency delivered early and the copy read well.",
+        "Staff turnout for the training sessions beat last year's by a wide margin.",
     ];
     let people: Vec<_> = (0..3).map(|_| g.person()).collect();
-    let n = g.below(5) + 5;
+    // Half are long (20 to 45 sentences), names and places only in the last third.
+    let long = g.chance(50);
+    let n = if long {
+        g.below(26) + 20
+    } else {
+        g.below(5) + 5
+    };
     for i in 0..n {
         if i > 0 {
-            d.lit(" ");
+            d.lit(if i % 5 == 0 { "\n" } else { " " });
         }
-        match g.below(7) {
+        let roll = if long && i < 2 * n / 3 { 9 } else { g.below(7) };
+        match roll {
             0 if i > 1 => {
                 d.lit("Later that week ").ent(P, &people[i % 3].full());
                 d.lit(" wrote from ")
@@ -534,7 +554,7 @@ fn logs(g: &mut Gen, d: &mut Doc) {
             g.below(60)
         ));
         d.lit(" INFO routed ")
-            .val(&g.non_pii())
+            .val(&g.opc_id())
             .lit(" to agent cfo in ");
         d.val(&format!("{} ms", g.below(900) + 10))
             .lit(" (retries=")
@@ -545,26 +565,90 @@ fn logs(g: &mut Gen, d: &mut Doc) {
 
 fn invoice(g: &mut Gen, d: &mut Doc) {
     d.lit("Invoice ")
-        .val(&g.non_pii())
+        .val(&g.order_no())
         .lit("\nItem: ")
         .val(&g.non_pii())
         .lit(" x ");
     d.val(&format!("{}", g.below(20) + 1))
         .lit("\nSubtotal: ")
-        .val(&g.non_pii());
+        .val(&g.amount());
     d.lit("\nVAT 20%\nDue: ")
-        .val(&g.non_pii())
+        .val(&g.date())
         .lit("\nPayment reference: ")
-        .val(&g.non_pii());
+        .val(&g.order_no());
 }
 
 fn changelog(g: &mut Gen, d: &mut Doc) {
     d.lit("## ")
-        .val(&g.non_pii())
+        .val(&g.version())
         .lit("\n- bump tokio to ")
         .val(&format!("1.{}.{}", g.below(50), g.below(9)));
     d.lit("\n- fix retry storm when ")
-        .val(&g.non_pii())
+        .val(&g.opc_id())
         .lit(" times out\n- docs: clarify port ");
     d.val(&format!("{}", g.below(60000) + 1024));
+}
+
+fn chargeback(g: &mut Gen, d: &mut Doc) {
+    let p = g.person();
+    d.lit("Chargeback filed on ")
+        .val(&g.date())
+        .lit(" by ")
+        .ent(P, &p.full());
+    d.lit(" for ")
+        .val(&g.amount())
+        .lit("; disputed card: ")
+        .ent("CREDIT_CARD", &g.card());
+}
+
+fn homepage(g: &mut Gen, d: &mut Doc) {
+    let p = g.person();
+    d.lit("You can find ")
+        .ent(P, &p.short())
+        .lit(" online at ")
+        .ent("URL", &g.url(&p));
+    d.lit(", or write to ")
+        .ent(E, &g.email(&p))
+        .lit(" for a CV.");
+}
+
+fn firewall(g: &mut Gen, d: &mut Doc) {
+    let p = g.person();
+    d.lit("fw-edge ")
+        .val(&g.time())
+        .lit(" DENY src=")
+        .ent("IP_ADDRESS", &g.ip());
+    d.lit(" dst=")
+        .ent("IP_ADDRESS", &g.ip())
+        .lit(" port=")
+        .val(&format!("{}", g.below(60_000) + 1024));
+    d.lit(" user=")
+        .ent(P, &p.chat())
+        .lit(" after 5 failed logins");
+}
+
+fn config_leak(g: &mut Gen, d: &mut Doc) {
+    if g.chance(50) {
+        d.lit("providers:\n  openai:\n    api_key: \"")
+            .ent("API_KEY", &g.api_key());
+        d.lit("\"\n    timeout: ")
+            .val(&format!("{}s", g.below(60) + 5));
+    } else {
+        d.lit("The leaked credential (")
+            .ent("API_KEY", &g.api_key());
+        d.lit(") was revoked ")
+            .val(&g.time())
+            .lit(" after the scanner flagged it.");
+    }
+}
+
+fn ssn_verify(g: &mut Gen, d: &mut Doc) {
+    let p = g.person();
+    d.lit("To verify your identity, ")
+        .ent(P, &p.given)
+        .lit(", we matched SSN ");
+    d.ent("SSN", &g.ssn())
+        .lit(" against the application dated ")
+        .val(&g.date())
+        .lit(".");
 }

@@ -21,7 +21,7 @@ type Template = fn(&mut Gen, &mut Doc);
 pub const TEMPLATES: &[(&str, u32, Template)] = &[
     ("sentence/intro", 3, intro),
     ("sentence/ship", 3, ship),
-    ("sentence/card", 2, card),
+    ("sentence/card", 3, card),
     ("sentence/iban", 2, iban),
     ("sentence/ssn", 2, ssn),
     ("sentence/login", 2, login),
@@ -38,7 +38,12 @@ pub const TEMPLATES: &[(&str, u32, Template)] = &[
     ("chat/thread", 6, chat),
     ("email/signature", 7, email_signature),
     ("letter/postal", 4, letter),
-    ("long/update", 4, long_update),
+    ("long/update", 5, long_update),
+    ("sentence/card-on-file", 3, card_on_file),
+    ("sentence/website", 3, website),
+    ("sentence/server", 3, server),
+    ("sentence/hardcoded-key", 3, hardcoded_key),
+    ("sentence/tax-form", 2, tax_form),
     ("ticket/support", 4, ticket),
     ("note/hr", 3, hr_note),
     ("note/crm", 4, crm_note),
@@ -66,7 +71,7 @@ fn ship(g: &mut Gen, d: &mut Doc) {
         .lit(", ");
     d.ent(A, &a.inline())
         .lit(". Order ")
-        .val(&g.non_pii())
+        .val(&g.order_no())
         .lit(" is prepaid.");
 }
 
@@ -84,7 +89,7 @@ fn iban(g: &mut Gen, d: &mut Doc) {
     d.lit(" (account holder: ")
         .ent(P, &p.full())
         .lit("), reference ")
-        .val(&g.non_pii())
+        .val(&g.order_no())
         .lit(".");
 }
 
@@ -103,7 +108,7 @@ fn login(g: &mut Gen, d: &mut Doc) {
     d.lit(" at ")
         .val(&format!("{:02}:{:02}", g.below(24), g.below(60)))
         .lit(" UTC, session ");
-    d.val(&g.non_pii()).lit(".");
+    d.val(&g.opc_id()).lit(".");
 }
 
 fn call(g: &mut Gen, d: &mut Doc) {
@@ -115,7 +120,7 @@ fn call(g: &mut Gen, d: &mut Doc) {
         .lit(" on ")
         .ent(PH, &g.phone());
     d.lit(" before Friday about invoice ")
-        .val(&g.non_pii())
+        .val(&g.order_no())
         .lit(".");
 }
 
@@ -179,7 +184,7 @@ fn cue_single(g: &mut Gen, d: &mut Doc) {
             d.lit("Approved by ")
                 .ent(P, &p.family)
                 .lit(" on ")
-                .val(&g.non_pii())
+                .val(&g.date())
                 .lit(".");
         }
         1 => {
@@ -206,7 +211,7 @@ fn cue_single(g: &mut Gen, d: &mut Doc) {
 fn token(g: &mut Gen, d: &mut Doc) {
     d.lit("Use the token ").ent("API_KEY", &g.api_key());
     d.lit(" for the staging deploy of ")
-        .val(&g.non_pii())
+        .val(&g.version())
         .lit(", then rotate it.");
 }
 
@@ -285,7 +290,7 @@ fn chat(g: &mut Gen, d: &mut Doc) {
                 d.lit("ok ").ent(P, &other.chat()).lit(" will do");
             }
             5 => {
-                d.lit("the build ").val(&g.non_pii()).lit(" is green");
+                d.lit("the build ").val(&g.version()).lit(" is green");
             }
             6 => {
                 d.lit("send it to ").ent(E, &g.email(other));
@@ -308,7 +313,7 @@ fn email_signature(g: &mut Gen, d: &mut Doc) {
     let (to, from) = (g.person(), g.person_with_initial());
     d.lit("Hi ").ent(P, &to.given).lit(",\n\n");
     d.lit("Thanks for the quick turnaround on ")
-        .val(&g.non_pii());
+        .val(&g.order_no());
     d.lit(". I have attached the signed copy; let me know if anything is missing.\n\n");
     d.lit(g.pick(&["Best regards,", "Kind regards,", "Cheers,", "Thanks,"]))
         .lit("\n");
@@ -342,14 +347,14 @@ fn letter(g: &mut Gen, d: &mut Doc) {
     }
     let a = g.address();
     d.ent(A, &a.multiline()).lit("\n\n");
-    d.val(&g.non_pii()).lit("\n\n");
+    d.val(&g.date()).lit("\n\n");
     d.lit("Dear ")
         .lit(to.honorific)
         .lit(" ")
         .ent(P, &to.family)
         .lit(",\n\n");
     d.lit("We are writing to confirm that your policy ")
-        .val(&g.non_pii());
+        .val(&g.order_no());
     d.lit(" has been renewed. The updated documents are enclosed.\n\n");
     d.lit("Yours sincerely,\n\n").ent(P, &from.full());
 }
@@ -364,14 +369,30 @@ fn long_update(g: &mut Gen, d: &mut Doc) {
         "The new onboarding checklist cut the average setup time by almost a day.",
         "Legal reviewed the template and asked for two small wording changes.",
         "Budget for the offsite is approved, although travel has to be booked by Friday.",
+        "Support volume was flat week over week, with most questions about the new export.",
+        "The design team shared three options for the landing page and we picked the simplest.",
+        "Security finished the annual review without any major findings.",
+        "We are still waiting for the signed statement of work from the agency.",
+        "Hiring is on track: two offers went out and one was accepted.",
+        "The warehouse move is scheduled for the second half of next month.",
+        "Please keep an eye on the shared calendar, since several reviews moved.",
+        "Finance wants the forecast updated before the board pack goes out.",
     ];
-    let n = g.below(4) + 4;
+    // A third are long (15 to 40 sentences) with the personal data in the second half, so the
+    // detector's windowing over long inputs is exercised.
+    let long = g.chance(35);
+    let n = if long {
+        g.below(26) + 15
+    } else {
+        g.below(4) + 4
+    };
     let people: Vec<_> = (0..3).map(|_| g.person()).collect();
     for i in 0..n {
         if i > 0 {
-            d.lit(" ");
+            d.lit(if i % 6 == 0 { "\n\n" } else { " " });
         }
-        match (i, g.below(6)) {
+        let roll = if long && i < n / 2 { 9 } else { g.below(6) };
+        match (i, roll) {
             (_, 0) => {
                 d.ent(P, &people[i % 3].full())
                     .lit(" will take over the vendor calls while ");
@@ -424,7 +445,7 @@ fn ticket(g: &mut Gen, d: &mut Doc) {
 fn hr_note(g: &mut Gen, d: &mut Doc) {
     let p = g.person_with_initial();
     d.lit("HR note ")
-        .val(&g.non_pii())
+        .val(&g.date())
         .lit(": employee ")
         .ent(P, &p.full());
     d.lit(" (SSN ")
@@ -453,43 +474,110 @@ fn crm_note(g: &mut Gen, d: &mut Doc) {
     d.lit("Called ")
         .ent(PH, &g.phone())
         .lit(" on ")
-        .val(&g.non_pii());
+        .val(&g.date());
     d.lit(", left a voicemail. ");
     d.ent(P, &p.given)
         .lit(" is travelling to ")
         .ent(L, &g.place());
     d.lit(" next week; follow up after that.\nNext step: send the renewal quote for ");
-    d.val(&g.non_pii()).lit(".");
+    d.val(&g.amount()).lit(".");
 }
 
 fn negative_ops(g: &mut Gen, d: &mut Doc) {
     d.lit("Conversation ")
         .val(&format!("web:{:016x}", g.below(usize::MAX)));
     d.lit(" was escalated at ")
-        .val(&g.non_pii())
+        .val(&g.time())
         .lit("; task ")
-        .val(&g.non_pii());
-    d.lit(" is waiting on approval ").val(&g.non_pii()).lit(".");
+        .val(&g.ticket_id());
+    d.lit(" is waiting on approval ").val(&g.opc_id()).lit(".");
 }
 
 fn negative_release(g: &mut Gen, d: &mut Doc) {
     d.lit("Release ")
         .val(&format!("{}.{}.{}", g.below(9), g.below(20), g.below(30)));
     d.lit(" fixes 37 bugs and cuts p99 latency from 840 ms to 210 ms; build ");
-    d.val(&g.non_pii())
+    d.val(&g.ticket_id())
         .lit(" shipped on ")
-        .val(&g.non_pii())
+        .val(&g.date())
         .lit(".");
 }
 
 fn negative_ids(g: &mut Gen, d: &mut Doc) {
     d.lit("Order ")
-        .val(&g.non_pii())
+        .val(&g.order_no())
         .lit(" shipped on ")
-        .val(&g.non_pii());
+        .val(&g.date());
     d.lit(" for ")
-        .val(&g.non_pii())
+        .val(&g.amount())
         .lit("; the Slack user ")
         .val(&format!("slack:U{}", g.shape("0##AAN#AA")));
-    d.lit(" asked about tracking ").val(&g.non_pii()).lit(".");
+    d.lit(" asked about tracking ").val(&g.order_no()).lit(".");
+}
+
+fn card_on_file(g: &mut Gen, d: &mut Doc) {
+    let p = g.person();
+    d.lit("The card on file ends in ")
+        .val(&g.digits(4))
+        .lit(", so ")
+        .ent(P, &p.short());
+    d.lit(" read out the new one, ")
+        .ent("CREDIT_CARD", &g.card())
+        .lit(", and we charged ");
+    d.val(&g.amount()).lit(" to it.");
+}
+
+fn website(g: &mut Gen, d: &mut Doc) {
+    let p = g.person();
+    d.lit("Portfolio of ")
+        .ent(P, &p.full())
+        .lit(": ")
+        .ent("URL", &g.url(&p));
+    d.lit(" (updated ")
+        .val(&g.date())
+        .lit("). Contact via ")
+        .ent(E, &g.email(&p))
+        .lit(".");
+}
+
+fn server(g: &mut Gen, d: &mut Doc) {
+    let p = g.person();
+    d.lit("Server ")
+        .ent("IP_ADDRESS", &g.ip())
+        .lit(" returned 503 for 12 minutes after ");
+    d.ent(P, &p.short())
+        .lit(" pushed ")
+        .val(&g.version())
+        .lit("; details at ");
+    d.ent("URL", &g.url(&p)).lit(".");
+}
+
+fn hardcoded_key(g: &mut Gen, d: &mut Doc) {
+    let line = g.below(300) + 1;
+    match g.below(3) {
+        0 => {
+            d.lit("Found ")
+                .ent("API_KEY", &g.api_key())
+                .lit(" hard-coded in config.yaml at line ");
+            d.val(&line.to_string()).lit(".");
+        }
+        1 => {
+            d.lit("export SERVICE_TOKEN=").ent("API_KEY", &g.api_key());
+        }
+        _ => {
+            d.lit("Replace the old key ").ent("API_KEY", &g.api_key());
+            d.lit(" in the CI settings before ").val(&g.date()).lit(".");
+        }
+    }
+}
+
+fn tax_form(g: &mut Gen, d: &mut Doc) {
+    let p = g.person_with_initial();
+    d.lit("Tax form W-4 for ")
+        .ent(P, &p.full())
+        .lit(" lists SSN ")
+        .ent("SSN", &g.ssn());
+    d.lit(" and a home address of ")
+        .ent(A, &g.us_address().inline())
+        .lit(".");
 }

@@ -1117,59 +1117,133 @@ impl Gen {
         format!("{prefix}{body}")
     }
 
-    /// Something that is not personal data: an OPC id, an order or ticket number, a date, a time, a
-    /// version, an amount, a tracking or invoice number.
-    pub fn non_pii(&mut self) -> String {
+    /// One of OPC's own ids: a web conversation, a Slack or Discord user or channel, an engine
+    /// conversation. Never personal data.
+    pub fn opc_id(&mut self) -> String {
         let hex16 = format!("{:016x}", self.below(usize::MAX));
-        match self.below(20) {
-            0 => format!("web:{hex16}"),
-            1 => format!("slack:U{}", self.shape("0##AAN#AA")),
-            2 => format!("discord:{}", self.shape("1#################")),
-            3 => format!("c-{hex16}"),
-            4 => format!("#{}", self.below(90_000) + 10_000),
-            5 => format!("PO-{}-{:04}", 2020 + self.below(6), self.below(9999)),
-            6 => format!(
-                "{}-{:02}-{:02}",
-                2019 + self.below(7),
-                self.below(12) + 1,
-                self.below(28) + 1
+        match self.below(5) {
+            0 | 1 => format!("web:{hex16}"),
+            2 => format!(
+                "slack:{}{}",
+                self.pick(&["U", "C", "W"]),
+                self.shape("0##AAN#AA")
             ),
-            7 => format!(
-                "{:02}/{:02}/{}",
-                self.below(28) + 1,
+            3 => format!("discord:{}", self.shape("1#################")),
+            _ => format!("c-{hex16}"),
+        }
+    }
+
+    /// A date in one of the usual spellings.
+    pub fn date(&mut self) -> String {
+        let (y, m, d) = (2019 + self.below(7), self.below(12) + 1, self.below(28) + 1);
+        let month = [
+            "January",
+            "February",
+            "March",
+            "April",
+            "May",
+            "June",
+            "July",
+            "August",
+            "September",
+            "October",
+            "November",
+            "December",
+        ][m - 1];
+        match self.below(5) {
+            0 => format!("{y}-{m:02}-{d:02}"),
+            1 => format!("{d:02}/{m:02}/{y}"),
+            2 => format!("{month} {d}, {y}"),
+            3 => format!("{d} {} {y}", &month[..3]),
+            _ => format!("{m}/{d}/{}", y % 100),
+        }
+    }
+
+    pub fn time(&mut self) -> String {
+        match self.below(3) {
+            0 => format!("{:02}:{:02}", self.below(24), self.below(60)),
+            1 => format!(
+                "{}:{:02} {}",
                 self.below(12) + 1,
-                2019 + self.below(7)
+                self.below(60),
+                self.pick(&["am", "pm", "AM", "PM"])
             ),
-            8 => format!("{}:{:02}", self.below(24), self.below(60)),
-            9 => format!("v{}.{}.{}", self.below(5), self.below(30), self.below(20)),
-            10 => format!(
+            _ => format!("{:02}:{:02} UTC", self.below(24), self.below(60)),
+        }
+    }
+
+    pub fn amount(&mut self) -> String {
+        match self.below(5) {
+            0 => format!(
                 "${},{:03}.{:02}",
                 self.below(90) + 1,
                 self.below(1000),
                 self.below(100)
             ),
-            11 => format!("€{}.{:02}", self.below(900) + 10, self.below(100)),
-            12 => format!("INC{:07}", self.below(9_999_999)),
-            13 => format!(
-                "{}-{}",
-                self.pick(&["OPS", "CRM", "BILL", "INFRA", "HR"]),
-                self.below(9000) + 100
-            ),
-            14 => format!("INV-{}-{:04}", 2020 + self.below(6), self.below(9999)),
-            15 => format!("1Z{}", self.shape("###AA##########")),
-            16 => format!(
+            1 => format!("€{}.{:02}", self.below(900) + 10, self.below(100)),
+            2 => format!("£{}", self.below(5000) + 5),
+            3 => format!("{} EUR", self.below(90_000) + 100),
+            _ => format!("USD {}.{:02}", self.below(9000) + 1, self.below(100)),
+        }
+    }
+
+    pub fn version(&mut self) -> String {
+        match self.below(3) {
+            0 => format!("v{}.{}.{}", self.below(5), self.below(30), self.below(20)),
+            1 => format!(
                 "{}.{}.{}",
                 self.below(3) + 1,
-                self.below(40),
+                self.below(90),
                 self.below(200)
             ),
-            17 => format!("{} GB", self.below(500) + 1),
-            18 => format!(
+            _ => format!("{}.{}", self.below(20) + 1, self.below(10)),
+        }
+    }
+
+    /// An order, invoice, purchase-order or tracking number.
+    pub fn order_no(&mut self) -> String {
+        match self.below(6) {
+            0 => format!("#{}", self.below(90_000) + 10_000),
+            1 => format!("PO-{}-{:04}", 2020 + self.below(6), self.below(9999)),
+            2 => format!("INV-{}-{:04}", 2020 + self.below(6), self.below(9999)),
+            3 => format!("1Z{}", self.shape("###AA##########")),
+            4 => format!("SO{}", self.digits(8)),
+            _ => format!("{}-{}", self.shape("AA"), self.digits(6)),
+        }
+    }
+
+    /// A ticket or incident id.
+    pub fn ticket_id(&mut self) -> String {
+        match self.below(3) {
+            0 => format!("INC{:07}", self.below(9_999_999)),
+            1 => format!(
+                "{}-{}",
+                self.pick(&["OPS", "CRM", "BILL", "INFRA", "HR", "SEC"]),
+                self.below(9000) + 100
+            ),
+            _ => format!("#{}", self.below(900_000) + 100_000),
+        }
+    }
+
+    /// Something that is not personal data: an OPC id, an order or ticket number, a date, a time, a
+    /// version, an amount, a tracking or invoice number, a SKU, a size, a percentage.
+    pub fn non_pii(&mut self) -> String {
+        match self.below(12) {
+            0 | 1 => self.opc_id(),
+            2 => self.order_no(),
+            3 => self.date(),
+            4 => self.time(),
+            5 => self.version(),
+            6 => self.amount(),
+            7 => self.ticket_id(),
+            8 => format!("{} GB", self.below(500) + 1),
+            9 => format!(
                 "SKU {}-{}",
                 self.shape("####"),
                 self.pick(&["BLK", "RED", "M", "XL"])
             ),
-            _ => format!("{}%", self.below(100)),
+            10 => format!("{}%", self.below(100)),
+            _ => format!("room {}", self.below(900) + 100),
         }
     }
 }
