@@ -487,6 +487,54 @@ const HANGUL_FAMILY: &[&str] = &[
     "하", "곽", "성", "차", "주", "우", "구", "민",
 ];
 
+/// Chinese and Japanese cities written alone; some start with a family-name character (成, 武, 高).
+const HAN_CITIES: &[&str] = &[
+    "北京",
+    "上海",
+    "广州",
+    "深圳",
+    "成都",
+    "杭州",
+    "南京",
+    "武汉",
+    "西安",
+    "重庆",
+    "天津",
+    "苏州",
+    "长沙",
+    "郑州",
+    "沈阳",
+    "青岛",
+    "宁波",
+    "东莞",
+    "无锡",
+    "厦门",
+    "福州",
+    "济南",
+    "大连",
+    "昆明",
+    "台北",
+    "台中",
+    "高雄",
+    "香港",
+    "澳门",
+    "东京",
+    "東京",
+    "大阪",
+    "京都",
+    "横浜",
+    "名古屋",
+    "札幌",
+    "福岡",
+    "神戸",
+];
+
+/// Short words that start with a family-name character but are not names.
+const HAN_WORDS: &[&str] = &[
+    "谢谢", "高兴", "马上", "周末", "黄金", "金额", "王者", "张开", "周一", "周二", "周三", "周四",
+    "周五", "周六", "周日", "朱红", "林业", "高级", "方法", "方面", "石油", "江湖", "何时", "许多",
+];
+
 fn is_han(c: char) -> bool {
     matches!(c, '\u{4E00}'..='\u{9FFF}' | '\u{3400}'..='\u{4DBF}')
 }
@@ -549,8 +597,18 @@ pub fn script_names(text: &str, out: &mut Vec<Entity>) {
         } else {
             HANGUL_FAMILY.iter().any(|f| run.starts_with(f))
         };
-        let (min, max) = if han { (2, 4) } else { (2, 4) };
-        if family && (min..=max).contains(&count) {
+        if han && HAN_CITIES.contains(&run) {
+            // A city that starts like a family name (成都, 武汉) is a place.
+            out.push(Entity {
+                kind: EntityType::Location,
+                start,
+                end,
+                score: RULE_SCORE,
+            });
+            continue;
+        }
+        // Two to four characters: a family name and a given name (欧阳娜娜 is four).
+        if family && (2..=4).contains(&count) && !HAN_WORDS.contains(&run) {
             out.push(Entity {
                 kind: EntityType::PersonName,
                 start,
@@ -709,6 +767,7 @@ pub fn countries(text: &str, out: &mut Vec<Entity>) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
