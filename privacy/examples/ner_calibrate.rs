@@ -186,6 +186,48 @@ fn sweep(path: &str) {
     }
 }
 
+/// The NER types' false positives and misses (span level) on the first `n` cases.
+fn errors(path: &str, n: usize) {
+    let model = Rampart::load_cached().expect("model");
+    let cases = cases(path);
+    let cases = &cases[..n.min(cases.len())];
+    let texts: Vec<&str> = cases.iter().map(|c| c.text.as_str()).collect();
+    let slot = NerSlot::new();
+    slot.set(model.shared());
+    let detector = Detector::new(DetectOptions::default(), slot);
+    for (case, found) in cases.iter().zip(detector.detect_batch(&texts)) {
+        let text = &case.text;
+        for f in found.iter().filter(|f| NER_TYPES.contains(&f.kind)) {
+            if !case
+                .gold
+                .iter()
+                .any(|g| g.kind == f.kind && g.start < f.end && f.start < g.end)
+            {
+                println!(
+                    "FP {} {:?} {:.2} | {:?}",
+                    f.kind,
+                    &text[f.start..f.end],
+                    f.score,
+                    text.replace('\n', " / ")
+                );
+            }
+        }
+        for g in case.gold.iter().filter(|g| NER_TYPES.contains(&g.kind)) {
+            if !found
+                .iter()
+                .any(|f| g.kind == f.kind && g.start < f.end && f.start < g.end)
+            {
+                println!(
+                    "FN {} {:?} | {:?}",
+                    g.kind,
+                    &text[g.start..g.end],
+                    text.replace('\n', " / ")
+                );
+            }
+        }
+    }
+}
+
 fn probe(texts: &[String]) {
     let model = Rampart::load_cached().expect("model");
     for text in texts {
@@ -529,6 +571,10 @@ fn main() {
         Some("fit") => fit(args.get(1).expect("a JSONL file")),
         Some("sweep") => sweep(args.get(1).expect("a JSONL file")),
         Some("probe") => probe(&args[1..]),
+        Some("errors") => errors(
+            args.get(1).expect("a JSONL file"),
+            args.get(2).and_then(|n| n.parse().ok()).unwrap_or(300),
+        ),
         Some("gen") => {
             let num = |flag: &str, default: u64| {
                 args.iter()

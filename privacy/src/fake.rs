@@ -920,6 +920,7 @@ fn address(real: &str, rng: &mut FakeRng) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use fake::locales::Data;
     use rand::SeedableRng;
 
     use super::*;
@@ -1027,6 +1028,116 @@ mod tests {
         // No first name that reads as a word ("Will", "General").
         for fake in fakes(EntityType::PersonName, "Alice", 3000) {
             assert!(!WORDLIKE_FIRST_NAMES.contains(&fake.as_str()), "{fake}");
+        }
+    }
+
+    #[test]
+    fn names_keep_their_script_and_case() {
+        for (real, script) in [
+            ("Иван Петров", Script::Cyrillic),
+            ("Nguyễn Thị Minh Khai", Script::Vietnamese),
+            ("Søren Kierkegaard Jørgensen", Script::LatinMarked),
+            ("김민준", Script::Hangul),
+            ("Γιώργος Παπαδόπουλος", Script::Greek),
+            ("अमित शर्मा", Script::Devanagari),
+        ] {
+            // (A fake equal to the real value is possible from a small list; the vault draws again.)
+            for fake in fakes(EntityType::PersonName, real, 40) {
+                assert_eq!(
+                    fake.split(' ').count(),
+                    real.split(' ').count(),
+                    "{real} → {fake}"
+                );
+                match script {
+                    // Vietnamese parts are Latin; most carry Vietnamese marks.
+                    Script::Vietnamese => assert!(
+                        matches!(
+                            script_of(&fake),
+                            Script::Vietnamese | Script::LatinMarked | Script::Ascii
+                        ),
+                        "{real} → {fake}"
+                    ),
+                    Script::LatinMarked => assert!(
+                        matches!(script_of(&fake), Script::LatinMarked | Script::Ascii),
+                        "{real} → {fake}"
+                    ),
+                    _ => assert_eq!(script_of(&fake), script, "{real} → {fake}"),
+                }
+            }
+        }
+        // Vietnamese keeps its family-name-first shape and its marks across most fakes.
+        let marked = fakes(EntityType::PersonName, "Nguyễn Thị Minh Khai", 40)
+            .iter()
+            .filter(|f| script_of(f) == Script::Vietnamese)
+            .count();
+        assert!(marked >= 20, "{marked} of 40");
+        // Chinese: as many Han characters, no spaces.
+        for fake in fakes(EntityType::PersonName, "王小明", 40) {
+            assert_eq!(fake.chars().count(), 3, "{fake}");
+            assert!(
+                fake.chars().all(|c| ('\u{4E00}'..='\u{9FFF}').contains(&c)),
+                "{fake}"
+            );
+        }
+        // Lower case stays lower case, in every script with case.
+        for real in ["john smith", "ravi", "иван петров", "søren jørgensen"] {
+            for fake in fakes(EntityType::PersonName, real, 20) {
+                assert_eq!(fake, fake.to_lowercase(), "{real} → {fake}");
+                assert_eq!(
+                    script_of(&fake) == Script::Cyrillic,
+                    script_of(real) == Script::Cyrillic
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn locations_keep_their_kind_script_and_case() {
+        let countries: Vec<String> = EN::ADDRESS_COUNTRY.iter().map(|c| c.to_string()).collect();
+        for fake in fakes(EntityType::Location, "Norway", 30) {
+            assert!(countries.contains(&fake), "a country for a country: {fake}");
+            assert!(!fake.contains(' '), "one word for one word: {fake}");
+        }
+        for fake in fakes(EntityType::Location, "Tromsø", 30) {
+            assert_eq!(place_kind(&fake), PlaceKind::City, "{fake}");
+            assert_eq!(script_of(&fake), Script::LatinMarked, "{fake}");
+        }
+        for fake in fakes(EntityType::Location, "Москва", 30) {
+            assert_eq!(script_of(&fake), Script::Cyrillic, "{fake}");
+        }
+        for fake in fakes(EntityType::Location, "Россия", 30) {
+            assert_eq!(script_of(&fake), Script::Cyrillic, "{fake}");
+            assert_eq!(place_kind(&fake), PlaceKind::Country, "{fake}");
+        }
+        for fake in fakes(EntityType::Location, "成都", 30) {
+            assert_eq!(script_of(&fake), Script::Han, "{fake}");
+        }
+        for fake in fakes(EntityType::Location, "Ontario", 30) {
+            assert_eq!(place_kind(&fake), PlaceKind::Region, "{fake}");
+        }
+        for fake in fakes(EntityType::Location, "berlin", 20) {
+            assert_eq!(fake, fake.to_lowercase(), "{fake}");
+        }
+        // A crowded vault gets invented towns of the same script.
+        let mut r = rng();
+        let wide = fake_value(EntityType::Location, "Bergen", &mut r, 20);
+        assert_eq!(script_of(&wide), Script::Ascii, "{wide}");
+    }
+
+    #[test]
+    fn a_cyrillic_address_gets_a_cyrillic_fake() {
+        let real = "ул. Тверская, д. 7, Москва 125009";
+        for fake in fakes(EntityType::Address, real, 20) {
+            assert!(fake.starts_with("ул. "), "{fake}");
+            assert!(fake.contains(", д. "), "{fake}");
+            assert!(
+                !fake.contains("Тверская") && !fake.contains("Москва"),
+                "{fake}"
+            );
+            assert!(
+                !fake.chars().any(|c| c.is_ascii_alphabetic()),
+                "no Latin word in a Cyrillic address: {fake}"
+            );
         }
     }
 

@@ -151,3 +151,42 @@ fn fakes_for_presidio_values_keep_their_type() {
     assert!(checked > 250, "only {checked} values checked");
     println!("{checked} fakes checked");
 }
+
+/// Places and names in other scripts through the vault: one fake per real value for the whole
+/// conversation, never two reals on one fake, the script kept, and the reply restored.
+#[test]
+fn locations_and_scripts_are_consistent_and_restore() {
+    let mut vault = Vault::new(7, Style::Fake, 1_000);
+    let reals = [
+        ("Tromsø", EntityType::Location),
+        ("Reykjavík", EntityType::Location),
+        ("Norway", EntityType::Location),
+        ("Москва", EntityType::Location),
+        ("Иван Петров", EntityType::PersonName),
+        ("王小明", EntityType::PersonName),
+        ("Nguyễn Thị Minh Khai", EntityType::PersonName),
+        ("john smith", EntityType::PersonName),
+    ];
+    let fakes: Vec<String> = reals
+        .iter()
+        .map(|(real, kind)| vault.substitute(real, *kind).unwrap())
+        .collect();
+    for ((real, kind), fake) in reals.iter().zip(&fakes) {
+        assert_ne!(fake, real);
+        assert_eq!(&vault.substitute(real, *kind).unwrap(), fake, "stable");
+        let cyrillic = |s: &str| s.chars().any(|c| ('\u{0400}'..='\u{04FF}').contains(&c));
+        assert_eq!(cyrillic(fake), cyrillic(real), "{real} → {fake}");
+        let han = |s: &str| s.chars().any(|c| ('\u{4E00}'..='\u{9FFF}').contains(&c));
+        assert_eq!(han(fake), han(real), "{real} → {fake}");
+    }
+    let mut unique = fakes.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), fakes.len(), "{fakes:?}");
+    assert_eq!(fakes[7], fakes[7].to_lowercase());
+    let reply = format!("{} will fly from {} to {}.", fakes[4], fakes[0], fakes[2]);
+    assert_eq!(
+        vault.restore(&reply),
+        "Иван Петров will fly from Tromsø to Norway."
+    );
+}

@@ -415,6 +415,7 @@ const COUNTRY_ALIASES: &[&str] = &[
 ];
 const REGIONS: &[&str] = &[
     "ontario",
+    "manitoba",
     "quebec",
     "british columbia",
     "alberta",

@@ -21,7 +21,10 @@
 //!    fitted curve ([`calibration`]) onto the threshold's scale;
 //! 7. the [`rules`] add what the model cannot see (titles, chat speakers, names in Han, Hangul and
 //!    Cyrillic script, countries after a place cue); a rule's span that overlaps a model span of the
-//!    same type widens it.
+//!    same type widens it, and one in a script the model never learned overrides a model span of
+//!    another type; a single word the model reads as a person after "flies to", "lives in" is a
+//!    place;
+//! 8. a name found with confidence once in a text is a name at its other occurrences there too.
 
 use super::calibration;
 use super::rules;
@@ -225,17 +228,38 @@ fn trailing_state(rest: &str) -> usize {
     len
 }
 
+/// An identifier, not an address part: eight or more characters with a digit and a letter (a Slack
+/// user id `U054KT67YX`, a ticket `INC5266315`, a hex conversation id), or eleven or more digits (a
+/// Discord snowflake). Postcodes (`M5V`, `10115`, `90635-1683`, `SW1A`) are shorter.
+fn id_like(word: &str) -> bool {
+    let digits = word.chars().filter(char::is_ascii_digit).count();
+    let letters = word.chars().filter(char::is_ascii_alphabetic).count();
+    word.len() >= 8 && digits > 0 && (letters > 0 || digits >= 11)
+}
+
 /// Whether token `i` counts as labelled, and whether only a cue made it count.
 fn labelled(text: &str, tokens: &[TokenPred], i: usize, prev_person: bool) -> Option<bool> {
     let t = &tokens[i];
     if t.piece == Piece::Other {
         return None;
     }
+    let word = text.get(t.start..t.end).unwrap_or("");
+    if id_like(word) {
+        return None;
+    }
+    // Names and places are words: a token with a digit or without a letter is not one of theirs.
+    let named = matches!(
+        t.piece,
+        Piece::Given | Piece::Surname | Piece::City | Piece::State
+    );
+    if named && (word.chars().any(|c| c.is_ascii_digit()) || !word.chars().any(char::is_alphabetic))
+    {
+        return None;
+    }
     if t.score >= ENTITY_MIN {
         return Some(false);
     }
     let person = matches!(t.piece, Piece::Given | Piece::Surname);
-    let word = text.get(t.start..t.end).unwrap_or("");
     // Capitalised, unless the whole text is lower case (chat): "owns" after "Priya Ramanathan" is not
     // a surname however the model hesitates.
     let first = word.chars().next();
@@ -399,14 +423,36 @@ pub fn rule_spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
 /// The entities in `text` given its tokens' predictions (in text order): the model's spans,
 /// calibrated, and the rules' spans; a rule span overlapping a model span of its type widens it.
 pub fn spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
+    let rules = rule_spans(text, tokens);
     let mut out: Vec<Entity> = raw_spans(text, tokens)
         .into_iter()
         .map(|raw| Entity {
             score: calibrated(&raw),
             ..raw.entity
         })
+        // In a script the model never learned (a Cyrillic or Han name) the rule knows better than
+        // the model, which reads such names as streets and cities.
+        .filter(|e| {
+            !rules.iter().any(|r| {
+                r.kind == EntityType::PersonName
+                    && r.start < e.end
+                    && e.start < r.end
+                    && e.kind != EntityType::PersonName
+                    && !text[r.start..r.end].is_ascii()
+            })
+        })
+        .map(|mut e| {
+            // One word after "flies to", "lives in" is a place, whatever the model read.
+            if e.kind == EntityType::PersonName
+                && !text[e.start..e.end].contains(char::is_whitespace)
+                && rules::place_verb_before(&text[..e.start])
+            {
+                e.kind = EntityType::Location;
+            }
+            e
+        })
         .collect();
-    for rule in rule_spans(text, tokens) {
+    for rule in rules {
         let mut merged = false;
         for e in out
             .iter_mut()
@@ -419,6 +465,39 @@ pub fn spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
         }
         if !merged {
             out.push(rule);
+        }
+    }
+    // A name found once in a text is a name wherever else it occurs there ("ok reed will do" after
+    // the speaker "reed:").
+    let names: Vec<(String, f32)> = out
+        .iter()
+        .filter(|e| e.kind == EntityType::PersonName && e.score >= rules::RULE_SCORE)
+        .map(|e| (text[e.start..e.end].to_lowercase(), e.score))
+        .filter(|(n, _)| n.chars().count() >= 2)
+        .collect();
+    // Lower-casing must keep byte offsets (it does unless a letter changes length, e.g. 'İ').
+    let lower = text.to_lowercase();
+    if !names.is_empty() && lower.len() == text.len() {
+        for (name, score) in names {
+            for (at, _) in lower.match_indices(name.as_str()) {
+                let end = at + name.len();
+                let bounded = lower[..at]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| !c.is_alphanumeric())
+                    && lower[end..]
+                        .chars()
+                        .next()
+                        .is_none_or(|c| !c.is_alphanumeric());
+                if bounded && !out.iter().any(|e| e.start < end && at < e.end) {
+                    out.push(Entity {
+                        kind: EntityType::PersonName,
+                        start: at,
+                        end,
+                        score,
+                    });
+                }
+            }
         }
     }
     out.sort_by_key(|e| (e.start, e.end));
@@ -567,6 +646,35 @@ mod tests {
             .zip(pieces)
             .map(|(t, &(_, score))| TokenPred { score, ..t })
             .collect()
+    }
+
+    #[test]
+    fn a_name_is_a_name_everywhere_in_its_text() {
+        let text = "reed: are you coming\ncamila: ok reed will do";
+        let p = [Other; 8];
+        let got = show(text, &spans(text, &tokens(text, &p)));
+        assert_eq!(
+            got,
+            vec![
+                ("PERSON_NAME".into(), "reed".into()),
+                ("PERSON_NAME".into(), "camila".into()),
+                ("PERSON_NAME".into(), "reed".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn ids_digits_and_punctuation_are_not_names_or_places() {
+        let text = "slack user U054KT67YX and ticket INC5266315 in 4471 , ok";
+        let p = [
+            Other, Other, Given, Other, Other, Street, Other, City, Surname, Other,
+        ];
+        assert!(spans(text, &tokens(text, &p)).is_empty());
+        // A postcode is still an address part.
+        let text = "at 5 Elm St 90635-1683";
+        let p = [Other, Building, Street, Street, Zip];
+        let got = show(text, &spans(text, &tokens(text, &p)));
+        assert_eq!(got, vec![("ADDRESS".into(), "5 Elm St 90635-1683".into())]);
     }
 
     #[test]

@@ -319,8 +319,14 @@ impl Rampart {
             }
         }
         // Decoding decides whether the token counts (`decode::ENTITY_MIN`, lower after a name cue);
-        // the best piece is reported whatever its weight.
-        let piece = best.0;
+        // the best piece is reported whatever its weight, unless the model reads the token as a type
+        // the pattern tier handles (a phone's digits, an e-mail): then it is none of ours.
+        let others = sums[Piece::Other as usize].1 - p_outside;
+        let piece = if others > best.1 {
+            Piece::Other
+        } else {
+            best.0
+        };
         TokenPred {
             start,
             end,

@@ -435,9 +435,22 @@ static SPEAKER: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Speakers at the start of a chat line: `ravi: "are you coming?"`, `[10:42] Ana Souza: ok`. A
-/// label ("Note:", "Subject:") is not a speaker, and neither is a word the model reads as plainly
-/// not a person (below [`SPEAKER_MIN`]).
+/// label ("Note:", "Subject:") is not a speaker, and, on a single line, neither is a word the model
+/// reads as plainly not a person (below [`SPEAKER_MIN`]); in a transcript of two or more such
+/// lines, every head that is not a label is a speaker.
 pub fn speaker_names(text: &str, person: impl Fn(usize, usize) -> f32, out: &mut Vec<Entity>) {
+    // A transcript (two or more speaker lines) says by its shape what its line heads are.
+    let transcript = SPEAKER
+        .captures_iter(text)
+        .filter(|c| {
+            c.name("name").is_some_and(|m| {
+                !m.as_str()
+                    .split_whitespace()
+                    .any(|w| LABELS.contains(&w.to_lowercase().as_str()))
+            })
+        })
+        .nth(1)
+        .is_some();
     for caps in SPEAKER.captures_iter(text) {
         let Some(m) = caps.name("name") else { continue };
         let words: Vec<&str> = m.as_str().split_whitespace().collect();
@@ -447,7 +460,7 @@ pub fn speaker_names(text: &str, person: impl Fn(usize, usize) -> f32, out: &mut
         {
             continue;
         }
-        if person(m.start(), m.end()) < SPEAKER_MIN {
+        if !transcript && person(m.start(), m.end()) < SPEAKER_MIN {
             continue;
         }
         out.push(Entity {
@@ -472,6 +485,54 @@ const HANGUL_FAMILY: &[&str] = &[
     "김", "이", "박", "최", "정", "강", "조", "윤", "장", "임", "한", "오", "서", "신", "권", "황",
     "안", "송", "류", "전", "홍", "고", "문", "양", "손", "배", "백", "허", "유", "남", "심", "노",
     "하", "곽", "성", "차", "주", "우", "구", "민",
+];
+
+/// Chinese and Japanese cities written alone; some start with a family-name character (成, 武, 高).
+const HAN_CITIES: &[&str] = &[
+    "北京",
+    "上海",
+    "广州",
+    "深圳",
+    "成都",
+    "杭州",
+    "南京",
+    "武汉",
+    "西安",
+    "重庆",
+    "天津",
+    "苏州",
+    "长沙",
+    "郑州",
+    "沈阳",
+    "青岛",
+    "宁波",
+    "东莞",
+    "无锡",
+    "厦门",
+    "福州",
+    "济南",
+    "大连",
+    "昆明",
+    "台北",
+    "台中",
+    "高雄",
+    "香港",
+    "澳门",
+    "东京",
+    "東京",
+    "大阪",
+    "京都",
+    "横浜",
+    "名古屋",
+    "札幌",
+    "福岡",
+    "神戸",
+];
+
+/// Short words that start with a family-name character but are not names.
+const HAN_WORDS: &[&str] = &[
+    "谢谢", "高兴", "马上", "周末", "黄金", "金额", "王者", "张开", "周一", "周二", "周三", "周四",
+    "周五", "周六", "周日", "朱红", "林业", "高级", "方法", "方面", "石油", "江湖", "何时", "许多",
 ];
 
 fn is_han(c: char) -> bool {
@@ -536,8 +597,18 @@ pub fn script_names(text: &str, out: &mut Vec<Entity>) {
         } else {
             HANGUL_FAMILY.iter().any(|f| run.starts_with(f))
         };
-        let (min, max) = if han { (2, 4) } else { (2, 4) };
-        if family && (min..=max).contains(&count) {
+        if han && HAN_CITIES.contains(&run) {
+            // A city that starts like a family name (成都, 武汉) is a place.
+            out.push(Entity {
+                kind: EntityType::Location,
+                start,
+                end,
+                score: RULE_SCORE,
+            });
+            continue;
+        }
+        // Two to four characters: a family name and a given name (欧阳娜娜 is four).
+        if family && (2..=4).contains(&count) && !HAN_WORDS.contains(&run) {
             out.push(Entity {
                 kind: EntityType::PersonName,
                 start,
@@ -559,10 +630,11 @@ pub fn script_names(text: &str, out: &mut Vec<Entity>) {
     let mut i = 0;
     while i < words.len() {
         let mut j = i;
+        let lower_text = !text.chars().any(char::is_uppercase);
         while j + 1 < words.len()
             && j + 1 - i < 3
             && text[words[j].1..words[j + 1].0] == *" "
-            && capitalised(&text[words[j + 1].0..words[j + 1].1])
+            && (lower_text || capitalised(&text[words[j + 1].0..words[j + 1].1]))
         {
             j += 1;
         }
@@ -571,7 +643,10 @@ pub fn script_names(text: &str, out: &mut Vec<Entity>) {
             let w = text[s..e].to_lowercase();
             w.chars().count() > 3 && SLAVIC_SURNAME_ENDINGS.iter().any(|x| w.ends_with(x))
         });
-        if run.len() >= 2 && capitalised(&text[run[0].0..run[0].1]) && surname {
+        // Capitalised, or any case in a text with no capital at all (chat).
+        let shaped =
+            capitalised(&text[run[0].0..run[0].1]) || !text.chars().any(char::is_uppercase);
+        if run.len() >= 2 && shaped && surname {
             out.push(Entity {
                 kind: EntityType::PersonName,
                 start: run[0].0,
@@ -581,6 +656,23 @@ pub fn script_names(text: &str, out: &mut Vec<Entity>) {
         }
         i = j + 1;
     }
+}
+
+static PLACE_VERB: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(?:lives?|living|moved?|moving|fl(?:y|ies|ew|ying)|travel(?:l?(?:ing|ed))?|travels|relocat(?:ed|ing|es?)|based|born|grew\s+up|settled|headed|heading|driving|drove)\s+(?:in|to|at|from)\s+$",
+    )
+    .expect("place verb pattern compiles")
+});
+
+/// Whether `before` ends with a verb of where someone lives or goes and its preposition ("flies to
+/// ", "lives in "): a single word after it is a place, even when the model reads a person.
+pub fn place_verb_before(before: &str) -> bool {
+    let mut from = before.len().saturating_sub(40);
+    while !before.is_char_boundary(from) {
+        from += 1;
+    }
+    PLACE_VERB.is_match(&before[from..])
 }
 
 /// Words after which a country is where someone is, lives, goes or comes from.
@@ -621,7 +713,27 @@ pub fn countries(text: &str, out: &mut Vec<Entity>) {
         v.sort_by_key(|c| std::cmp::Reverse(c.len()));
         v
     });
-    for (i, _) in text.match_indices(|c: char| c.is_uppercase()) {
+    // Countries start with a capital; in a text with none at all (chat), any word may start one.
+    let lower_text = !text.chars().any(char::is_uppercase);
+    let lower = lower_text.then(|| text.to_lowercase());
+    let hay = lower.as_deref().unwrap_or(text);
+    let starts: Vec<usize> = if lower_text {
+        hay.char_indices()
+            .filter(|&(i, c)| {
+                c.is_alphabetic()
+                    && hay[..i]
+                        .chars()
+                        .next_back()
+                        .is_none_or(|p| !p.is_alphanumeric())
+            })
+            .map(|(i, _)| i)
+            .collect()
+    } else {
+        text.match_indices(|c: char| c.is_uppercase())
+            .map(|(i, _)| i)
+            .collect()
+    };
+    for i in starts {
         let before_ok = text[..i]
             .chars()
             .next_back()
@@ -630,6 +742,11 @@ pub fn countries(text: &str, out: &mut Vec<Entity>) {
             continue;
         }
         let Some(name) = NAMES.iter().find(|n| {
+            let n = if lower_text {
+                n.to_lowercase()
+            } else {
+                (*n).clone()
+            };
             text[i..].starts_with(n.as_str())
                 && text[i + n.len()..]
                     .chars()
@@ -650,6 +767,7 @@ pub fn countries(text: &str, out: &mut Vec<Entity>) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -692,8 +810,13 @@ mod tests {
         let mut out = Vec::new();
         speaker_names(text, |_, _| 0.5, &mut out);
         assert_eq!(texts(text, &out), vec!["ravi", "Ana Souza", "mei"]);
+        // A transcript's heads are speakers whatever the model reads; a single line needs the model.
+        let mut transcript = Vec::new();
+        speaker_names(text, |_, _| 0.0, &mut transcript);
+        assert_eq!(texts(text, &transcript), vec!["ravi", "Ana Souza", "mei"]);
         let mut none = Vec::new();
-        speaker_names(text, |_, _| 0.0, &mut none);
+        speaker_names("Budget: $4,000 for the offsite", |_, _| 0.0, &mut none);
+        speaker_names("maja: ok", |_, _| 0.0, &mut none);
         assert!(none.is_empty());
     }
 
@@ -713,6 +836,16 @@ mod tests {
                 "Ольга Ковальчук"
             ]
         );
+    }
+
+    #[test]
+    fn place_verbs() {
+        assert!(place_verb_before("Next week Ryo flies to "));
+        assert!(place_verb_before("she lives in "));
+        assert!(place_verb_before("Isabel is travelling to "));
+        assert!(!place_verb_before("I wrote to "));
+        assert!(!place_verb_before("flies to the "));
+        assert!(place_verb_before("Сергей и Ольга живут, she moved to "));
     }
 
     #[test]
