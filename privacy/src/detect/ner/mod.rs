@@ -9,12 +9,15 @@
 //! Invariant: a model never logs the text it sees.
 //!
 //! The model itself: [`Rampart`] (files fetched and verified by `opc-models`; the ONNX weights read by
-//! [`onnx`], run by the candle BERT in [`bert`], labels turned into spans by [`decode`]).
+//! [`onnx`], kept quantised and run by `opc-infer`'s int8 encoder through [`bert`], labels turned into
+//! spans by [`decode`]).
 
 pub mod bert;
 pub mod decode;
 pub mod onnx;
 mod rampart;
+#[cfg(feature = "reference")]
+mod reference;
 
 pub use rampart::{NerError, Rampart};
 
