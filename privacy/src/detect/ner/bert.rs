@@ -1,227 +1,180 @@
-//! A BERT encoder with a token-classification head, in candle, on the CPU.
+//! Rampart's BERT with its token-classification head, over `opc-infer`'s quantised encoder.
 //!
-//! Post-LayerNorm BERT as in the original paper (and PyTorch's `BertForTokenClassification`):
-//! embeddings (word + position + token type, LayerNorm), then per layer self-attention (with a padding
-//! mask) + residual + LayerNorm and a GELU (erf) feed-forward + residual + LayerNorm, then a linear
-//! classifier over every token.
+//! The ONNX file's 4-bit `MatMulNBits` blocks become `opc-infer` matrices exactly (each level and
+//! f32 block scale as stored: nothing is rounded), the 8-bit word table stays 8-bit, and the
+//! classifier (384 → 35 labels) runs in f32 unless the file stores it 4-bit too. Activations are
+//! quantised to int8 per block of 32 inside each multiply, as onnxruntime's int8 path for these nodes
+//! does.
 
 use std::collections::HashMap;
 
-use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
-use candle_core::{Device, Module, Result, Tensor};
-use candle_nn::LayerNorm;
+use opc_infer::{Config, Dense, Encoder, EncoderError, QMatrix, QTable, Source, ops};
 
-use super::onnx::{Q4Weight, U8Table, Weight};
+use super::onnx::{BlockWeight, Graph, Weight};
 
-/// A linear layer: 4-bit weights run by candle's `Q4_0` kernels when the model has them in that
-/// form (the weights stay 4-bit in memory), else f32.
-enum Linear {
-    F32(candle_nn::Linear),
-    Q4(QMatMul, Tensor),
-}
-
-impl Linear {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        match self {
-            Linear::F32(l) => l.forward(x),
-            Linear::Q4(w, bias) => w.forward(&x.contiguous()?)?.broadcast_add(bias),
-        }
-    }
-}
-
-/// The shape of the model (from `config.json`).
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// Hidden size.
-    pub hidden: usize,
-    /// Attention heads.
-    pub heads: usize,
-    /// Layers.
-    pub layers: usize,
-    /// Position embeddings (the longest input, special tokens included).
-    pub max_positions: usize,
-    /// LayerNorm epsilon.
-    pub eps: f64,
-}
-
-struct Layer {
-    query: Linear,
-    key: Linear,
-    value: Linear,
-    attn_out: Linear,
-    attn_norm: LayerNorm,
-    intermediate: Linear,
-    output: Linear,
-    out_norm: LayerNorm,
+/// The classifier head.
+enum Head {
+    Dense(Dense),
+    Quant(QMatrix),
 }
 
 /// The loaded model.
 pub struct Bert {
-    config: Config,
-    word: Tensor,
-    /// When `word` is 8-bit: its scale and offset (`q * scale + offset`).
-    word_affine: Option<(f64, f64)>,
-    position: Tensor,
-    token_type0: Tensor,
-    emb_norm: LayerNorm,
-    layers: Vec<Layer>,
-    classifier: Linear,
+    encoder: Encoder,
+    head: Head,
+    labels: usize,
 }
 
-struct Weights {
-    map: HashMap<String, Weight>,
-    q4: HashMap<String, Q4Weight>,
-    device: Device,
+/// The ONNX weights as an encoder [`Source`].
+struct OnnxSource {
+    floats: HashMap<String, Weight>,
+    blocks: HashMap<String, BlockWeight>,
 }
 
-impl Weights {
-    fn take(&mut self, name: &str) -> Result<Tensor> {
-        let Some(w) = self.map.remove(name) else {
-            candle_core::bail!("the model has no weight {name}")
-        };
-        Tensor::from_vec(w.data, w.shape, &self.device)
+fn missing(name: &str) -> EncoderError {
+    EncoderError::Weight {
+        name: name.into(),
+        why: "not in the model".into(),
+    }
+}
+
+impl Source for OnnxSource {
+    fn tensor(&mut self, name: &str) -> Result<(Vec<f32>, Vec<usize>), EncoderError> {
+        let w = self.floats.remove(name).ok_or_else(|| missing(name))?;
+        Ok((w.data, w.shape))
     }
 
-    fn linear(&mut self, prefix: &str) -> Result<Linear> {
+    fn linear(&mut self, prefix: &str) -> Result<QMatrix, EncoderError> {
         let name = format!("{prefix}.weight");
-        let bias = self.take(&format!("{prefix}.bias"))?;
-        if let Some(q) = self.q4.remove(&name) {
-            let storage = QStorage::from_data(q.bytes.into(), &self.device, GgmlDType::Q4_0)?;
-            let tensor = QTensor::new(storage, (q.n, q.k))?;
-            return Ok(Linear::Q4(QMatMul::from_qtensor(tensor)?, bias));
+        let (bias, _) = self.tensor(&format!("{prefix}.bias"))?;
+        if let Some(b) = self.blocks.remove(&name) {
+            if b.block % opc_infer::BLOCK == 0 {
+                let repeat = b.block / opc_infer::BLOCK;
+                let scales = b
+                    .scales
+                    .iter()
+                    .flat_map(|&s| std::iter::repeat_n(s, repeat))
+                    .collect();
+                return Ok(QMatrix::from_levels(b.n, b.k, &b.levels, scales, bias)?);
+            }
+            // Blocks smaller than 32: the values, re-quantised (not the case for Rampart 1.4).
+            let mut values = Vec::with_capacity(b.n * b.k);
+            for (i, &l) in b.levels.iter().enumerate() {
+                values.push(f32::from(l) * b.scales[i / b.block]);
+            }
+            return Ok(QMatrix::quantize(b.n, b.k, &values, bias)?);
         }
-        // candle's `Linear` multiplies by `weight.t()`. Stored as PyTorch has it (`[out, in]`,
-        // contiguous), that transpose is strided and the matrix multiply re-packs the whole weight on
-        // every call, which at sentence-sized inputs cost more than the arithmetic. Kept instead as
-        // the transposed view of an `[in, out]` contiguous copy, `weight.t()` is contiguous: same
-        // values and results, a sentence alone runs ~2× faster.
-        let weight = self.take(&name)?.t()?.contiguous()?.t()?;
-        Ok(Linear::F32(candle_nn::Linear::new(weight, Some(bias))))
-    }
-
-    fn norm(&mut self, prefix: &str, eps: f64) -> Result<LayerNorm> {
-        let weight = self.take(&format!("{prefix}.weight"))?;
-        let bias = self.take(&format!("{prefix}.bias"))?;
-        Ok(LayerNorm::new(weight, bias, eps))
+        let (w, shape) = self.tensor(&name)?;
+        let [n, k] = shape[..] else {
+            return Err(EncoderError::Weight {
+                name,
+                why: format!("shape {shape:?}, expected [out, in]"),
+            });
+        };
+        Ok(QMatrix::quantize(n, k, &w, bias)?)
     }
 }
 
 impl Bert {
-    /// Build the model from PyTorch-named weights (see [`super::onnx::Graph::weights`]).
-    /// Linear weights found in `q4` stay 4-bit; the rest come from `weights`.
-    pub fn new(
-        config: Config,
-        weights: HashMap<String, Weight>,
-        q4: HashMap<String, Q4Weight>,
-        word_u8: Option<U8Table>,
-    ) -> Result<Self> {
-        let mut w = Weights {
-            map: weights,
-            q4,
-            device: Device::Cpu,
-        };
-        let eps = config.eps;
-        let (word, word_affine) = match word_u8 {
-            // The largest table stays 8-bit in memory (7.6 MB instead of 30 MB) and is
-            // dequantised per looked-up row.
+    /// Build the model from the parsed ONNX graph.
+    pub fn new(config: Config, graph: &Graph<'_>) -> Result<Self, EncoderError> {
+        let word_name = "bert.embeddings.word_embeddings.weight";
+        let blocks = graph.block_weights().map_err(onnx_err)?;
+        let table = graph.u8_table(word_name);
+        let mut skip: HashMap<String, ()> = blocks.keys().map(|k| (k.clone(), ())).collect();
+        if table.is_some() {
+            skip.insert(word_name.into(), ());
+        }
+        let floats = graph.weights(&skip).map_err(onnx_err)?;
+        let mut src = OnnxSource { floats, blocks };
+        let word = match table {
             Some(t) => {
-                w.map.remove("bert.embeddings.word_embeddings.weight");
-                let scale = f64::from(t.scale);
-                let tensor = Tensor::from_vec(t.bytes, t.shape, &Device::Cpu)?;
-                (tensor, Some((scale, -f64::from(t.zero) * scale)))
+                let [rows, width] = t.shape[..] else {
+                    return Err(EncoderError::Weight {
+                        name: word_name.into(),
+                        why: format!("shape {:?}", t.shape),
+                    });
+                };
+                QTable::from_u8(rows, width, t.bytes, t.scale, t.zero)?
             }
-            None => (w.take("bert.embeddings.word_embeddings.weight")?, None),
+            None => {
+                let (w, shape) = src.tensor(word_name)?;
+                let [rows, width] = shape[..] else {
+                    return Err(missing(word_name));
+                };
+                QTable::quantize(rows, width, &w)?
+            }
         };
-        let position = w.take("bert.embeddings.position_embeddings.weight")?;
-        let token_type0 = w
-            .take("bert.embeddings.token_type_embeddings.weight")?
-            .get(0)?;
-        let emb_norm = w.norm("bert.embeddings.LayerNorm", eps)?;
-        let mut layers = Vec::with_capacity(config.layers);
-        for i in 0..config.layers {
-            let p = format!("bert.encoder.layer.{i}");
-            layers.push(Layer {
-                query: w.linear(&format!("{p}.attention.self.query"))?,
-                key: w.linear(&format!("{p}.attention.self.key"))?,
-                value: w.linear(&format!("{p}.attention.self.value"))?,
-                attn_out: w.linear(&format!("{p}.attention.output.dense"))?,
-                attn_norm: w.norm(&format!("{p}.attention.output.LayerNorm"), eps)?,
-                intermediate: w.linear(&format!("{p}.intermediate.dense"))?,
-                output: w.linear(&format!("{p}.output.dense"))?,
-                out_norm: w.norm(&format!("{p}.output.LayerNorm"), eps)?,
+        let encoder = Encoder::new(config, "bert.", word, &mut src)?;
+        let head = if src.blocks.contains_key("classifier.weight") {
+            Head::Quant(src.linear("classifier")?)
+        } else {
+            let (weight, shape) = src.tensor("classifier.weight")?;
+            let (bias, _) = src.tensor("classifier.bias")?;
+            let [n, k] = shape[..] else {
+                return Err(missing("classifier.weight"));
+            };
+            Head::Dense(Dense { n, k, weight, bias })
+        };
+        let (labels, k) = match &head {
+            Head::Dense(d) => (d.n, d.k),
+            Head::Quant(q) => (q.n, q.k),
+        };
+        if k != encoder.hidden() {
+            return Err(EncoderError::Weight {
+                name: "classifier.weight".into(),
+                why: format!("{k} inputs for hidden size {}", encoder.hidden()),
             });
         }
-        let classifier = w.linear("classifier")?;
         Ok(Self {
-            config,
-            word,
-            word_affine,
-            position,
-            token_type0,
-            emb_norm,
-            layers,
-            classifier,
+            encoder,
+            head,
+            labels,
         })
     }
 
     /// The longest sequence the model takes, special tokens included.
     pub fn max_positions(&self) -> usize {
-        self.config.max_positions
+        self.encoder.max_positions()
     }
 
-    /// Label probabilities `[batch, len, labels]` for `ids` `[batch, len]` (u32), where `lens[b]`
-    /// tokens of row `b` are real and the rest padding.
-    pub fn probabilities(&self, ids: &Tensor, lens: &[usize]) -> Result<Tensor> {
-        let (batch, len) = ids.dims2()?;
-        let (hidden, heads) = (self.config.hidden, self.config.heads);
-        let head_dim = hidden / heads;
-        let flat = ids.flatten_all()?;
-        let mut x = self.word.index_select(&flat, 0)?;
-        if let Some((scale, offset)) = self.word_affine {
-            x = x.to_dtype(candle_core::DType::F32)?.affine(scale, offset)?;
-        }
-        let x = x.reshape((batch, len, hidden))?;
-        let x = x.broadcast_add(&self.position.narrow(0, 0, len)?)?;
-        let x = x.broadcast_add(&self.token_type0)?;
-        let mut x = self.emb_norm.forward(&x)?;
-        // Additive mask over keys: 0 for real tokens, a large negative for padding.
-        let mask = if lens.iter().all(|&l| l == len) {
-            None
-        } else {
-            let mut m = vec![0f32; batch * len];
-            for (b, &l) in lens.iter().enumerate() {
-                m[b * len + l.min(len)..(b + 1) * len].fill(-1e9);
+    /// Bytes of weights held.
+    pub fn weight_bytes(&self) -> usize {
+        self.encoder.weight_bytes()
+            + match &self.head {
+                Head::Dense(d) => 4 * (d.weight.len() + d.bias.len()),
+                Head::Quant(q) => q.bytes(),
             }
-            Some(Tensor::from_vec(m, (batch, 1, 1, len), &Device::Cpu)?)
+    }
+
+    /// Label probabilities of each position of each sequence (`[CLS]` … `[SEP]` included).
+    pub fn probabilities(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<Vec<f32>>>, EncoderError> {
+        let hidden = self.encoder.forward(seqs)?;
+        let mut logits = match &self.head {
+            Head::Dense(d) => d.forward(&hidden.data),
+            Head::Quant(q) => {
+                let mut y = vec![0f32; hidden.data.len() / q.k * q.n];
+                q.matmul(&hidden.data, &mut y);
+                y
+            }
         };
-        let scale = 1.0 / (head_dim as f64).sqrt();
-        for layer in &self.layers {
-            let split = |t: Tensor| -> Result<Tensor> {
-                t.reshape((batch, len, heads, head_dim))?
-                    .transpose(1, 2)?
-                    .contiguous()
-            };
-            let q = split(layer.query.forward(&x)?)?;
-            let k = split(layer.key.forward(&x)?)?;
-            let v = split(layer.value.forward(&x)?)?;
-            let mut scores = (q.matmul(&k.t()?)? * scale)?;
-            if let Some(mask) = &mask {
-                scores = scores.broadcast_add(mask)?;
-            }
-            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-            let ctx = probs
-                .matmul(&v)?
-                .transpose(1, 2)?
-                .reshape((batch, len, hidden))?;
-            let attn = layer
-                .attn_norm
-                .forward(&(layer.attn_out.forward(&ctx)? + &x)?)?;
-            let inter = layer.intermediate.forward(&attn)?.gelu_erf()?;
-            x = layer
-                .out_norm
-                .forward(&(layer.output.forward(&inter)? + attn)?)?;
-        }
-        let logits = self.classifier.forward(&x)?;
-        candle_nn::ops::softmax_last_dim(&logits)
+        ops::softmax_rows(&mut logits, self.labels);
+        Ok(hidden
+            .starts
+            .windows(2)
+            .map(|w| {
+                logits[w[0] * self.labels..w[1] * self.labels]
+                    .chunks_exact(self.labels)
+                    .map(<[f32]>::to_vec)
+                    .collect()
+            })
+            .collect())
+    }
+}
+
+fn onnx_err(e: super::onnx::OnnxError) -> EncoderError {
+    EncoderError::Weight {
+        name: "model_q4.onnx".into(),
+        why: e.to_string(),
     }
 }

@@ -9,14 +9,17 @@
 //! Invariant: a model never logs the text it sees.
 //!
 //! The model itself: [`Rampart`] (files fetched and verified by `opc-models`; the ONNX weights read by
-//! [`onnx`], run by the candle BERT in [`bert`], labels turned into spans by [`decode`], scores put on
-//! the threshold's scale by [`calibration`], and what the model cannot see added by [`rules`]).
+//! [`onnx`], kept quantised and run by `opc-infer`'s int8 encoder through [`bert`], labels turned into
+//! spans by [`decode`], scores put on the threshold's scale by [`calibration`], and what the model
+//! cannot see added by [`rules`]).
 
 pub mod bert;
 pub mod calibration;
 pub mod decode;
 pub mod onnx;
 mod rampart;
+#[cfg(feature = "reference")]
+mod reference;
 pub mod rules;
 
 pub use rampart::{NerError, Rampart};

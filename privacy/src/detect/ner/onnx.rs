@@ -3,9 +3,10 @@
 //! The Rampart model ships as an ONNX graph whose linear layers are `MatMulNBits` nodes (4-bit blocks
 //! with one f32 scale per block) and whose embedding tables are `uint8` tensors read through
 //! `DequantizeLinear`. We do not run the graph: we read its initializers and the `MatMulNBits` nodes
-//! (a few protobuf fields, decoded by hand below), dequantise every weight to f32 once at load, and
-//! name each the way a PyTorch BERT names it (`bert.encoder.layer.0.attention.self.query.weight`), so a
-//! plain candle BERT can be built over them.
+//! (a few protobuf fields, decoded by hand below) and name each weight the way a PyTorch BERT names
+//! it (`bert.encoder.layer.0.attention.self.query.weight`). The 4-bit matrices are handed on as their
+//! levels and block scales ([`Graph::block_weights`], kept quantised by `opc-infer`), the 8-bit word
+//! table as its bytes ([`Graph::u8_table`]), the rest as f32 ([`Graph::weights`]).
 
 use std::collections::HashMap;
 
@@ -345,32 +346,34 @@ pub struct Weight {
     pub shape: Vec<usize>,
 }
 
-/// A `MatMulNBits` weight re-packed as GGML `Q4_0` blocks, `[N, K]` row-major: per 32 values an f16
-/// scale then 16 bytes, value `j` in the low nibble of byte `j` and value `j + 16` in the high one,
-/// each meaning `(q - 8) * scale` — the same arithmetic as the ONNX blocks, so no precision is lost
-/// but the scale's rounding to f16.
-pub struct Q4Weight {
-    /// The blocks' bytes.
-    pub bytes: Vec<u8>,
+/// A `MatMulNBits` weight as signed levels and f32 block scales, exactly as the file has it:
+/// value `[row][col]` = `levels[row * k + col] * scales[row * k / block + col / block]`.
+pub struct BlockWeight {
     /// Output features.
     pub n: usize,
     /// Input features.
     pub k: usize,
+    /// Values per block.
+    pub block: usize,
+    /// `q − zero point`, each in `-15..=15`.
+    pub levels: Vec<i8>,
+    /// One per (row, block).
+    pub scales: Vec<f32>,
 }
 
 impl Graph<'_> {
-    /// Every `MatMulNBits` weight that `Q4_0` can hold exactly (32-value blocks, implicit zero point
-    /// 8), under the names of [`Self::weights`].
-    pub fn q4_weights(&self) -> Result<HashMap<String, Q4Weight>, OnnxError> {
+    /// Every 4-bit `MatMulNBits` weight whose blocks are whole (`K` a multiple of the block size),
+    /// as levels and scales, under the names of [`Self::weights`]. Nothing is rounded.
+    pub fn block_weights(&self) -> Result<HashMap<String, BlockWeight>, OnnxError> {
         let mut out = HashMap::new();
         for node in self.nodes.iter().filter(|n| n.op_type == "MatMulNBits") {
             let int = |k: &str| node.ints.get(k).and_then(|&v| usize::try_from(v).ok());
-            let (Some(k), Some(n), Some(4), Some(32)) =
+            let (Some(k), Some(n), Some(4), Some(block)) =
                 (int("K"), int("N"), int("bits"), int("block_size"))
             else {
                 continue;
             };
-            if k % 32 != 0 || node.inputs.get(3).is_some_and(|z| !z.is_empty()) {
+            if block == 0 || block % 2 != 0 || k % block != 0 {
                 continue;
             }
             let (Some(b_name), Some(s_name)) = (node.inputs.get(1), node.inputs.get(2)) else {
@@ -378,32 +381,51 @@ impl Graph<'_> {
             };
             let packed = self.get(b_name)?.bytes()?;
             let scales = self.get(s_name)?.f32s()?;
-            let blocks = k / 32;
-            if packed.len() != n * blocks * 16 || scales.len() != n * blocks {
+            let blocks = k / block;
+            if packed.len() != n * blocks * block / 2 || scales.len() != n * blocks {
                 return err(format!(
                     "{}: packed sizes do not match K={k} N={n}",
                     node.name
                 ));
             }
-            let mut bytes = Vec::with_capacity(n * blocks * 18);
-            for (block, &scale) in packed.chunks_exact(16).zip(&scales) {
-                bytes.extend_from_slice(&half::f16::from_f32(scale).to_le_bytes());
-                let q = |j: usize| {
-                    if j.is_multiple_of(2) {
-                        block[j / 2] & 0x0f
-                    } else {
-                        block[j / 2] >> 4
+            let zero_points = match node.inputs.get(3).filter(|s| !s.is_empty()) {
+                Some(z) => Some(self.get(z)?.bytes()?),
+                None => None,
+            };
+            let zp_stride = blocks.div_ceil(2);
+            let mut levels = Vec::with_capacity(n * k);
+            for row in 0..n {
+                for b in 0..blocks {
+                    let zp = match zero_points {
+                        Some(z) => {
+                            let byte = z.get(row * zp_stride + b / 2).copied().unwrap_or(0x88);
+                            (if b % 2 == 0 { byte & 0x0f } else { byte >> 4 }) as i8
+                        }
+                        None => 8,
+                    };
+                    let bytes = &packed[(row * blocks + b) * block / 2..][..block / 2];
+                    for byte in bytes {
+                        levels.push((byte & 0x0f) as i8 - zp);
+                        levels.push((byte >> 4) as i8 - zp);
                     }
-                };
-                for j in 0..16 {
-                    bytes.push(q(j) | (q(j + 16) << 4));
                 }
             }
-            out.insert(weight_name(&node.name), Q4Weight { bytes, n, k });
+            out.insert(
+                weight_name(&node.name),
+                BlockWeight {
+                    n,
+                    k,
+                    block,
+                    levels,
+                    scales,
+                },
+            );
         }
         Ok(out)
     }
+}
 
+impl Graph<'_> {
     fn get(&self, name: &str) -> Result<&Initializer<'_>, OnnxError> {
         match self.initializers.get(name) {
             Some(i) => Ok(i),
@@ -416,7 +438,7 @@ impl Graph<'_> {
     /// and each `MatMulNBits` node's 4-bit matrix as the `[out, in]` weight of a linear layer named
     /// after the node (`/bert/encoder/layer.0/attention/self/query/MatMul_Q4` →
     /// `bert.encoder.layer.0.attention.self.query.weight`).
-    /// Names in `skip` (weights already taken as [`Q4Weight`]s) are left out.
+    /// Names in `skip` (weights taken in another form) are left out.
     pub fn weights<T>(
         &self,
         skip: &HashMap<String, T>,

@@ -3,11 +3,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use candle_core::{Device, Tensor};
 use tokenizers::Tokenizer;
 
 use super::NerModel;
-use super::bert::{Bert, Config};
+use super::bert::Bert;
 use super::decode::{self, Piece, TokenPred};
 use super::onnx;
 use crate::Entity;
@@ -48,10 +47,10 @@ fn format_err(e: impl std::fmt::Display) -> NerError {
     NerError::Format(e.to_string())
 }
 
-/// The Rampart token classifier (6-layer uncased BERT, hidden 384), dequantised to f32.
+/// The Rampart token classifier (6-layer uncased BERT, hidden 384), its weights kept quantised.
 pub struct Rampart {
     tokenizer: Tokenizer,
-    bert: Bert,
+    bert: Engine,
     /// The piece of each label id, and whether it is `O`.
     pieces: Vec<Piece>,
     outside: usize,
@@ -69,6 +68,26 @@ impl Rampart {
 
     /// Load from a model directory holding `config.json`, `tokenizer.json` and `model_q4.onnx`.
     pub fn load(dir: &Path) -> Result<Self, NerError> {
+        Self::load_engine(dir, false)
+    }
+
+    /// The previous path, for side-by-side comparison: the same weights dequantised to f32 and run
+    /// by candle (`--features reference`).
+    #[cfg(feature = "reference")]
+    pub fn load_reference(dir: &Path) -> Result<Self, NerError> {
+        Self::load_engine(dir, true)
+    }
+
+    /// Bytes of model weights held in memory.
+    pub fn weight_bytes(&self) -> usize {
+        match &self.bert {
+            Engine::Int8(b) => b.weight_bytes(),
+            #[cfg(feature = "reference")]
+            Engine::Candle(_) => 0,
+        }
+    }
+
+    fn load_engine(dir: &Path, reference: bool) -> Result<Self, NerError> {
         let read = |name: &str| {
             let path = dir.join(name);
             std::fs::read(&path).map_err(|source| NerError::Read {
@@ -84,12 +103,12 @@ impl Rampart {
                 .and_then(|v| usize::try_from(v).ok())
                 .ok_or_else(|| NerError::Format(format!("config.json has no {k}")))
         };
-        let cfg = Config {
+        let cfg = opc_infer::Config {
             hidden: int("hidden_size")?,
             heads: int("num_attention_heads")?,
             layers: int("num_hidden_layers")?,
             max_positions: int("max_position_embeddings")?,
-            eps: config["layer_norm_eps"].as_f64().unwrap_or(1e-12),
+            eps: config["layer_norm_eps"].as_f64().unwrap_or(1e-12) as f32,
         };
         let labels = config["id2label"]
             .as_object()
@@ -124,18 +143,13 @@ impl Rampart {
 
         let bytes = read("model_q4.onnx")?;
         let graph = onnx::parse(&bytes).map_err(format_err)?;
-        // Linear layers run in f32 (dequantised once): on this CPU path candle's Q4_0 kernels are ~4×
-        // slower for sentence-sized inputs. OPC_NER_Q4=1 keeps them 4-bit instead: ~35 MB less memory.
-        let q4 = if std::env::var_os("OPC_NER_Q4").is_some_and(|v| !v.is_empty() && v != "0") {
-            graph.q4_weights().map_err(format_err)?
+        let bert = if reference {
+            reference_engine(cfg, &graph)?
         } else {
-            std::collections::HashMap::new()
+            Engine::Int8(Bert::new(cfg, &graph).map_err(format_err)?)
         };
-        let word = graph.u8_table("bert.embeddings.word_embeddings.weight");
-        let weights = graph.weights(&q4).map_err(format_err)?;
         drop(graph);
         drop(bytes);
-        let bert = Bert::new(cfg, weights, q4, word).map_err(format_err)?;
         Ok(Self {
             tokenizer,
             bert,
@@ -234,19 +248,18 @@ impl Rampart {
             .map(|&dw| self.padded_len(docs, dw))
             .max()
             .unwrap_or(2);
-        let mut flat = Vec::with_capacity(batch.len() * len);
-        let mut lens = Vec::with_capacity(batch.len());
-        for &(d, w) in batch {
-            let (s, e) = docs[d].windows[w];
-            flat.push(self.cls);
-            flat.extend_from_slice(&docs[d].ids[s..e]);
-            flat.push(self.sep);
-            flat.resize(flat.len() + len - (e - s + 2), 0);
-            lens.push(e - s + 2);
-        }
-        let input = Tensor::from_vec(flat, (batch.len(), len), &Device::Cpu).map_err(format_err)?;
-        let probs = self.bert.probabilities(&input, &lens).map_err(format_err)?;
-        let probs: Vec<Vec<Vec<f32>>> = probs.to_vec3().map_err(format_err)?;
+        let seqs: Vec<Vec<u32>> = batch
+            .iter()
+            .map(|&(d, w)| {
+                let (s, e) = docs[d].windows[w];
+                let mut seq = Vec::with_capacity(e - s + 2);
+                seq.push(self.cls);
+                seq.extend_from_slice(&docs[d].ids[s..e]);
+                seq.push(self.sep);
+                seq
+            })
+            .collect();
+        let probs = self.bert.probabilities(&seqs, len)?;
         Ok(batch
             .iter()
             .zip(probs)
@@ -334,6 +347,72 @@ impl Rampart {
             score,
         }
     }
+}
+
+/// What runs the network: `opc-infer`'s int8 encoder, or (for comparison) the f32 candle port.
+enum Engine {
+    Int8(Bert),
+    #[cfg(feature = "reference")]
+    Candle(super::reference::Bert),
+}
+
+impl Engine {
+    fn max_positions(&self) -> usize {
+        match self {
+            Engine::Int8(b) => b.max_positions(),
+            #[cfg(feature = "reference")]
+            Engine::Candle(b) => b.max_positions(),
+        }
+    }
+
+    /// Label probabilities per position of each sequence; `len` is the longest (the candle path
+    /// pads to it; the int8 path packs the sequences unpadded).
+    #[allow(unused_variables)]
+    fn probabilities(&self, seqs: &[Vec<u32>], len: usize) -> Result<Vec<Vec<Vec<f32>>>, NerError> {
+        match self {
+            Engine::Int8(b) => {
+                let refs: Vec<&[u32]> = seqs.iter().map(Vec::as_slice).collect();
+                b.probabilities(&refs).map_err(format_err)
+            }
+            #[cfg(feature = "reference")]
+            Engine::Candle(b) => {
+                use candle_core::{Device, Tensor};
+                let mut flat = Vec::with_capacity(seqs.len() * len);
+                let mut lens = Vec::with_capacity(seqs.len());
+                for s in seqs {
+                    flat.extend_from_slice(s);
+                    flat.resize(flat.len() + len - s.len(), 0);
+                    lens.push(s.len());
+                }
+                let input =
+                    Tensor::from_vec(flat, (seqs.len(), len), &Device::Cpu).map_err(format_err)?;
+                let probs = b.probabilities(&input, &lens).map_err(format_err)?;
+                probs.to_vec3().map_err(format_err)
+            }
+        }
+    }
+}
+
+#[cfg(feature = "reference")]
+fn reference_engine(cfg: opc_infer::Config, graph: &onnx::Graph<'_>) -> Result<Engine, NerError> {
+    let config = super::reference::Config {
+        hidden: cfg.hidden,
+        heads: cfg.heads,
+        layers: cfg.layers,
+        max_positions: cfg.max_positions,
+        eps: f64::from(cfg.eps),
+    };
+    let word = graph.u8_table("bert.embeddings.word_embeddings.weight");
+    let none: std::collections::HashMap<String, ()> = std::collections::HashMap::new();
+    let weights = graph.weights(&none).map_err(format_err)?;
+    let bert = super::reference::Bert::new(config, weights, word)
+        .map_err(format_err)?;
+    Ok(Engine::Candle(bert))
+}
+
+#[cfg(not(feature = "reference"))]
+fn reference_engine(_: opc_infer::Config, _: &onnx::Graph<'_>) -> Result<Engine, NerError> {
+    Err(NerError::Format("built without the reference path".into()))
 }
 
 /// One text on its way through the model: its tokens, its windows, and the label probabilities of
