@@ -42,8 +42,21 @@ use vectors::VectorIndex;
 
 /// Rows indexed by BM25 per commit.
 const BM25_BATCH: i64 = 2000;
-/// Rows embedded per transaction.
-const EMBED_BATCH: i64 = 64;
+/// Rows read, embedded and written per round (one transaction). Large, so that sorting a round by
+/// length puts texts of similar length together (little padding) and a busy store pays one write
+/// transaction per few hundred rows, not per few.
+const EMBED_BATCH: i64 = 256;
+/// The embedder sees at most this many bytes of a text. MiniLM keeps its first 256 word pieces; a piece
+/// covers at most ~20 bytes of text and its separator, so 8 KiB always holds them all and the vector
+/// is the same as for the whole text, while a 1 MB tool output no longer goes through the tokenizer.
+const EMBED_TEXT_BYTES: usize = 8 * 1024;
+/// Bound on one embedding call's attention work, in texts × (estimated pieces)²: the attention
+/// scores of a call are texts × 12 heads × pieces² floats per layer. 2¹⁹ keeps that at 24 MB (eight
+/// full-length texts, or thirty-two of 128 pieces) where a call of 32 texts of 256 pieces held 400 MB
+/// of temporaries and drove the process's RSS up and down by that much while the store caught up.
+const EMBED_ATTENTION_BUDGET: usize = 1 << 19;
+/// Texts per embedding call at most (the embedder's own batch).
+const EMBED_GROUP: usize = 32;
 /// How often the background indexer looks for work when nobody woke it (a missed wake-up costs at
 /// most this much delay).
 const IDLE_POLL: Duration = Duration::from_secs(2);
@@ -462,9 +475,8 @@ impl RecallStore {
             if batch.is_empty() || stop.load(Ordering::Relaxed) {
                 break;
             }
-            let texts: Vec<String> = batch.iter().map(Message::indexed_text).collect();
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let vecs = model.embed(&refs)?;
+            let texts: Vec<String> = batch.iter().map(embedded_text).collect();
+            let vecs = embed_grouped(model.as_ref(), &texts)?;
             {
                 let mut conn = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner());
                 let tx = conn.transaction().map_err(self.db_err())?;
@@ -670,6 +682,58 @@ impl RecallStore {
             Ok(out)
         })
     }
+}
+
+/// What the embedder is given for `m`: its indexed text, cut at [`EMBED_TEXT_BYTES`] (on a character
+/// boundary).
+fn embedded_text(m: &Message) -> String {
+    let mut text = m.indexed_text();
+    if text.len() > EMBED_TEXT_BYTES {
+        let mut end = EMBED_TEXT_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
+/// The word pieces a text of `bytes` bytes is expected to take, for grouping: one per 3 bytes (English
+/// runs nearer one per 4; CJK one per character, 3 bytes), capped at the model's 256, plus [CLS] and
+/// [SEP]. An overestimate only makes a group smaller.
+fn estimated_pieces(bytes: usize) -> usize {
+    (bytes / 3).min(crate::embed::MAX_PIECES) + 2
+}
+
+/// Embed `texts` (one vector each, in order) in calls of similar-length texts whose attention work
+/// stays within [`EMBED_ATTENTION_BUDGET`]: sorted by length, each call takes the next texts while
+/// (count × longest²) fits, at most [`EMBED_GROUP`], at least one.
+fn embed_grouped(
+    model: &dyn crate::embed::Embedder,
+    texts: &[String],
+) -> Result<Vec<Vec<f32>>, RecallError> {
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.sort_by_key(|&i| texts[i].len());
+    let mut out = vec![Vec::new(); texts.len()];
+    let mut rest = &order[..];
+    while !rest.is_empty() {
+        let mut take = 1;
+        while take < rest.len().min(EMBED_GROUP) {
+            // Sorted ascending: the longest of the first `take + 1` is the last of them.
+            let longest = estimated_pieces(texts[rest[take]].len());
+            if (take + 1) * longest * longest > EMBED_ATTENTION_BUDGET {
+                break;
+            }
+            take += 1;
+        }
+        let (group, tail) = rest.split_at(take);
+        let refs: Vec<&str> = group.iter().map(|&i| texts[i].as_str()).collect();
+        for (&i, v) in group.iter().zip(model.embed(&refs)?) {
+            out[i] = v;
+        }
+        rest = tail;
+    }
+    Ok(out)
 }
 
 /// The previous and next message's seq in the same thread.

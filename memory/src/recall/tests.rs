@@ -258,3 +258,88 @@ fn bm25_filters_namespaces_the_same_every_way() {
         assert_eq!(seqs(&hits), seqs(&filtered), "{allowed:?}");
     }
 }
+
+/// Records the texts of every call, and answers as [`BagOfWords`].
+struct Recording(std::sync::Mutex<Vec<Vec<String>>>);
+
+impl Embedder for Recording {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(texts.iter().map(|t| t.to_string()).collect());
+        BagOfWords.embed(texts)
+    }
+    fn model_id(&self) -> &'static str {
+        "recording"
+    }
+}
+
+#[test]
+fn the_indexer_embeds_in_bounded_groups_of_similar_length_and_keeps_each_rows_own_vector() {
+    // Short chat lines and long answers, interleaved, plus one text far past what the model reads.
+    let mut texts: Vec<String> = Vec::new();
+    for i in 0..300 {
+        texts.push(match i % 3 {
+            0 => format!("short line {i}"),
+            1 => format!("a longer answer {i} ").repeat(40),
+            _ => format!("medium text {i} about the quarterly plan and its owners"),
+        });
+    }
+    texts.push("x".repeat(50_000));
+    let model = Recording(std::sync::Mutex::new(Vec::new()));
+    let vectors = embed_grouped(&model, &texts).unwrap();
+    // Each row has the vector of its own text, whatever group it went in.
+    assert_eq!(vectors.len(), texts.len());
+    for (i, text) in texts.iter().enumerate() {
+        assert_eq!(vectors[i], BagOfWords.embed(&[text]).unwrap()[0], "row {i}");
+    }
+    let calls = model.0.into_inner().unwrap();
+    assert_eq!(
+        calls.iter().map(Vec::len).sum::<usize>(),
+        texts.len(),
+        "every text embedded exactly once"
+    );
+    for call in &calls {
+        let longest = call.iter().map(|t| estimated_pieces(t.len())).max().unwrap();
+        assert!(!call.is_empty() && call.len() <= EMBED_GROUP);
+        assert!(
+            call.len() == 1 || call.len() * longest * longest <= EMBED_ATTENTION_BUDGET,
+            "a call of {} texts of up to {longest} pieces is over the budget",
+            call.len()
+        );
+    }
+    // Grouped by length: short lines are never padded to a long answer's length.
+    assert!(
+        calls
+            .iter()
+            .all(|c| !(c.iter().any(|t| t.starts_with("short"))
+                && c.iter().any(|t| t.starts_with("a longer")))),
+        "short and long texts were embedded together"
+    );
+}
+
+#[test]
+fn a_long_message_is_cut_for_the_embedder_on_a_character_boundary() {
+    let long = "é".repeat(EMBED_TEXT_BYTES); // 2 bytes each: twice the cut
+    let m = Message {
+        seq: 1,
+        namespace: "n".into(),
+        author: "alice".into(),
+        conversation: "c".into(),
+        task: None,
+        thread: None,
+        source_id: None,
+        time_ms: 0,
+        content_hash: String::new(),
+        text: long,
+    };
+    let text = embedded_text(&m);
+    assert!(text.len() <= EMBED_TEXT_BYTES && text.len() > EMBED_TEXT_BYTES - 4);
+    assert!(text.starts_with(&m.indexed_text()[..64]));
+    let short = Message {
+        text: "hello".into(),
+        ..m
+    };
+    assert_eq!(embedded_text(&short), short.indexed_text());
+}
