@@ -84,8 +84,11 @@ pub fn run(config: &Path, command: PrivacyCommand) -> ExitCode {
         return erase::run(config, value, *dry_run);
     }
     let ner = NerSlot::new();
-    if let Err(note) = super::models::load_now(&ner) {
-        eprint(&note);
+    let patterns = "names and addresses are found by patterns only";
+    if let Err(reason) = super::models::load_now(&ner, patterns) {
+        eprint(&format!(
+            "note: the privacy NER model is not loaded ({reason}); {patterns}. Fetch it with `opc models fetch`\n"
+        ));
     }
     let (detector, style) = match detector_for(config, ner) {
         Ok(d) => d,
