@@ -93,7 +93,8 @@ async fn console_privacy(opc: &OpcRun) -> Value {
     response.json().await.unwrap()
 }
 
-/// Send `text` in a new web conversation; the first message of the thread that satisfies `done`.
+/// Send `text` in a new web conversation; the first message (or edit) of the thread that satisfies
+/// `done`.
 async fn ask(opc: &OpcRun, text: &str, done: impl Fn(&str) -> bool) -> String {
     let (_, mut sse) = web_chat::start(opc, text).await;
     let data = sse
@@ -140,8 +141,9 @@ async fn the_first_message_after_start_waits_for_the_model_and_no_name_reaches_t
     let org = org(&llm, "    nerWait: 60s\n");
     let opc = start(&org, &models);
     // At once: the model loads after the ready line, on its own thread.
-    let answer = ask(&opc, MESSAGE, |t| t.starts_with("Noted")).await;
-    assert_eq!(answer, format!("Noted: {MESSAGE}"), "restored for the user");
+    // The final answer, restored for the user (streamed edits before it end with a typing marker).
+    let expected = format!("Noted: {MESSAGE}");
+    ask(&opc, MESSAGE, |t| t == expected).await;
     assert!(!llm.requests().is_empty());
     assert_name_never_sent(&llm);
     assert_eq!(health(&opc).await, "ready");
@@ -161,7 +163,7 @@ async fn without_the_model_calls_fail_closed_until_it_is_fetched_then_the_next_i
     let org = org(&llm, "    nerWait: 60s\n");
     let opc = start(&org, models.path());
 
-    let failed = ask(&opc, MESSAGE, |t| t.contains("failed")).await;
+    let failed = ask(&opc, MESSAGE, |t| t.contains("This request failed")).await;
     assert!(failed.contains("This request failed"), "{failed}");
     assert!(failed.contains("NER model"), "why: {failed}");
     assert!(failed.contains("`opc models fetch`"), "how to fix it: {failed}");
@@ -180,8 +182,8 @@ async fn without_the_model_calls_fail_closed_until_it_is_fetched_then_the_next_i
     // `opc models fetch` beside the running gateway: the files appear, and the next message loads
     // them (no restart) before its request is masked.
     put_model(&model, models.path());
-    let answer = ask(&opc, MESSAGE, |t| t.starts_with("Noted")).await;
-    assert_eq!(answer, format!("Noted: {MESSAGE}"));
+    let expected = format!("Noted: {MESSAGE}");
+    ask(&opc, MESSAGE, |t| t == expected).await;
     assert_eq!(llm.requests().len(), 1);
     assert_name_never_sent(&llm);
     assert_eq!(health(&opc).await, "ready");
@@ -224,8 +226,8 @@ async fn require_ner_false_is_warned_about_at_validate_and_start_and_serves_patt
 
     let email = "johanna.whitfield@example.com";
     let text = format!("Please email {NAME} at {email} about the renewal.");
-    let answer = ask(&opc, &text, |t| t.starts_with("Noted")).await;
-    assert_eq!(answer, format!("Noted: {text}"), "served, restored");
+    let expected = format!("Noted: {text}");
+    ask(&opc, &text, |t| t == expected).await;
     let requests = llm.requests();
     assert_eq!(requests.len(), 1);
     let body = requests[0].body.to_string();
