@@ -197,8 +197,9 @@ pub fn privacy_seam(config: &Config, ner: NerSlot) -> Result<Option<Seam>, Engin
             .unwrap_or_default(),
         message,
     })?;
+    let gate = crate::llm::privacy::NerGate::for_config(config, ner.clone());
     let detector = Arc::new(crate::llm::privacy::detector(config, ner));
-    Ok(Some(PrivacyLayer::new(mode, detector).into_seam()))
+    Ok(Some(PrivacyLayer::new(mode, detector, gate).into_seam()))
 }
 
 impl Engine {

@@ -220,6 +220,11 @@ pub struct Privacy {
     pub mode: PrivacyMode,
     /// `provider/model` that requests carrying personal data go to in `route` mode.
     pub route_model: Option<String>,
+    /// How long an LLM call waits for the NER model (names, addresses) before it fails closed.
+    pub ner_wait: Duration,
+    /// Whether LLM calls need the NER model when a wanted type needs it (`false`: pattern-only
+    /// masking until it loads, or for good if it cannot).
+    pub require_ner: bool,
 }
 
 /// `channels:` — chat platforms. Slack and Discord run only when their section is present.
@@ -966,6 +971,8 @@ impl Default for Privacy {
             confidence_threshold: 0.85,
             mode: PrivacyMode::Mask,
             route_model: None,
+            ner_wait: Duration::from_secs(30),
+            require_ner: true,
         }
     }
 }
@@ -978,6 +985,8 @@ impl Privacy {
         "confidenceThreshold",
         "mode",
         "routeModel",
+        "nerWait",
+        "requireNer",
     ];
 
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
@@ -1004,6 +1013,8 @@ impl Privacy {
             confidence_threshold,
             mode: f.or(cx, path, "mode", d.mode),
             route_model: f.optional(cx, path, "routeModel"),
+            ner_wait: f.or(cx, path, "nerWait", d.ner_wait),
+            require_ner: f.or(cx, path, "requireNer", d.require_ner),
         })
     }
 }

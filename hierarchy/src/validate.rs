@@ -751,6 +751,7 @@ impl<'a> Checker<'a> {
     /// chosen on purpose, never resolved by a default); ignored, with a warning, in other modes.
     fn privacy(&mut self) {
         self.detect_types();
+        self.require_ner();
         let framework = &self.config.framework;
         let privacy = &framework.privacy;
         let path = KeyPath::of(["framework", "privacy", "routeModel"]);
@@ -847,6 +848,44 @@ impl<'a> Checker<'a> {
                 "add {} to the list, or remove `detectTypes` so that every type is detected; keep {them} out only if that data may leave this machine",
                 missing.join(", ")
             ),
+        );
+    }
+
+    /// `requireNer: false` lets LLM calls go out masked by patterns alone while the NER model loads
+    /// (and for good when it cannot load): the types only the model finds well (names, addresses)
+    /// then reach the model unmasked. Allowed, on purpose, so said once, naming those types.
+    fn require_ner(&mut self) {
+        let privacy = &self.config.framework.privacy;
+        if !privacy.enabled || privacy.require_ner {
+            return;
+        }
+        let served: Vec<&str> = privacy
+            .detect_types
+            .iter()
+            .map(|t| t.as_str())
+            .filter(|name| {
+                opc_privacy::EntityType::parse(name)
+                    .is_some_and(opc_privacy::detect::ner::served_by_ner)
+            })
+            .collect();
+        let list = match served.as_slice() {
+            [] => return,
+            [one] => format!("`{one}`"),
+            [init @ .., last] => format!(
+                "{} and `{last}`",
+                init.iter()
+                    .map(|t| format!("`{t}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        self.warning(
+            KeyPath::of(["framework", "privacy", "requireNer"]),
+            Anchor::Value,
+            format!(
+                "`requireNer: false`: {list} are found by the NER model, so until it has loaded (or for good, if it cannot load) they reach the LLM unmasked"
+            ),
+            "remove `requireNer: false` so LLM calls wait for the model (up to `nerWait`) and fail closed without it; fetch it ahead with `opc models fetch`",
         );
     }
 

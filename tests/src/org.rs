@@ -42,7 +42,8 @@ pub fn marker(agent: &str) -> String {
 
 /// The `framework:` section of a one-provider org at the scripted server (`llm`, Anthropic wire, key in
 /// [`KEY_VAR`]), with consolidation off (tests that want it turn it on themselves) and the privacy
-/// gateway on or off. Agents and channels follow it in the test's own YAML.
+/// gateway on or off (on: masking by patterns alone is accepted until the NER model loads,
+/// `requireNer: false`, as in [`TestOrg`]). Agents and channels follow it in the test's own YAML.
 pub fn framework_yaml(llm_url: &str, privacy: bool) -> String {
     format!(
         r#"
@@ -56,7 +57,7 @@ framework:
       apiKeyEnv: {KEY_VAR}
       models:
         test-model: {{ input: 1.0, output: 1.0 }}
-  privacy: {{ enabled: {privacy} }}
+  privacy: {{ enabled: {privacy}, requireNer: false }}
   memory: {{ consolidation: {{ enabled: false }} }}
 "#
     )
@@ -162,6 +163,16 @@ impl TestOrg {
             compression_threshold,
             approval_timeout,
         } = execution;
+        // Privacy is on, with masking by patterns alone accepted until the NER model loads
+        // (`requireNer: false`): these orgs test delegation, memory and channels, and must neither
+        // wait for the model nor need it (an engine built in a test process has no loader). The NER
+        // gate has its own tests (`tests/tests/privacy_ner_wait.rs`). A test that writes its own
+        // `privacy:` section decides for itself.
+        let privacy = if more_framework.contains("  privacy:") {
+            ""
+        } else {
+            "  privacy: { requireNer: false }\n"
+        };
         // Recall is off in the shared test org: the scripted LLM keys sessions (and tests count requests) by
         // each session's first user message, which recalled memory from earlier conversations in the
         // same database would change. Recall has its own tests (`tests/tests/memory_recall.rs`).
@@ -181,7 +192,7 @@ framework:
         test-model: {{ input: 3.0, output: 15.0 }}
         test-fast: {{ input: 1.0, output: 5.0 }}
 {more_providers}
-{more_framework}
+{privacy}{more_framework}
   execution:
     maxConcurrentAgents: {max_concurrent_agents}
     taskTimeout: {task_timeout}

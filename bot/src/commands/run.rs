@@ -289,10 +289,33 @@ async fn serve(
     for note in admin.recover() {
         eprint(&format!("opc: {note}\n"));
     }
-    let app = routes::app(&live, &admin, &adapters, secrets.web_token, names);
+    let app = routes::app(
+        &live,
+        &admin,
+        &adapters,
+        secrets.web_token,
+        names,
+        engine.ner_slot(),
+    );
     let platforms: Vec<&str> = adapters.iter().map(|a| a.platform().as_str()).collect();
-    // The privacy detector's NER slot, taken before the engine moves into the gateway.
+    // The privacy detector's NER slot, taken before the engine moves into the gateway, and how it
+    // loads. Until the model lands, LLM calls that need it wait (up to `nerWait`) and fail closed
+    // without it, or, with `requireNer: false`, go out masked by patterns alone. The slot keeps the
+    // loader even when nothing needs it yet: a reload that asks for names starts it, a call arriving
+    // before the load below starts it, and a failed load is retried by the next call that needs it.
     let ner = engine.ner_slot();
+    {
+        let privacy = &loaded.config.framework.privacy;
+        let meanwhile = if privacy.require_ner {
+            format!(
+                "LLM calls wait for it (up to {}, `nerWait`) and fail closed without it",
+                humantime::format_duration(privacy.ner_wait)
+            )
+        } else {
+            "privacy masks by patterns alone (`requireNer: false`): names and addresses reach the LLM unmasked".to_string()
+        };
+        super::models::install_ner_loader(&ner, meanwhile);
+    }
     let gateway = Gateway::new(Parts {
         live: live.clone(),
         engine: engine.clone(),
@@ -321,10 +344,10 @@ async fn serve(
         platforms.join(", "),
         started.elapsed().as_millis()
     ));
-    // The privacy gateway's NER model loads (or is fetched first) after "ready", on its own thread;
-    // until it lands, privacy runs its pattern tier. The slot is the engine's detector's.
-    if loaded.config.framework.privacy.enabled {
-        super::models::load_in_background(ner.clone());
+    // The privacy gateway's NER model loads (or is fetched first) after "ready", on its own thread,
+    // when a wanted type needs it.
+    if opc_agents::llm::privacy::needs_ner(&loaded.config) {
+        ner.load();
     }
     // Recall's embedding model, the same way: until it lands, recall searches by keywords (BM25).
     if loaded.config.agents.values().any(|a| {

@@ -246,6 +246,22 @@
   });
 
   // ---- Privacy ----
+  // Where the NER model (names, addresses) stands, and what that means for LLM calls.
+  function nerLine(r) {
+    const n = r.ner;
+    switch (n.state) {
+      case "off": return "";
+      case "ready": return "Names and addresses: the NER model is loaded; every detected type is masked.";
+      case "loading": return r.requireNer
+        ? `Names and addresses: the NER model is loading. LLM calls wait for it (up to ${r.nerWait}s, nerWait) and fail closed without it.`
+        : "Names and addresses: the NER model is loading. Meanwhile calls are masked by patterns only (requireNer: false).";
+      case "pattern_only": return `Pattern-only masking: ${n.reason}.`;
+      case "failed": return `Names and addresses: the NER model could not be loaded (${n.reason}). LLM calls fail closed until it can: ` +
+        "run `opc models fetch` (the next message loads it), or set requireNer: false to accept pattern-only masking.";
+      default: return `NER model: ${n.state}`;
+    }
+  }
+
   async function loadPrivacy() {
     try {
       const r = await api("/admin/api/privacy");
@@ -255,6 +271,8 @@
         ? `The privacy gateway is on (${r.mode}). Last 30 days: ${r.days.reduce((n, d) => n + d.calls, 0)} calls handled` +
           (types.length ? `; most masked: ${types.slice().sort((a, b) => total(b) - total(a)).slice(0, 3).map((k) => `${k} ${total(k)}`).join(", ")}.` : ", nothing masked.")
         : "The privacy gateway is off (framework.privacy.enabled): LLM calls carry text as written.";
+      $("privacy-ner").textContent = nerLine(r);
+      $("privacy-ner").className = r.ner.state === "failed" ? "status error" : "status";
       const table = $("privacy-days");
       table.tHead.replaceChildren(el("tr", {}, el("th", {}, "Day"), el("th", { class: "num" }, "Calls"),
         ...types.map((k) => el("th", { class: "num" }, k)), el("th", { class: "num" }, "Routed"), el("th", { class: "num" }, "Blocked")));

@@ -3,6 +3,13 @@
 //! [`opc_adapters::pages::protect`]; outside it only `/healthz` and the platform webhooks
 //! ([`Adapter::routes`]), which verify their own signatures.
 //!
+//! `/healthz` answers `ok` (200) as long as the process serves. Asked for JSON (`Accept:
+//! application/json`), it adds where the privacy gateway's NER model stands:
+//! `{"status":"ok","privacy":"loading"}` (`off`, `pattern_only`, `loading`, `ready`, `failed`). The
+//! state only: the probe is outside the access check, so the reason (file paths) is the admin
+//! console's. A gateway whose model is loading or failed still answers 200: it serves, and the calls
+//! that need the model fail closed with the reason in the thread.
+//!
 //! Invariant: the router is built from the list [`pages`] returns, and the test below walks that list,
 //! so a page added anywhere is protected and tested without anyone remembering to.
 
@@ -11,12 +18,13 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{RawQuery, State};
-use axum::http::Method;
-use axum::response::{Html, Json};
+use axum::http::{HeaderMap, Method, header};
+use axum::response::{Html, IntoResponse, Json, Response};
 use axum::routing::get;
 use opc_adapters::pages::Names;
 use opc_adapters::{Adapter, Page};
 use opc_hierarchy::OrgTree;
+use opc_privacy::detect::NerSlot;
 
 use crate::admin::Admin;
 use crate::live::LiveConfig;
@@ -48,13 +56,35 @@ pub fn app(
     adapters: &[Arc<dyn Adapter>],
     token: Option<String>,
     names: Names,
+    ner: NerSlot,
 ) -> Router {
+    let health = {
+        let live = live.clone();
+        move |headers: HeaderMap| {
+            let (live, ner) = (live.clone(), ner.clone());
+            async move { healthz(&live, &ner, &headers) }
+        }
+    };
     let mut app = opc_adapters::pages::protect(pages(live, admin, adapters), token, names)
-        .route("/healthz", get(|| async { "ok" }));
+        .route("/healthz", get(health));
     for adapter in adapters {
         app = app.merge(adapter.routes());
     }
     app
+}
+
+/// `/healthz`: `ok`, or with `Accept: application/json`, `{"status":"ok","privacy":<state>}`.
+fn healthz(live: &LiveConfig, ner: &NerSlot, headers: &HeaderMap) -> Response {
+    let wants_json = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/json"));
+    if !wants_json {
+        return "ok".into_response();
+    }
+    let readiness = opc_agents::llm::privacy::readiness(&live.get().config, ner);
+    Json(json!({"status": "ok", "privacy": readiness.as_str()})).into_response()
 }
 
 /// The running org as JSON: each agent with its role, level, parent and children, root first, and
@@ -173,7 +203,15 @@ mod tests {
 
     #[tokio::test]
     async fn every_page_refuses_a_request_without_the_token() {
-        let org = TestOrg::new("http://127.0.0.1:9", Wire::Anthropic, Execution::default());
+        let org = TestOrg::with_extras(
+            "http://127.0.0.1:9",
+            Wire::Anthropic,
+            Execution::default(),
+            &opc_tests::org::Extras {
+                framework: "  privacy:\n    requireNer: true\n",
+                ..Default::default()
+            },
+        );
         let loaded = Arc::new(opc_hierarchy::load(&org.config_path()).unwrap());
         let live = crate::live::LiveConfig::new(loaded.clone());
         let (inbox, _inbound) = tokio::sync::mpsc::channel(8);
@@ -190,7 +228,15 @@ mod tests {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let admin = Admin::new(org.config_path(), loaded.base_dir.clone(), "walk");
         let names = Names::new(listener.local_addr().unwrap(), None).unwrap();
-        let app = app(&live, &admin, &adapters, Some(TOKEN.to_string()), names);
+        let ner = opc_privacy::detect::NerSlot::new();
+        let app = app(
+            &live,
+            &admin,
+            &adapters,
+            Some(TOKEN.to_string()),
+            names,
+            ner.clone(),
+        );
         tokio::spawn(async move { axum::serve(listener, app).await });
         let pages = pages(&live, &admin, &adapters);
         assert!(
@@ -243,12 +289,31 @@ mod tests {
                 .status();
             assert_eq!(status, 401, "{method} {path} without the token");
         }
-        // Outside the check: the health probe.
+        // Outside the check: the health probe, plain for probes, and with the NER state in JSON.
         let health = opc_tests::http_client()
             .get(format!("{base}/healthz"))
             .send()
             .await
             .unwrap();
         assert_eq!(health.status(), 200);
+        assert_eq!(health.text().await.unwrap(), "ok");
+        let state = || async {
+            let health = opc_tests::http_client()
+                .get(format!("{base}/healthz"))
+                .header("accept", "application/json")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(health.status(), 200);
+            health.json::<Value>().await.unwrap()
+        };
+        assert_eq!(state().await, json!({"status": "ok", "privacy": "loading"}));
+        ner.set_loader(std::sync::Arc::new(|| Err("/home/someone/.cache: not fetched".into())));
+        ner.load_blocking();
+        assert_eq!(
+            state().await,
+            json!({"status": "ok", "privacy": "failed"}),
+            "the state, never the reason (paths) outside the access check"
+        );
     }
 }
