@@ -166,8 +166,14 @@ async fn without_the_model_calls_fail_closed_until_it_is_fetched_then_the_next_i
     let failed = ask(&opc, MESSAGE, |t| t.contains("This request failed")).await;
     assert!(failed.contains("This request failed"), "{failed}");
     assert!(failed.contains("NER model"), "why: {failed}");
-    assert!(failed.contains("`opc models fetch`"), "how to fix it: {failed}");
-    assert!(failed.contains("requireNer: false"), "the other way: {failed}");
+    assert!(
+        failed.contains("`opc models fetch`"),
+        "how to fix it: {failed}"
+    );
+    assert!(
+        failed.contains("requireNer: false"),
+        "the other way: {failed}"
+    );
     assert!(llm.requests().is_empty(), "nothing reached the LLM");
     assert_eq!(health(&opc).await, "failed");
     let console = console_privacy(&opc).await;
@@ -208,7 +214,11 @@ async fn require_ner_false_is_warned_about_at_validate_and_start_and_serves_patt
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "a warning, not an error: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a warning, not an error: {stderr}"
+    );
     assert_eq!(stderr.matches(WARNING).count(), 1, "once: {stderr}");
     assert!(
         stderr.contains("framework.privacy.requireNer") && stderr.contains("unmasked"),

@@ -849,13 +849,20 @@ mod tests {
         let wire = Wire::new(vec![Content::text("ok")], &[]);
         let stack = stack(layer, vec![("p", wire.clone())]);
         let text = format!("Please email {NAME} about the renewal.");
-        let call = tokio::spawn(async move { stack.call(request("", vec![Message::user(text)])).await });
+        let call =
+            tokio::spawn(async move { stack.call(request("", vec![Message::user(text)])).await });
         // Whenever the call got to the layer, the model was not in: it can only pass masked.
         release.send(true).unwrap();
         let response = call.await.unwrap().expect("served once the model is in");
         let body = wire.bodies.lock().unwrap()[0].clone();
-        assert!(!body.contains("Johanna") && !body.contains("Whitfield"), "{body}");
-        assert_eq!(response.privacy.unwrap().counts.get(EntityType::PersonName), 1);
+        assert!(
+            !body.contains("Johanna") && !body.contains("Whitfield"),
+            "{body}"
+        );
+        assert_eq!(
+            response.privacy.unwrap().counts.get(EntityType::PersonName),
+            1
+        );
     }
 
     #[tokio::test]
@@ -877,7 +884,10 @@ mod tests {
         let LlmError::Privacy(why) = &error else {
             panic!("{error:?}")
         };
-        assert!(why.contains("still loading after 20ms") && why.contains("nerWait"), "{why}");
+        assert!(
+            why.contains("still loading after 20ms") && why.contains("nerWait"),
+            "{why}"
+        );
         assert!(why.contains("requireNer: false"), "{why}");
         assert!(!why.contains(NAME), "{why}");
         assert!(!error.is_retryable());
@@ -925,11 +935,18 @@ mod tests {
         let (slot, release) = held_slot();
         let wire = Wire::new(vec![Content::text("ok")], &[]);
         let stack = stack(
-            PrivacyLayer::new(Mode::Mask, detector_on(&slot), NerGate::optional(slot.clone())),
+            PrivacyLayer::new(
+                Mode::Mask,
+                detector_on(&slot),
+                NerGate::optional(slot.clone()),
+            ),
             vec![("p", wire.clone())],
         );
         stack
-            .call(request("", vec![Message::user(format!("Write to {ALICE}"))]))
+            .call(request(
+                "",
+                vec![Message::user(format!("Write to {ALICE}"))],
+            ))
             .await
             .expect("served by patterns alone");
         assert!(!wire.bodies.lock().unwrap()[0].contains(ALICE));
@@ -954,7 +971,10 @@ mod tests {
         failed.load_blocking();
         let ready = NerSlot::default();
         ready.set(Arc::new(OneName(NAME)));
-        assert_eq!(readiness(&config("{ enabled: false }"), &ready), Readiness::Off);
+        assert_eq!(
+            readiness(&config("{ enabled: false }"), &ready),
+            Readiness::Off
+        );
         assert_eq!(
             readiness(&config("{ detectTypes: [EMAIL] }"), &idle).as_str(),
             "pattern_only"

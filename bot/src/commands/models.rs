@@ -240,22 +240,25 @@ fn in_background(
     what: Background<'static>,
     load: impl FnOnce() -> Result<(), String> + Send + 'static,
 ) {
-    let (thread, feature, model, meanwhile) = (what.thread, what.feature, what.model, what.meanwhile);
-    let spawned = std::thread::Builder::new().name(thread.into()).spawn(move || {
-        if fetched(&what).is_err() {
-            return;
-        }
-        let started = Instant::now();
-        match load() {
-            Ok(()) => tracing::info!(
-                "{feature}: {model} loaded in {:.1}s",
-                started.elapsed().as_secs_f64()
-            ),
-            Err(e) => tracing::warn!(
-                "{feature}: {model} failed to load ({e}); {meanwhile}. Fix: `opc models fetch`"
-            ),
-        }
-    });
+    let (thread, feature, model, meanwhile) =
+        (what.thread, what.feature, what.model, what.meanwhile);
+    let spawned = std::thread::Builder::new()
+        .name(thread.into())
+        .spawn(move || {
+            if fetched(&what).is_err() {
+                return;
+            }
+            let started = Instant::now();
+            match load() {
+                Ok(()) => tracing::info!(
+                    "{feature}: {model} loaded in {:.1}s",
+                    started.elapsed().as_secs_f64()
+                ),
+                Err(e) => tracing::warn!(
+                    "{feature}: {model} failed to load ({e}); {meanwhile}. Fix: `opc models fetch`"
+                ),
+            }
+        });
     if let Err(e) = spawned {
         tracing::warn!("{feature}: cannot start the {model} loader thread: {e}");
     }

@@ -308,7 +308,9 @@ mod tests {
             health.json::<Value>().await.unwrap()
         };
         assert_eq!(state().await, json!({"status": "ok", "privacy": "loading"}));
-        ner.set_loader(std::sync::Arc::new(|| Err("/home/someone/.cache: not fetched".into())));
+        ner.set_loader(std::sync::Arc::new(|| {
+            Err("/home/someone/.cache: not fetched".into())
+        }));
         ner.load_blocking();
         assert_eq!(
             state().await,

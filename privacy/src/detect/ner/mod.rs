@@ -200,6 +200,9 @@ impl NerSlot {
     }
 
     fn load_at(&self, now: Instant) -> bool {
+        if self.get().is_some() {
+            return false;
+        }
         let Some(loader) = self.loader_lock().clone() else {
             return self.state() == NerState::Loading;
         };
@@ -433,7 +436,10 @@ mod tests {
         let (loader, release, attempts) = gated();
         slot.set_loader(loader);
         release.send(false).unwrap();
-        assert_eq!(slot.load_blocking(), NerState::Failed("model_q4.onnx is missing".into()));
+        assert_eq!(
+            slot.load_blocking(),
+            NerState::Failed("model_q4.onnx is missing".into())
+        );
         // The retry is not due yet and falls after this short wait: no second attempt.
         let state = slot.ready_within(Duration::from_millis(10)).await;
         assert_eq!(state, NerState::Failed("model_q4.onnx is missing".into()));
