@@ -19,13 +19,25 @@
 //! | task and approval numbers | `task #42`, `approval #7` (the `#42`) | `bot/src/gateway/mod.rs` (`/status`, `/cancel`, approval notices), `agents/src/store` (row ids) |
 //! | LLM tool-call ids, as the ledger and transcripts keep them | `toolu_01A09q90qw90lq917835lq9`, `call_Ab12Cd34Ef56Gh78`, with `_t3_1` when renamed | the providers; `agents/src/session.rs` renames duplicates `{id}_t{turn}_{n}` |
 //!
+//! [`drop_non_personal`] also drops a `PERSON_NAME` without a letter (the model's reading of an order
+//! number).
+//!
 //! Cost: nothing when no span was found; otherwise a scan of a few hundred bytes around each span for
 //! the anchor bytes (`:`, `<`, `-`, `#`, `_`).
 
-use crate::Entity;
+use crate::{Entity, EntityType};
 
 /// How far around a span an identifier overlapping it can begin or end (longer than any form).
 const MARGIN: usize = 128;
+
+/// [`drop_own_ids`], and drop `PERSON_NAME` spans without a letter: the model reads order and account
+/// numbers (`Order #54143864`) as names, and no name is written in digits alone.
+pub fn drop_non_personal(text: &str, found: &mut Vec<Entity>) {
+    found.retain(|e| {
+        e.kind != EntityType::PersonName || text[e.start..e.end].chars().any(char::is_alphabetic)
+    });
+    drop_own_ids(text, found);
+}
 
 /// Drop the spans in `found` that lie inside one of OPC's own identifiers in `text`; cut a span that
 /// overlaps one back to its longest part outside them (dropped if that part has fewer than two
@@ -262,7 +274,6 @@ fn tool_call(bytes: &[u8], under: usize) -> Option<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::EntityType;
 
     fn ids(text: &str) -> Vec<&str> {
         own_ids(text.as_bytes(), 0, text.len())
@@ -396,7 +407,7 @@ mod tests {
         assert!(slot.set(std::sync::Arc::new(IdsAreNames)));
         let detector = Detector::new(DetectOptions::default(), slot);
         let text = "[2024-03-15, web:82bcfadd9458164b] Johanna Whitfield: call me on discord:81384788765712384 \
-                    or <@175928847299117063>, re task #4521";
+                    or <@175928847299117063>, re task #4521 and order #54143864";
         let found: Vec<(EntityType, &str)> = detector
             .detect(text)
             .into_iter()

@@ -446,20 +446,20 @@ impl Default for DetectOptions {
 /// Add the model's spans to the pattern tier's. A structured match (a card, an SSN, a phone, an IBAN …,
 /// validated or merely shaped) explains its characters better than the model, which reads digit
 /// groups as building numbers and postcodes: a model span overlapping one that passes `threshold` is
-/// dropped, whatever its score. A pattern candidate below the threshold (a weak phone shape such as a
-/// postcode `131-0045`) explains nothing, so it does not hide the model's span. Street addresses found
-/// by both tiers are left to the usual overlap resolution.
+/// dropped, whatever its score. A pattern candidate below the threshold (a weak phone shape such as
+/// `ref 3367-9331-16`, or the postcode in `Tokyo 131-0045`) still hides a model span inside it (the
+/// model read the digits alone), but not one reaching beyond it. Street addresses found by both tiers
+/// are left to the usual overlap resolution.
 fn add_model_spans(found: &mut Vec<Entity>, model: Vec<Entity>, threshold: f32) {
-    let structured: Vec<(usize, usize)> = found
+    let structured: Vec<(usize, usize, bool)> = found
         .iter()
         .filter(|e| e.kind != EntityType::Address && e.kind != EntityType::PersonName)
-        .filter(|e| e.score >= threshold)
-        .map(|e| (e.start, e.end))
+        .map(|e| (e.start, e.end, e.score >= threshold))
         .collect();
     found.extend(model.into_iter().filter(|m| {
-        !structured
-            .iter()
-            .any(|&(start, end)| m.start < end && start < m.end)
+        !structured.iter().any(|&(start, end, reported)| {
+            (reported && m.start < end && start < m.end) || (start <= m.start && m.end <= end)
+        })
     }));
 }
 
@@ -587,9 +587,14 @@ impl Detector {
                 && e.score >= self.threshold
                 && !self.whitelisted(text, e)
         });
+<<<<<<< HEAD
         // OPC's own ids (`web:82bcfadd9458164b`, `slack:U024BE7LH`, …) are never personal data.
         exclude::drop_own_ids(text, &mut found);
         merge_addresses(&mut found);
+=======
+        // OPC's own ids (`web:82bcfadd9458164b`, `slack:U024BE7LH`, …) and names without a letter.
+        exclude::drop_non_personal(text, &mut found);
+>>>>>>> phones
         resolve_overlaps(found)
     }
 

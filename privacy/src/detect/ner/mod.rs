@@ -61,7 +61,7 @@ pub trait NerModel: Send + Sync {
 /// before it compiles: the privacy gateway waits for the model exactly when a wanted type needs it.
 pub const fn served_by_ner(kind: EntityType) -> bool {
     match kind {
-        EntityType::PersonName | EntityType::Address => true,
+        EntityType::PersonName | EntityType::Address | EntityType::Location => true,
         EntityType::Email
         | EntityType::Phone
         | EntityType::CreditCard
