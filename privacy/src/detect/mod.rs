@@ -587,14 +587,9 @@ impl Detector {
                 && e.score >= self.threshold
                 && !self.whitelisted(text, e)
         });
-<<<<<<< HEAD
-        // OPC's own ids (`web:82bcfadd9458164b`, `slack:U024BE7LH`, …) are never personal data.
-        exclude::drop_own_ids(text, &mut found);
-        merge_addresses(&mut found);
-=======
         // OPC's own ids (`web:82bcfadd9458164b`, `slack:U024BE7LH`, …) and names without a letter.
         exclude::drop_non_personal(text, &mut found);
->>>>>>> phones
+        merge_addresses(&mut found);
         resolve_overlaps(found)
     }
 
