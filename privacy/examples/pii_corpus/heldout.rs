@@ -480,6 +480,9 @@ fn contact_card(g: &mut Gen, d: &mut Doc) {
     if g.chance(40) {
         d.lit("\nWeb: ").ent("URL", &g.url(&p));
     }
+    if g.chance(50) {
+        d.lit("\nBank (IBAN): ").ent("IBAN", &g.iban());
+    }
 }
 
 /// A long story with names and places deep inside.
