@@ -196,7 +196,8 @@ impl MiniLm {
             .map_err(|e| EmbedError::Format(format!("tokenizer truncation: {e}")))?;
         let format = |e: String| EmbedError::Format(format!("model.safetensors: {e}"));
         let weights = read("model.safetensors")?;
-        let file = safetensors::SafeTensors::deserialize(&weights).map_err(|e| format(e.to_string()))?;
+        let file =
+            safetensors::SafeTensors::deserialize(&weights).map_err(|e| format(e.to_string()))?;
         let mut tensors = HashMap::new();
         for (name, view) in file.tensors() {
             if view.dtype() != safetensors::Dtype::F32 {

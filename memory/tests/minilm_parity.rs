@@ -40,7 +40,10 @@ fn embeddings_match_sentence_transformers_within_quantisation() {
             .zip(&batched[i])
             .map(|(a, b)| (a - b).abs())
             .fold(0f32, f32::max);
-        assert!(apart < 1e-5, "sentence {i}: batched and alone differ by {apart}");
+        assert!(
+            apart < 1e-5,
+            "sentence {i}: batched and alone differ by {apart}"
+        );
         let cos: f32 = alone.iter().zip(want).map(|(a, b)| a * b).sum();
         assert!(cos > 0.995, "sentence {i} ({text:?}): cosine {cos}");
         worst_cos = worst_cos.min(cos);

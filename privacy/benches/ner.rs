@@ -87,8 +87,7 @@ fn main() {
     let mut worst = 0f32;
     for (x, y) in a.iter().zip(&b) {
         let same = x.len() == y.len()
-            && x
-                .iter()
+            && x.iter()
                 .zip(y)
                 .all(|(p, q)| (p.kind, p.start, p.end) == (q.kind, q.start, q.end));
         if same {

@@ -405,8 +405,7 @@ fn reference_engine(cfg: opc_infer::Config, graph: &onnx::Graph<'_>) -> Result<E
     let word = graph.u8_table("bert.embeddings.word_embeddings.weight");
     let none: std::collections::HashMap<String, ()> = std::collections::HashMap::new();
     let weights = graph.weights(&none).map_err(format_err)?;
-    let bert = super::reference::Bert::new(config, weights, word)
-        .map_err(format_err)?;
+    let bert = super::reference::Bert::new(config, weights, word).map_err(format_err)?;
     Ok(Engine::Candle(bert))
 }
 
