@@ -147,7 +147,11 @@ fn main() {
     );
     println!(
         "  target: pattern tier alone >= {PROSE_TARGET_MBS} MB/s on prose: {mbs:.1} MB/s, {}",
-        if mbs >= PROSE_TARGET_MBS { "PASS" } else { "MISS" }
+        if mbs >= PROSE_TARGET_MBS {
+            "PASS"
+        } else {
+            "MISS"
+        }
     );
     match presidio_texts() {
         Some(texts) => {

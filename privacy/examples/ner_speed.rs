@@ -51,7 +51,10 @@ fn main() {
     println!(
         "{{\"engine\":\"opc-candle\",\"threads\":\"{threads}\",\"sentences\":{},\"runs\":{:?},\"median\":{:.1}}}",
         sentences.len(),
-        rates.iter().map(|r| (r * 10.0).round() / 10.0).collect::<Vec<_>>(),
+        rates
+            .iter()
+            .map(|r| (r * 10.0).round() / 10.0)
+            .collect::<Vec<_>>(),
         rates[rates.len() / 2]
     );
 }

@@ -301,7 +301,11 @@ fn the_indexer_embeds_in_bounded_groups_of_similar_length_and_keeps_each_rows_ow
         "every text embedded exactly once"
     );
     for call in &calls {
-        let longest = call.iter().map(|t| estimated_pieces(t.len())).max().unwrap();
+        let longest = call
+            .iter()
+            .map(|t| estimated_pieces(t.len()))
+            .max()
+            .unwrap();
         assert!(!call.is_empty() && call.len() <= EMBED_GROUP);
         assert!(
             call.len() == 1 || call.len() * longest * longest <= EMBED_ATTENTION_BUDGET,
