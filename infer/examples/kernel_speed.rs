@@ -14,7 +14,7 @@ fn main() {
         let x: Vec<f32> = (0..m * k)
             .map(|i| ((i * 104729) % 1000) as f32 / 1000.0 - 0.5)
             .collect();
-        let q = opc_infer::QMatrix::quantize(n, k, &w, vec![0.0; n]).unwrap();
+        let q = opc_infer::QMatrix::quantize(n, k, &w, vec![0.0; n]).expect("shape fits");
         let mut y = vec![0f32; m * n];
         let reps = (2_000_000_000 / (m * n * k)).max(1);
         let t = Instant::now();

@@ -100,7 +100,7 @@ impl QTable {
 
     /// Quantise an f32 table `[rows][width]` per block of 32: scale = max |v| / 127, zero 128.
     pub fn quantize(rows: usize, width: usize, values: &[f32]) -> Result<Self, EncoderError> {
-        if values.len() != rows * width || width % BLOCK != 0 {
+        if values.len() != rows * width || !width.is_multiple_of(BLOCK) {
             return Err(EncoderError::Weight {
                 name: "word embeddings".into(),
                 why: format!("{} values for {rows}×{width}", values.len()),
@@ -208,7 +208,11 @@ impl Encoder {
         src: &mut dyn Source,
     ) -> Result<Self, EncoderError> {
         let h = config.hidden;
-        if config.heads == 0 || h % config.heads != 0 || h % BLOCK != 0 || word.width != h {
+        if config.heads == 0
+            || !h.is_multiple_of(config.heads)
+            || !h.is_multiple_of(BLOCK)
+            || word.width != h
+        {
             return Err(EncoderError::Weight {
                 name: "config".into(),
                 why: format!(

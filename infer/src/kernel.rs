@@ -284,6 +284,7 @@ fn load256_i32(v: &[i32]) -> __m256i {
 }
 
 #[cfg(target_arch = "x86_64")]
+#[allow(clippy::needless_range_loop)] // tiles index rows and outputs together
 /// A tile of `R` rows × `C` outputs (bias included), AVX-512.
 #[inline(always)]
 fn tile_v4<const R: usize, const C: usize>(
@@ -343,6 +344,7 @@ fn tile_v4<const R: usize, const C: usize>(
 }
 
 #[cfg(target_arch = "x86_64")]
+#[allow(clippy::needless_range_loop)] // tiles index rows and outputs together
 /// A tile of `R` rows × `C` outputs (bias included), AVX2.
 #[inline(always)]
 fn tile_v3<const R: usize, const C: usize>(

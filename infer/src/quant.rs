@@ -55,7 +55,7 @@ impl QMatrix {
         scales: Vec<f32>,
         bias: Vec<f32>,
     ) -> Result<Self, QuantError> {
-        if k % BLOCK != 0 || levels.len() != n * k || scales.len() != n * k / BLOCK {
+        if !k.is_multiple_of(BLOCK) || levels.len() != n * k || scales.len() != n * k / BLOCK {
             return Err(QuantError::Shape(format!(
                 "a {n}×{k} matrix needs k a multiple of {BLOCK}, {} levels and {} scales (got {} and {})",
                 n * k,
@@ -91,7 +91,7 @@ impl QMatrix {
     /// Quantise an f32 matrix `[n][k]` (row-major, PyTorch's `[out, in]`): per block of 32, scale =
     /// max |w| / 63.
     pub fn quantize(n: usize, k: usize, w: &[f32], bias: Vec<f32>) -> Result<Self, QuantError> {
-        if w.len() != n * k || k % BLOCK != 0 {
+        if w.len() != n * k || !k.is_multiple_of(BLOCK) {
             return Err(QuantError::Shape(format!(
                 "a {n}×{k} matrix (k a multiple of {BLOCK}) needs {} values, got {}",
                 n * k,
@@ -202,6 +202,7 @@ impl QInput {
             .zip(out.lane_scales.par_chunks_mut(k / 4))
             .zip(out.corr.par_chunks_mut(k / 4))
             .zip(x.par_chunks(k));
+        #[allow(clippy::type_complexity)]
         let quantize_row = |((((q, s), ls), corr), x): (
             (((&mut [i8], &mut [f32]), &mut [f32]), &mut [i32]),
             &[f32],

@@ -257,8 +257,7 @@ impl MiniLm {
             mean.iter_mut().for_each(|m| *m /= n);
             normalise(mean)
         });
-        Ok(ids
-            .iter()
+        ids.iter()
             .map(|s| {
                 if s.is_empty() {
                     Some(vec![0.0; DIM])
@@ -267,7 +266,7 @@ impl MiniLm {
                 }
             })
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| EmbedError::Run("fewer vectors than texts".into()))?)
+            .ok_or_else(|| EmbedError::Run("fewer vectors than texts".into()))
     }
 }
 
