@@ -4,7 +4,7 @@
 //! same file: `scripts/compare/run.sh` runs them side by side.
 //!
 //! `cargo run --release -p opc-privacy --example ner_speed -- FILE [--limit N] [--runs R]`
-//! Threads: candle reads `RAYON_NUM_THREADS` (default: the physical cores).
+//! Threads: `opc-infer` runs on rayon's global pool, which reads `RAYON_NUM_THREADS` (default: the cores).
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, missing_docs)]
 
@@ -49,7 +49,7 @@ fn main() {
     rates.sort_by(f64::total_cmp);
     let threads = std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| "default".into());
     println!(
-        "{{\"engine\":\"opc-candle\",\"threads\":\"{threads}\",\"sentences\":{},\"runs\":{:?},\"median\":{:.1}}}",
+        "{{\"engine\":\"opc-infer\",\"threads\":\"{threads}\",\"sentences\":{},\"runs\":{:?},\"median\":{:.1}}}",
         sentences.len(),
         rates
             .iter()

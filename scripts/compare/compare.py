@@ -3,7 +3,7 @@
 (a) `opc privacy detect` end to end (release binary, NER loaded) vs Presidio + spaCy en_core_web_sm on
     the same ~2 MB file of distinct lines: bytes/s. Runs are interleaved (opc, Presidio, opc, ...) so
     both see the same machine load; medians of --runs.
-(b) NER alone, sentences/s, one sentence per call: OPC's candle port (examples/ner_speed) vs
+(b) NER alone, sentences/s, one sentence per call: OPC's NER on opc-infer's int8 encoder (examples/ner_speed) vs
     onnxruntime with the Rampart wheel's decoding, each on 1 and 2 threads, on the first --sentences
     lines of the same file.
 
@@ -102,7 +102,7 @@ def main() -> None:
           f"by wall time {pa / ow:.2f}x\n")
     print("| (b) NER alone, one sentence per call | 1 thread | 2 threads |")
     print("|---|---|---|")
-    for key, label in (("opc", "OPC (candle)"), ("ort", ner[("ort", 1)]["engine"] + " + wheel decoding")):
+    for key, label in (("opc", "OPC (opc-infer int8)"), ("ort", ner[("ort", 1)]["engine"] + " + wheel decoding")):
         print(f"| {label} | {ner[(key, 1)]['median']:.1f}/s | {ner[(key, 2)]['median']:.1f}/s |")
     for threads in (1, 2):
         ratio = ner[("opc", threads)]["median"] / ner[("ort", threads)]["median"]
