@@ -20,33 +20,25 @@ use rayon::prelude::*;
 
 use crate::quant::{BLOCK, QInput, QMatrix};
 
+/// The public multiply lives here, beside its kernels, so that `kernel` reaches `quant` (the data)
+/// and never the other way round.
+impl QMatrix {
+    /// `y[m][n] = x[m] · W[n] + bias[n]` for `x` `[m][k]` (f32, row-major); `y` is `[m][n]`.
+    /// Spread over rayon's current pool.
+    pub fn matmul(&self, x: &[f32], y: &mut [f32]) {
+        let m = x.len() / self.k;
+        debug_assert_eq!(x.len(), m * self.k);
+        debug_assert_eq!(y.len(), m * self.n);
+        let input = QInput::new(x, self.k, self.zero);
+        matmul(&input, self, y);
+    }
+}
+
 /// Rows per tile.
 const MR: usize = 4;
 /// Outputs per tile (4 × 3 accumulators, the weights and the row's loads fit the 32 registers
 /// without spilling; 4 × 4 spilled).
 const NR: usize = 3;
-
-/// Quantise one row to symmetric int8 per block: scale = max |x| / 127.
-pub(crate) fn quantize_row(x: &[f32], q: &mut [i8], scales: &mut [f32]) {
-    for ((x, q), s) in x
-        .chunks_exact(BLOCK)
-        .zip(q.chunks_exact_mut(BLOCK))
-        .zip(scales.iter_mut())
-    {
-        let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
-        if amax == 0.0 {
-            *s = 0.0;
-            q.fill(0);
-            continue;
-        }
-        *s = amax / 127.0;
-        let inv = 127.0 / amax;
-        for (q, &v) in q.iter_mut().zip(x) {
-            // Round half away from zero, clamped: |q| ≤ 127 keeps vpmaddubsw exact.
-            *q = (v * inv).round().clamp(-127.0, 127.0) as i8;
-        }
-    }
-}
 
 /// `y = x · Wᵀ + bias`, `y` `[m][n]`.
 pub(crate) fn matmul(x: &QInput, w: &QMatrix, y: &mut [f32]) {

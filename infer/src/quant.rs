@@ -15,8 +15,6 @@
 
 use rayon::prelude::*;
 
-use crate::kernel;
-
 /// Values per quantisation block (along the input dimension).
 pub const BLOCK: usize = 32;
 
@@ -159,16 +157,6 @@ impl QMatrix {
     pub fn bytes(&self) -> usize {
         self.q.len() + 4 * (self.scales.len() + self.bias.len())
     }
-
-    /// `y[m][n] = x[m] · W[n] + bias[n]` for `x` `[m][k]` (f32, row-major); `y` is `[m][n]`.
-    /// Spread over rayon's current pool.
-    pub fn matmul(&self, x: &[f32], y: &mut [f32]) {
-        let m = x.len() / self.k;
-        debug_assert_eq!(x.len(), m * self.k);
-        debug_assert_eq!(y.len(), m * self.n);
-        let input = QInput::new(x, self.k, self.zero);
-        kernel::matmul(&input, self, y);
-    }
 }
 
 /// Activations `[m][k]` quantised per row and block for one multiply.
@@ -207,7 +195,7 @@ impl QInput {
             (((&mut [i8], &mut [f32]), &mut [f32]), &mut [i32]),
             &[f32],
         )| {
-            kernel::quantize_row(x, q, s);
+            quantize_row(x, q, s);
             for (ls, s) in ls.chunks_exact_mut(BLOCK / 4).zip(s.iter()) {
                 ls.fill(*s);
             }
@@ -227,6 +215,28 @@ impl QInput {
                 .for_each(quantize_row);
         }
         out
+    }
+}
+
+/// Quantise one row to symmetric int8 per block: scale = max |x| / 127.
+pub(crate) fn quantize_row(x: &[f32], q: &mut [i8], scales: &mut [f32]) {
+    for ((x, q), s) in x
+        .chunks_exact(BLOCK)
+        .zip(q.chunks_exact_mut(BLOCK))
+        .zip(scales.iter_mut())
+    {
+        let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+        if amax == 0.0 {
+            *s = 0.0;
+            q.fill(0);
+            continue;
+        }
+        *s = amax / 127.0;
+        let inv = 127.0 / amax;
+        for (q, &v) in q.iter_mut().zip(x) {
+            // Round half away from zero, clamped: |q| ≤ 127 keeps vpmaddubsw exact.
+            *q = (v * inv).round().clamp(-127.0, 127.0) as i8;
+        }
     }
 }
 
