@@ -1,7 +1,7 @@
 //! The generated corpus (`examples/pii_corpus.rs`) keeps its promises: offsets line up with the text,
-//! each split is a pure function of its seed, the tuning and held-out splits share no template, no
-//! phrasing and no person's name, both cover every labelled type and document kind, and the structured
-//! values pass their checksums.
+//! each split is a pure function of its seed, the tuning split shares no template, no phrasing and no
+//! person's name with the held-out split nor with the blind `fresh` split, every split covers every
+//! labelled type and document kind, and the structured values pass their checksums.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,13 +16,15 @@ use corpus::values::Split;
 
 const COUNT: usize = 2_000;
 
+const SPLITS: [Split; 3] = [Split::Tune, Split::Heldout, Split::Fresh];
+
 fn docs(split: Split, seed: u64) -> Vec<Doc> {
     corpus::documents(split, seed, COUNT)
 }
 
 #[test]
 fn spans_line_up_with_the_text() {
-    for split in [Split::Tune, Split::Heldout] {
+    for split in SPLITS {
         for d in docs(split, 11) {
             let chars: Vec<char> = d.text.chars().collect();
             let mut last_end = 0;
@@ -73,7 +75,7 @@ fn spans_line_up_with_the_text() {
 
 #[test]
 fn each_split_is_a_function_of_its_seed() {
-    for split in [Split::Tune, Split::Heldout] {
+    for split in SPLITS {
         let a: Vec<String> = docs(split, 3).iter().map(Doc::json).collect();
         let b: Vec<String> = docs(split, 3).iter().map(Doc::json).collect();
         let c: Vec<String> = docs(split, 4).iter().map(Doc::json).collect();
@@ -81,15 +83,16 @@ fn each_split_is_a_function_of_its_seed() {
         assert_ne!(a, c);
     }
     // The same seed gives unrelated splits.
-    let t: BTreeSet<String> = docs(Split::Tune, 3)
-        .iter()
-        .map(|d| d.text.clone())
-        .collect();
-    let h: BTreeSet<String> = docs(Split::Heldout, 3)
-        .iter()
-        .map(|d| d.text.clone())
-        .collect();
+    let texts =
+        |split| -> BTreeSet<String> { docs(split, 3).iter().map(|d| d.text.clone()).collect() };
+    let (t, h, f) = (
+        texts(Split::Tune),
+        texts(Split::Heldout),
+        texts(Split::Fresh),
+    );
     assert!(t.is_disjoint(&h));
+    assert!(t.is_disjoint(&f));
+    assert!(h.is_disjoint(&f));
 }
 
 fn words(s: &str) -> Vec<String> {
@@ -121,16 +124,30 @@ fn splits_share_no_template_or_phrasing() {
             .map(|(id, _, _)| id.to_string())
             .collect()
     };
-    let (tune_ids, heldout_ids) = (ids(Split::Tune), ids(Split::Heldout));
-    assert!(tune_ids.is_disjoint(&heldout_ids));
-    let (t, h) = (shingles(Split::Tune), shingles(Split::Heldout));
-    assert!(t.len() > 120 && h.len() > 120, "{} / {}", t.len(), h.len());
-    let shared: Vec<String> = t
-        .iter()
-        .filter(|(k, _)| h.contains_key(*k))
-        .map(|(k, tpl)| format!("{k:?} ({tpl} / {})", h[k]))
-        .collect();
-    assert!(shared.is_empty(), "shared phrasing: {shared:#?}");
+    let all: Vec<(Split, BTreeSet<String>, BTreeMap<String, String>)> =
+        SPLITS.iter().map(|&s| (s, ids(s), shingles(s))).collect();
+    for (split, _, sh) in &all {
+        assert!(sh.len() > 120, "{split:?}: {}", sh.len());
+    }
+    // Every pair: the fresh split was written without reading the other two, so it must differ from
+    // both, and above all from the tuning split the detector was fitted to.
+    for (i, (a, a_ids, a_sh)) in all.iter().enumerate() {
+        for (b, b_ids, b_sh) in &all[i + 1..] {
+            assert!(
+                a_ids.is_disjoint(b_ids),
+                "{a:?} / {b:?}: shared template id"
+            );
+            let shared: Vec<String> = a_sh
+                .iter()
+                .filter(|(k, _)| b_sh.contains_key(*k))
+                .map(|(k, tpl)| format!("{k:?} ({tpl} / {})", b_sh[k]))
+                .collect();
+            assert!(
+                shared.is_empty(),
+                "{a:?} / {b:?}: shared phrasing: {shared:#?}"
+            );
+        }
+    }
 }
 
 /// No name (given, family, or the two together) appears in both splits.
@@ -149,14 +166,44 @@ fn splits_share_no_name() {
         }
         out
     };
-    let (t, h) = (names(Split::Tune), names(Split::Heldout));
-    assert!(t.len() > 300 && h.len() > 300, "{} / {}", t.len(), h.len());
-    let shared: Vec<&String> = t.intersection(&h).collect();
-    assert!(shared.is_empty(), "names in both splits: {shared:?}");
+    let t = names(Split::Tune);
+    assert!(t.len() > 300, "{}", t.len());
+    for other in [Split::Heldout, Split::Fresh] {
+        let h = names(other);
+        assert!(h.len() > 300, "{other:?}: {}", h.len());
+        let shared: Vec<&String> = t.intersection(&h).collect();
+        assert!(shared.is_empty(), "names in tune and {other:?}: {shared:?}");
+    }
+}
+
+/// The blind split draws from its own lists and the held-out half of the shared ones: no name, place,
+/// e-mail, URL or address of the tuning split shows up in it.
+#[test]
+fn fresh_shares_no_value_with_tune() {
+    let values = |split| -> BTreeSet<(&'static str, String)> {
+        let mut out = BTreeSet::new();
+        for d in docs(split, 21) {
+            let chars: Vec<char> = d.text.chars().collect();
+            for s in &d.spans {
+                if matches!(
+                    s.kind,
+                    "PERSON_NAME" | "LOCATION" | "EMAIL" | "URL" | "ADDRESS"
+                ) {
+                    let v: String = chars[s.start..s.end].iter().collect();
+                    out.insert((s.kind, v.to_lowercase()));
+                }
+            }
+        }
+        out
+    };
+    let (t, f) = (values(Split::Tune), values(Split::Fresh));
+    assert!(f.len() > 1_000, "{}", f.len());
+    let shared: Vec<_> = t.intersection(&f).collect();
+    assert!(shared.is_empty(), "values in tune and fresh: {shared:?}");
 }
 
 #[test]
-fn both_splits_cover_every_type_and_kind() {
+fn every_split_covers_every_type_and_kind() {
     let types = [
         "PERSON_NAME",
         "ADDRESS",
@@ -170,7 +217,7 @@ fn both_splits_cover_every_type_and_kind() {
         "URL",
         "API_KEY",
     ];
-    for split in [Split::Tune, Split::Heldout] {
+    for split in SPLITS {
         let all = docs(split, 13);
         let mut count: BTreeMap<&str, usize> = BTreeMap::new();
         for d in &all {
@@ -242,7 +289,7 @@ fn mod97(iban: &str) -> bool {
 
 #[test]
 fn structured_values_are_valid() {
-    for split in [Split::Tune, Split::Heldout] {
+    for split in SPLITS {
         for d in docs(split, 17) {
             let chars: Vec<char> = d.text.chars().collect();
             for s in &d.spans {

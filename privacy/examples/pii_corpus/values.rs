@@ -6,6 +6,10 @@
 //! the split's half of a list, uses a different mix of `fake` locales and name cultures per split, and
 //! takes phone, card, IBAN, e-mail and key shapes from per-split lists. So the held-out split shares no
 //! name, street, city or company with the tuning split, though both cover every class of the issue.
+//!
+//! The `fresh` split draws from the held-out half of every list here, so it shares no value with the
+//! tuning split either; its own kinds of value (new name cultures, countries, phone, card, IBAN,
+//! e-mail, URL and key shapes) live in `fresh.rs`, which [`Gen`] defers to when the split is `Fresh`.
 
 use fake::Fake;
 use fake::rand::SeedableRng;
@@ -20,6 +24,8 @@ pub enum Split {
     Tune,
     /// Never tuned on.
     Heldout,
+    /// Written blind (without reading the other splits' templates), for the final numbers.
+    Fresh,
 }
 
 impl Split {
@@ -27,6 +33,7 @@ impl Split {
         match s {
             "tune" | "tuning" => Some(Split::Tune),
             "heldout" | "held-out" => Some(Split::Heldout),
+            "fresh" => Some(Split::Fresh),
             _ => None,
         }
     }
@@ -34,6 +41,7 @@ impl Split {
         match self {
             Split::Tune => "tune",
             Split::Heldout => "heldout",
+            Split::Fresh => "fresh",
         }
     }
 }
@@ -48,9 +56,10 @@ pub fn fnv(s: &str) -> u64 {
     h
 }
 
-/// Whether `value` belongs to `split`'s half of any pool.
+/// Whether `value` belongs to `split`'s half of any pool (`Fresh` takes the held-out half: both stay
+/// clear of every value the detector was tuned on).
 pub fn in_split(value: &str, split: Split) -> bool {
-    (fnv(value) >> 7) % 2 == u64::from(split == Split::Heldout)
+    (fnv(value) >> 7) % 2 == u64::from(split != Split::Tune)
 }
 
 /// A person: names as written in the text.
@@ -405,6 +414,7 @@ impl Gen {
         let salt = match split {
             Split::Tune => 0x7475_6e65,
             Split::Heldout => 0x6865_6c64,
+            Split::Fresh => 0x6672_6573_6821,
         };
         Gen {
             rng: StdRng::seed_from_u64(seed ^ salt),
@@ -491,6 +501,7 @@ impl Gen {
         let table = match self.split {
             Split::Tune => TUNE_NAMES,
             Split::Heldout => HELDOUT_NAMES,
+            Split::Fresh => return super::fresh::person(self),
         };
         let source = self.weighted(table);
         let honorific = self.pick(&["Mr.", "Ms.", "Dr.", "Mrs.", "Prof."]);
@@ -573,7 +584,8 @@ impl Gen {
     fn country(&mut self) -> &'static Country {
         let table = match self.split {
             Split::Tune => TUNE_COUNTRIES,
-            Split::Heldout => HELDOUT_COUNTRIES,
+            // `Fresh` writes its own addresses (`address` defers); this serves `city_country` only.
+            Split::Heldout | Split::Fresh => HELDOUT_COUNTRIES,
         };
         self.weighted(table)
     }
@@ -624,6 +636,9 @@ impl Gen {
 
     /// A postal address in the split's mix of countries.
     pub fn address(&mut self) -> Address {
+        if self.split == Split::Fresh {
+            return super::fresh::address(self);
+        }
         if self.chance(7) {
             return self.military();
         }
@@ -904,6 +919,7 @@ impl Gen {
         let shapes = match self.split {
             Split::Tune => &TUNE_PHONES,
             Split::Heldout => &HELDOUT_PHONES,
+            Split::Fresh => &super::fresh::PHONES,
         };
         let list = match self.below(12) {
             0..=2 => shapes.national,
@@ -932,12 +948,16 @@ impl Gen {
         let shapes = match self.split {
             Split::Tune => &TUNE_PHONES,
             Split::Heldout => &HELDOUT_PHONES,
+            Split::Fresh => &super::fresh::PHONES,
         };
         let s = self.pick(shapes.local);
         self.shape(s)
     }
 
     pub fn email(&mut self, p: &Person) -> String {
+        if self.split == Split::Fresh {
+            return super::fresh::email(self, p);
+        }
         let given = Person::ascii(&p.given);
         let family = Person::ascii(&p.family);
         let (given, family) = match (given.is_empty(), family.is_empty()) {
@@ -956,11 +976,14 @@ impl Gen {
     }
 
     pub fn card(&mut self) -> String {
+        if self.split == Split::Fresh {
+            return super::fresh::card(self);
+        }
         let (prefix, len) = match (self.split, self.below(4)) {
             (_, 0) | (_, 1) => (format!("4{}", self.digits(1)), 16),
             (_, 2) => (format!("5{}", self.below(5) + 1), 16),
             (Split::Tune, _) => (self.pick(&["34", "37"]).to_string(), 15),
-            (Split::Heldout, _) => (self.pick(&["6011", "35"]).to_string(), 16),
+            (Split::Heldout | Split::Fresh, _) => (self.pick(&["6011", "35"]).to_string(), 16),
         };
         let mut digits: Vec<u8> = prefix.bytes().map(|b| b - b'0').collect();
         while digits.len() < len - 1 {
@@ -977,7 +1000,7 @@ impl Gen {
         let s: String = digits.iter().map(|d| char::from(b'0' + d)).collect();
         let sep = match self.split {
             Split::Tune => self.pick(&[" ", "-", ""]),
-            Split::Heldout => self.pick(&[" ", "-", " ", ""]),
+            Split::Heldout | Split::Fresh => self.pick(&[" ", "-", " ", ""]),
         };
         if len == 15 {
             format!("{}{sep}{}{sep}{}", &s[..4], &s[4..10], &s[10..])
@@ -993,6 +1016,9 @@ impl Gen {
     }
 
     pub fn iban(&mut self) -> String {
+        if self.split == Split::Fresh {
+            return super::fresh::iban(self);
+        }
         let (cc, bban_shape) = match self.split {
             Split::Tune => self.pick(&[
                 ("DE", "##################"),
@@ -1001,7 +1027,7 @@ impl Gen {
                 ("NL", "AAAA##########"),
                 ("ES", "####################"),
             ]),
-            Split::Heldout => self.pick(&[
+            Split::Heldout | Split::Fresh => self.pick(&[
                 ("IT", "A######################"),
                 ("BE", "############"),
                 ("CH", "#################"),
@@ -1012,15 +1038,7 @@ impl Gen {
             ]),
         };
         let bban = self.shape(bban_shape);
-        let mut rem = 0u32;
-        for b in format!("{bban}{cc}00").bytes() {
-            rem = if b.is_ascii_digit() {
-                (rem * 10 + u32::from(b - b'0')) % 97
-            } else {
-                (rem * 100 + u32::from(b - b'A' + 10)) % 97
-            };
-        }
-        let compact = format!("{cc}{:02}{bban}", 98 - rem);
+        let compact = iban_from(cc, &bban);
         if self.chance(50) {
             compact
         } else {
@@ -1034,6 +1052,9 @@ impl Gen {
     }
 
     pub fn ssn(&mut self) -> String {
+        if self.split == Split::Fresh {
+            return super::fresh::ssn(self);
+        }
         let mut area = self.below(899) + 1;
         if area == 666 {
             area = 667;
@@ -1050,6 +1071,7 @@ impl Gen {
         if self.chance(match self.split {
             Split::Tune => 15,
             Split::Heldout => 25,
+            Split::Fresh => return super::fresh::ip(self),
         }) {
             return format!(
                 "2a0{}:{:x}:{:x}:{:x}::{:x}",
@@ -1072,6 +1094,9 @@ impl Gen {
     }
 
     pub fn url(&mut self, p: &Person) -> String {
+        if self.split == Split::Fresh {
+            return super::fresh::url(self, p);
+        }
         let slug = format!("{}-{}", Person::ascii(&p.given), Person::ascii(&p.family));
         match (self.split, self.below(3)) {
             (Split::Tune, 0) => format!("https://www.linkedin.com/in/{slug}"),
@@ -1086,7 +1111,7 @@ impl Gen {
                 Person::ascii(&p.family),
                 self.below(999)
             ),
-            (Split::Heldout, _) => format!(
+            (Split::Heldout | Split::Fresh, _) => format!(
                 "https://crm.northwind.com/contacts/{}/profile",
                 self.digits(7)
             ),
@@ -1104,6 +1129,7 @@ impl Gen {
         let prefix = match self.split {
             Split::Tune => self.pick(&["ghp_", "sk-proj-", "xoxb-1234-", "sk_live_"]),
             Split::Heldout => self.pick(&["glpat-", "xoxp-", "AKIA", "sk-ant-api03-"]),
+            Split::Fresh => return super::fresh::api_key(self),
         };
         if prefix == "AKIA" {
             let upper: String = body
@@ -1248,7 +1274,21 @@ impl Gen {
     }
 }
 
-fn luhn(digits: &[u8]) -> bool {
+/// An IBAN of country `cc` with its check digits computed (mod 97) for `bban` (digits and capitals).
+pub fn iban_from(cc: &str, bban: &str) -> String {
+    let mut rem = 0u32;
+    for b in format!("{bban}{cc}00").bytes() {
+        rem = if b.is_ascii_digit() {
+            (rem * 10 + u32::from(b - b'0')) % 97
+        } else {
+            (rem * 100 + u32::from(b - b'A' + 10)) % 97
+        };
+    }
+    format!("{cc}{:02}{bban}", 98 - rem)
+}
+
+/// Whether `digits` pass the Luhn check (the last digit is the check digit).
+pub fn luhn(digits: &[u8]) -> bool {
     let sum: u32 = digits
         .iter()
         .rev()
