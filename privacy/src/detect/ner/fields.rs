@@ -691,6 +691,13 @@ pub fn company_after(text: &str, end: usize) -> bool {
     false
 }
 
+/// Whether `word` (any case, a trailing dot ignored) is a company or venue word (`Ltd`, `Realty`,
+/// `Consulting`, `Room`).
+pub fn is_company_word(word: &str) -> bool {
+    let bare = word.trim_end_matches('.').to_lowercase().replace('.', "");
+    COMPANY_WORDS.contains(&bare.as_str())
+}
+
 /// Whether a one-word span is an address unit word before its number (`Flat 541`, `Suite 12`).
 pub fn unit_word(text: &str, start: usize, end: usize) -> bool {
     let word = text[start..end].to_lowercase();
