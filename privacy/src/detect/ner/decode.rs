@@ -435,6 +435,7 @@ pub fn rule_spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
     rules::countries(text, &mut out);
     fields::field_names(text, &mut out);
     fields::column_names(text, &mut out);
+    fields::mailbox_names(text, &mut out);
     let person = |start: usize, end: usize| {
         let inside: Vec<f32> = tokens
             .iter()

@@ -19,6 +19,10 @@
 //! Invariants: every function works on byte offsets into the text it was given and never panics on
 //! any input; labels are matched case-insensitively, by whole words.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
+
 use crate::{Entity, EntityType};
 
 use super::rules::RULE_SCORE;
@@ -555,6 +559,25 @@ const NOT_A_NAME: &[&str] = &[
     "nobody",
     "yes",
     "no",
+    "notifications",
+    "notification",
+    "alerts",
+    "noreply",
+    "no-reply",
+    "helpdesk",
+    "info",
+    "sales",
+    "billing",
+    "accounts",
+    "payroll",
+    "newsletter",
+    "updates",
+    "news",
+    "bot",
+    "hr",
+    "it",
+    "distribution",
+    "list",
 ];
 
 /// Lower-case particles inside a name (`Paloma de la Cruz`, `Khalid bin Rashid`).
@@ -960,6 +983,52 @@ pub fn column_names(text: &str, out: &mut Vec<Entity>) {
     }
 }
 
+static MAILBOX: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?:"(?P<quoted>[^"\n]{2,60})"|(?P<plain>\p{L}[^<>\n:;,"]{1,60}?))[\ \t]*<(?P<local>[^>@\s]+)@[^>\s]+>"#)
+        .expect("mailbox pattern compiles")
+});
+
+/// Display names of mailboxes (`"Lindqvist, Marta" <m@x.org>`, `Marta Lindqvist <marta.l@x.org>`):
+/// a quoted `Family, Given` whose parts are name-shaped, or a name-shaped display name one of whose
+/// words (three letters or more) is in the address's local part. A team's mailbox (`Billing
+/// Notifications <billing@…>`) names nobody.
+pub fn mailbox_names(text: &str, out: &mut Vec<Entity>) {
+    if !text.contains('<') {
+        return;
+    }
+    for caps in MAILBOX.captures_iter(text) {
+        let local = caps.name("local").map_or("", |m| m.as_str()).to_lowercase();
+        if let Some(m) = caps.name("quoted") {
+            let inner = m.as_str();
+            let parts: Vec<&str> = inner.split(", ").collect();
+            let named = match parts.as_slice() {
+                [family, given] => name_in(family).is_some() && name_in(given).is_some(),
+                _ => name_in(inner).is_some() && shares_word(inner, &local),
+            };
+            if named {
+                out.push(person(m.start(), m.end()));
+            }
+        } else if let Some(m) = caps.name("plain") {
+            // The plain form starts at the line's or the list's last separator.
+            let name = m.as_str().trim();
+            let start = m.start() + (m.as_str().len() - m.as_str().trim_start().len());
+            if (2..=4).contains(&name.split_whitespace().count())
+                && name_in(name).is_some()
+                && shares_word(name, &local)
+            {
+                out.push(person(start, start + name.len()));
+            }
+        }
+    }
+}
+
+/// Whether a word of `name` (three letters or more) is in the mailbox's local part.
+fn shares_word(name: &str, local: &str) -> bool {
+    name.split(|c: char| !c.is_alphabetic())
+        .filter(|w| w.chars().count() >= 3)
+        .any(|w| local.contains(&w.to_lowercase()))
+}
+
 fn person(start: usize, end: usize) -> Entity {
     Entity {
         kind: EntityType::PersonName,
@@ -1074,6 +1143,17 @@ mod tests {
         column_names(text, &mut out);
         let got: Vec<&str> = out.iter().map(|e| &text[e.start..e.end]).collect();
         assert_eq!(got, vec!["Oskar Lindgren", "Amaka Obi", "Sven Ek"]);
+    }
+
+    #[test]
+    fn mailbox_display_names() {
+        let text = "From: \"Lindqvist, Marta\" <marta@x.org>\nTo: Oskar Berg <oskar.berg@y.se>; \
+                    Billing Notifications <billing@y.se>\nCc: \"Team, Ops\" <ops@y.se>, \
+                    Ada Obi <a.o@z.io>";
+        let mut out = Vec::new();
+        mailbox_names(text, &mut out);
+        let got: Vec<&str> = out.iter().map(|e| &text[e.start..e.end]).collect();
+        assert_eq!(got, vec!["Lindqvist, Marta", "Oskar Berg"]);
     }
 
     #[test]
