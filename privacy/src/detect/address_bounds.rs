@@ -146,7 +146,7 @@ fn take_country_after(text: &str, e: &mut Entity) {
             .next()
             .is_none_or(|c| !c.is_alphanumeric())
             || country.ends_with('.');
-        if bounded && words::is_in(COUNTRIES, candidate) {
+        if bounded && words::is_in(&[country], candidate) {
             best = n;
         }
     }
