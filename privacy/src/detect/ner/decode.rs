@@ -483,9 +483,11 @@ pub fn spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
         // must be very sure; a run right before a company or venue word (`Stark Supplies`,
         // `Everest Room`) is that company's or room's name.
         .filter(|e| {
-            !(fields::non_name_field(text, e.start) && e.score < fields::FIELD_SURE)
-                && !(e.kind != EntityType::Address && fields::company_after(text, e.end))
-                && !(e.kind == EntityType::PersonName && fields::unit_word(text, e.start, e.end))
+            let unsure_field =
+                fields::non_name_field(text, e.start) && e.score < fields::FIELD_SURE;
+            let company = e.kind != EntityType::Address && fields::company_after(text, e.end);
+            let unit = e.kind == EntityType::PersonName && fields::unit_word(text, e.start, e.end);
+            !(unsure_field || company || unit)
         })
         .map(|mut e| {
             // One word after "flies to", "lives in" is a place, whatever the model read.
