@@ -456,6 +456,7 @@ const FIELD_WORDS: &[&str] = &[
 ];
 
 /// Company and venue words: a capitalised run right before one is that company's or room's name.
+/// (`Hall` is left out: it is a common family name.)
 const COMPANY_WORDS: &[&str] = &[
     "corp",
     "corporation",
@@ -523,7 +524,6 @@ const COMPANY_WORDS: &[&str] = &[
     "services",
     "room",
     "boardroom",
-    "hall",
     "lounge",
     "auditorium",
 ];
