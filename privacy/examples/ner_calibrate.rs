@@ -223,6 +223,19 @@ fn errors(path: &str, n: usize) {
                     &text[g.start..g.end],
                     text.replace('\n', " / ")
                 );
+            } else if let Some(f) = found.iter().find(|f| {
+                g.kind == f.kind
+                    && g.start < f.end
+                    && f.start < g.end
+                    && (g.start, g.end) != (f.start, f.end)
+            }) {
+                // Found, but with other bounds: the tokens on either side are misses or extras.
+                println!(
+                    "BOUND {} gold {:?} found {:?}",
+                    g.kind,
+                    &text[g.start..g.end],
+                    &text[f.start..f.end]
+                );
             }
         }
     }

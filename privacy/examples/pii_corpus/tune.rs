@@ -3,7 +3,10 @@
 //! Document kinds: short English sentences, chat lines (`name: text`, lowercase, little punctuation),
 //! e-mails ending in a multi-line signature block, letters with a multi-line recipient address, long
 //! multi-sentence updates with names deep inside, support tickets, HR notes, CRM notes, and texts with
-//! no personal data at all (ids, orders, dates, versions, amounts). The held-out split's templates
+//! no personal data at all (ids, orders, dates, versions, amounts). Structured kinds too: forwarded and
+//! replied-to mail with header blocks, shipping labels and packing slips (some in capitals), intake,
+//! registration and HR forms (`Label: value`), CSV/TSV exports, `key=value` logs, tables, tracker
+//! issues with reporter and assignee, and negatives of those kinds full of capitalised non-names. The held-out split's templates
 //! (`heldout.rs`) are written separately, with other phrasing, layouts and document kinds.
 
 use super::doc::Doc;
@@ -50,6 +53,20 @@ pub const TEMPLATES: &[(&str, u32, Template)] = &[
     ("negative/ops", 4, negative_ops),
     ("negative/release", 2, negative_release),
     ("negative/ids", 3, negative_ids),
+    ("mailhead/forwarded-block", 6, mail_forward),
+    ("mailhead/reply-attribution", 3, mail_reply),
+    ("parcel/carrier-label", 4, shipping_label),
+    ("parcel/slip-with-items", 2, packing_slip),
+    ("fields/intake-registration", 4, intake_form),
+    ("fields/employee-record", 2, hr_record),
+    ("export/csv-tsv-rows", 3, csv_export),
+    ("export/kv-log-lines", 2, kv_log),
+    ("export/pipe-table-staff", 2, people_table),
+    ("tracker/reporter-assignee", 3, tracker_issue),
+    ("negative/robot-mail-head", 3, negative_header),
+    ("negative/sku-catalogue", 2, negative_catalog),
+    ("negative/asset-fields", 2, negative_form),
+    ("negative/rota-table", 2, negative_schedule),
 ];
 
 fn intro(g: &mut Gen, d: &mut Doc) {
@@ -579,5 +596,668 @@ fn tax_form(g: &mut Gen, d: &mut Doc) {
         .ent("SSN", &g.ssn());
     d.lit(" and a home address of ")
         .ent(A, &g.us_address().inline())
+        .lit(".");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structured kinds: mail header blocks, shipping labels, forms, tables, trackers, and negatives of
+// the same kinds full of capitalised words that are not names (products, teams, departments, field
+// labels, job titles, months, cities inside company names).
+
+/// Product names (capitalised, not personal data).
+const PRODUCTS: &[&str] = &[
+    "Falcon Router X2",
+    "Aurora Desk Lamp",
+    "Pioneer Backpack",
+    "Summit Trail Boots",
+    "Nova Smart Plug",
+    "Harbor Espresso Grinder",
+    "Cedar Standing Desk",
+    "Orion Noise-Cancelling Headset",
+    "Juniper Yoga Mat",
+    "Atlas Label Printer",
+    "Willow Kettle",
+    "Comet USB-C Dock",
+    "Sierra Rain Jacket",
+    "Beacon Smoke Alarm",
+];
+
+/// Teams, departments and cost centres.
+const TEAMS: &[&str] = &[
+    "Finance",
+    "Accounts Payable",
+    "Customer Success",
+    "Platform Engineering",
+    "Facilities",
+    "Procurement",
+    "Legal & Compliance",
+    "Warehouse Operations",
+    "Revenue Operations",
+    "Talent Acquisition",
+    "Clinical Services",
+    "Quality Assurance",
+    "Field Marketing",
+    "Data Science",
+];
+
+/// Subjects of mail threads: capitalised words, none of them a person.
+const SUBJECTS: &[&str] = &[
+    "Q3 Budget Review",
+    "Vendor Onboarding Checklist",
+    "Updated Pricing for Enterprise Tier",
+    "Contract Renewal - Signature Needed",
+    "Warehouse Move Timeline",
+    "Board Pack Draft v2",
+    "Security Awareness Training",
+    "Holiday Rota for December",
+    "Invoice Discrepancy",
+    "Kickoff: Project Lighthouse",
+    "Offsite Agenda (Lisbon Hotel Booking)",
+    "Migration to New CRM",
+    "Open Enrollment Reminder",
+    "Travel Policy Update",
+];
+
+const WEEKDAYS: &[&str] = &["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"];
+
+/// A display name as a mail client writes it: `Marta Lindqvist`, `"Lindqvist, Marta"`,
+/// `MARTA LINDQVIST` (a few directories shout). The quotes are not part of the name.
+fn display_name(g: &mut Gen, d: &mut Doc, p: &super::values::Person) {
+    match g.below(6) {
+        0 if !p.joined && !p.family_first => {
+            d.lit("\"")
+                .ent(P, &format!("{}, {}", p.family, p.given))
+                .lit("\"");
+        }
+        1 => {
+            d.ent(P, &p.full().to_uppercase());
+        }
+        _ => {
+            d.ent(P, &p.full());
+        }
+    }
+}
+
+/// A header line's mailbox: display name and address, or the address alone.
+fn mailbox(g: &mut Gen, d: &mut Doc, p: &super::values::Person) {
+    if g.chance(15) {
+        d.ent(E, &g.email(p));
+        return;
+    }
+    display_name(g, d, p);
+    d.lit(" <").ent(E, &g.email(p)).lit(">");
+}
+
+/// A forwarded or replied-to message: a separator, an Outlook or Gmail header block (From, Sent or
+/// Date, To, Cc, Subject) and the quoted body, under a short note of the forwarder's.
+fn mail_forward(g: &mut Gen, d: &mut Doc) {
+    let (me, sender, to, cc) = (g.person(), g.person(), g.person(), g.person());
+    match g.below(3) {
+        0 => {
+            d.lit("FYI, see below. ")
+                .ent(P, &to.short())
+                .lit(" can you take this one?\n\n");
+        }
+        1 => {
+            d.lit("Forwarding for visibility.\n\n");
+        }
+        _ => {
+            d.lit("Adding ").ent(P, &cc.short()).lit(" - thoughts?\n\n");
+        }
+    }
+    d.lit(g.pick(&[
+        "-----Original Message-----\n",
+        "________________________________\n",
+        "---------- Forwarded ----------\n",
+        "Begin forwarded text:\n\n",
+    ]));
+    d.lit("From: ");
+    mailbox(g, d, &sender);
+    d.lit("\n");
+    let day = g.pick(WEEKDAYS);
+    if g.chance(50) {
+        d.lit("Sent: ").val(&format!("{day}, {}", g.date()));
+    } else {
+        d.lit("Date: ")
+            .val(&format!("{day}, {} at {}", g.date(), g.time()));
+    }
+    d.lit("\nTo: ");
+    mailbox(g, d, &me);
+    if g.chance(40) {
+        d.lit("; ");
+        mailbox(g, d, &to);
+    }
+    d.lit("\n");
+    if g.chance(50) {
+        d.lit("Cc: ");
+        mailbox(g, d, &cc);
+        d.lit("\n");
+    }
+    let subject = g.pick(SUBJECTS);
+    let prefix = g.pick(&["", "RE: ", "Re: ", "FW: ", "Fwd: "]);
+    d.lit("Subject: ").val(prefix).val(subject);
+    if g.chance(40) {
+        d.val(" - ").val(g.company());
+    }
+    d.lit("\n\n");
+    match g.below(3) {
+        0 => {
+            d.lit("Hello all,\n\nThe numbers from ")
+                .val(g.pick(TEAMS))
+                .lit(" are attached. The ")
+                .val(g.pick(PRODUCTS));
+            d.lit(" line is still behind forecast for ")
+                .val(g.pick(&["July", "August", "September", "October"]))
+                .lit(".\n\n");
+        }
+        1 => {
+            d.lit("Hi ")
+                .ent(P, &me.short())
+                .lit(",\n\nCould you confirm the ");
+            d.val(g.pick(TEAMS))
+                .lit(" headcount before Thursday? Invoice ")
+                .val(&g.order_no())
+                .lit(" is on hold until then.\n\n");
+        }
+        _ => {
+            d.lit("Team,\n\nPlease review the attached ").val(g.pick(&[
+                "Statement of Work",
+                "Master Services Agreement",
+                "Purchase Order",
+            ]));
+            d.lit(" from ")
+                .val(g.company())
+                .lit(" and send comments by end of day.\n\n");
+        }
+    }
+    d.lit(g.pick(&["Thanks,\n", "Regards,\n", "Best,\n", "--\n"]))
+        .ent(P, &sender.full());
+    if g.chance(50) {
+        d.lit("\n").val(g.job_title()).lit(" | ").val(g.company());
+    }
+}
+
+/// A reply with the attribution line a mail client adds (`On …, Name <address> wrote:`) and the
+/// quoted text marked with `>`.
+fn mail_reply(g: &mut Gen, d: &mut Doc) {
+    let (me, them) = (g.person(), g.person());
+    d.lit(g.pick(&["Sounds good, ", "Agreed, ", "Thanks "]))
+        .ent(P, &them.short())
+        .lit(". I'll loop in ")
+        .val(g.pick(TEAMS))
+        .lit(".\n\n");
+    d.ent(P, &me.short()).lit("\n\n");
+    d.lit("On ")
+        .val(&format!("{}, {}", g.pick(WEEKDAYS), g.date()))
+        .lit(" ");
+    if g.chance(70) {
+        d.ent(P, &them.full())
+            .lit(" <")
+            .ent(E, &g.email(&them))
+            .lit("> wrote:\n");
+    } else {
+        d.ent(E, &g.email(&them)).lit(" wrote:\n");
+    }
+    d.lit("> Quick question on the ")
+        .val(g.pick(PRODUCTS))
+        .lit(" rollout:\n");
+    d.lit("> do we still ship to ")
+        .val(g.pick(&[
+            "Retail Partners",
+            "Enterprise Accounts",
+            "EMEA Distributors",
+        ]))
+        .lit(" first?\n>\n> ")
+        .ent(P, &them.given);
+}
+
+/// A shipping or packing label: sender and recipient blocks, some of it in capitals, with carrier
+/// fields that are not personal data.
+fn shipping_label(g: &mut Gen, d: &mut Doc) {
+    let caps = g.chance(55);
+    let up = |s: String| if caps { s.to_uppercase() } else { s };
+    let (sender, to) = (g.person(), g.person());
+    d.lit(if caps { "FROM:\n" } else { "Sender:\n" });
+    if g.chance(50) {
+        d.ent(P, &up(sender.full())).lit("\n");
+    }
+    d.val(&up(g.company().to_string())).lit("\n");
+    let from = g.address();
+    d.ent(A, &up(from.multiline())).lit("\n\n");
+    d.lit(if caps { "SHIP TO:\n" } else { "Deliver to:\n" });
+    d.ent(P, &up(to.full())).lit("\n");
+    if g.chance(30) {
+        d.lit(if caps { "C/O " } else { "c/o " })
+            .val(&up(g.company().to_string()))
+            .lit("\n");
+    }
+    let a = g.address();
+    d.ent(A, &up(a.multiline())).lit("\n");
+    if g.chance(50) {
+        d.lit(if caps { "TEL " } else { "Phone: " })
+            .ent(PH, &g.phone_plain())
+            .lit("\n");
+    }
+    d.lit("\n");
+    let service = g.pick(&[
+        "PRIORITY OVERNIGHT",
+        "GROUND",
+        "EXPRESS SAVER",
+        "2ND DAY AIR",
+    ]);
+    d.lit(if caps { "SERVICE: " } else { "Service: " })
+        .val(service)
+        .lit("\n");
+    d.lit(if caps { "WEIGHT: " } else { "Weight: " })
+        .val(&format!("{}.{} KG", g.below(30) + 1, g.below(10)))
+        .lit(if caps {
+            "   PKG 1 OF 1\n"
+        } else {
+            "  (1 of 1)\n"
+        });
+    d.lit(if caps { "TRACKING #: " } else { "Tracking: " })
+        .val(&g.order_no());
+    if g.chance(50) {
+        d.lit(if caps { "\nREF: " } else { "\nRef: " })
+            .val(&g.order_no());
+    }
+}
+
+/// A packing slip: a table of items with product names, and the ship-to block.
+fn packing_slip(g: &mut Gen, d: &mut Doc) {
+    let p = g.person();
+    d.lit("PACKING SLIP  ").val(g.company()).lit("\n");
+    d.lit("Order: ")
+        .val(&g.order_no())
+        .lit("   Date: ")
+        .val(&g.date())
+        .lit("\n\n");
+    d.lit("Qty  SKU        Item\n");
+    for _ in 0..g.below(3) + 1 {
+        d.val(&format!(
+            "{:<4} {}  {}\n",
+            g.below(5) + 1,
+            g.shape("AA-####"),
+            g.pick(PRODUCTS)
+        ));
+    }
+    d.lit("\nShip to: ").ent(P, &p.full()).lit("\n");
+    d.ent(A, &g.address().multiline()).lit("\n");
+    d.lit("Packed by: ")
+        .val(g.pick(&["Station 4", "Line B", "Dock 2"]))
+        .lit("  Checked: ")
+        .ent(P, &g.person().given);
+}
+
+/// An intake or registration form: `Label: value` lines, the value of a name field is a name.
+fn intake_form(g: &mut Gen, d: &mut Doc) {
+    let p = g.person_with_initial();
+    let kind = g.below(3);
+    d.lit(match kind {
+        0 => "NEW PATIENT INTAKE\n",
+        1 => "Visitor Registration\n",
+        _ => "Course Enrolment Form\n",
+    });
+    let caps = g.chance(25);
+    let name = if caps {
+        p.full().to_uppercase()
+    } else {
+        p.full()
+    };
+    match g.below(3) {
+        0 => {
+            d.lit("Full Name: ").ent(P, &name).lit("\n");
+        }
+        1 => {
+            d.lit("Last Name: ")
+                .ent(P, &p.family)
+                .lit("\nFirst Name: ")
+                .ent(P, &p.given)
+                .lit("\n");
+        }
+        _ => {
+            d.lit("Name (as on ID): ").ent(P, &name).lit("\n");
+        }
+    }
+    d.lit("Date of Birth: ").val(&g.date()).lit("\n");
+    if g.chance(60) {
+        d.lit("Home Address: ")
+            .ent(A, &g.address().inline())
+            .lit("\n");
+    } else {
+        d.lit("Address:\n")
+            .ent(A, &g.address().multiline())
+            .lit("\n");
+    }
+    d.lit("Mobile: ").ent(PH, &g.phone()).lit("\n");
+    d.lit("E-mail: ").ent(E, &g.email(&p)).lit("\n");
+    match kind {
+        0 => {
+            let doc = g.person();
+            let kin = g.person();
+            d.lit("Referring Physician: Dr. ")
+                .ent(P, &doc.family)
+                .lit("\n");
+            d.lit("Insurance Provider: ")
+                .val(g.pick(&[
+                    "Meridian Insurance",
+                    "Blue Harbor Health",
+                    "Northstar Mutual",
+                ]))
+                .lit("\n");
+            d.lit("Emergency Contact: ")
+                .ent(P, &kin.full())
+                .lit(" (")
+                .val(g.pick(&["Spouse", "Mother", "Brother", "Friend"]))
+                .lit(") ")
+                .ent(PH, &g.phone_plain())
+                .lit("\n");
+            d.lit("Reason for Visit: ").val(g.pick(&[
+                "Annual Physical",
+                "Follow-Up",
+                "Knee Pain",
+                "Vaccination",
+            ]));
+        }
+        1 => {
+            let host = g.person();
+            d.lit("Company: ").val(g.company()).lit("\n");
+            d.lit("Host: ").ent(P, &host.full()).lit(", ");
+            d.val(g.pick(TEAMS)).lit("\n");
+            d.lit("Badge: ")
+                .val(&format!("V-{}", g.below(9000) + 1000))
+                .lit("   Parking: ");
+            d.val(g.pick(&["Level 2", "Visitor Bay 7", "None"]));
+        }
+        _ => {
+            d.lit("Programme: ")
+                .val(g.pick(&[
+                    "Advanced Excel",
+                    "Project Management Essentials",
+                    "Spanish B1",
+                ]))
+                .lit("\nStart: ");
+            d.val(g.pick(&["September", "January", "April"]))
+                .lit(" intake\nSponsor: ")
+                .val(g.company());
+        }
+    }
+}
+
+/// An employee record from an HR system, field per line; titles and departments are not names.
+fn hr_record(g: &mut Gen, d: &mut Doc) {
+    let (p, mgr) = (g.person(), g.person());
+    let sep = g.pick(&[": ", " : ", "\t"]);
+    d.lit("EMPLOYEE RECORD\n");
+    d.lit("Employee ID")
+        .lit(sep)
+        .val(&format!("E{}", g.digits(6)))
+        .lit("\n");
+    d.lit("Employee Name").lit(sep).ent(P, &p.full()).lit("\n");
+    d.lit("Job Title").lit(sep).val(g.job_title()).lit("\n");
+    d.lit("Department").lit(sep).val(g.pick(TEAMS)).lit("\n");
+    d.lit("Reports To").lit(sep).ent(P, &mgr.full()).lit("\n");
+    d.lit("Work Location")
+        .lit(sep)
+        .val(g.pick(&["Head Office", "Remote", "Building 4, Floor 2", "Plant 3"]))
+        .lit("\n");
+    d.lit("Start Date").lit(sep).val(&g.date()).lit("\n");
+    d.lit("Home Address")
+        .lit(sep)
+        .ent(A, &g.address().inline())
+        .lit("\n");
+    d.lit("Personal Phone")
+        .lit(sep)
+        .ent(PH, &g.phone())
+        .lit("\n");
+    d.lit("Status")
+        .lit(sep)
+        .val(g.pick(&["Active", "On Leave", "Probation"]));
+}
+
+/// A CSV or TSV export with a header line.
+fn csv_export(g: &mut Gen, d: &mut Doc) {
+    let tab = g.chance(35);
+    let sep = if tab { "\t" } else { "," };
+    let cols = [
+        "id",
+        "full_name",
+        "email",
+        "phone",
+        "plan",
+        "department",
+        "joined",
+    ];
+    d.lit(&cols.join(sep)).lit("\n");
+    for i in 0..g.below(4) + 2 {
+        let p = g.person();
+        d.val(&format!("{}", 1000 + i * 7 + g.below(7))).lit(sep);
+        if tab || g.chance(60) {
+            d.ent(P, &p.full());
+        } else {
+            d.lit("\"").ent(P, &p.full()).lit("\"");
+        }
+        d.lit(sep).ent(E, &g.email(&p)).lit(sep);
+        d.ent(PH, &g.phone_plain()).lit(sep);
+        d.val(g.pick(&["Pro", "Starter", "Enterprise", "Team"]))
+            .lit(sep)
+            .val(g.pick(TEAMS))
+            .lit(sep)
+            .val(&g.date());
+        d.lit("\n");
+    }
+    if !tab && g.chance(50) {
+        let p = g.person();
+        d.lit("\nshipping_name,shipping_address\n");
+        d.ent(P, &p.full())
+            .lit(",\"")
+            .ent(A, &g.address().inline())
+            .lit("\"");
+    }
+}
+
+/// Application log lines of `key=value` pairs.
+fn kv_log(g: &mut Gen, d: &mut Doc) {
+    for _ in 0..g.below(3) + 2 {
+        let p = g.person();
+        d.val(&format!(
+            "2025-{:02}-{:02}T{:02}:{:02}:{:02}Z ",
+            g.below(12) + 1,
+            g.below(28) + 1,
+            g.below(24),
+            g.below(60),
+            g.below(60)
+        ));
+        d.val(g.pick(&["INFO", "WARN", "DEBUG"])).lit(" ");
+        match g.below(3) {
+            0 => {
+                d.lit("event=login user_name=\"")
+                    .ent(P, &p.full())
+                    .lit("\" src_ip=")
+                    .ent("IP_ADDRESS", &g.ip());
+            }
+            1 => {
+                d.lit("event=profile_update display_name='")
+                    .ent(P, &p.full())
+                    .lit("' field=shipping_address");
+            }
+            _ => {
+                d.lit("service=Billing job=InvoiceRun region=EUWest status=OK duration_ms=")
+                    .val(&format!("{}", g.below(900) + 20));
+            }
+        }
+        d.lit(" req=").val(&g.shape("########")).lit("\n");
+    }
+}
+
+/// A plain-text or Markdown table of people with roles, teams and offices.
+fn people_table(g: &mut Gen, d: &mut Doc) {
+    d.lit("| Name | Role | Team | Extension |\n|---|---|---|---|\n");
+    for _ in 0..g.below(3) + 2 {
+        let p = g.person();
+        d.lit("| ")
+            .ent(P, &p.full())
+            .lit(" | ")
+            .val(g.job_title())
+            .lit(" | ")
+            .val(g.pick(TEAMS))
+            .lit(" | ");
+        d.val(&format!("{}", g.below(900) + 100)).lit(" |\n");
+    }
+    d.lit("\nOn call this week: ")
+        .ent(P, &g.person().given)
+        .lit(".");
+}
+
+/// A tracker issue with reporter and assignee fields.
+fn tracker_issue(g: &mut Gen, d: &mut Doc) {
+    let (rep, asg) = (g.person(), g.person());
+    d.val(&g.ticket_id())
+        .lit(" ")
+        .val(g.pick(&[
+            "Export to PDF fails for Large Reports",
+            "Login Page Times Out on Safari",
+            "Duplicate Charges in Billing Dashboard",
+            "Falcon Router X2 Firmware Bricks Devices",
+        ]))
+        .lit("\n");
+    d.lit("Type: Bug    Priority: ")
+        .val(g.pick(&["Blocker", "Major", "Minor"]))
+        .lit("    Component: ");
+    d.val(g.pick(&["Billing API", "Web Client", "Reporting", "Mobile App"]))
+        .lit("\n");
+    d.lit("Reporter: ").ent(P, &rep.full()).lit("\n");
+    d.lit("Assignee: ");
+    if g.chance(20) {
+        d.lit("Unassigned\n");
+    } else {
+        d.ent(P, &asg.full()).lit("\n");
+    }
+    d.lit("Sprint: ")
+        .val(g.pick(&["Orion 14", "Sprint 52", "Kestrel 3"]))
+        .lit("   Fix Version: ")
+        .val(&g.version())
+        .lit("\n\n");
+    d.lit("Comment (")
+        .ent(P, &asg.given)
+        .lit("): reproduced on staging with the ")
+        .val(g.pick(TEAMS));
+    d.lit(" test account; ")
+        .val(&g.opc_id())
+        .lit(" shows the same trace.");
+}
+
+/// A system notification's header block: no person in it, only teams, products and queues.
+fn negative_header(g: &mut Gen, d: &mut Doc) {
+    d.lit("From: ")
+        .val(g.pick(&[
+            "Billing Notifications",
+            "IT Service Desk",
+            "Facilities Team",
+            "Payroll Bot",
+        ]))
+        .lit("\nTo: ");
+    d.val(g.pick(TEAMS))
+        .lit(" Distribution List\nSent: ")
+        .val(&format!("{}, {}", g.pick(WEEKDAYS), g.date()));
+    d.lit("\nSubject: ").val(g.pick(SUBJECTS)).lit("\n\n");
+    d.lit("This is an automated message. Case ")
+        .val(&g.ticket_id())
+        .lit(" moved to ")
+        .val(g.pick(&["In Progress", "Waiting for Vendor", "Resolved"]));
+    d.lit(". Product: ")
+        .val(g.pick(PRODUCTS))
+        .lit(". Queue: ")
+        .val(g.pick(TEAMS))
+        .lit(".");
+}
+
+/// A product catalogue or inventory export: capitalised product and company names, some with a
+/// city in them, none of it personal.
+fn negative_catalog(g: &mut Gen, d: &mut Doc) {
+    let caps = g.chance(40);
+    let head = "SKU,Product,Supplier,Category,Warehouse,Stock";
+    d.lit(&if caps {
+        head.to_uppercase()
+    } else {
+        head.to_string()
+    })
+    .lit("\n");
+    for _ in 0..g.below(4) + 2 {
+        let row = format!(
+            "{},{},{},{},{},{}",
+            g.shape("AA-####"),
+            g.pick(PRODUCTS),
+            g.pick(&[
+                "Denver Outdoor Supply",
+                "Boston Electronics Co.",
+                "Milano Design Srl",
+                "Pacific Freight Partners",
+                "Osaka Precision KK",
+                "Berlin Hardware GmbH",
+            ]),
+            g.pick(&["Electronics", "Outdoor", "Home & Kitchen", "Office"]),
+            g.pick(&["Main DC", "East Annex", "Hall C"]),
+            g.below(500)
+        );
+        d.val(&if caps { row.to_uppercase() } else { row })
+            .lit("\n");
+    }
+}
+
+/// An asset or facilities record with label: value lines and no person in it.
+fn negative_form(g: &mut Gen, d: &mut Doc) {
+    d.lit("ASSET RECORD\nAsset Tag: ")
+        .val(&g.shape("IT-#####"))
+        .lit("\nModel: ");
+    d.val(g.pick(&[
+        "ThinkPad X1 Carbon",
+        "MacBook Pro 14",
+        "Dell Latitude 7440",
+        "Surface Pro 9",
+    ]))
+    .lit("\nDepartment: ")
+    .val(g.pick(TEAMS));
+    d.lit("\nCost Centre: ")
+        .val(&format!("CC-{}", g.below(900) + 100))
+        .lit("\nLocation: ");
+    d.val(g.pick(&[
+        "Building 4, Floor 2",
+        "Main Office, Room 310",
+        "Storage Cage B",
+    ]))
+    .lit("\nStatus: ");
+    d.val(g.pick(&["In Repair", "Deployed", "Retired", "Spare"]))
+        .lit("\nWarranty Until: ")
+        .val(&g.date());
+    d.lit("\nNotes: ").val(g.pick(&[
+        "Replaced Keyboard under Premier Support.",
+        "Battery Health Below 80 Percent.",
+        "Awaiting Windows Autopilot Enrollment.",
+    ]));
+}
+
+/// A team schedule table: months, teams, rooms named after places, job titles, no person.
+fn negative_schedule(g: &mut Gen, d: &mut Doc) {
+    d.lit("Month\tTeam\tRoom\tLead Role\n");
+    let months = ["January", "February", "March", "April", "May", "June"];
+    let start = g.below(3);
+    for m in &months[start..start + 3] {
+        d.val(m)
+            .lit("\t")
+            .val(g.pick(TEAMS))
+            .lit("\t")
+            .val(g.pick(&[
+                "Everest Room",
+                "Sydney Boardroom",
+                "Lakeview Suite",
+                "Studio 2",
+            ]));
+        d.lit("\t").val(g.job_title()).lit("\n");
+    }
+    d.lit("Quarterly review with ")
+        .val(g.company())
+        .lit(" moved to ")
+        .val(&g.date())
         .lit(".");
 }

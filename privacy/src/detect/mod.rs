@@ -27,6 +27,7 @@
 use std::sync::Arc;
 
 pub mod address;
+pub mod address_bounds;
 pub mod address_lines;
 pub mod address_words;
 pub mod api_key;
@@ -590,6 +591,7 @@ impl Detector {
         // OPC's own ids (`web:82bcfadd9458164b`, `slack:U024BE7LH`, …) and names without a letter.
         exclude::drop_non_personal(text, &mut found);
         merge_addresses(&mut found);
+        address_bounds::settle(text, &mut found);
         resolve_overlaps(found)
     }
 

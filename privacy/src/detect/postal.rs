@@ -114,6 +114,13 @@ const NOT_CITY: &[&str] = &[
 
 /// Words before a number that make it an identifier, not a postcode ("Order 123456", "Ticket
 /// 131-0045"): never a city.
+/// Country prefixes written before a postcode (`D-10115`, `CH-8001`, `FI-00100`).
+const COUNTRY_PREFIXES: &[&str] = &[
+    "A", "AT", "B", "BE", "BG", "CH", "CY", "CZ", "D", "DE", "DK", "E", "EE", "ES", "EST", "F",
+    "FI", "FIN", "FR", "GR", "H", "HR", "HU", "I", "IS", "IT", "L", "LI", "LT", "LU", "LV", "MC",
+    "N", "NL", "NO", "P", "PL", "PT", "RO", "S", "SE", "SI", "SK", "SLO",
+];
+
 const ID_WORDS: &[&str] = &[
     "order",
     "ticket",
@@ -502,7 +509,13 @@ impl Postal {
                     .take_while(|c| c.is_ascii_uppercase())
                     .count();
                 let p = d - 1 - letters;
-                if (1..=3).contains(&letters) && (p == 0 || !b[p - 1].is_ascii_alphanumeric()) {
+                let glued = p > 0 && b[p - 1].is_ascii_alphanumeric();
+                if letters > 0 && !glued {
+                    // Only a country's prefix; other capitals glued to the digits make a code (a SKU
+                    // `TG-6356`, a ticket `OPS-5190`), not a postcode.
+                    if !COUNTRY_PREFIXES.contains(&&text[p..d - 1]) {
+                        return;
+                    }
                     start = p;
                     base = 0.8;
                 }

@@ -27,6 +27,7 @@
 //! 8. a name found with confidence once in a text is a name at its other occurrences there too.
 
 use super::calibration;
+use super::fields;
 use super::rules;
 use crate::{Entity, EntityType};
 
@@ -237,6 +238,35 @@ fn id_like(word: &str) -> bool {
     word.len() >= 8 && digits > 0 && (letters > 0 || digits >= 11)
 }
 
+/// The whitespace-delimited word around a token (a token may be a piece of one: `KQ`, `-`, `1339`).
+fn whitespace_word(text: &str, start: usize, end: usize) -> &str {
+    let (Some(before), Some(after)) = (text.get(..start), text.get(end..)) else {
+        return "";
+    };
+    let s = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    let e = after
+        .find(char::is_whitespace)
+        .map_or(text.len(), |i| end + i);
+    text.get(s..e).unwrap_or("")
+}
+
+/// A code of capital letters, a hyphen and digits (`KQ-1339`, `INV-2024-7027`, `OPS-5190`): a SKU,
+/// an invoice or a ticket, not a house number or a postcode (those start with a digit or hold one
+/// letter: `12-14`, `45-820`, `B-12`).
+fn code_like(word: &str) -> bool {
+    let word = word.trim_matches(|c: char| !c.is_alphanumeric());
+    let mut parts = word.split('-');
+    let head = parts.next().unwrap_or("");
+    let rest: Vec<&str> = parts.collect();
+    (2..=5).contains(&head.len())
+        && head.chars().all(|c| c.is_ascii_uppercase())
+        && !rest.is_empty()
+        && rest
+            .iter()
+            .all(|p| p.len() >= 2 && p.chars().all(|c| c.is_ascii_digit()))
+        && rest.iter().map(|p| p.len()).sum::<usize>() >= 3
+}
+
 /// Whether token `i` counts as labelled, and whether only a cue made it count.
 fn labelled(text: &str, tokens: &[TokenPred], i: usize, prev_person: bool) -> Option<bool> {
     let t = &tokens[i];
@@ -244,7 +274,7 @@ fn labelled(text: &str, tokens: &[TokenPred], i: usize, prev_person: bool) -> Op
         return None;
     }
     let word = text.get(t.start..t.end).unwrap_or("");
-    if id_like(word) {
+    if id_like(word) || code_like(whitespace_word(text, t.start, t.end)) {
         return None;
     }
     // Names and places are words: a token with a digit or without a letter is not one of theirs.
@@ -283,7 +313,9 @@ pub fn raw_spans(text: &str, tokens: &[TokenPred]) -> Vec<RawSpan> {
         let prev_person = prev_person_end.is_some_and(|end: usize| {
             end <= t.start
                 && t.start - end <= 3
-                && gap(end, t.start).chars().all(char::is_whitespace)
+                && gap(end, t.start)
+                    .chars()
+                    .all(|c| c.is_whitespace() && c != '\n')
         });
         let Some(cued) = labelled(text, tokens, i, prev_person) else {
             continue;
@@ -300,11 +332,14 @@ pub fn raw_spans(text: &str, tokens: &[TokenPred]) -> Vec<RawSpan> {
             cued,
         };
         match fragments.last_mut() {
+            // A name never runs onto the next line (`Bernd Schmidt` / `Acme Corp` on a label).
             Some(last)
                 if last.kind == kind
                     && last.end <= t.start
                     && gap(last.end, t.start).chars().all(char::is_whitespace)
-                    && t.start - last.end <= 3 =>
+                    && t.start - last.end <= 3
+                    && !(kind == EntityType::PersonName
+                        && gap(last.end, t.start).contains('\n')) =>
             {
                 last.absorb(&frag);
             }
@@ -398,6 +433,9 @@ pub fn rule_spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
     rules::title_names(text, &mut out);
     rules::script_names(text, &mut out);
     rules::countries(text, &mut out);
+    fields::field_names(text, &mut out);
+    fields::column_names(text, &mut out);
+    fields::mailbox_names(text, &mut out);
     let person = |start: usize, end: usize| {
         let inside: Vec<f32> = tokens
             .iter()
@@ -441,6 +479,16 @@ pub fn spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
                     && !text[r.start..r.end].is_ascii()
             })
         })
+        // In a field whose label says it holds no person or place (`Product:`, `Sprint:`), the model
+        // must be very sure; a run right before a company or venue word (`Stark Supplies`,
+        // `Everest Room`) is that company's or room's name.
+        .filter(|e| {
+            let unsure_field =
+                fields::non_name_field(text, e.start) && e.score < fields::FIELD_SURE;
+            let company = e.kind != EntityType::Address && fields::company_after(text, e.end);
+            let unit = e.kind == EntityType::PersonName && fields::unit_word(text, e.start, e.end);
+            !(unsure_field || company || unit)
+        })
         .map(|mut e| {
             // One word after "flies to", "lives in" is a place, whatever the model read.
             if e.kind == EntityType::PersonName
@@ -452,6 +500,36 @@ pub fn spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
             e
         })
         .collect();
+    // A name a rule is sure of (a title's, a speaker's, a name field's) is no part of an address the
+    // model ran into it (`Deliver to:` / `Ji-hoon Cho` / `Friedrichstraße 54`): the address starts
+    // after it.
+    for rule in rules
+        .iter()
+        .filter(|r| r.kind == EntityType::PersonName && text[r.start..r.end].is_ascii())
+    {
+        out.retain_mut(|e| {
+            if e.kind != EntityType::Address || e.end <= rule.start || rule.end <= e.start {
+                return true;
+            }
+            if e.start >= rule.start && e.end > rule.end {
+                let rest = &text[rule.end..e.end];
+                e.start = e.end
+                    - rest
+                        .trim_start_matches(|c: char| c.is_whitespace() || c == ',')
+                        .len();
+                return e.start < e.end;
+            }
+            // Inside the name, or the name inside the address: the address keeps what precedes it.
+            if e.start < rule.start {
+                e.end = rule.start - text[e.start..rule.start].len()
+                    + text[e.start..rule.start]
+                        .trim_end_matches(|c: char| c.is_whitespace() || c == ',')
+                        .len();
+                return e.start < e.end;
+            }
+            false
+        });
+    }
     for rule in rules {
         let mut merged = false;
         for e in out
@@ -489,7 +567,10 @@ pub fn spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
                         .chars()
                         .next()
                         .is_none_or(|c| !c.is_alphanumeric());
-                if bounded && !out.iter().any(|e| e.start < end && at < e.end) {
+                if bounded
+                    && !out.iter().any(|e| e.start < end && at < e.end)
+                    && !fields::company_after(text, end)
+                {
                     out.push(Entity {
                         kind: EntityType::PersonName,
                         start: at,

@@ -27,6 +27,7 @@
 pub mod bert;
 pub mod calibration;
 pub mod decode;
+pub mod fields;
 pub mod onnx;
 mod rampart;
 #[cfg(feature = "reference")]

@@ -101,7 +101,8 @@ pub fn cue_before(text: &str, at: usize) -> bool {
             i + before[i..].chars().next().map_or(1, char::len_utf8)
         });
     let word = before[word_start..].trim_end_matches('.').to_lowercase();
-    !word.is_empty() && (NAME_CUES.contains(&word.as_str()) || TITLES.contains(&word.as_str()))
+    (!word.is_empty() && (NAME_CUES.contains(&word.as_str()) || TITLES.contains(&word.as_str())))
+        || super::fields::weak_name_label(text, at)
 }
 
 /// Whether `word` starts with an upper-case letter.
@@ -435,29 +436,37 @@ static SPEAKER: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Speakers at the start of a chat line: `ravi: "are you coming?"`, `[10:42] Ana Souza: ok`. A
-/// label ("Note:", "Subject:") is not a speaker, and, on a single line, neither is a word the model
-/// reads as plainly not a person (below [`SPEAKER_MIN`]); in a transcript of two or more such
-/// lines, every head that is not a label is a speaker.
+/// label ("Note:", "Subject:", a form's "Reporter:" or "Warranty Until:", see
+/// [`fields::is_field_label`](super::fields::is_field_label)) is not a speaker, and neither is, on a
+/// line of its own, a word the model reads as plainly not a person (below [`SPEAKER_MIN`]). A
+/// transcript says by its shape what its line heads are: there every head that is not a label is a
+/// speaker. A transcript is two or more such lines where a head speaks again or most heads are
+/// lower-case handles; a form's `Label: value` lines are neither (each label once, capitalised).
 pub fn speaker_names(text: &str, person: impl Fn(usize, usize) -> f32, out: &mut Vec<Entity>) {
-    // A transcript (two or more speaker lines) says by its shape what its line heads are.
-    let transcript = SPEAKER
+    let label = |head: &str| {
+        head.split_whitespace()
+            .any(|w| LABELS.contains(&w.to_lowercase().as_str()))
+            || super::fields::is_field_label(head)
+    };
+    let heads: Vec<&str> = SPEAKER
         .captures_iter(text)
-        .filter(|c| {
-            c.name("name").is_some_and(|m| {
-                !m.as_str()
-                    .split_whitespace()
-                    .any(|w| LABELS.contains(&w.to_lowercase().as_str()))
-            })
-        })
-        .nth(1)
-        .is_some();
+        .filter_map(|c| c.name("name"))
+        .map(|m| m.as_str())
+        .filter(|h| !label(h))
+        .collect();
+    let lower: Vec<String> = heads.iter().map(|h| h.to_lowercase()).collect();
+    let repeats = lower
+        .iter()
+        .enumerate()
+        .any(|(i, h)| lower[i + 1..].contains(h));
+    let handles = heads
+        .iter()
+        .filter(|h| !h.chars().any(char::is_uppercase))
+        .count();
+    let transcript = heads.len() >= 2 && (repeats || 2 * handles > heads.len());
     for caps in SPEAKER.captures_iter(text) {
         let Some(m) = caps.name("name") else { continue };
-        let words: Vec<&str> = m.as_str().split_whitespace().collect();
-        if words
-            .iter()
-            .any(|w| LABELS.contains(&w.to_lowercase().as_str()))
-        {
+        if label(m.as_str()) {
             continue;
         }
         if !transcript && person(m.start(), m.end()) < SPEAKER_MIN {
