@@ -10,8 +10,13 @@
 //!
 //! Run: `cargo bench -p opc-privacy --bench detect`. Target (issue 22, guarded here): the pattern tier
 //! alone keeps ≥ 150 MB/s on ordinary prose, one document; the line says PASS or MISS.
-//! `DETECT_BENCH_EACH=1` adds a line per recogniser; `DETECT_BENCH_ONLY=<name>` runs that line alone
-//! (for a profiler: `valgrind --tool=callgrind`).
+//! `DETECT_BENCH_EACH=1` adds a line per recogniser (prose, that recogniser alone);
+//! `DETECT_BENCH_ONLY=<key>` runs one line: `paragraphs`, `document`, `presidio`, `synthetic`, or a
+//! recogniser's name. `DETECT_BENCH_RUNS=<n>` sets the timed passes (7). Instructions per byte of a
+//! line (steadier than wall time on a shared machine): one timed pass under callgrind, counting only
+//! inside `time`, divided by the bytes the line prints:
+//! `DETECT_BENCH_ONLY=document DETECT_BENCH_RUNS=1 valgrind --tool=callgrind
+//! --toggle-collect=detect::time target/release/deps/detect-… --bench`.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -23,6 +28,7 @@ use opc_privacy::detect::{DetectOptions, Detector, NerSlot};
 #[path = "../examples/pii_corpus.rs"]
 mod corpus;
 
+/// Timed passes per line (the median is reported); `DETECT_BENCH_RUNS` overrides it.
 const RUNS: usize = 7;
 /// Issue 22's floor for the pattern tier on ordinary prose.
 const PROSE_TARGET_MBS: f64 = 150.0;
@@ -32,9 +38,27 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+fn runs() -> usize {
+    std::env::var("DETECT_BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .filter(|&r| r > 0)
+        .unwrap_or(RUNS)
+}
+
+/// Detect a few texts once, untimed (regex caches fill; a profiler counting only inside [`time`]
+/// leaves this out).
+#[inline(never)]
+fn warm_up(detector: &Detector, texts: &[String]) {
+    for t in texts {
+        black_box(detector.detect(black_box(t)));
+    }
+}
+
 /// Median seconds to detect every text once.
+#[inline(never)]
 fn time(detector: &Detector, texts: &[String]) -> f64 {
-    let runs = (0..RUNS)
+    let runs = (0..runs())
         .map(|_| {
             let start = Instant::now();
             for t in texts {
@@ -58,14 +82,15 @@ fn report(name: &str, detector: &Detector, texts: &[String]) -> f64 {
         .cloned()
         .collect();
     let bytes = bytes * reps;
-    time(detector, &texts[..texts.len().min(100)]);
+    warm_up(detector, &texts[..texts.len().min(100)]);
     let secs = time(detector, &texts);
     println!(
-        "{name:<44} {:>9.1} MB/s {:>12.0} sentences/s  ({} texts, {:.1} MB, median of {RUNS})",
+        "{name:<44} {:>9.1} MB/s {:>12.0} sentences/s  ({} texts, {} bytes, median of {})",
         bytes as f64 / secs / 1e6,
         texts.len() as f64 / secs,
         texts.len(),
-        bytes as f64 / 1e6,
+        bytes,
+        runs(),
     );
     bytes as f64 / secs / 1e6
 }
@@ -118,46 +143,51 @@ fn main() {
     if std::env::args().any(|a| a == "--test" || a == "--list") {
         return;
     }
-    let detector = Detector::new(DetectOptions::default(), NerSlot::new());
-    let prose = prose();
     let only = std::env::var("DETECT_BENCH_ONLY").ok();
-    if std::env::var_os("DETECT_BENCH_EACH").is_some() || only.is_some() {
-        for r in opc_privacy::detect::default_recognizers() {
-            if only.as_deref().is_some_and(|o| o != r.name()) {
-                continue;
+    let wants = |key: &str| only.as_deref().is_none_or(|o| o == key);
+    let prose = prose();
+    let each = std::env::var_os("DETECT_BENCH_EACH").is_some();
+    for r in opc_privacy::detect::default_recognizers() {
+        if !(each && only.is_none() || only.as_deref() == Some(r.name())) {
+            continue;
+        }
+        let name = format!("  prose, {} alone", r.name());
+        let one = Detector::with_recognizers(DetectOptions::default(), NerSlot::new(), vec![r]);
+        report(&name, &one, &prose);
+    }
+    let detector = Detector::new(DetectOptions::default(), NerSlot::new());
+    if wants("paragraphs") {
+        report(
+            "ordinary prose (README + filler), per paragraph",
+            &detector,
+            &prose,
+        );
+    }
+    if wants("document") {
+        let joined = vec![prose.join("\n\n")];
+        let mbs = report(
+            "ordinary prose, one document (pattern tier)",
+            &detector,
+            &joined,
+        );
+        println!(
+            "  target: pattern tier alone >= {PROSE_TARGET_MBS} MB/s on prose: {mbs:.1} MB/s, {}",
+            if mbs >= PROSE_TARGET_MBS {
+                "PASS"
+            } else {
+                "MISS"
             }
-            let name = format!("  prose, {} alone", r.name());
-            let one = Detector::with_recognizers(DetectOptions::default(), NerSlot::new(), vec![r]);
-            report(&name, &one, &prose);
-        }
-        if only.is_some() {
-            return;
+        );
+    }
+    if wants("presidio") {
+        match presidio_texts() {
+            Some(texts) => {
+                report("presidio recogniser texts", &detector, &texts);
+            }
+            None => println!("presidio recogniser texts: skipped (../shared/data/pii absent)"),
         }
     }
-    report(
-        "ordinary prose (README + filler), per paragraph",
-        &detector,
-        &prose,
-    );
-    let joined = vec![prose.join("\n\n")];
-    let mbs = report(
-        "ordinary prose, one document (pattern tier)",
-        &detector,
-        &joined,
-    );
-    println!(
-        "  target: pattern tier alone >= {PROSE_TARGET_MBS} MB/s on prose: {mbs:.1} MB/s, {}",
-        if mbs >= PROSE_TARGET_MBS {
-            "PASS"
-        } else {
-            "MISS"
-        }
-    );
-    match presidio_texts() {
-        Some(texts) => {
-            report("presidio recogniser texts", &detector, &texts);
-        }
-        None => println!("presidio recogniser texts: skipped (../shared/data/pii absent)"),
+    if wants("synthetic") {
+        report("synthetic PII corpus (seed 7)", &detector, &synthetic());
     }
-    report("synthetic PII corpus (seed 7)", &detector, &synthetic());
 }

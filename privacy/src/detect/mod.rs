@@ -243,6 +243,35 @@ pub(crate) fn long_runs(bytes: &[u8], class: &[bool; 256], min_len: usize) -> Ve
     out
 }
 
+/// The maximal run of `class` bytes around `at`.
+pub(crate) fn run_around(bytes: &[u8], at: usize, class: &[bool; 256]) -> (usize, usize) {
+    let (mut s, mut e) = (at, at);
+    while s > 0 && class[bytes[s - 1] as usize] {
+        s -= 1;
+    }
+    while e < bytes.len() && class[bytes[e] as usize] {
+        e += 1;
+    }
+    (s, e)
+}
+
+/// The runs of `class` bytes around each position in `at` (sorted), each run once: the spans for
+/// [`find_in_spans`] when every match is made of `class` bytes and holds one of the positions.
+pub(crate) fn runs_around(
+    bytes: &[u8],
+    at: impl Iterator<Item = usize>,
+    class: &[bool; 256],
+) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for p in at {
+        if out.last().is_some_and(|&(_, e)| p < e) {
+            continue;
+        }
+        out.push(run_around(bytes, p, class));
+    }
+    out
+}
+
 /// A compiled pattern for windowed searches (regex-automata's meta engine: a search can be limited
 /// to a span of the text while `\b` still sees the bytes around it).
 pub(crate) type Pattern = regex_automata::meta::Regex;
