@@ -376,15 +376,24 @@ impl Recognizer for ApiKeyRecognizer {
             }
         }
         if self.finders[2].find(bytes).is_some() {
-            // A flag match starts at the `-` (or the whitespace before `-u`).
+            // A flag match starts at the `-` (or the whitespace before `-u`), and its flag is followed
+            // by whitespace: `\s-u `, `--user `, `--password `, `--token `, `--api-key `, `-p `.
+            let spaced = |at: usize| bytes.get(at).is_some_and(|&b| space(b));
             let mut starts = Vec::new();
             for p in memchr::memchr_iter(b'-', bytes) {
-                let next = bytes.get(p + 1).copied();
-                // `\s-u`, or `--…` / `-p`: hyphenated words never start one.
-                if next == Some(b'u') && p > 0 && space(bytes[p - 1]) {
+                let rest = &bytes[p + 1..];
+                if rest.first() == Some(&b'u') && p > 0 && space(bytes[p - 1]) && spaced(p + 2) {
                     starts.push(p - 1);
                 }
-                if matches!(next, Some(b'-' | b'p')) {
+                let flag = match rest.first() {
+                    Some(b'p') => 1,
+                    Some(b'-') => ["-user", "-password", "-token", "-api-key"]
+                        .iter()
+                        .find(|f| rest.starts_with(f.as_bytes()))
+                        .map_or(0, |f| f.len()),
+                    _ => 0,
+                };
+                if flag > 0 && spaced(p + 1 + flag) {
                     starts.push(p);
                 }
             }

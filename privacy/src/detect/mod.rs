@@ -121,10 +121,18 @@ fn block_classes(block: &[u8]) -> u8 {
         | u8::from(dash) << 5
 }
 
-/// The index of the first ASCII digit at or after `from`.
+/// The index of the first ASCII digit at or after `from`: the next eight bytes tested at once, then
+/// 32-byte blocks (a test the compiler vectorises) up to the block that holds one, then that block's
+/// words. A word is tested for digit bytes with carry-free arithmetic on its bytes.
 #[inline]
 pub(crate) fn next_digit(bytes: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
+    if i + 8 <= bytes.len() {
+        if let Some(d) = digit_in_word(bytes, i) {
+            return Some(d);
+        }
+        i += 8;
+    }
     while i + 32 <= bytes.len() {
         let block = &bytes[i..i + 32];
         if block
@@ -135,10 +143,30 @@ pub(crate) fn next_digit(bytes: &[u8], from: usize) -> Option<usize> {
         }
         i += 32;
     }
+    while i + 8 <= bytes.len() {
+        if let Some(d) = digit_in_word(bytes, i) {
+            return Some(d);
+        }
+        i += 8;
+    }
     bytes[i.min(bytes.len())..]
         .iter()
         .position(u8::is_ascii_digit)
         .map(|p| i + p)
+}
+
+/// The first digit among the eight bytes at `at`, if there are eight bytes there and one is a digit.
+#[inline]
+fn digit_in_word(bytes: &[u8], at: usize) -> Option<usize> {
+    const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let word: [u8; 8] = bytes.get(at..at + 8)?.try_into().ok()?;
+    // Digits become 0..=9; a byte's high bit then says "not a digit" when it was set after the xor
+    // or when its low seven bits are 10 or more (adding 0x76 reaches 0x80 exactly then).
+    let x = u64::from_le_bytes(word) ^ 0x3030_3030_3030_3030;
+    let not_digit = (((x & LOW) + 0x7676_7676_7676_7676) | x) & HIGH;
+    let digits = !not_digit & HIGH;
+    (digits != 0).then(|| at + (digits.trailing_zeros() / 8) as usize)
 }
 
 /// At least 7 digits in a run of digit groups joined by up to two separators (see
@@ -215,11 +243,13 @@ pub(crate) const fn digits_and(extra: &[u8]) -> [bool; 256] {
 }
 
 /// Maximal runs of bytes in `class` at least `min_len` long. Skips ahead `min_len` bytes at a time
-/// while the byte it lands on is outside the class, so prose of short words costs a fraction of a pass.
+/// while the byte it lands on is outside the class; when it lands in a run, tests the byte
+/// `min_len - 1` after the run's start before walking to the run's end. Prose of short words costs a
+/// fraction of a pass.
 pub(crate) fn long_runs(bytes: &[u8], class: &[bool; 256], min_len: usize) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let min_len = min_len.max(1);
-    let mut i = 0; // no run of interest starts before i
+    let mut i = 0; // no run of interest starts before i; the byte before i is outside the class
     while i + min_len <= bytes.len() {
         let probe = i + min_len - 1;
         if !class[bytes[probe] as usize] {
@@ -229,6 +259,13 @@ pub(crate) fn long_runs(bytes: &[u8], class: &[bool; 256], min_len: usize) -> Ve
         let mut start = probe;
         while start > i && class[bytes[start - 1] as usize] {
             start -= 1;
+        }
+        // A long enough run holds `last`. When `last` is outside the class, this run is short, and
+        // so is any run starting before `last` (it ends before it).
+        let last = start + min_len - 1;
+        if last < bytes.len() && !class[bytes[last] as usize] {
+            i = last + 1;
+            continue;
         }
         let mut end = probe + 1;
         while end < bytes.len() && class[bytes[end] as usize] {
