@@ -65,6 +65,43 @@ fn word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// Whether the street pattern can match at the digit `d`: its house number (`\d{1,6}`, a letter, a
+/// `-` and digits) must be followed by whitespace and a word the street name can start with (a
+/// capital or a digit, or one of the lowercase words it allows: `of`, `the`, `de`, `la`). Most numbers
+/// in prose ("3 times", "in 2024.") fail this at once, so the pattern runs at few digits.
+fn street_can_start(b: &[u8], d: usize) -> bool {
+    let space = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r');
+    let digits = |i: usize| b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let n = digits(d);
+    if n > 6 {
+        return false;
+    }
+    let mut i = d + n;
+    if b.get(i).is_some_and(u8::is_ascii_alphabetic) {
+        i += 1;
+    }
+    if b.get(i) == Some(&b'-') && i + 1 < b.len() {
+        let k = digits(i + 1);
+        if (1..=5).contains(&k) {
+            i += 1 + k;
+        }
+    }
+    if !b.get(i).is_some_and(|&c| space(c)) {
+        return false;
+    }
+    while b.get(i).is_some_and(|&c| space(c)) {
+        i += 1;
+    }
+    let rest = &b[i..];
+    match rest.first() {
+        Some(c) if c.is_ascii_uppercase() || c.is_ascii_digit() => true,
+        Some(b'o' | b't' | b'd' | b'l') => [&b"of"[..], b"the", b"de", b"la"]
+            .iter()
+            .any(|w| rest.starts_with(w) && rest.get(w.len()).is_some_and(|&c| space(c))),
+        _ => false,
+    }
+}
+
 impl AddressRecognizer {
     /// Compiles the patterns.
     pub fn new() -> Self {
@@ -111,7 +148,9 @@ impl Recognizer for AddressRecognizer {
         let mut at = 0;
         while let Some(d) = super::next_digit(bytes, at) {
             if d == 0 || !word(bytes[d - 1]) {
-                streets.push(d);
+                if street_can_start(bytes, d) {
+                    streets.push(d);
+                }
                 self.postal.at_digit(text, d, &mut pieces);
                 self.military.at_digit(text, d, &mut pieces);
             }
