@@ -41,22 +41,26 @@ fn space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r')
 }
 
-/// Whether a name holds one of the words an assignment's name needs (ASCII case-insensitive).
+/// Whether a name holds one of the words an assignment's name needs (ASCII case-insensitive):
+/// `key`, `secret`, `token`, `pass`, `pwd`, `auth`, `credential`, `sig`, `login`. Each position is
+/// tried only against the words starting with its letter.
 fn has_key_word(name: &[u8]) -> bool {
-    const WORDS: [&[u8]; 9] = [
-        b"key",
-        b"secret",
-        b"token",
-        b"pass",
-        b"pwd",
-        b"auth",
-        b"credential",
-        b"sig",
-        b"login",
-    ];
-    WORDS
-        .iter()
-        .any(|w| name.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w)))
+    (0..name.len()).any(|i| {
+        let rest = &name[i..];
+        let words: &[&[u8]] = match rest[0].to_ascii_lowercase() {
+            b'k' => &[b"key"],
+            b's' => &[b"secret", b"sig"],
+            b't' => &[b"token"],
+            b'p' => &[b"pass", b"pwd"],
+            b'a' => &[b"auth"],
+            b'c' => &[b"credential"],
+            b'l' => &[b"login"],
+            _ => &[],
+        };
+        words
+            .iter()
+            .any(|w| rest.len() >= w.len() && rest[..w.len()].eq_ignore_ascii_case(w))
+    })
 }
 
 /// ASCII letters and digits plus `extra`.
