@@ -114,7 +114,10 @@ impl Recognizer for IpRecognizer {
                 && bytes[i - 1].is_ascii_digit()
                 && bytes[i + 1].is_ascii_digit()
         });
-        let runs = super::runs_around(bytes, dots, &V4);
+        // A match has three dots, so a run with fewer holds none.
+        let runs = super::runs_around(bytes, dots, &V4)
+            .into_iter()
+            .filter(|&(s, e)| bytes[s..e].iter().filter(|&&b| b == b'.').count() >= 3);
         for (start, end) in super::find_in_spans(&self.v4, text, runs) {
             let s = &text[start..end];
             if v6_spans.iter().any(|&(s6, e6)| s6 <= start && start < e6)

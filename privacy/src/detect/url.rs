@@ -155,13 +155,15 @@ impl Recognizer for UrlRecognizer {
                 score: 0.95,
             });
         }
-        // Bare domains: the tokens holding a `.tld`, searched only when one such `.tld` ends a word.
-        let mut bare = false;
-        let tlds = self.tlds.find_iter(text).map(|m| {
-            bare |= !super::after_is(text, m.end(), |b| b.is_ascii_alphanumeric());
-            m.start()
-        });
+        // Bare domains: the tokens holding a `.tld` that ends a word (the one a match ends its name
+        // with: the longest listed `.tld` at that dot, since the byte after the match's is no letter).
+        let tlds = self
+            .tlds
+            .find_iter(text)
+            .filter(|m| !super::after_is(text, m.end(), |b| b.is_ascii_alphanumeric()))
+            .map(|m| m.start());
         let spans = super::runs_around(bytes, tlds, &TOKEN);
+        let bare = !spans.is_empty();
         let found = if bare {
             super::find_in_spans(&self.bare, text, spans)
         } else {
