@@ -24,8 +24,8 @@ pub struct ApiKeyRecognizer {
     webhook: Regex,
     userinfo: Pattern,
     markers: aho_corasick::AhoCorasick,
-    /// `eyJ`, `hooks.slack.com`, ` -`, `://`, `PRIVATE KEY`.
-    finders: [memchr::memmem::Finder<'static>; 5],
+    /// ` -` (a command-line flag may follow), `://` (a `user:password@` may follow).
+    finders: [memchr::memmem::Finder<'static>; 2],
     discord: Pattern,
 }
 
@@ -107,11 +107,8 @@ impl ApiKeyRecognizer {
                 .expect("marker automaton builds"),
             discord: w(r"(?-u)\b[MNO][A-Za-z0-9_-]{23,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{27,}"),
             finders: [
-                memchr::memmem::Finder::new(b"eyJ"),
-                memchr::memmem::Finder::new(b"hooks.slack.com"),
                 memchr::memmem::Finder::new(b" -"),
                 memchr::memmem::Finder::new(b"://"),
-                memchr::memmem::Finder::new(b"PRIVATE KEY"),
             ],
             userinfo: w(r"(?i-u)\b[a-z][a-z0-9+.-]*://(?u:[^\s:/@]){1,64}:((?u:[^\s@/]){3,128})@"),
         }
@@ -275,7 +272,44 @@ impl Recognizer for ApiKeyRecognizer {
                 score,
             });
         };
-        if self.finders[4].find(text.as_bytes()).is_some() {
+        let bytes = text.as_bytes();
+        // Two passes of `memchr3` serve three gates and one rule: whether `PRIVATE KEY`, `eyJ` and
+        // `hooks.slack.com` occur (each has its `V`, `J` or first `k` at a fixed offset, checked in
+        // place), and where `bearer`, `basic` and `token` start (they hold a `b` or a `k`, rare
+        // letters in prose).
+        let word_at = |at: usize, w: &[u8]| {
+            bytes
+                .get(at..at + w.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(w))
+        };
+        let at = |p: usize, back: usize, s: &[u8]| p >= back && bytes[p - back..].starts_with(s);
+        let (mut pem, mut jwt, mut webhook) = (false, false, false);
+        let mut auth_starts: Vec<usize> = Vec::new();
+        for p in memchr::memchr3_iter(b'b', b'B', b'k', bytes) {
+            if matches!(bytes[p], b'b' | b'B') {
+                if word_at(p, b"bearer") || word_at(p, b"basic") {
+                    auth_starts.push(p);
+                }
+                continue;
+            }
+            if p >= 2 && word_at(p - 2, b"token") {
+                auth_starts.push(p - 2);
+            }
+            webhook |= at(p, 3, b"hooks.slack.com");
+        }
+        for p in memchr::memchr3_iter(b'V', b'J', b'K', bytes) {
+            match bytes[p] {
+                b'V' => pem |= at(p, 3, b"PRIVATE KEY"),
+                b'J' => jwt |= at(p, 2, b"eyJ"),
+                _ => {
+                    if p >= 2 && word_at(p - 2, b"token") {
+                        auth_starts.push(p - 2);
+                    }
+                }
+            }
+        }
+        auth_starts.sort_unstable();
+        if pem {
             for m in self.pem.find_iter(text) {
                 // A real block has a body (`-----BEGIN PRIVATE KEY-----\nanything\n…` is a doc example).
                 let body = m
@@ -290,7 +324,6 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        let bytes = text.as_bytes();
         // Tokens: only runs of token bytes long enough to hold one (prose words are short), checked
         // against the credential shapes only when some shape's fixed part occurs in the text.
         let runs = super::long_runs(bytes, &TOKEN, 16);
@@ -316,7 +349,7 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        if self.finders[0].find(bytes).is_some() {
+        if jwt {
             for m in self.jwt.find_iter(text) {
                 push(m.start(), m.end(), 0.97);
             }
@@ -360,7 +393,7 @@ impl Recognizer for ApiKeyRecognizer {
             }
             // `scheme://user:password@`: from the scheme before each `://`, within the longest span
             // the pattern allows.
-            let spans = self.finders[3].find_iter(bytes).map(|p| {
+            let spans = self.finders[1].find_iter(bytes).map(|p| {
                 (
                     run_start(bytes, p, &SCHEME),
                     p + 3 + 64 * 4 + 1 + 128 * 4 + 1,
@@ -374,12 +407,12 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        if self.finders[1].find(bytes).is_some() {
+        if webhook {
             for m in self.webhook.find_iter(text) {
                 push(m.start(), m.end(), 0.99);
             }
         }
-        if self.finders[2].find(bytes).is_some() {
+        if self.finders[0].find(bytes).is_some() {
             // A flag match starts at the `-` (or the whitespace before `-u`), and its flag is followed
             // by whitespace: `\s-u `, `--user `, `--password `, `--token `, `--api-key `, `-p `.
             let spaced = |at: usize| bytes.get(at).is_some_and(|&b| space(b));
@@ -414,21 +447,8 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        // `Bearer`, `Basic` and `token` hold a `b` or a `k`, rare letters in prose: look there.
-        let word_at = |at: usize, w: &[u8]| {
-            bytes
-                .get(at..at + w.len())
-                .is_some_and(|s| s.eq_ignore_ascii_case(w))
-        };
-        let mut starts: Vec<usize> = memchr::memchr3_iter(b'b', b'B', b'k', bytes)
-            .chain(memchr::memchr_iter(b'K', bytes))
-            .filter_map(|p| match bytes[p] {
-                b'b' | b'B' => (word_at(p, b"bearer") || word_at(p, b"basic")).then_some(p),
-                _ => (p >= 2 && word_at(p - 2, b"token")).then(|| p - 2),
-            })
-            .collect();
-        starts.sort_unstable();
-        for g in super::captures_at_starts(&self.bearer, text, starts) {
+        // `Bearer`, `Basic`, `token`: at the starts found above.
+        for g in super::captures_at_starts(&self.bearer, text, auth_starts) {
             if let Some((vs, ve)) = g[1] {
                 let v = &text[vs..ve];
                 if !placeholder(v) && v.bytes().any(|b| b.is_ascii_digit() || b == b'=') {
