@@ -82,34 +82,17 @@ impl Trigger {
     /// [`Trigger::LONG_DIGITS`].
     pub fn of(text: &str) -> Trigger {
         let bytes = text.as_bytes();
-        // One accumulator lane per byte of a block: lane-wise compares and ors, which vectorise;
-        // the lanes are folded once at the end.
-        // A long text usually shows every class early: stop once all have been seen (checked every
-        // 64 blocks).
+        // A long text usually shows every class early: stop once all have been seen.
         const ALL: u8 = 63;
-        let mut lanes = [0u8; 32];
         let mut seen = 0u8;
         let mut blocks = bytes.chunks_exact(32);
-        let mut n = 0usize;
         for block in &mut blocks {
-            for (lane, &b) in lanes.iter_mut().zip(block) {
-                *lane |= byte_classes(b);
-            }
-            n += 1;
-            if n % 64 == 0 {
-                seen = lanes.iter().fold(0u8, |a, &l| a | l);
-                if seen == ALL {
-                    break;
-                }
+            seen |= block_classes(block);
+            if seen == ALL {
+                break;
             }
         }
-        if seen != ALL {
-            seen = lanes.iter().fold(0u8, |a, &l| a | l);
-            seen |= blocks
-                .remainder()
-                .iter()
-                .fold(0u8, |a, &b| a | byte_classes(b));
-        }
+        seen |= block_classes(blocks.remainder());
         if seen & 1 != 0 && has_long_digits(bytes) {
             seen |= 64;
         }
@@ -122,16 +105,25 @@ impl Trigger {
     }
 }
 
-/// The [`Trigger`] bits of one byte (all but [`Trigger::LONG_DIGITS`]), branch-free so that a loop of
-/// it vectorises.
+/// The [`Trigger`] bits of a block of bytes, branch-free so that it vectorises.
 #[inline]
-fn byte_classes(b: u8) -> u8 {
-    u8::from(b.wrapping_sub(b'0') < 10)
-        | u8::from(b == b'@') << 1
-        | u8::from(b == b':') << 2
-        | u8::from(b == b'.') << 3
-        | u8::from(b == b'=') << 4
-        | u8::from((b == b'-') | (b == b'_')) << 5
+fn block_classes(block: &[u8]) -> u8 {
+    let (mut digit, mut at, mut colon, mut dot, mut eq, mut dash) =
+        (false, false, false, false, false, false);
+    for &b in block {
+        digit |= b.wrapping_sub(b'0') < 10;
+        at |= b == b'@';
+        colon |= b == b':';
+        dot |= b == b'.';
+        eq |= b == b'=';
+        dash |= (b == b'-') | (b == b'_');
+    }
+    u8::from(digit)
+        | u8::from(at) << 1
+        | u8::from(colon) << 2
+        | u8::from(dot) << 3
+        | u8::from(eq) << 4
+        | u8::from(dash) << 5
 }
 
 /// The index of the first ASCII digit at or after `from`: the next eight bytes tested at once, then
