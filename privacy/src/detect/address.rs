@@ -243,6 +243,28 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// The pre-check never turns away a digit where the street pattern matches.
+        #[test]
+        fn the_street_precheck_keeps_every_match(
+            text in "([0-9]{1,7}|[A-Za-z]|-|[ \t\n]|Main|St|of|the|de|la|lo|2nd|Ave|\\.){0,14}",
+        ) {
+            let r = AddressRecognizer::new();
+            let b = text.as_bytes();
+            for d in 0..b.len() {
+                if !b[d].is_ascii_digit() {
+                    continue;
+                }
+                let input = regex_automata::Input::new(&text)
+                    .span(d..text.len())
+                    .anchored(regex_automata::Anchored::Yes);
+                if r.street.search(&input).is_some() {
+                    proptest::prop_assert!(street_can_start(b, d), "{text:?} at {d}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn postcodes_alone_need_context() {
         assert_eq!(spans("code EC1A 1BB"), vec![("EC1A 1BB", 0.55)]);

@@ -489,6 +489,69 @@ mod tests {
     }
 
     #[test]
+    fn key_words_found_at_any_position_and_case() {
+        let reference = |name: &[u8]| {
+            [
+                &b"key"[..],
+                b"secret",
+                b"token",
+                b"pass",
+                b"pwd",
+                b"auth",
+                b"credential",
+                b"sig",
+                b"login",
+            ]
+            .iter()
+            .any(|w| name.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w)))
+        };
+        for name in [
+            "api_key",
+            "API-KEY",
+            "xToKeN",
+            "db.Password",
+            "PWD",
+            "oauth2",
+            "CREDENTIALS",
+            "signature",
+            "login_id",
+            "ke",
+            "sec",
+            "tok",
+            "note",
+            "",
+            "k",
+            "monkey",
+        ] {
+            assert_eq!(
+                has_key_word(name.as_bytes()),
+                reference(name.as_bytes()),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn gated_rules_still_run_where_their_marker_is() {
+        let hook = "post to https://hooks.slack.com/services/T000/B000/XXXXabcd1234 now";
+        assert_eq!(
+            spans(hook),
+            vec!["https://hooks.slack.com/services/T000/B000/XXXXabcd1234"]
+        );
+        assert!(spans("HOOKS.SLACK.COM and eyj and private key").is_empty());
+        assert_eq!(
+            spans("auth: Basic dXNlcjpwYXNzd29yZA== ok"),
+            vec!["dXNlcjpwYXNzd29yZA=="]
+        );
+        assert_eq!(
+            spans("TOKEN 9f8e7d6c5b4a3210ff"),
+            vec!["9f8e7d6c5b4a3210ff"]
+        );
+        assert_eq!(spans("curl -u admin:s3cr3t-Pass9 x"), vec!["s3cr3t-Pass9"]);
+        assert!(spans("cargo test -p opc-privacy --release").is_empty());
+    }
+
+    #[test]
     fn assignments_report_the_value() {
         assert_eq!(
             spans(r#"api_key = "Zx81Kq0pLmN3vB7tR2yW""#),

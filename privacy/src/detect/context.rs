@@ -179,6 +179,30 @@ fn whole_word(bytes: &[u8], start: usize, end: usize) -> bool {
 mod tests {
     use super::*;
 
+    /// The word test as first written: each word at each position.
+    fn contains_word_reference(hay: &[u8], words: &[&str]) -> bool {
+        words.iter().any(|w| {
+            let w = w.as_bytes();
+            !w.is_empty()
+                && hay.len() >= w.len()
+                && (0..=hay.len() - w.len()).any(|i| {
+                    hay[i..i + w.len()].eq_ignore_ascii_case(w)
+                        && (i == 0 || !hay[i - 1].is_ascii_alphabetic())
+                })
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn word_starts_first_gives_the_same_answer(hay in "[a-cA-C ,é]{0,40}") {
+            let words = ["ab", "b", "cab", "", "a c", "é"];
+            proptest::prop_assert_eq!(
+                contains_word(hay.as_bytes(), &words),
+                contains_word_reference(hay.as_bytes(), &words)
+            );
+        }
+    }
+
     #[test]
     fn words_before_and_after_count_at_word_starts() {
         let text = "Call me at 5551234 please";

@@ -211,6 +211,38 @@ impl Recognizer for IbanRecognizer {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// The anchored searches find every match a search over the whole text finds.
+        #[test]
+        fn anchored_searches_match_a_whole_text_search(
+            text in "(GB82 WEST 1234 5698 7654 32|DE89370400440532013000|[A-Z]{1,3}[0-9]{1,5}|[a-z_]|[ -]){0,12}",
+        ) {
+            let r = IbanRecognizer::new();
+            let whole = super::super::find_in_spans(&r.re, &text, [(0, text.len())]);
+            let all = super::super::find_at_starts(&r.re, &text, 0..text.len());
+            proptest::prop_assert_eq!(&whole, &all);
+            let mut out = Vec::new();
+            r.find(&text, &mut out);
+            let mut reference = Vec::new();
+            for (ms, me) in whole {
+                let s = &text[ms..me];
+                let mut end = s.len();
+                loop {
+                    if is_iban(&s[..end]) {
+                        reference.push((ms, ms + end));
+                        break;
+                    }
+                    match s[..end].rfind([' ', '-']) {
+                        Some(i) if i >= 14 => end = i,
+                        _ => break,
+                    }
+                }
+            }
+            let found: Vec<(usize, usize)> = out.iter().map(|e| (e.start, e.end)).collect();
+            proptest::prop_assert_eq!(found, reference);
+        }
+    }
+
     fn spans(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
         IbanRecognizer::new().find(text, &mut out);

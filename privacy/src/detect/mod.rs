@@ -1059,6 +1059,54 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn next_digit_finds_the_first_digit_from_any_start(
+            text in "[a-z 0-9é.-]{0,90}",
+            from in 0usize..100,
+        ) {
+            let b = text.as_bytes();
+            let from = from.min(b.len());
+            let naive = b[from..].iter().position(u8::is_ascii_digit).map(|p| from + p);
+            proptest::prop_assert_eq!(next_digit(b, from), naive);
+        }
+
+        #[test]
+        fn long_runs_match_a_naive_scan(text in "[a-z/:._ -]{0,160}", min in 1usize..20) {
+            let b = text.as_bytes();
+            let mut class = [false; 256];
+            for c in b"abcdefghijklmnopqrstuvwxyz/:._-" {
+                class[*c as usize] = true;
+            }
+            let mut naive = Vec::new();
+            let mut i = 0;
+            while i < b.len() {
+                let s = i;
+                while i < b.len() && class[b[i] as usize] {
+                    i += 1;
+                }
+                if i - s >= min {
+                    naive.push((s, i));
+                }
+                i += 1;
+            }
+            proptest::prop_assert_eq!(naive, long_runs(b, &class, min));
+        }
+    }
+
+    #[test]
+    fn next_digit_across_blocks() {
+        let mut text = "x".repeat(200);
+        text.push('7');
+        text.push_str(&"y".repeat(50));
+        let b = text.as_bytes();
+        for from in [0, 1, 7, 8, 31, 32, 150, 199, 200] {
+            assert_eq!(next_digit(b, from), Some(200), "from {from}");
+        }
+        assert_eq!(next_digit(b, 201), None);
+        assert_eq!(next_digit(b, b.len()), None);
+    }
+
     #[test]
     fn triggers_classify_bytes() {
         let t = Trigger::of("plain words only");

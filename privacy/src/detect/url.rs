@@ -199,6 +199,41 @@ mod tests {
         out.iter().map(|e| (e.text(text), e.score)).collect()
     }
 
+    proptest::proptest! {
+        /// The token-limited searches find exactly what a search over the whole text finds.
+        #[test]
+        fn token_searches_match_whole_text_searches(
+            parts in proptest::collection::vec(
+                "(https?://|www\\.|WWW\\.|Www\\.|ws://|\\.com|\\.co|\\.io|\\.info|a|b9|-|/|\\.| |\n|\"|é|_)",
+                0..24,
+            ),
+        ) {
+            let text: String = parts.concat();
+            let r = UrlRecognizer::new();
+            let b = text.as_bytes();
+            let marks = (0..b.len()).filter(|&p| {
+                (b[p] == b':' && b.get(p + 1..p + 3) == Some(&b"//"[..]))
+                    || (b[p] == b'.' && p >= 3 && b[p - 3..p].eq_ignore_ascii_case(b"www"))
+            });
+            let spans = super::super::runs_around(b, marks, &TOKEN);
+            let whole = |re: &Pattern| super::super::find_in_spans(re, &text, [(0, text.len())]);
+            proptest::prop_assert_eq!(
+                super::super::find_in_spans(&r.full, &text, spans),
+                whole(&r.full)
+            );
+            let tlds = r
+                .tlds
+                .find_iter(&text)
+                .filter(|m| !super::super::after_is(&text, m.end(), |c| c.is_ascii_alphanumeric()))
+                .map(|m| m.start());
+            let spans = super::super::runs_around(b, tlds, &TOKEN);
+            proptest::prop_assert_eq!(
+                super::super::find_in_spans(&r.bare, &text, spans),
+                whole(&r.bare)
+            );
+        }
+    }
+
     #[test]
     fn full_urls_are_strong_and_trimmed() {
         assert_eq!(
