@@ -162,7 +162,12 @@ impl Recognizer for AddressRecognizer {
                     postcodes.push(c);
                 }
             }
+            // The rest of this digit run starts no word, and the postcode windows of its digits
+            // add only digits to this one's: go on after the run.
             at = d + 1;
+            while at < bytes.len() && bytes[at].is_ascii_digit() {
+                at += 1;
+            }
         }
         for (ms, me) in super::find_at_starts(&self.street, text, streets) {
             let m = &text[ms..me];
