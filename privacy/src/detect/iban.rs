@@ -1,9 +1,7 @@
 //! `IBAN`: country code, two check digits, the BBAN (optionally grouped by spaces or dashes), checked
 //! against the country's length (the SWIFT registry) and the mod-97 checksum (ISO 13616).
 
-use regex::Regex;
-
-use super::{Recognizer, Trigger, context};
+use super::{Pattern, Recognizer, Trigger, context};
 use crate::{Entity, EntityType};
 
 const WORDS: &[&str] = &[
@@ -104,14 +102,13 @@ const LENGTHS: &[(&str, usize)] = &[
 
 /// Finds IBANs.
 pub struct IbanRecognizer {
-    re: Regex,
+    re: Pattern,
 }
 
 impl IbanRecognizer {
     /// Compiles the pattern.
     pub fn new() -> Self {
-        let re = Regex::new(r"(?-u)\b[A-Z]{2}\d{2}(?:[ -]?[A-Za-z0-9]{1,4}){3,8}\b")
-            .expect("iban pattern compiles");
+        let re = super::pattern(r"(?-u)\b[A-Z]{2}\d{2}(?:[ -]?[A-Za-z0-9]{1,4}){3,8}\b");
         IbanRecognizer { re }
     }
 }
@@ -164,15 +161,35 @@ impl Recognizer for IbanRecognizer {
     }
 
     fn find(&self, text: &str, out: &mut Vec<Entity>) {
-        for m in self.re.find_iter(text) {
-            let s = m.as_str();
+        // A match starts at two capitals that start a word, followed by two digits: look only where
+        // a run of digits follows two capitals, and search anchored there.
+        let b = text.as_bytes();
+        let mut starts = Vec::new();
+        let mut i = 0;
+        while let Some(d) = super::next_digit(b, i) {
+            if d >= 2
+                && b[d - 1].is_ascii_uppercase()
+                && b[d - 2].is_ascii_uppercase()
+                && b.get(d + 1).is_some_and(u8::is_ascii_digit)
+                && !(d >= 3 && (b[d - 3].is_ascii_alphanumeric() || b[d - 3] == b'_'))
+            {
+                starts.push(d - 2);
+            }
+            // The rest of this digit run cannot follow two capitals.
+            i = d + 1;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+        }
+        for (ms, me) in super::find_at_starts(&self.re, text, starts) {
+            let s = &text[ms..me];
             // Grouped IBANs may be followed by ordinary words; shrink to the longest valid prefix
             // ending at a group boundary.
             let mut end = s.len();
             loop {
                 let cand = &s[..end];
                 if is_iban(cand) {
-                    let (start, end) = (m.start(), m.start() + end);
+                    let (start, end) = (ms, ms + end);
                     out.push(Entity {
                         kind: EntityType::Iban,
                         start,
@@ -193,6 +210,38 @@ impl Recognizer for IbanRecognizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The anchored searches find every match a search over the whole text finds.
+        #[test]
+        fn anchored_searches_match_a_whole_text_search(
+            text in "(GB82 WEST 1234 5698 7654 32|DE89370400440532013000|[A-Z]{1,3}[0-9]{1,5}|[a-z_]|[ -]){0,12}",
+        ) {
+            let r = IbanRecognizer::new();
+            let whole = super::super::find_in_spans(&r.re, &text, [(0, text.len())]);
+            let all = super::super::find_at_starts(&r.re, &text, 0..text.len());
+            proptest::prop_assert_eq!(&whole, &all);
+            let mut out = Vec::new();
+            r.find(&text, &mut out);
+            let mut reference = Vec::new();
+            for (ms, me) in whole {
+                let s = &text[ms..me];
+                let mut end = s.len();
+                loop {
+                    if is_iban(&s[..end]) {
+                        reference.push((ms, ms + end));
+                        break;
+                    }
+                    match s[..end].rfind([' ', '-']) {
+                        Some(i) if i >= 14 => end = i,
+                        _ => break,
+                    }
+                }
+            }
+            let found: Vec<(usize, usize)> = out.iter().map(|e| (e.start, e.end)).collect();
+            proptest::prop_assert_eq!(found, reference);
+        }
+    }
 
     fn spans(text: &str) -> Vec<&str> {
         let mut out = Vec::new();

@@ -26,34 +26,6 @@ const V6: [bool; 256] = {
     t
 };
 
-/// The maximal run of `class` bytes around `at`.
-fn run_around(bytes: &[u8], at: usize, class: &[bool; 256]) -> (usize, usize) {
-    let (mut s, mut e) = (at, at);
-    while s > 0 && class[bytes[s - 1] as usize] {
-        s -= 1;
-    }
-    while e < bytes.len() && class[bytes[e] as usize] {
-        e += 1;
-    }
-    (s, e)
-}
-
-/// The runs of `class` bytes around each position in `at` (sorted), each run once.
-fn runs_around(
-    bytes: &[u8],
-    at: impl Iterator<Item = usize>,
-    class: &[bool; 256],
-) -> Vec<(usize, usize)> {
-    let mut out: Vec<(usize, usize)> = Vec::new();
-    for p in at {
-        if out.last().is_some_and(|&(_, e)| p < e) {
-            continue;
-        }
-        out.push(run_around(bytes, p, class));
-    }
-    out
-}
-
 impl IpRecognizer {
     /// Compiles the patterns.
     pub fn new() -> Self {
@@ -114,7 +86,7 @@ impl Recognizer for IpRecognizer {
         let colons = memchr::memchr_iter(b':', bytes).filter(|&i| {
             i > 0 && i + 1 < bytes.len() && hexish(bytes[i - 1]) && hexish(bytes[i + 1])
         });
-        let runs = runs_around(bytes, colons, &V6);
+        let runs = super::runs_around(bytes, colons, &V6);
         {
             for (start, end) in super::find_in_spans(&self.v6, text, runs) {
                 let s = &text[start..end];
@@ -142,7 +114,10 @@ impl Recognizer for IpRecognizer {
                 && bytes[i - 1].is_ascii_digit()
                 && bytes[i + 1].is_ascii_digit()
         });
-        let runs = runs_around(bytes, dots, &V4);
+        // A match has three dots, so a run with fewer holds none.
+        let runs = super::runs_around(bytes, dots, &V4)
+            .into_iter()
+            .filter(|&(s, e)| bytes[s..e].iter().filter(|&&b| b == b'.').count() >= 3);
         for (start, end) in super::find_in_spans(&self.v4, text, runs) {
             let s = &text[start..end];
             if v6_spans.iter().any(|&(s6, e6)| s6 <= start && start < e6)

@@ -83,10 +83,15 @@ impl Trigger {
     /// [`Trigger::LONG_DIGITS`].
     pub fn of(text: &str) -> Trigger {
         let bytes = text.as_bytes();
+        // A long text usually shows every class early: stop once all have been seen.
+        const ALL: u8 = 63;
         let mut seen = 0u8;
         let mut blocks = bytes.chunks_exact(32);
         for block in &mut blocks {
             seen |= block_classes(block);
+            if seen == ALL {
+                break;
+            }
         }
         seen |= block_classes(blocks.remainder());
         if seen & 1 != 0 && has_long_digits(bytes) {
@@ -122,10 +127,18 @@ fn block_classes(block: &[u8]) -> u8 {
         | u8::from(dash) << 5
 }
 
-/// The index of the first ASCII digit at or after `from`.
+/// The index of the first ASCII digit at or after `from`: the next eight bytes tested at once, then
+/// 32-byte blocks (a test the compiler vectorises) up to the block that holds one, then that block's
+/// words. A word is tested for digit bytes with carry-free arithmetic on its bytes.
 #[inline]
 pub(crate) fn next_digit(bytes: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
+    if i + 8 <= bytes.len() {
+        if let Some(d) = digit_in_word(bytes, i) {
+            return Some(d);
+        }
+        i += 8;
+    }
     while i + 32 <= bytes.len() {
         let block = &bytes[i..i + 32];
         if block
@@ -136,10 +149,30 @@ pub(crate) fn next_digit(bytes: &[u8], from: usize) -> Option<usize> {
         }
         i += 32;
     }
+    while i + 8 <= bytes.len() {
+        if let Some(d) = digit_in_word(bytes, i) {
+            return Some(d);
+        }
+        i += 8;
+    }
     bytes[i.min(bytes.len())..]
         .iter()
         .position(u8::is_ascii_digit)
         .map(|p| i + p)
+}
+
+/// The first digit among the eight bytes at `at`, if there are eight bytes there and one is a digit.
+#[inline]
+fn digit_in_word(bytes: &[u8], at: usize) -> Option<usize> {
+    const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let word: [u8; 8] = bytes.get(at..at + 8)?.try_into().ok()?;
+    // Digits become 0..=9; a byte's high bit then says "not a digit" when it was set after the xor
+    // or when its low seven bits are 10 or more (adding 0x76 reaches 0x80 exactly then).
+    let x = u64::from_le_bytes(word) ^ 0x3030_3030_3030_3030;
+    let not_digit = (((x & LOW) + 0x7676_7676_7676_7676) | x) & HIGH;
+    let digits = !not_digit & HIGH;
+    (digits != 0).then(|| at + (digits.trailing_zeros() / 8) as usize)
 }
 
 /// At least 7 digits in a run of digit groups joined by up to two separators (see
@@ -216,11 +249,13 @@ pub(crate) const fn digits_and(extra: &[u8]) -> [bool; 256] {
 }
 
 /// Maximal runs of bytes in `class` at least `min_len` long. Skips ahead `min_len` bytes at a time
-/// while the byte it lands on is outside the class, so prose of short words costs a fraction of a pass.
+/// while the byte it lands on is outside the class; when it lands in a run, tests the byte
+/// `min_len - 1` after the run's start before walking to the run's end. Prose of short words costs a
+/// fraction of a pass.
 pub(crate) fn long_runs(bytes: &[u8], class: &[bool; 256], min_len: usize) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let min_len = min_len.max(1);
-    let mut i = 0; // no run of interest starts before i
+    let mut i = 0; // no run of interest starts before i; the byte before i is outside the class
     while i + min_len <= bytes.len() {
         let probe = i + min_len - 1;
         if !class[bytes[probe] as usize] {
@@ -231,6 +266,13 @@ pub(crate) fn long_runs(bytes: &[u8], class: &[bool; 256], min_len: usize) -> Ve
         while start > i && class[bytes[start - 1] as usize] {
             start -= 1;
         }
+        // A long enough run holds `last`. When `last` is outside the class, this run is short, and
+        // so is any run starting before `last` (it ends before it).
+        let last = start + min_len - 1;
+        if last < bytes.len() && !class[bytes[last] as usize] {
+            i = last + 1;
+            continue;
+        }
         let mut end = probe + 1;
         while end < bytes.len() && class[bytes[end] as usize] {
             end += 1;
@@ -240,6 +282,35 @@ pub(crate) fn long_runs(bytes: &[u8], class: &[bool; 256], min_len: usize) -> Ve
             out.push((start, end));
         }
         i = end + 1;
+    }
+    out
+}
+
+/// The maximal run of `class` bytes around `at`.
+pub(crate) fn run_around(bytes: &[u8], at: usize, class: &[bool; 256]) -> (usize, usize) {
+    let (mut s, mut e) = (at, at);
+    while s > 0 && class[bytes[s - 1] as usize] {
+        s -= 1;
+    }
+    while e < bytes.len() && class[bytes[e] as usize] {
+        e += 1;
+    }
+    (s, e)
+}
+
+/// The runs of `class` bytes around each position in `at` (sorted), each run once: the spans for
+/// [`find_in_spans`] when every match is made of `class` bytes and holds one of the positions.
+pub(crate) fn runs_around(
+    bytes: &[u8],
+    at: impl Iterator<Item = usize>,
+    class: &[bool; 256],
+) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for p in at {
+        if out.last().is_some_and(|&(_, e)| p < e) {
+            continue;
+        }
+        out.push(run_around(bytes, p, class));
     }
     out
 }
@@ -988,6 +1059,54 @@ mod tests {
             }
             proptest::prop_assert_eq!(naive, long_runs(b, &alnum, 5));
         }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn next_digit_finds_the_first_digit_from_any_start(
+            text in "[a-z 0-9é.-]{0,90}",
+            from in 0usize..100,
+        ) {
+            let b = text.as_bytes();
+            let from = from.min(b.len());
+            let naive = b[from..].iter().position(u8::is_ascii_digit).map(|p| from + p);
+            proptest::prop_assert_eq!(next_digit(b, from), naive);
+        }
+
+        #[test]
+        fn long_runs_match_a_naive_scan(text in "[a-z/:._ -]{0,160}", min in 1usize..20) {
+            let b = text.as_bytes();
+            let mut class = [false; 256];
+            for c in b"abcdefghijklmnopqrstuvwxyz/:._-" {
+                class[*c as usize] = true;
+            }
+            let mut naive = Vec::new();
+            let mut i = 0;
+            while i < b.len() {
+                let s = i;
+                while i < b.len() && class[b[i] as usize] {
+                    i += 1;
+                }
+                if i - s >= min {
+                    naive.push((s, i));
+                }
+                i += 1;
+            }
+            proptest::prop_assert_eq!(naive, long_runs(b, &class, min));
+        }
+    }
+
+    #[test]
+    fn next_digit_across_blocks() {
+        let mut text = "x".repeat(200);
+        text.push('7');
+        text.push_str(&"y".repeat(50));
+        let b = text.as_bytes();
+        for from in [0, 1, 7, 8, 31, 32, 150, 199, 200] {
+            assert_eq!(next_digit(b, from), Some(200), "from {from}");
+        }
+        assert_eq!(next_digit(b, 201), None);
+        assert_eq!(next_digit(b, b.len()), None);
     }
 
     #[test]

@@ -17,7 +17,7 @@
 use super::address_lines::{Part, Piece, line_start};
 use super::address_words::{self as words};
 use super::{Pattern, context};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 use std::sync::LazyLock;
 
 /// The compiled forms that read forward from the digit.
@@ -179,7 +179,7 @@ const ID_WORDS: &[&str] = &[
 /// A set of lowercase words with a filter on (length, first byte, last byte) in front: most words
 /// next to a number in prose ("in 2024", "2 cores") are rejected by one bit test, without hashing.
 struct WordSet {
-    words: HashSet<&'static str>,
+    words: FxHashSet<&'static str>,
     shapes: Vec<u64>,
 }
 
@@ -189,7 +189,7 @@ fn shape(w: &[u8]) -> usize {
 
 impl WordSet {
     fn new(lists: &[&[&'static str]]) -> WordSet {
-        let words: HashSet<&'static str> = lists.concat().into_iter().collect();
+        let words: FxHashSet<&'static str> = lists.concat().into_iter().collect();
         let mut shapes = vec![0u64; 1 << 10];
         for w in &words {
             let s = shape(w.as_bytes());
@@ -244,12 +244,17 @@ fn floor_word_after(text: &str, after: usize) -> bool {
     let word = &rest[..rest
         .find(|c: char| !(c.is_alphabetic() || c == '.'))
         .unwrap_or(rest.len())];
-    !word.is_empty()
-        && [
-            "floor", "fl", "fl.", "level", "etage", "stock", "étage", "piso", "planta", "piano",
-        ]
-        .iter()
-        .any(|w| w.eq_ignore_ascii_case(word) || word.to_lowercase() == *w)
+    if word.is_empty() {
+        return false;
+    }
+    // An ASCII word equals a listed one in lowercase exactly when the two are equal ignoring ASCII
+    // case; only other words need `to_lowercase` (`ÉTAGE`).
+    let lower = (!word.is_ascii()).then(|| word.to_lowercase());
+    [
+        "floor", "fl", "fl.", "level", "etage", "stock", "étage", "piso", "planta", "piano",
+    ]
+    .iter()
+    .any(|w| w.eq_ignore_ascii_case(word) || lower.as_deref() == Some(*w))
 }
 
 /// Whether the digit groups from `at` (`-1-2`) are followed by a space and a capital: the shape of

@@ -1,17 +1,28 @@
 //! `URL`: `scheme://host…` and `www.host…` (host checked: a dotted name with a letter TLD, or an IP),
 //! plus bare domains with a well-known TLD (`example.com`), which are weak without a context word.
 
-use regex::Regex;
-
-use super::{Recognizer, Trigger, context};
+use super::{Pattern, Recognizer, Trigger, context};
 use crate::{Entity, EntityType};
 
 /// Finds URLs.
 pub struct UrlRecognizer {
-    full: Regex,
-    bare: Regex,
+    full: Pattern,
+    bare: Pattern,
     tlds: aho_corasick::AhoCorasick,
 }
+
+/// Bytes of a token: all but ASCII whitespace. Neither pattern matches whitespace, so every match
+/// lies inside one token, and the searches look only at tokens holding a `://`, a `www.` or a `.tld`.
+const TOKEN: [bool; 256] = {
+    let mut t = [true; 256];
+    let mut i = 0;
+    let space = b" \t\n\x0B\x0C\r";
+    while i < space.len() {
+        t[space[i] as usize] = false;
+        i += 1;
+    }
+    t
+};
 
 /// Top-level domains accepted for a bare `name.tld` (no scheme, no `www.`). Country codes that are also
 /// common file extensions (`.py`, `.rs`, `.md`, `.sh`, `.pl`, `.so`) are left out on purpose.
@@ -24,13 +35,12 @@ const WORDS: &[&str] = &[
 impl UrlRecognizer {
     /// Compiles the patterns.
     pub fn new() -> Self {
-        let full =
-            Regex::new(r#"(?i-u)\b(?:(?:https?|ftps?|wss?|sftp)://|www\.)(?u:[^\s<>"'`{}|\\^])+"#)
-                .expect("url pattern compiles");
-        let bare = Regex::new(&format!(
+        let full = super::pattern(
+            r#"(?i-u)\b(?:(?:https?|ftps?|wss?|sftp)://|www\.)(?u:[^\s<>"'`{}|\\^])+"#,
+        );
+        let bare = super::pattern(&format!(
             r"(?i-u)\b[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.(?:{BARE_TLDS})\b(?:/(?u:[^\s<>\x22'`])*)?"
-        ))
-        .expect("bare domain pattern compiles");
+        ));
         // The bare-domain pattern runs only when some `.tld` occurs (case-insensitive), found in one
         // Aho-Corasick pass.
         let tlds = aho_corasick::AhoCorasick::builder()
@@ -105,10 +115,30 @@ impl Recognizer for UrlRecognizer {
     }
 
     fn find(&self, text: &str, out: &mut Vec<Entity>) {
+        let bytes = text.as_bytes();
         let mut covered: Vec<(usize, usize)> = Vec::new();
-        let full = text.contains("://") || text.contains("www.") || text.contains("WWW.");
-        for m in self.full.find_iter(if full { text } else { "" }) {
-            let s = trim_end(m.as_str());
+        // Full URLs: the tokens holding a `://` or a `www.` (any case). As before the search was
+        // windowed, the pattern runs only when the text holds `://`, `www.` or `WWW.`.
+        let mut full = false;
+        let marks = memchr::memchr2_iter(b':', b'.', bytes).filter(|&p| {
+            if bytes[p] == b':' {
+                let scheme = bytes.get(p + 1..p + 3) == Some(&b"//"[..]);
+                full |= scheme;
+                scheme
+            } else {
+                let www = p >= 3 && bytes[p - 3..p].eq_ignore_ascii_case(b"www");
+                full |= www && matches!(&bytes[p - 3..p], b"www" | b"WWW");
+                www
+            }
+        });
+        let spans = super::runs_around(bytes, marks, &TOKEN);
+        let found = if full {
+            super::find_in_spans(&self.full, text, spans)
+        } else {
+            Vec::new()
+        };
+        for (ms, me) in found {
+            let s = trim_end(&text[ms..me]);
             let rest = match s.find("://") {
                 Some(i) => &s[i + 3..],
                 None => &s[4..], // `www.`: the rest must be a dotted name of its own
@@ -116,21 +146,31 @@ impl Recognizer for UrlRecognizer {
             if !host_ok(rest) {
                 continue;
             }
-            let end = m.start() + s.len();
-            covered.push((m.start(), end));
+            let end = ms + s.len();
+            covered.push((ms, end));
             out.push(Entity {
                 kind: EntityType::Url,
-                start: m.start(),
+                start: ms,
                 end,
                 score: 0.95,
             });
         }
-        let bare = self
+        // Bare domains: the tokens holding a `.tld` that ends a word (the one a match ends its name
+        // with: the longest listed `.tld` at that dot, since the byte after the match's is no letter).
+        let tlds = self
             .tlds
             .find_iter(text)
-            .any(|m| !super::after_is(text, m.end(), |b| b.is_ascii_alphanumeric()));
-        for m in self.bare.find_iter(if bare { text } else { "" }) {
-            let (start, end) = (m.start(), m.start() + trim_end(m.as_str()).len());
+            .filter(|m| !super::after_is(text, m.end(), |b| b.is_ascii_alphanumeric()))
+            .map(|m| m.start());
+        let spans = super::runs_around(bytes, tlds, &TOKEN);
+        let bare = !spans.is_empty();
+        let found = if bare {
+            super::find_in_spans(&self.bare, text, spans)
+        } else {
+            Vec::new()
+        };
+        for (ms, me) in found {
+            let (start, end) = (ms, ms + trim_end(&text[ms..me]).len());
             if covered.iter().any(|&(s, e)| start < e && s < end)
                 || super::before_is(text, start, |b| {
                     matches!(b, b'@' | b'.' | b'/' | b'-') || b >= 0x80
@@ -157,6 +197,41 @@ mod tests {
         let mut out = Vec::new();
         UrlRecognizer::new().find(text, &mut out);
         out.iter().map(|e| (e.text(text), e.score)).collect()
+    }
+
+    proptest::proptest! {
+        /// The token-limited searches find exactly what a search over the whole text finds.
+        #[test]
+        fn token_searches_match_whole_text_searches(
+            parts in proptest::collection::vec(
+                "(https?://|www\\.|WWW\\.|Www\\.|ws://|\\.com|\\.co|\\.io|\\.info|a|b9|-|/|\\.| |\n|\"|é|_)",
+                0..24,
+            ),
+        ) {
+            let text: String = parts.concat();
+            let r = UrlRecognizer::new();
+            let b = text.as_bytes();
+            let marks = (0..b.len()).filter(|&p| {
+                (b[p] == b':' && b.get(p + 1..p + 3) == Some(&b"//"[..]))
+                    || (b[p] == b'.' && p >= 3 && b[p - 3..p].eq_ignore_ascii_case(b"www"))
+            });
+            let spans = super::super::runs_around(b, marks, &TOKEN);
+            let whole = |re: &Pattern| super::super::find_in_spans(re, &text, [(0, text.len())]);
+            proptest::prop_assert_eq!(
+                super::super::find_in_spans(&r.full, &text, spans),
+                whole(&r.full)
+            );
+            let tlds = r
+                .tlds
+                .find_iter(&text)
+                .filter(|m| !super::super::after_is(&text, m.end(), |c| c.is_ascii_alphanumeric()))
+                .map(|m| m.start());
+            let spans = super::super::runs_around(b, tlds, &TOKEN);
+            proptest::prop_assert_eq!(
+                super::super::find_in_spans(&r.bare, &text, spans),
+                whole(&r.bare)
+            );
+        }
     }
 
     #[test]
