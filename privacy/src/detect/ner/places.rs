@@ -1059,18 +1059,37 @@ fn subject_of_verb(text: &str, end: usize) -> bool {
     }
 }
 
-/// Whether an address goes on after byte `end`: `, NC 27601`, ` 27601`, `, 10115`.
+static ADDRESS_AFTER: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(
+        r"^,[ \t]*(?:[\p{L}.]+[ \t]+){0,3}(?:\d{4,}|[A-Za-z]\d[A-Za-z\d]?[ ]?\d[A-Za-z]{2}\b)",
+    )
+    .expect("address-after pattern compiles")
+});
+
+/// Whether an address goes on after byte `end`: `, NC 27601`, `, Telangana 500001`, `, 10115`,
+/// `, m7 6xd`: the place is that address's city, not a place on its own.
 fn address_follows(text: &str, end: usize) -> bool {
-    let rest = text[end..].trim_start_matches([',', ' ']);
-    let code = rest
-        .split(' ')
-        .next()
-        .filter(|w| (2..=3).contains(&w.len()) && w.chars().all(|c| c.is_ascii_uppercase()));
-    let rest = match code {
-        Some(c) => rest[c.len()..].trim_start_matches([',', ' ']),
-        None => rest,
-    };
-    rest.chars().take_while(char::is_ascii_digit).count() >= 4
+    ADDRESS_AFTER.is_match(&text[end..])
+}
+
+/// Whether an address ends right before byte `start` on its line: a postcode or a house number
+/// (`2544, Australia`, `7486 CD Amsterdam`, `72667, USA`): the place is that address's last part.
+fn address_precedes(text: &str, start: usize) -> bool {
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let before = text[line_start..start].trim_end_matches([' ', '\t', ',']);
+    if before.len() == start - line_start {
+        return false;
+    }
+    let mut ws = before.rsplit([' ', '\t', ',']).filter(|w| !w.is_empty());
+    let digits = |w: &str| w.chars().any(|c| c.is_ascii_digit());
+    match ws.next() {
+        Some(w) if digits(w) => true,
+        // "7486 CD Amsterdam", "Hobart TAS 2544": a code after a number.
+        Some(w) if (1..=3).contains(&w.len()) && w.chars().all(|c| c.is_ascii_uppercase()) => {
+            ws.next().is_some_and(digits)
+        }
+        _ => false,
+    }
 }
 
 /// Whether the model reads any word of `start..end` as a person at least this surely.
@@ -1101,6 +1120,22 @@ pub const MODEL_PLACE_MIN: f32 = 0.3;
 pub fn apply(gaz: &Gazetteer, text: &str, tokens: &[TokenPred], out: &mut Vec<Entity>) {
     tidy(gaz, text, out);
     let ws = words(text);
+    // A country or region, or a city no one is named after, that the model reads as a person but a
+    // verb of place stands before ("Originally from Nigeria"): a place.
+    for e in out.iter_mut().filter(|e| e.kind == EntityType::PersonName) {
+        let Some(i) = ws.iter().position(|w| w.start == e.start) else {
+            continue;
+        };
+        let Some(kind) = gaz.kind(&text[e.start..e.end]) else {
+            continue;
+        };
+        let folded = fold(&text[e.start..e.end]);
+        let named = PERSON_NAMES.contains(&folded) || COMMON_WORDS.contains(&folded.as_str());
+        if (kind != Kind::City || !named) && cue_before(text, &ws, i).0 == Cue::Strong {
+            e.kind = EntityType::Location;
+            e.score = e.score.max(RULE_SCORE);
+        }
+    }
     let mut found: Vec<Entity> = Vec::new();
     let mut i = 0;
     while i < ws.len() {
@@ -1215,7 +1250,7 @@ fn judge(
             return None;
         }
     }
-    if org_after(text, end) || address_follows(text, end) {
+    if org_after(text, end) || address_follows(text, end) || address_precedes(text, start) {
         return None;
     }
     let folded = fold(name);
@@ -1223,7 +1258,11 @@ fn judge(
     let personal =
         n == 1 && (PERSON_NAMES.contains(&folded) || model_person(tokens, start, end, 0.5));
     let (cue, the) = cue_before(text, ws, i);
-    let pair = pair_after(gaz, text, end, lower);
+    // The pair's second part must be free ("Pune, Ashton Huels joined": a name follows, not a region).
+    let pair = pair_after(gaz, text, end, lower).filter(|len| {
+        !out.iter()
+            .any(|o| o.kind != EntityType::Location && o.start < end + len && end < o.end)
+    });
     let model = model_place(tokens, start, end, MODEL_PLACE_MIN);
     let short = name.chars().filter(|c| c.is_alphabetic()).count() < 3;
     let accept = if common || personal || short {
@@ -1276,9 +1315,26 @@ fn tidy(gaz: &Gazetteer, text: &str, out: &mut Vec<Entity>) {
         }
         if subject_of_verb(text, e.end) && gaz.kind(span).is_none_or(|k| k == Kind::City) {
             e.kind = EntityType::PersonName;
+        } else if address_follows(text, e.end) || address_precedes(text, e.start) {
+            e.kind = EntityType::Address;
         }
         true
     });
+    // A word the model calls a place right after a name ("Björk S. Fjeldstad") that no gazetteer
+    // knows is the name's surname.
+    let persons: Vec<(usize, usize)> = out
+        .iter()
+        .filter(|e| e.kind == EntityType::PersonName)
+        .map(|e| (e.start, e.end))
+        .collect();
+    for e in out.iter_mut().filter(|e| e.kind == EntityType::Location) {
+        let after_name = persons
+            .iter()
+            .any(|&(_, end)| end < e.start && text[end..e.start] == *" ");
+        if after_name && gaz.kind(&text[e.start..e.end]).is_none() {
+            e.kind = EntityType::PersonName;
+        }
+    }
     // A place right next to an address (", " or a line break between) is that address's city.
     let touches = |a: usize, b: usize| {
         a <= b && {
