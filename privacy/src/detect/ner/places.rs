@@ -1092,6 +1092,21 @@ fn address_precedes(text: &str, start: usize) -> bool {
     }
 }
 
+/// Whether `start..end` sits where an address's city would: after a comma or at a line's start, or
+/// before a number (`…, Springfield`, `Sheffield\nM5 3DJ`, `Manchester M1 1AA`). There the model's
+/// reading alone is no evidence of a place on its own: the address tier may hold it.
+fn address_slot(text: &str, start: usize, end: usize) -> bool {
+    let before = text[..start].trim_end_matches([' ', '\t']);
+    let after = text[end..].trim_start_matches([' ', '\t', ',']);
+    before.is_empty()
+        || before.ends_with([',', '\n', ';', '|', '/'])
+        || after.starts_with('\n')
+        || after
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| w.chars().any(|c| c.is_ascii_digit()))
+}
+
 /// Whether the model reads any word of `start..end` as a person at least this surely.
 fn model_person(tokens: &[TokenPred], start: usize, end: usize, min: f32) -> bool {
     tokens.iter().any(|t| {
@@ -1272,7 +1287,7 @@ fn judge(
             || (cue == Cue::Bare && kind != Kind::City)
             || pair.is_some() && cue != Cue::None
     } else {
-        cue != Cue::None || pair.is_some() || model
+        cue != Cue::None || pair.is_some() || model && !address_slot(text, start, end)
     };
     if !accept {
         return None;
