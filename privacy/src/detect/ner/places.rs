@@ -1061,7 +1061,7 @@ fn subject_of_verb(text: &str, end: usize) -> bool {
 
 static ADDRESS_AFTER: LazyLock<regex::Regex> = LazyLock::new(|| {
     regex::Regex::new(
-        r"^,[ \t]*(?:[\p{L}.]+[ \t]+){0,3}(?:\d{4,}|[A-Za-z]\d[A-Za-z\d]?[ ]?\d[A-Za-z]{2}\b)",
+        r"^,[ \t]*(?:(?:\p{Lu}[\p{L}.]*[ \t]+){1,3}|\p{L}{2,3}[ \t]+)?(?:\d{4,}|[A-Za-z]\d[A-Za-z\d]?[ ]?\d[A-Za-z]{2}\b)",
     )
     .expect("address-after pattern compiles")
 });
@@ -1280,8 +1280,10 @@ fn judge(
     });
     let model = model_place(tokens, start, end, MODEL_PLACE_MIN);
     let short = name.chars().filter(|c| c.is_alphabetic()).count() < 3;
-    let accept = if common || personal || short {
+    let accept = if common || short {
         !lower && (cue == Cue::Strong || (pair.is_some() && cue != Cue::None))
+    } else if personal {
+        cue == Cue::Strong || (pair.is_some() && cue != Cue::None)
     } else if lower {
         cue == Cue::Strong
             || (cue == Cue::Bare && kind != Kind::City)
@@ -1571,5 +1573,83 @@ mod tests {
         ];
         apply(&g, text, &[], &mut out);
         assert!(out.iter().all(|e| e.kind == EntityType::Address), "{out:?}");
+    }
+
+    /// The real gazetteer, when `opc models fetch` has put it in the cache (else skipped, saying so).
+    fn real() -> Option<Gazetteer> {
+        match Gazetteer::load_cached() {
+            Ok(g) => Some(g),
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn the_real_gazetteer_is_compact_and_knows_cities_regions_and_countries() {
+        let Some(g) = real() else { return };
+        assert!(g.len() > 30_000, "{}", g.len());
+        assert!(g.heap_bytes() < 2 << 20, "{} bytes", g.heap_bytes());
+        assert_eq!(g.kind("Tromsø"), Some(Kind::City));
+        assert_eq!(g.kind("reykjavik"), Some(Kind::City));
+        assert_eq!(g.kind("Norway"), Some(Kind::Country));
+        assert_eq!(g.kind("Ontario"), Some(Kind::Region));
+        assert_eq!(g.kind("Bavaria"), Some(Kind::Region));
+        assert_eq!(g.kind("North Carolina"), Some(Kind::Region));
+        assert_eq!(g.kind("the report"), None);
+    }
+
+    #[test]
+    fn real_places_with_evidence_and_real_words_without() {
+        let Some(g) = real() else { return };
+        let found = |text: &str| {
+            let mut out = Vec::new();
+            apply(&g, text, &[], &mut out);
+            out.iter()
+                .map(|e| (e.kind.as_str(), text[e.start..e.end].to_string()))
+                .collect::<Vec<_>>()
+        };
+        let loc = |s: &str| vec![("LOCATION", s.to_string())];
+        assert_eq!(found("my sister just moved to Trondheim"), loc("Trondheim"));
+        assert_eq!(
+            found("ok landed in wellington, see u soon"),
+            loc("wellington")
+        );
+        assert_eq!(found("He commutes from Leuven every day."), loc("Leuven"));
+        assert_eq!(
+            found("They settled in Asheville, North Carolina."),
+            loc("Asheville, North Carolina")
+        );
+        assert_eq!(
+            found("Ravi is based in Kraków, Poland now"),
+            loc("Kraków, Poland")
+        );
+        assert_eq!(found("We spent June in the Algarve."), loc("the Algarve"));
+        assert_eq!(
+            found("Originally from Karnataka, she joined in 2019."),
+            loc("Karnataka")
+        );
+        for text in [
+            "Reading the report took all morning.",
+            "Nice work on the release, team.",
+            "Account: Pinecrest Realty, renewal due in May.",
+            "please turn to page 4 and read it",
+            "lets split the bill and go",
+            "Can you move the call to Monday?",
+            "The deal with Orange fell through.",
+            "Berlin Consulting won the bid",
+            "I'll send it to Jackson by Friday.",
+            "talk to you in a bit, heading home",
+            "the build is green, merging to main",
+            "Deliver to 10 High St, Manchester M1 1AA",
+            "Ship to 12 rue de la Paix, 75002 Paris",
+        ] {
+            assert!(
+                found(text).iter().all(|(k, _)| *k != "LOCATION"),
+                "{text}: {:?}",
+                found(text)
+            );
+        }
     }
 }
