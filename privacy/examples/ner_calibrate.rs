@@ -263,7 +263,7 @@ fn probe(texts: &[String]) {
                 if r.cued { " (cued)" } else { "" }
             );
         }
-        for e in decode::spans(text, &tokens) {
+        for e in model.decode(text, &tokens) {
             println!(
                 "  span {} {:?} {:.3}",
                 e.kind,

@@ -188,6 +188,14 @@ async fn without_the_model_calls_fail_closed_until_it_is_fetched_then_the_next_i
     // `opc models fetch` beside the running gateway: the files appear, and the next message loads
     // them (no restart) before its request is masked.
     put_model(&model, models.path());
+    // It puts the place gazetteer (part of the NER tier) beside the model.
+    let cache = model.parent().unwrap();
+    for spec in [&opc_models::GEONAMES, &opc_models::SUBDIVISIONS] {
+        let dir = spec
+            .locate(cache)
+            .unwrap_or_else(|e| panic!("the place gazetteer is not cached beside the model: {e}"));
+        put_model(&dir, models.path());
+    }
     let expected = format!("Noted: {MESSAGE}");
     ask(&opc, MESSAGE, |t| t == expected).await;
     assert_eq!(llm.requests().len(), 1);

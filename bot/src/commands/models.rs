@@ -142,12 +142,21 @@ fn ner_loader(fetch_first: bool, meanwhile: impl Into<String>) -> NerLoader {
         };
         if fetch.swap(false, Ordering::SeqCst) {
             fetched(&what)?;
+            // The place gazetteer is part of the NER tier (it serves LOCATION): fetched alike.
+            for spec in opc_privacy::detect::ner::places::SPECS {
+                fetched(&Background {
+                    model: "place gazetteer",
+                    spec,
+                    ..what
+                })?;
+            }
         }
         let started = Instant::now();
         match Rampart::load_cached() {
             Ok(model) => {
                 tracing::info!(
-                    "privacy: NER model loaded in {:.1}s",
+                    "privacy: NER model and place gazetteer ({} names) loaded in {:.1}s",
+                    model.places().map_or(0, |p| p.len()),
                     started.elapsed().as_secs_f64()
                 );
                 Ok(model.shared())

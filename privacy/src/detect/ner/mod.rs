@@ -22,13 +22,15 @@
 //! The model itself: [`Rampart`] (files fetched and verified by `opc-models`; the ONNX weights read by
 //! [`onnx`], kept quantised and run by `opc-infer`'s int8 encoder through [`bert`], labels turned into
 //! spans by [`decode`], scores put on the threshold's scale by [`calibration`], and what the model
-//! cannot see added by [`rules`]).
+//! cannot see added by [`rules`]; places named in the gazetteer of [`places`] kept where the text
+//! gives evidence of one).
 
 pub mod bert;
 pub mod calibration;
 pub mod decode;
 pub mod fields;
 pub mod onnx;
+pub mod places;
 mod rampart;
 #[cfg(feature = "reference")]
 mod reference;

@@ -9,6 +9,7 @@ use super::NerModel;
 use super::bert::Bert;
 use super::decode::{self, Piece, TokenPred};
 use super::onnx;
+use super::places::{self, Gazetteer, PlacesError};
 use crate::Entity;
 
 /// Tokens per window (special tokens excluded). Shorter than the model's 510 so attention stays
@@ -41,6 +42,9 @@ pub enum NerError {
     /// The files are not the model we expect.
     #[error("the model files are not usable: {0}")]
     Format(String),
+    /// The place gazetteer (part of the NER tier: it serves `LOCATION`) is missing or unreadable.
+    #[error(transparent)]
+    Places(#[from] PlacesError),
 }
 
 fn format_err(e: impl std::fmt::Display) -> NerError {
@@ -56,14 +60,40 @@ pub struct Rampart {
     outside: usize,
     cls: u32,
     sep: u32,
+    /// Place names for `LOCATION` (see [`places`]); `None` only for a model loaded from a bare
+    /// directory ([`Rampart::load`]), as tests and comparisons do.
+    places: Option<Arc<Gazetteer>>,
 }
 
 impl Rampart {
-    /// Load from the verified cache (`$OPC_MODELS`, else the user's cache dir).
+    /// Load the model and the place gazetteer from the verified cache (`$OPC_MODELS`, else the
+    /// user's cache dir). Either missing is an error that names `opc models fetch`: the NER tier
+    /// without its gazetteer would miss most places, and that must never pass unnoticed.
     pub fn load_cached() -> Result<Self, NerError> {
         let root = opc_models::cache_root()?;
         let dir = opc_models::RAMPART.locate(&root)?;
-        Self::load(&dir)
+        let places = Gazetteer::load_cached()?;
+        Ok(Self::load(&dir)?.with_places(Arc::new(places)))
+    }
+
+    /// Use `places` for `LOCATION`.
+    pub fn with_places(mut self, places: Arc<Gazetteer>) -> Self {
+        self.places = Some(places);
+        self
+    }
+
+    /// The place gazetteer in use, if any.
+    pub fn places(&self) -> Option<&Gazetteer> {
+        self.places.as_deref()
+    }
+
+    /// The entities of `text` given its tokens' predictions: the decoder's, then the gazetteer's.
+    pub fn decode(&self, text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
+        let mut spans = decode::spans(text, tokens);
+        if let Some(places) = &self.places {
+            places::apply(places, text, tokens, &mut spans);
+        }
+        spans
     }
 
     /// Load from a model directory holding `config.json`, `tokenizer.json` and `model_q4.onnx`.
@@ -157,6 +187,7 @@ impl Rampart {
             outside,
             cls,
             sep,
+            places: None,
         })
     }
 
@@ -448,7 +479,7 @@ fn plan_windows(words: &[Option<u32>], budget: usize, overlap: usize) -> Vec<(us
 impl NerModel for Rampart {
     fn entities(&self, text: &str) -> Vec<Entity> {
         match self.token_predictions(text) {
-            Ok(tokens) => decode::spans(text, &tokens),
+            Ok(tokens) => self.decode(text, &tokens),
             // Never log the text; a failing model finds nothing and the pattern tier still runs.
             Err(_) => Vec::new(),
         }
@@ -459,7 +490,7 @@ impl NerModel for Rampart {
             Ok(all) => texts
                 .iter()
                 .zip(all)
-                .map(|(text, tokens)| decode::spans(text, &tokens))
+                .map(|(text, tokens)| self.decode(text, &tokens))
                 .collect(),
             // One text the tokenizer refuses must not cost the others their names: one at a time.
             Err(_) => texts.iter().map(|t| self.entities(t)).collect(),
