@@ -9,7 +9,7 @@
 //! - nor does anything after a blank line (the date under a letter's address, the first letter of a
 //!   phone label).
 //!
-//! A `LOCATION` inside the settled address is part of it and is dropped. Invariants: spans only move
+//! A `LOCATION` inside the settled address, overlapping it or right next to it is part of it. Invariants: spans only move
 //! to char boundaries inside the text; an address is never left empty (it is dropped instead).
 
 use std::sync::LazyLock;
@@ -38,17 +38,46 @@ pub fn settle(text: &str, found: &mut Vec<Entity>) {
         take_country_after(text, e);
     }
     found.retain(|e| e.start < e.end);
-    let addresses: Vec<(usize, usize)> = found
-        .iter()
-        .filter(|e| e.kind == EntityType::Address)
-        .map(|e| (e.start, e.end))
-        .collect();
-    found.retain(|e| {
-        e.kind != EntityType::Location
-            || !addresses
-                .iter()
-                .any(|&(s, end)| s <= e.start && e.end <= end)
-    });
+    join_adjacent_places(text, found);
+}
+
+/// A `LOCATION` inside an address, overlapping it, or right next to it (only `,`, `;` and spaces
+/// between, at most one line break: `Lindenstraße 8;Hamburg`, `Flat 2` / `Oxford`) is that address's
+/// city, region or country: the address takes it in. The place tier and the address tiers read the
+/// same words independently, so without this an address would lose its city to a `LOCATION`.
+fn join_adjacent_places(text: &str, found: &mut Vec<Entity>) {
+    let touches = |a: usize, b: usize| {
+        a <= b && {
+            let gap = &text[a..b];
+            gap.len() <= 4
+                && gap.matches('\n').count() <= 1
+                && gap
+                    .chars()
+                    .all(|c| c == ',' || c == ';' || c.is_whitespace())
+        }
+    };
+    let mut k = 0;
+    while k < found.len() {
+        if found[k].kind != EntityType::Location {
+            k += 1;
+            continue;
+        }
+        let (s, e) = (found[k].start, found[k].end);
+        let mut joined = false;
+        for a in found.iter_mut().filter(|a| {
+            a.kind == EntityType::Address
+                && ((a.start < e && s < a.end) || touches(a.end, s) || touches(e, a.start))
+        }) {
+            a.start = a.start.min(s);
+            a.end = a.end.max(e);
+            joined = true;
+        }
+        if joined {
+            found.remove(k);
+        } else {
+            k += 1;
+        }
+    }
 }
 
 /// Keep what comes before the first blank line.
@@ -253,5 +282,35 @@ mod tests {
         ];
         settle(text, &mut found);
         assert_eq!(found.len(), 1);
+    }
+
+    #[test]
+    fn a_location_next_to_an_address_joins_it_and_one_apart_does_not() {
+        let entity = |kind, start: usize, end: usize| Entity {
+            kind,
+            start,
+            end,
+            score: 0.9,
+        };
+        let text = "ADR:;;Lindenstraße 8;Hamburg;;20095";
+        let street = text.find("Linden").unwrap();
+        let city = text.find("Hamburg").unwrap();
+        let mut found = vec![
+            entity(EntityType::Address, street, city - 1),
+            entity(EntityType::Location, city, city + "Hamburg".len()),
+        ];
+        settle(text, &mut found);
+        assert_eq!(found.len(), 1);
+        assert_eq!(&text[found[0].start..found[0].end], "Lindenstraße 8;Hamburg");
+
+        let text = "Drop it at 5 Elm St, then fly to Boise tomorrow.";
+        let street = text.find("5 Elm").unwrap();
+        let city = text.find("Boise").unwrap();
+        let mut found = vec![
+            entity(EntityType::Address, street, street + "5 Elm St".len()),
+            entity(EntityType::Location, city, city + "Boise".len()),
+        ];
+        settle(text, &mut found);
+        assert_eq!(found.len(), 2, "a place after other words stays a place");
     }
 }
