@@ -301,7 +301,10 @@ mod tests {
         ];
         settle(text, &mut found);
         assert_eq!(found.len(), 1);
-        assert_eq!(&text[found[0].start..found[0].end], "Lindenstraße 8;Hamburg");
+        assert_eq!(
+            &text[found[0].start..found[0].end],
+            "Lindenstraße 8;Hamburg"
+        );
 
         let text = "Drop it at 5 Elm St, then fly to Boise tomorrow.";
         let street = text.find("5 Elm").unwrap();
