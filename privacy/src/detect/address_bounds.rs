@@ -293,8 +293,8 @@ mod tests {
             score: 0.9,
         };
         let text = "ADR:;;Lindenstraße 8;Hamburg;;20095";
-        let street = text.find("Linden").unwrap();
-        let city = text.find("Hamburg").unwrap();
+        let street = text.find("Linden").expect("in the text");
+        let city = text.find("Hamburg").expect("in the text");
         let mut found = vec![
             entity(EntityType::Address, street, city - 1),
             entity(EntityType::Location, city, city + "Hamburg".len()),
@@ -307,8 +307,8 @@ mod tests {
         );
 
         let text = "Drop it at 5 Elm St, then fly to Boise tomorrow.";
-        let street = text.find("5 Elm").unwrap();
-        let city = text.find("Boise").unwrap();
+        let street = text.find("5 Elm").expect("in the text");
+        let city = text.find("Boise").expect("in the text");
         let mut found = vec![
             entity(EntityType::Address, street, street + "5 Elm St".len()),
             entity(EntityType::Location, city, city + "Boise".len()),
