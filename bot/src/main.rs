@@ -12,6 +12,8 @@
 //! subcommand's name.
 
 mod admin;
+#[cfg(test)]
+mod cli_doc;
 mod commands;
 mod gateway;
 mod live;
@@ -59,6 +61,8 @@ enum Command {
     /// The example has a CEO, two VPs, three leads and three workers (four levels), a shared memory
     /// block and a shareWith pair. Existing files are never overwritten: if any would be, nothing is
     /// written.
+    ///
+    /// Exit status: 0 written, 1 refused (a file exists) or failed.
     Init {
         /// Directory to write into; created if missing.
         #[arg(default_value = ".")]
@@ -79,7 +83,13 @@ enum Command {
     /// privacy, and the config with validation and hot reload), the org chart at `/org` (JSON:
     /// `/api/org`), health at `/healthz`. A platform whose token variable is unset stops start-up with
     /// an error naming it; a missing LLM key only warns, and messages are answered with a notice naming
-    /// the variable. An invalid config never starts. Ctrl-C or SIGTERM stops it cleanly.
+    /// the variable. An invalid config never starts. Ctrl-C or SIGTERM stops it cleanly. A changed
+    /// config (a save in the console, a file change, SIGHUP) is applied without a restart; an invalid
+    /// one is refused and the running one stays.
+    ///
+    /// Exit status: 0 after a clean stop; 1 invalid config, a database error or an address that
+    /// cannot be bound; 2 unreadable config, a bad `--listen` or `publicUrl`, a platform token that is
+    /// unset or refused.
     Run {
         /// Serve on this address instead of `channels.web.listen` (e.g. 127.0.0.1:8080). As in the
         /// config, an address other machines can reach needs `channels.web.accessTokenEnv`.
@@ -96,6 +106,9 @@ enum Command {
         args: commands::chat::ChatArgs,
     },
     /// List recent requests, or show one delegation tree with state, time, tokens and cost per task.
+    ///
+    /// Read-only: safe beside a running `opc run`. Exit status: 0, 1 invalid config or a database
+    /// error, 2 unreadable config.
     Tasks {
         #[command(flatten)]
         args: commands::tasks::TasksArgs,
@@ -114,21 +127,30 @@ enum Command {
     /// recall's embedding model (`minilm`, all-MiniLM-L6-v2). Fetch them ahead of time, list them.
     ///
     /// `opc run` fetches a missing model in the background; `opc models fetch` does it ahead of time
-    /// (for offline machines, or to see the download's progress).
+    /// (for offline machines, or to see the download's progress). Exit status: 0, 1 a fetch failed,
+    /// 2 unknown model.
     #[command(subcommand)]
     Models(commands::models::ModelsCommand),
     /// Memory: core blocks as stored (`show [AGENT]`, `history LABEL`), recall searched as an agent
     /// would (`search`), and recall measured on LoCoMo (`eval locomo`).
+    ///
+    /// Exit status: 0; 1 invalid config, an unknown agent, a failed evaluation, or a database error
+    /// in `show` / `history`; 2 unreadable config or input file, or a database or index error in
+    /// `search`.
     Memory {
         #[command(subcommand)]
         command: commands::memory::MemoryCommand,
     },
     /// Draw the org tree: id, role, model, tools, memory and shareWith of every agent.
     ///
-    /// Colours are used when stdout is a terminal (set NO_COLOR to turn them off).
+    /// Colours are used when stdout is a terminal (set NO_COLOR to turn them off). Exit status: 0,
+    /// 1 invalid config, 2 unreadable config.
     Visualize,
     /// Slack: `manifest` prints the Slack app manifest for the configured org, to paste into
     /// "Create an app → From a manifest" at https://api.slack.com/apps.
+    ///
+    /// Exit status: 0 printed, 1 invalid config or no `channels.slack`, 2 unreadable config or a
+    /// missing or bad public URL.
     #[command(subcommand)]
     Slack(commands::slack::SlackCommand),
 }
