@@ -1,7 +1,8 @@
 //! Benchmark: the pattern tier of `Detector::detect` on one core, in MB/s and sentences/s, median of
 //! several runs, on
-//! - ordinary prose (the repository's README: technical English with numbers, colons and URLs, and
-//!   lorem-style sentences without personal data);
+//! - ordinary prose (the repository's README and design notes, `docs/*.md`, which held the README's
+//!   text until issue 23: technical English with numbers, colons and URLs, and lorem-style sentences
+//!   without personal data);
 //! - the shared Presidio recogniser texts (`../shared/data/pii`, or `$OPC_SHARED/data/pii`), if present;
 //! - the synthetic PII corpus (`examples/pii_corpus.rs`, seed 7), dense with personal data.
 //!
@@ -121,8 +122,19 @@ fn guard(line: &str, speed: &Speed, missed: &mut bool) {
 }
 
 fn prose() -> Vec<String> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+    // The README and the design notes beside it (the README's former sections), in a fixed order.
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let mut files = vec![std::path::PathBuf::from(format!("{root}/README.md"))];
+    let mut notes: Vec<_> = std::fs::read_dir(format!("{root}/docs"))
+        .map(|dir| dir.filter_map(|e| e.ok().map(|e| e.path())).collect())
         .unwrap_or_default();
+    notes.retain(|p: &std::path::PathBuf| p.extension().is_some_and(|e| e == "md"));
+    notes.sort();
+    files.extend(notes);
+    let readme: String = files
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default() + "\n\n")
+        .collect();
     let mut out: Vec<String> = readme
         .split("\n\n")
         .map(str::trim)
