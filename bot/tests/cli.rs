@@ -401,7 +401,7 @@ fn opc_with_input(args: &[&str], dir: &Path, stdin: &str) -> Output {
 }
 
 /// `--config` is one global option: every subcommand that reads a config takes it before or after its
-/// name (the README writes `opc memory show --config PATH`), and it is really the file read.
+/// name (`opc --help`, and so docs/cli.md, write `opc memory show --config X`), and it is really the file read.
 #[test]
 fn config_is_accepted_before_and_after_every_subcommand() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -2,7 +2,7 @@
 //!
 //! Each struct lists its YAML keys once (the `KEYS` constant next to its `decode`), so adding a setting is
 //! adding a field, its key and one line of decoding. Defaults live in the `decode` functions and are
-//! mirrored in README's config reference.
+//! mirrored in docs/config.md.
 //!
 //! Invariant: these types say what is *well-formed*; whether the org makes sense (one root, no cycles,
 //! models that name providers …) is checked afterwards by `validate`, which can see the whole config.

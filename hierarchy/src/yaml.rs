@@ -6,7 +6,7 @@
 //!
 //! The tree is built from the event stream of `granit-parser`, the YAML parser underneath serde-saphyr.
 //! serde-saphyr's `Spanned` gave the same positions, but its deserializer layer made a 1,000-agent org
-//! take 26 ms to read; the events alone take 9 ms (see README, "Why these crates").
+//! take 26 ms to read; the events alone take 9 ms (see docs/config.md, "Why this YAML parser").
 //!
 //! Invariants:
 //! - duplicate keys are kept, in document order, so the decoder can report them instead of silently

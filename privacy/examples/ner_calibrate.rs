@@ -11,7 +11,7 @@
 //!   prints the one with the best token F2 per type (ties to the lower, for recall): the knees to
 //!   write into `calibration.rs`. Run it on the **tuning** split only.
 //! - `sweep` runs the whole detector (patterns and NER, calibrated) at thresholds 0.3 to 0.95 and
-//!   prints token precision, recall and F2 over all types: the curve in the README.
+//!   prints token precision, recall and F2 over all types: the curve in docs/privacy.md.
 //! - `probe` prints each word's best piece and entity probability, the raw spans and the final ones.
 //! - `gen --seed N --count N` writes varied labelled lines of our own (names of many cultures, cues,
 //!   chat speakers, lower case, places, street addresses, negatives), for fitting before the shared

@@ -773,7 +773,7 @@ async fn the_add_agent_action_changes_only_the_lines_it_must() {
 }
 
 /// Save a PNG of the page to `$OPC_SCREENSHOTS/<name>.png` when that variable names a directory
-/// (how the README's screenshots are made); always check the browser produced one.
+/// (how docs/admin.md's screenshots are made); always check the browser produced one.
 async fn screenshot(browser: &mut Browser, name: &str, width: u32, height: u32) {
     let png = browser.screenshot(width, height, false).await.unwrap();
     assert!(png.starts_with(b"\x89PNG"), "a PNG of {name}");

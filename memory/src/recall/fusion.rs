@@ -5,7 +5,7 @@
 //!   `w · vector + (1 − w) · bm25` (a message missing from a list gets 0 there).
 //! - Neighbour boost: chat answers often span two turns (a question and its reply), so each
 //!   candidate's score is raised by `β ×` the best score of its immediate neighbours in the same
-//!   thread. Measured on LoCoMo (README), it is the largest single gain after fusion.
+//!   thread. Measured on LoCoMo (docs/memory.md), it is the largest single gain after fusion.
 
 use std::collections::HashMap;
 

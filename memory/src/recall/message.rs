@@ -62,7 +62,7 @@ pub struct Message {
 
 impl Message {
     /// The text the indexers see: the date and the author before the words, so "when" and "who"
-    /// questions match them (measured on LoCoMo: see the README's recall table).
+    /// questions match them (measured on LoCoMo: see docs/memory.md's recall table).
     pub fn indexed_text(&self) -> String {
         format!(
             "[{}] {}: {}",

@@ -140,7 +140,7 @@ pub struct Query {
     pub mode: Mode,
     /// How many hits.
     pub limit: usize,
-    /// Tuning (defaults chosen on LoCoMo, see the README).
+    /// Tuning (defaults chosen on LoCoMo, see docs/memory.md).
     pub tuning: Tuning,
     /// The query's vector, when the caller has embedded it already (batch evaluation); else the
     /// store embeds `text`.
@@ -148,7 +148,7 @@ pub struct Query {
 }
 
 /// Knobs of a search; [`Tuning::default`] is the best measured on the LoCoMo dev split (weighted
-/// 0.5/0.5 beat RRF by 11 points of R@10 there once the neighbour boost is on; see the README).
+/// 0.5/0.5 beat RRF by 11 points of R@10 there once the neighbour boost is on; see docs/memory.md).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Tuning {
     /// How the lists are fused in [`Mode::Hybrid`].
