@@ -123,8 +123,9 @@ enum Command {
         #[command(subcommand)]
         command: commands::privacy::PrivacyCommand,
     },
-    /// Local model files: the privacy gateway's NER model (`rampart`, names and street addresses) and
-    /// recall's embedding model (`minilm`, all-MiniLM-L6-v2). Fetch them ahead of time, list them.
+    /// Local model files: the privacy gateway's NER model (`rampart`, names, addresses and places) with
+    /// its place gazetteer (`geonames`, `subdivisions`), and recall's embedding model (`minilm`,
+    /// all-MiniLM-L6-v2). Fetch them ahead of time, list them.
     ///
     /// `opc run` fetches a missing model in the background; `opc models fetch` does it ahead of time
     /// (for offline machines, or to see the download's progress). Exit status: 0, 1 a fetch failed,
