@@ -128,7 +128,10 @@ fn prose() -> Vec<String> {
     let mut notes: Vec<_> = std::fs::read_dir(format!("{root}/docs"))
         .map(|dir| dir.filter_map(|e| e.ok().map(|e| e.path())).collect())
         .unwrap_or_default();
-    notes.retain(|p: &std::path::PathBuf| p.extension().is_some_and(|e| e == "md"));
+    // `cli.md` is generated `--help` output, not prose: left out.
+    notes.retain(|p: &std::path::PathBuf| {
+        p.extension().is_some_and(|e| e == "md") && !p.ends_with("cli.md")
+    });
     notes.sort();
     files.extend(notes);
     let readme: String = files
