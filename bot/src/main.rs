@@ -100,7 +100,11 @@ enum Command {
     ///
     /// The answer goes to stdout (streamed when it is a terminal), the delegation trace, approval
     /// prompts and the token/cost total to stderr. Ctrl-C cancels the running request and everything it
-    /// delegated. Exit status: 0 answered, 1 failed, 2 not started, 3 escalated, 130 cancelled.
+    /// delegated. Approvals are answered by typing an option, its number, or y / n; end of input
+    /// rejects. Retries show as trace lines (`OPC_LOG` gives raw log lines instead).
+    ///
+    /// Exit status: 0 answered, 1 failed, 2 not started (config, database, missing API key), 3
+    /// escalated to you, 130 cancelled.
     Chat {
         #[command(flatten)]
         args: commands::chat::ChatArgs,
@@ -175,7 +179,9 @@ impl ConfigArg {
 enum Format {
     /// Human-readable, with source snippets.
     Text,
-    /// One JSON object, for editors and CI.
+    /// One JSON object, for editors and CI: `{file, valid, unreadable, errors[], warnings[],
+    /// inactive[]}`, each diagnostic `{severity, path, message, hint, line, column}`, each inactive
+    /// feature `{path, feature, effect}`.
     Json,
 }
 
