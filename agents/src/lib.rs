@@ -26,15 +26,16 @@
 mod approval;
 pub mod clock;
 pub mod context;
+mod ending;
 pub mod engine;
 pub mod events;
 pub mod llm;
-mod runtime;
 mod session;
+mod state;
 pub mod store;
 pub mod tools;
 
+pub use ending::render_escalation;
 pub use engine::{Engine, EngineError, EngineOptions, Outcome, Reloaded, RootRun};
 pub use events::{Event, EventBus};
-pub use session::render_escalation;
 pub use store::{Store, TaskId, TaskState};
