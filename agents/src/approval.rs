@@ -1,5 +1,7 @@
-//! The `request_approval` tool: persist a pending approval, suspend the task, and resume it with the
-//! human's decision.
+//! The `request_approval` flow (the session runs it for the tool of that name, through the tools'
+//! `ToolHost` seam): persist a pending approval, suspend the task, and resume it with the human's
+//! decision. It takes the summary and options, not the tool's argument type, so it does not depend on
+//! `tools`.
 //!
 //! Fail closed: no decision before `approvalTimeout` is a rejection, and so is a cancelled task. The
 //! approval row is the source of truth; the in-process waiter only wakes the session early. A decision

@@ -362,7 +362,7 @@ impl Engine {
         let rebuild_stack = old.config().framework.providers != new.framework.providers
             || old.config().framework.privacy != new.framework.privacy;
         let llm = if rebuild_stack {
-            call_stack(new, &old.options(), env, self.ner_slot())?
+            call_stack(new, old.options(), env, self.ner_slot())?
         } else {
             old.llm().clone()
         };
@@ -499,8 +499,9 @@ impl Engine {
                     crate::session::run_root(rt.clone(), task).await;
                 }
                 match rt.store().task(task) {
-                    Ok(record) => outcome_of(&rt.store(), &record)
-                        .unwrap_or_else(|e| failed_outcome(task, &e)),
+                    Ok(record) => {
+                        outcome_of(rt.store(), &record).unwrap_or_else(|e| failed_outcome(task, &e))
+                    }
                     Err(e) => failed_outcome(task, &EngineError::Store(e)),
                 }
             };

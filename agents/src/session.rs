@@ -1,4 +1,7 @@
-//! Agent sessions: the tool-use loop of one task, and the tools that connect sessions into a tree.
+//! Agent sessions: the tool-use loop of one task, and the session's side of the tools' seam
+//! ([`ToolHost`], owned by `tools`): running a child task for a delegation, and asking for approval.
+//! The tools call back into the session only through that trait, so `tools` never depends on this
+//! module.
 //!
 //! A session is a loop over its own message history (saved after every turn):
 //! - if the last message is the model's and asks for tools, run them (through the tool registry, which
@@ -682,7 +685,7 @@ impl ToolHost for Host<'_> {
 
 /// Whether `from`'s task may delegate to `to`: direct children only. The error names the relation.
 fn check_delegation(rt: &EngineState, record: &TaskRecord, to: &str) -> Result<(), String> {
-    let org = &rt.org();
+    let org = rt.org();
     let from = record.agent.as_str();
     if org.may_delegate(from, to) {
         let max = rt.config().framework.execution.max_hierarchy_depth.get();

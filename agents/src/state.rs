@@ -16,9 +16,10 @@
 //!
 //! Named `EngineState`, not `Runtime`, so it is never confused with tokio's runtime.
 //!
-//! Dependency direction: this module depends on `context`, `events`, `llm`, `store` and `tools` (the
-//! registry it holds); `engine`, `session` and `approval` depend on it, and nothing it depends on
-//! depends back (`agents/tests` … see `opc-tests`' `module_graph` test, which fails on a cycle).
+//! Dependency direction: this module uses `context`, `events`, `llm`, `store` and `tools` (the registry
+//! it holds); `engine`, `session` and `approval` use it; none of the modules it uses uses it or them
+//! (the tools reach the session through their own `ToolHost` trait). Checked, with the rest of the
+//! crate's graph, by `cargo test -p opc-tests --test module_graph`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

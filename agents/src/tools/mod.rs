@@ -6,7 +6,9 @@
 //! task, conversation, org). The session knows no tool by name except `escalate`, which ends the
 //! session; it asks the [`ToolRegistry`] what to offer and whom to run. Built-in tools live in
 //! `builtin` (delegation, approval, escalation) and `memory` (the core-block tools, an adapter over
-//! `opc_memory`, whose ACL decides every call).
+//! `opc_memory`, whose ACL decides every call). The org tools ask the session that runs them for the
+//! work only it can do (a child task, an approval) through `ToolHost`, a trait this module owns and
+//! the session implements: `tools` depends on neither the session nor the approval flow.
 //!
 //! Slot for `conversation_search`: implement [`ToolHandler`] over the recall store and
 //! [`ToolRegistry::register`] it in [`ToolRegistry::standard`] next to the memory tools.
