@@ -1,5 +1,7 @@
-//! The `request_approval` tool: persist a pending approval, suspend the task, and resume it with the
-//! human's decision.
+//! The `request_approval` flow (the session runs it for the tool of that name, through the tools'
+//! `ToolHost` seam): persist a pending approval, suspend the task, and resume it with the human's
+//! decision. It takes the summary and options, not the tool's argument type, so it does not depend on
+//! `tools`.
 //!
 //! Fail closed: no decision before `approvalTimeout` is a rejection, and so is a cancelled task. The
 //! approval row is the source of truth; the in-process waiter only wakes the session early. A decision
@@ -13,48 +15,58 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::events::Event;
-use crate::runtime::Runtime;
+use crate::state::EngineState;
 use crate::store::{
     Approval, ApprovalState, Decided, StoreError, SystemDecider, TaskRecord, TaskState, now_ms,
 };
-use crate::tools::ApprovalArgs;
 
 /// Ask, wait, and answer the tool call with the decision: `(content, is_error)`. If anything fails
 /// while the approval is pending, it is rejected (fail closed) before the error is returned.
 pub(crate) async fn request(
-    rt: &Arc<Runtime>,
+    rt: &Arc<EngineState>,
     record: &TaskRecord,
     tool_use_id: &str,
-    args: &ApprovalArgs,
+    summary: &str,
+    options: &[String],
     clocks: &[crate::clock::Clock],
 ) -> Result<(String, bool), StoreError> {
-    let store = &rt.store;
-    let timeout = rt.config.framework.execution.approval_timeout;
+    let store = rt.store();
+    let timeout = rt.config().framework.execution.approval_timeout;
     let (approval, created) =
-        store.request_approval(record, tool_use_id, &args.summary, &args.options, timeout)?;
+        store.request_approval(record, tool_use_id, summary, options, timeout)?;
     if approval.state != ApprovalState::Pending {
         return Ok(answer(&approval));
     }
     let result = wait(rt, record, &approval, created, clocks).await;
-    if result.is_err() {
-        let _ = store.decide(approval.id, "reject", SystemDecider::Error.as_str());
+    if result.is_err()
+        && let Err(e) = store.decide(approval.id, "reject", SystemDecider::Error.as_str())
+    {
+        // The first error (returned) fails the task; this one only means the approval stays pending
+        // until it expires (startup recovery rejects expired ones). Logged with its ids, since both
+        // errors come from the same store.
+        tracing::error!(
+            approval = approval.id,
+            task = record.id,
+            error = %e,
+            "cannot reject an approval after its wait failed"
+        );
     }
     result
 }
 
 async fn wait(
-    rt: &Arc<Runtime>,
+    rt: &Arc<EngineState>,
     record: &TaskRecord,
     approval: &Approval,
     created: bool,
     clocks: &[crate::clock::Clock],
 ) -> Result<(String, bool), StoreError> {
-    let store = &rt.store;
+    let store = rt.store();
     // Register before re-reading, so a decision landing in between is not missed.
-    let (mut rx, _unregister) = rt.approvals.register(approval.id);
+    let (mut rx, _unregister) = rt.approvals().register(approval.id);
     let before = store.transition(record.id, TaskState::AwaitingApproval)?;
     if created {
-        rt.events.publish(Event::ApprovalRequested {
+        rt.events().publish(Event::ApprovalRequested {
             approval: approval.id,
             task: record.id,
             conversation: record.conversation_id.clone(),
@@ -86,7 +98,7 @@ async fn wait(
         Err(_) => match store.decide(approval.id, "reject", SystemDecider::Timeout.as_str())? {
             Decided::Recorded(a) | Decided::Expired(a) | Decided::AlreadyDecided(a) => {
                 if a.system_decider() == Some(SystemDecider::Timeout) {
-                    rt.events.publish(Event::ApprovalResolved {
+                    rt.events().publish(Event::ApprovalResolved {
                         approval: a.id,
                         task: a.task_id,
                         decision: "reject".into(),

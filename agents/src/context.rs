@@ -43,7 +43,7 @@ pub trait MemoryHooks: Send + Sync + 'static {
     fn recall_store(&self) -> Option<opc_memory::recall::RecallStore> {
         None
     }
-    /// The hooks for a reloaded `config`, for the runtime the reload builds: the same storage, with
+    /// The hooks for a reloaded `config`, for the engine state the reload builds: the same storage, with
     /// the new config's blocks, permissions and recall settings. Nothing is stored and no permission
     /// changes until [`MemoryHooks::apply`]. `None`: these hooks serve any config unchanged.
     fn for_config(&self, _config: &Config, _org: Arc<OrgTree>) -> Option<Arc<dyn MemoryHooks>> {

@@ -1,6 +1,6 @@
 //! The engine's public face: start conversations, send messages, cancel tasks, decide approvals, and
 //! wait for answers. The work itself happens in `session`, over the state the sessions share
-//! (`runtime`); the engine keeps only its own bookkeeping of root runs.
+//! ([`EngineState`]); the engine keeps only its own bookkeeping of root runs.
 //!
 //! Lifecycle of a message:
 //! 1. [`Engine::send`] records a root task (with the conversation's history) and spawns its session;
@@ -14,7 +14,7 @@
 //!   nothing runs twice;
 //! - startup recovery runs before the engine accepts work;
 //! - [`Engine::reload`] swaps in a new config for roots started from then on; a tree keeps the config
-//!   its root started with (its [`Runtime`]), so trees in flight finish as they began — with one
+//!   its root started with (its [`EngineState`]), so trees in flight finish as they began — with one
 //!   exception, memory permissions taken away: a revocation reaches trees in flight at once (see
 //!   [`Engine::reload`]);
 //! - a root the engine stopped for (shutdown) has no outcome: [`RootRun::outcome`] says so, and the
@@ -31,19 +31,19 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::context::{ContextBuilder, MemoryHooks, PromptError};
+use crate::ending::{Escalation, render_escalation};
 use crate::events::{Event, EventBus};
 use crate::llm::layers::{StackOptions, standard_stack};
 use crate::llm::privacy::PrivacyLayer;
 use crate::llm::provider::Providers;
 use crate::llm::stack::{CallStack, Seam};
 use crate::llm::{Content, Message, Role};
-pub use crate::runtime::EngineOptions;
-use crate::runtime::Runtime;
+pub use crate::state::EngineOptions;
+use crate::state::{EngineState, StateParts};
 use crate::store::{
     Approval, Decided, NewTask, Recovery, Store, StoreError, SystemDecider, TaskId, TaskRecord,
     TaskState,
 };
-use crate::tools::Escalation;
 use opc_privacy::detect::NerSlot;
 
 /// Why the engine refused something.
@@ -168,9 +168,9 @@ struct Runs {
 /// The agents engine. Cheap to clone.
 #[derive(Clone)]
 pub struct Engine {
-    /// The runtime new roots start with; replaced whole by [`Engine::reload`].
-    current: Arc<RwLock<Arc<Runtime>>>,
-    /// What every runtime shares, kept here so a reload can build the next one.
+    /// The state new roots start with; replaced whole by [`Engine::reload`].
+    current: Arc<RwLock<Arc<EngineState>>>,
+    /// What every state shares, kept here so a reload can build the next one.
     store: Arc<Store>,
     events: EventBus,
     runs: Arc<Runs>,
@@ -219,7 +219,7 @@ impl Engine {
         options: EngineOptions,
     ) -> Result<Engine, EngineError> {
         let events = EventBus::default();
-        let rt = build_runtime(
+        let rt = build_state(
             config,
             org,
             base_dir,
@@ -249,7 +249,7 @@ impl Engine {
             recovery: Arc::new(recovery),
             ner: Arc::default(),
         };
-        if engine.rt().options.resume_suspended {
+        if engine.rt().options().resume_suspended {
             for root in engine.recovery.suspended_roots.clone() {
                 engine.spawn_root(root);
             }
@@ -306,26 +306,26 @@ impl Engine {
 
     /// The configured providers (to check for missing keys), as of the current config.
     pub fn providers(&self) -> Providers {
-        self.rt().llm.providers().clone()
+        self.rt().llm().providers().clone()
     }
 
     /// The call stack new roots' model calls go through.
     pub fn call_stack(&self) -> CallStack {
-        self.rt().llm.clone()
+        self.rt().llm().clone()
     }
 
     /// The org new roots start in.
     pub fn org(&self) -> Arc<OrgTree> {
-        self.rt().org.clone()
+        self.rt().org().clone()
     }
 
     /// The config new roots start with.
     pub fn config(&self) -> Arc<Config> {
-        self.rt().config.clone()
+        self.rt().config().clone()
     }
 
-    /// The runtime new roots start with.
-    fn rt(&self) -> Arc<Runtime> {
+    /// The state new roots start with.
+    fn rt(&self) -> Arc<EngineState> {
         self.current
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -350,7 +350,7 @@ impl Engine {
     /// before anything is committed; the last is memory's, which seeds the new config's blocks in one
     /// transaction and only then makes its permissions the newest. Nothing changes when it fails (an
     /// unreadable prompt, a model that does not resolve, a block that cannot be written): the old
-    /// runtime and the old permissions stay.
+    /// state and the old permissions stay.
     pub fn reload(
         &self,
         loaded: &Loaded,
@@ -359,21 +359,21 @@ impl Engine {
         let _one_at_a_time = self.reloading.lock().unwrap_or_else(|p| p.into_inner());
         let old = self.rt();
         let new = &loaded.config;
-        let rebuild_stack = old.config.framework.providers != new.framework.providers
-            || old.config.framework.privacy != new.framework.privacy;
+        let rebuild_stack = old.config().framework.providers != new.framework.providers
+            || old.config().framework.privacy != new.framework.privacy;
         let llm = if rebuild_stack {
-            call_stack(new, &old.options, env, self.ner_slot())?
+            call_stack(new, old.options(), env, self.ner_slot())?
         } else {
-            old.llm.clone()
+            old.llm().clone()
         };
-        let same_slots = old.config.framework.execution.max_concurrent_agents
+        let same_slots = old.config().framework.execution.max_concurrent_agents
             == new.framework.execution.max_concurrent_agents;
         let org = Arc::new(loaded.org.clone());
-        let memory = old.context.memory();
+        let memory = old.context().memory();
         let memory = memory
             .for_config(new, org.clone())
             .unwrap_or_else(|| memory.clone());
-        let rt = build_runtime(
+        let rt = build_state(
             Arc::new(new.clone()),
             org,
             &loaded.base_dir,
@@ -382,14 +382,14 @@ impl Engine {
                 store: self.store.clone(),
                 events: self.events.clone(),
                 memory: memory.clone(),
-                options: old.options.clone(),
-                approvals: old.approvals.clone(),
-                tokens: old.tokens.clone(),
-                agent_slots: same_slots.then(|| old.agent_slots.clone()),
+                options: old.options().clone(),
+                approvals: old.approvals().clone(),
+                tokens: old.tokens().clone(),
+                agent_slots: same_slots.then(|| old.agent_slots().clone()),
             },
         )?;
         // Tasks still running for agents the new config no longer has: they finish (their trees keep
-        // the old runtime), and the caller says so.
+        // the old state), and the caller says so.
         let mut removed_live: Vec<(String, usize)> = Vec::new();
         for task in self.store.live_tasks()? {
             if !new.agents.contains_key(&task.agent) {
@@ -399,8 +399,8 @@ impl Engine {
                 }
             }
         }
-        // The commit: memory first (its failure leaves everything as it was), then the runtime. A
-        // root starting between the two runs the old runtime under the new permissions — never the
+        // The commit: memory first (its failure leaves everything as it was), then the state. A
+        // root starting between the two runs the old state under the new permissions — never the
         // new org under the old ones.
         memory.apply()?;
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(rt);
@@ -425,11 +425,11 @@ impl Engine {
         author: Option<&str>,
     ) -> Result<RootRun, EngineError> {
         let rt = &self.rt();
-        let root_agent = rt.org.root().to_string();
+        let root_agent = rt.org().root().to_string();
         // The conversation row is written with the root task (one transaction).
         let (conversation, mut history) = match conversation {
             Some(id) => {
-                let history = match rt.store.last_root_task(id)? {
+                let history = match rt.store().last_root_task(id)? {
                     Some(prev) if !prev.state.is_terminal() => {
                         return Err(StoreError::Busy {
                             conversation: id.to_string(),
@@ -438,7 +438,7 @@ impl Engine {
                         .into());
                     }
                     Some(prev) => {
-                        let mut messages = rt.store.messages(prev.id)?;
+                        let mut messages = rt.store().messages(prev.id)?;
                         close_history(&mut messages, &prev);
                         messages
                     }
@@ -451,7 +451,7 @@ impl Engine {
         // The message as the human wrote it: memory (recall) is added by the session, per request,
         // so `send` never waits on memory and the stored history holds only what was said.
         history.push(Message::user(text));
-        let task = rt.store.create_task(&NewTask {
+        let task = rt.store().create_task(&NewTask {
             parent_id: None,
             conversation_id: &conversation,
             agent: &root_agent,
@@ -462,7 +462,7 @@ impl Engine {
             messages: &history,
             author,
         })?;
-        rt.events.publish(Event::TaskCreated {
+        rt.events().publish(Event::TaskCreated {
             task,
             parent: None,
             root: task,
@@ -498,9 +498,9 @@ impl Engine {
                     let _scope = RootScope::open(&rt, task);
                     crate::session::run_root(rt.clone(), task).await;
                 }
-                match rt.store.task(task) {
+                match rt.store().task(task) {
                     Ok(record) => {
-                        outcome_of(&rt.store, &record).unwrap_or_else(|e| failed_outcome(task, &e))
+                        outcome_of(rt.store(), &record).unwrap_or_else(|e| failed_outcome(task, &e))
                     }
                     Err(e) => failed_outcome(task, &EngineError::Store(e)),
                 }
@@ -569,7 +569,7 @@ impl Engine {
                 by: SystemDecider::Cancelled.as_str().into(),
             });
         }
-        self.rt().tokens.cancel(&cancelled);
+        self.rt().tokens().cancel(&cancelled);
         Ok(cancelled)
     }
 
@@ -577,7 +577,7 @@ impl Engine {
     /// [`Decided::AlreadyDecided`]. A decision for a tree suspended by an earlier process resumes it here.
     pub fn decide(&self, approval: i64, decision: &str, by: &str) -> Result<Decided, EngineError> {
         let rt = &self.rt();
-        let Some(current) = rt.store.approval(approval)? else {
+        let Some(current) = rt.store().approval(approval)? else {
             return Err(EngineError::NoApproval(approval));
         };
         if !current.options.iter().any(|o| o == decision) {
@@ -587,7 +587,7 @@ impl Engine {
                 options: current.options,
             });
         }
-        let decided = rt.store.decide(approval, decision, by)?;
+        let decided = rt.store().decide(approval, decision, by)?;
         if let Decided::Recorded(a) | Decided::Expired(a) = &decided {
             self.resolved(a);
         }
@@ -596,13 +596,13 @@ impl Engine {
 
     fn resolved(&self, approval: &Approval) {
         let rt = &self.rt();
-        rt.events.publish(Event::ApprovalResolved {
+        rt.events().publish(Event::ApprovalResolved {
             approval: approval.id,
             task: approval.task_id,
             decision: approval.decision.clone().unwrap_or_default(),
             by: approval.decided_by.clone().unwrap_or_default(),
         });
-        if !rt.approvals.wake(approval.id) {
+        if !rt.approvals().wake(approval.id) {
             self.spawn_root(approval.root_id);
         }
     }
@@ -631,26 +631,26 @@ pub struct Reloaded {
     pub removed_live: Vec<(String, usize)>,
 }
 
-/// What every runtime of one engine shares.
+/// What every state of one engine shares.
 struct Shared {
     store: Arc<Store>,
     events: EventBus,
     memory: Arc<dyn MemoryHooks>,
     options: EngineOptions,
-    approvals: Arc<crate::runtime::ApprovalWaiters>,
-    tokens: Arc<crate::runtime::TaskTokens>,
-    /// The previous runtime's slots, to keep (`None`: new ones for the config's limit).
+    approvals: Arc<crate::state::ApprovalWaiters>,
+    tokens: Arc<crate::state::TaskTokens>,
+    /// The previous state's slots, to keep (`None`: new ones for the config's limit).
     agent_slots: Option<Arc<Semaphore>>,
 }
 
-/// A runtime for `config`: prompts read, every agent's model resolved.
-fn build_runtime(
+/// The state for `config`: prompts read, every agent's model resolved.
+fn build_state(
     config: Arc<Config>,
     org: Arc<OrgTree>,
     base_dir: &Path,
     llm: CallStack,
     shared: Shared,
-) -> Result<Runtime, EngineError> {
+) -> Result<EngineState, EngineError> {
     let memory = shared.memory;
     let tools = crate::tools::ToolRegistry::standard(memory.blocks(), memory.recall_store());
     let context = ContextBuilder::new(&config, &org, base_dir, memory)?;
@@ -679,7 +679,7 @@ fn build_runtime(
             config.framework.execution.max_concurrent_agents.get() as usize,
         ))
     });
-    Ok(Runtime {
+    Ok(EngineState::new(StateParts {
         agent_slots,
         config,
         org,
@@ -693,7 +693,7 @@ fn build_runtime(
         approvals: shared.approvals,
         tokens: shared.tokens,
         tools,
-    })
+    }))
 }
 
 /// The configured providers, each in the standard provider stack (keys read with `env`), under the
@@ -720,19 +720,19 @@ fn call_stack(
 
 /// A root's per-conversation state in the call stack's registries, open until dropped.
 struct RootScope {
-    rt: Arc<Runtime>,
+    rt: Arc<EngineState>,
     root: TaskId,
 }
 
 impl RootScope {
-    fn open(rt: &Arc<Runtime>, root: TaskId) -> RootScope {
+    fn open(rt: &Arc<EngineState>, root: TaskId) -> RootScope {
         // A root that cannot be read fails in its session right after; its state is then unused.
         let conversation = rt
-            .store
+            .store()
             .task(root)
             .map(|record| record.conversation_id)
             .unwrap_or_default();
-        rt.llm.root_started(root, &conversation);
+        rt.llm().root_started(root, &conversation);
         RootScope {
             rt: rt.clone(),
             root,
@@ -742,7 +742,7 @@ impl RootScope {
 
 impl Drop for RootScope {
     fn drop(&mut self) {
-        self.rt.llm.root_ended(self.root);
+        self.rt.llm().root_ended(self.root);
     }
 }
 
@@ -770,7 +770,7 @@ fn outcome_of(store: &Store, record: &TaskRecord) -> Result<Outcome, EngineError
         .and_then(|json| serde_json::from_str(json).ok());
     let text = match (record.state, &escalation) {
         (TaskState::Completed, _) => record.output.clone().unwrap_or_default(),
-        (TaskState::Escalated, Some(e)) => crate::session::render_escalation(&record.agent, e),
+        (TaskState::Escalated, Some(e)) => render_escalation(&record.agent, e),
         _ => record
             .error
             .clone()
@@ -875,9 +875,9 @@ mod tests {
         (engine, blocks)
     }
 
-    /// The block store of the runtime new roots start with.
+    /// The block store of the state new roots start with.
     fn current_blocks(engine: &Engine) -> BlockStore {
-        engine.rt().context.memory().blocks().unwrap()
+        engine.rt().context().memory().blocks().unwrap()
     }
 
     #[tokio::test]

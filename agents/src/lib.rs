@@ -8,11 +8,21 @@
 //! - [`llm`]: provider-neutral request/response, the [`llm::LlmService`] / [`llm::Layer`] traits, the
 //!   standard layers ([`llm::layers`]) and the two wire clients (Anthropic, OpenAI-compatible);
 //! - [`engine`]: the public API ([`Engine`]): send, cancel, decide, wait;
-//! - `session`: the tool-use loop and the delegation tools; `approval`: `request_approval`;
-//!   `runtime`: the state they share (engine → session → approval → runtime, no cycle);
+//! - `session`: the tool-use loop, and the session's side of the tools' seam (running a child task,
+//!   asking for approval); `approval`: the `request_approval` flow; `state`: `EngineState`, the state
+//!   they share (private fields, read through methods);
 //! - [`context`]: system prompts (core memory re-rendered every turn) and the async memory hooks;
-//!   [`tools`]: the tool registry (org tools, memory tools), schemas and argument validation;
+//!   [`tools`]: the tool registry (org tools, memory tools), schemas and argument validation, and the
+//!   `ToolHost` trait the tools ask the session through (tools own it; the session implements it);
+//! - `ending`: how a task ends ([`render_escalation`], the escalation types), a leaf;
 //! - [`store`]: SQLite (tasks, ledger, approvals); [`events`]: the live event bus; [`clock`]: deadlines.
+//!
+//! Module dependencies point one way (an arrow is "uses"). In order:
+//! `engine` → `session` → `approval` → `state` → `tools` → `store` → `llm`; beside them `context` (uses
+//! `llm`), `events` (uses `store`, `llm`), and the leaves `ending`, `clock` and `llm`, each used only
+//! from above. No module uses one above it: the tools reach the session only through `ToolHost`, which
+//! they own. A test reads every `use crate::…` / `super::…` path and fails on a cycle, naming it:
+//! `cargo test -p opc-tests --test module_graph`.
 //!
 //! Invariants:
 //! - an agent can only delegate to its direct children, whatever the model asks;
@@ -26,15 +36,16 @@
 mod approval;
 pub mod clock;
 pub mod context;
+mod ending;
 pub mod engine;
 pub mod events;
 pub mod llm;
-mod runtime;
 mod session;
+mod state;
 pub mod store;
 pub mod tools;
 
+pub use ending::render_escalation;
 pub use engine::{Engine, EngineError, EngineOptions, Outcome, Reloaded, RootRun};
 pub use events::{Event, EventBus};
-pub use session::render_escalation;
 pub use store::{Store, TaskId, TaskState};

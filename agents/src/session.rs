@@ -1,4 +1,7 @@
-//! Agent sessions: the tool-use loop of one task, and the tools that connect sessions into a tree.
+//! Agent sessions: the tool-use loop of one task, and the session's side of the tools' seam
+//! ([`ToolHost`], owned by `tools`): running a child task for a delegation, and asking for approval.
+//! The tools call back into the session only through that trait, so `tools` never depends on this
+//! module.
 //!
 //! A session is a loop over its own message history (saved after every turn):
 //! - if the last message is the model's and asks for tools, run them (through the tool registry, which
@@ -26,36 +29,23 @@ use std::time::Instant;
 
 use futures_util::future::{BoxFuture, FutureExt, join_all};
 use opc_hierarchy::schema::Tool;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::context::{estimate_tokens, summary_request, with_recall};
+use crate::ending::{Escalation, EscalationKind, TaskEnd};
 use crate::events::Event;
 use crate::llm::{
     CallMeta, Content, LlmError, LlmRequest, LlmResponse, Message, Role, StreamDelta, TokenSink,
 };
-use crate::runtime::Runtime;
+use crate::state::EngineState;
 use crate::store::{
     CallPrivacy, CallRecord, Ending, NewTask, StoreError, TaskId, TaskRecord, TaskState,
 };
 use crate::tools::{
-    self, DelegateArgs, Escalation, EscalationKind, SeenVersions, SpecContext, ToolContext,
-    ToolHandler,
+    self, ApprovalArgs, DelegateArgs, SeenVersions, SpecContext, ToolContext, ToolHandler,
+    ToolHost, ToolResult,
 };
-
-/// How a task ended, as its parent (or the human, for a root) sees it.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum TaskEnd {
-    /// The answer the parent gets (a summary when the output was compressed).
-    Completed(String),
-    /// A structured escalation.
-    Escalated(Escalation),
-    /// An error message.
-    Failed(String),
-    /// Cancelled, with the reason.
-    Cancelled(String),
-}
 
 /// What a task hands down to the tasks it delegates to.
 ///
@@ -67,11 +57,11 @@ pub(crate) struct Scope {
     /// The task's own token (children derive theirs from it).
     token: CancellationToken,
     /// The chain of deadlines from the root down to the task: an approval pauses them all.
-    pub(crate) clocks: Arc<Vec<Clock>>,
+    clocks: Arc<Vec<Clock>>,
 }
 
 /// Run (or resume) a root task to its end; the outcome is then read from the store.
-pub(crate) async fn run_root(rt: Arc<Runtime>, task: TaskId) -> TaskEnd {
+pub(crate) async fn run_root(rt: Arc<EngineState>, task: TaskId) -> TaskEnd {
     let scope = Scope {
         token: CancellationToken::new(),
         clocks: Arc::new(Vec::new()),
@@ -79,21 +69,11 @@ pub(crate) async fn run_root(rt: Arc<Runtime>, task: TaskId) -> TaskEnd {
     run_task(rt, task, scope).await
 }
 
-/// An escalation as a human reads it.
-pub fn render_escalation(agent: &str, e: &Escalation) -> String {
-    let mut text = format!("Escalated by {agent} ({}): {}", e.kind.as_str(), e.reason);
-    if let Some(partial) = e.partial_result.as_deref().filter(|p| !p.is_empty()) {
-        text.push_str("\nPartial result: ");
-        text.push_str(partial);
-    }
-    text
-}
-
 /// Run one task under a cancellation token derived from its parent's and its own deadline, and record
 /// how it ended.
-fn run_task(rt: Arc<Runtime>, task: TaskId, parent: Scope) -> BoxFuture<'static, TaskEnd> {
+fn run_task(rt: Arc<EngineState>, task: TaskId, parent: Scope) -> BoxFuture<'static, TaskEnd> {
     async move {
-        let (record, messages) = match rt.store.begin(task) {
+        let (record, messages) = match rt.store().begin(task) {
             Ok(started) => started,
             Err(e) => return TaskEnd::Failed(e.to_string()),
         };
@@ -103,8 +83,8 @@ fn run_task(rt: Arc<Runtime>, task: TaskId, parent: Scope) -> BoxFuture<'static,
         let token = parent.token.child_token();
         // Registered for `Engine::cancel`, and removed however this future ends — also when an
         // ancestor's cancellation drops it.
-        let _registered = rt.tokens.register(task, token.clone());
-        let clock = Clock::start(rt.config.framework.execution.task_timeout);
+        let _registered = rt.tokens().register(task, token.clone());
+        let clock = Clock::start(rt.config().framework.execution.task_timeout);
         let mut chain = (*parent.clocks).clone();
         chain.push(clock.clone());
         let scope = Scope {
@@ -116,8 +96,14 @@ fn run_task(rt: Arc<Runtime>, task: TaskId, parent: Scope) -> BoxFuture<'static,
         let end = tokio::select! {
             end = session(rt.clone(), record.clone(), messages, scope) => end,
             _ = token.cancelled() => {
-                let _ = rt.store.cancel_subtree(task, "cancelled");
-                TaskEnd::Cancelled(rt.store.task(task).ok().and_then(|t| t.error).unwrap_or_else(|| "cancelled".into()))
+                // Usually already recorded (`Engine::cancel` writes before it cancels tokens); this
+                // records an ancestor's cancellation reaching this task. If the write fails the task
+                // stays live in the database and startup recovery marks it interrupted: log it, and
+                // report the cancellation that did happen here.
+                if let Err(e) = rt.store().cancel_subtree(task, "cancelled") {
+                    tracing::error!(task, error = %e, "cannot record a task's cancellation");
+                }
+                TaskEnd::Cancelled(rt.store().task(task).ok().and_then(|t| t.error).unwrap_or_else(|| "cancelled".into()))
             }
             _ = clock.expired() => {
                 let escalation = Escalation {
@@ -130,12 +116,27 @@ fn run_task(rt: Arc<Runtime>, task: TaskId, parent: Scope) -> BoxFuture<'static,
                     partial_result: None,
                 };
                 // The subtree below is abandoned: cancel it, then record the escalation on this task.
-                if let Ok(ids) = rt.store.cancel_descendants(task, "cancelled: the task above it timed out") {
-                    rt.tokens.cancel(&ids);
+                // Its futures are dropped with this session's either way; if the write fails they
+                // stay live in the database until startup recovery marks them interrupted.
+                match rt.store().cancel_descendants(task, "cancelled: the task above it timed out") {
+                    Ok(ids) => rt.tokens().cancel(&ids),
+                    Err(e) => tracing::error!(task, error = %e, "cannot cancel the subtree of a timed-out task"),
                 }
                 let json = serde_json::to_string(&escalation).unwrap_or_default();
-                let _ = rt.store.finish(task, Ending::Escalated(&json));
-                TaskEnd::Escalated(escalation)
+                match rt.store().finish(task, Ending::Escalated(&json)) {
+                    Ok(true) => TaskEnd::Escalated(escalation),
+                    // Ended meanwhile (cancelled): its first ending stands.
+                    Ok(false) => match rt.store().task(task) {
+                        Ok(current) => stored_end(&current),
+                        Err(_) => TaskEnd::Escalated(escalation),
+                    },
+                    // The parent must not act on an escalation the database does not hold: it gets a
+                    // failure that says why (the task stays live until startup recovery ends it).
+                    Err(e) => {
+                        tracing::error!(task, error = %e, "cannot record a timed-out task's escalation");
+                        TaskEnd::Failed(format!("{}; recording the escalation failed: {e}", escalation.reason))
+                    }
+                }
             }
         };
         finish(&rt, &record, &end, started);
@@ -145,12 +146,12 @@ fn run_task(rt: Arc<Runtime>, task: TaskId, parent: Scope) -> BoxFuture<'static,
 }
 
 /// Publish the end of a task (the database already records it).
-fn finish(rt: &Runtime, record: &TaskRecord, end: &TaskEnd, started: Instant) {
-    let stored = rt.store.task(record.id).ok();
+fn finish(rt: &EngineState, record: &TaskRecord, end: &TaskEnd, started: Instant) {
+    let stored = rt.store().task(record.id).ok();
     let (state, text) = match end {
         TaskEnd::Completed(text) => (TaskState::Completed, text.clone()),
         TaskEnd::Escalated(e) => {
-            rt.events.publish(Event::Escalated {
+            rt.events().publish(Event::Escalated {
                 task: record.id,
                 agent: record.agent.clone(),
                 kind: e.kind.as_str().to_string(),
@@ -161,7 +162,7 @@ fn finish(rt: &Runtime, record: &TaskRecord, end: &TaskEnd, started: Instant) {
         TaskEnd::Failed(error) => (TaskState::Failed, error.clone()),
         TaskEnd::Cancelled(reason) => (TaskState::Cancelled, reason.clone()),
     };
-    rt.events.publish(Event::AgentFinished {
+    rt.events().publish(Event::AgentFinished {
         task: record.id,
         agent: record.agent.clone(),
         state: state.as_str().to_string(),
@@ -200,7 +201,7 @@ fn stored_end(record: &TaskRecord) -> TaskEnd {
 
 /// The tool-use loop.
 async fn session(
-    rt: Arc<Runtime>,
+    rt: Arc<EngineState>,
     record: TaskRecord,
     messages: Vec<Message>,
     scope: Scope,
@@ -209,13 +210,13 @@ async fn session(
         Ok(end) => end,
         Err(error) => {
             // A task ended elsewhere (cancelled) refuses further transitions: report how it ended.
-            if let Ok(current) = rt.store.task(record.id)
+            if let Ok(current) = rt.store().task(record.id)
                 && current.state.is_terminal()
             {
                 return stored_end(&current);
             }
             let message = error.to_string();
-            if let Err(e) = rt.store.finish(record.id, Ending::Failed(&message)) {
+            if let Err(e) = rt.store().finish(record.id, Ending::Failed(&message)) {
                 tracing::error!(task = record.id, error = %e, "cannot record a task failure");
             }
             TaskEnd::Failed(message)
@@ -224,26 +225,26 @@ async fn session(
 }
 
 async fn session_inner(
-    rt: &Arc<Runtime>,
+    rt: &Arc<EngineState>,
     record: &TaskRecord,
     mut messages: Vec<Message>,
     scope: &Scope,
 ) -> Result<TaskEnd, StoreError> {
-    let store = &rt.store;
+    let store = rt.store();
     let id = record.id;
-    rt.events.publish(Event::AgentStarted {
+    rt.events().publish(Event::AgentStarted {
         task: id,
         agent: record.agent.clone(),
     });
-    let agent = rt.config.agents.get(&record.agent);
+    let agent = rt.config().agents.get(&record.agent);
     let agent_tools: Vec<Tool> = agent.map(|a| a.tools.clone()).unwrap_or_default();
     let children: Vec<(String, String)> = rt
-        .org
+        .org()
         .children(&record.agent)
         .into_iter()
-        .map(|c| (c.to_string(), rt.org.role(c).unwrap_or(c).to_string()))
+        .map(|c| (c.to_string(), rt.org().role(c).unwrap_or(c).to_string()))
         .collect();
-    let offered = rt.tools.offered(agent);
+    let offered = rt.tools().offered(agent);
     let specs: Vec<_> = offered
         .iter()
         .map(|t| {
@@ -256,18 +257,14 @@ async fn session_inner(
     // Select, once per session run and before its first turn: recalled memory goes before the task
     // message of every request, and never into the stored history.
     let recall = rt
-        .context
+        .context()
         .recall_prefix(&record.agent, &record.input, &record.conversation_id)
         .await;
     let task_index = messages
         .iter()
         .rposition(|m| m.role == Role::User && m.text() == record.input);
     let seen = SeenVersions::default();
-    let (provider, model) = rt
-        .models
-        .get(&record.agent)
-        .cloned()
-        .unwrap_or_else(|| rt.fast_model.clone());
+    let (provider, model) = rt.model_of(&record.agent);
     let mut turns = 0u32;
     // Tracked here so each model turn does not need its own state write.
     let mut executing = record.state == TaskState::Executing;
@@ -304,10 +301,11 @@ async fn session_inner(
             }
             None => {
                 turns += 1;
-                if turns > rt.options.max_turns {
+                if turns > rt.options().max_turns {
                     let error = format!(
                         "{} reached the limit of {} model turns without a final answer",
-                        record.agent, rt.options.max_turns
+                        record.agent,
+                        rt.options().max_turns
                     );
                     store.finish(id, Ending::Failed(&error))?;
                     return Ok(TaskEnd::Failed(error));
@@ -318,7 +316,7 @@ async fn session_inner(
                 }
                 // Write, every turn: the core blocks as they are now (an edit made by a tool in the
                 // previous turn is in this request), and the versions the model is shown.
-                let (system, blocks) = rt.context.system_prompt(&record.agent).await;
+                let (system, blocks) = rt.context().system_prompt(&record.agent).await;
                 for b in &blocks {
                     seen.saw(&b.namespace, &b.label, b.version);
                 }
@@ -328,7 +326,7 @@ async fn session_inner(
                     system,
                     messages: with_recall(&messages, task_index, recall.as_deref()),
                     tools: specs.clone(),
-                    max_tokens: rt.options.max_tokens,
+                    max_tokens: rt.options().max_tokens,
                     stream: None,
                     meta: call_meta(record, &record.agent),
                     guard: None,
@@ -363,7 +361,7 @@ fn call_meta(record: &TaskRecord, agent: &str) -> CallMeta {
 /// What the privacy gateway did in a call, for the ledger, published on the bus (counts by type and
 /// the guard's verdict, never values). `None` when privacy did not handle the call.
 fn privacy_of(
-    rt: &Runtime,
+    rt: &EngineState,
     task: TaskId,
     agent: &str,
     result: &Result<LlmResponse, LlmError>,
@@ -372,7 +370,7 @@ fn privacy_of(
         Ok(response) => {
             let report = response.privacy.as_ref()?;
             if !report.counts.is_empty() {
-                rt.events.publish(Event::PrivacyMasked {
+                rt.events().publish(Event::PrivacyMasked {
                     task,
                     agent: agent.to_string(),
                     mode: report.mode.to_string(),
@@ -390,7 +388,7 @@ fn privacy_of(
                 kind = kind.as_str(),
                 "the privacy egress guard stopped a model call: a real value was still in the request"
             );
-            rt.events.publish(Event::PrivacyBlocked {
+            rt.events().publish(Event::PrivacyBlocked {
                 task,
                 agent: agent.to_string(),
                 kind: kind.as_str().to_string(),
@@ -407,8 +405,8 @@ fn privacy_of(
 
 /// A sink publishing a task's streamed deltas on the event bus as they arrive (in the wire client's
 /// read loop: publishing never blocks, and the deltas are on the bus before the call returns).
-fn token_sink(rt: &Runtime, task: TaskId, agent: &str) -> TokenSink {
-    let events = rt.events.clone();
+fn token_sink(rt: &EngineState, task: TaskId, agent: &str) -> TokenSink {
+    let events = rt.events().clone();
     let agent = agent.to_string();
     TokenSink::from_fn(move |delta| {
         events.publish(match delta {
@@ -427,22 +425,21 @@ fn token_sink(rt: &Runtime, task: TaskId, agent: &str) -> TokenSink {
 /// completes the task when the answer is final and short enough to need no summary (`Ok(Ok(true))`).
 /// The outer `Result` is the database; the rt one the call (its error rendered for people).
 async fn call_model(
-    rt: &Arc<Runtime>,
+    rt: &Arc<EngineState>,
     mut request: LlmRequest,
     messages: &mut Vec<Message>,
     finishing: &TaskRecord,
 ) -> Result<Result<bool, String>, StoreError> {
     let task = finishing.id;
     let agent = finishing.agent.as_str();
-    if rt.options.streaming {
+    if rt.options().streaming {
         request.stream = Some(token_sink(rt, task, agent));
     }
     let model_ref = format!("{}/{}", request.provider, request.model);
     let started = Instant::now();
     let result = {
-        // The semaphore is never closed, so acquire cannot fail.
-        let _slot = rt.agent_slots.acquire().await.ok();
-        rt.llm.call(request).await
+        let _slot = rt.agent_slot().await;
+        rt.llm().call(request).await
     };
     // The slot is free: let the session it wakes start its model call before this one records its
     // turn. The store work after a call is synchronous (one connection behind a mutex), so without
@@ -494,14 +491,14 @@ async fn call_model(
                 .filter(|m| m.tool_uses().next().is_none())
                 .map(Message::text)
                 .filter(|text| completes_without_summary(rt, finishing, text));
-            let completed = rt
-                .store
-                .record_turn(&call, Some(messages), final_answer.as_deref())?;
+            let completed =
+                rt.store()
+                    .record_turn(&call, Some(messages), final_answer.as_deref())?;
             Ok(Ok(completed))
         }
         Err(error) => {
             let message = format!("{agent}: the model call failed: {error}");
-            rt.store.record_call(&CallRecord {
+            rt.store().record_call(&CallRecord {
                 task_id: task,
                 agent: agent.to_string(),
                 model: model_ref,
@@ -559,7 +556,7 @@ fn escalation_in(message: &Message, agent_tools: &[Tool]) -> Option<Escalation> 
 
 /// Run every tool call of the model's last turn, concurrently, and return their results in order.
 async fn run_tools(
-    rt: &Arc<Runtime>,
+    rt: &Arc<EngineState>,
     record: &TaskRecord,
     message: &Message,
     offered: &[Arc<dyn ToolHandler>],
@@ -576,13 +573,13 @@ async fn run_tools(
     // While its children work, a task's own deadline is paused: `taskTimeout` bounds each agent's
     // own work, so a hung child times out (and escalates to this task) before this task does.
     let _paused = if delegates {
-        rt.store.transition(record.id, TaskState::Delegated)?;
+        rt.store().transition(record.id, TaskState::Delegated)?;
         scope.clocks.last().map(Clock::pause)
     } else {
         None
     };
     let futures = calls.into_iter().map(|(id, name, input)| async move {
-        rt.events.publish(Event::ToolCalled {
+        rt.events().publish(Event::ToolCalled {
             task: record.id,
             agent: record.agent.clone(),
             tool: name.clone(),
@@ -598,7 +595,7 @@ async fn run_tools(
     // Back from waiting on children or a human (a resumed task may still be AWAITING_APPROVAL).
     // Fails for a task cancelled meanwhile; the session then reports how it ended.
     if waits {
-        rt.store.transition(record.id, TaskState::Executing)?;
+        rt.store().transition(record.id, TaskState::Executing)?;
     }
     results.into_iter().collect()
 }
@@ -606,7 +603,7 @@ async fn run_tools(
 /// One tool call → `(content, is_error)`, through the registry.
 #[allow(clippy::too_many_arguments)]
 async fn run_tool(
-    rt: &Arc<Runtime>,
+    rt: &Arc<EngineState>,
     record: &TaskRecord,
     tool_use_id: &str,
     name: &str,
@@ -629,22 +626,69 @@ async fn run_tool(
             true,
         ));
     };
-    let cx = ToolContext {
-        rt,
-        record,
-        scope,
-        tool_use_id,
-        seen,
-    };
-    tool.run(&cx, input).await
+    let host = Host { rt, record, scope };
+    tool.run(&ToolContext::new(&host, tool_use_id, seen), input)
+        .await
+}
+
+/// The session of one task as its tools see it ([`ToolHost`]): the tools own that seam, and this is
+/// its only implementation, so the tools never depend on the session.
+struct Host<'a> {
+    rt: &'a Arc<EngineState>,
+    record: &'a TaskRecord,
+    scope: &'a Scope,
+}
+
+#[async_trait::async_trait]
+impl ToolHost for Host<'_> {
+    fn agent(&self) -> &str {
+        &self.record.agent
+    }
+
+    fn task(&self) -> TaskId {
+        self.record.id
+    }
+
+    fn conversation(&self) -> &str {
+        &self.record.conversation_id
+    }
+
+    fn org(&self) -> &opc_hierarchy::OrgTree {
+        self.rt.org()
+    }
+
+    fn check_delegation(&self, to: &str) -> Result<(), String> {
+        check_delegation(self.rt, self.record, to)
+    }
+
+    async fn delegate(
+        &self,
+        tool_use_id: &str,
+        index: u32,
+        args: &DelegateArgs,
+    ) -> Result<TaskEnd, StoreError> {
+        delegate(self.rt, self.record, tool_use_id, index, args, self.scope).await
+    }
+
+    async fn request_approval(&self, tool_use_id: &str, args: &ApprovalArgs) -> ToolResult {
+        crate::approval::request(
+            self.rt,
+            self.record,
+            tool_use_id,
+            &args.summary,
+            &args.options,
+            self.scope.clocks.as_slice(),
+        )
+        .await
+    }
 }
 
 /// Whether `from`'s task may delegate to `to`: direct children only. The error names the relation.
-pub(crate) fn check_delegation(rt: &Runtime, record: &TaskRecord, to: &str) -> Result<(), String> {
-    let org = &rt.org;
+fn check_delegation(rt: &EngineState, record: &TaskRecord, to: &str) -> Result<(), String> {
+    let org = rt.org();
     let from = record.agent.as_str();
     if org.may_delegate(from, to) {
-        let max = rt.config.framework.execution.max_hierarchy_depth.get();
+        let max = rt.config().framework.execution.max_hierarchy_depth.get();
         if record.depth + 1 >= max {
             return Err(format!(
                 "cannot delegate to `{to}`: the delegation would exceed maxHierarchyDepth ({max})"
@@ -674,30 +718,16 @@ pub(crate) fn check_delegation(rt: &Runtime, record: &TaskRecord, to: &str) -> R
     ))
 }
 
-/// The delegate tool's result for the parent: `(content, is_error)`.
-pub(crate) fn tool_result_of(agent: &str, end: TaskEnd) -> (String, bool) {
-    match end {
-        TaskEnd::Completed(text) => (text, false),
-        TaskEnd::Escalated(e) => (
-            json!({"escalated_by": agent, "type": e.kind, "reason": e.reason, "partial_result": e.partial_result})
-                .to_string(),
-            false,
-        ),
-        TaskEnd::Failed(error) => (format!("{agent} failed: {error}"), true),
-        TaskEnd::Cancelled(reason) => (format!("{agent}'s task was cancelled: {reason}"), true),
-    }
-}
-
 /// Run a child task for a parent's tool call: the existing one if this call already created it.
-pub(crate) async fn delegate(
-    rt: &Arc<Runtime>,
+async fn delegate(
+    rt: &Arc<EngineState>,
     parent: &TaskRecord,
     tool_use_id: &str,
     index: u32,
     args: &DelegateArgs,
     scope: &Scope,
 ) -> Result<TaskEnd, StoreError> {
-    let store = &rt.store;
+    let store = rt.store();
     let child = match store.child_for(parent.id, tool_use_id, index)? {
         Some(existing) => existing.id,
         None => {
@@ -714,14 +744,14 @@ pub(crate) async fn delegate(
                 messages: std::slice::from_ref(&first),
                 author: None,
             })?;
-            rt.events.publish(Event::TaskCreated {
+            rt.events().publish(Event::TaskCreated {
                 task: id,
                 parent: Some(parent.id),
                 root: parent.root_id,
                 conversation: parent.conversation_id.clone(),
                 agent: args.agent.clone(),
             });
-            rt.events.publish(Event::Delegated {
+            rt.events().publish(Event::Delegated {
                 task: parent.id,
                 child: id,
                 from: parent.agent.clone(),
@@ -735,13 +765,13 @@ pub(crate) async fn delegate(
 
 /// Whether a final answer goes to the parent as it is: a root's always does; a child's when it is
 /// within `resultCompressionThreshold`.
-fn completes_without_summary(rt: &Runtime, record: &TaskRecord, answer: &str) -> bool {
+fn completes_without_summary(rt: &EngineState, record: &TaskRecord, answer: &str) -> bool {
     record.parent_id.is_none() || estimate_tokens(answer) <= compression_threshold(rt)
 }
 
 /// `resultCompressionThreshold`, in (estimated) tokens.
-fn compression_threshold(rt: &Runtime) -> usize {
-    rt.config
+fn compression_threshold(rt: &EngineState) -> usize {
+    rt.config()
         .framework
         .execution
         .result_compression_threshold
@@ -750,7 +780,7 @@ fn compression_threshold(rt: &Runtime) -> usize {
 
 /// The final answer: summarise it for the parent when it is long, then complete the task.
 async fn complete(
-    rt: &Arc<Runtime>,
+    rt: &Arc<EngineState>,
     record: &TaskRecord,
     answer: String,
 ) -> Result<TaskEnd, StoreError> {
@@ -758,13 +788,13 @@ async fn complete(
     // Summarising takes a model call, so the state shows it; otherwise the task passes through
     // RESULT_PROPAGATING inside the completing transaction.
     let summary = if !completes_without_summary(rt, record, &answer) {
-        rt.store
+        rt.store()
             .transition(record.id, TaskState::ResultPropagating)?;
         Some(summarise(rt, record, &answer, threshold).await?)
     } else {
         None
     };
-    let finished = rt.store.finish(
+    let finished = rt.store().finish(
         record.id,
         Ending::Completed {
             output: &answer,
@@ -773,20 +803,20 @@ async fn complete(
     )?;
     if !finished {
         // Ended meanwhile (cancelled): its first ending stands.
-        return Ok(stored_end(&rt.store.task(record.id)?));
+        return Ok(stored_end(&rt.store().task(record.id)?));
     }
     Ok(TaskEnd::Completed(summary.unwrap_or(answer)))
 }
 
 async fn summarise(
-    rt: &Arc<Runtime>,
+    rt: &Arc<EngineState>,
     record: &TaskRecord,
     answer: &str,
     threshold: usize,
 ) -> Result<String, StoreError> {
-    let (provider, model) = rt.fast_model.clone();
+    let (provider, model) = rt.fast_model();
     let role = rt
-        .org
+        .org()
         .role(&record.agent)
         .unwrap_or(&record.agent)
         .to_string();
@@ -799,16 +829,16 @@ async fn summarise(
         call_meta(record, "summarizer"),
     );
     let result = {
-        let _slot = rt.agent_slots.acquire().await.ok();
+        let _slot = rt.agent_slot().await;
         let started = Instant::now();
-        let result = rt.llm.call(request).await;
+        let result = rt.llm().call(request).await;
         let privacy = privacy_of(rt, record.id, "summarizer", &result);
         // A failed call used no tokens we know of; a response without usage is unknown.
         let (usage, cost, attempts, error) = match &result {
             Ok(r) => (r.usage, r.cost_usd, r.attempts, None),
             Err(e) => (Some(Default::default()), 0.0, 1, Some(e.to_string())),
         };
-        rt.store.record_call(&CallRecord {
+        rt.store().record_call(&CallRecord {
             task_id: record.id,
             agent: "summarizer".into(),
             model: format!("{provider}/{model}"),
@@ -849,6 +879,7 @@ async fn summarise(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn repeated_tool_ids_are_made_unique_within_a_session() {

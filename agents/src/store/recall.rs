@@ -87,8 +87,8 @@ pub(super) fn escalated(
     now: i64,
 ) -> Result<(), StoreError> {
     let (agent, conversation) = task_of(tx, id)?;
-    let text = match serde_json::from_str::<crate::tools::Escalation>(json) {
-        Ok(e) => crate::session::render_escalation(&agent, &e),
+    let text = match serde_json::from_str::<crate::ending::Escalation>(json) {
+        Ok(e) => crate::ending::render_escalation(&agent, &e),
         Err(_) => format!("Escalated by {agent}: {json}"),
     };
     append(tx, id, &agent, &conversation, &agent, &text, now)

@@ -1,6 +1,7 @@
 //! The built-in org tools behind the registry: `delegate`, `delegate_parallel`, `request_approval`
 //! and `escalate`. Their specs and argument types are in the parent module; the work (child
-//! sessions, approvals) stays in `session` and `approval`, which these handlers call.
+//! sessions, approvals) is the session's, asked for through [`super::ToolHost`] — these handlers
+//! never name the session or the approval flow.
 //!
 //! `escalate` ends the session before any tool of its turn runs (the session checks for it first);
 //! its handler only answers a call whose arguments were invalid, so the model can correct it.
@@ -16,8 +17,8 @@ use super::{
     ApprovalArgs, DelegateArgs, DelegateParallelArgs, Escalation, SpecContext, ToolContext,
     ToolHandler, ToolRegistry, ToolResult, parse, spec,
 };
+use crate::ending::TaskEnd;
 use crate::llm::ToolSpec;
-use crate::session::{TaskEnd, check_delegation, delegate, tool_result_of};
 use crate::store::StoreError;
 
 /// Register the four org tools.
@@ -55,17 +56,17 @@ impl ToolHandler for OrgTool {
     }
 
     async fn run(&self, cx: &ToolContext<'_>, input: &Value) -> ToolResult {
-        let (rt, record, scope, name) = (cx.rt, cx.record, cx.scope, self.name());
+        let (host, name) = (cx.host(), self.name());
         match self.0 {
             Tool::Delegate => {
                 let args: DelegateArgs = match parse(name, input) {
                     Ok(a) => a,
                     Err(e) => return Ok((e, true)),
                 };
-                if let Err(e) = check_delegation(rt, record, &args.agent) {
+                if let Err(e) = host.check_delegation(&args.agent) {
                     return Ok((e, true));
                 }
-                let end = delegate(rt, record, cx.tool_use_id, 0, &args, scope).await?;
+                let end = host.delegate(cx.tool_use_id, 0, &args).await?;
                 Ok(tool_result_of(&args.agent, end))
             }
             Tool::DelegateParallel => {
@@ -77,7 +78,7 @@ impl ToolHandler for OrgTool {
                 let errors: Vec<String> = args
                     .tasks
                     .iter()
-                    .filter_map(|t| check_delegation(rt, record, &t.agent).err())
+                    .filter_map(|t| host.check_delegation(&t.agent).err())
                     .collect();
                 if !errors.is_empty() {
                     return Ok((
@@ -86,7 +87,7 @@ impl ToolHandler for OrgTool {
                     ));
                 }
                 let runs = args.tasks.iter().enumerate().map(|(i, t)| async move {
-                    let end = delegate(rt, record, cx.tool_use_id, i as u32, t, scope).await?;
+                    let end = host.delegate(cx.tool_use_id, i as u32, t).await?;
                     Ok::<_, StoreError>((t.agent.clone(), end))
                 });
                 let mut items = Vec::new();
@@ -114,8 +115,7 @@ impl ToolHandler for OrgTool {
                     Ok(a) => a,
                     Err(e) => return Ok((e, true)),
                 };
-                crate::approval::request(rt, record, cx.tool_use_id, &args, scope.clocks.as_slice())
-                    .await
+                host.request_approval(cx.tool_use_id, &args).await
             }
             // Escalations end the session before tools run; reaching here means its arguments
             // were invalid.
@@ -124,5 +124,19 @@ impl ToolHandler for OrgTool {
                 Ok(_) => Ok(("escalation recorded".into(), false)),
             },
         }
+    }
+}
+
+/// The delegate tool's result for the parent: `(content, is_error)`.
+fn tool_result_of(agent: &str, end: TaskEnd) -> (String, bool) {
+    match end {
+        TaskEnd::Completed(text) => (text, false),
+        TaskEnd::Escalated(e) => (
+            json!({"escalated_by": agent, "type": e.kind, "reason": e.reason, "partial_result": e.partial_result})
+                .to_string(),
+            false,
+        ),
+        TaskEnd::Failed(error) => (format!("{agent} failed: {error}"), true),
+        TaskEnd::Cancelled(reason) => (format!("{agent}'s task was cancelled: {reason}"), true),
     }
 }

@@ -6,7 +6,9 @@
 //! task, conversation, org). The session knows no tool by name except `escalate`, which ends the
 //! session; it asks the [`ToolRegistry`] what to offer and whom to run. Built-in tools live in
 //! `builtin` (delegation, approval, escalation) and `memory` (the core-block tools, an adapter over
-//! `opc_memory`, whose ACL decides every call).
+//! `opc_memory`, whose ACL decides every call). The org tools ask the session that runs them for the
+//! work only it can do (a child task, an approval) through `ToolHost`, a trait this module owns and
+//! the session implements: `tools` depends on neither the session nor the approval flow.
 //!
 //! Slot for `conversation_search`: implement [`ToolHandler`] over the recall store and
 //! [`ToolRegistry::register`] it in [`ToolRegistry::standard`] next to the memory tools.
@@ -32,9 +34,9 @@ use async_trait::async_trait;
 use opc_hierarchy::OrgTree;
 use opc_hierarchy::schema::Agent;
 
-use crate::runtime::Runtime;
-use crate::session::Scope;
-use crate::store::{StoreError, TaskId, TaskRecord};
+use crate::ending::TaskEnd;
+pub use crate::ending::{Escalation, EscalationKind};
+use crate::store::{StoreError, TaskId};
 
 use opc_hierarchy::schema::Tool;
 use serde::Deserialize;
@@ -106,34 +108,83 @@ impl SeenVersions {
     }
 }
 
+/// What a tool may ask of the session that runs it: who calls, the org, and the two things only the
+/// session can do — run a child task, and suspend for a human's decision. Owned here and implemented
+/// by the session (as grep-searcher owns `Sink` and its callers implement it), so the tools depend on
+/// this narrow seam and never on the session, the approval flow or the engine's state.
+///
+/// The methods that touch the store or wait on children are `async`: a store behind an asynchronous
+/// seam (or a child's whole subtree) may take a while, and a tool call must not block a worker.
+#[async_trait]
+pub(crate) trait ToolHost: Send + Sync {
+    /// The calling agent.
+    fn agent(&self) -> &str;
+    /// The calling task.
+    fn task(&self) -> TaskId;
+    /// The calling task's conversation.
+    fn conversation(&self) -> &str;
+    /// The org the calling task's tree runs in.
+    fn org(&self) -> &OrgTree;
+    /// Whether the caller may delegate to `to` (direct children only, within `maxHierarchyDepth`);
+    /// the error names the relation, for the model.
+    fn check_delegation(&self, to: &str) -> Result<(), String>;
+    /// Run the child task of tool call `tool_use_id` (its `index`-th, for a parallel delegation) to its
+    /// end: the existing one if this call already created it, so a resumed tree runs nothing twice.
+    async fn delegate(
+        &self,
+        tool_use_id: &str,
+        index: u32,
+        args: &DelegateArgs,
+    ) -> Result<TaskEnd, StoreError>;
+    /// Ask a human (tool call `tool_use_id`), wait for the decision, and answer the call with it.
+    async fn request_approval(&self, tool_use_id: &str, args: &ApprovalArgs) -> ToolResult;
+}
+
 /// Everything a tool call runs with: who calls (agent, task, conversation), the org, and the
 /// session's state.
 pub struct ToolContext<'a> {
-    pub(crate) rt: &'a Arc<Runtime>,
-    pub(crate) record: &'a TaskRecord,
-    pub(crate) scope: &'a Scope,
+    /// The session running the call.
+    host: &'a dyn ToolHost,
     /// The model's id of this call (idempotency key of delegations and approvals).
     pub tool_use_id: &'a str,
     /// The block versions this session has shown its model.
     pub seen: &'a SeenVersions,
 }
 
-impl ToolContext<'_> {
+impl<'a> ToolContext<'a> {
+    /// The context of tool call `tool_use_id`, run by `host`.
+    pub(crate) fn new(
+        host: &'a dyn ToolHost,
+        tool_use_id: &'a str,
+        seen: &'a SeenVersions,
+    ) -> ToolContext<'a> {
+        ToolContext {
+            host,
+            tool_use_id,
+            seen,
+        }
+    }
+
+    /// The session running the call (for the org tools).
+    pub(crate) fn host(&self) -> &'a dyn ToolHost {
+        self.host
+    }
+
     /// The calling agent.
     pub fn agent(&self) -> &str {
-        &self.record.agent
+        self.host.agent()
     }
     /// The calling task.
     pub fn task(&self) -> TaskId {
-        self.record.id
+        self.host.task()
     }
     /// The conversation.
     pub fn conversation(&self) -> &str {
-        &self.record.conversation_id
+        self.host.conversation()
     }
     /// The org.
     pub fn org(&self) -> &OrgTree {
-        &self.rt.org
+        self.host.org()
     }
 }
 
@@ -301,49 +352,6 @@ pub struct DelegateArgs {
 pub struct DelegateParallelArgs {
     /// The tasks.
     pub tasks: Vec<DelegateArgs>,
-}
-
-/// The kinds of escalation.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EscalationKind {
-    /// Something failed.
-    Error,
-    /// It took too long.
-    Timeout,
-    /// The agent is unsure.
-    Uncertainty,
-    /// A human must decide.
-    ApprovalNeeded,
-}
-
-impl EscalationKind {
-    /// Wire spellings.
-    pub const NAMES: [&'static str; 4] = ["error", "timeout", "uncertainty", "approval_needed"];
-
-    /// Wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EscalationKind::Error => "error",
-            EscalationKind::Timeout => "timeout",
-            EscalationKind::Uncertainty => "uncertainty",
-            EscalationKind::ApprovalNeeded => "approval_needed",
-        }
-    }
-}
-
-/// `escalate` arguments, and the structured escalation a parent receives.
-#[derive(Clone, Debug, Deserialize, PartialEq, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Escalation {
-    /// What kind of problem.
-    #[serde(rename = "type")]
-    pub kind: EscalationKind,
-    /// Why.
-    pub reason: String,
-    /// Work done so far.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub partial_result: Option<String>,
 }
 
 /// `request_approval` arguments.
