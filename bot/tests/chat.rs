@@ -9,9 +9,10 @@ use std::process::{Command, Output, Stdio};
 
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use opc_tests::wait::{WAIT, output_within_async, wait_until};
 use serde_json::json;
 
-/// Run `opc` with `stdin` as input, on a blocking thread so the test's server keeps serving.
+/// Run `opc` with `stdin` as input, waiting on a blocking thread so the test's server keeps serving.
 async fn opc(config: &Path, args: &[&str], stdin: &str, key: bool) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_opc"));
     command
@@ -26,16 +27,14 @@ async fn opc(config: &Path, args: &[&str], stdin: &str, key: bool) -> Output {
     if key {
         command.env(KEY_VAR, KEY);
     }
+    let mut child = command.spawn().expect("opc starts");
+    let mut input = child.stdin.take().expect("stdin");
     let stdin = stdin.to_string();
-    tokio::task::spawn_blocking(move || {
-        let mut child = command.spawn().expect("opc starts");
-        let mut input = child.stdin.take().expect("stdin");
+    // Written on its own thread: a pipe's buffer is small, and `opc` may be blocked writing its output.
+    std::thread::spawn(move || {
         let _ = input.write_all(stdin.as_bytes());
-        drop(input);
-        child.wait_with_output().expect("opc runs")
-    })
-    .await
-    .expect("join")
+    });
+    output_within_async(child, WAIT, &format!("`opc {}` to finish", args.join(" "))).await
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -208,14 +207,10 @@ async fn ctrl_c_cancels_the_running_tree() {
         .spawn()
         .expect("opc starts");
     // Wait until the VP's (hanging) call has reached the server, then press Ctrl-C.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while llm.requests_for(&marker("vp-eng")).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the VP was never called"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_until(WAIT, "the VP's call", || {
+        !llm.requests_for(&marker("vp-eng")).is_empty()
+    })
+    .await;
     // While it runs, the list shows it as running, with the tree's totals so far (the CEO's turn).
     let out = opc(&org.config_path(), &["tasks"], "", false).await;
     let list = text(&out.stdout);
@@ -232,9 +227,7 @@ async fn ctrl_c_cancels_the_running_tree() {
         .status()
         .expect("kill runs");
     assert!(killed.success());
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output().expect("opc exits"))
-        .await
-        .expect("join");
+    let out = output_within_async(child, WAIT, "`opc chat` to exit on SIGINT").await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("cancelling the request"), "{stderr}");

@@ -9,12 +9,8 @@ use opc_agents::store::{ApprovalState, Decided, StoreError, TaskRecord};
 use opc_agents::{Engine, EngineError, Event, Outcome, RootRun, TaskState};
 use opc_tests::org::{Execution, KEY, TestOrg, Wire, marker, relay};
 use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
-use opc_tests::wait::{next_event, wait_until, within};
+use opc_tests::wait::{WAIT, next_event, wait_until, within};
 use serde_json::json;
-
-/// The deadline of every wait in these tests: generous, because it only stops a hang; nothing here
-/// asserts how fast anything is (that is the benchmarks' job).
-const WAIT: Duration = Duration::from_secs(30);
 
 /// A request's outcome, within [`WAIT`].
 async fn finish(run: RootRun) -> Outcome {

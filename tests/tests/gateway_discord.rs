@@ -12,9 +12,9 @@ use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
 use opc_tests::scripted_llm::INPUT_PLACEHOLDER;
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use opc_tests::wait::WAIT;
 use serde_json::json;
 
-const WAIT: Duration = Duration::from_secs(30);
 const BOSS_ROLE: &str = "1200000000000000009";
 
 /// `opc run` with the web chat and Discord (the fake), plus `gateway` config lines.

@@ -20,10 +20,9 @@ use opc_tests::fake_slack::{
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
 use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
-use opc_tests::wait::wait_until;
+use opc_tests::wait::{WAIT, wait_until};
 use serde_json::{Value, json};
 
-const WAIT: Duration = Duration::from_secs(20);
 const BOT_VAR: &str = "OPC_TEST_SLACK_BOT";
 const APP_VAR: &str = "OPC_TEST_SLACK_APP";
 const SECRET_VAR: &str = "OPC_TEST_SLACK_SECRET";

@@ -17,9 +17,9 @@ use opc_tests::scripted_llm::{Reply, Script, ScriptedLlm, Step, ToolCall};
 use opc_tests::sse::Sse;
 use serde_json::{Value, json};
 
-const WAIT: Duration = Duration::from_secs(20);
 const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
 
+use opc_tests::wait::WAIT;
 use opc_tests::web_chat::{open as new_conversation, say};
 
 /// GET `path` of `opc` as JSON (200 expected).
