@@ -7,8 +7,8 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
-use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use opc_tests::org::{KEY, KEY_VAR, TestOrg, Wire, marker, relay};
+use opc_tests::scripted_llm::{Script, Step};
 use opc_tests::wait::{WAIT, output_within_async, wait_until};
 use serde_json::json;
 
@@ -46,8 +46,7 @@ async fn chat_prints_the_answer_and_trace_and_tasks_shows_the_tree() {
     let script = Script::new()
         .agent(marker("ceo"), relay("vp-ops", "refund order 7", "Done: "))
         .agent(marker("vp-ops"), vec![Step::text("refund issued")]);
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (_llm, org) = TestOrg::scripted(script).start().await;
     let out = opc(
         &org.config_path(),
         &["chat", "please refund order 7"],
@@ -130,8 +129,10 @@ async fn approvals_are_typed_on_stdin_and_end_of_input_rejects() {
                 Step::text("{{last_result}}"),
             ],
         );
-    let llm = ScriptedLlm::start(script.clone()).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let (_llm, org) = TestOrg::scripted(script.clone())
+        .wire(Wire::OpenAi)
+        .start()
+        .await;
     let out = opc(
         &org.config_path(),
         &["chat", "refund please"],
@@ -162,8 +163,7 @@ async fn approvals_are_typed_on_stdin_and_end_of_input_rejects() {
     );
 
     // No input at all: the approval is rejected, not left hanging.
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let (_llm, org) = TestOrg::scripted(script).wire(Wire::OpenAi).start().await;
     let out = opc(&org.config_path(), &["chat", "refund please"], "", true).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
@@ -175,8 +175,7 @@ async fn approvals_are_typed_on_stdin_and_end_of_input_rejects() {
 
 #[tokio::test]
 async fn a_missing_api_key_is_a_clear_startup_error() {
-    let llm = ScriptedLlm::start(Script::new()).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (llm, org) = TestOrg::scripted(Script::new()).start().await;
     let out = opc(&org.config_path(), &["chat", "hello"], "", false).await;
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
@@ -195,8 +194,7 @@ async fn ctrl_c_cancels_the_running_tree() {
     let script = Script::new()
         .agent(marker("ceo"), relay("vp-eng", "go", ""))
         .agent(marker("vp-eng"), vec![Step::fault(Fault::Hang)]);
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (llm, org) = TestOrg::scripted(script).start().await;
     let child = Command::new(env!("CARGO_BIN_EXE_opc"))
         .args(["chat", "wait forever", "--config"])
         .arg(org.config_path())
@@ -245,8 +243,7 @@ async fn a_retry_is_a_trace_line() {
         marker("ceo"),
         vec![Step::status(529, Some("0")), Step::text("fine now")],
     );
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (_llm, org) = TestOrg::scripted(script).start().await;
     let out = opc(&org.config_path(), &["chat", "hello"], "", true).await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
