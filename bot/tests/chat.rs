@@ -7,11 +7,12 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
-use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use opc_tests::org::{KEY, KEY_VAR, TestOrg, Wire, marker, relay};
+use opc_tests::scripted_llm::{Script, Step};
+use opc_tests::wait::{WAIT, output_within_async, wait_until};
 use serde_json::json;
 
-/// Run `opc` with `stdin` as input, on a blocking thread so the test's server keeps serving.
+/// Run `opc` with `stdin` as input, waiting on a blocking thread so the test's server keeps serving.
 async fn opc(config: &Path, args: &[&str], stdin: &str, key: bool) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_opc"));
     command
@@ -26,16 +27,14 @@ async fn opc(config: &Path, args: &[&str], stdin: &str, key: bool) -> Output {
     if key {
         command.env(KEY_VAR, KEY);
     }
+    let mut child = command.spawn().expect("opc starts");
+    let mut input = child.stdin.take().expect("stdin");
     let stdin = stdin.to_string();
-    tokio::task::spawn_blocking(move || {
-        let mut child = command.spawn().expect("opc starts");
-        let mut input = child.stdin.take().expect("stdin");
+    // Written on its own thread: a pipe's buffer is small, and `opc` may be blocked writing its output.
+    std::thread::spawn(move || {
         let _ = input.write_all(stdin.as_bytes());
-        drop(input);
-        child.wait_with_output().expect("opc runs")
-    })
-    .await
-    .expect("join")
+    });
+    output_within_async(child, WAIT, &format!("`opc {}` to finish", args.join(" "))).await
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -47,8 +46,7 @@ async fn chat_prints_the_answer_and_trace_and_tasks_shows_the_tree() {
     let script = Script::new()
         .agent(marker("ceo"), relay("vp-ops", "refund order 7", "Done: "))
         .agent(marker("vp-ops"), vec![Step::text("refund issued")]);
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (_llm, org) = TestOrg::scripted(script).start().await;
     let out = opc(
         &org.config_path(),
         &["chat", "please refund order 7"],
@@ -131,8 +129,10 @@ async fn approvals_are_typed_on_stdin_and_end_of_input_rejects() {
                 Step::text("{{last_result}}"),
             ],
         );
-    let llm = ScriptedLlm::start(script.clone()).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let (_llm, org) = TestOrg::scripted(script.clone())
+        .wire(Wire::OpenAi)
+        .start()
+        .await;
     let out = opc(
         &org.config_path(),
         &["chat", "refund please"],
@@ -163,8 +163,7 @@ async fn approvals_are_typed_on_stdin_and_end_of_input_rejects() {
     );
 
     // No input at all: the approval is rejected, not left hanging.
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let (_llm, org) = TestOrg::scripted(script).wire(Wire::OpenAi).start().await;
     let out = opc(&org.config_path(), &["chat", "refund please"], "", true).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
@@ -176,8 +175,7 @@ async fn approvals_are_typed_on_stdin_and_end_of_input_rejects() {
 
 #[tokio::test]
 async fn a_missing_api_key_is_a_clear_startup_error() {
-    let llm = ScriptedLlm::start(Script::new()).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (llm, org) = TestOrg::scripted(Script::new()).start().await;
     let out = opc(&org.config_path(), &["chat", "hello"], "", false).await;
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
@@ -196,8 +194,7 @@ async fn ctrl_c_cancels_the_running_tree() {
     let script = Script::new()
         .agent(marker("ceo"), relay("vp-eng", "go", ""))
         .agent(marker("vp-eng"), vec![Step::fault(Fault::Hang)]);
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (llm, org) = TestOrg::scripted(script).start().await;
     let child = Command::new(env!("CARGO_BIN_EXE_opc"))
         .args(["chat", "wait forever", "--config"])
         .arg(org.config_path())
@@ -208,14 +205,10 @@ async fn ctrl_c_cancels_the_running_tree() {
         .spawn()
         .expect("opc starts");
     // Wait until the VP's (hanging) call has reached the server, then press Ctrl-C.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while llm.requests_for(&marker("vp-eng")).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the VP was never called"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_until(WAIT, "the VP's call", || {
+        !llm.requests_for(&marker("vp-eng")).is_empty()
+    })
+    .await;
     // While it runs, the list shows it as running, with the tree's totals so far (the CEO's turn).
     let out = opc(&org.config_path(), &["tasks"], "", false).await;
     let list = text(&out.stdout);
@@ -232,9 +225,7 @@ async fn ctrl_c_cancels_the_running_tree() {
         .status()
         .expect("kill runs");
     assert!(killed.success());
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output().expect("opc exits"))
-        .await
-        .expect("join");
+    let out = output_within_async(child, WAIT, "`opc chat` to exit on SIGINT").await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("cancelling the request"), "{stderr}");
@@ -252,8 +243,7 @@ async fn a_retry_is_a_trace_line() {
         marker("ceo"),
         vec![Step::status(529, Some("0")), Step::text("fine now")],
     );
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (_llm, org) = TestOrg::scripted(script).start().await;
     let out = opc(&org.config_path(), &["chat", "hello"], "", true).await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");

@@ -1,5 +1,6 @@
 //! The `opc` binary as a user runs it: exit codes, output formats, `init` safety, `$OPC_CONFIG`.
 
+use opc_tests::wait::{OutputWithin, WAIT, blocking_within, child_within, output_within};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -9,7 +10,7 @@ fn opc(args: &[&str], dir: &Path) -> Output {
         .current_dir(dir)
         .env_remove("OPC_CONFIG")
         .env("NO_COLOR", "1")
-        .output()
+        .output_within(WAIT)
         .expect("opc runs")
 }
 
@@ -146,7 +147,7 @@ fn unreadable_config_exits_2_and_config_env_is_honoured() {
         .arg("validate")
         .current_dir(dir.path())
         .env("OPC_CONFIG", &example)
-        .output()
+        .output_within(WAIT)
         .expect("opc runs");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
@@ -216,9 +217,17 @@ fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("opc run starts");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut banner = String::new();
-    stdout.read_line(&mut banner).expect("banner line");
+    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let (mut stdout, banner) = blocking_within(WAIT, "opc run's ready line", move || {
+        let mut stdout = stdout;
+        let mut banner = String::new();
+        stdout.read_line(&mut banner).expect("banner line");
+        (stdout, banner)
+    })
+    .unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("no ready line within {WAIT:?}")
+    });
     let address = banner
         .split("http://")
         .nth(1)
@@ -229,6 +238,7 @@ fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
 
     let get = |path: &str| {
         let mut stream = TcpStream::connect(&address).expect("connect");
+        stream.set_read_timeout(Some(WAIT)).expect("read timeout");
         write!(
             stream,
             // The listener's own name with its port, as a browser sends it (a bare `localhost`
@@ -258,7 +268,7 @@ fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
         .status()
         .expect("kill runs");
     assert!(killed.success());
-    let status = child.wait().expect("exits");
+    let status = child_within(&mut child, WAIT, "opc run to exit on SIGTERM");
     assert_eq!(status.code(), Some(0));
     let mut stderr = String::new();
     child
@@ -395,9 +405,12 @@ fn opc_with_input(args: &[&str], dir: &Path, stdin: &str) -> Output {
         .spawn()
         .expect("opc runs");
     let mut pipe = child.stdin.take().expect("stdin");
-    pipe.write_all(stdin.as_bytes()).expect("write stdin");
-    drop(pipe);
-    child.wait_with_output().expect("opc finishes")
+    let stdin = stdin.to_string();
+    // Written on its own thread: a pipe's buffer is small, and `opc` may be blocked writing its output.
+    std::thread::spawn(move || {
+        let _ = pipe.write_all(stdin.as_bytes());
+    });
+    output_within(child, WAIT, &format!("`opc {}` to finish", args.join(" ")))
 }
 
 /// `--config` is one global option: every subcommand that reads a config takes it before or after its
@@ -576,9 +589,17 @@ fn run_listen_overrides_the_config_and_keeps_its_rules() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("opc run starts");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut banner = String::new();
-    stdout.read_line(&mut banner).expect("banner line");
+    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let (_stdout, banner) = blocking_within(WAIT, "opc run's ready line", move || {
+        let mut stdout = stdout;
+        let mut banner = String::new();
+        stdout.read_line(&mut banner).expect("banner line");
+        (stdout, banner)
+    })
+    .unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("no ready line within {WAIT:?}")
+    });
     let address = banner
         .split("http://")
         .nth(1)
@@ -588,6 +609,7 @@ fn run_listen_overrides_the_config_and_keeps_its_rules() {
     assert!(address.starts_with("127.0.0.1:"), "{banner}");
     assert!(banner.contains("/admin"), "{banner}");
     let mut stream = TcpStream::connect(&address).expect("connect");
+    stream.set_read_timeout(Some(WAIT)).expect("read timeout");
     write!(
         stream,
         "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
@@ -601,7 +623,10 @@ fn run_listen_overrides_the_config_and_keeps_its_rules() {
         .status()
         .expect("kill runs");
     assert!(killed.success());
-    assert_eq!(child.wait().expect("exits").code(), Some(0));
+    assert_eq!(
+        child_within(&mut child, WAIT, "opc run to exit on SIGTERM").code(),
+        Some(0)
+    );
 
     // A reachable address without an access token is refused before anything starts, as in the config.
     std::fs::write(

@@ -5,6 +5,8 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use opc_tests::wait::{WAIT, WAIT_LONG, child_within, output_within};
+
 fn opc(args: &[&str], dir: &Path, stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_opc"))
         .args(args)
@@ -16,13 +18,17 @@ fn opc(args: &[&str], dir: &Path, stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("opc runs");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
-    child.wait_with_output().expect("opc finishes")
+    let mut input = child.stdin.take().expect("stdin");
+    let stdin = stdin.to_string();
+    // Written on its own thread: a pipe's buffer is small, and `opc` may be blocked writing answers.
+    std::thread::spawn(move || {
+        let _ = input.write_all(stdin.as_bytes());
+    });
+    output_within(
+        child,
+        WAIT_LONG,
+        &format!("`opc {}` to finish", args.join(" ")),
+    )
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -250,7 +256,11 @@ fn detect_answers_a_line_before_the_next_is_sent() {
         assert_eq!(v["entities"][0]["type"], "EMAIL", "{answer}");
     }
     drop(stdin);
-    let status = child.wait().expect("opc finishes");
+    let status = child_within(
+        &mut child,
+        WAIT,
+        "`opc privacy detect` to exit at end of input",
+    );
     assert!(status.success());
 }
 

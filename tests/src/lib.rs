@@ -9,6 +9,7 @@
 pub mod browser;
 pub mod fake_discord;
 pub mod fake_slack;
+pub mod fresh;
 pub mod module_graph;
 pub mod opc_process;
 pub mod org;

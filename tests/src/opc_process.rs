@@ -4,45 +4,119 @@
 //! Why a process and not an in-process server: the tests then cover exactly what users run — argument
 //! parsing, env-var secrets, start-up errors, signal handling and restarts over the same database.
 //!
-//! The binary is the workspace's `target/<profile>/opc`. `cargo test --workspace` builds it before any
-//! test runs; when a test is run alone (`cargo test -p opc-tests`), it is built on first use.
+//! The binary is the workspace's `target/<profile>/opc`, checked against the current sources before
+//! the first test of a process uses it ([`crate::fresh`]). `cargo test --workspace` has just built it
+//! (opc-bot's own tests need it), so the check passes and costs a few hundred `stat`s. Under
+//! `cargo test -p opc-tests` (or a bench) nothing builds it, so when it is stale or missing it is built
+//! here, once per process, with `cargo build -p opc-bot --bin opc` in the same profile and target
+//! directory; then it is checked again and a test never runs a binary the check rejects.
+//!
+//! Why not always run `cargo build`: under `cargo test --workspace` the workspace's dev-dependencies
+//! unify features (tokio's `test-util`, axum's `ws`) that `cargo build -p opc-bot` alone does not, so an
+//! unconditional build would compile a second copy of most of the dependency graph in every CI run.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::wait::blocking_within;
+use crate::fresh;
+use crate::wait::{self, blocking_within};
 
-/// Path of the `opc` binary, built if it is missing.
+/// Path of the `opc` binary built from the current sources: built first when it is missing or stale
+/// (see the module doc). Panics, saying why, when even a fresh build does not pass the check.
 pub fn opc_binary() -> PathBuf {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY
-        .get_or_init(|| {
-            // target/<profile>/deps/<test exe> → target/<profile>/opc
-            let exe = std::env::current_exe().unwrap_or_else(|e| panic!("current exe: {e}"));
-            let profile_dir = exe
-                .parent()
-                .and_then(Path::parent)
-                .unwrap_or_else(|| panic!("no target dir above {}", exe.display()))
-                .to_path_buf();
-            let binary = profile_dir.join("opc");
-            if !binary.exists() {
-                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-                let mut build = Command::new(cargo);
-                build.args(["build", "-p", "opc-bot", "--bin", "opc"]);
-                if profile_dir.ends_with("release") {
-                    build.arg("--release");
-                }
-                let status = build
-                    .status()
-                    .unwrap_or_else(|e| panic!("building opc: {e}"));
-                assert!(status.success(), "building opc failed");
-            }
-            binary
-        })
-        .clone()
+    BINARY.get_or_init(fresh_binary).clone()
+}
+
+/// The checkout the tests were compiled from (the parent of `tests/`).
+pub fn workspace_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+/// How long building `opc` may take before the test gives up (a cold debug build on 2 busy cores).
+const BUILD: Duration = Duration::from_secs(30 * 60);
+
+fn fresh_binary() -> PathBuf {
+    // target/<profile>/deps/<test exe> → target/<profile>/opc
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("current exe: {e}"));
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| panic!("no target dir above {}", exe.display()))
+        .to_path_buf();
+    let binary = profile_dir.join(format!("opc{}", std::env::consts::EXE_SUFFIX));
+    let workspace = workspace_root();
+    let Err(stale) = fresh::check(&binary, &workspace) else {
+        return binary;
+    };
+    // One build at a time across test processes (cargo would serialise them too, but each would
+    // still run); the one that waited finds the binary fresh.
+    let lock_path = profile_dir.join(".opc-tests-build.lock");
+    let lock = std::fs::File::create(&lock_path)
+        .unwrap_or_else(|e| panic!("create {}: {e}", lock_path.display()));
+    lock.lock()
+        .unwrap_or_else(|e| panic!("lock {}: {e}", lock_path.display()));
+    if fresh::check(&binary, &workspace).is_ok() {
+        return binary;
+    }
+    // Straight to stderr, past the test harness's capture: a build can take minutes, and the one
+    // running the tests should see why.
+    let _ = writeln!(
+        std::io::stderr(),
+        "opc-tests: {} is not the current build: {stale}; building it",
+        binary.display()
+    );
+    let mut build = build_command(&profile_dir);
+    build.current_dir(&workspace);
+    let mut child = build
+        .spawn()
+        .unwrap_or_else(|e| panic!("run {build:?}: {e}"));
+    let status = wait::child_within(&mut child, BUILD, "`cargo build -p opc-bot` to finish");
+    assert!(status.success(), "{build:?} failed ({status})");
+    if let Err(stale) = fresh::check(&binary, &workspace) {
+        panic!(
+            "{} is still not the build of the current sources after {build:?}: {stale}",
+            binary.display()
+        );
+    }
+    binary
+}
+
+/// `cargo build -p opc-bot --bin opc` into `profile_dir` (`target[/<triple>]/<profile>`).
+fn build_command(profile_dir: &Path) -> Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build.args(["build", "-p", "opc-bot", "--bin", "opc"]);
+    match profile_dir.file_name().and_then(|n| n.to_str()) {
+        // `debug` holds the dev and test profiles; `release` the release and bench profiles.
+        Some("debug") | None => {}
+        Some("release") => {
+            build.arg("--release");
+        }
+        Some(custom) => {
+            build.args(["--profile", custom]);
+        }
+    }
+    // The target directory holds a CACHEDIR.TAG; with `--target <triple>` it is one level further up.
+    let is_target_dir = |dir: &Path| dir.join("CACHEDIR.TAG").exists();
+    let above = profile_dir.parent();
+    match (above, above.and_then(Path::parent)) {
+        (Some(target), _) if is_target_dir(target) => {
+            build.arg("--target-dir").arg(target);
+        }
+        (Some(triple_dir), Some(target)) if is_target_dir(target) => {
+            build.arg("--target-dir").arg(target);
+            build
+                .arg("--target")
+                .arg(triple_dir.file_name().unwrap_or_default());
+        }
+        _ => {}
+    }
+    build
 }
 
 /// A running `opc run`.
@@ -124,7 +198,7 @@ impl OpcRun {
                     // Started but never ready: stop it, and say so with what it printed.
                     let _ = child.kill();
                 }
-                let status = wait_with_deadline(&mut child, EXIT).and_then(|s| s.code());
+                let status = wait::exit_within(&mut child, EXIT).and_then(|s| s.code());
                 // It has exited: its stderr ends, so the reader finishes with everything it printed.
                 if let Some(reader) = stderr_reader {
                     let _ = blocking_within(EXIT, "opc run's stderr", move || reader.join());
@@ -172,7 +246,7 @@ impl OpcRun {
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
-        let Some(status) = wait_with_deadline(&mut self.child, EXIT) else {
+        let Some(status) = wait::exit_within(&mut self.child, EXIT) else {
             let _ = self.child.kill();
             panic!(
                 "opc run did not exit within {EXIT:?} of SIGTERM; stderr:\n{}",
@@ -195,18 +269,6 @@ const EXIT: Duration = Duration::from_secs(30);
 
 fn collected(stderr: &Mutex<String>) -> String {
     stderr.lock().unwrap_or_else(|p| p.into_inner()).clone()
-}
-
-/// Wait for `child` to exit, up to `limit`; `None` if it is still running.
-fn wait_with_deadline(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            Ok(None) | Err(_) => return None,
-        }
-    }
 }
 
 impl Drop for OpcRun {

@@ -10,6 +10,18 @@
 //! ```
 //!
 //! Every agent's system prompt carries `Agent id: {id}`, which is the scripted server's marker.
+//!
+//! Most tests start the same way: a scripted LLM on a script, this org pointed at it, then an engine
+//! or `opc run` with the test key. [`TestOrg::scripted`] is that setup, in one place:
+//!
+//! ```no_run
+//! # async fn example(script: opc_tests::scripted_llm::Script) {
+//! use opc_tests::org::TestOrg;
+//! let (llm, org) = TestOrg::scripted(script).sections("channels:\n  web: {}\n").start().await;
+//! let opc = org.run(&[]);
+//! # drop((llm, opc));
+//! # }
+//! ```
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,7 +31,8 @@ use opc_agents::context::NoMemory;
 use opc_agents::llm::layers::RetryPolicy;
 use opc_agents::{Engine, EngineOptions, Store};
 
-use crate::scripted_llm::Step;
+use crate::opc_process::OpcRun;
+use crate::scripted_llm::{Script, ScriptedLlm, Step};
 
 /// Which wire format the provider speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,7 +129,65 @@ impl Default for Execution {
     }
 }
 
+/// The setup of [`TestOrg::scripted`]: the script, and what differs from the default org.
+#[must_use = "call `start` to start the scripted LLM and write the org"]
+pub struct OrgBuilder {
+    script: Script,
+    wire: Wire,
+    execution: Execution,
+    sections: String,
+}
+
+impl OrgBuilder {
+    /// The wire format the org's provider speaks (default: Anthropic).
+    pub fn wire(mut self, wire: Wire) -> OrgBuilder {
+        self.wire = wire;
+        self
+    }
+
+    /// The `execution` settings (default: [`Execution::default`]).
+    pub fn execution(mut self, execution: Execution) -> OrgBuilder {
+        self.execution = execution;
+        self
+    }
+
+    /// Top-level YAML sections (`channels:`, `gateway:` …) appended to the org.
+    pub fn sections(mut self, sections: impl Into<String>) -> OrgBuilder {
+        self.sections = sections.into();
+        self
+    }
+
+    /// Start the scripted LLM on the script and write the org pointed at it. The server stops when
+    /// the returned [`ScriptedLlm`] is dropped, so keep it for the test's length.
+    pub async fn start(self) -> (ScriptedLlm, TestOrg) {
+        let llm = ScriptedLlm::start(self.script)
+            .await
+            .unwrap_or_else(|e| panic!("start the scripted LLM: {e}"));
+        let org = TestOrg::with_sections(&llm.url(), self.wire, self.execution, &self.sections);
+        (llm, org)
+    }
+}
+
 impl TestOrg {
+    /// The usual start of a test: a scripted LLM serving `script` and this org pointed at it
+    /// (Anthropic wire, default execution settings, no extra sections unless the builder says so).
+    pub fn scripted(script: Script) -> OrgBuilder {
+        OrgBuilder {
+            script,
+            wire: Wire::Anthropic,
+            execution: Execution::default(),
+            sections: String::new(),
+        }
+    }
+
+    /// `opc run` on this org with the test key, and `env` added (platform tokens …); waits for its
+    /// ready line.
+    pub fn run(&self, env: &[(&str, &str)]) -> OpcRun {
+        let mut all = vec![(KEY_VAR, KEY)];
+        all.extend_from_slice(env);
+        OpcRun::start(&self.config_path(), &all)
+    }
+
     /// Write the config for a server at `llm_url` speaking `wire`.
     pub fn new(llm_url: &str, wire: Wire, execution: Execution) -> TestOrg {
         TestOrg::with_sections(llm_url, wire, execution, "")

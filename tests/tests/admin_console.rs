@@ -11,10 +11,9 @@ use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker};
 use opc_tests::post_json as post;
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
-use opc_tests::wait::wait_until;
+use opc_tests::wait::{OutputWithin, WAIT, wait_until};
 use serde_json::{Value, json};
 
-const WAIT: Duration = Duration::from_secs(20);
 const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
 
 /// The test org (no model is called: these tests only read and validate the config) under `opc run`.
@@ -37,7 +36,7 @@ fn cli_validate(text: &str) -> Value {
     let out = std::process::Command::new(opc_tests::opc_process::opc_binary())
         .args(["validate", "--format", "json", "--config"])
         .arg(&file)
-        .output()
+        .output_within(WAIT)
         .unwrap();
     serde_json::from_slice(&out.stdout).unwrap()
 }

@@ -8,12 +8,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Command, Output};
 
 use opc_tests::opc_process::opc_binary;
 use opc_tests::org::marker;
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use opc_tests::wait::{OutputWithin, WAIT, WAIT_LONG, output_of};
 
 const IBAN: &str = "DE89 3704 0044 0532 0130 00";
 const IBAN_COMPACT: &str = "DE89370400440532013000";
@@ -58,7 +58,7 @@ fn validate(config: &Path) -> Output {
         .args(["validate", "--config"])
         .arg(config)
         .env("NO_COLOR", "1")
-        .output()
+        .output_within(WAIT)
         .unwrap()
 }
 
@@ -92,7 +92,7 @@ fn validate_names_each_type_a_privacy_config_leaves_out() {
     let out = Command::new(opc_binary())
         .args(["validate", "--format", "json", "--config"])
         .arg(dir.path().join("opc.config.yaml"))
-        .output()
+        .output_within(WAIT)
         .unwrap();
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let warning = report["warnings"]
@@ -149,22 +149,15 @@ async fn chat_with_example(
     });
     let config = dir.path().join("opc.config.yaml");
     let message = format!("Please refund the customer to IBAN {IBAN} today.");
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(opc_binary())
-            .args(["chat", &message, "--config"])
-            .arg(&config)
-            .env("NO_COLOR", "1")
-            .env("ANTHROPIC_API_KEY", "test-key-123")
-            .env("OPC_MODELS_OFFLINE", "1")
-            .env_remove("OPC_CONFIG")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    });
-    let out = tokio::time::timeout(Duration::from_secs(120), out)
-        .await
-        .expect("opc chat finishes within 2 minutes")
-        .unwrap();
+    let mut command = Command::new(opc_binary());
+    command
+        .args(["chat", &message, "--config"])
+        .arg(&config)
+        .env("NO_COLOR", "1")
+        .env("ANTHROPIC_API_KEY", "test-key-123")
+        .env("OPC_MODELS_OFFLINE", "1")
+        .env_remove("OPC_CONFIG");
+    let out = output_of(command, WAIT_LONG).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(

@@ -7,15 +7,12 @@
 //! from a script (no `Origin`, no `Sec-Fetch-Site`) or the listener's own page, are served.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::time::Duration;
-
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
-use opc_tests::wait::wait_until;
+use opc_tests::wait::{WAIT, wait_until};
 use serde_json::{Value, json};
 
-const WAIT: Duration = Duration::from_secs(20);
 const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
 
 /// The content types a cross-site page can send without asking the server first (a "simple

@@ -12,11 +12,10 @@ use opc_adapters::{
     Visibility,
 };
 use opc_tests::fake_discord::{Author, CHANNEL_ID, FakeDiscord, GUILD_ID, USER_ID};
+use opc_tests::wait::WAIT;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-/// Hang guard only: everything normally happens in milliseconds.
-const WAIT: Duration = Duration::from_secs(15);
 const APPROVER_ROLE: &str = "1400000000000000001";
 
 async fn connect(

@@ -8,13 +8,9 @@ use std::time::Duration;
 use opc_agents::store::{ApprovalState, Decided, StoreError, TaskRecord};
 use opc_agents::{Engine, EngineError, Event, Outcome, RootRun, TaskState};
 use opc_tests::org::{Execution, KEY, TestOrg, Wire, marker, relay};
-use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
-use opc_tests::wait::{next_event, wait_until, within};
+use opc_tests::scripted_llm::{Fault, Script, Step};
+use opc_tests::wait::{WAIT, next_event, wait_until, within};
 use serde_json::json;
-
-/// The deadline of every wait in these tests: generous, because it only stops a hang; nothing here
-/// asserts how fast anything is (that is the benchmarks' job).
-const WAIT: Duration = Duration::from_secs(30);
 
 /// A request's outcome, within [`WAIT`].
 async fn finish(run: RootRun) -> Outcome {
@@ -56,8 +52,7 @@ fn chain_script() -> Script {
 }
 
 async fn chain(wire: Wire, streaming: bool) {
-    let llm = ScriptedLlm::start(chain_script()).await.unwrap();
-    let org = TestOrg::new(&llm.url(), wire, Execution::default());
+    let (llm, org) = TestOrg::scripted(chain_script()).wire(wire).start().await;
     let engine = org.engine(TestOrg::options(streaming));
     let mut events = engine.events().subscribe();
     let run = engine.send(None, "USER: build the API").unwrap();
@@ -197,8 +192,7 @@ async fn delegate_parallel_collects_every_childs_result_in_order() {
         vec![Step::text("A-DONE").with_delay_ms(100)],
         vec![Step::text("B-DONE")],
     );
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (llm, org) = TestOrg::scripted(script).start().await;
     let engine = org.engine(TestOrg::options(true));
     let outcome = finish(engine.send(None, "parallel please").unwrap()).await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
@@ -226,8 +220,7 @@ async fn delegate_parallel_collects_every_childs_result_in_order() {
 #[tokio::test]
 async fn delegate_parallel_runs_children_concurrently() {
     let script = parallel_script(vec![Step::fault(Fault::Hang)], vec![Step::text("B-DONE")]);
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (llm, org) = TestOrg::scripted(script).start().await;
     let mut options = TestOrg::options(true);
     options.attempt_timeout = Duration::from_secs(600);
     let engine = org.engine(options);
@@ -269,15 +262,14 @@ async fn long_child_results_reach_the_parent_summarised() {
         )
         .agent(marker("ceo"), relay("vp-eng", "go", ""))
         .agent(marker("vp-eng"), relay("lead-backend", "go", ""));
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(
-        &llm.url(),
-        Wire::OpenAi,
-        Execution {
+    let (llm, org) = TestOrg::scripted(script)
+        .wire(Wire::OpenAi)
+        .execution(Execution {
             compression_threshold: 100,
             ..Execution::default()
-        },
-    );
+        })
+        .start()
+        .await;
     let engine = org.engine(TestOrg::options(false));
     let run = engine.send(None, "go").unwrap();
     let root = run.task;
@@ -339,8 +331,7 @@ async fn delegation_outside_direct_children_is_a_tool_error_and_creates_no_task(
             marker("ceo"),
             relay("vp-eng", "go", ""),
         );
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (llm, org) = TestOrg::scripted(script).start().await;
     let engine = org.engine(TestOrg::options(false));
     let run = engine.send(None, "go").unwrap();
     let root = run.task;
@@ -400,8 +391,7 @@ async fn rate_limits_and_cut_streams_are_retried() {
         ],
     );
     for wire in [Wire::Anthropic, Wire::OpenAi] {
-        let llm = ScriptedLlm::start(script.clone()).await.unwrap();
-        let org = TestOrg::new(&llm.url(), wire, Execution::default());
+        let (llm, org) = TestOrg::scripted(script.clone()).wire(wire).start().await;
         let engine = org.engine(TestOrg::options(true));
         let mut events = engine.events().subscribe();
         let run = engine.send(None, "hello").unwrap();
@@ -439,8 +429,7 @@ async fn repeated_server_errors_fail_the_task_with_a_clear_error() {
             Step::text("never"),
         ],
     );
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (llm, org) = TestOrg::scripted(script).start().await;
     let engine = org.engine(TestOrg::options(false));
     let run = engine.send(None, "hello").unwrap();
     let root = run.task;
@@ -473,8 +462,7 @@ async fn repeated_server_errors_fail_the_task_with_a_clear_error() {
         marker("ceo"),
         vec![Step::fault(Fault::Malformed), Step::text("never")],
     );
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let (llm, org) = TestOrg::scripted(script).wire(Wire::OpenAi).start().await;
     let engine = org.engine(TestOrg::options(false));
     let outcome = finish(engine.send(None, "hello").unwrap()).await;
     assert_eq!(outcome.state, TaskState::Failed);
@@ -493,16 +481,14 @@ async fn a_child_timeout_reaches_the_parent_as_a_structured_escalation() {
         .agent(marker("ceo"), relay("vp-ops", "slow thing", "CEO: "))
         .agent(marker("vp-ops"), relay("support", "very slow", "VP: "))
         .agent(marker("support"), vec![Step::fault(Fault::Hang)]);
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(
-        &llm.url(),
-        Wire::Anthropic,
-        Execution {
+    let (llm, org) = TestOrg::scripted(script)
+        .execution(Execution {
             // Long enough for the managers' own calls on a loaded machine; the leaf hangs for ever.
             task_timeout: "2s",
             ..Execution::default()
-        },
-    );
+        })
+        .start()
+        .await;
     let engine = org.engine(TestOrg::options(false));
     let run = engine.send(None, "go").unwrap();
     let root = run.task;
@@ -547,8 +533,7 @@ async fn escalations_travel_up_one_level_at_a_time() {
             vec![Step::tool("escalate", json!({"type": "uncertainty", "reason": "which DB?"}))],
         )
 ;
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let (llm, org) = TestOrg::scripted(script).wire(Wire::OpenAi).start().await;
     let engine = org.engine(TestOrg::options(true));
     let run = engine.send(None, "go").unwrap();
     let root = run.task;
@@ -610,8 +595,7 @@ async fn started(events: &mut tokio::sync::broadcast::Receiver<Event>, agent: &s
 
 #[tokio::test]
 async fn approvals_survive_a_restart_and_are_decided_once() {
-    let llm = ScriptedLlm::start(approval_script()).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (llm, org) = TestOrg::scripted(approval_script()).start().await;
 
     let first = org.engine(TestOrg::options(true));
     let mut events = first.events().subscribe();
@@ -682,19 +666,18 @@ async fn approvals_survive_a_restart_and_are_decided_once() {
 
 #[tokio::test]
 async fn undecided_approvals_are_rejected_at_the_timeout() {
-    let llm = ScriptedLlm::start(approval_script()).await.unwrap();
-    let org = TestOrg::new(
-        &llm.url(),
-        Wire::OpenAi,
-        Execution {
+    let (_llm, org) = TestOrg::scripted(approval_script())
+        .wire(Wire::OpenAi)
+        .execution(Execution {
             approval_timeout: "3s",
             // The deadline is paused while the human decides: this must not escalate, although it is
             // shorter than the approval's. (Long enough for the calls before the approval on a loaded
             // machine: the order of the two timeouts is the point, not their length.)
             task_timeout: "2s",
             ..Execution::default()
-        },
-    );
+        })
+        .start()
+        .await;
     let engine = org.engine(TestOrg::options(false));
     let mut events = engine.events().subscribe();
     let run = engine.send(None, "please refund").unwrap();
@@ -741,8 +724,7 @@ async fn cancelling_a_root_cancels_its_whole_subtree() {
             ],
         )
         .agent(marker("dev-backend"), vec![Step::fault(Fault::Hang)]);
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (_llm, org) = TestOrg::scripted(script).start().await;
     let engine = org.engine(TestOrg::options(true));
     let mut events = engine.events().subscribe();
     let run = engine.send(None, "go").unwrap();
@@ -766,8 +748,7 @@ async fn follow_ups_continue_the_root_session_and_crashes_are_reported() {
         marker("ceo"),
         vec![Step::text("first answer"), Step::text("second answer")],
     );
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (llm, org) = TestOrg::scripted(script).start().await;
     let engine = org.engine(TestOrg::options(false));
     let first = finish(engine.send(None, "question one").unwrap()).await;
     assert_eq!(first.text, "first answer");
@@ -788,8 +769,7 @@ async fn follow_ups_continue_the_root_session_and_crashes_are_reported() {
 
     // A task left EXECUTING by a crash is marked FAILED on startup, and its conversation is told.
     let hang = Script::new().agent(marker("ceo"), vec![Step::fault(Fault::Hang)]);
-    let llm = ScriptedLlm::start(hang).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (llm, org) = TestOrg::scripted(hang).start().await;
     let engine = org.engine(TestOrg::options(false));
     let mut events = engine.events().subscribe();
     let run = engine.send(None, "will crash").unwrap();
@@ -822,8 +802,7 @@ async fn a_root_escalation_is_shown_to_the_human() {
             json!({"type": "approval_needed", "reason": "budget above my limit", "partial_result": "draft plan"}),
         )],
     );
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (_llm, org) = TestOrg::scripted(script).start().await;
     let engine = org.engine(TestOrg::options(false));
     let outcome = finish(engine.send(None, "spend $1M").unwrap()).await;
     assert_eq!(outcome.state, TaskState::Escalated);
@@ -847,8 +826,7 @@ async fn a_session_that_never_answers_fails_at_the_turn_limit() {
             )],
         )
         .agent(marker("vp-ops"), vec![Step::text("done")]);
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let (llm, org) = TestOrg::scripted(script).wire(Wire::OpenAi).start().await;
     let engine = org.engine(TestOrg::options(false));
     let outcome = finish(engine.send(None, "loop").unwrap()).await;
     assert_eq!(outcome.state, TaskState::Failed);
@@ -881,8 +859,7 @@ async fn delegating_and_asking_for_approval_in_one_turn_works() {
             marker("support"),
             vec![Step::text("prepared").with_delay_ms(100)],
         );
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
+    let (llm, org) = TestOrg::scripted(script).start().await;
     let engine = org.engine(TestOrg::options(false));
     let mut events = engine.events().subscribe();
     let run = engine.send(None, "go").unwrap();
@@ -901,17 +878,15 @@ async fn delegating_and_asking_for_approval_in_one_turn_works() {
 
 #[tokio::test]
 async fn an_approval_that_expires_while_stopped_is_rejected_on_restart() {
-    let llm = ScriptedLlm::start(approval_script()).await.unwrap();
-    let org = TestOrg::new(
-        &llm.url(),
-        Wire::Anthropic,
-        Execution {
+    let (_llm, org) = TestOrg::scripted(approval_script())
+        .execution(Execution {
             // Long enough that the first engine stops well before it (checked below), short enough
             // to wait out.
             approval_timeout: "2s",
             ..Execution::default()
-        },
-    );
+        })
+        .start()
+        .await;
     let first = org.engine(TestOrg::options(false));
     let mut events = first.events().subscribe();
     let run = first.send(None, "please refund").unwrap();
@@ -951,8 +926,10 @@ async fn an_approval_that_expires_while_stopped_is_rejected_on_restart() {
 
 #[tokio::test]
 async fn a_suspended_tree_can_be_cancelled_after_a_restart_and_one_engine_owns_a_database() {
-    let llm = ScriptedLlm::start(approval_script()).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let (llm, org) = TestOrg::scripted(approval_script())
+        .wire(Wire::OpenAi)
+        .start()
+        .await;
     let first = org.engine(TestOrg::options(true));
     let mut events = first.events().subscribe();
     let run = first.send(None, "please refund").unwrap();
@@ -1026,8 +1003,7 @@ async fn a_stream_cut_on_every_attempt_fails_cleanly() {
             Step::text("never"),
         ],
     );
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
+    let (_llm, org) = TestOrg::scripted(script).wire(Wire::OpenAi).start().await;
     let engine = org.engine(TestOrg::options(true));
     let outcome = finish(engine.send(None, "hello").unwrap()).await;
     assert_eq!(outcome.state, TaskState::Failed);

@@ -40,33 +40,31 @@ async fn the_offline_demo_answers_the_same_way_twice() {
         .replace("http://127.0.0.1:7431/v1", &format!("{}/v1", llm.url()));
     let config_path = dir.path().join("opc.config.yaml");
     std::fs::write(&config_path, config).unwrap();
+    use opc_tests::wait::{WAIT_LONG, output_within_async};
     let opc = opc_tests::opc_process::opc_binary();
 
     let mut answers = Vec::new();
     for run in 1..=2 {
         let opc = opc.clone();
         let config_path = config_path.clone();
-        let out = tokio::task::spawn_blocking(move || {
-            use std::io::Write;
-            use std::process::{Command, Stdio};
-            let mut child = Command::new(opc)
-                .args(["chat", "Launch a public status page", "--config"])
-                .arg(&config_path)
-                .env("NO_COLOR", "1")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("opc chat starts");
-            let mut stdin = child.stdin.take().expect("stdin");
-            stdin.write_all(b"y\n").expect("answer the approval");
-            drop(stdin);
-            child.wait_with_output().expect("opc chat finishes")
-        });
-        let out = tokio::time::timeout(std::time::Duration::from_secs(120), out)
-            .await
-            .expect("the demo chat finishes within 2 minutes")
-            .expect("join");
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(opc)
+            .args(["chat", "Launch a public status page", "--config"])
+            .arg(&config_path)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("opc chat starts");
+        // Two bytes: the pipe takes them without blocking, whatever `opc` is doing.
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(b"y\n").expect("answer the approval");
+        drop(stdin);
+        // On the deadline the child is killed, so a hung demo ends the test (a timeout around a
+        // blocking wait would leave it running).
+        let out = output_within_async(child, WAIT_LONG, "the demo chat to finish").await;
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_eq!(out.status.code(), Some(0), "run {run}: {stderr}");
         assert!(
@@ -121,14 +119,12 @@ async fn serve_mode_runs_the_offline_org_in_the_web_chat_and_ctrl_c_stops_both()
     use std::io::{BufRead, BufReader, Read};
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
-    use std::time::Duration;
 
     use opc_tests::post_json;
     use opc_tests::sse::Sse;
-    use opc_tests::wait::{blocking_within, wait_until};
+    use opc_tests::wait::{WAIT_LONG as WAIT, blocking_within, exit_within, wait_until};
     use serde_json::json;
 
-    const WAIT: Duration = Duration::from_secs(60);
     let opc = opc_tests::opc_process::opc_binary();
     let bin_dir = opc.parent().expect("target dir").to_path_buf();
     let llm = std::path::PathBuf::from(env!("CARGO_BIN_EXE_scripted-llm"));
@@ -227,9 +223,13 @@ async fn serve_mode_runs_the_offline_org_in_the_web_chat_and_ctrl_c_stops_both()
         .status()
         .expect("kill runs");
     assert!(sent.success());
-    let status = blocking_within(WAIT, "run.sh to exit", move || child.wait())
-        .expect("run.sh exits within a minute of Ctrl-C")
-        .expect("wait");
+    let status = exit_within(&mut child, WAIT).expect("run.sh exits within the deadline of Ctrl-C");
+    // Nothing of the demo is left: the scripted server stopped too. Then no process holds the pipes,
+    // so reading them to the end cannot block.
+    wait_until(WAIT, "every process of the demo to exit", || {
+        !group_alive(pgid)
+    })
+    .await;
     let mut rest = String::new();
     let _ = stdout.read_to_string(&mut rest);
     let stderr = stderr_text.join().unwrap_or_default();
@@ -238,9 +238,4 @@ async fn serve_mode_runs_the_offline_org_in_the_web_chat_and_ctrl_c_stops_both()
         rest.contains("opc: stopped"),
         "opc run stopped cleanly: {rest}\n{stderr}"
     );
-    // Nothing of the demo is left: the scripted server stopped too.
-    wait_until(WAIT, "every process of the demo to exit", || {
-        !group_alive(pgid)
-    })
-    .await;
 }

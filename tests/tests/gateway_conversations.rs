@@ -18,8 +18,8 @@ use opc_tests::fake_slack::{FakeSlack, app_mention, envelope, thread_message};
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
 use opc_tests::scripted_llm::{Fault, INPUT_PLACEHOLDER, Script, ScriptedLlm, Step};
+use opc_tests::wait::WAIT;
 
-const WAIT: Duration = Duration::from_secs(30);
 const BOT_VAR: &str = "OPC_TEST_SLACK_BOT";
 const APP_VAR: &str = "OPC_TEST_SLACK_APP";
 const THREAD: &str = "1000.0001";

@@ -9,29 +9,28 @@ use std::time::Duration;
 
 use opc_tests::fake_discord::{Author, CHANNEL_ID, FakeDiscord, GUILD_ID};
 use opc_tests::opc_process::OpcRun;
-use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
+use opc_tests::org::{TestOrg, marker, relay};
 use opc_tests::scripted_llm::INPUT_PLACEHOLDER;
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use opc_tests::wait::WAIT;
 use serde_json::json;
 
-const WAIT: Duration = Duration::from_secs(30);
 const BOSS_ROLE: &str = "1200000000000000009";
 
-/// `opc run` with the web chat and Discord (the fake), plus `gateway` config lines.
-fn start_opc(discord: &FakeDiscord, llm: &ScriptedLlm, gateway: &str) -> (TestOrg, OpcRun) {
+/// The scripted LLM on `script`, and `opc run` on a test org using it with the web chat and Discord (the
+/// fake), plus `gateway` config lines.
+async fn start_opc(
+    discord: &FakeDiscord,
+    script: Script,
+    gateway: &str,
+) -> (ScriptedLlm, TestOrg, OpcRun) {
     let sections = format!(
         "channels:\n  web: {{ listen: \"127.0.0.1:0\" }}\n  discord:\n    botTokenEnv: OPC_TEST_DISCORD_BOT\n    apiBaseUrl: {}\n{gateway}",
         discord.api_url()
     );
-    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), &sections);
-    let opc = OpcRun::start(
-        &org.config_path(),
-        &[
-            (KEY_VAR, KEY),
-            ("OPC_TEST_DISCORD_BOT", &discord.bot_token()),
-        ],
-    );
-    (org, opc)
+    let (llm, org) = TestOrg::scripted(script).sections(sections).start().await;
+    let opc = org.run(&[("OPC_TEST_DISCORD_BOT", &discord.bot_token())]);
+    (llm, org, opc)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -51,9 +50,8 @@ async fn a_discord_mention_is_answered_and_its_approval_decided_by_a_role_approv
                 Step::text("SUPPORT: done"),
             ],
         );
-    let llm = ScriptedLlm::start(script).await.unwrap();
     let gateway = format!("gateway:\n  approvers: [\"discord:role:{BOSS_ROLE}\"]\n");
-    let (_org, _opc) = start_opc(&discord, &llm, &gateway);
+    let (_llm, _org, _opc) = start_opc(&discord, script, &gateway).await;
 
     let mention = format!("<@{}> Refund order 7", discord.bot_user_id());
     let thread = discord.dispatch_message_create(
@@ -156,8 +154,7 @@ async fn a_mention_inside_an_existing_thread_is_answered_there_and_the_thread_co
             Step::text("Follow-up answered."),
         ],
     );
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let (_org, _opc) = start_opc(&discord, &llm, "");
+    let (llm, _org, _opc) = start_opc(&discord, script, "").await;
     let alice = Author::user("1300000000000000001", "alice");
     let bot = discord.bot_user_id();
 

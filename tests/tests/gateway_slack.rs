@@ -18,12 +18,11 @@ use opc_tests::fake_slack::{
     self, FakeSlack, app_mention, block_actions, envelope, thread_message,
 };
 use opc_tests::opc_process::OpcRun;
-use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
+use opc_tests::org::{TestOrg, marker, relay};
 use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
-use opc_tests::wait::wait_until;
+use opc_tests::wait::{WAIT, wait_until};
 use serde_json::{Value, json};
 
-const WAIT: Duration = Duration::from_secs(20);
 const BOT_VAR: &str = "OPC_TEST_SLACK_BOT";
 const APP_VAR: &str = "OPC_TEST_SLACK_APP";
 const SECRET_VAR: &str = "OPC_TEST_SLACK_SECRET";
@@ -37,15 +36,11 @@ fn socket_sections(slack: &FakeSlack, gateway: &str) -> String {
 }
 
 fn start(org: &TestOrg, slack: &FakeSlack) -> OpcRun {
-    OpcRun::start(
-        &org.config_path(),
-        &[
-            (KEY_VAR, KEY),
-            (BOT_VAR, &slack.bot_token()),
-            (APP_VAR, &slack.app_token()),
-            (SECRET_VAR, SECRET),
-        ],
-    )
+    org.run(&[
+        (BOT_VAR, &slack.bot_token()),
+        (APP_VAR, &slack.app_token()),
+        (SECRET_VAR, SECRET),
+    ])
 }
 
 /// The scripted LLM on `script`, and `opc run` on a test org using it and the fake Slack in Socket Mode
@@ -55,13 +50,10 @@ async fn socket_opc(
     script: Script,
     gateway: &str,
 ) -> (ScriptedLlm, TestOrg, OpcRun) {
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::with_sections(
-        &llm.url(),
-        Wire::Anthropic,
-        Execution::default(),
-        &socket_sections(slack, gateway),
-    );
+    let (llm, org) = TestOrg::scripted(script)
+        .sections(socket_sections(slack, gateway))
+        .start()
+        .await;
     let opc = start(&org, slack);
     assert!(slack.wait_for_connections(1, WAIT).await, "no socket");
     (llm, org, opc)
@@ -489,12 +481,11 @@ async fn the_events_api_refuses_forged_stale_unsigned_and_replayed_requests_and_
 {
     let slack = FakeSlack::start().await;
     let script = Script::new().agent(marker("ceo"), vec![Step::text("answered")]);
-    let llm = ScriptedLlm::start(script).await.unwrap();
     let sections = format!(
         "channels:\n  web: {{ listen: \"127.0.0.1:0\" }}\n  slack:\n    mode: http\n    botTokenEnv: {BOT_VAR}\n    signingSecretEnv: {SECRET_VAR}\n    apiBaseUrl: {}\n",
         slack.api_url()
     );
-    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), &sections);
+    let (llm, org) = TestOrg::scripted(script).sections(sections).start().await;
     let opc = start(&org, &slack);
     let client = opc_tests::http_client();
     let url = opc.url("/slack/events");

@@ -13,13 +13,13 @@ use opc_tests::browser::Browser;
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
 use opc_tests::post_json as post;
-use opc_tests::scripted_llm::{Reply, Script, ScriptedLlm, Step, ToolCall};
+use opc_tests::scripted_llm::{Reply, Script, Step, ToolCall};
 use opc_tests::sse::Sse;
 use serde_json::{Value, json};
 
-const WAIT: Duration = Duration::from_secs(20);
 const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
 
+use opc_tests::wait::WAIT;
 use opc_tests::web_chat::{open as new_conversation, say};
 
 /// GET `path` of `opc` as JSON (200 expected).
@@ -63,9 +63,8 @@ async fn a_web_message_is_delegated_and_streamed_back_with_the_exact_final_text(
         marker("vp-eng"),
         vec![Step::text("a status page in two sprints")],
     );
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
-    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let (llm, org) = TestOrg::scripted(script).sections(WEB).start().await;
+    let opc = org.run(&[]);
 
     let (conversation, mut sse) = new_conversation(&opc).await;
     say(&opc, &conversation, "Plan a public status page").await;
@@ -140,9 +139,8 @@ async fn an_approval_is_decided_from_the_web_chat_and_the_task_resumes() {
                 Step::text("SUPPORT: {{last_result}}"),
             ],
         );
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
-    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let (_llm, org) = TestOrg::scripted(script).sections(WEB).start().await;
+    let opc = org.run(&[]);
     let (conversation, mut sse) = new_conversation(&opc).await;
     say(&opc, &conversation, "Refund order 7").await;
 
@@ -257,9 +255,8 @@ async fn an_approval_is_decided_from_the_web_chat_and_the_task_resumes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slash_commands_answer_in_the_web_chat() {
-    let llm = ScriptedLlm::start(Script::new()).await.unwrap();
-    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
-    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let (llm, org) = TestOrg::scripted(Script::new()).sections(WEB).start().await;
+    let opc = org.run(&[]);
     let (conversation, mut sse) = new_conversation(&opc).await;
     say(&opc, &conversation, "/agents").await;
     sse.wait_for("notice", WAIT, |n| {
@@ -308,8 +305,7 @@ async fn slash_commands_answer_in_the_web_chat() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_an_llm_key_opc_run_starts_and_answers_with_a_notice() {
-    let llm = ScriptedLlm::start(Script::new()).await.unwrap();
-    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
+    let (llm, org) = TestOrg::scripted(Script::new()).sections(WEB).start().await;
     let opc = OpcRun::start(&org.config_path(), &[]);
     // Before anyone chats: the chat's banner names the variable and how to fix it …
     let banner = get(&opc, "/api/banner").await["banner"].clone();
@@ -365,7 +361,7 @@ fn sigterm_right_after_the_ready_line_stops_cleanly() {
         WEB,
     );
     for _ in 0..3 {
-        let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+        let opc = org.run(&[]);
         let stderr = opc.stderr();
         let (code, stdout) = opc.stop();
         assert_eq!(code, Some(0), "exit after SIGTERM; stderr:\n{stderr}");
@@ -401,9 +397,8 @@ async fn a_web_conversation_and_its_pending_approval_survive_a_restart(down: Dow
                 Step::text("SUPPORT: {{last_result}}"),
             ],
         );
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
-    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let (llm, org) = TestOrg::scripted(script).sections(WEB).start().await;
+    let opc = org.run(&[]);
     let (conversation, mut sse) = new_conversation(&opc).await;
     say(&opc, &conversation, "Refund order 7").await;
     let card = sse.wait_for("card", WAIT, |_| true).await;
@@ -421,7 +416,7 @@ async fn a_web_conversation_and_its_pending_approval_survive_a_restart(down: Dow
         Down::Kill => drop(opc),
     }
 
-    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let opc = org.run(&[]);
     let events = opc.url(&format!("/api/conversations/{conversation}/events"));
     let mut sse = Sse::connect(&events, None).await;
     sse.wait_for("reset", WAIT, |_| true).await;
@@ -482,9 +477,8 @@ async fn a_web_conversation_and_its_pending_approval_survive_kill_9() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifteen_concurrent_web_conversations_are_all_answered() {
     let script = Script::new().agent(marker("ceo"), vec![Step::text("answered")]);
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
-    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let (llm, org) = TestOrg::scripted(script).sections(WEB).start().await;
+    let opc = org.run(&[]);
     let mut conversations = Vec::new();
     for _ in 0..15 {
         conversations.push(new_conversation(&opc).await);
@@ -509,13 +503,14 @@ async fn fifteen_concurrent_web_conversations_are_all_answered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rate_limit_notice_is_kept_in_the_conversation() {
-    let llm = ScriptedLlm::start(Script::new().agent(marker("ceo"), vec![Step::text("one")]))
-        .await
-        .unwrap();
     let sections =
         format!("{WEB}gateway:\n  rateLimit:\n    perUser: {{ messages: 1, per: 1h }}\n");
-    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), &sections);
-    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let (_llm, org) =
+        TestOrg::scripted(Script::new().agent(marker("ceo"), vec![Step::text("one")]))
+            .sections(sections)
+            .start()
+            .await;
+    let opc = org.run(&[]);
     let (conversation, mut sse) = new_conversation(&opc).await;
     say(&opc, &conversation, "first").await;
     sse.wait_for("message|edit", WAIT, shows("one")).await;
@@ -542,9 +537,8 @@ async fn a_rate_limit_notice_is_kept_in_the_conversation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_shows_a_providers_failed_last_call() {
     let script = Script::new().agent(marker("ceo"), vec![Step::status(401, None)]);
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
-    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let (_llm, org) = TestOrg::scripted(script).sections(WEB).start().await;
+    let opc = org.run(&[]);
     let (conversation, mut sse) = new_conversation(&opc).await;
     say(&opc, &conversation, "Hello?").await;
     sse.wait_for("message|edit", WAIT, |m| {
@@ -567,10 +561,12 @@ async fn the_console_shows_a_providers_failed_last_call() {
 /// A reload that makes the provider keyless clears the banner; the chat then answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_missing_key_banner_follows_a_reload() {
-    let llm = ScriptedLlm::start(Script::new().agent(marker("ceo"), vec![Step::text("hello")]))
-        .await
-        .unwrap();
-    let org = TestOrg::with_sections(&llm.url(), Wire::OpenAi, Execution::default(), WEB);
+    let (_llm, org) =
+        TestOrg::scripted(Script::new().agent(marker("ceo"), vec![Step::text("hello")]))
+            .wire(Wire::OpenAi)
+            .sections(WEB)
+            .start()
+            .await;
     let opc = OpcRun::start(&org.config_path(), &[]);
     assert!(get(&opc, "/api/banner").await["banner"].is_string());
 
@@ -616,8 +612,7 @@ async fn the_pages_show_the_banner_the_provider_and_the_answer_below_its_card() 
                 Step::text("SUPPORT: {{last_result}}"),
             ],
         );
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
+    let (_llm, org) = TestOrg::scripted(script).sections(WEB).start().await;
 
     let keyless = OpcRun::start(&org.config_path(), &[]);
     browser.navigate(&keyless.url("/")).await.unwrap();
@@ -638,7 +633,7 @@ async fn the_pages_show_the_banner_the_provider_and_the_answer_below_its_card() 
         .unwrap();
     assert_eq!(keyless.stop().0, Some(0));
 
-    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let opc = org.run(&[]);
     browser.navigate(&opc.url("/")).await.unwrap();
     browser
         .wait_for(

@@ -17,10 +17,9 @@ use opc_tests::fake_slack::{FakeSlack, app_mention, envelope};
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker};
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
-use opc_tests::wait::within;
+use opc_tests::wait::{WAIT, within};
 use serde_json::Value;
 
-const WAIT: Duration = Duration::from_secs(30);
 const BOT_VAR: &str = "OPC_TEST_SLACK_BOT";
 const APP_VAR: &str = "OPC_TEST_SLACK_APP";
 const RELOADS: u64 = 10;

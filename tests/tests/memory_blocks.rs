@@ -6,17 +6,14 @@
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use opc_agents::context::BlockMemory;
 use opc_agents::{Engine, Store, TaskState};
 use opc_memory::blocks::{Actor, BlockStore, Edit};
 use opc_tests::org::{KEY, KEY_VAR, TestOrg, framework_yaml, marker};
 use opc_tests::scripted_llm::{RecordedRequest, Script, ScriptedLlm, Step};
-use opc_tests::wait::{wait_until, within};
+use opc_tests::wait::{WAIT, wait_until, within};
 use serde_json::{Value, json};
-
-const WAIT: Duration = Duration::from_secs(30);
 
 fn config(llm_url: &str) -> (tempfile::TempDir, opc_hierarchy::Loaded) {
     let frame = framework_yaml(llm_url, false);

@@ -11,7 +11,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use opc_memory::embed::EmbedSlot;
 use opc_memory::recall::RecallStore;
@@ -20,10 +19,9 @@ use opc_tests::org::{KEY, KEY_VAR, framework_yaml, marker};
 use opc_tests::post_json as post;
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use opc_tests::sse::Sse;
-use opc_tests::wait::wait_until;
+use opc_tests::wait::{OutputWithin, WAIT, wait_until};
 use serde_json::json;
 
-const WAIT: Duration = Duration::from_secs(30);
 const FACT: &str = "Remember this: the launch code word is PAPAYA-7731.";
 
 fn write_config(dir: &Path, llm_url: &str) -> PathBuf {
@@ -49,7 +47,7 @@ fn cli_search(config: &Path, query: &str) -> String {
         .arg(config)
         .args(["search", query, "--agent", "ceo", "--mode", "bm25"])
         .env("OPC_MODELS_OFFLINE", "1")
-        .output()
+        .output_within(WAIT)
         .unwrap();
     assert!(
         out.status.success(),

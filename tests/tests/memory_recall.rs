@@ -15,7 +15,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use opc_agents::context::{BlockMemory, RECALL_BUDGET_TOKENS};
 use opc_agents::{Engine, Store, TaskState};
@@ -23,10 +22,9 @@ use opc_memory::embed::EmbedSlot;
 use opc_memory::recall::{Mode, Query, RecallStore};
 use opc_tests::org::{KEY, KEY_VAR, TestOrg, framework_yaml, marker};
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
-use opc_tests::wait::{wait_until, within};
+use opc_tests::wait::{WAIT, wait_until, within};
 use serde_json::{Value, json};
 
-const WAIT: Duration = Duration::from_secs(30);
 const FACT: &str = "Remember this: the launch code word is PAPAYA-7731.";
 
 fn config(llm_url: &str) -> (tempfile::TempDir, opc_hierarchy::Loaded) {

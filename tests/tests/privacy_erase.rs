@@ -16,7 +16,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::Duration;
 
 use opc_memory::embed::EmbedSlot;
 use opc_memory::recall::RecallStore;
@@ -24,10 +23,9 @@ use opc_tests::opc_process::{OpcRun, opc_binary};
 use opc_tests::org::{KEY, KEY_VAR, framework_yaml, marker};
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use opc_tests::sse::Sse;
-use opc_tests::wait::wait_until;
+use opc_tests::wait::{OutputWithin, WAIT, wait_until};
 use opc_tests::web_chat::{open as new_conversation, say};
 
-const WAIT: Duration = Duration::from_secs(30);
 /// The address as the person typed it, and as the CEO wrote it back (another case).
 const EMAIL: &str = "alice.smith@mailhost.test";
 const EMAIL_SHOUTED: &str = "Alice.Smith@MAILHOST.test";
@@ -54,7 +52,7 @@ fn opc(args: &[&str]) -> Output {
     Command::new(opc_binary())
         .args(args)
         .env("OPC_MODELS_OFFLINE", "1")
-        .output()
+        .output_within(WAIT)
         .unwrap()
 }
 

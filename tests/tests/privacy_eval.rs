@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use opc_tests::opc_process::opc_binary;
+use opc_tests::wait::{OutputWithin, WAIT_LONG};
 use serde_json::Value;
 
 const CASES: &str = r#"{"text":"mail ann@example.com today","entities":[{"type":"EMAIL","start":5,"end":20}]}
@@ -29,7 +30,7 @@ fn opc(dir: &Path, args: &[&str]) -> Output {
         .env("OPC_MODELS_OFFLINE", "1")
         .env("OPC_MODELS", dir.join("no-models"))
         .env_remove("OPC_CONFIG")
-        .output()
+        .output_within(WAIT_LONG)
         .unwrap()
 }
 

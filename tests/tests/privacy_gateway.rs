@@ -36,8 +36,7 @@ use opc_tests::fake_slack::{FakeSlack, app_mention, envelope};
 use opc_tests::opc_process::{OpcRun, opc_binary};
 use opc_tests::org::{Execution, Extras, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
 use opc_tests::scripted_llm::{RecordedRequest, Script, ScriptedLlm, Step};
-
-const WAIT: Duration = Duration::from_secs(30);
+use opc_tests::wait::{OutputWithin, WAIT, WAIT_LONG, within};
 
 const EMAIL: &str = "dana.whitfield@example.com";
 const PHONE: &str = "+1 415 555 0132";
@@ -248,7 +247,7 @@ async fn personal_data_never_reaches_the_model_and_the_user_sees_it_restored_in_
         .args(["tasks", "--tree", &root.to_string(), "--config"])
         .arg(org.config_path())
         .env("NO_COLOR", "1")
-        .output()
+        .output_within(WAIT_LONG)
         .unwrap();
     let tree = String::from_utf8_lossy(&out.stdout);
     assert!(tree.contains("masked "), "{tree}");
@@ -376,7 +375,7 @@ async fn the_egress_guard_stops_a_leak_in_the_system_prompt_a_message_and_a_tool
         let mut events = engine.events().subscribe();
         let run = engine.send(None, &message(part)).unwrap();
         let root = run.task;
-        let outcome = run.wait().await;
+        let outcome = within(WAIT, "the request to finish", run.wait()).await;
         assert_eq!(outcome.state, TaskState::Failed, "{part}: {}", outcome.text);
         assert!(
             outcome.text.contains("egress guard"),
@@ -427,7 +426,12 @@ async fn privacy_disabled_sends_the_text_untouched() {
     );
     let engine = engine(&org, None);
     let text = message("off");
-    let outcome = engine.send(None, &text).unwrap().wait().await;
+    let outcome = within(
+        WAIT,
+        "the request to finish",
+        engine.send(None, &text).unwrap().wait(),
+    )
+    .await;
     assert_eq!(outcome.text, expected(&text));
     let ceo = llm.requests_for(&marker("ceo"));
     assert!(ceo[0].session.contains(EMAIL) && ceo[0].session.contains(CARD));
@@ -450,7 +454,12 @@ async fn redact_sends_typed_placeholders_and_restores_them() {
     );
     let engine = engine(&org, None);
     let text = message("redact");
-    let outcome = engine.send(None, &text).unwrap().wait().await;
+    let outcome = within(
+        WAIT,
+        "the request to finish",
+        engine.send(None, &text).unwrap().wait(),
+    )
+    .await;
     assert_eq!(outcome.text, expected(&text));
     assert_no_real_value_sent(&llm.requests());
     let ceo = llm.requests_for(&marker("ceo"));
@@ -489,7 +498,12 @@ async fn route_sends_personal_data_only_to_the_trusted_model() {
     let engine = engine(&org, None);
 
     let text = message("route");
-    let outcome = engine.send(None, &text).unwrap().wait().await;
+    let outcome = within(
+        WAIT,
+        "the request to finish",
+        engine.send(None, &text).unwrap().wait(),
+    )
+    .await;
     assert_eq!(outcome.text, format!("trusted saw: {text}"));
     assert!(
         cloud.requests().is_empty(),
@@ -509,11 +523,15 @@ async fn route_sends_personal_data_only_to_the_trusted_model() {
         Some("trusted/local-model")
     );
 
-    let outcome = engine
-        .send(None, "What is our refund policy?")
-        .unwrap()
-        .wait()
-        .await;
+    let outcome = within(
+        WAIT,
+        "the request to finish",
+        engine
+            .send(None, "What is our refund policy?")
+            .unwrap()
+            .wait(),
+    )
+    .await;
     assert_eq!(outcome.text, "cloud answer");
     assert_eq!(
         cloud.requests().len(),
@@ -549,7 +567,12 @@ async fn a_name_from_the_ner_tier_gets_the_same_substitute_in_the_ceo_and_the_ch
     assert!(ner.set(Arc::new(OneName(NAME))));
     let engine = engine_with_ner(&org, None, ner);
     let text = format!("Call {NAME} about the refund, then email {EMAIL}.");
-    let outcome = engine.send(None, &text).unwrap().wait().await;
+    let outcome = within(
+        WAIT,
+        "the request to finish",
+        engine.send(None, &text).unwrap().wait(),
+    )
+    .await;
     assert_eq!(outcome.text, expected(&text));
     for request in llm.requests() {
         let body = body_text(&request);

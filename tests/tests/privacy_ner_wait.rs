@@ -20,10 +20,10 @@ use std::time::Duration;
 use opc_tests::opc_process::{OpcRun, opc_binary};
 use opc_tests::org::{Execution, Extras, KEY, KEY_VAR, TestOrg, Wire, marker};
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use opc_tests::wait::{OutputWithin, WAIT_LONG};
 use opc_tests::web_chat;
 use serde_json::Value;
 
-const WAIT: Duration = Duration::from_secs(60);
 const NAME: &str = "Johanna Whitfield";
 const MESSAGE: &str = "Please email Johanna Whitfield about the renewal.";
 const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
@@ -98,7 +98,7 @@ async fn console_privacy(opc: &OpcRun) -> Value {
 async fn ask(opc: &OpcRun, text: &str, done: impl Fn(&str) -> bool) -> String {
     let (_, mut sse) = web_chat::start(opc, text).await;
     let data = sse
-        .wait_for("message|edit", WAIT, |data| {
+        .wait_for("message|edit", WAIT_LONG, |data| {
             data["text"].as_str().is_some_and(&done)
         })
         .await;
@@ -219,7 +219,7 @@ async fn require_ner_false_is_warned_about_at_validate_and_start_and_serves_patt
         .args(["validate", "--config"])
         .arg(org.config_path())
         .env("NO_COLOR", "1")
-        .output()
+        .output_within(WAIT_LONG)
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
@@ -236,7 +236,7 @@ async fn require_ner_false_is_warned_about_at_validate_and_start_and_serves_patt
 
     let opc = start(&org, models.path());
     // Printed before the ready line: it is all there once the process is ready.
-    opc_tests::wait::wait_until(WAIT, "the warning on stderr", || {
+    opc_tests::wait::wait_until(WAIT_LONG, "the warning on stderr", || {
         opc.stderr().contains(WARNING)
     })
     .await;
@@ -253,7 +253,7 @@ async fn require_ner_false_is_warned_about_at_validate_and_start_and_serves_patt
     // Pattern-only, as configured: the name went as written. This is what the warning is about.
     assert!(body.contains(NAME), "{body}");
     // The load at start failed (an empty models dir) or is failing: pattern-only from then on.
-    let deadline = tokio::time::Instant::now() + WAIT;
+    let deadline = tokio::time::Instant::now() + WAIT_LONG;
     while health(&opc).await != "pattern_only" {
         assert!(tokio::time::Instant::now() < deadline, "never pattern_only");
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -23,6 +23,7 @@ use opc_agents::llm::{
 };
 use opc_agents::{Engine, Event, Store, TaskState};
 use opc_tests::org::{Execution, TestOrg, Wire};
+use opc_tests::wait::{WAIT, within};
 use serde_json::{Value, json};
 
 const REAL: &str = "alice@example.com";
@@ -242,7 +243,7 @@ async fn a_layer_at_the_privacy_position_sees_each_call_once_scoped_to_its_root(
         .send(None, &format!("Please refund {REAL} today"))
         .unwrap();
     let (conversation, root) = (run.conversation.clone(), run.task);
-    let outcome = run.wait().await;
+    let outcome = within(WAIT, "the request to finish", run.wait()).await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
     // The answer is restored on the way in.
     assert_eq!(

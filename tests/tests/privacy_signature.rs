@@ -12,14 +12,12 @@
 //! puts it and skips with one line when it is absent.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::time::Duration;
-
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, Extras, KEY, KEY_VAR, TestOrg, Wire, marker};
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use opc_tests::wait::WAIT_LONG;
 use opc_tests::web_chat;
 
-const WAIT: Duration = Duration::from_secs(60);
 const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
 
 const SWEDISH: &str = "Hi team, please send the signed renewal to our new office before Friday.
@@ -119,7 +117,7 @@ async fn a_multi_line_signature_block_never_reaches_the_llm_and_comes_back_resto
         let before = llm.requests().len();
         let expected = format!("Noted: {message}");
         let (_, mut sse) = web_chat::start(&opc, message).await;
-        sse.wait_for("message|edit", WAIT, |data| {
+        sse.wait_for("message|edit", WAIT_LONG, |data| {
             data["text"].as_str() == Some(expected.as_str())
         })
         .await;

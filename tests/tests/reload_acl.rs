@@ -14,10 +14,8 @@ use std::time::Duration;
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{KEY, KEY_VAR, framework_yaml, marker};
 use opc_tests::scripted_llm::{RecordedRequest, Script, ScriptedLlm, Step};
-use opc_tests::wait::within;
+use opc_tests::wait::{WAIT, within};
 use serde_json::{Value, json};
-
-const WAIT: Duration = Duration::from_secs(30);
 
 /// The org before (`after == false`) or after the reload.
 fn config(llm_url: &str, after: bool) -> String {

@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire};
+use opc_tests::wait::WAIT;
 use serde_json::Value;
 
-const WAIT: Duration = Duration::from_secs(30);
 const SECTIONS: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n\
     gateway:\n  rateLimit:\n    perUser: { messages: 10, per: 1m }\n    perChannel: { messages: 60, per: 1m }\n";
 

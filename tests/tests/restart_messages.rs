@@ -19,10 +19,10 @@ use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
 use opc_tests::post_json as post;
 use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
 use opc_tests::sse::{Sse, SseEvent};
+use opc_tests::wait::WAIT;
 use opc_tests::web_chat::{open as new_conversation, say};
 use serde_json::json;
 
-const WAIT: Duration = Duration::from_secs(30);
 const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
 
 /// How `opc run` goes down.

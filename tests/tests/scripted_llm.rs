@@ -14,11 +14,8 @@ use std::io::BufRead;
 use std::time::{Duration, Instant};
 
 use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
-use opc_tests::wait::{blocking_within, wait_until, within};
+use opc_tests::wait::{WAIT, blocking_within, wait_until, within};
 use serde_json::{Value, json};
-
-/// The deadline of every wait here; it only stops a hang.
-const WAIT: Duration = Duration::from_secs(30);
 
 /// Stop `server`, within [`WAIT`].
 async fn stop(server: ScriptedLlm) {

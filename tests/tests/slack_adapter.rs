@@ -7,7 +7,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use opc_adapters::slack::{SlackAdapter, SlackConfig, SlackMode};
 use opc_adapters::{
@@ -18,11 +17,10 @@ use opc_tests::fake_slack::{
     self, BOT_USER_ID, FakeSlack, TEAM_ID, app_mention, block_actions, envelope, own_message,
     redelivery, slash_command, thread_message,
 };
+use opc_tests::wait::WAIT;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-/// A hang guard, not a timing assertion.
-const WAIT: Duration = Duration::from_secs(15);
 const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 
 fn config(fake: &FakeSlack, mode: SlackMode) -> SlackConfig {

@@ -5,17 +5,13 @@
 //! present, the scope listed for each method is also checked against Slack's own Web API spec.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::time::Duration;
-
 use opc_adapters::slack::manifest::{self, Delivery, Token, WEB_API_METHODS};
 use opc_adapters::slack::{SlackAdapter, SlackConfig, SlackMode};
 use opc_adapters::{Adapter, Card, CardState, Place, Platform, ReplyHandle, Visibility};
 use opc_tests::fake_slack::{FakeSlack, TEAM_ID};
+use opc_tests::wait::WAIT;
 use serde_json::json;
 use tokio::sync::mpsc;
-
-/// A hang guard, not a timing assertion.
-const WAIT: Duration = Duration::from_secs(15);
 
 fn card(state: CardState) -> Card {
     Card {

@@ -7,17 +7,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures_util::StreamExt;
 use opc_adapters::web::{WebChat, WebConfig};
 use opc_adapters::{Action, Adapter, Card, CardState, Command, Inbound, InboundKind, Platform};
 use opc_tests::browser::Browser;
+use opc_tests::wait::{Deadline, WAIT};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-
-/// Hang guard only: every wait ends as soon as its event arrives.
-const WAIT: Duration = Duration::from_secs(30);
 
 struct Chat {
     base: String,
@@ -224,6 +221,12 @@ impl Events {
 
     /// The next event: its name and JSON data. Comments (keep-alives) are skipped.
     async fn next(&mut self) -> (String, Value) {
+        self.next_by(&Deadline::after(WAIT, "the next event")).await
+    }
+
+    /// [`Events::next`] by `deadline`: one deadline for the whole read, so the keep-alives the server
+    /// sends every 15 s cannot extend it.
+    async fn next_by(&mut self, deadline: &Deadline) -> (String, Value) {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let frame: String = self.buffer.drain(..end + 2).collect();
@@ -241,9 +244,9 @@ impl Events {
                 }
                 return (name, serde_json::from_str(&data).unwrap());
             }
-            let chunk = tokio::time::timeout(WAIT, self.body.next())
+            let chunk = deadline
+                .run(self.body.next())
                 .await
-                .expect("no event in time")
                 .expect("event stream ended")
                 .unwrap();
             self.buffer.push_str(&String::from_utf8_lossy(&chunk));
@@ -252,8 +255,9 @@ impl Events {
 
     /// Skip events until one named `name`.
     async fn skip_to(&mut self, name: &str) -> Value {
+        let deadline = Deadline::after(WAIT, format!("a `{name}` event"));
         loop {
-            let (got, data) = self.next().await;
+            let (got, data) = self.next_by(&deadline).await;
             if got == name {
                 return data;
             }
