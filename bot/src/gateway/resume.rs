@@ -24,7 +24,7 @@ impl Gateway {
     /// decided (or expired) by now gets nothing, its answer follows.
     ///
     /// The notices are posted one after another, at most one per channel per
-    /// [`Adapter::edit_interval`] (a restart with many waiting requests does not flood a channel),
+    /// [`opc_adapters::Adapter::edit_interval`] (a restart with many waiting requests does not flood a channel),
     /// and each request's answer is followed only after its notice, so the notice never comes after
     /// the answer. Events are subscribed before any of it, so none of a tree's progress is missed.
     pub(super) fn resume_suspended(&self) {
