@@ -110,7 +110,7 @@ impl Gateway {
             );
             return;
         }
-        let Some(choice) = record.options.get(option).cloned() else {
+        let Some(choice) = record.options.get(option).map(|o| o.label.clone()) else {
             self.respond(
                 &adapter,
                 &inbound,
@@ -120,14 +120,16 @@ impl Gateway {
         };
         let by = format!("{} ({platform}:{})", inbound.user.name, inbound.user.id);
         let answer = match engine.decide(approval, &choice, &by) {
-            Ok(Decided::Recorded(_)) => {
+            Ok(Decided::Recorded(done)) => {
                 tracing::info!(%platform, approval, "approval decided");
-                format!("Recorded **{choice}** for approval #{approval}.")
+                format!(
+                    "Recorded for approval #{approval}: **{}**.",
+                    done.decision_text().unwrap_or(choice)
+                )
             }
             Ok(Decided::AlreadyDecided(done)) | Ok(Decided::Expired(done)) => format!(
-                "Approval #{approval} was already decided: **{}** by {}.",
-                done.decision.unwrap_or_default(),
-                done.decided_by.unwrap_or_default()
+                "Approval #{approval} was already decided: **{}**.",
+                done.decision_text().unwrap_or_default()
             ),
             Ok(Decided::NotFound) => format!("Approval #{approval} does not exist."),
             Err(e) => format!("Could not record that: {e}"),

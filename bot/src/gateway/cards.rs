@@ -3,10 +3,13 @@
 //!
 //! Invariants: an approval gets its cards once (recorded in [`super::threads`]), also when events
 //! were missed (caught up from the database); conversations started from `opc chat` have no thread
-//! and get no card (they are decided there).
+//! and get no card (they are decided there). A decided card shows the option chosen and whether it
+//! approved, as the database recorded them ("Approved: Yes, ship it — decided by ana …"): an
+//! option's label need not say its outcome.
 
 use opc_adapters::{Card, CardState, Place, Platform};
 use opc_agents::Event;
+use opc_agents::store::{Approval, ApprovalState, SystemDecider};
 use tokio::sync::broadcast;
 
 use super::Gateway;
@@ -24,12 +27,7 @@ impl Gateway {
                 Ok(Event::ApprovalRequested { approval, .. }) => {
                     self.post_cards(approval).await;
                 }
-                Ok(Event::ApprovalResolved {
-                    approval,
-                    decision,
-                    by,
-                    ..
-                }) => self.redraw_cards(approval, decision, by).await,
+                Ok(Event::ApprovalResolved { approval, .. }) => self.redraw_cards(approval).await,
                 Ok(_) => {}
                 // Missed some: catch up from the database.
                 Err(broadcast::error::RecvError::Lagged(_)) => self.post_missing_cards().await,
@@ -45,7 +43,7 @@ impl Gateway {
         }
     }
 
-    fn card(&self, approval: &opc_agents::store::Approval) -> Card {
+    fn card(&self, approval: &Approval) -> Card {
         let org = self.inner.engine.org();
         let mut path: Vec<String> = org
             .ancestors(&approval.agent)
@@ -60,7 +58,7 @@ impl Gateway {
             role: org.role(&approval.agent).unwrap_or_default().to_string(),
             path,
             summary: approval.summary.clone(),
-            options: approval.options.clone(),
+            options: approval.labels(),
             state: CardState::Pending,
         }
     }
@@ -117,15 +115,25 @@ impl Gateway {
         }
     }
 
-    async fn redraw_cards(&self, id: i64, decision: String, by: String) {
+    /// Redraw approval `id`'s cards as decided: the option chosen and whether it approves, who and
+    /// when, as the database recorded them (the event only says something was decided). If the
+    /// database cannot be read the cards are left as they are: a click then answers who decided,
+    /// whereas guessing could show an approval as rejected.
+    async fn redraw_cards(&self, id: i64) {
+        let approval = match self.inner.engine.store().approval(id) {
+            Ok(Some(approval)) => approval,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::error!(error = %e, approval = id, "could not read a decided approval; its cards are not redrawn");
+                return;
+            }
+        };
+        let Some(state) = decided_state(&approval) else {
+            return;
+        };
         let cards = self.inner.threads.cards(id).unwrap_or_default();
-        let at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
         for (posted, mut card) in cards {
-            card.state = CardState::Decided {
-                option: decision.clone(),
-                by: by.clone(),
-                at: at.clone(),
-            };
+            card.state = state.clone();
             let Some(adapter) = self.adapter(posted.platform) else {
                 continue;
             };
@@ -139,4 +147,34 @@ impl Gateway {
             }
         }
     }
+}
+
+/// A decided approval as its cards show it: the label chosen by a person, or why OPC rejected it
+/// (no decision in time, the request cancelled, an error); `None` while it is pending.
+fn decided_state(approval: &Approval) -> Option<CardState> {
+    if approval.state == ApprovalState::Pending {
+        return None;
+    }
+    let (option, by) = match approval.system_decider() {
+        Some(SystemDecider::Timeout) => ("no decision in time".to_string(), "OPC".to_string()),
+        Some(SystemDecider::Cancelled) => {
+            ("the request was cancelled".to_string(), "OPC".to_string())
+        }
+        Some(SystemDecider::Error) => (
+            "the approval could not be processed".to_string(),
+            "OPC".to_string(),
+        ),
+        None => (
+            approval.decision.clone().unwrap_or_default(),
+            approval.decided_by.clone().unwrap_or_default(),
+        ),
+    };
+    let at = std::time::UNIX_EPOCH
+        + std::time::Duration::from_millis(approval.decided_at.unwrap_or_default().max(0) as u64);
+    Some(CardState::Decided {
+        option,
+        by,
+        at: humantime::format_rfc3339_seconds(at).to_string(),
+        approved: approval.state == ApprovalState::Approved,
+    })
 }
