@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use opc_tests::opc_process::OpcRun;
-use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker};
+use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
 use opc_tests::post_json as post;
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use opc_tests::wait::wait_until;
@@ -19,16 +19,20 @@ const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worded_go_ahead_picked_by_a_human_approves_and_shows_its_label() {
-    let script = Script::new().agent(
-        marker("ceo"),
-        vec![
-            Step::tool(
-                "request_approval",
-                json!({"summary": "Ship v2 to everyone", "options": ["Yes, ship it", "No"]}),
-            ),
-            Step::text("CEO: {{last_result}}"),
-        ],
-    );
+    // The org's support agent is the one with `request_approval`: the CEO relays to it via the VP.
+    let script = Script::new()
+        .agent(marker("ceo"), relay("vp-ops", "ship v2", "CEO: "))
+        .agent(marker("vp-ops"), relay("support", "ship v2", "VP: "))
+        .agent(
+            marker("support"),
+            vec![
+                Step::tool(
+                    "request_approval",
+                    json!({"summary": "Ship v2 to everyone", "options": ["Yes, ship it", "No"]}),
+                ),
+                Step::text("SUPPORT: {{last_result}}"),
+            ],
+        );
     let llm = ScriptedLlm::start(script).await.unwrap();
     let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
     let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
@@ -55,8 +59,8 @@ async fn a_worded_go_ahead_picked_by_a_human_approves_and_shows_its_label() {
     assert_eq!(decided["approved"], true, "{updated}");
 
     // The task continued: its next model call is in flight (held) …
-    wait_until(WAIT, "the CEO's turn after the approval", || {
-        llm.requests_for(&marker("ceo")).len() == 2
+    wait_until(WAIT, "support's turn after the approval", || {
+        llm.requests_for(&marker("support")).len() == 2
     })
     .await;
     // … and `/status` shows it running, with what was chosen.
@@ -70,7 +74,9 @@ async fn a_worded_go_ahead_picked_by_a_human_approves_and_shows_its_label() {
         .await;
     let text = status["text"].as_str().unwrap();
     assert!(
-        text.contains(&format!("approval #{approval}: Approved: Yes, ship it — by ")),
+        text.contains(&format!(
+            "approval #{approval}: Approved: Yes, ship it — by "
+        )),
         "{text}"
     );
 
@@ -105,19 +111,13 @@ async fn a_worded_go_ahead_picked_by_a_human_approves_and_shows_its_label() {
 
     // The model is told it was approved, and which option was chosen.
     llm.release();
-    let answer = sse
-        .wait_for("message|edit", WAIT, |m| {
-            m["text"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("CEO: approved by"))
+    // (The streamed answer is edited in place: wait for its final text.)
+    sse.wait_for("message|edit", WAIT, |m| {
+        m["text"].as_str().is_some_and(|t| {
+            t.starts_with("CEO: VP: SUPPORT: approved by ")
+                && t.ends_with("(chose \"Yes, ship it\")")
         })
-        .await;
-    assert!(
-        answer["text"]
-            .as_str()
-            .unwrap()
-            .ends_with("(chose \"Yes, ship it\")"),
-        "{answer}"
-    );
+    })
+    .await;
     assert_eq!(opc.stop().0, Some(0));
 }
