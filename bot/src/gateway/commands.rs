@@ -48,7 +48,7 @@ pub fn status(store: &Store, platform: Platform) -> String {
                 elapsed(now - task.created_at),
                 approvals
                     .get(&task.id)
-                    .map(|a| approval_note(a))
+                    .map(approval_note)
                     .unwrap_or_default()
             );
         }
