@@ -1251,6 +1251,7 @@ mod tests {
             option: "Approve".into(),
             by: "ann".into(),
             at: "2025-01-01T00:00:00Z".into(),
+            approved: true,
         };
         assert_eq!(card_body(&card)["components"], json!([]));
     }

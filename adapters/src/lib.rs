@@ -268,15 +268,32 @@ pub struct Card {
 pub enum CardState {
     /// Waiting for an approver: buttons shown.
     Pending,
-    /// Decided: buttons removed, the decision shown.
+    /// Decided: buttons removed, the decision shown ("Approved: Yes, ship it — decided by ana").
     Decided {
-        /// The option chosen.
+        /// The option chosen (its label), or why the system rejected it ("no decision in time").
         option: String,
-        /// Who decided: a display name, or `timeout` / `cancelled` when the system did.
+        /// Who decided: a display name, or `OPC` when the system did.
         by: String,
         /// When, RFC 3339 UTC.
         at: String,
+        /// Whether the option chosen approves: an option's label need not say it ("Yes, ship it").
+        /// Absent from cards recorded before it existed (then `false`; a redraw sets it).
+        #[serde(default)]
+        approved: bool,
     },
+}
+
+impl CardState {
+    /// `Approved` or `Rejected`, for a decided card.
+    pub fn verdict(&self) -> Option<&'static str> {
+        match self {
+            CardState::Pending => None,
+            CardState::Decided { approved: true, .. } => Some("Approved"),
+            CardState::Decided {
+                approved: false, ..
+            } => Some("Rejected"),
+        }
+    }
 }
 
 impl Card {
@@ -303,8 +320,16 @@ impl Card {
                 text.push_str("\n\nOptions: ");
                 text.push_str(&self.options.join(" / "));
             }
-            CardState::Decided { option, by, at } => {
-                text.push_str(&format!("\n\n**{option}** — decided by {by} at {at}"));
+            CardState::Decided {
+                option,
+                by,
+                at,
+                approved,
+            } => {
+                let verdict = if *approved { "Approved" } else { "Rejected" };
+                text.push_str(&format!(
+                    "\n\n**{verdict}: {option}** — decided by {by} at {at}"
+                ));
             }
         }
         text

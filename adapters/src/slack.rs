@@ -510,9 +510,10 @@ pub fn card_blocks(card: &Card) -> Value {
                 }));
             }
         }
-        CardState::Decided { option, by, at } => {
+        CardState::Decided { option, by, at, .. } => {
             let line = format!(
-                "*{}* — decided by {} at {}",
+                "*{}: {}* — decided by {} at {}",
+                card.state.verdict().unwrap_or_default(),
                 markdown::slack_escape(option),
                 markdown::slack_escape(by),
                 markdown::slack_escape(at)
@@ -1365,6 +1366,7 @@ mod tests {
             option: "Approve".into(),
             by: "alice".into(),
             at: "2026-01-01T00:00:00Z".into(),
+            approved: true,
         };
         let blocks = card_blocks(&card);
         assert_eq!(blocks.as_array().unwrap().len(), 2);
@@ -1373,7 +1375,7 @@ mod tests {
             blocks[1]["elements"][0]["text"]
                 .as_str()
                 .unwrap()
-                .contains("decided by alice at 2026-01-01T00:00:00Z")
+                .contains("*Approved: Approve* — decided by alice at 2026-01-01T00:00:00Z")
         );
         card_content(&card).unwrap();
     }

@@ -73,7 +73,7 @@ async fn wait(
             agent: record.agent.clone(),
             path: rt.path_of(&record.agent),
             summary: approval.summary.clone(),
-            options: approval.options.clone(),
+            options: approval.labels(),
         });
     }
     let _paused: Vec<_> = clocks.iter().map(|c| c.pause()).collect();
@@ -120,18 +120,27 @@ async fn wait(
     Ok(answer(&decided))
 }
 
-/// The tool result the model sees for a decided approval.
+/// The tool result the model sees for a decided approval: the outcome first (the model acts on it),
+/// then the option chosen when its label does not already say it.
 fn answer(approval: &Approval) -> (String, bool) {
     let decision = approval.decision.as_deref().unwrap_or("reject");
     let by = approval.decided_by.as_deref().unwrap_or("unknown");
+    let chose = if ["approve", "reject"]
+        .iter()
+        .any(|k| decision.trim().eq_ignore_ascii_case(k))
+    {
+        String::new()
+    } else {
+        format!(" (chose \"{decision}\")")
+    };
     let text = match approval.system_decider() {
         Some(SystemDecider::Timeout) => {
             "rejected: no decision was made before the approval timed out".to_string()
         }
         Some(SystemDecider::Cancelled) => "rejected: the request was cancelled".to_string(),
         Some(SystemDecider::Error) => "rejected: the approval could not be processed".to_string(),
-        None if approval.state == ApprovalState::Approved => format!("approved by {by}"),
-        None => format!("decision: {decision} (by {by})"),
+        None if approval.state == ApprovalState::Approved => format!("approved by {by}{chose}"),
+        None => format!("rejected by {by}{chose}"),
     };
     (text, false)
 }

@@ -580,11 +580,11 @@ impl Engine {
         let Some(current) = rt.store().approval(approval)? else {
             return Err(EngineError::NoApproval(approval));
         };
-        if !current.options.iter().any(|o| o == decision) {
+        if current.option(decision).is_none() {
             return Err(EngineError::BadDecision {
                 approval,
                 given: decision.to_string(),
-                options: current.options,
+                options: current.labels(),
             });
         }
         let decided = rt.store().decide(approval, decision, by)?;

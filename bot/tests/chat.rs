@@ -167,7 +167,7 @@ async fn approvals_are_typed_on_stdin_and_end_of_input_rejects() {
     let out = opc(&org.config_path(), &["chat", "refund please"], "", true).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
-        text(&out.stdout).starts_with("CEO: decision: reject"),
+        text(&out.stdout).starts_with("CEO: rejected by cli"),
         "{}",
         text(&out.stdout)
     );

@@ -314,6 +314,7 @@ async fn cards_have_buttons_until_decided() {
         option: "Approve".into(),
         by: "alice".into(),
         at: "2025-01-01T00:00:00Z".into(),
+        approved: true,
     };
     adapter.update_card(&posted, &pending).await.unwrap();
     let message = fake.message(&posted.id).unwrap();

@@ -432,6 +432,7 @@ async fn outbound_operations_make_the_right_web_api_calls() {
         option: "Approve".into(),
         by: "alice".into(),
         at: "2026-01-02T03:04:05Z".into(),
+        approved: true,
     });
     adapter.update_card(&card_msg, &decided).await.unwrap();
     let call = fake

@@ -62,6 +62,7 @@ async fn every_call_the_adapter_makes_is_listed_and_granted_by_the_manifest() {
                 option: "approve".into(),
                 by: "alice".into(),
                 at: "2026-01-02T03:04:05Z".into(),
+                approved: true,
             }),
         )
         .await

@@ -123,6 +123,7 @@ async fn echo(
                     option: card.options[*option].clone(),
                     by: inbound.user.name.clone(),
                     at: "2026-01-01T00:00:00Z".to_string(),
+                    approved: *option == 0,
                 };
                 adapter.update_card(posted, &card).await.unwrap();
                 adapter
@@ -837,7 +838,7 @@ async fn the_page_chats_streams_and_decides_in_headless_chromium() {
     browser.press_enter().await.unwrap();
     browser
         .wait_for(
-            "(document.querySelector('.card .decision') || {}).textContent === 'Decided: Approve — by operator at 2026-01-01T00:00:00Z'",
+            "(document.querySelector('.card .decision') || {}).textContent === 'Approved: Approve — decided by operator at 2026-01-01T00:00:00Z'",
             WAIT,
         )
         .await

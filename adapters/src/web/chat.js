@@ -126,7 +126,7 @@
       const p = document.createElement("p");
       p.className = "decision";
       p.tabIndex = -1;
-      p.textContent = "Decided: " + decided.option + " — by " + decided.by + " at " + decided.at;
+      p.textContent = (decided.approved ? "Approved: " : "Rejected: ") + decided.option + " — decided by " + decided.by + " at " + decided.at;
       node.appendChild(p);
       if (hadFocus) p.focus();
     } else {

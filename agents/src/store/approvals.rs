@@ -3,11 +3,21 @@
 //!
 //! States and the system's own deciders are enums ([`ApprovalState`], [`SystemDecider`]); their names
 //! are what the database stores.
+//!
+//! Options and outcomes: each option carries what choosing it means ([`ApprovalOption`]), so a model
+//! may word its choices as it likes ("Yes, ship it" / "Not yet"). Options are offered as plain labels
+//! or as `{label, outcome}` ([`OfferedOption`]); plain labels are resolved once, when the approval is
+//! requested ([`resolve_options`]): `approve` and `reject` mean themselves, otherwise the first plain
+//! label is the go-ahead (unless another option already approves) and the others are rejections.
+//! The resolved options are stored; rows written before outcomes existed (a list of plain strings)
+//! are resolved by the same rule when read, and their decided `state` is kept as it was recorded.
+//! A decision records the chosen label in `decision` and its outcome in `state`; a label that is not
+//! an option, a timeout, a cancellation or an error is a rejection (fail closed).
 
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError, TaskId, TaskRecord, exec, now_ms, row, sql};
 
@@ -17,9 +27,9 @@ use super::{Store, StoreError, TaskId, TaskRecord, exec, now_ms, row, sql};
 pub enum ApprovalState {
     /// Waiting for a human.
     Pending,
-    /// Approved (the decision was `approve`).
+    /// Approved (the option chosen is a go-ahead).
     Approved,
-    /// Rejected: any other decision, an expiry, a cancellation or an error.
+    /// Rejected: a rejecting option, an expiry, a cancellation or an error.
     Rejected,
 }
 
@@ -74,6 +84,173 @@ impl SystemDecider {
     }
 }
 
+/// What choosing an option means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptionOutcome {
+    /// The go-ahead: the task continues as approved.
+    Approve,
+    /// A rejection.
+    Reject,
+}
+
+impl OptionOutcome {
+    /// The wire name (`approve` / `reject`), also the plain label that always means it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OptionOutcome::Approve => "approve",
+            OptionOutcome::Reject => "reject",
+        }
+    }
+
+    /// The outcome a plain label names by itself (`approve` / `reject`, any case), if any.
+    fn named_by(label: &str) -> Option<OptionOutcome> {
+        [OptionOutcome::Approve, OptionOutcome::Reject]
+            .into_iter()
+            .find(|o| label.trim().eq_ignore_ascii_case(o.as_str()))
+    }
+}
+
+/// An option as stored: its label (the button, and the decision recorded) and its outcome.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalOption {
+    /// What people see and choose.
+    pub label: String,
+    /// What choosing it means.
+    pub outcome: OptionOutcome,
+}
+
+/// An option as offered: a plain label (its outcome follows from [`resolve_options`]'s rule), or a
+/// label with its outcome. Deserializes from a JSON string or `{"label", "outcome"}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum OfferedOption {
+    /// A label whose outcome follows from the rule.
+    Plain(String),
+    /// A label with its outcome.
+    With(ApprovalOption),
+}
+
+impl OfferedOption {
+    /// Its label.
+    pub fn label(&self) -> &str {
+        match self {
+            OfferedOption::Plain(label) => label,
+            OfferedOption::With(option) => &option.label,
+        }
+    }
+}
+
+impl From<&str> for OfferedOption {
+    fn from(label: &str) -> Self {
+        OfferedOption::Plain(label.to_string())
+    }
+}
+
+impl From<String> for OfferedOption {
+    fn from(label: String) -> Self {
+        OfferedOption::Plain(label)
+    }
+}
+
+impl<'de> Deserialize<'de> for OfferedOption {
+    /// By hand rather than `untagged`, so a malformed option gets an error that says what an option
+    /// may be (the model reads it).
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let shape = "an option is a string, or an object {\"label\": \"...\", \"outcome\": \"approve\" | \"reject\"}";
+        match serde_json::Value::deserialize(deserializer)? {
+            serde_json::Value::String(label) => Ok(OfferedOption::Plain(label)),
+            value @ serde_json::Value::Object(_) => serde_json::from_value(value)
+                .map(OfferedOption::With)
+                .map_err(|e| D::Error::custom(format!("{shape}: {e}"))),
+            other => Err(D::Error::custom(format!("{shape}, not `{other}`"))),
+        }
+    }
+}
+
+/// Resolve offered options to stored ones: an option with an outcome keeps it; a plain `approve` or
+/// `reject` (any case) means itself; of the other plain labels, the first is the go-ahead when no
+/// option approves otherwise, and the rest are rejections. Never fails: [`check_options`] says what
+/// a caller should have offered.
+pub fn resolve_options(offered: &[OfferedOption]) -> Vec<ApprovalOption> {
+    let explicit = |o: &OfferedOption| match o {
+        OfferedOption::Plain(label) => OptionOutcome::named_by(label),
+        OfferedOption::With(option) => Some(option.outcome),
+    };
+    let mut go_ahead_taken = offered
+        .iter()
+        .any(|o| explicit(o) == Some(OptionOutcome::Approve));
+    offered
+        .iter()
+        .map(|o| {
+            let outcome = explicit(o).unwrap_or_else(|| {
+                if go_ahead_taken {
+                    OptionOutcome::Reject
+                } else {
+                    go_ahead_taken = true;
+                    OptionOutcome::Approve
+                }
+            });
+            ApprovalOption {
+                label: o.label().to_string(),
+                outcome,
+            }
+        })
+        .collect()
+}
+
+/// Check options a model (or a caller) offers: at least two, labels non-empty and distinct (without
+/// regard to case: people may type them), `approve` / `reject` not given the other outcome, and at
+/// least one go-ahead and one rejection once resolved. The error is written for the model.
+pub fn check_options(offered: &[OfferedOption]) -> Result<(), String> {
+    if offered.len() < 2 {
+        return Err("`options` must offer at least two choices".into());
+    }
+    for (i, option) in offered.iter().enumerate() {
+        let label = option.label();
+        if label.trim().is_empty() {
+            return Err(format!("`options[{i}]` has an empty label"));
+        }
+        if let Some(j) = offered[..i]
+            .iter()
+            .position(|o| o.label().trim().eq_ignore_ascii_case(label.trim()))
+        {
+            return Err(format!(
+                "`options[{i}]` repeats the label `{label}` of `options[{j}]`; labels must differ"
+            ));
+        }
+        if let OfferedOption::With(o) = option
+            && let Some(named) = OptionOutcome::named_by(&o.label)
+            && named != o.outcome
+        {
+            return Err(format!(
+                "`options[{i}]` is labelled `{label}` but its outcome is `{}`; use another label",
+                o.outcome.as_str()
+            ));
+        }
+    }
+    let resolved = resolve_options(offered);
+    for (outcome, what) in [
+        (OptionOutcome::Approve, "a go-ahead"),
+        (OptionOutcome::Reject, "a rejection"),
+    ] {
+        if !resolved.iter().any(|o| o.outcome == outcome) {
+            return Err(format!(
+                "`options` must include {what} (`\"outcome\": \"{}\"`); as given they resolve to {}",
+                outcome.as_str(),
+                resolved
+                    .iter()
+                    .map(|o| format!("`{}` → {}", o.label, o.outcome.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A human approval.
 #[derive(Clone, Debug, Serialize)]
 pub struct Approval {
@@ -91,11 +268,11 @@ pub struct Approval {
     pub tool_use_id: String,
     /// What is to be approved.
     pub summary: String,
-    /// The choices offered.
-    pub options: Vec<String>,
+    /// The choices offered, each with its outcome.
+    pub options: Vec<ApprovalOption>,
     /// Pending, approved or rejected.
     pub state: ApprovalState,
-    /// The option chosen.
+    /// The label of the option chosen (`reject` when the system decided).
     pub decision: Option<String>,
     /// Who decided: a person's id, or a [`SystemDecider`]'s name (see [`Approval::system_decider`]).
     pub decided_by: Option<String>,
@@ -166,6 +343,46 @@ impl Approval {
         let by = self.decided_by.as_deref()?;
         SystemDecider::ALL.into_iter().find(|d| d.as_str() == by)
     }
+
+    /// The options' labels, in order.
+    pub fn labels(&self) -> Vec<String> {
+        self.options.iter().map(|o| o.label.clone()).collect()
+    }
+
+    /// The option labelled `label`, if any.
+    pub fn option(&self, label: &str) -> Option<&ApprovalOption> {
+        self.options.iter().find(|o| o.label == label)
+    }
+
+    /// How it was decided, as people read it: `Approved: Yes, ship it — by ana`,
+    /// `Rejected: No — by ana`, `Rejected: no decision in time`; `None` while pending.
+    pub fn decision_text(&self) -> Option<String> {
+        let verdict = match self.state {
+            ApprovalState::Pending => return None,
+            ApprovalState::Approved => "Approved",
+            ApprovalState::Rejected => "Rejected",
+        };
+        Some(match self.system_decider() {
+            Some(SystemDecider::Timeout) => format!("{verdict}: no decision in time"),
+            Some(SystemDecider::Cancelled) => format!("{verdict}: the request was cancelled"),
+            Some(SystemDecider::Error) => format!("{verdict}: the approval could not be processed"),
+            None => format!(
+                "{verdict}: {} — by {}",
+                self.decision.as_deref().unwrap_or("?"),
+                self.decided_by.as_deref().unwrap_or("?")
+            ),
+        })
+    }
+}
+
+/// The decision as recall memory records it: the label, with its outcome when the label does not
+/// say it (`Yes, ship it (approved)`).
+fn recalled_decision(label: &str, state: ApprovalState) -> String {
+    if OptionOutcome::named_by(label).is_some() {
+        label.to_string()
+    } else {
+        format!("{label} ({})", state.as_str())
+    }
 }
 
 fn approval_from_row(row: &Row<'_>) -> rusqlite::Result<Approval> {
@@ -186,8 +403,11 @@ fn approval_from_row(row: &Row<'_>) -> rusqlite::Result<Approval> {
         agent: row.get(4)?,
         tool_use_id: row.get(5)?,
         summary: row.get(6)?,
-        options: serde_json::from_str(&options)
-            .map_err(|e| corrupt(7, format!("approval options: {e}")))?,
+        // Resolved when requested; rows from before outcomes were stored hold plain labels.
+        options: resolve_options(
+            &serde_json::from_str::<Vec<OfferedOption>>(&options)
+                .map_err(|e| corrupt(7, format!("approval options: {e}")))?,
+        ),
         state: ApprovalState::parse(&state)
             .ok_or_else(|| corrupt(8, format!("unknown approval state `{state}`")))?,
         decision: row.get(9)?,
@@ -222,16 +442,18 @@ impl PartialEq for Approval {
 
 impl Store {
     /// Record a pending approval for a task's tool call, or return the existing one for that call (so a
-    /// resumed session does not ask twice). The flag says whether it was created now.
+    /// resumed session does not ask twice). The flag says whether it was created now. The options are
+    /// stored resolved ([`resolve_options`]), each with its outcome.
     pub fn request_approval(
         &self,
         task: &TaskRecord,
         tool_use_id: &str,
         summary: &str,
-        options: &[String],
+        options: &[OfferedOption],
         timeout: Duration,
     ) -> Result<(Approval, bool), StoreError> {
-        let options_json = serde_json::to_string(options).map_err(|e| StoreError::Encode {
+        let options = resolve_options(options);
+        let options_json = serde_json::to_string(&options).map_err(|e| StoreError::Encode {
             what: "approval options",
             task: task.id,
             message: e.to_string(),
@@ -270,7 +492,8 @@ impl Store {
         )
         .map_err(sql("requesting an approval"))?;
         if created {
-            super::recall::approval_requested(&tx, task.id, summary, options, now)?;
+            let labels: Vec<String> = options.iter().map(|o| o.label.clone()).collect();
+            super::recall::approval_requested(&tx, task.id, summary, &labels, now)?;
         }
         tx.commit().map_err(sql("requesting an approval"))?;
         if created {
@@ -321,8 +544,9 @@ impl Store {
             .map_err(sql("listing approvals"))
     }
 
-    /// Decide an approval once. `decision` is one of its options; anything other than `approve` counts
-    /// as a rejection for the state column. An expired approval is rejected instead of recorded.
+    /// Decide an approval once. `decision` is the label of one of its options, and that option's
+    /// outcome becomes the state; a label that is not an option counts as a rejection (the system
+    /// rejects with `reject`). An expired approval is rejected instead of recorded.
     pub fn decide(&self, id: i64, decision: &str, by: &str) -> Result<Decided, StoreError> {
         let mut conn = self.conn();
         let tx = conn
@@ -352,7 +576,10 @@ impl Store {
                 "reject",
                 SystemDecider::Timeout.as_str(),
             )
-        } else if decision == "approve" {
+        } else if approval
+            .option(decision)
+            .is_some_and(|o| o.outcome == OptionOutcome::Approve)
+        {
             (ApprovalState::Approved, decision, by)
         } else {
             (ApprovalState::Rejected, decision, by)
@@ -380,7 +607,7 @@ impl Store {
             &tx,
             approval.task_id,
             &approval.summary,
-            decision,
+            &recalled_decision(decision, state),
             by,
             author,
             now,
@@ -407,7 +634,7 @@ mod tests {
         let store = Store::in_memory().unwrap();
         let r = root(&store, "c");
         let task = store.task(r).unwrap();
-        let options = ["approve".to_string(), "reject".to_string()];
+        let options: [OfferedOption; 2] = ["approve".into(), "reject".into()];
         let (a, created) = store
             .request_approval(&task, "t1", "ship?", &options, Duration::from_secs(60))
             .unwrap();
@@ -435,6 +662,217 @@ mod tests {
             Decided::NotFound
         );
     }
+    fn offered(json: serde_json::Value) -> Vec<OfferedOption> {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn outcomes(json: serde_json::Value) -> Vec<(String, &'static str)> {
+        resolve_options(&offered(json))
+            .into_iter()
+            .map(|o| (o.label, o.outcome.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn plain_labels_resolve_first_as_go_ahead_and_keywords_as_themselves() {
+        let pairs = |list: &[(&str, &'static str)]| {
+            list.iter()
+                .map(|(l, o)| (l.to_string(), *o))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            outcomes(serde_json::json!(["Yes, ship it", "No"])),
+            pairs(&[("Yes, ship it", "approve"), ("No", "reject")])
+        );
+        assert_eq!(
+            outcomes(serde_json::json!(["approve", "reject"])),
+            pairs(&[("approve", "approve"), ("reject", "reject")])
+        );
+        // The keywords mean themselves wherever they stand; then no plain label is the go-ahead.
+        assert_eq!(
+            outcomes(serde_json::json!(["Not now", "Approve"])),
+            pairs(&[("Not now", "reject"), ("Approve", "approve")])
+        );
+        assert_eq!(
+            outcomes(serde_json::json!(["reject", "Ship it", "Ship Friday"])),
+            pairs(&[
+                ("reject", "reject"),
+                ("Ship it", "approve"),
+                ("Ship Friday", "reject")
+            ])
+        );
+        // Options may carry their outcome, beside plain labels.
+        assert_eq!(
+            outcomes(serde_json::json!([
+                "Hold on",
+                {"label": "Ship now", "outcome": "approve"},
+                {"label": "Ship Friday", "outcome": "approve"}
+            ])),
+            pairs(&[
+                ("Hold on", "reject"),
+                ("Ship now", "approve"),
+                ("Ship Friday", "approve")
+            ])
+        );
+    }
+
+    #[test]
+    fn offered_options_are_checked_with_errors_for_the_model() {
+        assert_eq!(
+            check_options(&offered(serde_json::json!(["Yes, ship it", "No"]))),
+            Ok(())
+        );
+        let error = |json| check_options(&offered(json)).unwrap_err();
+        assert!(error(serde_json::json!(["Yes"])).contains("at least two"));
+        assert!(error(serde_json::json!(["Yes", " "])).contains("`options[1]` has an empty label"));
+        assert!(error(serde_json::json!(["Yes", "yes"])).contains("repeats the label"));
+        assert!(
+            error(serde_json::json!([{"label": "Approve", "outcome": "reject"}, "No"]))
+                .contains("labelled `Approve` but its outcome is `reject`")
+        );
+        let none_approve = error(serde_json::json!([
+            {"label": "No", "outcome": "reject"},
+            {"label": "Never", "outcome": "reject"}
+        ]));
+        assert!(
+            none_approve.contains("must include a go-ahead")
+                && none_approve.contains("`No` → reject"),
+            "{none_approve}"
+        );
+        assert!(
+            error(serde_json::json!(["approve", {"label": "Sure", "outcome": "approve"}]))
+                .contains("must include a rejection")
+        );
+        // Once an option approves, the other plain labels reject.
+        assert_eq!(
+            check_options(&offered(serde_json::json!(["approve", "Not now"]))),
+            Ok(())
+        );
+        let shape = serde_json::from_value::<Vec<OfferedOption>>(serde_json::json!([
+            {"label": "Yes", "outcome": "maybe"}
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            shape.contains("an option is a string, or an object"),
+            "{shape}"
+        );
+        let shape = serde_json::from_value::<Vec<OfferedOption>>(serde_json::json!([3]))
+            .unwrap_err()
+            .to_string();
+        assert!(shape.contains("not `3`"), "{shape}");
+    }
+
+    #[test]
+    fn the_chosen_option_decides_the_outcome_and_is_stored() {
+        let store = Store::in_memory().unwrap();
+        let r = root(&store, "c");
+        let task = store.task(r).unwrap();
+        let options = offered(serde_json::json!(["Yes, ship it", "No"]));
+        let ask = |id: &str| {
+            store
+                .request_approval(&task, id, "ship?", &options, Duration::from_secs(60))
+                .unwrap()
+                .0
+        };
+        let (yes, no, stranger) = (ask("t1"), ask("t2"), ask("t3"));
+        assert_eq!(yes.options[0].outcome, OptionOutcome::Approve);
+        let Decided::Recorded(yes) = store.decide(yes.id, "Yes, ship it", "ana").unwrap() else {
+            panic!("not recorded")
+        };
+        assert_eq!(yes.state, ApprovalState::Approved);
+        assert_eq!(yes.decision.as_deref(), Some("Yes, ship it"));
+        assert_eq!(
+            yes.decision_text().as_deref(),
+            Some("Approved: Yes, ship it — by ana")
+        );
+        // Read back, the outcome and the label are what was recorded.
+        let read = store.approval(yes.id).unwrap().unwrap();
+        assert_eq!(
+            (read.state, read.decision),
+            (ApprovalState::Approved, Some("Yes, ship it".into()))
+        );
+        let Decided::Recorded(no) = store.decide(no.id, "No", "ana").unwrap() else {
+            panic!("not recorded")
+        };
+        assert_eq!(no.decision_text().as_deref(), Some("Rejected: No — by ana"));
+        // A label that is not an option fails closed.
+        let Decided::Recorded(stranger) = store.decide(stranger.id, "approve", "ana").unwrap()
+        else {
+            panic!("not recorded")
+        };
+        assert_eq!(stranger.state, ApprovalState::Rejected);
+        // The system's rejections stay rejections, shown as such.
+        let timed_out = store
+            .request_approval(&task, "t4", "ship?", &options, Duration::ZERO)
+            .unwrap()
+            .0;
+        let Decided::Expired(timed_out) =
+            store.decide(timed_out.id, "Yes, ship it", "ana").unwrap()
+        else {
+            panic!("not expired")
+        };
+        assert_eq!(
+            timed_out.decision_text().as_deref(),
+            Some("Rejected: no decision in time")
+        );
+        let rows = recall_rows(&store);
+        assert!(
+            rows.iter()
+                .any(|(_, t)| t == "Approval decided: Yes, ship it (approved), by ana: ship?"),
+            "{rows:?}"
+        );
+        assert!(
+            rows.iter()
+                .any(|(_, t)| t == "Approval decided: No (rejected), by ana: ship?"),
+            "{rows:?}"
+        );
+    }
+
+    #[test]
+    fn approvals_stored_before_outcomes_are_read_with_the_rule_and_keep_their_state() {
+        let store = Store::in_memory().unwrap();
+        let r = root(&store, "c");
+        let task = store.task(r).unwrap();
+        let options = offered(serde_json::json!(["x", "y"]));
+        let pending = store
+            .request_approval(&task, "t1", "ship?", &options, Duration::from_secs(60))
+            .unwrap()
+            .0;
+        let decided = store
+            .request_approval(&task, "t2", "ship?", &options, Duration::from_secs(60))
+            .unwrap()
+            .0;
+        // As an older build wrote them: plain labels; the decided one was (wrongly) rejected then.
+        {
+            let conn = store.conn();
+            conn.execute(
+                "UPDATE approvals SET options = '[\"Yes, ship it\",\"No\"]'",
+                [],
+            )
+            .unwrap();
+            conn.execute(
+                "UPDATE approvals SET state = 'rejected', decision = 'Yes, ship it', decided_by = 'ana', \
+                 decided_at = 1 WHERE id = ?1",
+                [decided.id],
+            )
+            .unwrap();
+        }
+        let old = store.approval(decided.id).unwrap().unwrap();
+        assert_eq!(
+            old.state,
+            ApprovalState::Rejected,
+            "the recorded state is kept"
+        );
+        assert_eq!(old.labels(), ["Yes, ship it", "No"]);
+        let pending = store.approval(pending.id).unwrap().unwrap();
+        assert_eq!(pending.options[0].outcome, OptionOutcome::Approve);
+        assert!(matches!(
+            store.decide(pending.id, "Yes, ship it", "ana").unwrap(),
+            Decided::Recorded(a) if a.state == ApprovalState::Approved
+        ));
+    }
+
     /// (author, text) of every recall row, oldest first.
     fn recall_rows(store: &Store) -> Vec<(String, String)> {
         let conn = store.conn();
@@ -453,7 +891,7 @@ mod tests {
         let store = Store::in_memory().unwrap();
         let r = root(&store, "c");
         let task = store.task(r).unwrap();
-        let options = ["approve".to_string(), "reject".to_string()];
+        let options: [OfferedOption; 2] = ["approve".into(), "reject".into()];
         let (a, _) = store
             .request_approval(&task, "t1", "ship v2", &options, Duration::from_secs(60))
             .unwrap();

@@ -38,7 +38,10 @@ pub mod schema;
 mod state;
 mod tasks;
 
-pub use approvals::{Approval, ApprovalState, Decided, SystemDecider};
+pub use approvals::{
+    Approval, ApprovalOption, ApprovalState, Decided, OfferedOption, OptionOutcome, SystemDecider,
+    check_options, resolve_options,
+};
 pub use ledger::{
     CallPrivacy, CallRecord, LatestCall, PrivacyDay, Spend, TaskPrivacy, Totals, tokens_text,
 };

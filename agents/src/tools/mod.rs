@@ -36,7 +36,7 @@ use opc_hierarchy::schema::Agent;
 
 use crate::ending::TaskEnd;
 pub use crate::ending::{Escalation, EscalationKind};
-use crate::store::{StoreError, TaskId};
+use crate::store::{OfferedOption, StoreError, TaskId};
 
 use opc_hierarchy::schema::Tool;
 use serde::Deserialize;
@@ -314,14 +314,29 @@ pub fn spec(tool: Tool, children: &[(String, String)]) -> Option<ToolSpec> {
         ),
         Tool::RequestApproval => (
             "Ask a human to approve or reject before you act. You wait until they decide; no decision \
-             in time counts as a rejection."
+             in time counts as a rejection. Options are the buttons shown; each one either approves \
+             (you go ahead) or rejects. A plain string option: `approve` and `reject` mean what they \
+             say; otherwise the first plain option is the go-ahead (unless another option approves) \
+             and the others reject, so [\"Yes, ship it\", \"No\"] approves on \"Yes, ship it\". To say \
+             it yourself, give {\"label\": \"Ship Friday\", \"outcome\": \"approve\"}. Offer at least one \
+             go-ahead and one rejection. The answer names the option chosen and whether it approved."
                 .to_string(),
             json!({
                 "type": "object",
                 "properties": {
                     "summary": {"type": "string", "minLength": 1, "description": "what you want to do and why"},
-                    "options": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 2,
-                                "default": ["approve", "reject"]}
+                    "options": {"type": "array", "minItems": 2, "default": ["approve", "reject"],
+                                "description": "the choices, in button order: plain labels (the first is the go-ahead, the rest reject; `approve`/`reject` mean themselves) or {label, outcome}",
+                                "items": {"anyOf": [
+                                    {"type": "string", "minLength": 1},
+                                    {"type": "object",
+                                     "properties": {
+                                         "label": {"type": "string", "minLength": 1},
+                                         "outcome": {"type": "string", "enum": ["approve", "reject"]}
+                                     },
+                                     "required": ["label", "outcome"],
+                                     "additionalProperties": false}
+                                ]}}
                 },
                 "required": ["summary"],
                 "additionalProperties": false
@@ -360,12 +375,13 @@ pub struct DelegateParallelArgs {
 pub struct ApprovalArgs {
     /// What to decide.
     pub summary: String,
-    /// The choices (default approve / reject).
+    /// The choices (default approve / reject), plain or with their outcome
+    /// ([`crate::store::resolve_options`] says what plain ones mean).
     #[serde(default = "default_options")]
-    pub options: Vec<String>,
+    pub options: Vec<OfferedOption>,
 }
 
-fn default_options() -> Vec<String> {
+fn default_options() -> Vec<OfferedOption> {
     vec!["approve".into(), "reject".into()]
 }
 
@@ -432,12 +448,7 @@ impl Validate for Escalation {
 impl Validate for ApprovalArgs {
     fn validate(&self) -> Result<(), String> {
         non_empty("summary", &self.summary)?;
-        if self.options.len() < 2 {
-            return Err("`options` must offer at least two choices".into());
-        }
-        self.options
-            .iter()
-            .try_for_each(|o| non_empty("options[]", o))
+        crate::store::check_options(&self.options)
     }
 }
 
@@ -483,7 +494,13 @@ mod tests {
             parse::<Escalation>("escalate", &json!({"type": "timeout", "reason": "slow"})).is_ok()
         );
         let a: ApprovalArgs = parse("request_approval", &json!({"summary": "ship"})).unwrap();
-        assert_eq!(a.options, ["approve", "reject"]);
+        assert_eq!(
+            a.options,
+            [
+                OfferedOption::from("approve"),
+                OfferedOption::from("reject")
+            ]
+        );
         // Rejected by both: missing required, extra property, wrong enum, empty string, empty array.
         for (input, needle) in [
             (json!({"agent": "vp"}), "missing field `task`"),

@@ -411,7 +411,7 @@ pub async fn decide(
         Ok(Ok(Decided::Recorded(a))) => Json(json!({"decided": true, "approval": a})).into_response(),
         Ok(Ok(Decided::AlreadyDecided(a))) => (
             StatusCode::CONFLICT,
-            Json(json!({"error": format!("approval {id} was already decided: {} by {}", a.decision.clone().unwrap_or_default(), a.decided_by.clone().unwrap_or_default()), "approval": a})),
+            Json(json!({"error": format!("approval {id} was already decided: {}", a.decision_text().unwrap_or_default()), "approval": a})),
         )
             .into_response(),
         Ok(Ok(Decided::Expired(a))) => (

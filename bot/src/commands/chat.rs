@@ -349,11 +349,11 @@ async fn turn(
                     // A skipped approval card would leave its task waiting: ask the database.
                     for approval in engine.pending_approvals().unwrap_or_default() {
                         if approval.root_id == root && !pending.iter().any(|(id, _)| *id == approval.id) {
-                            eprint(&card(approval.id, &approval.agent, &approval.summary, &approval.options));
+                            eprint(&card(approval.id, &approval.agent, &approval.summary, &approval.labels()));
                             if pending.is_empty() {
                                 waiting_since = Some(Instant::now());
                             }
-                            pending.push_back((approval.id, approval.options));
+                            pending.push_back((approval.id, approval.labels()));
                         }
                     }
                 }

@@ -6,16 +6,19 @@
 //! Invariant: read-only — nothing here changes a task (cancelling is done by the gateway, after the
 //! approver check).
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use opc_adapters::{Command, Platform};
-use opc_agents::store::{Store, TaskRecord};
+use opc_agents::store::{Approval, Store, TaskId, TaskRecord};
 use opc_hierarchy::OrgTree;
 
 use opc_agents::store::now_ms;
 
 /// `/status` on `platform`: every task that has not ended, grouped by tree, with its delegation path,
-/// state and elapsed time. With nothing running it says how to start, in the platform's own terms.
+/// state and elapsed time, and its latest approval: waiting, or what was chosen and by whom
+/// ("approval #5: Approved: Yes, ship it — by ana"). With nothing running it says how to start, in
+/// the platform's own terms.
 pub fn status(store: &Store, platform: Platform) -> String {
     let live = match store.live_tasks() {
         Ok(live) => live,
@@ -32,21 +35,57 @@ pub fn status(store: &Store, platform: Platform) -> String {
         if live.len() == 1 { "" } else { "s" }
     );
     let now = now_ms();
+    let approvals = latest_approvals(store, &live);
     for root in roots {
         let tree = store.tree(root).unwrap_or_default();
         for task in live.iter().filter(|t| t.root_id == root) {
             let _ = writeln!(
                 out,
-                "• `#{}` {} — {} — {}",
+                "• `#{}` {} — {} — {}{}",
                 task.id,
                 path(&tree, task).join(" › "),
                 task.state.as_str(),
-                elapsed(now - task.created_at)
+                elapsed(now - task.created_at),
+                approvals
+                    .get(&task.id)
+                    .map(approval_note)
+                    .unwrap_or_default()
             );
         }
     }
     out.push_str("Cancel a tree with `/cancel <id>` (approvers only).");
     out
+}
+
+/// How many of the latest approvals `/status` looks through for decided ones (pending ones are all
+/// read): a live task's decision is recent, and the answer stays one cheap query.
+const RECENT_APPROVALS: u32 = 200;
+
+/// The latest approval of each live task: pending ones, and decided ones among the recent.
+fn latest_approvals(store: &Store, live: &[TaskRecord]) -> HashMap<TaskId, Approval> {
+    let mut latest: HashMap<TaskId, Approval> = HashMap::new();
+    let pending = store.pending_approvals().unwrap_or_default();
+    let recent = store.recent_approvals(RECENT_APPROVALS).unwrap_or_default();
+    for approval in pending.into_iter().chain(recent) {
+        if !live.iter().any(|t| t.id == approval.task_id) {
+            continue;
+        }
+        match latest.get(&approval.task_id) {
+            Some(seen) if seen.id >= approval.id => {}
+            _ => {
+                latest.insert(approval.task_id, approval);
+            }
+        }
+    }
+    latest
+}
+
+/// ` — waiting for approval #5`, or ` — approval #5: Approved: Yes, ship it — by ana`.
+fn approval_note(approval: &Approval) -> String {
+    match approval.decision_text() {
+        None => format!(" — waiting for approval #{}", approval.id),
+        Some(text) => format!(" — approval #{}: {text}", approval.id),
+    }
 }
 
 /// The agents from the root down to `task`'s agent.
@@ -180,6 +219,66 @@ mod tests {
         );
         let slack = status(&store, Platform::Slack);
         assert!(slack.contains("Mention me"), "{slack}");
+    }
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn status_shows_what_was_chosen_on_a_live_tasks_approval() {
+        let store = Store::in_memory().unwrap();
+        store.create_conversation("c", "ceo").unwrap();
+        let root = store
+            .create_task(&opc_agents::store::NewTask {
+                parent_id: None,
+                conversation_id: "c",
+                agent: "ceo",
+                depth: 0,
+                tool_use_id: None,
+                tool_index: 0,
+                input: "ship it?",
+                messages: &[],
+                author: None,
+            })
+            .unwrap();
+        let task = store.task(root).unwrap();
+        let options = ["Yes, ship it".into(), "No".into()];
+        let ask = |id: &str| {
+            store
+                .request_approval(
+                    &task,
+                    id,
+                    "ship v2",
+                    &options,
+                    std::time::Duration::from_secs(60),
+                )
+                .unwrap()
+                .0
+        };
+        let first = ask("t1");
+        let waiting = status(&store, Platform::Slack);
+        assert!(
+            waiting.contains(&format!("waiting for approval #{}", first.id)),
+            "{waiting}"
+        );
+        store
+            .decide(first.id, "Yes, ship it", "ana (slack:U1)")
+            .unwrap();
+        let decided = status(&store, Platform::Slack);
+        assert!(
+            decided.contains(&format!(
+                "approval #{}: Approved: Yes, ship it — by ana (slack:U1)",
+                first.id
+            )),
+            "{decided}"
+        );
+        // The latest approval of the task is the one shown.
+        let second = ask("t2");
+        store.decide(second.id, "No", "bo").unwrap();
+        let latest = status(&store, Platform::Slack);
+        assert!(
+            latest.contains(&format!("approval #{}: Rejected: No — by bo", second.id))
+                && !latest.contains("Yes, ship it"),
+            "{latest}"
+        );
     }
 
     #[test]

@@ -124,7 +124,7 @@
           `LLM ${c.model}: ${tokens(c.tokens_in)} in / ${tokens(c.tokens_out)} out, ${money(c.cost_usd)}, ${span(c.duration_ms)}` +
           (c.attempts > 1 ? `, ${c.attempts} attempts` : "") + (c.tool_calls.length ? ` → ${c.tool_calls.join(", ")}` : "") + (c.error ? ` — error: ${c.error}` : "")));
         const approvals = r.approvals.filter((a) => a.task_id === t.id).map((a) => el("div", { class: "calls" },
-          `approval #${a.id}: ${a.summary} — ${a.state.toLowerCase()}${a.decision ? ` (${a.decision} by ${a.decided_by})` : ""}`));
+          `approval #${a.id}: ${a.summary} — ${a.state === "pending" ? "pending" : decisionText(a)}`));
         const end = t.output || t.error || (t.escalation ? "escalated: " + t.escalation : "");
         const kids = (byParent.get(t.id) || []).map(node);
         return el("div", { class: "node" },
@@ -151,6 +151,14 @@
   }
 
   // ---- Approvals ----
+  // How a decided approval reads: the option chosen and its outcome (a label need not say it), or why
+  // OPC rejected it. Options are {label, outcome}; the state is the outcome recorded.
+  const SYSTEM_REJECTIONS = { timeout: "no decision in time", cancelled: "the request was cancelled", error: "the approval could not be processed" };
+  function decisionText(a) {
+    const verdict = a.state === "approved" ? "Approved" : "Rejected";
+    const why = SYSTEM_REJECTIONS[a.decided_by];
+    return why ? `${verdict}: ${why}` : `${verdict}: ${a.decision || "?"} — by ${a.decided_by || "?"}`;
+  }
   async function loadApprovals() {
     try {
       const r = await api("/admin/api/approvals");
@@ -162,10 +170,10 @@
           el("span", { class: "muted" }, ` asked ${when(a.created_at)}`)), el("p", {}, a.summary)];
         if (a.state === "pending") {
           parts.push(el("p", { class: "muted" }, `Expires ${when(a.expires_at)}.`), el("div", { class: "actions" },
-            ...a.options.map((o) => el("button", { type: "button", class: o === "approve" ? "primary" : "", "data-decide": o,
-              onclick: () => decide(a.id, o) }, o))));
+            ...a.options.map((o) => el("button", { type: "button", class: o.outcome === "approve" ? "primary" : "", "data-decide": o.label,
+              "data-outcome": o.outcome, onclick: () => decide(a.id, o.label) }, o.label))));
         } else {
-          parts.push(el("p", { class: "muted" }, `${a.decision || ""} by ${a.decided_by || "?"}${a.decided_at ? ", " + when(a.decided_at) : ""}`));
+          parts.push(el("p", { class: "muted" }, `${decisionText(a)}${a.decided_at ? ", " + when(a.decided_at) : ""}`));
         }
         return el("div", { class: "card", "data-approval": String(a.id) }, ...parts);
       };
