@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::{Entity, EntityType};
+use crate::Entity;
 
 /// A loaded NER model.
 pub trait NerModel: Send + Sync {
@@ -342,6 +342,7 @@ mod tests {
     use std::sync::mpsc;
 
     use super::*;
+    use crate::EntityType;
 
     struct NoSpans;
 
