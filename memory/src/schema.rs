@@ -76,8 +76,15 @@ pub const COMPONENT: Component = Component {
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
     /// A newer build wrote the tables, or a migration failed; the message says which, and where.
+    /// (Boxed: the engine's errors carry this one, and stay small.)
     #[error(transparent)]
-    Migrate(#[from] opc_migrate::MigrateError),
+    Migrate(Box<opc_migrate::MigrateError>),
+}
+
+impl From<opc_migrate::MigrateError> for SchemaError {
+    fn from(error: opc_migrate::MigrateError) -> Self {
+        SchemaError::Migrate(Box::new(error))
+    }
 }
 
 /// Bring the memory tables up to [`COMPONENT`]'s version, in one immediate transaction.
@@ -160,8 +167,8 @@ mod tests {
         let err = migrate(&mut conn).unwrap_err();
         assert!(
             matches!(
-                err,
-                SchemaError::Migrate(opc_migrate::MigrateError::TooNew { found: 99, .. })
+                &err,
+                SchemaError::Migrate(e) if matches!(**e, opc_migrate::MigrateError::TooNew { found: 99, .. })
             ),
             "{err}"
         );
