@@ -18,8 +18,9 @@
 //!
 //! Invariants: no input makes this crate panic; a config is either valid (possibly with warnings) or has
 //! at least one error diagnostic; every diagnostic has a position; no output of this crate contains a
-//! pasted credential in full. Of the other OPC crates it depends only on `opc-privacy`, the leaf that
-//! knows credential shapes and the kinds of personal data the detector finds.
+//! pasted credential in full. Of the other OPC crates it depends only on `opc-shapes`, the
+//! dependency-free leaf that knows credential shapes and the kinds of personal data the detector finds
+//! (so parsing YAML never builds the privacy crate's ML stack).
 
 pub mod decode;
 pub mod diagnostic;

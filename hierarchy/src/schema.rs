@@ -164,7 +164,7 @@ pub struct Execution {
 
 keywords! {
     /// Kinds of personal data the privacy gateway detects: the config's spelling of
-    /// `opc_privacy::EntityType`, which is what the detector supports. The two lists must name the same
+    /// `opc_shapes::EntityType`, which is what the detector supports. The two lists must name the same
     /// types in the same order (a test below checks it), so that every type the detector finds can be
     /// written here and `opc validate` can name the ones a config leaves out.
     pub enum PiiType {
@@ -1572,7 +1572,7 @@ mod tests {
     #[test]
     fn detect_types_agree_with_the_detector() {
         let schema: Vec<&str> = PiiType::ALL.iter().map(|t| t.as_str()).collect();
-        let detector: Vec<&str> = opc_privacy::EntityType::ALL
+        let detector: Vec<&str> = opc_shapes::EntityType::ALL
             .iter()
             .map(|t| t.as_str())
             .collect();

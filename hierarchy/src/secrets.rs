@@ -4,16 +4,16 @@
 //! A token written inline would end up in version control and, through memory blocks or prompts, in LLM
 //! requests, so the validator rejects any value that has the shape of a well-known credential.
 //!
-//! The list of credential shapes lives in one place, the privacy crate's detector
-//! ([`opc_privacy::detect::secrets`]), which also masks them in LLM requests; this module re-exports it
-//! so the validator and the diagnostics keep their paths.
+//! The list of credential shapes lives in one place, the dependency-free `opc-shapes` crate
+//! ([`opc_shapes::credentials`]), which the privacy detector also uses to mask them in LLM requests;
+//! this module re-exports it so the validator and the diagnostics keep their paths.
 
-pub use opc_privacy::detect::secrets::{find_secret, looks_like_secret, mask};
+pub use opc_shapes::credentials::{find_secret, looks_like_secret, mask};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opc_privacy::detect::secrets::credential_kind;
+    use opc_shapes::credentials::credential_kind;
 
     #[test]
     fn the_validator_sees_the_shared_list() {

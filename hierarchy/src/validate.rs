@@ -807,7 +807,7 @@ impl<'a> Checker<'a> {
     /// An enabled privacy gateway whose `detectTypes` leaves out a type the detector supports lets that
     /// kind of personal data reach the model unmasked (an IBAN, say). That may be deliberate, but the
     /// shipped example once did it by accident, so it is worth a warning that names each type left out.
-    /// The detector's own list ([`opc_privacy::EntityType::ALL`]) is the reference: what it can find
+    /// The detector's own list ([`opc_shapes::EntityType::ALL`]) is the reference: what it can find
     /// and is not asked to find is what leaks.
     fn detect_types(&mut self) {
         let privacy = &self.config.framework.privacy;
@@ -816,7 +816,7 @@ impl<'a> Checker<'a> {
         if !privacy.enabled || self.node_at(&path).is_none() {
             return;
         }
-        let missing: Vec<&str> = opc_privacy::EntityType::ALL
+        let missing: Vec<&str> = opc_shapes::EntityType::ALL
             .iter()
             .map(|t| t.as_str())
             .filter(|name| !privacy.detect_types.iter().any(|t| t.as_str() == *name))
@@ -864,8 +864,7 @@ impl<'a> Checker<'a> {
             .iter()
             .map(|t| t.as_str())
             .filter(|name| {
-                opc_privacy::EntityType::parse(name)
-                    .is_some_and(opc_privacy::detect::ner::served_by_ner)
+                opc_shapes::EntityType::parse(name).is_some_and(opc_shapes::served_by_ner)
             })
             .collect();
         let list = match served.as_slice() {

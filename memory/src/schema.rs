@@ -1,8 +1,10 @@
-//! The memory crate's own schema version and migrations, in the engine's SQLite file.
+//! The memory crate's migrations (core blocks, recall, erasures), in the engine's SQLite file.
 //!
-//! Why a table rather than `PRAGMA user_version`: the engine's migrations (agents/src/store/schema.rs)
-//! own `user_version`, and two crates versioning one integer would overwrite each other. Memory keeps
-//! its version in `memory_schema(version)`, one row, and never touches `user_version`.
+//! They are the `memory` component of the file's one migration story ([`opc_migrate`]): its version is
+//! the `memory` row of `schema_versions`. Before that table, memory kept its version in
+//! `memory_schema(version)`, one row: a database from then is adopted at that version (nothing
+//! re-runs), and `memory_schema` is kept in step so that those older builds still refuse a database
+//! upgraded past them.
 //!
 //! Invariants:
 //! - all pending migrations run in ONE `BEGIN IMMEDIATE` transaction, together with the version bump,
@@ -11,7 +13,8 @@
 //!   (an older binary must not write tables whose meaning it does not know);
 //! - migrations are append-only: a released migration's SQL is never edited, only followed.
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+use opc_migrate::{Component, Legacy, Migration};
+use rusqlite::Connection;
 
 /// Migration 1: core memory blocks and their edit history.
 ///
@@ -46,50 +49,48 @@ CREATE TABLE memory_block_history (
 CREATE INDEX memory_block_history_by_label ON memory_block_history (label, id);
 ";
 
-/// Every migration, in order: index `i` takes the schema from version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, crate::recall::schema_sql::V2, crate::recall::erase::V3];
+/// Every migration, in order: migration `n` (1-based) brings the memory tables to version `n`.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        what: "core memory blocks and their history",
+        sql: V1,
+    },
+    Migration {
+        what: "recall messages and their vectors",
+        sql: crate::recall::schema_sql::V2,
+    },
+    Migration {
+        what: "the record of recall erasures",
+        sql: crate::recall::erase::V3,
+    },
+];
 
-/// Why the memory schema could not be brought up to date.
+/// The memory tables as a component of the file: its `schema_versions` row is `memory`.
+pub const COMPONENT: Component = Component {
+    name: "memory",
+    migrations: MIGRATIONS,
+    legacy: Legacy::VersionTable("memory_schema"),
+};
+
+/// Why the memory schema could not be brought up to date (the database keeps its previous version).
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
-    /// The database was written by a newer build.
-    #[error(
-        "the memory tables in this database are at schema version {found}, but this build knows only up to {known}: \
-         run a newer `opc`, or point `framework.memory.path` at another file"
-    )]
-    TooNew {
-        /// The stored version.
-        found: i64,
-        /// The newest version this build knows.
-        known: i64,
-    },
-    /// SQLite failed.
-    #[error("memory schema migration failed: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    /// A newer build wrote the tables, or a migration failed; the message says which, and where.
+    /// (Boxed: the engine's errors carry this one, and stay small.)
+    #[error(transparent)]
+    Migrate(Box<opc_migrate::MigrateError>),
 }
 
-/// Bring the memory tables up to [`MIGRATIONS`]`.len()`, in one immediate transaction.
+impl From<opc_migrate::MigrateError> for SchemaError {
+    fn from(error: opc_migrate::MigrateError) -> Self {
+        SchemaError::Migrate(Box::new(error))
+    }
+}
+
+/// Bring the memory tables up to [`COMPONENT`]'s version, in one immediate transaction.
 /// Returns the version before migrating.
 pub fn migrate(conn: &mut Connection) -> Result<i64, SchemaError> {
-    let known = MIGRATIONS.len() as i64;
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    tx.execute_batch("CREATE TABLE IF NOT EXISTS memory_schema (version INTEGER NOT NULL);")?;
-    let stored: Option<i64> = tx
-        .query_row("SELECT version FROM memory_schema", [], |r| r.get(0))
-        .optional()?;
-    let found = stored.unwrap_or(0);
-    if found > known {
-        return Err(SchemaError::TooNew { found, known });
-    }
-    for sql in &MIGRATIONS[found as usize..] {
-        tx.execute_batch(sql)?;
-    }
-    match stored {
-        None => tx.execute("INSERT INTO memory_schema (version) VALUES (?1)", [known])?,
-        Some(_) => tx.execute("UPDATE memory_schema SET version = ?1", [known])?,
-    };
-    tx.commit()?;
-    Ok(found)
+    Ok(opc_migrate::migrate(conn, &COMPONENT)?.from)
 }
 
 /// Open a connection to the engine's database the way memory uses it: WAL, a 5 s busy timeout, foreign
@@ -118,10 +119,39 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(uv, 7);
-        let rows: i64 = conn
-            .query_row("SELECT count(*) FROM memory_schema", [], |r| r.get(0))
+        let version: i64 = conn
+            .query_row(
+                "SELECT version FROM schema_versions WHERE component = 'memory'",
+                [],
+                |r| r.get(0),
+            )
             .unwrap();
-        assert_eq!(rows, 1);
+        assert_eq!(version, MIGRATIONS.len() as i64);
+    }
+
+    #[test]
+    fn a_database_with_memory_schema_is_adopted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = open(&dir.path().join("db.sqlite")).unwrap();
+        conn.execute_batch(V1).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE memory_schema (version INTEGER NOT NULL); INSERT INTO memory_schema VALUES (1);
+             INSERT INTO memory_blocks VALUES ('shared', 'policy', 'd', 'be kind', 100, 0, 1, 'be kind', 5);",
+        )
+        .unwrap();
+        assert_eq!(migrate(&mut conn).unwrap(), 1, "adopted at version 1");
+        let value: String = conn
+            .query_row("SELECT value FROM memory_blocks", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(value, "be kind");
+        let kept: i64 = conn
+            .query_row("SELECT version FROM memory_schema", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(
+            kept,
+            MIGRATIONS.len() as i64,
+            "kept in step for older builds"
+        );
     }
 
     #[test]
@@ -129,11 +159,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut conn = open(&dir.path().join("db.sqlite")).unwrap();
         migrate(&mut conn).unwrap();
-        conn.execute("UPDATE memory_schema SET version = 99", [])
-            .unwrap();
+        conn.execute(
+            "UPDATE schema_versions SET version = 99 WHERE component = 'memory'",
+            [],
+        )
+        .unwrap();
         let err = migrate(&mut conn).unwrap_err();
         assert!(
-            matches!(err, SchemaError::TooNew { found: 99, .. }),
+            matches!(
+                &err,
+                SchemaError::Migrate(e) if matches!(**e, opc_migrate::MigrateError::TooNew { found: 99, .. })
+            ),
             "{err}"
         );
         assert!(err.to_string().contains("newer `opc`"));

@@ -27,6 +27,7 @@ use fake::locales::EN;
 use rand::RngExt;
 use rand::rngs::ChaCha12Rng;
 
+use crate::detect::secrets;
 use crate::entity::EntityType;
 
 mod script;
@@ -614,52 +615,11 @@ fn url(real: &str, rng: &mut FakeRng) -> String {
 // ---------------------------------------------------------------------------------------------------
 // API keys
 
-/// Vendor prefixes kept verbatim, longest first where one extends another.
-const KEY_PREFIXES: &[&str] = &[
-    "github_pat_",
-    "sk-ant-api03-",
-    "sk-ant-admin01-",
-    "sk-ant-",
-    "sk-proj-",
-    "sk-svcacct-",
-    "sk_live_",
-    "sk_test_",
-    "pk_live_",
-    "pk_test_",
-    "rk_live_",
-    "rk_test_",
-    "whsec_",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "glpat-",
-    "xoxb-",
-    "xoxp-",
-    "xoxa-",
-    "xoxr-",
-    "xoxs-",
-    "xapp-",
-    "AKIA",
-    "ASIA",
-    "AIza",
-    "ya29.",
-    "npm_",
-    "pypi-",
-    "hf_",
-    "SG.",
-    "shpat_",
-    "shpss_",
-    "dop_v1_",
-    "eyJ",
-    "sk-",
-];
-
-/// How many leading bytes of a key to keep: a known vendor prefix, else up to three short leading
-/// segments that end in `-` or `_` and start with a letter (`abc-live-…`).
+/// How many leading bytes of a key to keep: a known vendor prefix (the one list of credential shapes,
+/// [`secrets::vendor_prefix`], which the detector and the config validator read too), else up to three
+/// short leading segments that end in `-` or `_` and start with a letter (`abc-live-…`, `pk_live_…`).
 fn key_prefix_len(key: &str) -> usize {
-    if let Some(p) = KEY_PREFIXES.iter().find(|p| key.starts_with(**p)) {
+    if let Some(p) = secrets::vendor_prefix(key) {
         return p.len();
     }
     let mut end = 0;
@@ -1318,6 +1278,29 @@ mod tests {
             plain.starts_with("http://") && plain.ends_with(":8080"),
             "{plain}"
         );
+    }
+
+    /// Every vendor prefix in the one list survives into the fake, so the model still reads which
+    /// vendor's key it was (and the list the fakes use cannot drift from the detector's again).
+    #[test]
+    fn every_listed_vendor_prefix_is_kept() {
+        let body = "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7dE9fG1hJ3kL5mN7pQ9rS1tU3vW5xY7z";
+        let mut checked = 0;
+        for prefix in secrets::prefixes() {
+            let real = format!("{prefix}{body}");
+            for fake in fakes(EntityType::ApiKey, &real, 3) {
+                assert!(fake.starts_with(prefix), "{prefix}: {fake}");
+                assert_eq!(fake.len(), real.len(), "{prefix}: {fake}");
+                assert_ne!(fake, real);
+            }
+            checked += 1;
+        }
+        assert!(checked > 80, "the list has {checked} prefixes");
+        for prefix in ["ABSK", "sk-or-", "sk-ant-api03-", "eyJ"] {
+            let real = format!("{prefix}{body}");
+            let fake = fakes(EntityType::ApiKey, &real, 1).remove(0);
+            assert!(fake.starts_with(prefix), "{prefix}: {fake}");
+        }
     }
 
     #[test]

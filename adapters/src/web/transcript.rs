@@ -4,8 +4,10 @@
 //!
 //! Why SQLite, in the engine's database file: the gateway's own records (threads, cards) and the
 //! engine's tasks are there already, so one file holds everything a restart needs. The tables are this
-//! module's own (`web_*`), with their own schema version in `web_schema`: the file's `user_version`
-//! belongs to the engine's migrations.
+//! module's own (`web_*`), created and changed only by its migrations ([`MIGRATIONS`]), the `web`
+//! component of the file's one migration story (`opc_migrate`, its row in `schema_versions`). Before
+//! that, the version was kept in `web_schema`: a database from then is adopted at that version, and
+//! `web_schema` is kept in step so that older builds still refuse a newer database.
 //!
 //! Invariants:
 //! - every write is one transaction: a message and its conversation's counter change together, so a
@@ -28,11 +30,21 @@ pub const MAX_MESSAGES: usize = 200;
 /// Trace events kept per conversation; the oldest go first.
 pub const MAX_PROGRESS: usize = 500;
 
-/// The version of the `web_*` tables this code reads and writes.
-const SCHEMA_VERSION: i64 = 1;
+/// The `web_*` tables' migrations, in order (append only; never edit a published one).
+pub const MIGRATIONS: &[opc_migrate::Migration] = &[opc_migrate::Migration {
+    what: "the web chat's conversations, messages and trace",
+    sql: V1,
+}];
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS web_schema (version INTEGER NOT NULL);
+/// The transcript's tables as a component of the database file.
+pub const COMPONENT: opc_migrate::Component = opc_migrate::Component {
+    name: "web",
+    migrations: MIGRATIONS,
+    legacy: opc_migrate::Legacy::VersionTable("web_schema"),
+};
+
+/// Migration 1 (`IF NOT EXISTS` as it was when `web_schema` kept the version).
+const V1: &str = "
 CREATE TABLE IF NOT EXISTS web_conversations (
     id             TEXT PRIMARY KEY,
     created_at     INTEGER NOT NULL,
@@ -70,15 +82,9 @@ pub enum TranscriptError {
         #[source]
         source: rusqlite::Error,
     },
-    /// The tables were written by a newer OPC.
-    #[error(
-        "web chat database: its tables are version {found}, this OPC knows up to {SCHEMA_VERSION}; \
-         upgrade OPC or point `storage.database` at another file"
-    )]
-    Newer {
-        /// The version found.
-        found: i64,
-    },
+    /// The tables were written by a newer OPC, or a migration failed (the message says which and where).
+    #[error("web chat database: {0}")]
+    Schema(#[from] opc_migrate::MigrateError),
 }
 
 fn failed(doing: &'static str) -> impl FnOnce(rusqlite::Error) -> TranscriptError {
@@ -180,27 +186,7 @@ impl Transcript {
         // A small page cache: the transcript is read on (re)connect only.
         conn.pragma_update(None, "cache_size", -512)
             .map_err(failed("setting the cache size"))?;
-        let tx = conn
-            .transaction()
-            .map_err(failed("starting the schema transaction"))?;
-        tx.execute_batch(SCHEMA)
-            .map_err(failed("creating the web chat tables"))?;
-        let found: Option<i64> = tx
-            .query_row("SELECT MAX(version) FROM web_schema", [], |r| r.get(0))
-            .map_err(failed("reading the web chat schema version"))?;
-        match found {
-            None => {
-                tx.execute(
-                    "INSERT INTO web_schema (version) VALUES (?1)",
-                    [SCHEMA_VERSION],
-                )
-                .map_err(failed("recording the web chat schema version"))?;
-            }
-            Some(found) if found > SCHEMA_VERSION => return Err(TranscriptError::Newer { found }),
-            Some(_) => {}
-        }
-        tx.commit()
-            .map_err(failed("committing the web chat tables"))?;
+        opc_migrate::migrate(&mut conn, &COMPONENT)?;
         Ok(Transcript { conn })
     }
 

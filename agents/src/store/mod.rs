@@ -6,7 +6,8 @@
 //! trip, so a single writer never becomes the bottleneck and the engine stays free of connection pools.
 //!
 //! One concern per file, all as `impl Store` blocks over the one connection:
-//! - [`schema`]: the versioned migrations (`PRAGMA user_version`), the only place the schema changes;
+//! - [`schema`]: the versioned migrations (the `agents` row of `schema_versions`), the only place the
+//!   schema changes;
 //! - `state`: [`TaskState`] and its transitions; `tasks`: conversations, task records and histories;
 //! - `lifecycle`: starting, moving, ending and cancelling tasks; `ledger`: LLM calls and totals;
 //! - `approvals`, `notices`, `recovery` (startup), `lock` (one engine per database),

@@ -1,32 +1,27 @@
-//! The schema, as versioned migrations in one place.
+//! The engine's schema (tasks, the ledger, approvals, notices), as versioned migrations in one place.
 //!
-//! The database's `PRAGMA user_version` is the number of migrations applied. [`migrate`] applies the
-//! missing ones in order, all in one `IMMEDIATE` transaction (the version is part of it), so a crash
-//! mid-upgrade leaves the old version, and two processes opening the file at once (`opc run` and
-//! `opc tasks`) cannot both apply a migration. A database from a newer build is refused
-//! ([`StoreError::TooNew`]) instead of being misread.
+//! The migrations are the `agents` component of the file's one migration story ([`opc_migrate`]): its
+//! version is the `agents` row of `schema_versions`, and [`migrate`] applies the missing migrations in
+//! order, all in one `IMMEDIATE` transaction with the version, so a crash mid-upgrade leaves the old
+//! version, and two processes opening the file at once (`opc run` and `opc tasks`) cannot both apply a
+//! migration. A database from a newer build is refused ([`StoreError::TooNew`]) instead of being misread.
 //!
-//! Migration 1 is the schema from before versioning; its statements are all `IF NOT EXISTS`, so an
-//! existing database (version 0, tables present) upgrades cleanly.
+//! Before `schema_versions`, this component kept its version in `PRAGMA user_version`: a database from
+//! then is adopted at that version (nothing re-runs), and `user_version` is kept in step so that those
+//! older builds still refuse a database upgraded past them. Migration 1 is the schema from before
+//! versioning; its statements are all `IF NOT EXISTS`, so a database from before that (version 0, tables
+//! present) upgrades cleanly too.
 //!
-//! `user_version` belongs to these migrations alone. The gateway keeps its own tables in the same
-//! SQLite file (`bot/src/gateway/threads.rs`: `gateway_threads`, `gateway_cards`, …), created there with
-//! `CREATE TABLE IF NOT EXISTS` and *not* versioned by `user_version`: nothing outside this module may
-//! read or set it. To change the engine's schema, append a migration; never edit a published one.
+//! The other components of the file (memory, the web transcript, the gateway's threads) have their own
+//! rows and their own migrations. To change the engine's schema, append a migration; never edit a
+//! published one.
 
-use rusqlite::{Connection, TransactionBehavior};
+use opc_migrate::{Component, Legacy, MigrateError, Migration};
+use rusqlite::Connection;
 
 use super::StoreError;
 
-/// One schema change.
-struct Migration {
-    /// What it does, for the error if it fails.
-    what: &'static str,
-    /// The SQL (a batch).
-    sql: &'static str,
-}
-
-/// Every migration, in order; migration `n` (1-based) brings the database to `user_version = n`.
+/// Every migration, in order; migration `n` (1-based) brings the engine's tables to version `n`.
 const MIGRATIONS: &[Migration] = &[
     Migration {
         what: "the initial schema",
@@ -54,43 +49,31 @@ const MIGRATIONS: &[Migration] = &[
     },
 ];
 
-/// The schema version this build creates.
-pub const VERSION: i64 = MIGRATIONS.len() as i64;
+/// The engine's tables as a component of the file: its `schema_versions` row is `agents`.
+pub const COMPONENT: Component = Component {
+    name: "agents",
+    migrations: MIGRATIONS,
+    legacy: Legacy::UserVersion,
+};
 
-/// Bring the database to [`VERSION`], in one transaction. `path` names the file in errors.
+/// The schema version this build creates.
+pub const VERSION: i64 = COMPONENT.version();
+
+/// Bring the engine's tables to [`VERSION`], in one transaction. `path` names the file in errors.
 pub(super) fn migrate(conn: &mut Connection, path: &str) -> Result<(), StoreError> {
-    let failed = |what: &'static str| {
-        move |source| StoreError::Migrate {
+    match opc_migrate::migrate(conn, &COMPONENT) {
+        Ok(_) => Ok(()),
+        Err(MigrateError::TooNew { found, known, .. }) => Err(StoreError::TooNew {
+            path: path.to_string(),
+            found,
+            known,
+        }),
+        Err(MigrateError::Sql { what, source, .. }) => Err(StoreError::Migrate {
             path: path.to_string(),
             what,
             source,
-        }
-    };
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(failed("reading the schema version"))?;
-    let found: i64 = tx
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(failed("reading the schema version"))?;
-    if found > VERSION {
-        return Err(StoreError::TooNew {
-            path: path.to_string(),
-            found,
-            known: VERSION,
-        });
+        }),
     }
-    if found == VERSION {
-        return Ok(());
-    }
-    for migration in &MIGRATIONS[found.max(0) as usize..] {
-        tx.execute_batch(migration.sql)
-            .map_err(failed(migration.what))?;
-    }
-    // PRAGMA takes no bound parameters; VERSION is a constant.
-    tx.execute_batch(&format!("PRAGMA user_version = {VERSION}"))
-        .map_err(failed("recording the schema version"))?;
-    tx.commit().map_err(failed("committing the migrations"))?;
-    Ok(())
 }
 
 /// Migration 1: the schema as it was before versioning (every statement idempotent, so a database
@@ -195,7 +178,11 @@ mod tests {
         assert_eq!(notices[0].text, "hi");
         let version: i64 = store
             .conn()
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .query_row(
+                "SELECT version FROM schema_versions WHERE component = 'agents'",
+                [],
+                |r| r.get(0),
+            )
             .unwrap();
         assert_eq!(version, VERSION);
         drop(store);
@@ -206,6 +193,27 @@ mod tests {
 
     #[test]
     fn a_database_from_a_newer_build_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("opc.db");
+        drop(Store::open(&path).unwrap());
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute(
+                "UPDATE schema_versions SET version = ?1 WHERE component = 'agents'",
+                [VERSION + 1],
+            )
+            .unwrap();
+        }
+        let err = Store::open(&path).err().expect("refused");
+        assert!(
+            matches!(&err, StoreError::TooNew { found, known, .. } if *found == VERSION + 1 && *known == VERSION),
+            "{err}"
+        );
+        assert!(err.to_string().contains("framework.memory.path"), "{err}");
+    }
+
+    #[test]
+    fn a_database_from_before_schema_versions_and_a_newer_build_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("opc.db");
         {

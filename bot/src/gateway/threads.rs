@@ -5,6 +5,10 @@
 //! Why a table of our own, not a column in the engine's `conversations`: threads are a platform
 //! concept; the engine knows conversations only (`agents` does not depend on `adapters`).
 //!
+//! The tables are created and changed only by [`MIGRATIONS`], the `gateway` component of the file's one
+//! migration story (`opc_migrate`, its row in `schema_versions`). Before that table the gateway kept no
+//! version: a database holding `gateway_threads` is adopted at version 1, the schema it had then.
+//!
 //! Invariants: one conversation per (platform, workspace, thread) — the key is the primary key, so a
 //! race between two first messages in one thread cannot create two; each write is one statement (an
 //! implicit transaction); the connection uses WAL like the engine's, so readers never block writers.
@@ -16,7 +20,24 @@ use opc_adapters::{Card, Place, Platform, Posted};
 use opc_agents::store::now_ms;
 use rusqlite::{Connection, OptionalExtension, params};
 
-const SCHEMA: &str = "
+/// The gateway's migrations, in order (append only; never edit a published one).
+const MIGRATIONS: &[opc_migrate::Migration] = &[opc_migrate::Migration {
+    what: "chat threads and approval cards",
+    sql: V1,
+}];
+
+/// The gateway's tables as a component of the database file.
+pub const COMPONENT: opc_migrate::Component = opc_migrate::Component {
+    name: "gateway",
+    migrations: MIGRATIONS,
+    legacy: opc_migrate::Legacy::TableExists {
+        table: "gateway_threads",
+        version: 1,
+    },
+};
+
+/// Migration 1 (`IF NOT EXISTS` as it was when these tables had no version).
+const V1: &str = "
 CREATE TABLE IF NOT EXISTS gateway_threads (
     platform      TEXT NOT NULL,
     workspace     TEXT NOT NULL,
@@ -37,15 +58,23 @@ CREATE TABLE IF NOT EXISTS gateway_cards (
 
 /// A database error, with what was being done.
 #[derive(Debug, thiserror::Error)]
-#[error("gateway database: {doing}: {source}")]
-pub struct ThreadsError {
-    doing: &'static str,
-    #[source]
-    source: rusqlite::Error,
+pub enum ThreadsError {
+    /// SQLite refused.
+    #[error("gateway database: {doing}: {source}")]
+    Sqlite {
+        /// What was being done.
+        doing: &'static str,
+        /// Why it failed.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The tables were written by a newer OPC, or a migration failed (the message says which and where).
+    #[error("gateway database: {0}")]
+    Schema(#[from] opc_migrate::MigrateError),
 }
 
 fn failed(doing: &'static str) -> impl FnOnce(rusqlite::Error) -> ThreadsError {
-    move |source| ThreadsError { doing, source }
+    move |source| ThreadsError::Sqlite { doing, source }
 }
 
 /// The thread ↔ conversation map and the approval cards.
@@ -56,7 +85,7 @@ pub struct Threads {
 impl Threads {
     /// Open (and create if needed) the tables in the database at `path`.
     pub fn open(path: &Path) -> Result<Threads, ThreadsError> {
-        let conn = Connection::open(path).map_err(failed("opening the database"))?;
+        let mut conn = Connection::open(path).map_err(failed("opening the database"))?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(failed("setting the busy timeout"))?;
         conn.pragma_update(None, "journal_mode", "WAL")
@@ -66,8 +95,7 @@ impl Threads {
         // A small page cache: lookups by key touch a few pages each.
         conn.pragma_update(None, "cache_size", -256)
             .map_err(failed("setting the cache size"))?;
-        conn.execute_batch(SCHEMA)
-            .map_err(failed("creating the gateway tables"))?;
+        opc_migrate::migrate(&mut conn, &COMPONENT)?;
         Ok(Threads {
             conn: Mutex::new(conn),
         })

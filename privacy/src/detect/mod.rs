@@ -42,7 +42,7 @@ pub mod military;
 pub mod ner;
 pub mod phone;
 pub mod postal;
-pub mod secrets;
+pub use opc_shapes::credentials as secrets;
 pub mod ssn;
 pub mod url;
 

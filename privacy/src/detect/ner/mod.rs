@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::{Entity, EntityType};
+use crate::Entity;
 
 /// A loaded NER model.
 pub trait NerModel: Send + Sync {
@@ -59,22 +59,7 @@ pub trait NerModel: Send + Sync {
     }
 }
 
-/// Whether the NER tier serves `kind`: the pattern tier alone misses most of it, so masking it
-/// properly needs the model. Every type is listed (no wildcard), so a new type must be placed here
-/// before it compiles: the privacy gateway waits for the model exactly when a wanted type needs it.
-pub const fn served_by_ner(kind: EntityType) -> bool {
-    match kind {
-        EntityType::PersonName | EntityType::Address | EntityType::Location => true,
-        EntityType::Email
-        | EntityType::Phone
-        | EntityType::CreditCard
-        | EntityType::ApiKey
-        | EntityType::Ssn
-        | EntityType::IpAddress
-        | EntityType::Iban
-        | EntityType::Url => false,
-    }
-}
+pub use opc_shapes::served_by_ner;
 
 /// Where a slot's model is in its life.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -357,6 +342,7 @@ mod tests {
     use std::sync::mpsc;
 
     use super::*;
+    use crate::EntityType;
 
     struct NoSpans;
 

@@ -1,8 +1,10 @@
 //! Credential shapes: the one list of well-known API keys and tokens.
 //!
-//! Two users: the config validator (the hierarchy crate re-exports this module) rejects any inline value
-//! that has the shape of a credential, because secrets may only come from environment variables; and the
-//! detector's `API_KEY` recogniser masks them in LLM requests. The shapes are the vendors' documented
+//! Three users: the config validator (the hierarchy crate re-exports this module) rejects any inline value
+//! that has the shape of a credential, because secrets may only come from environment variables; the
+//! detector's `API_KEY` recogniser masks them in LLM requests (`opc_privacy::detect::secrets` is this
+//! module); and the privacy crate's fakes keep the real key's vendor prefix ([`vendor_prefix`]), so the
+//! model still knows what kind of secret it is. The shapes are the vendors' documented
 //! prefixes plus a minimum length and a digit after the prefix, so ordinary prose (`sk-learn`, `skills`,
 //! `SLACK_BOT_TOKEN`) never trips them. The entropy rule for `key = value` pairs lives in `api_key.rs`.
 
@@ -33,12 +35,34 @@ pub fn markers() -> impl Iterator<Item = &'static str> {
     PREFIXES
         .iter()
         .map(|p| p.0)
-        .chain(["eyJ", "-us", "Q~", ":AA"])
+        .chain([JWT_PREFIX, "-us", "Q~", ":AA"])
 }
 
-/// (prefix, kind, minimum total length)
+/// Every vendor prefix in the list, in list order (a prefix may extend another: `sk-ant-api03-`,
+/// `sk-ant-`, `sk-`).
+pub fn prefixes() -> impl Iterator<Item = &'static str> {
+    PREFIXES.iter().map(|p| p.0)
+}
+
+/// The longest vendor prefix `key` starts with, or `eyJ` for a JSON Web Token (its fixed start, the
+/// base64 of `{"`). Fakes keep it verbatim, so a masked `sk-ant-api03-…` still reads as an Anthropic
+/// key; the lengths and digit rules of [`credential_kind`] do not apply, since the detector already
+/// decided `key` is one.
+pub fn vendor_prefix(key: &str) -> Option<&'static str> {
+    prefixes()
+        .chain([JWT_PREFIX])
+        .filter(|p| key.starts_with(*p))
+        .max_by_key(|p| p.len())
+}
+
+/// A JSON Web Token's first three characters: the base64 of `{"`.
+const JWT_PREFIX: &str = "eyJ";
+
+/// (prefix, kind, minimum total length).
+///
+/// The one list: the config validator, the detector and the fakes all read it. Where one prefix
+/// extends another, the longer comes first, so [`credential_kind`] names the most specific kind.
 const PREFIXES: &[(&str, &str, usize)] = &[
-    // (prefix, kind, minimum total length)
     ("xoxb-", "Slack bot token", 20),
     ("xoxp-", "Slack user token", 20),
     ("xoxa-", "Slack token", 20),
@@ -47,8 +71,11 @@ const PREFIXES: &[(&str, &str, usize)] = &[
     ("xoxr-", "Slack token", 20),
     ("xoxo-", "Slack token", 20),
     ("xapp-", "Slack app-level token", 20),
+    ("sk-ant-api03-", "Anthropic API key", 30),
+    ("sk-ant-admin01-", "Anthropic admin key", 30),
     ("sk-ant-", "Anthropic API key", 24),
     ("sk-proj-", "OpenAI API key", 24),
+    ("sk-svcacct-", "OpenAI API key", 30),
     ("sk_live_", "Stripe secret key", 20),
     ("rk_live_", "Stripe restricted key", 20),
     ("rk_prod_", "Stripe restricted key", 20),
@@ -131,7 +158,7 @@ const PREFIXES: &[(&str, &str, usize)] = &[
 
 /// The shapes without a vendor prefix: JWTs, Telegram, Mailchimp, Azure AD and Discord tokens.
 fn shaped(word: &str) -> Option<&'static str> {
-    if word.starts_with("eyJ") && word.matches('.').count() == 2 && word.len() >= 30 {
+    if word.starts_with(JWT_PREFIX) && word.matches('.').count() == 2 && word.len() >= 30 {
         return Some("JSON Web Token");
     }
     if is_telegram_token(word) {
@@ -337,5 +364,31 @@ mod tests {
             "{masked}"
         );
         assert!(masked.contains("-----END PRIVATE KEY-----"), "{masked}");
+    }
+
+    #[test]
+    fn vendor_prefix_is_the_longest_listed() {
+        assert_eq!(vendor_prefix("sk-ant-api03-abc"), Some("sk-ant-api03-"));
+        assert_eq!(vendor_prefix("sk-ant-xyz"), Some("sk-ant-"));
+        assert_eq!(vendor_prefix("sk-or-v1-abc"), Some("sk-or-"));
+        assert_eq!(vendor_prefix("ABSKQmVkcm9jaw"), Some("ABSK"));
+        assert_eq!(vendor_prefix("EAAAbc"), Some("EAAA"));
+        assert_eq!(vendor_prefix("eyJhbGciOi.x.y"), Some("eyJ"));
+        assert_eq!(vendor_prefix("a1b2c3d4"), None);
+    }
+
+    #[test]
+    fn longer_prefixes_come_first() {
+        // `credential_kind` takes the first match, so a prefix listed after one it extends would
+        // never be named.
+        let list: Vec<&str> = prefixes().collect();
+        for (i, later) in list.iter().enumerate() {
+            for earlier in &list[..i] {
+                assert!(
+                    !later.starts_with(earlier),
+                    "`{later}` extends `{earlier}` but is listed after it"
+                );
+            }
+        }
     }
 }
