@@ -17,7 +17,8 @@ use std::time::Duration;
 use crate::events::Event;
 use crate::state::EngineState;
 use crate::store::{
-    Approval, ApprovalState, Decided, StoreError, SystemDecider, TaskRecord, TaskState, now_ms,
+    Approval, ApprovalState, Decided, OfferedOption, StoreError, SystemDecider, TaskRecord,
+    TaskState, now_ms,
 };
 
 /// Ask, wait, and answer the tool call with the decision: `(content, is_error)`. If anything fails
@@ -27,7 +28,7 @@ pub(crate) async fn request(
     record: &TaskRecord,
     tool_use_id: &str,
     summary: &str,
-    options: &[String],
+    options: &[OfferedOption],
     clocks: &[crate::clock::Clock],
 ) -> Result<(String, bool), StoreError> {
     let store = rt.store();

@@ -47,6 +47,14 @@ const MIGRATIONS: &[Migration] = &[
               ALTER TABLE llm_calls ADD COLUMN privacy_routed_to TEXT;
               ALTER TABLE llm_calls ADD COLUMN privacy_blocked TEXT;",
     },
+    Migration {
+        what: "approval options carry their outcome",
+        // No table changes: `approvals.options` may now hold `{label, outcome}` objects beside plain
+        // labels, which builds before this cannot read. The version bump is what makes those builds
+        // refuse the file (through `user_version`, kept in step) instead of failing on the first
+        // approval row they meet; rows written before it are read with the same rule as ever.
+        sql: "",
+    },
 ];
 
 /// The engine's tables as a component of the file: its `schema_versions` row is `agents`.
