@@ -2,8 +2,8 @@
 //!
 //! Role: normalise Slack, Discord and the built-in web chat into one stream of [`Inbound`] events
 //! (mention, thread message, button action, slash command) and one set of outbound operations
-//! ([`Adapter`]: post, edit, approval card, ephemeral reply). One file per platform; a new platform is a
-//! new file implementing [`Adapter`] and sending [`Inbound`]s into the gateway's [`Inbox`].
+//! ([`Adapter`]: post, edit, approval card, ephemeral reply). One module per platform; a new platform
+//! is a new module implementing [`Adapter`] and sending [`Inbound`]s into the gateway's [`Inbox`].
 //!
 //! Invariants:
 //! - this crate depends on no other OPC crate: it knows platforms, not agents, and the gateway (in
