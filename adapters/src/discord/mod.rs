@@ -71,7 +71,7 @@ const DEFERRED_UPDATE_MESSAGE: u64 = 6;
 /// Message flag EPHEMERAL.
 const EPHEMERAL: u64 = 64;
 /// "A thread has already been created for this message".
-const THREAD_ALREADY_CREATED: isize = 160_004;
+const THREAD_ALREADY_CREATED: i64 = 160_004;
 /// How many thread names (from mention text) are remembered until the thread is started; also the
 /// bound of the other per-id memories (channel types, places, answered interactions).
 const THREAD_NAMES_MAX: usize = 10_000;

@@ -61,14 +61,13 @@ impl DiscordAdapter {
                 channel: thread,
                 reply_to: None,
             },
-            Err(AdapterError::Api { error, .. })
-                if error.contains(&format!("code {THREAD_ALREADY_CREATED}")) =>
-            {
-                Target {
-                    channel: thread,
-                    reply_to: None,
-                }
-            }
+            Err(AdapterError::Api {
+                code: Some(THREAD_ALREADY_CREATED),
+                ..
+            }) => Target {
+                channel: thread,
+                reply_to: None,
+            },
             Err(AdapterError::Api { error, .. }) => {
                 tracing::warn!(%error, "discord refused to start a thread; answering in the channel");
                 Target {
@@ -113,14 +112,13 @@ impl DiscordAdapter {
                 Some(body),
             )
             .await?;
-        let id = answer
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| AdapterError::Api {
-                platform: Platform::Discord,
-                method: "POST /channels/{id}/messages".into(),
-                error: "answer without a message id".into(),
-            })?;
+        let id = answer.get("id").and_then(Value::as_str).ok_or_else(|| {
+            AdapterError::api(
+                Platform::Discord,
+                "POST /channels/{id}/messages",
+                "answer without a message id",
+            )
+        })?;
         Ok(Posted {
             platform: Platform::Discord,
             channel: channel.to_string(),
@@ -174,19 +172,18 @@ pub(super) fn snowflake(id: &str) -> Result<NonZeroU64, AdapterError> {
         .map_err(|_| AdapterError::Invalid(format!("not a Discord id: `{id}`")))
 }
 
-/// A serenity error, without URLs (they may hold interaction tokens) nor request content.
+/// A serenity error, without URLs (they may hold interaction tokens) nor request content: a refusal
+/// keeps its HTTP status and Discord's JSON error code. No retry-after: against Discord itself
+/// serenity's rate limiter waits out a 429 (its `retry_after`) and tries again before answering; a
+/// 429 that reaches us (rate limiter off, behind a proxy) is retryable by its status, and serenity
+/// does not hand on its headers.
 pub(super) fn api_error(method: &str, error: serenity::Error) -> AdapterError {
     match error {
-        serenity::Error::Http(HttpError::UnsuccessfulRequest(response)) => AdapterError::Api {
-            platform: Platform::Discord,
-            method: method.to_string(),
-            error: format!(
-                "HTTP {}, code {}: {}",
-                response.status_code.as_u16(),
-                response.error.code,
-                response.error.message
-            ),
-        },
+        serenity::Error::Http(HttpError::UnsuccessfulRequest(response)) => {
+            AdapterError::api(Platform::Discord, method, response.error.message)
+                .with_status(response.status_code.as_u16())
+                .with_code(response.error.code as i64)
+        }
         other => AdapterError::Transport {
             platform: Platform::Discord,
             method: method.to_string(),
@@ -267,11 +264,8 @@ impl Shared {
         if bytes.is_empty() {
             return Ok(Value::Null);
         }
-        serde_json::from_slice(&bytes).map_err(|_| AdapterError::Api {
-            platform: Platform::Discord,
-            method: method.to_string(),
-            error: "malformed answer".into(),
-        })
+        serde_json::from_slice(&bytes)
+            .map_err(|_| AdapterError::api(Platform::Discord, method, "malformed answer"))
     }
 
     pub(super) async fn acknowledge(

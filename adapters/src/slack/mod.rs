@@ -215,7 +215,8 @@ impl SlackAdapter {
                 let url = open_socket_url(&client, &app_token)
                     .await
                     .map_err(|e| match e {
-                        AdapterError::Api { error, .. } => AdapterError::Invalid(format!(
+                        // A refusal names the token; a rate limit or outage says nothing about it.
+                        AdapterError::Api { error, .. } if !e.is_retryable() => AdapterError::Invalid(format!(
                             "Slack refused the app-level token at apps.connections.open ({error}): \
                              check the app token (xapp-…, scope connections:write)"
                         )),

@@ -1,13 +1,15 @@
 //! Socket Mode: our own websocket loop (`apps.connections.open`, then the `wss://` URL it returns).
 //!
 //! Invariants: every envelope is acknowledged the moment it is read, before it is handed on; a
-//! `disconnect` envelope reconnects at once, a lost socket after a backoff (reset once connected);
+//! `disconnect` envelope reconnects at once, a lost socket after the shared backoff policy's wait
+//! (`opc_retry`, honouring Slack's `Retry-After`; reset once connected);
 //! the loop stops on the adapter's stop token and never outlives the adapter.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
+use opc_retry::{Jitter, RetryPolicy};
 use serde_json::{Value, json};
 use slack_morphism::prelude::*;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
@@ -51,9 +53,18 @@ pub(super) async fn socket_loop(
     mut next_url: Option<String>,
     stop: CancellationToken,
 ) {
-    const MIN_BACKOFF: Duration = Duration::from_millis(500);
-    const MAX_BACKOFF: Duration = Duration::from_secs(30);
-    let mut backoff = MIN_BACKOFF;
+    // Without end (Socket Mode is how events arrive), 0.5 s doubling to 30 s, or what Slack asks
+    // for when it rate-limits `apps.connections.open`; unjittered, as one process holds one socket.
+    let policy = RetryPolicy {
+        max_attempts: u32::MAX,
+        base_delay: Duration::from_millis(500),
+        factor: 2,
+        max_delay: Duration::from_secs(30),
+        jitter: Jitter::None,
+    };
+    // Failed attempts since the last connection, and the wait the last failure asked for.
+    let mut failures: u32 = 0;
+    let mut retry_after = None;
     loop {
         if stop.is_cancelled() {
             return;
@@ -65,6 +76,7 @@ pub(super) async fn socket_loop(
         let end = match url {
             Err(e) => {
                 warn!(error = %e, "slack socket url refused");
+                retry_after = e.retry_after();
                 SocketEnd::Lost
             }
             Ok(url) => {
@@ -75,7 +87,7 @@ pub(super) async fn socket_loop(
                 match connected {
                     Ok((socket, _)) => {
                         // Connected: a later loss starts its backoff afresh.
-                        backoff = MIN_BACKOFF;
+                        failures = 0;
                         run_socket(&receiver, socket, &stop).await
                     }
                     Err(e) => {
@@ -89,11 +101,12 @@ pub(super) async fn socket_loop(
             SocketEnd::Stopped => return,
             SocketEnd::Disconnect => info!("slack asked to reconnect"),
             SocketEnd::Lost => {
+                failures = failures.saturating_add(1);
+                let delay = policy.delay(failures, retry_after.take());
                 tokio::select! {
                     _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(backoff) => {}
+                    _ = tokio::time::sleep(delay) => {}
                 }
-                backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
     }

@@ -6,6 +6,8 @@
 //! response body or a `response_url` (it is a bearer credential); the connector speaks TLS for
 //! `https://` and plain HTTP only for an explicit `http://` base URL (local fakes).
 
+use std::time::Duration;
+
 use axum::body::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_rustls::HttpsConnector;
@@ -50,7 +52,9 @@ pub(super) fn connector_for(base_url: &str) -> Result<Connector, AdapterError> {
     }
 }
 
-/// A Web API failure as an [`AdapterError`], keeping only the error code or kind (never a body).
+/// A Web API failure as an [`AdapterError`], keeping the error code, HTTP status and retry-after
+/// (never a body): a 429 is slack-morphism's `RateLimitError` (its `Retry-After` parsed), a refusal
+/// answered with 200 is `ApiError` (its code), any other status is `HttpError`.
 pub(super) fn api_error(method: &str, error: SlackClientError) -> AdapterError {
     let transport = |error: String| AdapterError::Transport {
         platform: Platform::Slack,
@@ -58,17 +62,20 @@ pub(super) fn api_error(method: &str, error: SlackClientError) -> AdapterError {
         error,
     };
     match error {
-        SlackClientError::ApiError(e) => AdapterError::Api {
-            platform: Platform::Slack,
-            method: method.to_string(),
-            error: e.code,
-        },
-        SlackClientError::RateLimitError(_) => AdapterError::Api {
-            platform: Platform::Slack,
-            method: method.to_string(),
-            error: "ratelimited".to_string(),
-        },
-        SlackClientError::HttpError(e) => transport(format!("HTTP status {}", e.status_code)),
+        SlackClientError::ApiError(e) => AdapterError::api(Platform::Slack, method, e.code),
+        SlackClientError::RateLimitError(e) => AdapterError::api(
+            Platform::Slack,
+            method,
+            e.code.unwrap_or_else(|| "ratelimited".to_string()),
+        )
+        .with_status(429)
+        .with_retry_after(e.retry_after),
+        SlackClientError::HttpError(e) => AdapterError::api(
+            Platform::Slack,
+            method,
+            e.status_code.canonical_reason().unwrap_or("HTTP error"),
+        )
+        .with_status(e.status_code.as_u16()),
         SlackClientError::SystemError(e) => transport(
             e.message
                 .as_deref()
@@ -162,14 +169,22 @@ impl SlackAdapter {
             )
         })?;
         let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(hyper::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
         // Drain the body so the connection can be reused.
         let _ = response.into_body().collect().await;
         if !status.is_success() {
-            return Err(AdapterError::Api {
-                platform: Platform::Slack,
-                method: "response_url".to_string(),
-                error: format!("HTTP status {status}"),
-            });
+            return Err(AdapterError::api(
+                Platform::Slack,
+                "response_url",
+                status.canonical_reason().unwrap_or("HTTP error"),
+            )
+            .with_status(status.as_u16())
+            .with_retry_after(retry_after));
         }
         Ok(())
     }
