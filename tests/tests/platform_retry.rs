@@ -85,6 +85,10 @@ async fn web_api(State(script): State<Arc<Script>>, Path(method): Path<String>) 
                 }
                 None => axum::Json(json!({
                     "ok": true, "channel": "C1", "ts": "1700000000.000001",
+                    "message": {
+                        "type": "message", "user": "W11", "bot_id": "B111",
+                        "ts": "1700000000.000001", "text": "hello",
+                    },
                 }))
                 .into_response(),
             }
