@@ -2,8 +2,8 @@
 //!
 //! Role: normalise Slack, Discord and the built-in web chat into one stream of [`Inbound`] events
 //! (mention, thread message, button action, slash command) and one set of outbound operations
-//! ([`Adapter`]: post, edit, approval card, ephemeral reply). One file per platform; a new platform is a
-//! new file implementing [`Adapter`] and sending [`Inbound`]s into the gateway's [`Inbox`].
+//! ([`Adapter`]: post, edit, approval card, ephemeral reply). One module per platform; a new platform
+//! is a new module implementing [`Adapter`] and sending [`Inbound`]s into the gateway's [`Inbox`].
 //!
 //! Invariants:
 //! - this crate depends on no other OPC crate: it knows platforms, not agents, and the gateway (in
@@ -350,20 +350,30 @@ pub enum Visibility {
 /// back-pressured at the platform edge instead of growing memory.
 pub type Inbox = tokio::sync::mpsc::Sender<Inbound>;
 
-/// Why a platform call failed.
+/// Why a platform call failed. The kind of failure is kept in typed fields (HTTP status, the
+/// platform's error code, the server's retry-after), filled where the Slack and Discord clients see
+/// them, so that callers decide on those ([`AdapterError::is_retryable`],
+/// [`AdapterError::retry_after`]) and never on the message text.
 #[derive(Debug, thiserror::Error)]
 pub enum AdapterError {
-    /// The platform answered with an error.
-    #[error("{platform} refused `{method}`: {error}")]
+    /// The platform answered, with an error.
+    #[error("{platform} refused `{method}`: {}", refusal(*.status, *.code, .error))]
     Api {
         /// Which platform.
         platform: Platform,
         /// The API method or route.
         method: String,
-        /// The platform's error code (never the request's content).
+        /// The platform's error as it names it: Slack's error code (`channel_not_found`,
+        /// `ratelimited`), Discord's message (`Unknown Message`). Never the request's content.
         error: String,
+        /// The HTTP status, when the refusal came with one (Slack answers most refusals with 200).
+        status: Option<u16>,
+        /// Discord's numeric JSON error code (`10008`, `160004`); Slack's codes are `error`.
+        code: Option<i64>,
+        /// How long the platform asked us to wait before trying again (`Retry-After`).
+        retry_after: Option<Duration>,
     },
-    /// The platform could not be reached.
+    /// The platform could not be reached, or the exchange broke off.
     #[error("{platform} unreachable during `{method}`: {error}")]
     Transport {
         /// Which platform.
@@ -376,6 +386,120 @@ pub enum AdapterError {
     /// The adapter was given something it cannot use (a bad token, an unknown reply handle …).
     #[error("{0}")]
     Invalid(String),
+}
+
+/// Slack's error codes that name a passing condition (answered with HTTP 200, so without a status).
+const SLACK_PASSING_CODES: &[&str] = &[
+    "ratelimited",
+    "internal_error",
+    "fatal_error",
+    "service_unavailable",
+    "request_timeout",
+];
+
+/// An `Api` error's text: `HTTP 404, code 10008: Unknown Message`, `ratelimited`.
+fn refusal(status: Option<u16>, code: Option<i64>, error: &str) -> String {
+    match (status, code) {
+        (Some(status), Some(code)) => format!("HTTP {status}, code {code}: {error}"),
+        (Some(status), None) => format!("HTTP {status}: {error}"),
+        (None, Some(code)) => format!("code {code}: {error}"),
+        (None, None) => error.to_string(),
+    }
+}
+
+impl AdapterError {
+    /// A refusal with nothing known but the platform's error (no status, code or retry-after).
+    pub fn api(platform: Platform, method: impl Into<String>, error: impl Into<String>) -> Self {
+        AdapterError::Api {
+            platform,
+            method: method.into(),
+            error: error.into(),
+            status: None,
+            code: None,
+            retry_after: None,
+        }
+    }
+
+    /// This refusal with its HTTP status (no-op on other kinds).
+    pub fn with_status(mut self, status: u16) -> Self {
+        if let AdapterError::Api { status: s, .. } = &mut self {
+            *s = Some(status);
+        }
+        self
+    }
+
+    /// This refusal with the platform's numeric error code (no-op on other kinds).
+    pub fn with_code(mut self, code: i64) -> Self {
+        if let AdapterError::Api { code: c, .. } = &mut self {
+            *c = Some(code);
+        }
+        self
+    }
+
+    /// This refusal with the wait the platform asked for (no-op on other kinds).
+    pub fn with_retry_after(mut self, retry_after: Option<Duration>) -> Self {
+        if let AdapterError::Api { retry_after: r, .. } = &mut self {
+            *r = retry_after;
+        }
+        self
+    }
+
+    /// Whether the same call may succeed if made again soon: the platform was unreachable, rate-limited
+    /// the call (HTTP 429, a retry-after, Slack's `ratelimited`), or failed on its side (HTTP 5xx,
+    /// Slack's `internal_error` …). A refusal (4xx, a missing permission, an unknown channel) and an
+    /// invalid input are not.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            AdapterError::Transport { .. } => true,
+            AdapterError::Invalid(_) => false,
+            AdapterError::Api {
+                platform,
+                error,
+                status,
+                retry_after,
+                ..
+            } => {
+                retry_after.is_some()
+                    || status.is_some_and(|s| s == 429 || (500..600).contains(&s))
+                    || (*platform == Platform::Slack
+                        && SLACK_PASSING_CODES.contains(&error.as_str()))
+            }
+        }
+    }
+
+    /// How long the platform asked us to wait before trying again, when it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            AdapterError::Api { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// The HTTP status of a refusal, when it came with one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            AdapterError::Api { status, .. } => *status,
+            _ => None,
+        }
+    }
+
+    /// Discord's numeric error code of a refusal, when it came with one.
+    pub fn code(&self) -> Option<i64> {
+        match self {
+            AdapterError::Api { code, .. } => *code,
+            _ => None,
+        }
+    }
+}
+
+impl opc_retry::Retryable for AdapterError {
+    fn is_retryable(&self) -> bool {
+        AdapterError::is_retryable(self)
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        AdapterError::retry_after(self)
+    }
 }
 
 /// One chat platform, outbound. Inbound events are sent to the [`Inbox`] given to the adapter's
@@ -441,4 +565,63 @@ pub trait Adapter: Send + Sync + 'static {
     /// Stop receiving: close websockets, stop background tasks. Outbound calls may still be made
     /// until the adapter is dropped (the gateway posts final answers while it drains).
     async fn shutdown(&self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(platform: Platform, error: &str, status: Option<u16>) -> AdapterError {
+        let error = AdapterError::api(platform, "chat.postMessage", error);
+        match status {
+            Some(status) => error.with_status(status),
+            None => error,
+        }
+    }
+
+    #[test]
+    fn rate_limits_server_errors_and_lost_connections_are_retryable() {
+        let limited = api(Platform::Slack, "ratelimited", Some(429))
+            .with_retry_after(Some(Duration::from_secs(3)));
+        assert!(limited.is_retryable());
+        assert_eq!(limited.retry_after(), Some(Duration::from_secs(3)));
+        assert!(api(Platform::Discord, "You are being rate limited.", Some(429)).is_retryable());
+        assert!(api(Platform::Discord, "Internal Server Error", Some(502)).is_retryable());
+        assert!(api(Platform::Slack, "internal_error", None).is_retryable());
+        assert!(
+            AdapterError::Transport {
+                platform: Platform::Slack,
+                method: "chat.update".into(),
+                error: "connection failed".into(),
+            }
+            .is_retryable()
+        );
+    }
+
+    #[test]
+    fn refusals_and_invalid_input_are_not_retryable() {
+        assert!(!api(Platform::Slack, "channel_not_found", None).is_retryable());
+        assert!(!api(Platform::Slack, "Not Found", Some(404)).is_retryable());
+        let missing_access = api(Platform::Discord, "Missing Access", Some(403)).with_code(50001);
+        assert!(!missing_access.is_retryable());
+        assert_eq!(missing_access.code(), Some(50001));
+        assert_eq!(missing_access.status(), Some(403));
+        // A Discord message that happens to read like a Slack code is still a refusal.
+        assert!(!api(Platform::Discord, "ratelimited", Some(400)).is_retryable());
+        assert!(!AdapterError::Invalid("bad handle".into()).is_retryable());
+        assert_eq!(AdapterError::Invalid("x".into()).retry_after(), None);
+    }
+
+    #[test]
+    fn the_text_keeps_status_and_code() {
+        let error = api(Platform::Discord, "Unknown Message", Some(404)).with_code(10008);
+        assert_eq!(
+            error.to_string(),
+            "discord refused `chat.postMessage`: HTTP 404, code 10008: Unknown Message"
+        );
+        assert_eq!(
+            api(Platform::Slack, "channel_not_found", None).to_string(),
+            "slack refused `chat.postMessage`: channel_not_found"
+        );
+    }
 }

@@ -353,6 +353,7 @@ agents:
                 max_attempts: 3,
                 base_delay: Duration::from_millis(10),
                 max_delay: Duration::from_millis(200),
+                ..RetryPolicy::default()
             },
             resume_suspended: true,
         }

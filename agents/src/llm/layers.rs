@@ -131,42 +131,10 @@ impl LlmService for Timeout {
 // ---------------------------------------------------------------------------------------------------
 // retry
 
-/// Exponential backoff with full jitter, honouring the provider's `retry-after`.
-#[derive(Clone, Copy, Debug)]
-pub struct RetryPolicy {
-    /// Attempts in total, including the first (1 = no retry).
-    pub max_attempts: u32,
-    /// Backoff before the second attempt; doubles each time.
-    pub base_delay: Duration,
-    /// Cap on one backoff (and on an honoured `retry-after`).
-    pub max_delay: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            max_attempts: 4,
-            base_delay: Duration::from_millis(500),
-            max_delay: Duration::from_secs(30),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// The wait before attempt `attempt + 1` after `error`: the provider's `retry-after` when given
-    /// (capped), else a random delay in `[backoff/2, backoff]` where backoff = base · 2^(attempt-1).
-    pub fn delay(&self, attempt: u32, error: &LlmError) -> Duration {
-        if let Some(after) = error.retry_after() {
-            return after.min(self.max_delay);
-        }
-        let exp = self
-            .base_delay
-            .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
-            .min(self.max_delay);
-        let half = exp / 2;
-        half + exp.saturating_sub(half).mul_f64(fastrand::f64())
-    }
-}
+/// Exponential backoff with equal jitter, honouring the provider's `retry-after`: the one policy type
+/// every retry loop in OPC shares (see `opc-retry`). Its default is this layer's: 4 attempts, 0.5 s
+/// doubling to at most 30 s, a random delay in `[backoff/2, backoff]`.
+pub use opc_retry::RetryPolicy;
 
 /// Retries retryable failures ([`LlmError::is_retryable`]) up to the policy's attempt count.
 pub struct RetryLayer(pub RetryPolicy);
@@ -218,7 +186,7 @@ impl LlmService for Retry {
                     });
                 }
                 Err(error) => {
-                    let delay = self.policy.delay(attempt, &error);
+                    let delay = self.policy.delay(attempt, error.retry_after());
                     tracing::warn!(
                         attempt,
                         delay_ms = delay.as_millis() as u64,
@@ -475,6 +443,7 @@ mod tests {
             max_attempts: 3,
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(5),
+            ..RetryPolicy::default()
         }
     }
 
@@ -523,11 +492,11 @@ mod tests {
     fn delay_honours_retry_after_and_caps_it() {
         let p = policy();
         let asked = status(429, Some(Duration::from_millis(3)));
-        assert_eq!(p.delay(1, &asked), Duration::from_millis(3));
+        assert_eq!(p.delay(1, asked.retry_after()), Duration::from_millis(3));
         let asked = status(429, Some(Duration::from_secs(60)));
-        assert_eq!(p.delay(1, &asked), p.max_delay);
+        assert_eq!(p.delay(1, asked.retry_after()), p.max_delay);
         for attempt in 1..10 {
-            let d = p.delay(attempt, &status(500, None));
+            let d = p.delay(attempt, status(500, None).retry_after());
             assert!(d <= p.max_delay, "{d:?}");
         }
     }

@@ -312,6 +312,7 @@ mod tests {
                 max_attempts: 3,
                 base_delay: Duration::from_millis(1),
                 max_delay: Duration::from_millis(2),
+                ..RetryPolicy::default()
             },
             max_concurrent: Some(1),
             requests_per_minute: None,

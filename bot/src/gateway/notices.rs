@@ -6,8 +6,9 @@
 //! Invariants:
 //! - a notice is marked delivered only after its post succeeded, so a restart never repeats a posted
 //!   notice except one posted in the instant before a crash (at least once, never zero times);
-//! - a post that fails for a passing reason (unreachable, rate-limited, a server error) is tried again
-//!   ([`ATTEMPTS`] times, backing off); a notice still not posted stays
+//! - a post that fails for a passing reason (unreachable, rate-limited, a server error: the adapter's
+//!   typed [`AdapterError::is_retryable`], never its text) is tried again ([`ATTEMPTS`] times, backing
+//!   off, or after the platform's `Retry-After`); a notice still not posted stays
 //!   undelivered and is tried again at the next start; a notice whose conversation has no chat thread
 //!   (one started from `opc chat`) is left for the terminal;
 //! - no flooding: notices are posted one at a time, oldest first, and two posts in one channel are at
@@ -23,8 +24,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use opc_adapters::{Adapter, AdapterError, Platform};
+use std::time::Duration;
+
+use opc_adapters::{Adapter, AdapterError, Place, Platform, Posted};
 use opc_agents::Store;
+use opc_retry::{Failed, Jitter, RetryPolicy};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -42,19 +46,17 @@ pub fn missing_key_banner(provider: &str, var: &str) -> String {
 
 /// Tries per notice in one pass.
 pub const ATTEMPTS: u32 = 4;
-/// Wait before the first retry; doubled for each further one.
-const FIRST_BACKOFF: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// Whether a failed post may succeed if tried again soon.
-fn passing(error: &AdapterError) -> bool {
-    match error {
-        AdapterError::Transport { .. } => true,
-        AdapterError::Api { error, .. } => {
-            error.contains("ratelimited") || error.contains("HTTP 429") || error.contains("HTTP 5")
-        }
-        AdapterError::Invalid(_) => false,
-    }
-}
+/// The retries of one notice's post: [`ATTEMPTS`] tries, 0.5 s doubling (to at most 30 s), or the
+/// wait the platform asked for (a 429's `Retry-After`); only failures the adapter calls passing
+/// ([`AdapterError::is_retryable`]: unreachable, rate-limited, a server error) are tried again.
+const RETRY: RetryPolicy = RetryPolicy {
+    max_attempts: ATTEMPTS,
+    base_delay: Duration::from_millis(500),
+    factor: 2,
+    max_delay: Duration::from_secs(30),
+    jitter: Jitter::None,
+};
 
 /// What one delivery pass did.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -113,21 +115,7 @@ pub async fn deliver(
             }
         }
         let text = adapter.render(&notice.text);
-        let mut posted = adapter.post(&place, &text).await;
-        let mut backoff = FIRST_BACKOFF;
-        for _ in 1..ATTEMPTS {
-            let Err(e) = &posted else { break };
-            if !passing(e) {
-                break;
-            }
-            tracing::warn!(platform = %place.platform, notice = notice.id, error = %e, "could not post a notice; retrying");
-            tokio::select! {
-                () = tokio::time::sleep(backoff) => {}
-                () = stop.cancelled() => break,
-            }
-            backoff *= 2;
-            posted = adapter.post(&place, &text).await;
-        }
+        let posted = post_with_retry(adapter.as_ref(), &place, &text, stop, notice.id).await;
         last_post.insert(channel, Instant::now());
         match posted {
             Ok(_) => {
@@ -136,11 +124,30 @@ pub async fn deliver(
                 }
                 done.posted += 1;
             }
-            Err(e) => {
+            Err(Failed { error: e, .. }) => {
                 tracing::warn!(platform = %place.platform, notice = notice.id, error = %e, "could not post a notice; it stays undelivered");
                 done.failed += 1;
             }
         }
     }
     done
+}
+
+/// Post one notice under [`RETRY`], giving up early when `stop` is cancelled between tries.
+async fn post_with_retry(
+    adapter: &dyn Adapter,
+    place: &Place,
+    text: &str,
+    stop: &CancellationToken,
+    notice: i64,
+) -> Result<Posted, Failed<AdapterError>> {
+    opc_retry::retry(
+        &RETRY,
+        || adapter.post(place, text),
+        stop.cancelled(),
+        |attempt, delay, error| {
+            tracing::warn!(platform = %place.platform, notice, attempt, delay_ms = delay.as_millis() as u64, %error, "could not post a notice; retrying");
+        },
+    )
+    .await
 }
