@@ -37,4 +37,4 @@ pub mod tools;
 pub use engine::{Engine, EngineError, EngineOptions, Outcome, Reloaded, RootRun};
 pub use events::{Event, EventBus};
 pub use session::render_escalation;
-pub use store::{Store, TaskId, TaskState};
+pub use store::{SqliteStore, Store, TaskId, TaskState};

@@ -34,7 +34,7 @@ pub(crate) struct Runtime {
     /// The whole call stack (shared layers, router, provider stacks).
     pub(crate) llm: CallStack,
     pub(crate) context: ContextBuilder,
-    pub(crate) store: Arc<Store>,
+    pub(crate) store: Arc<dyn Store>,
     pub(crate) events: EventBus,
     /// `maxConcurrentAgents`: held while an agent is thinking (an LLM call), never while it waits for
     /// children or a human — otherwise a deep tree under load would deadlock with every slot held by a

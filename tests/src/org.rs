@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use opc_agents::context::NoMemory;
 use opc_agents::llm::layers::RetryPolicy;
-use opc_agents::{Engine, EngineOptions, Store};
+use opc_agents::{Engine, EngineOptions, SqliteStore};
 
 use crate::scripted_llm::Step;
 
@@ -288,8 +288,8 @@ agents:
     }
 
     /// An engine on the org's database, with the test key in its environment.
-    pub fn engine(&self, options: EngineOptions) -> Engine {
-        let store = Store::open(&self.database()).unwrap_or_else(|e| panic!("store: {e}"));
+    pub async fn engine(&self, options: EngineOptions) -> Engine {
+        let store = SqliteStore::open(&self.database()).unwrap_or_else(|e| panic!("store: {e}"));
         Engine::from_config(
             &self.loaded,
             Arc::new(store),
@@ -297,6 +297,7 @@ agents:
             options,
             |var| (var == KEY_VAR).then(|| KEY.to_string()),
         )
+        .await
         .unwrap_or_else(|e| panic!("engine: {e}"))
     }
 }

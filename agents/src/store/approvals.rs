@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 
-use super::{Store, StoreError, TaskId, TaskRecord, exec, now_ms, row, sql};
+use super::{Db, StoreError, TaskId, TaskRecord, exec, now_ms, row, sql};
 
 /// Where an approval is: waiting, or decided one way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -111,7 +111,7 @@ pub struct Approval {
 /// the caller's transaction, and record each decision in recall memory. Returns how many were
 /// rejected; the caller wakes the recall indexer after its commit.
 pub(super) fn reject_pending(
-    conn: &rusqlite::Transaction<'_>,
+    conn: &rusqlite::Connection,
     filter: &str,
     value: impl rusqlite::ToSql,
     by: SystemDecider,
@@ -220,7 +220,7 @@ impl PartialEq for Approval {
     }
 }
 
-impl Store {
+impl Db {
     /// Record a pending approval for a task's tool call, or return the existing one for that call (so a
     /// resumed session does not ask twice). The flag says whether it was created now.
     pub fn request_approval(
@@ -239,9 +239,7 @@ impl Store {
         let now = now_ms();
         let expires = now.saturating_add(timeout.as_millis() as i64);
         let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql("requesting an approval"))?;
+        let tx = conn.savepoint().map_err(sql("requesting an approval"))?;
         let created = exec(&tx,
             "INSERT OR IGNORE INTO approvals (task_id, root_id, conversation_id, agent, tool_use_id, summary, \
              options, state, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -325,9 +323,7 @@ impl Store {
     /// as a rejection for the state column. An expired approval is rejected instead of recorded.
     pub fn decide(&self, id: i64, decision: &str, by: &str) -> Result<Decided, StoreError> {
         let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql("deciding an approval"))?;
+        let tx = conn.savepoint().map_err(sql("deciding an approval"))?;
         let read = |tx: &Connection| {
             row(
                 tx,
@@ -404,7 +400,7 @@ mod tests {
 
     #[test]
     fn approvals_are_decided_once_and_expire() {
-        let store = Store::in_memory().unwrap();
+        let store = Db::in_memory().unwrap();
         let r = root(&store, "c");
         let task = store.task(r).unwrap();
         let options = ["approve".to_string(), "reject".to_string()];
@@ -436,7 +432,7 @@ mod tests {
         );
     }
     /// (author, text) of every recall row, oldest first.
-    fn recall_rows(store: &Store) -> Vec<(String, String)> {
+    fn recall_rows(store: &Db) -> Vec<(String, String)> {
         let conn = store.conn();
         let mut stmt = conn
             .prepare("SELECT author, text FROM recall_messages ORDER BY seq")
@@ -450,7 +446,7 @@ mod tests {
     #[test]
     fn approvals_escalations_and_their_decisions_are_recorded_in_recall() {
         use crate::store::Ending;
-        let store = Store::in_memory().unwrap();
+        let store = Db::in_memory().unwrap();
         let r = root(&store, "c");
         let task = store.task(r).unwrap();
         let options = ["approve".to_string(), "reject".to_string()];

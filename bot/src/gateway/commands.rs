@@ -16,8 +16,8 @@ use opc_agents::store::now_ms;
 
 /// `/status` on `platform`: every task that has not ended, grouped by tree, with its delegation path,
 /// state and elapsed time. With nothing running it says how to start, in the platform's own terms.
-pub fn status(store: &Store, platform: Platform) -> String {
-    let live = match store.live_tasks() {
+pub async fn status(store: &dyn Store, platform: Platform) -> String {
+    let live = match store.live_tasks().await {
         Ok(live) => live,
         Err(e) => return format!("Could not read the tasks: {e}"),
     };
@@ -33,7 +33,7 @@ pub fn status(store: &Store, platform: Platform) -> String {
     );
     let now = now_ms();
     for root in roots {
-        let tree = store.tree(root).unwrap_or_default();
+        let tree = store.tree(root).await.unwrap_or_default();
         for task in live.iter().filter(|t| t.root_id == root) {
             let _ = writeln!(
                 out,
@@ -95,8 +95,8 @@ pub fn agents(org: &OrgTree) -> String {
 }
 
 /// `/tasks`: recent requests with their state and the cost of their whole tree.
-pub fn tasks(store: &Store) -> String {
-    let roots = match store.recent_roots(10) {
+pub async fn tasks(store: &dyn Store) -> String {
+    let roots = match store.recent_roots(10).await {
         Ok(roots) => roots,
         Err(e) => return format!("Could not read the tasks: {e}"),
     };
@@ -105,7 +105,7 @@ pub fn tasks(store: &Store) -> String {
     }
     let mut out = String::from("**Recent requests**\n");
     for root in &roots {
-        let (tokens_in, tokens_out, cost) = store.tree_totals(root.id).unwrap_or((0, 0, 0.0));
+        let (tokens_in, tokens_out, cost) = store.tree_totals(root.id).await.unwrap_or((0, 0, 0.0));
         let end = root.finished_at.unwrap_or_else(now_ms);
         let _ = writeln!(
             out,
@@ -169,16 +169,16 @@ pub fn help(platform: Platform, unknown: Option<&str>) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn status_with_nothing_running_says_how_to_start_in_the_platforms_terms() {
-        let store = Store::in_memory().unwrap_or_else(|e| panic!("{e}"));
-        let web = status(&store, Platform::Web);
+    #[tokio::test]
+    async fn status_with_nothing_running_says_how_to_start_in_the_platforms_terms() {
+        let store = opc_agents::SqliteStore::in_memory().unwrap_or_else(|e| panic!("{e}"));
+        let web = status(&store, Platform::Web).await;
         assert!(web.starts_with("Nothing is running."), "{web}");
         assert!(
             web.contains("message box") && !web.contains("Mention"),
             "{web}"
         );
-        let slack = status(&store, Platform::Slack);
+        let slack = status(&store, Platform::Slack).await;
         assert!(slack.contains("Mention me"), "{slack}");
     }
 

@@ -162,14 +162,14 @@ impl Gateway {
 
     /// Start draining `inbox`, following the engine's events, and answering trees that were suspended
     /// on approvals when OPC last stopped.
-    pub fn start(&self, inbox: mpsc::Receiver<Inbound>) {
+    pub async fn start(&self, inbox: mpsc::Receiver<Inbound>) {
         // Subscribe before anything can publish, so no approval request is missed.
         let events = self.inner.engine.events().subscribe();
         let this = self.clone();
         self.inner
             .tracker
             .spawn(async move { this.follow_approvals(events).await });
-        self.resume_suspended();
+        self.resume_suspended().await;
         // Notices written while OPC was down (interrupted requests) go to their threads, paced.
         let this = self.clone();
         self.inner.tracker.spawn(async move {
@@ -288,7 +288,7 @@ impl Gateway {
                 () = self.inner.stop.cancelled() => None,
             };
             let Some(inbound) = inbound else { break };
-            self.handle(inbound);
+            self.handle(inbound).await;
         }
     }
 
@@ -297,7 +297,7 @@ impl Gateway {
     }
 
     /// Route one event. Quick: anything slow is spawned.
-    fn handle(&self, inbound: Inbound) {
+    async fn handle(&self, inbound: Inbound) {
         self.inner.channels.event(inbound.place.platform);
         let Some(adapter) = self.adapter(inbound.place.platform) else {
             tracing::warn!(platform = %inbound.place.platform, "event from a platform that is not running");
@@ -305,10 +305,12 @@ impl Gateway {
         };
         match inbound.kind.clone() {
             InboundKind::Mention { text, continues } => {
-                self.on_message(adapter, &inbound, &text, continues.as_deref(), true);
+                self.on_message(adapter, &inbound, &text, continues.as_deref(), true)
+                    .await;
             }
             InboundKind::Message { text, continues } => {
-                self.on_message(adapter, &inbound, &text, Some(&continues), false);
+                self.on_message(adapter, &inbound, &text, Some(&continues), false)
+                    .await;
             }
             InboundKind::Action { action, card } => {
                 let this = self.clone();
@@ -352,7 +354,7 @@ impl Gateway {
     }
 
     /// A message: continue its thread's conversation, or start one if the bot was mentioned.
-    fn on_message(
+    async fn on_message(
         &self,
         adapter: Arc<dyn Adapter>,
         inbound: &Inbound,
@@ -430,11 +432,11 @@ impl Gateway {
             place,
         };
         let Some(conversation) = conversation else {
-            self.start_new(waiting);
+            self.start_new(waiting).await;
             return;
         };
         match inner.queues.admit(&conversation, waiting) {
-            Admit::Start(waiting) => self.start_in(conversation, waiting),
+            Admit::Start(waiting) => self.start_in(conversation, waiting).await,
             Admit::Queued { position } => {
                 tracing::info!(%platform, position, "conversation busy; message queued");
             }
@@ -454,13 +456,14 @@ impl Gateway {
     }
 
     /// Start a new conversation with `waiting` and bind it to its thread.
-    fn start_new(&self, waiting: Waiting) {
+    async fn start_new(&self, waiting: Waiting) {
         let inner = &self.inner;
         // Subscribe before sending, so the first streamed tokens are not missed.
         let events = inner.engine.events().subscribe();
         match inner
             .engine
             .send_from(None, &waiting.text, Some(&waiting.author()))
+            .await
         {
             Ok(run) => {
                 if let Err(e) = inner.threads.bind(&waiting.place, &run.conversation) {
@@ -475,12 +478,13 @@ impl Gateway {
     }
 
     /// Start `waiting` in `conversation`, which the queue has made busy with it.
-    fn start_in(&self, conversation: String, waiting: Waiting) {
+    async fn start_in(&self, conversation: String, waiting: Waiting) {
         let inner = &self.inner;
         let events = inner.engine.events().subscribe();
         match inner
             .engine
             .send_from(Some(&conversation), &waiting.text, Some(&waiting.author()))
+            .await
         {
             Ok(run) => self.answer(waiting, run, events),
             // Running a request the gateway did not start (one resumed after a restart, say): wait
@@ -497,7 +501,7 @@ impl Gateway {
                             .inner
                             .engine
                             .store()
-                            .task(task)
+                            .task(task).await
                             .is_ok_and(|record| record.state.is_terminal()),
                         // OPC is stopping: the stop tells the waiting messages (`shutdown`).
                         Ok(None) => return,
@@ -520,12 +524,12 @@ impl Gateway {
                             );
                         }
                     }
-                    this.next_in(&conversation);
+                    this.next_in(&conversation).await;
                 });
             }
             Err(e) => {
                 self.refuse_start(&waiting, &e);
-                self.next_in(&conversation);
+                self.next_in(&conversation).await;
             }
         }
     }
@@ -556,18 +560,25 @@ impl Gateway {
             let outcome = run.outcome();
             this.stream_reply(waiting.adapter, waiting.place, root, events, outcome)
                 .await;
-            this.next_in(&conversation);
+            this.next_in(&conversation).await;
         });
     }
 
     /// The request in `conversation` ended: start the next message waiting there, if any.
-    fn next_in(&self, conversation: &str) {
-        if self.inner.stop.is_cancelled() {
-            return;
-        }
-        if let Some(waiting) = self.inner.queues.next(conversation) {
-            self.start_in(conversation.to_string(), waiting);
-        }
+    ///
+    /// Boxed: it starts the next request, whose refusal comes back here.
+    fn next_in<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            if self.inner.stop.is_cancelled() {
+                return;
+            }
+            if let Some(waiting) = self.inner.queues.next(conversation) {
+                self.start_in(conversation.to_string(), waiting).await;
+            }
+        })
     }
 
     /// Stream root task `root`'s answer into `place`, then show its outcome exactly. Progress events of
@@ -633,11 +644,11 @@ impl Gateway {
     /// [`Adapter::edit_interval`] (a restart with many waiting requests does not flood a channel),
     /// and each request's answer is followed only after its notice, so the notice never comes after
     /// the answer. Events are subscribed before any of it, so none of a tree's progress is missed.
-    fn resume_suspended(&self) {
+    async fn resume_suspended(&self) {
         let inner = &self.inner;
         let mut resumed = Vec::new();
         for &root in &inner.engine.recovery().suspended_roots {
-            let conversation = match inner.engine.store().task(root) {
+            let conversation = match inner.engine.store().task(root).await {
                 Ok(task) => task.conversation_id,
                 Err(_) => continue,
             };
@@ -662,7 +673,7 @@ impl Gateway {
                 if this.inner.stop.is_cancelled() {
                     break;
                 }
-                if let Some(text) = this.still_waiting(root) {
+                if let Some(text) = this.still_waiting(root).await {
                     let channel = (place.platform, place.channel.clone());
                     if let Some(at) = last_post.get(&channel) {
                         let due = *at + adapter.edit_interval();
@@ -689,7 +700,7 @@ impl Gateway {
                     follow
                         .stream_reply(adapter, place, root, events, outcome)
                         .await;
-                    follow.next_in(&conversation);
+                    follow.next_in(&conversation).await;
                 });
             }
         });
@@ -697,11 +708,12 @@ impl Gateway {
 
     /// "OPC restarted; this request is still waiting for approval #N." when root `root` has
     /// approvals pending now, else `None`.
-    fn still_waiting(&self, root: TaskId) -> Option<String> {
+    async fn still_waiting(&self, root: TaskId) -> Option<String> {
         let pending: Vec<String> = self
             .inner
             .engine
             .pending_approvals()
+            .await
             .unwrap_or_default()
             .into_iter()
             .filter(|a| a.root_id == root)
@@ -746,7 +758,12 @@ impl Gateway {
     }
 
     async fn post_missing_cards(&self) {
-        let pending = self.inner.engine.pending_approvals().unwrap_or_default();
+        let pending = self
+            .inner
+            .engine
+            .pending_approvals()
+            .await
+            .unwrap_or_default();
         for approval in pending {
             self.post_cards(approval.id).await;
         }
@@ -779,7 +796,7 @@ impl Gateway {
         if inner.threads.cards(id).is_ok_and(|cards| !cards.is_empty()) {
             return;
         }
-        let Ok(Some(approval)) = inner.engine.store().approval(id) else {
+        let Ok(Some(approval)) = inner.engine.store().approval(id).await else {
             return;
         };
         if approval.state != opc_agents::store::ApprovalState::Pending {
@@ -902,7 +919,7 @@ impl Gateway {
     ) {
         let Action::Decide { approval, option } = action;
         let engine = &self.inner.engine;
-        let record = match engine.store().approval(approval) {
+        let record = match engine.store().approval(approval).await {
             Ok(Some(record)) => record,
             Ok(None) => {
                 self.respond(
@@ -952,7 +969,7 @@ impl Gateway {
             return;
         };
         let by = format!("{} ({platform}:{})", inbound.user.name, inbound.user.id);
-        let answer = match engine.decide(approval, &choice, &by) {
+        let answer = match engine.decide(approval, &choice, &by).await {
             Ok(Decided::Recorded(_)) => {
                 tracing::info!(%platform, approval, "approval decided");
                 format!("Recorded **{choice}** for approval #{approval}.")
@@ -971,17 +988,17 @@ impl Gateway {
     async fn on_command(&self, adapter: Arc<dyn Adapter>, inbound: Inbound, command: Command) {
         let engine = &self.inner.engine;
         let text = match command {
-            Command::Status => commands::status(engine.store(), inbound.place.platform),
+            Command::Status => commands::status(engine.store(), inbound.place.platform).await,
             Command::Agents => commands::agents(&engine.org()),
-            Command::Tasks => commands::tasks(engine.store()),
+            Command::Tasks => commands::tasks(engine.store()).await,
             Command::Help => commands::help(inbound.place.platform, None),
             Command::Unknown(what) => commands::help(inbound.place.platform, Some(&what)),
-            Command::Cancel(arg) => self.cancel(&inbound, &arg),
+            Command::Cancel(arg) => self.cancel(&inbound, &arg).await,
         };
         self.respond(&adapter, &inbound, text);
     }
 
-    fn cancel(&self, inbound: &Inbound, arg: &str) -> String {
+    async fn cancel(&self, inbound: &Inbound, arg: &str) -> String {
         let engine = &self.inner.engine;
         let root = engine.org().root().to_string();
         if !self.is_approver(&inbound.user, inbound.place.platform, &root) {
@@ -993,14 +1010,14 @@ impl Gateway {
                 arg.trim()
             );
         };
-        match engine.store().task(task) {
+        match engine.store().task(task).await {
             Ok(record) if record.state.is_terminal() => {
                 format!(
                     "Task #{task} has already ended ({}).",
                     record.state.as_str()
                 )
             }
-            Ok(_) => match engine.cancel(task) {
+            Ok(_) => match engine.cancel(task).await {
                 Ok(cancelled) => format!(
                     "Cancelled task #{task} ({} task{} in its tree).",
                     cancelled.len(),
