@@ -157,8 +157,10 @@ fn commit_group(db: &Db, group: Vec<Box<dyn Job>>) {
         let end = if done.ok() {
             exec(&db.conn(), "RELEASE opc_op", [])
         } else {
-            exec(&db.conn(), "ROLLBACK TO opc_op", [])
-                .and_then(|_| exec(&db.conn(), "RELEASE opc_op", []))
+            // One guard for both statements (a second `db.conn()` in the same expression would wait on
+            // the first's lock forever).
+            let conn = db.conn();
+            exec(&conn, "ROLLBACK TO opc_op", []).and_then(|_| exec(&conn, "RELEASE opc_op", []))
         };
         // A savepoint that cannot be ended means SQLite rolled the whole transaction back (an I/O
         // error, a full disk): nothing of this group can be committed.
@@ -538,5 +540,141 @@ impl Store for SqliteStore {
 
     async fn mark_notice_delivered(&self, id: i64) -> Result<bool, StoreError> {
         self.write(move |db| db.mark_notice_delivered(id)).await
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::llm::Message;
+
+    fn new_root<'a>(conversation: &'a str, messages: &'a [Message]) -> NewTask<'a> {
+        NewTask {
+            parent_id: None,
+            conversation_id: conversation,
+            agent: "ceo",
+            depth: 0,
+            tool_use_id: None,
+            tool_index: 0,
+            input: "hello",
+            messages,
+            author: None,
+        }
+    }
+
+    /// Operations sent together are committed as one group; a refused one (a transition the
+    /// lifecycle does not allow, an unknown task) fails alone, and every operation that resolved Ok
+    /// is on disk after the store is dropped and the file reopened.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_failed_operation_in_a_group_does_not_fail_or_undo_its_neighbours() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("opc.db");
+        let store = Arc::new(SqliteStore::open(&path).unwrap());
+        let history = [Message::user("hello")];
+        let mut ids = Vec::new();
+        for i in 0..40 {
+            ids.push(
+                store
+                    .create_task(&new_root(&format!("c{i}"), &history))
+                    .await
+                    .unwrap(),
+            );
+        }
+        // Many writers at once, so the writer finds them queued and commits them in groups: even
+        // tasks move on, odd ones are asked for a transition CREATED may not make, and some
+        // operations name a task that does not exist.
+        let mut writers = Vec::new();
+        for (n, &id) in ids.iter().enumerate() {
+            let store = store.clone();
+            writers.push(tokio::spawn(async move {
+                let next = if n % 2 == 0 {
+                    TaskState::Assigned
+                } else {
+                    TaskState::Completed
+                };
+                let moved = store.transition(id, next).await;
+                let missing = store.transition(id + 10_000, TaskState::Assigned).await;
+                let noted = store.add_notice(&format!("c{n}"), Some(id), "note").await;
+                (id, n, moved, missing, noted)
+            }));
+        }
+        let mut results = Vec::new();
+        for writer in writers {
+            results.push(writer.await.unwrap());
+        }
+        for (id, n, moved, missing, noted) in &results {
+            if n % 2 == 0 {
+                assert_eq!(moved.as_ref().unwrap(), &TaskState::Created, "task {id}");
+            } else {
+                assert!(
+                    matches!(moved, Err(StoreError::BadTransition { .. })),
+                    "task {id}: {moved:?}"
+                );
+            }
+            assert!(matches!(missing, Err(StoreError::NoTask(_))), "{missing:?}");
+            noted.as_ref().unwrap();
+        }
+        drop(store);
+
+        // Reopened: every operation that resolved Ok is there, and nothing a refused one tried.
+        let store = SqliteStore::open(&path).unwrap();
+        for (id, n, ..) in &results {
+            let expected = if n % 2 == 0 {
+                TaskState::Assigned
+            } else {
+                TaskState::Created
+            };
+            assert_eq!(store.task(*id).await.unwrap().state, expected, "task {id}");
+            assert_eq!(store.notices(&format!("c{n}")).await.unwrap(), ["note"]);
+        }
+    }
+
+    /// Operations really are grouped: the jobs queued while the writer is busy are committed as the
+    /// next group, in one transaction. Each sees its predecessors' rows on the writer's connection,
+    /// while the read connection (which sees only commits) sees none of them until the group ends.
+    #[tokio::test]
+    async fn operations_queued_during_a_commit_are_committed_as_one_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("opc.db")).unwrap();
+        let history = [Message::user("hello")];
+        let root = store.create_task(&new_root("c", &history)).await.unwrap();
+        let jobs = store.jobs.clone().unwrap();
+        // Hold the writer inside a job until every other job is queued.
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (entered_tx, entered) = oneshot::channel::<()>();
+        let (reply, blocked) = oneshot::channel();
+        let hold = move |_: &Db| {
+            let _ = entered_tx.send(());
+            held.recv()
+                .map_err(|_| StoreError::Writer("test released".into()))
+        };
+        jobs.send(Box::new(Op { op: hold, reply })).unwrap();
+        entered.await.unwrap();
+        let reader_path = dir.path().join("opc.db");
+        let mut answers = Vec::new();
+        for i in 0..10usize {
+            let (reply, answer) = oneshot::channel();
+            let path = reader_path.clone();
+            let op = move |db: &Db| {
+                db.add_notice("c", Some(root), &format!("n{i}"))?;
+                let mine = db.notices("c")?.len();
+                let committed = Db::reader(&path)?.notices("c")?.len();
+                Ok((mine, committed))
+            };
+            jobs.send(Box::new(Op { op, reply })).unwrap();
+            answers.push(answer);
+        }
+        release.send(()).unwrap();
+        blocked.await.unwrap().unwrap();
+        for (i, answer) in answers.into_iter().enumerate() {
+            let (mine, committed) = answer.await.unwrap().unwrap();
+            assert_eq!(mine, i + 1, "job {i} sees the group's earlier rows");
+            assert_eq!(
+                committed, 0,
+                "job {i}: nothing of the group is committed yet"
+            );
+        }
+        assert_eq!(store.notices("c").await.unwrap().len(), 10);
     }
 }
