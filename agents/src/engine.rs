@@ -352,6 +352,10 @@ impl Engine {
     /// transaction and only then makes its permissions the newest. Nothing changes when it fails (an
     /// unreadable prompt, a model that does not resolve, a block that cannot be written): the old
     /// runtime and the old permissions stay.
+    ///
+    /// The reload lock is held across one store read (`live_tasks`): reloads are serialised on
+    /// purpose, and the gateway runs them on a blocking thread (`block_on`), never on a runtime worker.
+    #[allow(clippy::await_holding_lock)]
     pub async fn reload(
         &self,
         loaded: &Loaded,
