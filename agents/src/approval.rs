@@ -33,14 +33,17 @@ pub(crate) async fn request(
 ) -> Result<(String, bool), StoreError> {
     let store = rt.store();
     let timeout = rt.config().framework.execution.approval_timeout;
-    let (approval, created) =
-        store.request_approval(record, tool_use_id, summary, options, timeout)?;
+    let (approval, created) = store
+        .request_approval(record, tool_use_id, summary, options, timeout)
+        .await?;
     if approval.state != ApprovalState::Pending {
         return Ok(answer(&approval));
     }
     let result = wait(rt, record, &approval, created, clocks).await;
     if result.is_err()
-        && let Err(e) = store.decide(approval.id, "reject", SystemDecider::Error.as_str())
+        && let Err(e) = store
+            .decide(approval.id, "reject", SystemDecider::Error.as_str())
+            .await
     {
         // The first error (returned) fails the task; this one only means the approval stays pending
         // until it expires (startup recovery rejects expired ones). Logged with its ids, since both
@@ -65,7 +68,9 @@ async fn wait(
     let store = rt.store();
     // Register before re-reading, so a decision landing in between is not missed.
     let (mut rx, _unregister) = rt.approvals().register(approval.id);
-    let before = store.transition(record.id, TaskState::AwaitingApproval)?;
+    let before = store
+        .transition(record.id, TaskState::AwaitingApproval)
+        .await?;
     if created {
         rt.events().publish(Event::ApprovalRequested {
             approval: approval.id,
@@ -82,7 +87,7 @@ async fn wait(
         Duration::from_millis(approval.expires_at.saturating_sub(now_ms()).max(0) as u64);
     let decided_in_time = tokio::time::timeout(remaining, async {
         loop {
-            if let Some(a) = store.approval(approval.id)?
+            if let Some(a) = store.approval(approval.id).await?
                 && a.state != ApprovalState::Pending
             {
                 return Ok::<_, StoreError>(a);
@@ -96,7 +101,10 @@ async fn wait(
     .await;
     let decided = match decided_in_time {
         Ok(result) => result?,
-        Err(_) => match store.decide(approval.id, "reject", SystemDecider::Timeout.as_str())? {
+        Err(_) => match store
+            .decide(approval.id, "reject", SystemDecider::Timeout.as_str())
+            .await?
+        {
             Decided::Recorded(a) | Decided::Expired(a) | Decided::AlreadyDecided(a) => {
                 if a.system_decider() == Some(SystemDecider::Timeout) {
                     rt.events().publish(Event::ApprovalResolved {
@@ -117,7 +125,7 @@ async fn wait(
     } else {
         TaskState::Executing
     };
-    store.transition(record.id, back)?;
+    store.transition(record.id, back).await?;
     Ok(answer(&decided))
 }
 

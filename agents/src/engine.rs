@@ -171,7 +171,7 @@ pub struct Engine {
     /// The state new roots start with; replaced whole by [`Engine::reload`].
     current: Arc<RwLock<Arc<EngineState>>>,
     /// What every state shares, kept here so a reload can build the next one.
-    store: Arc<Store>,
+    store: Arc<dyn Store>,
     events: EventBus,
     runs: Arc<Runs>,
     /// Held for the whole of a reload: two reloads never interleave their memory commit and swap.
@@ -209,12 +209,12 @@ impl Engine {
     ///
     /// `llm` is the call stack every model call goes through: [`Providers`] alone gets the standard
     /// shared stack without privacy ([`CallStack::new`]).
-    pub fn new(
+    pub async fn new(
         config: Arc<Config>,
         org: Arc<OrgTree>,
         base_dir: &Path,
         llm: impl Into<CallStack>,
-        store: Arc<Store>,
+        store: Arc<dyn Store>,
         memory: Arc<dyn MemoryHooks>,
         options: EngineOptions,
     ) -> Result<Engine, EngineError> {
@@ -235,7 +235,7 @@ impl Engine {
             },
         )?;
         store.lock_exclusive()?;
-        let recovery = store.recover()?;
+        let recovery = store.recover().await?;
         let engine = Engine {
             current: Arc::new(RwLock::new(Arc::new(rt))),
             store,
@@ -261,9 +261,9 @@ impl Engine {
     /// shared stack above their router (with the privacy layer when `framework.privacy.enabled`),
     /// then the engine. The privacy detector's NER tier starts empty: fill [`Engine::ner_slot`]
     /// when the model has loaded (until then detection runs its pattern tier).
-    pub fn from_config(
+    pub async fn from_config(
         loaded: &opc_hierarchy::Loaded,
-        store: Arc<Store>,
+        store: Arc<dyn Store>,
         memory: Arc<dyn MemoryHooks>,
         options: EngineOptions,
         env: impl Fn(&str) -> Option<String>,
@@ -278,7 +278,8 @@ impl Engine {
             store,
             memory,
             options,
-        )?;
+        )
+        .await?;
         *engine.ner.lock().unwrap_or_else(|p| p.into_inner()) = ner;
         Ok(engine)
     }
@@ -300,8 +301,8 @@ impl Engine {
     }
 
     /// The database (the same across reloads).
-    pub fn store(&self) -> &Store {
-        &self.store
+    pub fn store(&self) -> &dyn Store {
+        &*self.store
     }
 
     /// The configured providers (to check for missing keys), as of the current config.
@@ -351,7 +352,11 @@ impl Engine {
     /// transaction and only then makes its permissions the newest. Nothing changes when it fails (an
     /// unreadable prompt, a model that does not resolve, a block that cannot be written): the old
     /// state and the old permissions stay.
-    pub fn reload(
+    ///
+    /// The reload lock is held across one store read (`live_tasks`): reloads are serialised on
+    /// purpose, and the gateway runs them on a blocking thread (`block_on`), never on a runtime worker.
+    #[allow(clippy::await_holding_lock)]
+    pub async fn reload(
         &self,
         loaded: &Loaded,
         env: impl Fn(&str) -> Option<String>,
@@ -391,7 +396,7 @@ impl Engine {
         // Tasks still running for agents the new config no longer has: they finish (their trees keep
         // the old state), and the caller says so.
         let mut removed_live: Vec<(String, usize)> = Vec::new();
-        for task in self.store.live_tasks()? {
+        for task in self.store.live_tasks().await? {
             if !new.agents.contains_key(&task.agent) {
                 match removed_live.iter_mut().find(|(a, _)| *a == task.agent) {
                     Some((_, n)) => *n += 1,
@@ -412,13 +417,17 @@ impl Engine {
 
     /// Send `text` to the root agent: in a new conversation (`None`) or as a follow-up in an existing
     /// one, which continues the root agent's session history.
-    pub fn send(&self, conversation: Option<&str>, text: &str) -> Result<RootRun, EngineError> {
-        self.send_from(conversation, text, None)
+    pub async fn send(
+        &self,
+        conversation: Option<&str>,
+        text: &str,
+    ) -> Result<RootRun, EngineError> {
+        self.send_from(conversation, text, None).await
     }
 
     /// [`Engine::send`], recording `author` (`platform:user id`) as the message's author in recall
     /// memory (`None`: `user`).
-    pub fn send_from(
+    pub async fn send_from(
         &self,
         conversation: Option<&str>,
         text: &str,
@@ -429,7 +438,7 @@ impl Engine {
         // The conversation row is written with the root task (one transaction).
         let (conversation, mut history) = match conversation {
             Some(id) => {
-                let history = match rt.store().last_root_task(id)? {
+                let history = match rt.store().last_root_task(id).await? {
                     Some(prev) if !prev.state.is_terminal() => {
                         return Err(StoreError::Busy {
                             conversation: id.to_string(),
@@ -438,7 +447,7 @@ impl Engine {
                         .into());
                     }
                     Some(prev) => {
-                        let mut messages = rt.store().messages(prev.id)?;
+                        let mut messages = rt.store().messages(prev.id).await?;
                         close_history(&mut messages, &prev);
                         messages
                     }
@@ -451,17 +460,20 @@ impl Engine {
         // The message as the human wrote it: memory (recall) is added by the session, per request,
         // so `send` never waits on memory and the stored history holds only what was said.
         history.push(Message::user(text));
-        let task = rt.store().create_task(&NewTask {
-            parent_id: None,
-            conversation_id: &conversation,
-            agent: &root_agent,
-            depth: 0,
-            tool_use_id: None,
-            tool_index: 0,
-            input: text,
-            messages: &history,
-            author,
-        })?;
+        let task = rt
+            .store()
+            .create_task(&NewTask {
+                parent_id: None,
+                conversation_id: &conversation,
+                agent: &root_agent,
+                depth: 0,
+                tool_use_id: None,
+                tool_index: 0,
+                input: text,
+                messages: &history,
+                author,
+            })
+            .await?;
         rt.events().publish(Event::TaskCreated {
             task,
             parent: None,
@@ -495,13 +507,13 @@ impl Engine {
                     // The conversation's per-root state (the privacy vault) lives while the tree
                     // runs here, and is dropped however the run ends (finished, suspended, shut
                     // down), before the outcome is sent.
-                    let _scope = RootScope::open(&rt, task);
+                    let _scope = RootScope::open(&rt, task).await;
                     crate::session::run_root(rt.clone(), task).await;
                 }
-                match rt.store().task(task) {
-                    Ok(record) => {
-                        outcome_of(rt.store(), &record).unwrap_or_else(|e| failed_outcome(task, &e))
-                    }
+                match rt.store().task(task).await {
+                    Ok(record) => outcome_of(&**rt.store(), &record)
+                        .await
+                        .unwrap_or_else(|e| failed_outcome(task, &e)),
                     Err(e) => failed_outcome(task, &EngineError::Store(e)),
                 }
             };
@@ -530,12 +542,12 @@ impl Engine {
             .unwrap_or_else(|p| p.into_inner())
             .get(&task)
             .cloned();
-        let record = self.store.task(task)?;
+        let record = self.store.task(task).await?;
         match running {
             Some(mut done) => Ok(wait_outcome(&mut done)
                 .await
                 .unwrap_or_else(|| lost(task, &record.conversation_id))),
-            None => outcome_of(&self.store, &record),
+            None => outcome_of(&*self.store, &record).await,
         }
     }
 
@@ -549,18 +561,21 @@ impl Engine {
             .unwrap_or_else(|p| p.into_inner())
             .get(&task)
             .cloned();
-        let record = self.store.task(task)?;
+        let record = self.store.task(task).await?;
         match running {
             Some(mut done) => Ok(wait_outcome(&mut done).await),
-            None => outcome_of(&self.store, &record).map(Some),
+            None => outcome_of(&*self.store, &record).await.map(Some),
         }
     }
 
     /// Cancel a task and its whole subtree. Returns the ids cancelled. Approvals pending in the subtree
     /// are rejected, and each rejection is published (so approval cards can be updated).
-    pub fn cancel(&self, task: TaskId) -> Result<Vec<TaskId>, EngineError> {
-        let pending = self.store.pending_approvals()?;
-        let cancelled = self.store.cancel_subtree(task, "cancelled by a human")?;
+    pub async fn cancel(&self, task: TaskId) -> Result<Vec<TaskId>, EngineError> {
+        let pending = self.store.pending_approvals().await?;
+        let cancelled = self
+            .store
+            .cancel_subtree(task, "cancelled by a human")
+            .await?;
         for approval in pending.iter().filter(|a| cancelled.contains(&a.task_id)) {
             self.events.publish(Event::ApprovalResolved {
                 approval: approval.id,
@@ -575,9 +590,14 @@ impl Engine {
 
     /// Decide a pending approval. Only one decision counts: later ones get
     /// [`Decided::AlreadyDecided`]. A decision for a tree suspended by an earlier process resumes it here.
-    pub fn decide(&self, approval: i64, decision: &str, by: &str) -> Result<Decided, EngineError> {
+    pub async fn decide(
+        &self,
+        approval: i64,
+        decision: &str,
+        by: &str,
+    ) -> Result<Decided, EngineError> {
         let rt = &self.rt();
-        let Some(current) = rt.store().approval(approval)? else {
+        let Some(current) = rt.store().approval(approval).await? else {
             return Err(EngineError::NoApproval(approval));
         };
         if current.option(decision).is_none() {
@@ -587,7 +607,7 @@ impl Engine {
                 options: current.labels(),
             });
         }
-        let decided = rt.store().decide(approval, decision, by)?;
+        let decided = rt.store().decide(approval, decision, by).await?;
         if let Decided::Recorded(a) | Decided::Expired(a) = &decided {
             self.resolved(a);
         }
@@ -608,8 +628,8 @@ impl Engine {
     }
 
     /// Approvals waiting for a human.
-    pub fn pending_approvals(&self) -> Result<Vec<Approval>, EngineError> {
-        Ok(self.store.pending_approvals()?)
+    pub async fn pending_approvals(&self) -> Result<Vec<Approval>, EngineError> {
+        Ok(self.store.pending_approvals().await?)
     }
 
     /// Stop: running trees stay in the database as they are (a restart marks running ones interrupted
@@ -633,7 +653,7 @@ pub struct Reloaded {
 
 /// What every state of one engine shares.
 struct Shared {
-    store: Arc<Store>,
+    store: Arc<dyn Store>,
     events: EventBus,
     memory: Arc<dyn MemoryHooks>,
     options: EngineOptions,
@@ -725,11 +745,12 @@ struct RootScope {
 }
 
 impl RootScope {
-    fn open(rt: &Arc<EngineState>, root: TaskId) -> RootScope {
+    async fn open(rt: &Arc<EngineState>, root: TaskId) -> RootScope {
         // A root that cannot be read fails in its session right after; its state is then unused.
         let conversation = rt
             .store()
             .task(root)
+            .await
             .map(|record| record.conversation_id)
             .unwrap_or_default();
         rt.llm().root_started(root, &conversation);
@@ -762,8 +783,8 @@ fn failed_outcome(task: TaskId, error: &EngineError) -> Outcome {
 }
 
 /// A root task's outcome from its record (and its tree's totals).
-fn outcome_of(store: &Store, record: &TaskRecord) -> Result<Outcome, EngineError> {
-    let totals = store.totals(record.root_id)?;
+async fn outcome_of(store: &dyn Store, record: &TaskRecord) -> Result<Outcome, EngineError> {
+    let totals = store.totals(record.root_id).await?;
     let escalation: Option<Escalation> = record
         .escalation
         .as_deref()
@@ -859,18 +880,19 @@ mod tests {
 
     /// An engine with block memory on a database in `dir`, and the block store it started with (the
     /// store a tree started now would hold).
-    fn engine(dir: &Path) -> (Engine, BlockStore) {
+    async fn engine(dir: &Path) -> (Engine, BlockStore) {
         let loaded = org(dir, false);
         let db = dir.join("opc.db");
         let memory = BlockMemory::open(&db, &loaded.config, Arc::new(loaded.org.clone())).unwrap();
         let blocks = memory.blocks().unwrap();
         let engine = Engine::from_config(
             &loaded,
-            Arc::new(Store::open(&db).unwrap()),
+            Arc::new(crate::store::SqliteStore::open(&db).unwrap()),
             Arc::new(memory),
             EngineOptions::default(),
             |_| None,
         )
+        .await
         .unwrap();
         (engine, blocks)
     }
@@ -883,10 +905,13 @@ mod tests {
     #[tokio::test]
     async fn a_reload_gives_new_roots_the_new_memory_and_revokes_for_running_ones() {
         let dir = tempfile::tempdir().unwrap();
-        let (engine, started_before) = engine(dir.path());
+        let (engine, started_before) = engine(dir.path()).await;
         assert_eq!(started_before.readable("b"), ["b", "a"]);
 
-        engine.reload(&org(dir.path(), true), |_| None).unwrap();
+        engine
+            .reload(&org(dir.path(), true), |_| None)
+            .await
+            .unwrap();
         let now = current_blocks(&engine);
         // New roots: the added agent has its block, its manager reads it, the tools see it too.
         assert_eq!(now.read("c", "cnotes").unwrap().value, "C-NOTES");
@@ -901,12 +926,12 @@ mod tests {
     #[tokio::test]
     async fn a_failed_reload_keeps_the_old_memory_and_permissions() {
         let dir = tempfile::tempdir().unwrap();
-        let (engine, started_before) = engine(dir.path());
+        let (engine, started_before) = engine(dir.path()).await;
         let after = org(dir.path(), true);
 
         // A step before memory's commit fails (the prompt file went away after validation).
         std::fs::remove_file(dir.path().join("c.md")).unwrap();
-        let err = engine.reload(&after, |_| None).unwrap_err();
+        let err = engine.reload(&after, |_| None).await.unwrap_err();
         assert!(matches!(err, EngineError::Prompt(_)), "{err}");
         // Memory's own commit fails (a trigger stands in for a full disk).
         std::fs::write(dir.path().join("c.md"), "You are C.").unwrap();
@@ -917,7 +942,7 @@ mod tests {
                  BEGIN SELECT RAISE(ABORT, 'disk full'); END;",
             )
             .unwrap();
-        let err = engine.reload(&after, |_| None).unwrap_err();
+        let err = engine.reload(&after, |_| None).await.unwrap_err();
         assert!(
             matches!(&err, EngineError::Memory(_)) && err.to_string().contains("disk full"),
             "{err}"

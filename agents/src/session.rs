@@ -73,7 +73,7 @@ pub(crate) async fn run_root(rt: Arc<EngineState>, task: TaskId) -> TaskEnd {
 /// how it ended.
 fn run_task(rt: Arc<EngineState>, task: TaskId, parent: Scope) -> BoxFuture<'static, TaskEnd> {
     async move {
-        let (record, messages) = match rt.store().begin(task) {
+        let (record, messages) = match rt.store().begin(task).await {
             Ok(started) => started,
             Err(e) => return TaskEnd::Failed(e.to_string()),
         };
@@ -100,10 +100,10 @@ fn run_task(rt: Arc<EngineState>, task: TaskId, parent: Scope) -> BoxFuture<'sta
                 // records an ancestor's cancellation reaching this task. If the write fails the task
                 // stays live in the database and startup recovery marks it interrupted: log it, and
                 // report the cancellation that did happen here.
-                if let Err(e) = rt.store().cancel_subtree(task, "cancelled") {
+                if let Err(e) = rt.store().cancel_subtree(task, "cancelled").await {
                     tracing::error!(task, error = %e, "cannot record a task's cancellation");
                 }
-                TaskEnd::Cancelled(rt.store().task(task).ok().and_then(|t| t.error).unwrap_or_else(|| "cancelled".into()))
+                TaskEnd::Cancelled(rt.store().task(task).await.ok().and_then(|t| t.error).unwrap_or_else(|| "cancelled".into()))
             }
             _ = clock.expired() => {
                 let escalation = Escalation {
@@ -118,15 +118,15 @@ fn run_task(rt: Arc<EngineState>, task: TaskId, parent: Scope) -> BoxFuture<'sta
                 // The subtree below is abandoned: cancel it, then record the escalation on this task.
                 // Its futures are dropped with this session's either way; if the write fails they
                 // stay live in the database until startup recovery marks them interrupted.
-                match rt.store().cancel_descendants(task, "cancelled: the task above it timed out") {
+                match rt.store().cancel_descendants(task, "cancelled: the task above it timed out").await {
                     Ok(ids) => rt.tokens().cancel(&ids),
                     Err(e) => tracing::error!(task, error = %e, "cannot cancel the subtree of a timed-out task"),
                 }
                 let json = serde_json::to_string(&escalation).unwrap_or_default();
-                match rt.store().finish(task, Ending::Escalated(&json)) {
+                match rt.store().finish(task, Ending::Escalated(&json)).await {
                     Ok(true) => TaskEnd::Escalated(escalation),
                     // Ended meanwhile (cancelled): its first ending stands.
-                    Ok(false) => match rt.store().task(task) {
+                    Ok(false) => match rt.store().task(task).await {
                         Ok(current) => stored_end(&current),
                         Err(_) => TaskEnd::Escalated(escalation),
                     },
@@ -139,15 +139,15 @@ fn run_task(rt: Arc<EngineState>, task: TaskId, parent: Scope) -> BoxFuture<'sta
                 }
             }
         };
-        finish(&rt, &record, &end, started);
+        finish(&rt, &record, &end, started).await;
         end
     }
     .boxed()
 }
 
 /// Publish the end of a task (the database already records it).
-fn finish(rt: &EngineState, record: &TaskRecord, end: &TaskEnd, started: Instant) {
-    let stored = rt.store().task(record.id).ok();
+async fn finish(rt: &EngineState, record: &TaskRecord, end: &TaskEnd, started: Instant) {
+    let stored = rt.store().task(record.id).await.ok();
     let (state, text) = match end {
         TaskEnd::Completed(text) => (TaskState::Completed, text.clone()),
         TaskEnd::Escalated(e) => {
@@ -210,13 +210,13 @@ async fn session(
         Ok(end) => end,
         Err(error) => {
             // A task ended elsewhere (cancelled) refuses further transitions: report how it ended.
-            if let Ok(current) = rt.store().task(record.id)
+            if let Ok(current) = rt.store().task(record.id).await
                 && current.state.is_terminal()
             {
                 return stored_end(&current);
             }
             let message = error.to_string();
-            if let Err(e) = rt.store().finish(record.id, Ending::Failed(&message)) {
+            if let Err(e) = rt.store().finish(record.id, Ending::Failed(&message)).await {
                 tracing::error!(task = record.id, error = %e, "cannot record a task failure");
             }
             TaskEnd::Failed(message)
@@ -283,7 +283,7 @@ async fn session_inner(
                 // An escalation ends the session; other tools in the same turn are not run.
                 if let Some(end) = escalation_in(&last, &agent_tools) {
                     let json = serde_json::to_string(&end).unwrap_or_default();
-                    store.finish(id, Ending::Escalated(&json))?;
+                    store.finish(id, Ending::Escalated(&json)).await?;
                     return Ok(TaskEnd::Escalated(end));
                 }
                 let results = run_tools(rt, record, &last, &offered, scope, &seen).await?;
@@ -293,7 +293,7 @@ async fn session_inner(
                     role: Role::User,
                     content: results,
                 });
-                store.save_messages(id, &messages)?;
+                store.save_messages(id, &messages).await?;
             }
             Some(false) => {
                 let answer = messages.last().map(Message::text).unwrap_or_default();
@@ -307,11 +307,11 @@ async fn session_inner(
                         record.agent,
                         rt.options().max_turns
                     );
-                    store.finish(id, Ending::Failed(&error))?;
+                    store.finish(id, Ending::Failed(&error)).await?;
                     return Ok(TaskEnd::Failed(error));
                 }
                 if !executing {
-                    store.transition(id, TaskState::Executing)?;
+                    store.transition(id, TaskState::Executing).await?;
                     executing = true;
                 }
                 // Write, every turn: the core blocks as they are now (an edit made by a tool in the
@@ -338,7 +338,7 @@ async fn session_inner(
                         return Ok(TaskEnd::Completed(answer));
                     }
                     Err(error) => {
-                        store.finish(id, Ending::Failed(&error))?;
+                        store.finish(id, Ending::Failed(&error)).await?;
                         return Ok(TaskEnd::Failed(error));
                     }
                 }
@@ -491,30 +491,33 @@ async fn call_model(
                 .filter(|m| m.tool_uses().next().is_none())
                 .map(Message::text)
                 .filter(|text| completes_without_summary(rt, finishing, text));
-            let completed =
-                rt.store()
-                    .record_turn(&call, Some(messages), final_answer.as_deref())?;
+            let completed = rt
+                .store()
+                .record_turn(&call, Some(messages), final_answer.as_deref())
+                .await?;
             Ok(Ok(completed))
         }
         Err(error) => {
             let message = format!("{agent}: the model call failed: {error}");
-            rt.store().record_call(&CallRecord {
-                task_id: task,
-                agent: agent.to_string(),
-                model: model_ref,
-                tokens_in: 0,
-                tokens_out: 0,
-                cost_usd: 0.0,
-                usage_unknown: false,
-                duration_ms,
-                attempts: match &error {
-                    LlmError::Exhausted { attempts, .. } => *attempts,
-                    _ => 1,
-                },
-                tool_calls: Vec::new(),
-                error: Some(error.to_string()),
-                privacy,
-            })?;
+            rt.store()
+                .record_call(&CallRecord {
+                    task_id: task,
+                    agent: agent.to_string(),
+                    model: model_ref,
+                    tokens_in: 0,
+                    tokens_out: 0,
+                    cost_usd: 0.0,
+                    usage_unknown: false,
+                    duration_ms,
+                    attempts: match &error {
+                        LlmError::Exhausted { attempts, .. } => *attempts,
+                        _ => 1,
+                    },
+                    tool_calls: Vec::new(),
+                    error: Some(error.to_string()),
+                    privacy,
+                })
+                .await?;
             Ok(Err(message))
         }
     }
@@ -573,7 +576,9 @@ async fn run_tools(
     // While its children work, a task's own deadline is paused: `taskTimeout` bounds each agent's
     // own work, so a hung child times out (and escalates to this task) before this task does.
     let _paused = if delegates {
-        rt.store().transition(record.id, TaskState::Delegated)?;
+        rt.store()
+            .transition(record.id, TaskState::Delegated)
+            .await?;
         scope.clocks.last().map(Clock::pause)
     } else {
         None
@@ -595,7 +600,9 @@ async fn run_tools(
     // Back from waiting on children or a human (a resumed task may still be AWAITING_APPROVAL).
     // Fails for a task cancelled meanwhile; the session then reports how it ended.
     if waits {
-        rt.store().transition(record.id, TaskState::Executing)?;
+        rt.store()
+            .transition(record.id, TaskState::Executing)
+            .await?;
     }
     results.into_iter().collect()
 }
@@ -728,22 +735,24 @@ async fn delegate(
     scope: &Scope,
 ) -> Result<TaskEnd, StoreError> {
     let store = rt.store();
-    let child = match store.child_for(parent.id, tool_use_id, index)? {
+    let child = match store.child_for(parent.id, tool_use_id, index).await? {
         Some(existing) => existing.id,
         None => {
             // The task as the parent wrote it; recall is added per request by the child's session.
             let first = Message::user(&args.task);
-            let id = store.create_task(&NewTask {
-                parent_id: Some(parent.id),
-                conversation_id: &parent.conversation_id,
-                agent: &args.agent,
-                depth: parent.depth + 1,
-                tool_use_id: Some(tool_use_id),
-                tool_index: index,
-                input: &args.task,
-                messages: std::slice::from_ref(&first),
-                author: None,
-            })?;
+            let id = store
+                .create_task(&NewTask {
+                    parent_id: Some(parent.id),
+                    conversation_id: &parent.conversation_id,
+                    agent: &args.agent,
+                    depth: parent.depth + 1,
+                    tool_use_id: Some(tool_use_id),
+                    tool_index: index,
+                    input: &args.task,
+                    messages: std::slice::from_ref(&first),
+                    author: None,
+                })
+                .await?;
             rt.events().publish(Event::TaskCreated {
                 task: id,
                 parent: Some(parent.id),
@@ -789,21 +798,25 @@ async fn complete(
     // RESULT_PROPAGATING inside the completing transaction.
     let summary = if !completes_without_summary(rt, record, &answer) {
         rt.store()
-            .transition(record.id, TaskState::ResultPropagating)?;
+            .transition(record.id, TaskState::ResultPropagating)
+            .await?;
         Some(summarise(rt, record, &answer, threshold).await?)
     } else {
         None
     };
-    let finished = rt.store().finish(
-        record.id,
-        Ending::Completed {
-            output: &answer,
-            summary: summary.as_deref(),
-        },
-    )?;
+    let finished = rt
+        .store()
+        .finish(
+            record.id,
+            Ending::Completed {
+                output: &answer,
+                summary: summary.as_deref(),
+            },
+        )
+        .await?;
     if !finished {
         // Ended meanwhile (cancelled): its first ending stands.
-        return Ok(stored_end(&rt.store().task(record.id)?));
+        return Ok(stored_end(&rt.store().task(record.id).await?));
     }
     Ok(TaskEnd::Completed(summary.unwrap_or(answer)))
 }
@@ -838,20 +851,22 @@ async fn summarise(
             Ok(r) => (r.usage, r.cost_usd, r.attempts, None),
             Err(e) => (Some(Default::default()), 0.0, 1, Some(e.to_string())),
         };
-        rt.store().record_call(&CallRecord {
-            task_id: record.id,
-            agent: "summarizer".into(),
-            model: format!("{provider}/{model}"),
-            tokens_in: usage.map_or(0, |u| u.input_tokens),
-            tokens_out: usage.map_or(0, |u| u.output_tokens),
-            cost_usd: cost,
-            usage_unknown: usage.is_none(),
-            duration_ms: started.elapsed().as_millis() as u64,
-            attempts,
-            tool_calls: Vec::new(),
-            error,
-            privacy,
-        })?;
+        rt.store()
+            .record_call(&CallRecord {
+                task_id: record.id,
+                agent: "summarizer".into(),
+                model: format!("{provider}/{model}"),
+                tokens_in: usage.map_or(0, |u| u.input_tokens),
+                tokens_out: usage.map_or(0, |u| u.output_tokens),
+                cost_usd: cost,
+                usage_unknown: usage.is_none(),
+                duration_ms: started.elapsed().as_millis() as u64,
+                attempts,
+                tool_calls: Vec::new(),
+                error,
+                privacy,
+            })
+            .await?;
         result
     };
     Ok(match result {

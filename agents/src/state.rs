@@ -42,7 +42,7 @@ pub(crate) struct EngineState {
     /// The whole call stack (shared layers, router, provider stacks).
     llm: CallStack,
     context: ContextBuilder,
-    store: Arc<Store>,
+    store: Arc<dyn Store>,
     events: EventBus,
     /// `maxConcurrentAgents`: held while an agent is thinking (an LLM call), never while it waits for
     /// children or a human — otherwise a deep tree under load would deadlock with every slot held by a
@@ -67,7 +67,7 @@ pub(crate) struct StateParts {
     pub(crate) org: Arc<OrgTree>,
     pub(crate) llm: CallStack,
     pub(crate) context: ContextBuilder,
-    pub(crate) store: Arc<Store>,
+    pub(crate) store: Arc<dyn Store>,
     pub(crate) events: EventBus,
     pub(crate) agent_slots: Arc<Semaphore>,
     pub(crate) options: EngineOptions,
@@ -134,7 +134,7 @@ impl EngineState {
     }
 
     /// The database (the same for every state of one engine).
-    pub(crate) fn store(&self) -> &Arc<Store> {
+    pub(crate) fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
 

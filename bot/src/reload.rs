@@ -291,8 +291,10 @@ impl Reloader {
         let engine = self.engine.clone();
         let new = Arc::new(loaded);
         let applying = new.clone();
+        // A reload reads prompt files and rewrites memory: off the runtime's threads.
+        let handle = tokio::runtime::Handle::current();
         let applied = tokio::task::spawn_blocking(move || {
-            engine.reload(&applying, |var| std::env::var(var).ok())
+            handle.block_on(engine.reload(&applying, |var| std::env::var(var).ok()))
         })
         .await;
         let reloaded = match applied {

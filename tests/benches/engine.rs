@@ -45,7 +45,7 @@ use opc_agents::llm::{
     Content, LlmError, LlmRequest, LlmResponse, LlmService, Message, Role, SharedLlm, StopReason,
     StreamDelta, Usage,
 };
-use opc_agents::{Engine, Store, TaskState};
+use opc_agents::{Engine, SqliteStore, Store, TaskState};
 use opc_tests::org::{Execution, TestOrg, Wire, marker};
 use opc_tests::scripted_llm::{RecordedRequest, Script, Step};
 use serde_json::json;
@@ -268,7 +268,12 @@ impl InstantLlm {
 
 /// An engine on `org`'s database (or, as a diagnostic, an in-memory one) whose only provider is
 /// `llm` in the standard stack.
-fn instant_engine(org: &TestOrg, streaming: bool, llm: InstantLlm, memory_store: bool) -> Engine {
+async fn instant_engine(
+    org: &TestOrg,
+    streaming: bool,
+    llm: InstantLlm,
+    memory_store: bool,
+) -> Engine {
     let loaded = &org.loaded;
     let options = TestOrg::options(streaming);
     let provider = "llm";
@@ -290,9 +295,9 @@ fn instant_engine(org: &TestOrg, streaming: bool, llm: InstantLlm, memory_store:
     let service: SharedLlm = stack.service(Arc::new(llm));
     let providers = Providers::from_services([(provider.to_string(), service)]);
     let store = if memory_store {
-        Store::in_memory().expect("open an in-memory task database")
+        SqliteStore::in_memory().expect("open an in-memory task database")
     } else {
-        Store::open(&org.database()).expect("open the task database")
+        SqliteStore::open(&org.database()).expect("open the task database")
     };
     Engine::new(
         Arc::new(loaded.config.clone()),
@@ -303,6 +308,7 @@ fn instant_engine(org: &TestOrg, streaming: bool, llm: InstantLlm, memory_store:
         Arc::new(NoMemory),
         options,
     )
+    .await
     .expect("build the engine")
 }
 
@@ -633,7 +639,7 @@ impl LoadStats {
 
 /// Runs one chain for `input` and checks its answer.
 async fn one_chain(engine: &Engine, input: &str) {
-    let run = engine.send(None, input).expect("send");
+    let run = engine.send(None, input).await.expect("send");
     let outcome = run.wait().await;
     assert_eq!(
         outcome.state,
@@ -689,7 +695,8 @@ async fn turn_overhead_engine_only(
         streaming,
         InstantLlm::new(Duration::ZERO, false),
         memory_store,
-    );
+    )
+    .await;
     let label = match (streaming, memory_store) {
         (false, false) => "engine only, in-process",
         (true, false) => "engine only, in-process, streamed",
@@ -703,7 +710,7 @@ async fn turn_overhead_engine_only(
 async fn turn_overhead_http(streaming: bool, warmup: usize, n: usize) -> TurnStats {
     let server = ServerProcess::start(&chain_script(0));
     let org = TestOrg::new(&server.url, Wire::Anthropic, Execution::default());
-    let engine = org.engine(TestOrg::options(streaming));
+    let engine = org.engine(TestOrg::options(streaming)).await;
     let label = if streaming {
         "loopback HTTP, Anthropic, streamed"
     } else {
@@ -716,10 +723,10 @@ async fn turn_overhead_http(streaming: bool, warmup: usize, n: usize) -> TurnSta
 
 /// Most tasks alive at once, from the tasks' recorded creation and end times (ms resolution; an
 /// end and a start in the same ms count as not overlapping, so this never over-counts).
-fn max_live_tasks(engine: &Engine, roots: &[i64]) -> u64 {
+async fn max_live_tasks(engine: &Engine, roots: &[i64]) -> u64 {
     let mut points: Vec<(i64, i64)> = Vec::new();
     for root in roots {
-        for task in engine.store().tree(*root).expect("read a task tree") {
+        for task in engine.store().tree(*root).await.expect("read a task tree") {
             points.push((task.created_at, 1));
             points.push((task.finished_at.unwrap_or(i64::MAX), -1));
         }
@@ -763,14 +770,14 @@ async fn concurrent_roots(
     let (engine, in_process_arrivals, _org) = match &server {
         Some(server) => {
             let org = TestOrg::new(&server.url, Wire::Anthropic, execution);
-            (org.engine(TestOrg::options(false)), None, org)
+            (org.engine(TestOrg::options(false)).await, None, org)
         }
         None => {
             let org = TestOrg::new("http://127.0.0.1:9", Wire::Anthropic, execution);
             let llm = InstantLlm::new(Duration::from_millis(LATENCY_MS), !chain);
             let arrivals = llm.arrivals.clone();
             (
-                instant_engine(&org, false, llm, memory_store),
+                instant_engine(&org, false, llm, memory_store).await,
                 Some(arrivals),
                 org,
             )
@@ -785,15 +792,15 @@ async fn concurrent_roots(
     };
 
     // Warm up: the HTTP client, the database file and the runtime's threads exist before measuring.
-    let warm: Vec<_> = (0..warm_up)
-        .map(|i| {
-            let input = format!("warm-up {i}");
-            (
-                input.clone(),
-                engine.send(None, &input).expect("send a warm-up root"),
-            )
-        })
-        .collect();
+    let mut warm = Vec::with_capacity(warm_up);
+    for i in 0..warm_up {
+        let input = format!("warm-up {i}");
+        let run = engine
+            .send(None, &input)
+            .await
+            .expect("send a warm-up root");
+        warm.push((input, run));
+    }
     for (input, run) in warm {
         let outcome = run.wait().await;
         assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
@@ -814,13 +821,14 @@ async fn concurrent_roots(
     let started_at = SystemTime::now();
 
     let started = Instant::now();
-    let runs: Vec<_> = (0..roots)
-        .map(|i| {
-            engine
-                .send(None, &format!("task {i}"))
-                .expect("send a root task")
-        })
-        .collect();
+    let mut runs = Vec::with_capacity(roots);
+    for i in 0..roots {
+        let run = engine
+            .send(None, &format!("task {i}"))
+            .await
+            .expect("send a root task");
+        runs.push(run);
+    }
     let send_loop = started.elapsed();
     let root_ids: Vec<i64> = runs.iter().map(|r| r.task).collect();
     let outcomes = join_all(runs.into_iter().map(|r| r.wait())).await;
@@ -885,7 +893,7 @@ async fn concurrent_roots(
             by_slots.as_millis()
         )
     };
-    let max_live = max_live_tasks(&engine, &root_ids);
+    let max_live = max_live_tasks(&engine, &root_ids).await;
     let arrivals = match (&server, &in_process_arrivals) {
         _ if !diagnose => Vec::new(),
         (Some(server), _) => server.arrivals().await,
@@ -957,7 +965,7 @@ async fn concurrent_roots(
 /// transition ×3, messages, record_call, save_messages, finish, task ×2, tree_totals). Every store
 /// call holds the store's single connection lock, so `n` × this is a floor under the wall time of
 /// `n` concurrent roots whatever the number of CPUs. Returns the time per root.
-fn store_floor(store: &Store, n: usize) -> Duration {
+async fn store_floor(store: &dyn Store, n: usize) -> Duration {
     use opc_agents::store::{CallRecord, Ending, NewTask};
     let started = Instant::now();
     for i in 0..n {
@@ -965,6 +973,7 @@ fn store_floor(store: &Store, n: usize) -> Duration {
         let input = format!("task {i}");
         store
             .create_conversation(&conversation, "ceo")
+            .await
             .expect("create_conversation");
         let mut messages = vec![Message::user(input.clone())];
         let id = store
@@ -979,11 +988,18 @@ fn store_floor(store: &Store, n: usize) -> Duration {
                 messages: &messages,
                 author: None,
             })
+            .await
             .expect("create_task");
-        store.task(id).expect("task");
-        store.transition(id, TaskState::Assigned).expect("assign");
-        messages = store.messages(id).expect("messages");
-        store.transition(id, TaskState::Executing).expect("execute");
+        store.task(id).await.expect("task");
+        store
+            .transition(id, TaskState::Assigned)
+            .await
+            .expect("assign");
+        messages = store.messages(id).await.expect("messages");
+        store
+            .transition(id, TaskState::Executing)
+            .await
+            .expect("execute");
         store
             .record_call(&CallRecord {
                 task_id: id,
@@ -999,15 +1015,20 @@ fn store_floor(store: &Store, n: usize) -> Duration {
                 error: None,
                 privacy: None,
             })
+            .await
             .expect("record_call");
         let answer = single_answer(&input);
         messages.push(Message {
             role: Role::Assistant,
             content: vec![Content::text(answer.clone())],
         });
-        store.save_messages(id, &messages).expect("save_messages");
+        store
+            .save_messages(id, &messages)
+            .await
+            .expect("save_messages");
         store
             .transition(id, TaskState::ResultPropagating)
+            .await
             .expect("propagate");
         store
             .finish(
@@ -1017,10 +1038,11 @@ fn store_floor(store: &Store, n: usize) -> Duration {
                     summary: None,
                 },
             )
+            .await
             .expect("finish");
-        store.task(id).expect("task");
-        store.task(id).expect("task");
-        store.tree_totals(id).expect("tree_totals");
+        store.task(id).await.expect("task");
+        store.task(id).await.expect("task");
+        store.tree_totals(id).await.expect("tree_totals");
     }
     started.elapsed() / n as u32
 }
@@ -1055,12 +1077,13 @@ fn print_request_size() {
 
 fn print_store_floor(roots: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let on_disk = Store::open(&dir.path().join("floor.db")).expect("open a store");
-    store_floor(&on_disk, 100);
-    let disk = store_floor(&on_disk, roots);
-    let in_memory = Store::in_memory().expect("in-memory store");
-    store_floor(&in_memory, 100);
-    let memory = store_floor(&in_memory, roots);
+    let on_disk = SqliteStore::open(&dir.path().join("floor.db")).expect("open a store");
+    let runtime = runtime();
+    runtime.block_on(store_floor(&on_disk, 100));
+    let disk = runtime.block_on(store_floor(&on_disk, roots));
+    let in_memory = SqliteStore::in_memory().expect("in-memory store");
+    runtime.block_on(store_floor(&in_memory, 100));
+    let memory = runtime.block_on(store_floor(&in_memory, roots));
     println!(
         "  store floor: the 13 store calls of one single-turn root take {:.0} µs on disk \
          ({:.0} µs in memory), one after the other; all go through one connection lock, so \

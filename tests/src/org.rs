@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use opc_agents::context::NoMemory;
 use opc_agents::llm::layers::RetryPolicy;
-use opc_agents::{Engine, EngineOptions, Store};
+use opc_agents::{Engine, EngineOptions, SqliteStore};
 
 use crate::opc_process::OpcRun;
 use crate::scripted_llm::{Script, ScriptedLlm, Step};
@@ -360,8 +360,8 @@ agents:
     }
 
     /// An engine on the org's database, with the test key in its environment.
-    pub fn engine(&self, options: EngineOptions) -> Engine {
-        let store = Store::open(&self.database()).unwrap_or_else(|e| panic!("store: {e}"));
+    pub async fn engine(&self, options: EngineOptions) -> Engine {
+        let store = SqliteStore::open(&self.database()).unwrap_or_else(|e| panic!("store: {e}"));
         Engine::from_config(
             &self.loaded,
             Arc::new(store),
@@ -369,6 +369,7 @@ agents:
             options,
             |var| (var == KEY_VAR).then(|| KEY.to_string()),
         )
+        .await
         .unwrap_or_else(|e| panic!("engine: {e}"))
     }
 }

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use opc_agents::store::{ApprovalState, Decided, StoreError, TaskRecord};
-use opc_agents::{Engine, EngineError, Event, Outcome, RootRun, TaskState};
+use opc_agents::{Engine, EngineError, Event, Outcome, RootRun, Store as _, TaskState};
 use opc_tests::org::{Execution, KEY, TestOrg, Wire, marker, relay};
 use opc_tests::scripted_llm::{Fault, Script, Step};
 use opc_tests::wait::{WAIT, next_event, wait_until, within};
@@ -29,8 +29,8 @@ async fn finish_root(engine: &Engine, root: i64) -> Outcome {
         .unwrap()
 }
 
-fn tree(engine: &Engine, root: i64) -> Vec<TaskRecord> {
-    engine.store().tree(root).unwrap()
+async fn tree(engine: &Engine, root: i64) -> Vec<TaskRecord> {
+    engine.store().tree(root).await.unwrap()
 }
 
 /// The four-level chain: CEO → VP Eng → Backend Lead → Backend Dev, each passing the answer up.
@@ -53,9 +53,9 @@ fn chain_script() -> Script {
 
 async fn chain(wire: Wire, streaming: bool) {
     let (llm, org) = TestOrg::scripted(chain_script()).wire(wire).start().await;
-    let engine = org.engine(TestOrg::options(streaming));
+    let engine = org.engine(TestOrg::options(streaming)).await;
     let mut events = engine.events().subscribe();
-    let run = engine.send(None, "USER: build the API").unwrap();
+    let run = engine.send(None, "USER: build the API").await.unwrap();
     let root = run.task;
     let outcome = finish(run).await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
@@ -104,7 +104,7 @@ async fn chain(wire: Wire, streaming: bool) {
     );
 
     // The ledger: 4 linked tasks, each with tokens and cost.
-    let tasks = tree(&engine, root);
+    let tasks = tree(&engine, root).await;
     assert_eq!(tasks.len(), 4);
     let agents: Vec<&str> = tasks.iter().map(|t| t.agent.as_str()).collect();
     assert_eq!(agents, ["ceo", "vp-eng", "lead-backend", "dev-backend"]);
@@ -116,7 +116,7 @@ async fn chain(wire: Wire, streaming: bool) {
         assert_eq!(task.state, TaskState::Completed);
         assert!(task.tokens_in > 0 && task.tokens_out > 0, "{task:?}");
         assert!(task.cost_usd > 0.0, "{task:?}");
-        let calls = engine.store().calls(task.id).unwrap();
+        let calls = engine.store().calls(task.id).await.unwrap();
         assert_eq!(calls.len(), if task.agent == "dev-backend" { 1 } else { 2 });
         assert_eq!(calls[0].model, "llm/test-model");
     }
@@ -193,8 +193,8 @@ async fn delegate_parallel_collects_every_childs_result_in_order() {
         vec![Step::text("B-DONE")],
     );
     let (llm, org) = TestOrg::scripted(script).start().await;
-    let engine = org.engine(TestOrg::options(true));
-    let outcome = finish(engine.send(None, "parallel please").unwrap()).await;
+    let engine = org.engine(TestOrg::options(true)).await;
+    let outcome = finish(engine.send(None, "parallel please").await.unwrap()).await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
     // Results come in the order asked for, whichever child finished first.
     let results: serde_json::Value =
@@ -223,26 +223,30 @@ async fn delegate_parallel_runs_children_concurrently() {
     let (llm, org) = TestOrg::scripted(script).start().await;
     let mut options = TestOrg::options(true);
     options.attempt_timeout = Duration::from_secs(600);
-    let engine = org.engine(options);
-    let run = engine.send(None, "parallel please").unwrap();
+    let engine = org.engine(options).await;
+    let run = engine.send(None, "parallel please").await.unwrap();
     let root = run.task;
-    let state_of = |agent: &str| {
+    let state_of = async |agent: &str| {
         tree(&engine, root)
+            .await
             .into_iter()
             .find(|t| t.agent == agent)
             .map(|t| t.state)
     };
-    wait_until(
-        WAIT,
-        "dev-data to complete while dev-backend's call hangs",
-        || state_of("dev-data") == Some(TaskState::Completed),
-    )
-    .await;
+    // The store is read asynchronously, so the wait polls here (within the same deadline).
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while state_of("dev-data").await != Some(TaskState::Completed) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for dev-data to complete while dev-backend's call hangs"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     // dev-backend is still at its first (hanging) call: dev-data ran while it was working.
     assert_eq!(llm.requests_for(&marker("dev-backend")).len(), 1);
-    assert_eq!(state_of("dev-backend"), Some(TaskState::Executing));
+    assert_eq!(state_of("dev-backend").await, Some(TaskState::Executing));
     // Cancelling ends the four still running (CEO, VP, lead, dev-backend); dev-data had finished.
-    assert_eq!(engine.cancel(root).unwrap().len(), 4);
+    assert_eq!(engine.cancel(root).await.unwrap().len(), 4);
     assert_eq!(finish(run).await.state, TaskState::Cancelled);
     stop(&engine).await;
 }
@@ -270,8 +274,8 @@ async fn long_child_results_reach_the_parent_summarised() {
         })
         .start()
         .await;
-    let engine = org.engine(TestOrg::options(false));
-    let run = engine.send(None, "go").unwrap();
+    let engine = org.engine(TestOrg::options(false)).await;
+    let run = engine.send(None, "go").await.unwrap();
     let root = run.task;
     let outcome = finish(run).await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
@@ -290,12 +294,13 @@ async fn long_child_results_reach_the_parent_summarised() {
     assert_eq!(summarizer[0].body["model"], "test-fast");
     // The original stays in the task record, the summary next to it; the call is in the ledger.
     let dev = tree(&engine, root)
+        .await
         .into_iter()
         .find(|t| t.agent == "dev-backend")
         .unwrap();
     assert_eq!(dev.output.as_deref(), Some(long.as_str()));
     assert!(dev.summary.as_deref().unwrap().contains("SHORT-SUMMARY"));
-    let calls = engine.store().calls(dev.id).unwrap();
+    let calls = engine.store().calls(dev.id).await.unwrap();
     assert_eq!(calls.iter().filter(|c| c.agent == "summarizer").count(), 1);
     stop(&engine).await;
 }
@@ -332,14 +337,18 @@ async fn delegation_outside_direct_children_is_a_tool_error_and_creates_no_task(
             relay("vp-eng", "go", ""),
         );
     let (llm, org) = TestOrg::scripted(script).start().await;
-    let engine = org.engine(TestOrg::options(false));
-    let run = engine.send(None, "go").unwrap();
+    let engine = org.engine(TestOrg::options(false)).await;
+    let run = engine.send(None, "go").await.unwrap();
     let root = run.task;
     let outcome = finish(run).await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
     assert_eq!(outcome.text, "VP gave up");
     // No task beyond CEO → VP.
-    let agents: Vec<String> = tree(&engine, root).into_iter().map(|t| t.agent).collect();
+    let agents: Vec<String> = tree(&engine, root)
+        .await
+        .into_iter()
+        .map(|t| t.agent)
+        .collect();
     assert_eq!(agents, ["ceo", "vp-eng"]);
 
     let vp = llm.requests_for(&marker("vp-eng"));
@@ -392,9 +401,9 @@ async fn rate_limits_and_cut_streams_are_retried() {
     );
     for wire in [Wire::Anthropic, Wire::OpenAi] {
         let (llm, org) = TestOrg::scripted(script.clone()).wire(wire).start().await;
-        let engine = org.engine(TestOrg::options(true));
+        let engine = org.engine(TestOrg::options(true)).await;
         let mut events = engine.events().subscribe();
-        let run = engine.send(None, "hello").unwrap();
+        let run = engine.send(None, "hello").await.unwrap();
         let root = run.task;
         let outcome = finish(run).await;
         assert_eq!(
@@ -405,7 +414,7 @@ async fn rate_limits_and_cut_streams_are_retried() {
         );
         assert_eq!(outcome.text, "FINALLY");
         assert_eq!(llm.requests().len(), 3);
-        let calls = engine.store().calls(root).unwrap();
+        let calls = engine.store().calls(root).await.unwrap();
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].attempts, 3);
         // The cut stream's partial text was withdrawn before the retry.
@@ -430,8 +439,8 @@ async fn repeated_server_errors_fail_the_task_with_a_clear_error() {
         ],
     );
     let (llm, org) = TestOrg::scripted(script).start().await;
-    let engine = org.engine(TestOrg::options(false));
-    let run = engine.send(None, "hello").unwrap();
+    let engine = org.engine(TestOrg::options(false)).await;
+    let run = engine.send(None, "hello").await.unwrap();
     let root = run.task;
     let outcome = finish(run).await;
     assert_eq!(outcome.state, TaskState::Failed);
@@ -448,10 +457,10 @@ async fn repeated_server_errors_fail_the_task_with_a_clear_error() {
         outcome.text
     );
     assert_eq!(llm.requests().len(), 3);
-    let record = engine.store().task(root).unwrap();
+    let record = engine.store().task(root).await.unwrap();
     assert_eq!(record.state, TaskState::Failed);
     assert_eq!(record.error.as_deref(), Some(outcome.text.as_str()));
-    let calls = engine.store().calls(root).unwrap();
+    let calls = engine.store().calls(root).await.unwrap();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].attempts, 3);
     let error = calls[0].error.as_deref().unwrap_or_default();
@@ -463,8 +472,8 @@ async fn repeated_server_errors_fail_the_task_with_a_clear_error() {
         vec![Step::fault(Fault::Malformed), Step::text("never")],
     );
     let (llm, org) = TestOrg::scripted(script).wire(Wire::OpenAi).start().await;
-    let engine = org.engine(TestOrg::options(false));
-    let outcome = finish(engine.send(None, "hello").unwrap()).await;
+    let engine = org.engine(TestOrg::options(false)).await;
+    let outcome = finish(engine.send(None, "hello").await.unwrap()).await;
     assert_eq!(outcome.state, TaskState::Failed);
     assert!(
         outcome.text.contains("sent a malformed response"),
@@ -489,8 +498,8 @@ async fn a_child_timeout_reaches_the_parent_as_a_structured_escalation() {
         })
         .start()
         .await;
-    let engine = org.engine(TestOrg::options(false));
-    let run = engine.send(None, "go").unwrap();
+    let engine = org.engine(TestOrg::options(false)).await;
+    let run = engine.send(None, "go").await.unwrap();
     let root = run.task;
     let outcome = finish(run).await;
     // The VP's second request carries the escalation; its (scripted) answer reaches the CEO in time.
@@ -503,6 +512,7 @@ async fn a_child_timeout_reaches_the_parent_as_a_structured_escalation() {
     let reason = escalation["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("2s"), "{reason}");
     let support = tree(&engine, root)
+        .await
         .into_iter()
         .find(|t| t.agent == "support")
         .unwrap();
@@ -534,8 +544,8 @@ async fn escalations_travel_up_one_level_at_a_time() {
         )
 ;
     let (llm, org) = TestOrg::scripted(script).wire(Wire::OpenAi).start().await;
-    let engine = org.engine(TestOrg::options(true));
-    let run = engine.send(None, "go").unwrap();
+    let engine = org.engine(TestOrg::options(true)).await;
+    let run = engine.send(None, "go").await.unwrap();
     let root = run.task;
     let outcome = finish(run).await;
     // The CEO (root) has no escalate tool: it gets the VP's escalation as its tool result and answers.
@@ -547,6 +557,7 @@ async fn escalations_travel_up_one_level_at_a_time() {
     assert!(result["reason"].as_str().unwrap().contains("which DB?"));
     assert_eq!(outcome.state, TaskState::Completed);
     let states: Vec<(String, TaskState)> = tree(&engine, root)
+        .await
         .into_iter()
         .map(|t| (t.agent, t.state))
         .collect();
@@ -597,16 +608,16 @@ async fn started(events: &mut tokio::sync::broadcast::Receiver<Event>, agent: &s
 async fn approvals_survive_a_restart_and_are_decided_once() {
     let (llm, org) = TestOrg::scripted(approval_script()).start().await;
 
-    let first = org.engine(TestOrg::options(true));
+    let first = org.engine(TestOrg::options(true)).await;
     let mut events = first.events().subscribe();
-    let run = first.send(None, "please refund").unwrap();
+    let run = first.send(None, "please refund").await.unwrap();
     let root = run.task;
     let (approval, path) = next_approval(&mut events).await;
     assert_eq!(path, ["ceo", "vp-ops", "support"]);
-    let pending = first.pending_approvals().unwrap();
+    let pending = first.pending_approvals().await.unwrap();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].summary, "Refund $120 for order 7");
-    let states: Vec<TaskState> = tree(&first, root).iter().map(|t| t.state).collect();
+    let states: Vec<TaskState> = tree(&first, root).await.iter().map(|t| t.state).collect();
     assert_eq!(
         states,
         [
@@ -620,14 +631,14 @@ async fn approvals_survive_a_restart_and_are_decided_once() {
     drop(run);
     drop(first);
 
-    let second = org.engine(TestOrg::options(true));
+    let second = org.engine(TestOrg::options(true)).await;
     assert!(
         second.recovery().interrupted.is_empty(),
         "{:?}",
         second.recovery()
     );
     assert_eq!(second.recovery().pending_approvals.len(), 1);
-    let decided = second.decide(approval, "approve", "U-alice").unwrap();
+    let decided = second.decide(approval, "approve", "U-alice").await.unwrap();
     assert!(
         matches!(decided, Decided::Recorded(ref a) if a.state == ApprovalState::Approved),
         "{decided:?}"
@@ -636,12 +647,12 @@ async fn approvals_survive_a_restart_and_are_decided_once() {
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
     assert_eq!(outcome.text, "CEO: VP: SUPPORT: approved by U-alice");
     // A second decision is refused and changes nothing.
-    let again = second.decide(approval, "reject", "U-bob").unwrap();
+    let again = second.decide(approval, "reject", "U-bob").await.unwrap();
     assert!(
         matches!(again, Decided::AlreadyDecided(ref a) if a.decided_by.as_deref() == Some("U-alice"))
     );
     // A decision that is not an option is an error that names the options.
-    let error = second.decide(approval, "maybe", "U-bob").unwrap_err();
+    let error = second.decide(approval, "maybe", "U-bob").await.unwrap_err();
     assert!(
         matches!(
             &error,
@@ -653,7 +664,7 @@ async fn approvals_survive_a_restart_and_are_decided_once() {
     // So is an approval that does not exist.
     assert!(
         matches!(
-            second.decide(approval + 1000, "approve", "U-bob"),
+            second.decide(approval + 1000, "approve", "U-bob").await,
             Err(EngineError::NoApproval(id)) if id == approval + 1000
         ),
         "an unknown approval id is refused as such"
@@ -678,9 +689,9 @@ async fn undecided_approvals_are_rejected_at_the_timeout() {
         })
         .start()
         .await;
-    let engine = org.engine(TestOrg::options(false));
+    let engine = org.engine(TestOrg::options(false)).await;
     let mut events = engine.events().subscribe();
-    let run = engine.send(None, "please refund").unwrap();
+    let run = engine.send(None, "please refund").await.unwrap();
     let (approval, _) = next_approval(&mut events).await;
     let outcome = finish(run).await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
@@ -688,12 +699,12 @@ async fn undecided_approvals_are_rejected_at_the_timeout() {
         outcome.text,
         "CEO: VP: SUPPORT: rejected: no decision was made before the approval timed out"
     );
-    let record = engine.store().approval(approval).unwrap().unwrap();
+    let record = engine.store().approval(approval).await.unwrap().unwrap();
     assert_eq!(record.state, ApprovalState::Rejected);
     assert_eq!(record.decided_by.as_deref(), Some("timeout"));
     // Deciding after the timeout is refused.
     assert!(matches!(
-        engine.decide(approval, "approve", "U-late").unwrap(),
+        engine.decide(approval, "approve", "U-late").await.unwrap(),
         Decided::AlreadyDecided(_)
     ));
     stop(&engine).await;
@@ -725,17 +736,17 @@ async fn cancelling_a_root_cancels_its_whole_subtree() {
         )
         .agent(marker("dev-backend"), vec![Step::fault(Fault::Hang)]);
     let (_llm, org) = TestOrg::scripted(script).start().await;
-    let engine = org.engine(TestOrg::options(true));
+    let engine = org.engine(TestOrg::options(true)).await;
     let mut events = engine.events().subscribe();
-    let run = engine.send(None, "go").unwrap();
+    let run = engine.send(None, "go").await.unwrap();
     let root = run.task;
     // Wait until the leaf is running.
     started(&mut events, "dev-backend").await;
-    let cancelled = engine.cancel(root).unwrap();
+    let cancelled = engine.cancel(root).await.unwrap();
     assert_eq!(cancelled.len(), 4);
     let outcome = finish(run).await;
     assert_eq!(outcome.state, TaskState::Cancelled);
-    for task in tree(&engine, root) {
+    for task in tree(&engine, root).await {
         assert_eq!(task.state, TaskState::Cancelled, "{}", task.agent);
         assert!(task.finished_at.is_some());
     }
@@ -749,12 +760,13 @@ async fn follow_ups_continue_the_root_session_and_crashes_are_reported() {
         vec![Step::text("first answer"), Step::text("second answer")],
     );
     let (llm, org) = TestOrg::scripted(script).start().await;
-    let engine = org.engine(TestOrg::options(false));
-    let first = finish(engine.send(None, "question one").unwrap()).await;
+    let engine = org.engine(TestOrg::options(false)).await;
+    let first = finish(engine.send(None, "question one").await.unwrap()).await;
     assert_eq!(first.text, "first answer");
     let second = finish(
         engine
             .send(Some(&first.conversation), "question two")
+            .await
             .unwrap(),
     )
     .await;
@@ -770,9 +782,9 @@ async fn follow_ups_continue_the_root_session_and_crashes_are_reported() {
     // A task left EXECUTING by a crash is marked FAILED on startup, and its conversation is told.
     let hang = Script::new().agent(marker("ceo"), vec![Step::fault(Fault::Hang)]);
     let (llm, org) = TestOrg::scripted(hang).start().await;
-    let engine = org.engine(TestOrg::options(false));
+    let engine = org.engine(TestOrg::options(false)).await;
     let mut events = engine.events().subscribe();
-    let run = engine.send(None, "will crash").unwrap();
+    let run = engine.send(None, "will crash").await.unwrap();
     let (root, conversation) = (run.task, run.conversation.clone());
     started(&mut events, "ceo").await;
     wait_until(WAIT, "the CEO's model call to reach the server", || {
@@ -781,15 +793,18 @@ async fn follow_ups_continue_the_root_session_and_crashes_are_reported() {
     .await;
     stop(&engine).await;
     drop(engine);
-    let engine = org.engine(TestOrg::options(false));
+    let engine = org.engine(TestOrg::options(false)).await;
     assert_eq!(
         engine.recovery().interrupted,
         vec![(root, conversation.clone(), true)]
     );
-    let record = engine.store().task(root).unwrap();
+    let record = engine.store().task(root).await.unwrap();
     assert_eq!(record.state, TaskState::Failed);
     assert!(record.error.unwrap().starts_with("interrupted"));
-    assert_eq!(engine.store().notices(&conversation).unwrap().len(), 1);
+    assert_eq!(
+        engine.store().notices(&conversation).await.unwrap().len(),
+        1
+    );
     stop(&engine).await;
 }
 
@@ -803,8 +818,8 @@ async fn a_root_escalation_is_shown_to_the_human() {
         )],
     );
     let (_llm, org) = TestOrg::scripted(script).start().await;
-    let engine = org.engine(TestOrg::options(false));
-    let outcome = finish(engine.send(None, "spend $1M").unwrap()).await;
+    let engine = org.engine(TestOrg::options(false)).await;
+    let outcome = finish(engine.send(None, "spend $1M").await.unwrap()).await;
     assert_eq!(outcome.state, TaskState::Escalated);
     assert_eq!(
         outcome.text,
@@ -827,8 +842,8 @@ async fn a_session_that_never_answers_fails_at_the_turn_limit() {
         )
         .agent(marker("vp-ops"), vec![Step::text("done")]);
     let (llm, org) = TestOrg::scripted(script).wire(Wire::OpenAi).start().await;
-    let engine = org.engine(TestOrg::options(false));
-    let outcome = finish(engine.send(None, "loop").unwrap()).await;
+    let engine = org.engine(TestOrg::options(false)).await;
+    let outcome = finish(engine.send(None, "loop").await.unwrap()).await;
     assert_eq!(outcome.state, TaskState::Failed);
     assert_eq!(
         outcome.text,
@@ -860,11 +875,11 @@ async fn delegating_and_asking_for_approval_in_one_turn_works() {
             vec![Step::text("prepared").with_delay_ms(100)],
         );
     let (llm, org) = TestOrg::scripted(script).start().await;
-    let engine = org.engine(TestOrg::options(false));
+    let engine = org.engine(TestOrg::options(false)).await;
     let mut events = engine.events().subscribe();
-    let run = engine.send(None, "go").unwrap();
+    let run = engine.send(None, "go").await.unwrap();
     let (approval, _) = next_approval(&mut events).await;
-    engine.decide(approval, "approve", "U-1").unwrap();
+    engine.decide(approval, "approve", "U-1").await.unwrap();
     let outcome = finish(run).await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
     assert_eq!(outcome.text, "CEO: VP done");
@@ -887,16 +902,16 @@ async fn an_approval_that_expires_while_stopped_is_rejected_on_restart() {
         })
         .start()
         .await;
-    let first = org.engine(TestOrg::options(false));
+    let first = org.engine(TestOrg::options(false)).await;
     let mut events = first.events().subscribe();
-    let run = first.send(None, "please refund").unwrap();
+    let run = first.send(None, "please refund").await.unwrap();
     let root = run.task;
     let (approval, _) = next_approval(&mut events).await;
     stop(&first).await;
     drop((run, first));
     // It expires while nothing runs: still pending in the database, then past its deadline.
-    let store = opc_agents::Store::open(&org.database()).unwrap();
-    let record = store.approval(approval).unwrap().unwrap();
+    let store = opc_agents::SqliteStore::open(&org.database()).unwrap();
+    let record = store.approval(approval).await.unwrap().unwrap();
     assert_eq!(
         record.state,
         ApprovalState::Pending,
@@ -908,7 +923,7 @@ async fn an_approval_that_expires_while_stopped_is_rejected_on_restart() {
     .await;
     drop(store);
 
-    let second = org.engine(TestOrg::options(false));
+    let second = org.engine(TestOrg::options(false)).await;
     assert!(
         second.recovery().interrupted.is_empty(),
         "{:?}",
@@ -930,14 +945,14 @@ async fn a_suspended_tree_can_be_cancelled_after_a_restart_and_one_engine_owns_a
         .wire(Wire::OpenAi)
         .start()
         .await;
-    let first = org.engine(TestOrg::options(true));
+    let first = org.engine(TestOrg::options(true)).await;
     let mut events = first.events().subscribe();
-    let run = first.send(None, "please refund").unwrap();
+    let run = first.send(None, "please refund").await.unwrap();
     let root = run.task;
     let (approval, _) = next_approval(&mut events).await;
 
     // A second engine on the same database is refused while the first holds it.
-    let store = opc_agents::Store::open(&org.database()).unwrap();
+    let store = opc_agents::SqliteStore::open(&org.database()).unwrap();
     let error = opc_agents::Engine::from_config(
         &org.loaded,
         std::sync::Arc::new(store),
@@ -945,6 +960,7 @@ async fn a_suspended_tree_can_be_cancelled_after_a_restart_and_one_engine_owns_a
         TestOrg::options(true),
         |_| Some(KEY.to_string()),
     )
+    .await
     .err()
     .expect("second engine refused");
     assert!(
@@ -958,9 +974,9 @@ async fn a_suspended_tree_can_be_cancelled_after_a_restart_and_one_engine_owns_a
 
     stop(&first).await;
     drop((run, first));
-    let second = org.engine(TestOrg::options(true));
+    let second = org.engine(TestOrg::options(true)).await;
     let mut events = second.events().subscribe();
-    let cancelled = second.cancel(root).unwrap();
+    let cancelled = second.cancel(root).await.unwrap();
     assert_eq!(cancelled.len(), 3);
     // The rejection is announced, so a chat card can be updated.
     let resolved = next_event(
@@ -984,7 +1000,7 @@ async fn a_suspended_tree_can_be_cancelled_after_a_restart_and_one_engine_owns_a
     );
     let outcome = finish_root(&second, root).await;
     assert_eq!(outcome.state, TaskState::Cancelled);
-    let record = second.store().approval(approval).unwrap().unwrap();
+    let record = second.store().approval(approval).await.unwrap().unwrap();
     assert_eq!(record.state, ApprovalState::Rejected);
     assert_eq!(record.decided_by.as_deref(), Some("cancelled"));
     // No model call ran after the cancel.
@@ -1004,8 +1020,8 @@ async fn a_stream_cut_on_every_attempt_fails_cleanly() {
         ],
     );
     let (_llm, org) = TestOrg::scripted(script).wire(Wire::OpenAi).start().await;
-    let engine = org.engine(TestOrg::options(true));
-    let outcome = finish(engine.send(None, "hello").unwrap()).await;
+    let engine = org.engine(TestOrg::options(true)).await;
+    let outcome = finish(engine.send(None, "hello").await.unwrap()).await;
     assert_eq!(outcome.state, TaskState::Failed);
     assert!(
         outcome.text.contains("response stream was cut off")

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use opc_agents::Store;
+use opc_agents::{SqliteStore, Store};
 use opc_tests::fake_slack::{FakeSlack, app_mention, envelope, thread_message};
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
@@ -211,9 +211,9 @@ async fn a_request_killed_mid_delegation_gets_its_interrupted_notice_in_its_thre
     serving(&opc).await;
     let (code, _) = opc.stop();
     assert_eq!(code, Some(0));
-    let store = Store::open(&org.database()).expect("open the database");
+    let store = SqliteStore::open(&org.database()).expect("open the database");
     assert_eq!(
-        store.undelivered_notices().unwrap(),
+        store.undelivered_notices().await.unwrap(),
         Vec::new(),
         "every notice marked delivered"
     );

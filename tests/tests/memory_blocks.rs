@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use opc_agents::context::BlockMemory;
-use opc_agents::{Engine, Store, TaskState};
+use opc_agents::{Engine, SqliteStore, TaskState};
 use opc_memory::blocks::{Actor, BlockStore, Edit};
 use opc_tests::org::{KEY, KEY_VAR, TestOrg, framework_yaml, marker};
 use opc_tests::scripted_llm::{RecordedRequest, Script, ScriptedLlm, Step};
@@ -58,9 +58,9 @@ agents:
 }
 
 /// An engine with core-block memory on the database in `dir`.
-fn engine(dir: &tempfile::TempDir, loaded: &opc_hierarchy::Loaded) -> Engine {
+async fn engine(dir: &tempfile::TempDir, loaded: &opc_hierarchy::Loaded) -> Engine {
     let db = dir.path().join("opc.db");
-    let store = Store::open(&db).unwrap_or_else(|e| panic!("store: {e}"));
+    let store = SqliteStore::open(&db).unwrap_or_else(|e| panic!("store: {e}"));
     let memory = BlockMemory::open(&db, &loaded.config, Arc::new(loaded.org.clone()))
         .unwrap_or_else(|e| panic!("memory: {e}"));
     Engine::from_config(
@@ -70,6 +70,7 @@ fn engine(dir: &tempfile::TempDir, loaded: &opc_hierarchy::Loaded) -> Engine {
         TestOrg::options(false),
         |var| (var == KEY_VAR).then(|| KEY.to_string()),
     )
+    .await
     .unwrap_or_else(|e| panic!("engine: {e}"))
 }
 
@@ -126,8 +127,11 @@ async fn block_edits_reach_the_next_turn_survive_a_restart_and_obey_the_acl() {
     let (dir, loaded) = config(&llm.url());
 
     // Conversation 1: the model edits its block; the next request's system prompt shows the edit.
-    let first = engine(&dir, &loaded);
-    let run = first.send(None, "remember my favourite colour").unwrap();
+    let first = engine(&dir, &loaded).await;
+    let run = first
+        .send(None, "remember my favourite colour")
+        .await
+        .unwrap();
     let outcome = within(WAIT, "conversation 1", run.wait()).await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
     let ceo = llm.requests_for(&marker("ceo"));
@@ -158,9 +162,10 @@ async fn block_edits_reach_the_next_turn_survive_a_restart_and_obey_the_acl() {
 
     // Restart on the same database: the edit is still the truth (not the config's seed). A follow-up
     // in the same conversation (the scripted server keys the CEO's cursor by its first message).
-    let second = engine(&dir, &loaded);
+    let second = engine(&dir, &loaded).await;
     let run = second
         .send(Some(&outcome.conversation), "how is the team")
+        .await
         .unwrap();
     let outcome = within(WAIT, "conversation 2", run.wait()).await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
@@ -209,8 +214,8 @@ async fn a_stale_shared_block_edit_is_refused_with_the_current_value() {
     );
     let llm = ScriptedLlm::start(script).await.unwrap();
     let (dir, loaded) = config(&llm.url());
-    let engine = engine(&dir, &loaded);
-    let run = engine.send(None, "update the plan").unwrap();
+    let engine = engine(&dir, &loaded).await;
+    let run = engine.send(None, "update the plan").await.unwrap();
     wait_until(WAIT, "the CEO's first request", || {
         !llm.requests_for(&marker("ceo")).is_empty()
     })

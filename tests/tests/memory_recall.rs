@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use opc_agents::context::{BlockMemory, RECALL_BUDGET_TOKENS};
-use opc_agents::{Engine, Store, TaskState};
+use opc_agents::{Engine, SqliteStore, Store, TaskState};
 use opc_memory::embed::EmbedSlot;
 use opc_memory::recall::{Mode, Query, RecallStore};
 use opc_tests::org::{KEY, KEY_VAR, TestOrg, framework_yaml, marker};
@@ -57,16 +57,16 @@ fn config_with(llm_url: &str, privacy: bool) -> (tempfile::TempDir, opc_hierarch
 
 /// An engine with block and recall memory on `db`; with `indexer`, a running recall indexer woken
 /// after each commit (as `opc run` has), else none (the index stays behind the rows).
-fn engine(
+async fn engine(
     db: &Path,
     loaded: &opc_hierarchy::Loaded,
     indexer: bool,
 ) -> (Engine, RecallStore, Option<opc_memory::recall::Indexer>) {
-    let store = Store::open(db).unwrap_or_else(|e| panic!("store: {e}"));
+    let store = SqliteStore::open(db).unwrap_or_else(|e| panic!("store: {e}"));
     let recall = RecallStore::open(db, EmbedSlot::new()).unwrap_or_else(|e| panic!("recall: {e}"));
     let running = indexer.then(|| {
         let wake = recall.clone();
-        store.on_recall_append(move || wake.notify());
+        store.on_recall_append(Box::new(move || wake.notify()));
         recall.spawn_indexer().unwrap()
     });
     let memory = BlockMemory::open(db, &loaded.config, Arc::new(loaded.org.clone()))
@@ -79,6 +79,7 @@ fn engine(
         TestOrg::options(false),
         |var| (var == KEY_VAR).then(|| KEY.to_string()),
     )
+    .await
     .unwrap_or_else(|e| panic!("engine: {e}"));
     (engine, recall, running)
 }
@@ -134,15 +135,18 @@ async fn a_fact_from_one_conversation_is_recalled_in_the_next_and_searchable() {
     let llm = ScriptedLlm::start(script).await.unwrap();
     let (dir, loaded) = config(&llm.url());
     let db = dir.path().join("opc.db");
-    let (engine, recall, _indexer) = engine(&db, &loaded, true);
+    let (engine, recall, _indexer) = engine(&db, &loaded, true).await;
 
-    let run = engine.send(None, FACT).unwrap();
+    let run = engine.send(None, FACT).await.unwrap();
     let first = within(WAIT, "conversation 1", run.wait()).await;
     assert_eq!(first.state, TaskState::Completed, "{}", first.text);
     wait_until(WAIT, "the recall index to catch up", || caught_up(&recall)).await;
 
     // Conversation 2, a new one: the Select step brings the fact before the task.
-    let run = engine.send(None, "What is the launch code word?").unwrap();
+    let run = engine
+        .send(None, "What is the launch code word?")
+        .await
+        .unwrap();
     let second = within(WAIT, "conversation 2", run.wait()).await;
     assert_eq!(second.state, TaskState::Completed, "{}", second.text);
     assert_ne!(first.conversation, second.conversation);
@@ -176,9 +180,9 @@ async fn rows_written_while_no_indexer_ran_are_found_after_catch_up() {
 
     // The engine commits the turn (and its recall rows); no index update ever happens, as when the
     // process dies between the SQLite commit and the indexer.
-    let (engine, recall, none) = engine(&db, &loaded, false);
+    let (engine, recall, none) = engine(&db, &loaded, false).await;
     assert!(none.is_none());
-    let run = engine.send(None, FACT).unwrap();
+    let run = engine.send(None, FACT).await.unwrap();
     let outcome = within(WAIT, "the turn", run.wait()).await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
     within(WAIT, "shutdown", engine.shutdown()).await;
@@ -219,13 +223,14 @@ async fn recalled_pii_is_masked_in_the_outbound_request_and_restored_in_the_answ
     let llm = ScriptedLlm::start(script).await.unwrap();
     let (dir, loaded) = config_with(&llm.url(), true);
     let db = dir.path().join("opc.db");
-    let (engine, recall, _indexer) = engine(&db, &loaded, true);
+    let (engine, recall, _indexer) = engine(&db, &loaded, true).await;
 
     let run = engine
         .send(
             None,
             &format!("Remember that the billing contact email is {EMAIL}."),
         )
+        .await
         .unwrap();
     let first = within(WAIT, "conversation 1", run.wait()).await;
     assert_eq!(first.state, TaskState::Completed, "{}", first.text);
@@ -233,6 +238,7 @@ async fn recalled_pii_is_masked_in_the_outbound_request_and_restored_in_the_answ
 
     let run = engine
         .send(None, "Who is the billing contact email?")
+        .await
         .unwrap();
     let second = within(WAIT, "conversation 2", run.wait()).await;
     assert_eq!(second.state, TaskState::Completed, "{}", second.text);

@@ -29,7 +29,7 @@ use opc_agents::llm::stack::CallStack;
 use opc_agents::llm::{
     Content, Layer, LlmError, LlmRequest, LlmResponse, LlmService, Role, SharedLlm,
 };
-use opc_agents::{Engine, Event, Store, TaskState};
+use opc_agents::{Engine, Event, SqliteStore, Store, TaskState};
 use opc_privacy::detect::{NerModel, NerSlot};
 use opc_privacy::{Entity, EntityType};
 use opc_tests::fake_slack::{FakeSlack, app_mention, envelope};
@@ -241,8 +241,8 @@ async fn personal_data_never_reaches_the_model_and_the_user_sees_it_restored_in_
         .loaded
         .base_dir
         .join(&org.loaded.config.framework.memory.path);
-    let store = Store::open(&database).unwrap();
-    let root = store.recent_roots(10).unwrap().last().unwrap().id;
+    let store = SqliteStore::open(&database).unwrap();
+    let root = store.recent_roots(10).await.unwrap().last().unwrap().id;
     let out = std::process::Command::new(opc_binary())
         .args(["tasks", "--tree", &root.to_string(), "--config"])
         .arg(org.config_path())
@@ -257,11 +257,11 @@ async fn personal_data_never_reaches_the_model_and_the_user_sees_it_restored_in_
 
 /// An engine in this process on `org`, its providers (at the scripted server, over loopback) each
 /// with `inject` on top of its stack when given, and the privacy layer the config asks for.
-fn engine(org: &TestOrg, inject: Option<&'static str>) -> Engine {
-    engine_with_ner(org, inject, NerSlot::default())
+async fn engine(org: &TestOrg, inject: Option<&'static str>) -> Engine {
+    engine_with_ner(org, inject, NerSlot::default()).await
 }
 
-fn engine_with_ner(org: &TestOrg, inject: Option<&'static str>, ner: NerSlot) -> Engine {
+async fn engine_with_ner(org: &TestOrg, inject: Option<&'static str>, ner: NerSlot) -> Engine {
     let loaded = &org.loaded;
     let options = TestOrg::options(false);
     let providers = Providers::build(
@@ -290,10 +290,11 @@ fn engine_with_ner(org: &TestOrg, inject: Option<&'static str>, ner: NerSlot) ->
         Arc::new(loaded.org.clone()),
         &loaded.base_dir,
         CallStack::with_privacy(providers, seam),
-        Arc::new(Store::open(&org.database()).unwrap()),
+        Arc::new(SqliteStore::open(&org.database()).unwrap()),
         Arc::new(NoMemory),
         options,
     )
+    .await
     .unwrap()
 }
 
@@ -371,9 +372,9 @@ async fn the_egress_guard_stops_a_leak_in_the_system_prompt_a_message_and_a_tool
     for part in ["system", "message", "tool_result"] {
         let llm = ScriptedLlm::start(script()).await.unwrap();
         let org = TestOrg::new(&llm.url(), Wire::OpenAi, Execution::default());
-        let engine = engine(&org, Some(part));
+        let engine = engine(&org, Some(part)).await;
         let mut events = engine.events().subscribe();
-        let run = engine.send(None, &message(part)).unwrap();
+        let run = engine.send(None, &message(part)).await.unwrap();
         let root = run.task;
         let outcome = within(WAIT, "the request to finish", run.wait()).await;
         assert_eq!(outcome.state, TaskState::Failed, "{part}: {}", outcome.text);
@@ -398,7 +399,7 @@ async fn the_egress_guard_stops_a_leak_in_the_system_prompt_a_message_and_a_tool
         }
         let (task, kind) = blocked.expect("a PrivacyBlocked event");
         assert_eq!(kind, "EMAIL");
-        let calls = engine.store().calls(task).unwrap();
+        let calls = engine.store().calls(task).await.unwrap();
         let last = calls.last().unwrap();
         assert_eq!(
             last.privacy.as_ref().and_then(|p| p.blocked.as_deref()),
@@ -424,12 +425,12 @@ async fn privacy_disabled_sends_the_text_untouched() {
             ..Extras::default()
         },
     );
-    let engine = engine(&org, None);
+    let engine = engine(&org, None).await;
     let text = message("off");
     let outcome = within(
         WAIT,
         "the request to finish",
-        engine.send(None, &text).unwrap().wait(),
+        engine.send(None, &text).await.unwrap().wait(),
     )
     .await;
     assert_eq!(outcome.text, expected(&text));
@@ -452,12 +453,12 @@ async fn redact_sends_typed_placeholders_and_restores_them() {
             ..Extras::default()
         },
     );
-    let engine = engine(&org, None);
+    let engine = engine(&org, None).await;
     let text = message("redact");
     let outcome = within(
         WAIT,
         "the request to finish",
-        engine.send(None, &text).unwrap().wait(),
+        engine.send(None, &text).await.unwrap().wait(),
     )
     .await;
     assert_eq!(outcome.text, expected(&text));
@@ -495,13 +496,13 @@ async fn route_sends_personal_data_only_to_the_trusted_model() {
             ..Extras::default()
         },
     );
-    let engine = engine(&org, None);
+    let engine = engine(&org, None).await;
 
     let text = message("route");
     let outcome = within(
         WAIT,
         "the request to finish",
-        engine.send(None, &text).unwrap().wait(),
+        engine.send(None, &text).await.unwrap().wait(),
     )
     .await;
     assert_eq!(outcome.text, format!("trusted saw: {text}"));
@@ -516,7 +517,7 @@ async fn route_sends_personal_data_only_to_the_trusted_model() {
         "sent unmasked to the trusted model"
     );
     assert_eq!(routed[0].body["model"], "local-model");
-    let calls = engine.store().calls(outcome.task).unwrap();
+    let calls = engine.store().calls(outcome.task).await.unwrap();
     assert_eq!(calls[0].model, "trusted/local-model");
     assert_eq!(
         calls[0].privacy.as_ref().unwrap().routed_to.as_deref(),
@@ -528,6 +529,7 @@ async fn route_sends_personal_data_only_to_the_trusted_model() {
         "the request to finish",
         engine
             .send(None, "What is our refund policy?")
+            .await
             .unwrap()
             .wait(),
     )
@@ -565,12 +567,12 @@ async fn a_name_from_the_ner_tier_gets_the_same_substitute_in_the_ceo_and_the_ch
     let org = TestOrg::new(&llm.url(), Wire::Anthropic, Execution::default());
     let ner = NerSlot::default();
     assert!(ner.set(Arc::new(OneName(NAME))));
-    let engine = engine_with_ner(&org, None, ner);
+    let engine = engine_with_ner(&org, None, ner).await;
     let text = format!("Call {NAME} about the refund, then email {EMAIL}.");
     let outcome = within(
         WAIT,
         "the request to finish",
-        engine.send(None, &text).unwrap().wait(),
+        engine.send(None, &text).await.unwrap().wait(),
     )
     .await;
     assert_eq!(outcome.text, expected(&text));
@@ -589,7 +591,7 @@ async fn a_name_from_the_ner_tier_gets_the_same_substitute_in_the_ceo_and_the_ch
     assert!(fake.contains(' '), "a name for a name: {fake:?}");
     let vp = &llm.requests_for(&marker("vp-ops"))[0].session;
     assert!(vp.contains(&format!("Call {fake} about")), "{vp}");
-    let calls = engine.store().calls(outcome.task).unwrap();
+    let calls = engine.store().calls(outcome.task).await.unwrap();
     let counts = &calls[0].privacy.as_ref().unwrap().counts;
     assert_eq!(counts.get(EntityType::PersonName), 1, "{counts}");
     engine.shutdown().await;

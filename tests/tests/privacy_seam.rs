@@ -21,7 +21,7 @@ use opc_agents::llm::{
     CallMeta, Content, Layer, LlmError, LlmRequest, LlmResponse, LlmService, SharedLlm, StopReason,
     StreamDelta, TokenSink, Usage,
 };
-use opc_agents::{Engine, Event, Store, TaskState};
+use opc_agents::{Engine, Event, SqliteStore, TaskState};
 use opc_tests::org::{Execution, TestOrg, Wire};
 use opc_tests::wait::{WAIT, within};
 use serde_json::{Value, json};
@@ -232,15 +232,17 @@ async fn a_layer_at_the_privacy_position_sees_each_call_once_scoped_to_its_root(
         Arc::new(loaded.org.clone()),
         &loaded.base_dir,
         stack,
-        Arc::new(Store::open(&org.database()).unwrap()),
+        Arc::new(SqliteStore::open(&org.database()).unwrap()),
         Arc::new(NoMemory),
         options,
     )
+    .await
     .unwrap();
     let mut events = engine.events().subscribe();
 
     let run = engine
         .send(None, &format!("Please refund {REAL} today"))
+        .await
         .unwrap();
     let (conversation, root) = (run.conversation.clone(), run.task);
     let outcome = within(WAIT, "the request to finish", run.wait()).await;
@@ -285,7 +287,7 @@ async fn a_layer_at_the_privacy_position_sees_each_call_once_scoped_to_its_root(
 
     // The delegate carried the real value into the engine (the child's task), and the child's request
     // was masked again.
-    let tree = engine.store().tree(root).unwrap();
+    let tree = engine.store().tree(root).await.unwrap();
     let child = tree.iter().find(|t| t.agent == "vp-ops").unwrap();
     assert_eq!(child.input, format!("Refund: Please refund {REAL} today"));
     assert_eq!(

@@ -16,10 +16,10 @@
 
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, TaskId, TaskRecord, exec, now_ms, row, sql};
+use super::{Db, StoreError, TaskId, TaskRecord, exec, now_ms, row, sql};
 
 /// Where an approval is: waiting, or decided one way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -288,7 +288,7 @@ pub struct Approval {
 /// the caller's transaction, and record each decision in recall memory. Returns how many were
 /// rejected; the caller wakes the recall indexer after its commit.
 pub(super) fn reject_pending(
-    conn: &rusqlite::Transaction<'_>,
+    conn: &rusqlite::Connection,
     filter: &str,
     value: impl rusqlite::ToSql,
     by: SystemDecider,
@@ -440,7 +440,7 @@ impl PartialEq for Approval {
     }
 }
 
-impl Store {
+impl Db {
     /// Record a pending approval for a task's tool call, or return the existing one for that call (so a
     /// resumed session does not ask twice). The flag says whether it was created now. The options are
     /// stored resolved ([`resolve_options`]), each with its outcome.
@@ -461,9 +461,7 @@ impl Store {
         let now = now_ms();
         let expires = now.saturating_add(timeout.as_millis() as i64);
         let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql("requesting an approval"))?;
+        let tx = conn.savepoint().map_err(sql("requesting an approval"))?;
         let created = exec(&tx,
             "INSERT OR IGNORE INTO approvals (task_id, root_id, conversation_id, agent, tool_use_id, summary, \
              options, state, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -549,9 +547,7 @@ impl Store {
     /// rejects with `reject`). An expired approval is rejected instead of recorded.
     pub fn decide(&self, id: i64, decision: &str, by: &str) -> Result<Decided, StoreError> {
         let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql("deciding an approval"))?;
+        let tx = conn.savepoint().map_err(sql("deciding an approval"))?;
         let read = |tx: &Connection| {
             row(
                 tx,
@@ -631,7 +627,7 @@ mod tests {
 
     #[test]
     fn approvals_are_decided_once_and_expire() {
-        let store = Store::in_memory().unwrap();
+        let store = Db::in_memory().unwrap();
         let r = root(&store, "c");
         let task = store.task(r).unwrap();
         let options: [OfferedOption; 2] = ["approve".into(), "reject".into()];
@@ -765,7 +761,7 @@ mod tests {
 
     #[test]
     fn the_chosen_option_decides_the_outcome_and_is_stored() {
-        let store = Store::in_memory().unwrap();
+        let store = Db::in_memory().unwrap();
         let r = root(&store, "c");
         let task = store.task(r).unwrap();
         let options = offered(serde_json::json!(["Yes, ship it", "No"]));
@@ -831,7 +827,7 @@ mod tests {
 
     #[test]
     fn approvals_stored_before_outcomes_are_read_with_the_rule_and_keep_their_state() {
-        let store = Store::in_memory().unwrap();
+        let store = Db::in_memory().unwrap();
         let r = root(&store, "c");
         let task = store.task(r).unwrap();
         let options = offered(serde_json::json!(["x", "y"]));
@@ -874,7 +870,7 @@ mod tests {
     }
 
     /// (author, text) of every recall row, oldest first.
-    fn recall_rows(store: &Store) -> Vec<(String, String)> {
+    fn recall_rows(store: &Db) -> Vec<(String, String)> {
         let conn = store.conn();
         let mut stmt = conn
             .prepare("SELECT author, text FROM recall_messages ORDER BY seq")
@@ -888,7 +884,7 @@ mod tests {
     #[test]
     fn approvals_escalations_and_their_decisions_are_recorded_in_recall() {
         use crate::store::Ending;
-        let store = Store::in_memory().unwrap();
+        let store = Db::in_memory().unwrap();
         let r = root(&store, "c");
         let task = store.task(r).unwrap();
         let options: [OfferedOption; 2] = ["approve".into(), "reject".into()];

@@ -452,12 +452,12 @@ pub fn scrub(path: &Path) -> Result<(), EraseError> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::store::Store;
+    use crate::store::SqliteStore;
 
     /// A database with every table the engine and memory create, and one row per table holding
     /// `value` in each of its text columns (typed by their declared affinity).
     fn fill_every_table(path: &Path, value: &str) -> Vec<Table> {
-        drop(Store::open(path).unwrap());
+        drop(SqliteStore::open(path).unwrap());
         let conn = Connection::open(path).unwrap();
         // One row per table, each on its own: its references point nowhere.
         conn.pragma_update(None, "foreign_keys", "OFF").unwrap();

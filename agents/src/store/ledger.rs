@@ -5,13 +5,15 @@
 //! and counted per task (`unknown_usage_calls`), so totals over it are lower bounds, shown as such
 //! ([`Totals`], [`tokens_text`]) — never a silent 0 tokens and $0.
 
-use rusqlite::{TransactionBehavior, params};
+use rusqlite::params;
 use serde::Serialize;
 
 use std::collections::HashMap;
 
+#[cfg(test)]
 use super::tasks::encode_history;
-use super::{Store, StoreError, TaskId, TaskState, exec, now_ms, row, sql};
+use super::{Db, StoreError, TaskId, TaskState, exec, now_ms, row, sql};
+#[cfg(test)]
 use crate::llm::Message;
 use crate::llm::privacy::{PrivacyReport, TypeCounts};
 
@@ -103,8 +105,18 @@ pub fn tokens_text(tokens: u64, unknown_usage_calls: u32) -> String {
     }
 }
 
-impl Store {
+/// A call's tool calls as stored (JSON).
+pub(super) fn encode_tools(call: &CallRecord) -> Result<String, StoreError> {
+    serde_json::to_string(&call.tool_calls).map_err(|e| StoreError::Encode {
+        what: "tool calls",
+        task: call.task_id,
+        message: e.to_string(),
+    })
+}
+
+impl Db {
     /// Record one LLM call and add it to its task's totals, in one transaction.
+    #[cfg(test)]
     pub fn record_call(&self, call: &CallRecord) -> Result<(), StoreError> {
         self.record_turn(call, None, None).map(|_| ())
     }
@@ -113,6 +125,7 @@ impl Store {
     /// answer — one transaction per model turn. With `completed`, the answer is final and the task is
     /// completed with it in the same transaction (it passes through RESULT_PROPAGATING); returns
     /// whether it was (a task that already ended, e.g. cancelled, keeps its ending).
+    #[cfg(test)]
     pub fn record_turn(
         &self,
         call: &CallRecord,
@@ -120,18 +133,24 @@ impl Store {
         completed: Option<&str>,
     ) -> Result<bool, StoreError> {
         // Encoded before the transaction: nothing is written if either cannot be.
-        let tools = serde_json::to_string(&call.tool_calls).map_err(|e| StoreError::Encode {
-            what: "tool calls",
-            task: call.task_id,
-            message: e.to_string(),
-        })?;
+        let tools = encode_tools(call)?;
         let history = messages
             .map(|m| encode_history(m, call.task_id))
             .transpose()?;
+        self.record_turn_encoded(call, &tools, history.as_deref(), completed)
+    }
+
+    /// Record one LLM call (see `Db::record_turn`) with the tool calls and the history already encoded (the async store encodes
+    /// on the caller's thread, off the single writer's).
+    pub(super) fn record_turn_encoded(
+        &self,
+        call: &CallRecord,
+        tools: &str,
+        history: Option<&str>,
+        completed: Option<&str>,
+    ) -> Result<bool, StoreError> {
         let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql("recording an LLM call"))?;
+        let tx = conn.savepoint().map_err(sql("recording an LLM call"))?;
         exec(&tx,
             "INSERT INTO llm_calls (task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, \
              attempts, tool_calls, error, created_at, usage_unknown, privacy_mode, privacy_counts, \
@@ -300,7 +319,7 @@ impl Store {
     }
 
     /// Sum of tokens and cost over a tree: `(tokens_in, tokens_out, cost_usd)`. Lower bounds when
-    /// some calls' usage is unknown; [`Store::totals`] says how many.
+    /// some calls' usage is unknown; [`Db::totals`] says how many.
     pub fn tree_totals(&self, root_id: TaskId) -> Result<(u64, u64, f64), StoreError> {
         let t = self.totals(root_id)?;
         Ok((t.tokens_in, t.tokens_out, t.cost_usd))
@@ -361,7 +380,7 @@ pub struct PrivacyDay {
     pub blocked: u64,
 }
 
-impl Store {
+impl Db {
     /// What the privacy gateway did per UTC day since `since_ms`, oldest first.
     pub fn privacy_by_day(&self, since_ms: i64) -> Result<Vec<PrivacyDay>, StoreError> {
         let conn = self.conn();
@@ -442,7 +461,7 @@ pub struct LatestCall {
     pub at: i64,
 }
 
-impl Store {
+impl Db {
     /// The latest call per `provider/model` among the last `window` calls: what the console shows as
     /// each provider's last outcome. Bounded by `window`, so a long ledger costs the same to read.
     pub fn latest_calls(&self, window: u32) -> Result<Vec<LatestCall>, StoreError> {
@@ -501,7 +520,7 @@ mod tests {
 
     #[test]
     fn calls_without_usage_are_counted_as_unknown_not_as_zero() {
-        let store = Store::in_memory().unwrap();
+        let store = Db::in_memory().unwrap();
         let id = root(&store, "c");
         store.record_call(&call(id, 10, false)).unwrap();
         store.record_call(&call(id, 0, true)).unwrap();
@@ -536,7 +555,7 @@ mod tests {
 
     #[test]
     fn spend_is_grouped_by_agent_model_and_conversation() {
-        let store = Store::in_memory().unwrap();
+        let store = Db::in_memory().unwrap();
         let task = root(&store, "c");
         store.record_call(&call(task, 10, false)).unwrap();
         store.record_call(&call(task, 5, false)).unwrap();
@@ -548,7 +567,7 @@ mod tests {
 
     #[test]
     fn the_latest_call_per_model_is_found_within_the_window() {
-        let store = Store::in_memory().unwrap();
+        let store = Db::in_memory().unwrap();
         let task = root(&store, "c");
         let mut failed = call(task, 0, false);
         failed.error = Some("p returned HTTP 401: bad key".into());

@@ -2,16 +2,14 @@
 //! cancellation of a subtree — each one transaction, checked against [`TaskState::may_become`] inside
 //! it, so two writers cannot both win.
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::approvals::reject_pending;
 use super::tasks::{TASK_COLUMNS, task_from_row};
-use super::{
-    Store, StoreError, SystemDecider, TaskId, TaskRecord, TaskState, exec, now_ms, row, sql,
-};
+use super::{Db, StoreError, SystemDecider, TaskId, TaskRecord, TaskState, exec, now_ms, row, sql};
 use crate::llm::Message;
 
-/// How a task ended, for [`Store::finish`].
+/// How a task ended, for [`Db::finish`].
 #[derive(Clone, Debug)]
 pub enum Ending<'a> {
     /// Completed with an output, and the summary the parent saw if compressed.
@@ -29,14 +27,12 @@ pub enum Ending<'a> {
     Cancelled(&'a str),
 }
 
-impl Store {
+impl Db {
     /// Start (or resume) a task's session in one transaction: its record (CREATED becomes ASSIGNED, and
     /// EXECUTING right away when a model turn is next) and its saved history.
     pub fn begin(&self, id: TaskId) -> Result<(TaskRecord, Vec<Message>), StoreError> {
         let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql("starting a task"))?;
+        let tx = conn.savepoint().map_err(sql("starting a task"))?;
         let mut record = row(
             &tx,
             &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
@@ -83,9 +79,7 @@ impl Store {
     /// state. Same-state "transitions" are no-ops.
     pub fn transition(&self, id: TaskId, next: TaskState) -> Result<TaskState, StoreError> {
         let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql("changing a task's state"))?;
+        let tx = conn.savepoint().map_err(sql("changing a task's state"))?;
         let current = Self::state_in(&tx, id)?;
         if current == next {
             return Ok(current);
@@ -125,9 +119,7 @@ impl Store {
     /// first ending (e.g. cancelled while its last LLM call was in flight) and `false` is returned.
     pub fn finish(&self, id: TaskId, ending: Ending<'_>) -> Result<bool, StoreError> {
         let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql("ending a task"))?;
+        let tx = conn.savepoint().map_err(sql("ending a task"))?;
         let current = Self::state_in(&tx, id)?;
         if current.is_terminal() {
             return Ok(false);
@@ -176,7 +168,7 @@ impl Store {
         self.cancel_below(id, reason, true)
     }
 
-    /// Cancel every live task below `id` (not `id` itself), as [`Store::cancel_subtree`] does.
+    /// Cancel every live task below `id` (not `id` itself), as [`Db::cancel_subtree`] does.
     pub fn cancel_descendants(&self, id: TaskId, reason: &str) -> Result<Vec<TaskId>, StoreError> {
         self.cancel_below(id, reason, false)
     }
@@ -188,9 +180,7 @@ impl Store {
         include_self: bool,
     ) -> Result<Vec<TaskId>, StoreError> {
         let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql("cancelling tasks"))?;
+        let tx = conn.savepoint().map_err(sql("cancelling tasks"))?;
         Self::state_in(&tx, id)?;
         let ids: Vec<TaskId> = {
             let mut stmt = tx
@@ -234,7 +224,7 @@ mod tests {
 
     #[test]
     fn lifecycle_transitions_are_checked() {
-        let store = Store::in_memory().unwrap();
+        let store = Db::in_memory().unwrap();
         let id = root(&store, "c");
         assert_eq!(store.task(id).unwrap().root_id, id);
         store.transition(id, TaskState::Assigned).unwrap();
@@ -264,7 +254,7 @@ mod tests {
 
     #[test]
     fn cancel_reaches_the_whole_subtree_and_rejects_its_approvals() {
-        let store = Store::in_memory().unwrap();
+        let store = Db::in_memory().unwrap();
         let r = root(&store, "c");
         let c = child(&store, r, "t1");
         let g = child(&store, c, "t2");

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{Store, StoreError};
+use super::{Db, StoreError};
 
 /// Claim `<database>.lock` for this process (an advisory OS lock, released when the file is closed,
 /// including when the process dies). Held by the engine (`opc run`, `opc chat`) for its lifetime, and
@@ -28,7 +28,7 @@ pub fn claim(path: &Path) -> Result<std::fs::File, StoreError> {
     }
 }
 
-impl Store {
+impl Db {
     /// Claim the database for this process: the engine runs startup recovery and resumes suspended
     /// trees, which must never happen twice over one database. Readers (`opc tasks`) do not lock.
     pub fn lock_exclusive(&self) -> Result<(), StoreError> {

@@ -1,11 +1,13 @@
-//! The engine's durable state in SQLite (rusqlite, bundled, WAL): conversations, the task tree with each
-//! task's session history, the per-call ledger, pending approvals and notices to conversations.
+//! The engine's durable state: conversations, the task tree with each task's session history, the
+//! per-call ledger, pending approvals and notices to conversations.
 //!
-//! Why SQLite and one connection behind a mutex: every operation here is a handful of indexed row
-//! reads/writes (tens of microseconds in WAL mode with `synchronous=NORMAL`), far below an LLM round
-//! trip, so a single writer never becomes the bottleneck and the engine stays free of connection pools.
+//! The seam is the [`Store`] trait ([`seam`]): every operation the engine, the gateway, the admin
+//! console and `opc tasks` need, async, so a second backend (PostgreSQL, to let several gateways share
+//! one org) implements it without touching the engine. [`SqliteStore`] ([`sqlite`]) is the backend of
+//! today: one SQLite file (rusqlite, bundled, WAL) with a dedicated writer thread that commits the
+//! operations arriving together as one group (a savepoint each), and a separate read connection.
 //!
-//! One concern per file, all as `impl Store` blocks over the one connection:
+//! Below the seam, the SQL lives in `impl Db` blocks over one connection, one concern per file:
 //! - [`schema`]: the versioned migrations (the `agents` row of `schema_versions`), the only place the
 //!   schema changes;
 //! - `state`: [`TaskState`] and its transitions; `tasks`: conversations, task records and histories;
@@ -15,13 +17,17 @@
 //!   stored copy of a value rewritten, in every table of the file).
 //!
 //! Invariants:
-//! - every state change is one transaction, and a task's state only moves along [`TaskState::may_become`]
-//!   (checked inside the transaction, so two writers cannot both win);
+//! - every state change is one transaction (a savepoint inside the writer's group commit), and a
+//!   task's state only moves along [`TaskState::may_become`] (checked inside it, so two writers cannot
+//!   both win);
+//! - an operation's future resolves only after the commit that holds it: what a caller was told is
+//!   stored survives a kill -9 exactly as it did with one commit per operation;
 //! - an approval is decided at most once (`UPDATE … WHERE state = pending`);
 //! - session histories are saved after every turn, so a new process can resume a suspended task.
 
 use std::path::Path;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, Row};
@@ -36,6 +42,8 @@ mod notices;
 pub mod recall;
 mod recovery;
 pub mod schema;
+mod seam;
+mod sqlite;
 mod state;
 mod tasks;
 
@@ -50,6 +58,8 @@ pub use lifecycle::Ending;
 pub use lock::claim as claim_database;
 pub use notices::Notice;
 pub use recovery::Recovery;
+pub use seam::Store;
+pub use sqlite::SqliteStore;
 pub use state::{TaskId, TaskState};
 pub use tasks::{NewTask, TaskRecord};
 
@@ -150,6 +160,10 @@ pub enum StoreError {
         /// Its running root task.
         task: TaskId,
     },
+    /// The store's writer stopped (it panicked, or the store is shutting down); the operation may not
+    /// have been stored.
+    #[error("the task database's writer stopped: {0}")]
+    Writer(String),
     /// Another OPC process is using this database.
     #[error(
         "another OPC process is using {path} (lock file {lock}); stop it first, or point `framework.memory.path` elsewhere"
@@ -189,34 +203,39 @@ pub fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// The engine's database.
-pub struct Store {
+/// One SQLite connection and the SQL of every operation (synchronous). [`SqliteStore`] runs the
+/// writes on its writer thread's `Db` and the reads on a second one (file databases).
+struct Db {
     conn: Mutex<Connection>,
     /// The database file (`None` in memory).
     path: Option<std::path::PathBuf>,
-    /// The held lock file, once [`Store::lock_exclusive`] succeeded; released on drop.
+    /// The held lock file, once [`Db::lock_exclusive`] succeeded; released on drop.
     lock: Mutex<Option<std::fs::File>>,
     /// Stops the background checkpointer (file databases only) when the store is dropped.
     _checkpointer: Option<Checkpointer>,
     /// Called after a commit that appended to recall memory (wakes the recall indexer).
     recall_notify: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// Set by an operation that appended to recall memory; the writer calls `recall_notify` once its
+    /// group is committed (never before: the indexer must find the rows).
+    recall_dirty: AtomicBool,
 }
-impl Store {
-    /// Call `notify` after every commit that appended to recall memory (`opc run` wakes the recall
-    /// indexer with it; without it the indexer finds the rows on its next poll). Set once.
-    pub fn on_recall_append(&self, notify: impl Fn() + Send + Sync + 'static) {
-        let _ = self.recall_notify.set(Box::new(notify));
+impl Db {
+    fn recall_appended(&self) {
+        self.recall_dirty.store(true, Ordering::Release);
     }
 
-    fn recall_appended(&self) {
-        if let Some(notify) = self.recall_notify.get() {
+    /// Wake the recall indexer if a committed operation appended to recall memory.
+    fn notify_recall(&self) {
+        if self.recall_dirty.swap(false, Ordering::AcqRel)
+            && let Some(notify) = self.recall_notify.get()
+        {
             notify();
         }
     }
 
     /// Open (creating if needed) the database at `path`, in WAL mode, and bring its schema up to date
     /// ([`schema::migrate`]).
-    pub fn open(path: &Path) -> Result<Store, StoreError> {
+    fn open(path: &Path) -> Result<Db, StoreError> {
         let display = path.display().to_string();
         let open_err = |source| StoreError::Open {
             path: display.clone(),
@@ -244,7 +263,7 @@ impl Store {
     }
 
     /// A private in-memory database (tests, benchmarks).
-    pub fn in_memory() -> Result<Store, StoreError> {
+    fn in_memory() -> Result<Db, StoreError> {
         let conn = Connection::open_in_memory().map_err(|source| StoreError::Open {
             path: ":memory:".into(),
             source,
@@ -252,7 +271,7 @@ impl Store {
         Self::init(conn, ":memory:")
     }
 
-    fn init(mut conn: Connection, path: &str) -> Result<Store, StoreError> {
+    fn init(mut conn: Connection, path: &str) -> Result<Db, StoreError> {
         let open_err = |source| StoreError::Open {
             path: path.to_string(),
             source,
@@ -273,13 +292,40 @@ impl Store {
             path: path.to_string(),
             source,
         })?;
-        Ok(Store {
+        Ok(Db::over(conn))
+    }
+
+    fn over(conn: Connection) -> Db {
+        Db {
             conn: Mutex::new(conn),
             path: None,
             lock: Mutex::new(None),
             _checkpointer: None,
             recall_notify: std::sync::OnceLock::new(),
-        })
+            recall_dirty: AtomicBool::new(false),
+        }
+    }
+
+    /// A second connection to the file database at `path` (already opened and migrated by
+    /// [`Db::open`]), for reads only: in WAL mode it reads the last commit while the writer works.
+    fn reader(path: &Path) -> Result<Db, StoreError> {
+        let open_err = |source| StoreError::Open {
+            path: path.display().to_string(),
+            source,
+        };
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+        )
+        .map_err(open_err)?;
+        conn.busy_timeout(Duration::from_secs(5))
+            .map_err(open_err)?;
+        conn.pragma_update(None, "cache_size", -1024)
+            .map_err(open_err)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        Ok(Db::over(conn))
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -295,10 +341,10 @@ impl Store {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod testing {
-    use super::{NewTask, Store, TaskId};
+    use super::{Db, NewTask, TaskId};
     use crate::llm::Message;
 
-    pub(super) fn root(store: &Store, conv: &str) -> TaskId {
+    pub(super) fn root(store: &Db, conv: &str) -> TaskId {
         store.create_conversation(conv, "ceo").unwrap();
         store
             .create_task(&NewTask {
@@ -315,7 +361,7 @@ mod testing {
             .unwrap()
     }
 
-    pub(super) fn child(store: &Store, parent: TaskId, tool: &str) -> TaskId {
+    pub(super) fn child(store: &Db, parent: TaskId, tool: &str) -> TaskId {
         store
             .create_task(&NewTask {
                 parent_id: Some(parent),

@@ -1,18 +1,18 @@
 //! Notices to conversations (e.g. "your request was interrupted by a restart"): written by the engine,
 //! delivered by the gateway, which marks each one delivered once it has been posted.
 //!
-//! Invariant: a notice is undelivered (`delivered_at IS NULL`) until [`Store::mark_notice_delivered`];
+//! Invariant: a notice is undelivered (`delivered_at IS NULL`) until [`Db::mark_notice_delivered`];
 //! notices written before delivery was tracked count as undelivered (see [`super::schema`]).
 
 use rusqlite::{Connection, params};
 use serde::Serialize;
 
-use super::{Store, StoreError, TaskId, exec, now_ms, sql};
+use super::{Db, StoreError, TaskId, exec, now_ms, sql};
 
 /// A notice waiting to be posted to its conversation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Notice {
-    /// Its id (for [`Store::mark_notice_delivered`]).
+    /// Its id (for [`Db::mark_notice_delivered`]).
     pub id: i64,
     /// The conversation it is for.
     pub conversation_id: String,
@@ -37,7 +37,7 @@ pub(super) fn insert(
     )
 }
 
-impl Store {
+impl Db {
     /// Tell a conversation something (e.g. that its task was interrupted).
     pub fn add_notice(
         &self,
@@ -106,7 +106,7 @@ mod tests {
 
     #[test]
     fn notices_stay_undelivered_until_marked_once() {
-        let store = Store::in_memory().unwrap();
+        let store = Db::in_memory().unwrap();
         store.add_notice("c", None, "first").unwrap();
         store.add_notice("d", None, "second").unwrap();
         let pending = store.undelivered_notices().unwrap();

@@ -13,7 +13,7 @@
 //! the thread is the conversation, so recall's neighbour boost stays within one conversation.
 
 use opc_memory::recall::{NewMessage, append_in};
-use rusqlite::{OptionalExtension, Transaction};
+use rusqlite::{Connection, OptionalExtension};
 
 use super::{StoreError, TaskId, sql};
 
@@ -22,7 +22,7 @@ pub const USER_AUTHOR: &str = "user";
 
 /// Record task `id`'s instructions: `text`, given to `agent` in `conversation` by `author`.
 pub(super) fn given(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     id: TaskId,
     agent: &str,
     conversation: &str,
@@ -35,7 +35,7 @@ pub(super) fn given(
 
 /// Record task `id`'s result (`text`, written by its agent).
 pub(super) fn answered(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     id: TaskId,
     text: &str,
     now: i64,
@@ -49,7 +49,7 @@ pub const SYSTEM_AUTHOR: &str = "opc";
 
 /// Record that task `id`'s agent asked a human to approve `summary`.
 pub(super) fn approval_requested(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     id: TaskId,
     summary: &str,
     options: &[String],
@@ -66,7 +66,7 @@ pub(super) fn approval_requested(
 /// Record an approval's decision: `decision` on `summary` (task `id`'s request), by `by` (a person, or
 /// why the system decided), written by `author` (that person, or [`SYSTEM_AUTHOR`]).
 pub(super) fn approval_decided(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     id: TaskId,
     summary: &str,
     decision: &str,
@@ -81,7 +81,7 @@ pub(super) fn approval_decided(
 
 /// Record task `id`'s escalation (`json`, as stored in `tasks.escalation`), rendered as people see it.
 pub(super) fn escalated(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     id: TaskId,
     json: &str,
     now: i64,
@@ -95,7 +95,7 @@ pub(super) fn escalated(
 }
 
 /// The agent and conversation of task `id`.
-fn task_of(tx: &Transaction<'_>, id: TaskId) -> Result<(String, String), StoreError> {
+fn task_of(tx: &Connection, id: TaskId) -> Result<(String, String), StoreError> {
     tx.query_row(
         "SELECT agent, conversation_id FROM tasks WHERE id = ?1",
         [id],
@@ -107,7 +107,7 @@ fn task_of(tx: &Transaction<'_>, id: TaskId) -> Result<(String, String), StoreEr
 }
 
 /// The agent of task `id` (the author of its children's instructions).
-pub(super) fn agent_of(tx: &Transaction<'_>, id: TaskId) -> Result<String, StoreError> {
+pub(super) fn agent_of(tx: &Connection, id: TaskId) -> Result<String, StoreError> {
     tx.query_row("SELECT agent FROM tasks WHERE id = ?1", [id], |r| r.get(0))
         .optional()
         .map_err(sql("recording a task in recall memory"))?
@@ -115,7 +115,7 @@ pub(super) fn agent_of(tx: &Transaction<'_>, id: TaskId) -> Result<String, Store
 }
 
 fn append(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     id: TaskId,
     agent: &str,
     conversation: &str,

@@ -1,11 +1,11 @@
 //! Startup recovery: what a stopped process left behind is made consistent before the engine takes
 //! work — expired approvals rejected, interrupted tasks failed with a notice, suspended trees kept.
 
-use rusqlite::{TransactionBehavior, params};
+use rusqlite::params;
 
 use super::approvals::reject_pending;
 use super::{
-    Approval, ApprovalState, Store, StoreError, SystemDecider, TaskId, TaskState, exec, now_ms, sql,
+    Approval, ApprovalState, Db, StoreError, SystemDecider, TaskId, TaskState, exec, now_ms, sql,
 };
 
 /// What startup recovery did.
@@ -22,7 +22,7 @@ pub struct Recovery {
     pub suspended_roots: Vec<TaskId>,
 }
 
-impl Store {
+impl Db {
     /// Startup recovery, in one transaction:
     /// - pending approvals past their deadline are rejected (`decided_by = timeout`);
     /// - tasks suspended on a still-pending approval, and their ancestors, stay as they are (a decision
@@ -32,7 +32,7 @@ impl Store {
     pub fn recover(&self) -> Result<Recovery, StoreError> {
         let mut conn = self.conn();
         let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .savepoint()
             .map_err(sql("recovering after a restart"))?;
         let now = now_ms();
         let pending = ApprovalState::Pending.as_str();
@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn recovery_fails_running_tasks_but_keeps_suspended_chains() {
-        let store = Store::in_memory().unwrap();
+        let store = Db::in_memory().unwrap();
         // Chain 1: root → child awaiting approval. Both stay.
         let r1 = root(&store, "c");
         let c1 = child(&store, r1, "t1");

@@ -165,7 +165,7 @@ CREATE TABLE IF NOT EXISTS notices (
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::store::Store;
+    use crate::store::Db as Store;
 
     #[test]
     fn a_database_from_before_versioning_upgrades_and_keeps_its_rows() {

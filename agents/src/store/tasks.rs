@@ -4,10 +4,10 @@
 //! Invariant: a task's session history is saved as JSON that always decodes back; a history that
 //! cannot be encoded is an error, never an empty history.
 
-use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, Row, params};
 use serde::Serialize;
 
-use super::{Store, StoreError, TaskId, TaskState, exec, now_ms, row, sql};
+use super::{Db, StoreError, TaskId, TaskState, exec, now_ms, row, sql};
 use crate::llm::Message;
 
 /// One task as stored.
@@ -125,7 +125,7 @@ pub struct NewTask<'a> {
     pub author: Option<&'a str>,
 }
 
-impl Store {
+impl Db {
     // -------------------------------------------------------------------------------- conversations
 
     /// Record a new conversation with `root_agent`, under `id`.
@@ -158,12 +158,21 @@ impl Store {
 
     /// Record a new task (state CREATED). A root task is its own root, and records its conversation if
     /// it is the first; it is refused while the conversation has a live root ([`StoreError::Busy`]).
+    #[cfg(test)]
     pub fn create_task(&self, task: &NewTask<'_>) -> Result<TaskId, StoreError> {
         let messages = encode_history(task.messages, task.parent_id.unwrap_or_default())?;
+        self.create_task_encoded(task, &messages)
+    }
+
+    /// Record a new task (see `Db::create_task`) with its history already encoded (`task.messages` is
+    /// not read): the async store encodes on the caller's thread, off the single writer's.
+    pub(super) fn create_task_encoded(
+        &self,
+        task: &NewTask<'_>,
+        messages: &str,
+    ) -> Result<TaskId, StoreError> {
         let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql("creating a task"))?;
+        let tx = conn.savepoint().map_err(sql("creating a task"))?;
         let root_id: Option<TaskId> = match task.parent_id {
             Some(parent) => Some(
                 row(
@@ -301,9 +310,8 @@ impl Store {
         })
     }
 
-    /// Save a task's session history (after every turn).
-    pub fn save_messages(&self, id: TaskId, messages: &[Message]) -> Result<(), StoreError> {
-        let text = encode_history(messages, id)?;
+    /// Save a task's session history (after every turn), already encoded.
+    pub(super) fn save_messages_encoded(&self, id: TaskId, text: &str) -> Result<(), StoreError> {
         exec(
             &self.conn(),
             "UPDATE tasks SET messages = ?2, updated_at = ?3 WHERE id = ?1",
@@ -365,7 +373,7 @@ mod tests {
     /// The SQL that finds live tasks agrees with [`TaskState::is_terminal`] for every state.
     #[test]
     fn live_tasks_are_exactly_the_non_terminal_states() {
-        let store = Store::in_memory().unwrap();
+        let store = Db::in_memory().unwrap();
         let mut expected_live = Vec::new();
         for (i, state) in TaskState::ALL.into_iter().enumerate() {
             let id = root(&store, &format!("c{i}"));

@@ -55,11 +55,11 @@ pub async fn agents(State(admin): State<Arc<Admin>>) -> Response {
     };
     let loaded = live.get();
     let engine = gateway.engine().clone();
-    let read = tokio::task::spawn_blocking(move || {
+    let read = tokio::spawn(async move {
         let store = engine.store();
         Ok::<_, opc_agents::store::StoreError>((
-            store.live_tasks()?,
-            store.spend_since(start_of_day())?,
+            store.live_tasks().await?,
+            store.spend_since(start_of_day()).await?,
         ))
     })
     .await;
@@ -120,15 +120,12 @@ pub async fn providers(State(admin): State<Arc<Admin>>) -> Response {
     };
     let loaded = live.get();
     let engine = gateway.engine().clone();
-    let latest = match tokio::task::spawn_blocking(move || {
-        engine.store().latest_calls(LATEST_CALLS)
-    })
-    .await
-    {
-        Ok(Ok(latest)) => latest,
-        Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-        Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "the read did not finish"),
-    };
+    let latest =
+        match tokio::spawn(async move { engine.store().latest_calls(LATEST_CALLS).await }).await {
+            Ok(Ok(latest)) => latest,
+            Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+            Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "the read did not finish"),
+        };
     let framework = &loaded.config.framework;
     let mut used_by: HashMap<&str, Vec<&str>> = HashMap::new();
     for (id, agent) in &loaded.config.agents {
@@ -251,12 +248,12 @@ pub async fn tasks(State(admin): State<Arc<Admin>>) -> Response {
     };
     let engine = gateway.engine().clone();
     let platforms = gateway.platforms();
-    let read = tokio::task::spawn_blocking(move || {
+    let read = tokio::spawn(async move {
         let store = engine.store();
-        let roots = store.recent_roots(RECENT)?;
+        let roots = store.recent_roots(RECENT).await?;
         let mut out = Vec::with_capacity(roots.len());
         for root in roots {
-            let totals = store.totals(root.id)?;
+            let totals = store.totals(root.id).await?;
             out.push((root, totals));
         }
         Ok::<_, opc_agents::store::StoreError>(out)
@@ -300,20 +297,21 @@ pub async fn task(State(admin): State<Arc<Admin>>, Path(id): Path<i64>) -> Respo
         return not_running();
     };
     let engine = gateway.engine().clone();
-    let read = tokio::task::spawn_blocking(move || {
+    let read = tokio::spawn(async move {
         let store = engine.store();
-        let task = store.task(id)?;
-        let tree = store.tree(task.root_id)?;
+        let task = store.task(id).await?;
+        let tree = store.tree(task.root_id).await?;
         let mut calls = BTreeMap::new();
         for t in &tree {
-            calls.insert(t.id, store.calls(t.id)?);
+            calls.insert(t.id, store.calls(t.id).await?);
         }
         let approvals: Vec<_> = store
-            .recent_approvals(10_000)?
+            .recent_approvals(10_000)
+            .await?
             .into_iter()
             .filter(|a| a.root_id == task.root_id)
             .collect();
-        let totals = store.totals(task.root_id)?;
+        let totals = store.totals(task.root_id).await?;
         Ok::<_, opc_agents::store::StoreError>((tree, calls, approvals, totals))
     })
     .await;
@@ -346,14 +344,14 @@ pub async fn cancel(State(admin): State<Arc<Admin>>, Path(id): Path<i64>) -> Res
         return not_running();
     };
     let engine = gateway.engine().clone();
-    let root = match engine.store().task(id) {
+    let root = match engine.store().task(id).await {
         Ok(t) => t.root_id,
         Err(opc_agents::store::StoreError::NoTask(_)) => {
             return error(StatusCode::NOT_FOUND, &format!("there is no task {id}"));
         }
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
-    match tokio::task::spawn_blocking(move || engine.cancel(root)).await {
+    match tokio::spawn(async move { engine.cancel(root).await }).await {
         Ok(Ok(cancelled)) => {
             tracing::info!(
                 root,
@@ -376,7 +374,7 @@ pub async fn approvals(State(admin): State<Arc<Admin>>) -> Response {
         return not_running();
     };
     let engine = gateway.engine().clone();
-    match tokio::task::spawn_blocking(move || engine.store().recent_approvals(APPROVALS)).await {
+    match tokio::spawn(async move { engine.store().recent_approvals(APPROVALS).await }).await {
         Ok(Ok(list)) => Json(json!({"approvals": list})).into_response(),
         Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the read did not finish"),
@@ -407,7 +405,7 @@ pub async fn decide(
     };
     let engine = gateway.engine().clone();
     let by = super::save::who(&headers);
-    match tokio::task::spawn_blocking(move || engine.decide(id, &body.decision, by)).await {
+    match tokio::spawn(async move { engine.decide(id, &body.decision, by).await }).await {
         Ok(Ok(Decided::Recorded(a))) => Json(json!({"decided": true, "approval": a})).into_response(),
         Ok(Ok(Decided::AlreadyDecided(a))) => (
             StatusCode::CONFLICT,
@@ -444,12 +442,13 @@ pub async fn costs(State(admin): State<Arc<Admin>>) -> Response {
         ("week", now_ms() - 7 * day),
         ("month", now_ms() - 30 * day),
     ];
-    let read = tokio::task::spawn_blocking(move || {
+    let read = tokio::spawn(async move {
         let store = engine.store();
-        periods
-            .iter()
-            .map(|(name, since)| Ok((*name, store.spend_since(*since)?)))
-            .collect::<Result<Vec<_>, opc_agents::store::StoreError>>()
+        let mut spend = Vec::with_capacity(periods.len());
+        for (name, since) in periods {
+            spend.push((name, store.spend_since(since).await?));
+        }
+        Ok::<_, opc_agents::store::StoreError>(spend)
     })
     .await;
     let spend = match read {

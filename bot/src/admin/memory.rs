@@ -148,7 +148,7 @@ pub async fn privacy(State(admin): State<Arc<Admin>>) -> Response {
     let engine = gateway.engine().clone();
     let ner = opc_agents::llm::privacy::readiness(&loaded.config, &engine.ner_slot());
     let since = opc_agents::store::now_ms() - PRIVACY_DAYS * 86_400_000;
-    match tokio::task::spawn_blocking(move || engine.store().privacy_by_day(since)).await {
+    match tokio::spawn(async move { engine.store().privacy_by_day(since).await }).await {
         Ok(Ok(days)) => Json(json!({
             "enabled": settings.enabled,
             "mode": format!("{:?}", settings.mode).to_lowercase(),

@@ -60,9 +60,9 @@ pub fn run(path: &Path, args: ChatArgs) -> ExitCode {
 }
 
 /// Build the engine for `opc chat`, refusing to start when a provider the org uses has no key.
-pub fn engine(
+pub async fn engine(
     loaded: &opc_hierarchy::Loaded,
-    store: opc_agents::Store,
+    store: opc_agents::SqliteStore,
     options: EngineOptions,
 ) -> Result<(Engine, RecallParts), String> {
     if let Some((provider, var)) = missing_key(loaded) {
@@ -72,7 +72,7 @@ pub fn engine(
              (`kind: openai-compatible`, `baseUrl: http://127.0.0.1:11434/v1`)\n"
         ));
     }
-    let (engine, recall) = build_engine(loaded, store, options)?;
+    let (engine, recall) = build_engine(loaded, store, options).await?;
     // A chat turn starts at once, so the NER model is loaded now (when cached), not in the background.
     let privacy = &loaded.config.framework.privacy;
     if opc_agents::llm::privacy::needs_ner(&loaded.config) {
@@ -124,9 +124,9 @@ pub struct RecallParts {
 
 /// Build the engine (keys or not) and note what the config turns on that this build does not run yet
 /// (`opc run` builds its engine here too).
-pub fn build_engine(
+pub async fn build_engine(
     loaded: &opc_hierarchy::Loaded,
-    store: opc_agents::Store,
+    store: opc_agents::SqliteStore,
     options: EngineOptions,
 ) -> Result<(Engine, RecallParts), String> {
     let db = super::database_path(loaded);
@@ -140,7 +140,7 @@ pub fn build_engine(
         .map_err(|e| format!("error: {e}\n"))?;
     {
         let recall = recall.clone();
-        store.on_recall_append(move || recall.notify());
+        opc_agents::Store::on_recall_append(&store, Box::new(move || recall.notify()));
     }
     // Core memory blocks live in the engine's database, on memory's own connection.
     let memory = BlockMemory::open(&db, &loaded.config, Arc::new(loaded.org.clone()))
@@ -149,6 +149,7 @@ pub fn build_engine(
     let engine = Engine::from_config(loaded, Arc::new(store), Arc::new(memory), options, |var| {
         std::env::var(var).ok()
     })
+    .await
     .map_err(|e| format!("error: {e}\n"))?;
     eprint(&super::inactive_note(&loaded.config));
     Ok((
@@ -180,14 +181,18 @@ fn used_providers(loaded: &opc_hierarchy::Loaded) -> Vec<String> {
     used
 }
 
-async fn chat(loaded: opc_hierarchy::Loaded, store: opc_agents::Store, args: ChatArgs) -> ExitCode {
+async fn chat(
+    loaded: opc_hierarchy::Loaded,
+    store: opc_agents::SqliteStore,
+    args: ChatArgs,
+) -> ExitCode {
     let options = EngineOptions {
         streaming: !args.no_stream,
         // Trees of other conversations suspended on approvals are left for `opc run`.
         resume_suspended: false,
         ..EngineOptions::default()
     };
-    let (engine, _recall) = match engine(&loaded, store, options) {
+    let (engine, _recall) = match engine(&loaded, store, options).await {
         Ok(parts) => parts,
         Err(message) => {
             eprint(&message);
@@ -307,7 +312,7 @@ async fn turn(
 ) -> Result<Outcome, ExitCode> {
     // Subscribe before sending, so no event of this tree is missed.
     let mut events = engine.events().subscribe();
-    let run = match engine.send(conversation, text) {
+    let run = match engine.send(conversation, text).await {
         Ok(run) => run,
         Err(e) => {
             eprint(&format!("error: {e}\n"));
@@ -347,7 +352,7 @@ async fn turn(
                         eprint(&format!("  … {n} trace events skipped\n"));
                     }
                     // A skipped approval card would leave its task waiting: ask the database.
-                    for approval in engine.pending_approvals().unwrap_or_default() {
+                    for approval in engine.pending_approvals().await.unwrap_or_default() {
                         if approval.root_id == root && !pending.iter().any(|(id, _)| *id == approval.id) {
                             eprint(&card(approval.id, &approval.agent, &approval.summary, &approval.labels()));
                             if pending.is_empty() {
@@ -374,7 +379,7 @@ async fn turn(
                     None => "reject".to_string(),
                 };
                 let by = std::env::var("USER").map(|u| format!("cli:{u}")).unwrap_or_else(|_| "cli".into());
-                if let Err(e) = engine.decide(approval, &decision, &by) {
+                if let Err(e) = engine.decide(approval, &decision, &by).await {
                     eprint(&format!("error: {e}\n"));
                 }
                 if let Some((next, options)) = pending.front() {
@@ -385,7 +390,7 @@ async fn turn(
             }
             _ = tokio::signal::ctrl_c() => {
                 eprint("\ncancelling the request and everything it delegated…\n");
-                if let Err(e) = engine.cancel(root) {
+                if let Err(e) = engine.cancel(root).await {
                     eprint(&format!("error: {e}\n"));
                 }
             }

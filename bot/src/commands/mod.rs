@@ -77,8 +77,8 @@ pub fn database_path(loaded: &Loaded) -> std::path::PathBuf {
 }
 
 /// Open the engine's database, or print why not.
-pub fn open_store(loaded: &Loaded) -> Result<opc_agents::Store, ExitCode> {
-    opc_agents::Store::open(&database_path(loaded)).map_err(|e| {
+pub fn open_store(loaded: &Loaded) -> Result<opc_agents::SqliteStore, ExitCode> {
+    opc_agents::SqliteStore::open(&database_path(loaded)).map_err(|e| {
         eprint(&format!(
             "error: {e}\nhint: `framework.memory.path` must be a writable file path\n"
         ));

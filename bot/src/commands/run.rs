@@ -207,7 +207,7 @@ async fn serve(
         resume_suspended: missing_key.is_none(),
         ..EngineOptions::default()
     };
-    let (engine, recall) = match super::chat::build_engine(&loaded, store, options) {
+    let (engine, recall) = match super::chat::build_engine(&loaded, store, options).await {
         Ok(parts) => parts,
         Err(message) => {
             eprint(&message);
@@ -323,7 +323,7 @@ async fn serve(
         adapters: adapters.clone(),
         threads,
     });
-    gateway.start(inbound);
+    gateway.start(inbound).await;
     // Hot reload: saves from the console, changes on disk, SIGHUP.
     let reloader = Reloader::new(path.to_path_buf(), live.clone(), engine, gateway.clone());
     admin.attach(crate::admin::Running {

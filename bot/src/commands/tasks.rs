@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use std::collections::HashMap;
 
-use opc_agents::store::{TaskPrivacy, TaskRecord, Totals};
+use opc_agents::store::{Store as _, TaskPrivacy, TaskRecord, Totals};
 
 use super::{eprint, print};
 
@@ -42,24 +42,12 @@ pub fn run(path: &Path, args: TasksArgs) -> ExitCode {
         Ok(store) => store,
         Err(code) => return code,
     };
-    let now = opc_agents::store::now_ms();
-    let result = match args.tree {
-        Some(id) => store.task(id).and_then(|task| {
-            let tree = store.tree(task.root_id)?;
-            let privacy = store.privacy_by_task(task.root_id)?;
-            Ok(render_tree(&tree, &privacy, now))
-        }),
-        None => store.recent_roots(args.limit).and_then(|roots| {
-            let rows = roots
-                .into_iter()
-                .map(|root| {
-                    let totals = store.totals(root.id)?;
-                    Ok((root, totals))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(render_list(&rows, now))
-        }),
+    let runtime = match super::runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
     };
+    let now = opc_agents::store::now_ms();
+    let result = runtime.block_on(read(&store, &args, now));
     match result {
         Ok(text) => {
             print(&text);
@@ -143,6 +131,31 @@ pub fn render_list(roots: &[(TaskRecord, Totals)], now: i64) -> String {
         );
     }
     out
+}
+
+/// What `opc tasks` prints: one tree, or the recent roots with their totals.
+async fn read(
+    store: &opc_agents::SqliteStore,
+    args: &TasksArgs,
+    now: i64,
+) -> Result<String, opc_agents::store::StoreError> {
+    match args.tree {
+        Some(id) => {
+            let task = store.task(id).await?;
+            let tree = store.tree(task.root_id).await?;
+            let privacy = store.privacy_by_task(task.root_id).await?;
+            Ok(render_tree(&tree, &privacy, now))
+        }
+        None => {
+            let roots = store.recent_roots(args.limit).await?;
+            let mut rows = Vec::with_capacity(roots.len());
+            for root in roots {
+                let totals = store.totals(root.id).await?;
+                rows.push((root, totals));
+            }
+            Ok(render_list(&rows, now))
+        }
+    }
 }
 
 /// One tree, parents before children, with box-drawing indentation. `privacy` is what the privacy

@@ -69,7 +69,7 @@ impl Gateway {
     ) {
         let Action::Decide { approval, option } = action;
         let engine = &self.inner.engine;
-        let record = match engine.store().approval(approval) {
+        let record = match engine.store().approval(approval).await {
             Ok(Some(record)) => record,
             Ok(None) => {
                 self.respond(
@@ -119,7 +119,7 @@ impl Gateway {
             return;
         };
         let by = format!("{} ({platform}:{})", inbound.user.name, inbound.user.id);
-        let answer = match engine.decide(approval, &choice, &by) {
+        let answer = match engine.decide(approval, &choice, &by).await {
             Ok(Decided::Recorded(done)) => {
                 tracing::info!(%platform, approval, "approval decided");
                 format!(
@@ -145,17 +145,17 @@ impl Gateway {
     ) {
         let engine = &self.inner.engine;
         let text = match command {
-            Command::Status => commands::status(engine.store(), inbound.place.platform),
+            Command::Status => commands::status(engine.store(), inbound.place.platform).await,
             Command::Agents => commands::agents(&engine.org()),
-            Command::Tasks => commands::tasks(engine.store()),
+            Command::Tasks => commands::tasks(engine.store()).await,
             Command::Help => commands::help(inbound.place.platform, None),
             Command::Unknown(what) => commands::help(inbound.place.platform, Some(&what)),
-            Command::Cancel(arg) => self.cancel(&inbound, &arg),
+            Command::Cancel(arg) => self.cancel(&inbound, &arg).await,
         };
         self.respond(&adapter, &inbound, text);
     }
 
-    fn cancel(&self, inbound: &Inbound, arg: &str) -> String {
+    async fn cancel(&self, inbound: &Inbound, arg: &str) -> String {
         let engine = &self.inner.engine;
         let root = engine.org().root().to_string();
         if !self.is_approver(&inbound.user, inbound.place.platform, &root) {
@@ -167,14 +167,14 @@ impl Gateway {
                 arg.trim()
             );
         };
-        match engine.store().task(task) {
+        match engine.store().task(task).await {
             Ok(record) if record.state.is_terminal() => {
                 format!(
                     "Task #{task} has already ended ({}).",
                     record.state.as_str()
                 )
             }
-            Ok(_) => match engine.cancel(task) {
+            Ok(_) => match engine.cancel(task).await {
                 Ok(cancelled) => format!(
                     "Cancelled task #{task} ({} task{} in its tree).",
                     cancelled.len(),

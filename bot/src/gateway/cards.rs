@@ -37,7 +37,12 @@ impl Gateway {
     }
 
     async fn post_missing_cards(&self) {
-        let pending = self.inner.engine.pending_approvals().unwrap_or_default();
+        let pending = self
+            .inner
+            .engine
+            .pending_approvals()
+            .await
+            .unwrap_or_default();
         for approval in pending {
             self.post_cards(approval.id).await;
         }
@@ -70,7 +75,7 @@ impl Gateway {
         if inner.threads.cards(id).is_ok_and(|cards| !cards.is_empty()) {
             return;
         }
-        let Ok(Some(approval)) = inner.engine.store().approval(id) else {
+        let Ok(Some(approval)) = inner.engine.store().approval(id).await else {
             return;
         };
         if approval.state != opc_agents::store::ApprovalState::Pending {
@@ -120,7 +125,7 @@ impl Gateway {
     /// database cannot be read the cards are left as they are: a click then answers who decided,
     /// whereas guessing could show an approval as rejected.
     async fn redraw_cards(&self, id: i64) {
-        let approval = match self.inner.engine.store().approval(id) {
+        let approval = match self.inner.engine.store().approval(id).await {
             Ok(Some(approval)) => approval,
             Ok(None) => return,
             Err(e) => {

@@ -19,8 +19,8 @@ use opc_agents::store::now_ms;
 /// state and elapsed time, and its latest approval: waiting, or what was chosen and by whom
 /// ("approval #5: Approved: Yes, ship it — by ana"). With nothing running it says how to start, in
 /// the platform's own terms.
-pub fn status(store: &Store, platform: Platform) -> String {
-    let live = match store.live_tasks() {
+pub async fn status(store: &dyn Store, platform: Platform) -> String {
+    let live = match store.live_tasks().await {
         Ok(live) => live,
         Err(e) => return format!("Could not read the tasks: {e}"),
     };
@@ -35,9 +35,9 @@ pub fn status(store: &Store, platform: Platform) -> String {
         if live.len() == 1 { "" } else { "s" }
     );
     let now = now_ms();
-    let approvals = latest_approvals(store, &live);
+    let approvals = latest_approvals(store, &live).await;
     for root in roots {
-        let tree = store.tree(root).unwrap_or_default();
+        let tree = store.tree(root).await.unwrap_or_default();
         for task in live.iter().filter(|t| t.root_id == root) {
             let _ = writeln!(
                 out,
@@ -62,10 +62,13 @@ pub fn status(store: &Store, platform: Platform) -> String {
 const RECENT_APPROVALS: u32 = 200;
 
 /// The latest approval of each live task: pending ones, and decided ones among the recent.
-fn latest_approvals(store: &Store, live: &[TaskRecord]) -> HashMap<TaskId, Approval> {
+async fn latest_approvals(store: &dyn Store, live: &[TaskRecord]) -> HashMap<TaskId, Approval> {
     let mut latest: HashMap<TaskId, Approval> = HashMap::new();
-    let pending = store.pending_approvals().unwrap_or_default();
-    let recent = store.recent_approvals(RECENT_APPROVALS).unwrap_or_default();
+    let pending = store.pending_approvals().await.unwrap_or_default();
+    let recent = store
+        .recent_approvals(RECENT_APPROVALS)
+        .await
+        .unwrap_or_default();
     for approval in pending.into_iter().chain(recent) {
         if !live.iter().any(|t| t.id == approval.task_id) {
             continue;
@@ -134,8 +137,8 @@ pub fn agents(org: &OrgTree) -> String {
 }
 
 /// `/tasks`: recent requests with their state and the cost of their whole tree.
-pub fn tasks(store: &Store) -> String {
-    let roots = match store.recent_roots(10) {
+pub async fn tasks(store: &dyn Store) -> String {
+    let roots = match store.recent_roots(10).await {
         Ok(roots) => roots,
         Err(e) => return format!("Could not read the tasks: {e}"),
     };
@@ -144,7 +147,7 @@ pub fn tasks(store: &Store) -> String {
     }
     let mut out = String::from("**Recent requests**\n");
     for root in &roots {
-        let (tokens_in, tokens_out, cost) = store.tree_totals(root.id).unwrap_or((0, 0, 0.0));
+        let (tokens_in, tokens_out, cost) = store.tree_totals(root.id).await.unwrap_or((0, 0, 0.0));
         let end = root.finished_at.unwrap_or_else(now_ms);
         let _ = writeln!(
             out,
@@ -208,24 +211,24 @@ pub fn help(platform: Platform, unknown: Option<&str>) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn status_with_nothing_running_says_how_to_start_in_the_platforms_terms() {
-        let store = Store::in_memory().unwrap_or_else(|e| panic!("{e}"));
-        let web = status(&store, Platform::Web);
+    #[tokio::test]
+    async fn status_with_nothing_running_says_how_to_start_in_the_platforms_terms() {
+        let store = opc_agents::SqliteStore::in_memory().unwrap_or_else(|e| panic!("{e}"));
+        let web = status(&store, Platform::Web).await;
         assert!(web.starts_with("Nothing is running."), "{web}");
         assert!(
             web.contains("message box") && !web.contains("Mention"),
             "{web}"
         );
-        let slack = status(&store, Platform::Slack);
+        let slack = status(&store, Platform::Slack).await;
         assert!(slack.contains("Mention me"), "{slack}");
     }
 
-    #[test]
+    #[tokio::test]
     #[allow(clippy::unwrap_used)]
-    fn status_shows_what_was_chosen_on_a_live_tasks_approval() {
-        let store = Store::in_memory().unwrap();
-        store.create_conversation("c", "ceo").unwrap();
+    async fn status_shows_what_was_chosen_on_a_live_tasks_approval() {
+        let store = opc_agents::SqliteStore::in_memory().unwrap();
+        store.create_conversation("c", "ceo").await.unwrap();
         let root = store
             .create_task(&opc_agents::store::NewTask {
                 parent_id: None,
@@ -238,10 +241,11 @@ mod tests {
                 messages: &[],
                 author: None,
             })
+            .await
             .unwrap();
-        let task = store.task(root).unwrap();
+        let task = store.task(root).await.unwrap();
         let options = ["Yes, ship it".into(), "No".into()];
-        let ask = |id: &str| {
+        let ask = async |id: &str| {
             store
                 .request_approval(
                     &task,
@@ -250,19 +254,21 @@ mod tests {
                     &options,
                     std::time::Duration::from_secs(60),
                 )
+                .await
                 .unwrap()
                 .0
         };
-        let first = ask("t1");
-        let waiting = status(&store, Platform::Slack);
+        let first = ask("t1").await;
+        let waiting = status(&store, Platform::Slack).await;
         assert!(
             waiting.contains(&format!("waiting for approval #{}", first.id)),
             "{waiting}"
         );
         store
             .decide(first.id, "Yes, ship it", "ana (slack:U1)")
+            .await
             .unwrap();
-        let decided = status(&store, Platform::Slack);
+        let decided = status(&store, Platform::Slack).await;
         assert!(
             decided.contains(&format!(
                 "approval #{}: Approved: Yes, ship it — by ana (slack:U1)",
@@ -271,9 +277,9 @@ mod tests {
             "{decided}"
         );
         // The latest approval of the task is the one shown.
-        let second = ask("t2");
-        store.decide(second.id, "No", "bo").unwrap();
-        let latest = status(&store, Platform::Slack);
+        let second = ask("t2").await;
+        store.decide(second.id, "No", "bo").await.unwrap();
+        let latest = status(&store, Platform::Slack).await;
         assert!(
             latest.contains(&format!("approval #{}: Rejected: No — by bo", second.id))
                 && !latest.contains("Yes, ship it"),

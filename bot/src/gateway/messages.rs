@@ -39,7 +39,7 @@ impl Waiting {
 
 impl Gateway {
     /// A message: continue its thread's conversation, or start one if the bot was mentioned.
-    pub(super) fn on_message(
+    pub(super) async fn on_message(
         &self,
         adapter: Arc<dyn Adapter>,
         inbound: &Inbound,
@@ -117,11 +117,11 @@ impl Gateway {
             place,
         };
         let Some(conversation) = conversation else {
-            self.start_new(waiting);
+            self.start_new(waiting).await;
             return;
         };
         match inner.queues.admit(&conversation, waiting) {
-            Admit::Start(waiting) => self.start_in(conversation, waiting),
+            Admit::Start(waiting) => self.start_in(conversation, waiting).await,
             Admit::Queued { position } => {
                 tracing::info!(%platform, position, "conversation busy; message queued");
             }
@@ -141,13 +141,14 @@ impl Gateway {
     }
 
     /// Start a new conversation with `waiting` and bind it to its thread.
-    fn start_new(&self, waiting: Waiting) {
+    async fn start_new(&self, waiting: Waiting) {
         let inner = &self.inner;
         // Subscribe before sending, so the first streamed tokens are not missed.
         let events = inner.engine.events().subscribe();
         match inner
             .engine
             .send_from(None, &waiting.text, Some(&waiting.author()))
+            .await
         {
             Ok(run) => {
                 if let Err(e) = inner.threads.bind(&waiting.place, &run.conversation) {
@@ -162,12 +163,13 @@ impl Gateway {
     }
 
     /// Start `waiting` in `conversation`, which the queue has made busy with it.
-    fn start_in(&self, conversation: String, waiting: Waiting) {
+    async fn start_in(&self, conversation: String, waiting: Waiting) {
         let inner = &self.inner;
         let events = inner.engine.events().subscribe();
         match inner
             .engine
             .send_from(Some(&conversation), &waiting.text, Some(&waiting.author()))
+            .await
         {
             Ok(run) => self.answer(waiting, run, events),
             // Running a request the gateway did not start (one resumed after a restart, say): wait
@@ -185,7 +187,7 @@ impl Gateway {
                             .engine
                             .store()
                             .task(task)
-                            .is_ok_and(|record| record.state.is_terminal()),
+                            .await.is_ok_and(|record| record.state.is_terminal()),
                         // OPC is stopping: the stop tells the waiting messages (`shutdown`).
                         Ok(None) => return,
                         Err(e) => {
@@ -207,12 +209,12 @@ impl Gateway {
                             );
                         }
                     }
-                    this.next_in(&conversation);
+                    this.next_in(&conversation).await;
                 });
             }
             Err(e) => {
                 self.refuse_start(&waiting, &e);
-                self.next_in(&conversation);
+                self.next_in(&conversation).await;
             }
         }
     }
@@ -243,17 +245,24 @@ impl Gateway {
             let outcome = run.outcome();
             this.stream_reply(waiting.adapter, waiting.place, root, events, outcome)
                 .await;
-            this.next_in(&conversation);
+            this.next_in(&conversation).await;
         });
     }
 
     /// The request in `conversation` ended: start the next message waiting there, if any.
-    pub(super) fn next_in(&self, conversation: &str) {
-        if self.inner.stop.is_cancelled() {
-            return;
-        }
-        if let Some(waiting) = self.inner.queues.next(conversation) {
-            self.start_in(conversation.to_string(), waiting);
-        }
+    ///
+    /// Boxed: it starts the next request, whose refusal comes back here.
+    pub(super) fn next_in<'a>(
+        &'a self,
+        conversation: &'a str,
+    ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            if self.inner.stop.is_cancelled() {
+                return;
+            }
+            if let Some(waiting) = self.inner.queues.next(conversation) {
+                self.start_in(conversation.to_string(), waiting).await;
+            }
+        })
     }
 }

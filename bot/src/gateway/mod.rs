@@ -154,14 +154,14 @@ impl Gateway {
 
     /// Start draining `inbox`, following the engine's events, and answering trees that were suspended
     /// on approvals when OPC last stopped.
-    pub fn start(&self, inbox: mpsc::Receiver<Inbound>) {
+    pub async fn start(&self, inbox: mpsc::Receiver<Inbound>) {
         // Subscribe before anything can publish, so no approval request is missed.
         let events = self.inner.engine.events().subscribe();
         let this = self.clone();
         self.inner
             .tracker
             .spawn(async move { this.follow_approvals(events).await });
-        self.resume_suspended();
+        self.resume_suspended().await;
         // Notices written while OPC was down (interrupted requests) go to their threads, paced.
         let this = self.clone();
         self.inner.tracker.spawn(async move {
@@ -280,7 +280,7 @@ impl Gateway {
                 () = self.inner.stop.cancelled() => None,
             };
             let Some(inbound) = inbound else { break };
-            self.handle(inbound);
+            self.handle(inbound).await;
         }
     }
 
@@ -289,7 +289,7 @@ impl Gateway {
     }
 
     /// Route one event. Quick: anything slow is spawned.
-    fn handle(&self, inbound: Inbound) {
+    async fn handle(&self, inbound: Inbound) {
         self.inner.channels.event(inbound.place.platform);
         let Some(adapter) = self.adapter(inbound.place.platform) else {
             tracing::warn!(platform = %inbound.place.platform, "event from a platform that is not running");
@@ -297,10 +297,12 @@ impl Gateway {
         };
         match inbound.kind.clone() {
             InboundKind::Mention { text, continues } => {
-                self.on_message(adapter, &inbound, &text, continues.as_deref(), true);
+                self.on_message(adapter, &inbound, &text, continues.as_deref(), true)
+                    .await;
             }
             InboundKind::Message { text, continues } => {
-                self.on_message(adapter, &inbound, &text, Some(&continues), false);
+                self.on_message(adapter, &inbound, &text, Some(&continues), false)
+                    .await;
             }
             InboundKind::Action { action, card } => {
                 let this = self.clone();

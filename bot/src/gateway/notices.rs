@@ -72,13 +72,13 @@ pub struct Delivered {
 /// Post every undelivered notice to its conversation's thread, paced per channel; stops early when
 /// `stop` is cancelled (the rest stay undelivered).
 pub async fn deliver(
-    store: &Store,
+    store: &dyn Store,
     threads: &Threads,
     adapters: &HashMap<Platform, Arc<dyn Adapter>>,
     stop: &CancellationToken,
 ) -> Delivered {
     let mut done = Delivered::default();
-    let notices = match store.undelivered_notices() {
+    let notices = match store.undelivered_notices().await {
         Ok(notices) => notices,
         Err(e) => {
             tracing::error!(error = %e, "could not read undelivered notices");
@@ -119,7 +119,7 @@ pub async fn deliver(
         last_post.insert(channel, Instant::now());
         match posted {
             Ok(_) => {
-                if let Err(e) = store.mark_notice_delivered(notice.id) {
+                if let Err(e) = store.mark_notice_delivered(notice.id).await {
                     tracing::error!(error = %e, notice = notice.id, "could not mark a notice delivered");
                 }
                 done.posted += 1;

@@ -27,11 +27,11 @@ impl Gateway {
     /// [`opc_adapters::Adapter::edit_interval`] (a restart with many waiting requests does not flood a channel),
     /// and each request's answer is followed only after its notice, so the notice never comes after
     /// the answer. Events are subscribed before any of it, so none of a tree's progress is missed.
-    pub(super) fn resume_suspended(&self) {
+    pub(super) async fn resume_suspended(&self) {
         let inner = &self.inner;
         let mut resumed = Vec::new();
         for &root in &inner.engine.recovery().suspended_roots {
-            let conversation = match inner.engine.store().task(root) {
+            let conversation = match inner.engine.store().task(root).await {
                 Ok(task) => task.conversation_id,
                 Err(_) => continue,
             };
@@ -56,7 +56,7 @@ impl Gateway {
                 if this.inner.stop.is_cancelled() {
                     break;
                 }
-                if let Some(text) = this.still_waiting(root) {
+                if let Some(text) = this.still_waiting(root).await {
                     let channel = (place.platform, place.channel.clone());
                     if let Some(at) = last_post.get(&channel) {
                         let due = *at + adapter.edit_interval();
@@ -83,7 +83,7 @@ impl Gateway {
                     follow
                         .stream_reply(adapter, place, root, events, outcome)
                         .await;
-                    follow.next_in(&conversation);
+                    follow.next_in(&conversation).await;
                 });
             }
         });
@@ -91,11 +91,12 @@ impl Gateway {
 
     /// "OPC restarted; this request is still waiting for approval #N." when root `root` has
     /// approvals pending now, else `None`.
-    fn still_waiting(&self, root: TaskId) -> Option<String> {
+    async fn still_waiting(&self, root: TaskId) -> Option<String> {
         let pending: Vec<String> = self
             .inner
             .engine
             .pending_approvals()
+            .await
             .unwrap_or_default()
             .into_iter()
             .filter(|a| a.root_id == root)

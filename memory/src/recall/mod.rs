@@ -256,10 +256,10 @@ fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<Message> {
     })
 }
 
-/// Append `msg` inside the caller's transaction (so the engine can write a turn and its recall row
+/// Append `msg` inside the caller's transaction or savepoint (so the engine can write a turn and its recall row
 /// atomically on its own connection); its sequence number. Call [`RecallStore::notify`] after the
 /// commit so the indexer picks it up without waiting for its poll.
-pub fn append_in(tx: &rusqlite::Transaction<'_>, msg: &NewMessage) -> rusqlite::Result<i64> {
+pub fn append_in(tx: &rusqlite::Connection, msg: &NewMessage) -> rusqlite::Result<i64> {
     tx.execute(
         "INSERT INTO recall_messages (namespace, author, conversation, task, thread, source_id,
              time_ms, content_hash, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",

@@ -1,0 +1,681 @@
+//! [`SqliteStore`]: the [`Store`] seam over one SQLite file, with a dedicated writer thread that
+//! commits the operations arriving together as one transaction (group commit).
+//!
+//! Why: with one commit per operation, a thousand conversations each paid their own WAL append and
+//! wal-index update at every state change, serialised behind one connection mutex that async tasks
+//! held on runtime threads. Now every write is a job sent to the writer thread; the caller's task
+//! suspends until its job is committed.
+//!
+//! The writer loop: take the first waiting job, then every job already queued behind it (those that
+//! arrived while the previous group was committing), up to [`MAX_GROUP`]; `BEGIN IMMEDIATE`; run each
+//! job inside its own `SAVEPOINT` (released when it succeeds, rolled back when it fails, so one failed
+//! operation — a transition the lifecycle refuses, a missing task — leaves its neighbours' changes in
+//! the group); `COMMIT`; only then answer every job and wake the recall indexer.
+//!
+//! Durability is exactly today's: a future resolves Ok only after the `COMMIT` that holds its changes
+//! returned, with the same `journal_mode=WAL`, `synchronous=NORMAL` (the commit's WAL frames are
+//! written to the file before `COMMIT` returns, so a kill -9 of the process loses nothing that was
+//! answered; as before, only an OS crash or power loss may lose the last commits). If the `COMMIT`
+//! itself fails, every job of the group is answered with that error (its changes were rolled back).
+//!
+//! Reads do not queue behind writes: a file database gets a second, read-only connection, which in WAL
+//! mode sees the last commit. A caller reads its own writes because its write future resolved after
+//! that commit. Reads run inline on the caller's thread: they are a few indexed rows (microseconds),
+//! cheaper than a hop to another thread. An in-memory database (tests, benchmarks) has one connection,
+//! so its reads use the writer's (and may see a group that is still being committed).
+//!
+//! A job sent is run even if its caller stops waiting (a dropped future does not undo a write).
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::ledger::encode_tools;
+use super::tasks::encode_history;
+use super::{
+    Approval, CallRecord, Db, Decided, Ending, LatestCall, NewTask, Notice, OfferedOption,
+    PrivacyDay, Recovery, Spend, Store, StoreError, TaskId, TaskPrivacy, TaskRecord, TaskState,
+    Totals, exec,
+};
+use crate::llm::Message;
+
+/// The most operations committed as one transaction: bounds how long the first of a group waits for
+/// the last (each is a handful of row writes, tens of microseconds).
+const MAX_GROUP: usize = 256;
+
+/// The [`Store`] over one SQLite file (or an in-memory database).
+pub struct SqliteStore {
+    /// Jobs for the writer thread (taken on drop, which ends the thread once the queue is drained).
+    jobs: Option<mpsc::Sender<Box<dyn Job>>>,
+    /// The writer thread, joined on drop: every job sent before is committed when drop returns.
+    writer: Option<std::thread::JoinHandle<()>>,
+    /// The writer's connection: the lock file and the recall hook live here, and an in-memory
+    /// database's reads use it.
+    db: Arc<Db>,
+    /// The read connection of a file database.
+    reader: Option<Db>,
+}
+
+impl SqliteStore {
+    /// Open (creating if needed) the database at `path`, in WAL mode, and bring its schema up to date
+    /// ([`super::schema::migrate`]).
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let db = Db::open(path)?;
+        let reader = Db::reader(path)?;
+        Self::start(db, Some(reader))
+    }
+
+    /// A private in-memory database (tests, benchmarks).
+    pub fn in_memory() -> Result<SqliteStore, StoreError> {
+        Self::start(Db::in_memory()?, None)
+    }
+
+    fn start(db: Db, reader: Option<Db>) -> Result<SqliteStore, StoreError> {
+        let db = Arc::new(db);
+        let (jobs, queue) = mpsc::channel::<Box<dyn Job>>();
+        let writer_db = db.clone();
+        let writer = std::thread::Builder::new()
+            .name("opc-sqlite-writer".into())
+            .spawn(move || {
+                while let Ok(first) = queue.recv() {
+                    let mut group = vec![first];
+                    while group.len() < MAX_GROUP {
+                        match queue.try_recv() {
+                            Ok(job) => group.push(job),
+                            Err(_) => break,
+                        }
+                    }
+                    commit_group(&writer_db, group);
+                }
+            })
+            .map_err(|e| StoreError::Writer(format!("cannot start the writer thread: {e}")))?;
+        Ok(SqliteStore {
+            jobs: Some(jobs),
+            writer: Some(writer),
+            db,
+            reader,
+        })
+    }
+
+    /// Run `op` on the writer thread, in the next group; resolves once that group is committed.
+    async fn write<T, F>(&self, op: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Db) -> Result<T, StoreError> + Send + 'static,
+    {
+        let stopped = || StoreError::Writer("the store is closed".into());
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .as_ref()
+            .ok_or_else(stopped)?
+            .send(Box::new(Op { op, reply }))
+            .map_err(|_| stopped())?;
+        answer
+            .await
+            .map_err(|_| StoreError::Writer("the writer thread stopped before answering".into()))?
+    }
+
+    /// Run `op` on the read connection (see the module doc).
+    fn read<T>(&self, op: impl FnOnce(&Db) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        op(self.reader.as_ref().unwrap_or(&self.db))
+    }
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
+}
+
+/// Commit `group` as one transaction, one savepoint per job, and answer every job.
+fn commit_group(db: &Db, group: Vec<Box<dyn Job>>) {
+    if let Err(e) = exec(&db.conn(), "BEGIN IMMEDIATE", []) {
+        for job in group {
+            job.fail("starting a transaction", &e);
+        }
+        return;
+    }
+    let mut ran: Vec<Box<dyn Ran>> = Vec::with_capacity(group.len());
+    let mut broken: Option<rusqlite::Error> = None;
+    for job in group {
+        if let Some(e) = &broken {
+            job.fail("committing", e);
+            continue;
+        }
+        if let Err(e) = exec(&db.conn(), "SAVEPOINT opc_op", []) {
+            job.fail("starting an operation", &e);
+            continue;
+        }
+        let done = job.run(db);
+        let end = if done.ok() {
+            exec(&db.conn(), "RELEASE opc_op", [])
+        } else {
+            // One guard for both statements (a second `db.conn()` in the same expression would wait on
+            // the first's lock forever).
+            let conn = db.conn();
+            exec(&conn, "ROLLBACK TO opc_op", []).and_then(|_| exec(&conn, "RELEASE opc_op", []))
+        };
+        // A savepoint that cannot be ended means SQLite rolled the whole transaction back (an I/O
+        // error, a full disk): nothing of this group can be committed.
+        if let Err(e) = end {
+            broken = Some(e);
+        }
+        ran.push(done);
+    }
+    let committed = match broken {
+        Some(e) => Err(e),
+        None => exec(&db.conn(), "COMMIT", []).map(|_| ()),
+    };
+    match committed {
+        Ok(()) => {
+            db.notify_recall();
+            for done in ran {
+                done.send(None);
+            }
+        }
+        Err(e) => {
+            let conn = db.conn();
+            if !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            drop(conn);
+            db.recall_dirty
+                .store(false, std::sync::atomic::Ordering::Release);
+            tracing::warn!(error = %e, "a group commit of the task database failed");
+            for done in ran {
+                done.send(Some(&e));
+            }
+        }
+    }
+}
+
+/// A copy of a SQLite error, for each job of a group that failed as a whole (`rusqlite::Error` is not
+/// `Clone`).
+fn copy(e: &rusqlite::Error) -> rusqlite::Error {
+    match e {
+        rusqlite::Error::SqliteFailure(code, message) => {
+            rusqlite::Error::SqliteFailure(*code, message.clone())
+        }
+        other => rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+            Some(other.to_string()),
+        ),
+    }
+}
+
+/// A write waiting for the writer thread.
+trait Job: Send {
+    /// Run it (inside its savepoint).
+    fn run(self: Box<Self>, db: &Db) -> Box<dyn Ran>;
+    /// Answer it with `why` without running it.
+    fn fail(self: Box<Self>, doing: &'static str, why: &rusqlite::Error);
+}
+
+/// A write that ran, waiting for its group's commit to be answered.
+trait Ran: Send {
+    /// Whether the operation succeeded (its savepoint is released, not rolled back).
+    fn ok(&self) -> bool;
+    /// Answer the caller; `commit_failed` is the group's commit error, if any.
+    fn send(self: Box<Self>, commit_failed: Option<&rusqlite::Error>);
+}
+
+struct Op<T, F> {
+    op: F,
+    reply: oneshot::Sender<Result<T, StoreError>>,
+}
+
+struct Outcome<T> {
+    result: Result<T, StoreError>,
+    reply: oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<T, F> Job for Op<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(&Db) -> Result<T, StoreError> + Send + 'static,
+{
+    fn run(self: Box<Self>, db: &Db) -> Box<dyn Ran> {
+        let Op { op, reply } = *self;
+        // A panic inside one operation must not end the writer thread (every later write would fail):
+        // its savepoint is rolled back like any failure. The connection stays consistent (rusqlite's
+        // savepoints roll back on drop, and `Db::conn` recovers a poisoned lock).
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| op(db)))
+            .unwrap_or_else(|_| Err(StoreError::Writer("a store operation panicked".into())));
+        Box::new(Outcome { result, reply })
+    }
+
+    fn fail(self: Box<Self>, doing: &'static str, why: &rusqlite::Error) {
+        let _ = self.reply.send(Err(StoreError::Sql {
+            doing,
+            source: copy(why),
+        }));
+    }
+}
+
+impl<T: Send> Ran for Outcome<T> {
+    fn ok(&self) -> bool {
+        self.result.is_ok()
+    }
+
+    fn send(self: Box<Self>, commit_failed: Option<&rusqlite::Error>) {
+        let result = match (self.result, commit_failed) {
+            (Ok(_), Some(e)) => Err(StoreError::Sql {
+                doing: "committing",
+                source: copy(e),
+            }),
+            (result, _) => result,
+        };
+        // The caller may have stopped waiting; the write stands either way.
+        let _ = self.reply.send(result);
+    }
+}
+
+/// How a task ended, owned (to cross to the writer thread).
+enum OwnedEnding {
+    Completed {
+        output: String,
+        summary: Option<String>,
+    },
+    Failed(String),
+    Escalated(String),
+    Cancelled(String),
+}
+
+impl OwnedEnding {
+    fn of(ending: Ending<'_>) -> Self {
+        match ending {
+            Ending::Completed { output, summary } => OwnedEnding::Completed {
+                output: output.to_string(),
+                summary: summary.map(str::to_string),
+            },
+            Ending::Failed(e) => OwnedEnding::Failed(e.to_string()),
+            Ending::Escalated(e) => OwnedEnding::Escalated(e.to_string()),
+            Ending::Cancelled(e) => OwnedEnding::Cancelled(e.to_string()),
+        }
+    }
+
+    fn as_ending(&self) -> Ending<'_> {
+        match self {
+            OwnedEnding::Completed { output, summary } => Ending::Completed {
+                output,
+                summary: summary.as_deref(),
+            },
+            OwnedEnding::Failed(e) => Ending::Failed(e),
+            OwnedEnding::Escalated(e) => Ending::Escalated(e),
+            OwnedEnding::Cancelled(e) => Ending::Cancelled(e),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for SqliteStore {
+    fn lock_exclusive(&self) -> Result<(), StoreError> {
+        self.db.lock_exclusive()
+    }
+
+    fn on_recall_append(&self, notify: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.db.recall_notify.set(notify);
+    }
+
+    async fn recover(&self) -> Result<Recovery, StoreError> {
+        self.write(|db| db.recover()).await
+    }
+
+    async fn create_conversation(&self, id: &str, root_agent: &str) -> Result<(), StoreError> {
+        let (id, root_agent) = (id.to_string(), root_agent.to_string());
+        self.write(move |db| db.create_conversation(&id, &root_agent))
+            .await
+    }
+
+    async fn last_root_task(
+        &self,
+        conversation_id: &str,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        self.read(|db| db.last_root_task(conversation_id))
+    }
+
+    async fn create_task(&self, task: &NewTask<'_>) -> Result<TaskId, StoreError> {
+        let messages = encode_history(task.messages, task.parent_id.unwrap_or_default())?;
+        let parent_id = task.parent_id;
+        let conversation_id = task.conversation_id.to_string();
+        let agent = task.agent.to_string();
+        let depth = task.depth;
+        let tool_use_id = task.tool_use_id.map(str::to_string);
+        let tool_index = task.tool_index;
+        let input = task.input.to_string();
+        let author = task.author.map(str::to_string);
+        self.write(move |db| {
+            let task = NewTask {
+                parent_id,
+                conversation_id: &conversation_id,
+                agent: &agent,
+                depth,
+                tool_use_id: tool_use_id.as_deref(),
+                tool_index,
+                input: &input,
+                messages: &[],
+                author: author.as_deref(),
+            };
+            db.create_task_encoded(&task, &messages)
+        })
+        .await
+    }
+
+    async fn task(&self, id: TaskId) -> Result<TaskRecord, StoreError> {
+        self.read(|db| db.task(id))
+    }
+
+    async fn child_for(
+        &self,
+        parent: TaskId,
+        tool_use_id: &str,
+        index: u32,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        self.read(|db| db.child_for(parent, tool_use_id, index))
+    }
+
+    async fn messages(&self, id: TaskId) -> Result<Vec<Message>, StoreError> {
+        self.read(|db| db.messages(id))
+    }
+
+    async fn save_messages(&self, id: TaskId, messages: &[Message]) -> Result<(), StoreError> {
+        let text = encode_history(messages, id)?;
+        self.write(move |db| db.save_messages_encoded(id, &text))
+            .await
+    }
+
+    async fn tree(&self, root_id: TaskId) -> Result<Vec<TaskRecord>, StoreError> {
+        self.read(|db| db.tree(root_id))
+    }
+
+    async fn recent_roots(&self, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+        self.read(|db| db.recent_roots(limit))
+    }
+
+    async fn live_tasks(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        self.read(|db| db.live_tasks())
+    }
+
+    async fn begin(&self, id: TaskId) -> Result<(TaskRecord, Vec<Message>), StoreError> {
+        self.write(move |db| db.begin(id)).await
+    }
+
+    async fn transition(&self, id: TaskId, next: TaskState) -> Result<TaskState, StoreError> {
+        self.write(move |db| db.transition(id, next)).await
+    }
+
+    async fn finish(&self, id: TaskId, ending: Ending<'_>) -> Result<bool, StoreError> {
+        let ending = OwnedEnding::of(ending);
+        self.write(move |db| db.finish(id, ending.as_ending()))
+            .await
+    }
+
+    async fn cancel_subtree(&self, id: TaskId, reason: &str) -> Result<Vec<TaskId>, StoreError> {
+        let reason = reason.to_string();
+        self.write(move |db| db.cancel_subtree(id, &reason)).await
+    }
+
+    async fn cancel_descendants(
+        &self,
+        id: TaskId,
+        reason: &str,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        let reason = reason.to_string();
+        self.write(move |db| db.cancel_descendants(id, &reason))
+            .await
+    }
+
+    async fn record_call(&self, call: &CallRecord) -> Result<(), StoreError> {
+        self.record_turn(call, None, None).await.map(|_| ())
+    }
+
+    async fn record_turn(
+        &self,
+        call: &CallRecord,
+        messages: Option<&[Message]>,
+        completed: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        // Encoded here, on the caller's thread: the writer thread is the one serial resource.
+        let tools = encode_tools(call)?;
+        let history = messages
+            .map(|m| encode_history(m, call.task_id))
+            .transpose()?;
+        let call = call.clone();
+        let completed = completed.map(str::to_string);
+        self.write(move |db| {
+            db.record_turn_encoded(&call, &tools, history.as_deref(), completed.as_deref())
+        })
+        .await
+    }
+
+    async fn calls(&self, task_id: TaskId) -> Result<Vec<CallRecord>, StoreError> {
+        self.read(|db| db.calls(task_id))
+    }
+
+    async fn privacy_by_task(
+        &self,
+        root_id: TaskId,
+    ) -> Result<HashMap<TaskId, TaskPrivacy>, StoreError> {
+        self.read(|db| db.privacy_by_task(root_id))
+    }
+
+    async fn tree_totals(&self, root_id: TaskId) -> Result<(u64, u64, f64), StoreError> {
+        self.read(|db| db.tree_totals(root_id))
+    }
+
+    async fn totals(&self, root_id: TaskId) -> Result<Totals, StoreError> {
+        self.read(|db| db.totals(root_id))
+    }
+
+    async fn privacy_by_day(&self, since_ms: i64) -> Result<Vec<PrivacyDay>, StoreError> {
+        self.read(|db| db.privacy_by_day(since_ms))
+    }
+
+    async fn spend_since(&self, since_ms: i64) -> Result<Vec<Spend>, StoreError> {
+        self.read(|db| db.spend_since(since_ms))
+    }
+
+    async fn latest_calls(&self, window: u32) -> Result<Vec<LatestCall>, StoreError> {
+        self.read(|db| db.latest_calls(window))
+    }
+
+    async fn request_approval(
+        &self,
+        task: &TaskRecord,
+        tool_use_id: &str,
+        summary: &str,
+        options: &[OfferedOption],
+        timeout: Duration,
+    ) -> Result<(Approval, bool), StoreError> {
+        let task = task.clone();
+        let tool_use_id = tool_use_id.to_string();
+        let summary = summary.to_string();
+        let options = options.to_vec();
+        self.write(move |db| db.request_approval(&task, &tool_use_id, &summary, &options, timeout))
+            .await
+    }
+
+    async fn approval(&self, id: i64) -> Result<Option<Approval>, StoreError> {
+        self.read(|db| db.approval(id))
+    }
+
+    async fn pending_approvals(&self) -> Result<Vec<Approval>, StoreError> {
+        self.read(|db| db.pending_approvals())
+    }
+
+    async fn recent_approvals(&self, limit: u32) -> Result<Vec<Approval>, StoreError> {
+        self.read(|db| db.recent_approvals(limit))
+    }
+
+    async fn decide(&self, id: i64, decision: &str, by: &str) -> Result<Decided, StoreError> {
+        let (decision, by) = (decision.to_string(), by.to_string());
+        self.write(move |db| db.decide(id, &decision, &by)).await
+    }
+
+    async fn add_notice(
+        &self,
+        conversation_id: &str,
+        task_id: Option<TaskId>,
+        text: &str,
+    ) -> Result<(), StoreError> {
+        let (conversation_id, text) = (conversation_id.to_string(), text.to_string());
+        self.write(move |db| db.add_notice(&conversation_id, task_id, &text))
+            .await
+    }
+
+    async fn notices(&self, conversation_id: &str) -> Result<Vec<String>, StoreError> {
+        self.read(|db| db.notices(conversation_id))
+    }
+
+    async fn undelivered_notices(&self) -> Result<Vec<Notice>, StoreError> {
+        self.read(|db| db.undelivered_notices())
+    }
+
+    async fn mark_notice_delivered(&self, id: i64) -> Result<bool, StoreError> {
+        self.write(move |db| db.mark_notice_delivered(id)).await
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::llm::Message;
+
+    fn new_root<'a>(conversation: &'a str, messages: &'a [Message]) -> NewTask<'a> {
+        NewTask {
+            parent_id: None,
+            conversation_id: conversation,
+            agent: "ceo",
+            depth: 0,
+            tool_use_id: None,
+            tool_index: 0,
+            input: "hello",
+            messages,
+            author: None,
+        }
+    }
+
+    /// Operations sent together are committed as one group; a refused one (a transition the
+    /// lifecycle does not allow, an unknown task) fails alone, and every operation that resolved Ok
+    /// is on disk after the store is dropped and the file reopened.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_failed_operation_in_a_group_does_not_fail_or_undo_its_neighbours() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("opc.db");
+        let store = Arc::new(SqliteStore::open(&path).unwrap());
+        let history = [Message::user("hello")];
+        let mut ids = Vec::new();
+        for i in 0..40 {
+            ids.push(
+                store
+                    .create_task(&new_root(&format!("c{i}"), &history))
+                    .await
+                    .unwrap(),
+            );
+        }
+        // Many writers at once, so the writer finds them queued and commits them in groups: even
+        // tasks move on, odd ones are asked for a transition CREATED may not make, and some
+        // operations name a task that does not exist.
+        let mut writers = Vec::new();
+        for (n, &id) in ids.iter().enumerate() {
+            let store = store.clone();
+            writers.push(tokio::spawn(async move {
+                let next = if n % 2 == 0 {
+                    TaskState::Assigned
+                } else {
+                    TaskState::Completed
+                };
+                let moved = store.transition(id, next).await;
+                let missing = store.transition(id + 10_000, TaskState::Assigned).await;
+                let noted = store.add_notice(&format!("c{n}"), Some(id), "note").await;
+                (id, n, moved, missing, noted)
+            }));
+        }
+        let mut results = Vec::new();
+        for writer in writers {
+            results.push(writer.await.unwrap());
+        }
+        for (id, n, moved, missing, noted) in &results {
+            if n % 2 == 0 {
+                assert_eq!(moved.as_ref().unwrap(), &TaskState::Created, "task {id}");
+            } else {
+                assert!(
+                    matches!(moved, Err(StoreError::BadTransition { .. })),
+                    "task {id}: {moved:?}"
+                );
+            }
+            assert!(matches!(missing, Err(StoreError::NoTask(_))), "{missing:?}");
+            noted.as_ref().unwrap();
+        }
+        drop(store);
+
+        // Reopened: every operation that resolved Ok is there, and nothing a refused one tried.
+        let store = SqliteStore::open(&path).unwrap();
+        for (id, n, ..) in &results {
+            let expected = if n % 2 == 0 {
+                TaskState::Assigned
+            } else {
+                TaskState::Created
+            };
+            assert_eq!(store.task(*id).await.unwrap().state, expected, "task {id}");
+            assert_eq!(store.notices(&format!("c{n}")).await.unwrap(), ["note"]);
+        }
+    }
+
+    /// Operations really are grouped: the jobs queued while the writer is busy are committed as the
+    /// next group, in one transaction. Each sees its predecessors' rows on the writer's connection,
+    /// while the read connection (which sees only commits) sees none of them until the group ends.
+    #[tokio::test]
+    async fn operations_queued_during_a_commit_are_committed_as_one_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("opc.db")).unwrap();
+        let history = [Message::user("hello")];
+        let root = store.create_task(&new_root("c", &history)).await.unwrap();
+        let jobs = store.jobs.clone().unwrap();
+        // Hold the writer inside a job until every other job is queued.
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (entered_tx, entered) = oneshot::channel::<()>();
+        let (reply, blocked) = oneshot::channel();
+        let hold = move |_: &Db| {
+            let _ = entered_tx.send(());
+            held.recv()
+                .map_err(|_| StoreError::Writer("test released".into()))
+        };
+        jobs.send(Box::new(Op { op: hold, reply })).unwrap();
+        entered.await.unwrap();
+        let reader_path = dir.path().join("opc.db");
+        let mut answers = Vec::new();
+        for i in 0..10usize {
+            let (reply, answer) = oneshot::channel();
+            let path = reader_path.clone();
+            let op = move |db: &Db| {
+                db.add_notice("c", Some(root), &format!("n{i}"))?;
+                let mine = db.notices("c")?.len();
+                let committed = Db::reader(&path)?.notices("c")?.len();
+                Ok((mine, committed))
+            };
+            jobs.send(Box::new(Op { op, reply })).unwrap();
+            answers.push(answer);
+        }
+        release.send(()).unwrap();
+        blocked.await.unwrap().unwrap();
+        for (i, answer) in answers.into_iter().enumerate() {
+            let (mine, committed) = answer.await.unwrap().unwrap();
+            assert_eq!(mine, i + 1, "job {i} sees the group's earlier rows");
+            assert_eq!(
+                committed, 0,
+                "job {i}: nothing of the group is committed yet"
+            );
+        }
+        assert_eq!(store.notices("c").await.unwrap().len(), 10);
+    }
+}
