@@ -60,8 +60,13 @@ const LATENCY_MS: u64 = 100;
 const MAX_CONCURRENT_AGENTS: u32 = 200;
 
 /// Targets from the issue.
-const TARGET_P99_US: f64 = 2_000.0;
-const TARGET_RATIO: f64 = 1.1;
+/// Issue 23: per-turn overhead p99 under 500 µs, over loopback HTTP (whole and streamed) and so
+/// also in process.
+const TARGET_P99_US: f64 = 500.0;
+/// Issue 23: 1,000 single-turn roots within 1.1× the ideal schedule.
+const TARGET_RATIO_SINGLE: f64 = 1.1;
+/// Issue 23: the 4-level chain within 1.05× the ideal schedule.
+const TARGET_RATIO_CHAIN: f64 = 1.05;
 const TARGET_KB_PER_TASK: f64 = 100.0;
 
 // -------------------------------------------------------------------------------------------------
@@ -1272,13 +1277,13 @@ fn main() {
             verdict(us(t.p99) < TARGET_P99_US)
         );
     }
-    for s in [&single, &chain] {
+    for (s, target) in [(&single, TARGET_RATIO_SINGLE), (&chain, TARGET_RATIO_CHAIN)] {
         println!(
             "  {:<66} {:>11.3}× {:>9}×  {}",
             format!("wall / ideal, {}", s.label),
             s.ratio(),
-            TARGET_RATIO,
-            verdict(s.ratio() <= TARGET_RATIO)
+            target,
+            verdict(s.ratio() <= target)
         );
     }
     println!(
