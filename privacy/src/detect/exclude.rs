@@ -11,12 +11,12 @@
 //!
 //! | form | example | made by |
 //! |---|---|---|
-//! | web conversation, as author or user | `web:82bcfadd9458164b` | `adapters/src/web.rs` (`create_conversation`: 16 hex digits), `bot/src/gateway/mod.rs` (`Waiting::author`: `platform:user id`) |
-//! | Slack user, channel, team, bot ids, `:`-joined | `slack:U024BE7LH`, `slack:T0001:C024BE7LR` | `bot/src/gateway/mod.rs` (author, rate-limit keys), `gateway.approvers` in the config |
+//! | web conversation, as author or user | `web:82bcfadd9458164b` | `adapters/src/web.rs` (`create_conversation`: 16 hex digits), `bot/src/gateway/messages.rs` (`Waiting::author`: `platform:user id`) |
+//! | Slack user, channel, team, bot ids, `:`-joined | `slack:U024BE7LH`, `slack:T0001:C024BE7LR` | `bot/src/gateway/messages.rs` (author, rate-limit keys), `gateway.approvers` in the config |
 //! | Discord snowflakes (15 to 20 digits), `:`-joined | `discord:81384788765712384` | the same, for Discord |
-//! | mentions in message text (the id part only: a `\|name` after it is a display name) | `<@U024BE7LH>`, `<@!81384788765712384>`, `<#C024BE7LR\|general>`, `<@&165511591545143296>` | Slack and Discord, passed through by `adapters/src/slack.rs` and `adapters/src/discord.rs` |
+//! | mentions in message text (the id part only: a `\|name` after it is a display name) | `<@U024BE7LH>`, `<@!81384788765712384>`, `<#C024BE7LR\|general>`, `<@&165511591545143296>` | Slack and Discord, passed through by `adapters/src/slack/events.rs` and `adapters/src/discord/events.rs` |
 //! | engine conversation ids | `c-1f3a9b7c2d4e5f60` | `agents/src/engine.rs` (`new_conversation_id`: `c-` and 16 hex digits) |
-//! | task and approval numbers | `task #42`, `approval #7` (the `#42`) | `bot/src/gateway/mod.rs` (`/status`, `/cancel`, approval notices), `agents/src/store` (row ids) |
+//! | task and approval numbers | `task #42`, `approval #7` (the `#42`) | `bot/src/gateway/` (`/status`, `/cancel`, approval notices), `agents/src/store` (row ids) |
 //! | LLM tool-call ids, as the ledger and transcripts keep them | `toolu_01A09q90qw90lq917835lq9`, `call_Ab12Cd34Ef56Gh78`, with `_t3_1` when renamed | the providers; `agents/src/session.rs` renames duplicates `{id}_t{turn}_{n}` |
 //!
 //! [`drop_non_personal`] also drops a `PERSON_NAME` without a letter (the model's reading of an order
