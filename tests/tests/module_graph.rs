@@ -16,7 +16,10 @@ const ACYCLIC: &[&str] = &[
     "agents",
     "hierarchy",
     "infer",
+    "migrate",
     "models",
+    "retry",
+    "shapes",
     "tests",
 ];
 
