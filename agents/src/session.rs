@@ -286,14 +286,25 @@ async fn session_inner(
                     store.finish(id, Ending::Escalated(&json)).await?;
                     return Ok(TaskEnd::Escalated(end));
                 }
-                let results = run_tools(rt, record, &last, &offered, scope, &seen).await?;
-                // run_tools leaves the task EXECUTING.
-                executing = true;
+                let (results, waited) =
+                    run_tools(rt, record, &last, &offered, scope, &seen).await?;
                 messages.push(Message {
                     role: Role::User,
                     content: results,
                 });
-                store.save_messages(id, &messages).await?;
+                if waited {
+                    // Back from waiting on children or a human (a resumed task may still be
+                    // AWAITING_APPROVAL): EXECUTING again, with the results saved, in one store
+                    // operation. Fails for a task cancelled meanwhile; the session then reports
+                    // how it ended.
+                    store
+                        .transition_and_save(id, TaskState::Executing, &messages)
+                        .await?;
+                } else {
+                    store.save_messages(id, &messages).await?;
+                }
+                // run_tools leaves the task EXECUTING (or it moved there just above).
+                executing = true;
             }
             Some(false) => {
                 let answer = messages.last().map(Message::text).unwrap_or_default();
@@ -557,7 +568,9 @@ fn escalation_in(message: &Message, agent_tools: &[Tool]) -> Option<Escalation> 
         .find_map(|(_, name, input)| tools::parse::<Escalation>(name, input).ok())
 }
 
-/// Run every tool call of the model's last turn, concurrently, and return their results in order.
+/// Run every tool call of the model's last turn, concurrently, and return their results in order,
+/// and whether the task waited on children or a human (it is then not EXECUTING: the caller moves
+/// it back).
 async fn run_tools(
     rt: &Arc<EngineState>,
     record: &TaskRecord,
@@ -565,7 +578,7 @@ async fn run_tools(
     offered: &[Arc<dyn ToolHandler>],
     scope: &Scope,
     seen: &SeenVersions,
-) -> Result<Vec<Content>, StoreError> {
+) -> Result<(Vec<Content>, bool), StoreError> {
     let calls: Vec<(String, String, serde_json::Value)> = message
         .tool_uses()
         .map(|(id, name, input)| (id.to_string(), name.to_string(), input.clone()))
@@ -597,14 +610,10 @@ async fn run_tools(
         })
     });
     let results = join_all(futures).await;
-    // Back from waiting on children or a human (a resumed task may still be AWAITING_APPROVAL).
-    // Fails for a task cancelled meanwhile; the session then reports how it ended.
-    if waits {
-        rt.store()
-            .transition(record.id, TaskState::Executing)
-            .await?;
-    }
-    results.into_iter().collect()
+    // Whether the task waited (on children or a human): the caller moves it back to EXECUTING
+    // together with saving the results.
+    let results: Result<Vec<Content>, StoreError> = results.into_iter().collect();
+    Ok((results?, waits))
 }
 
 /// One tool call → `(content, is_error)`, through the registry.

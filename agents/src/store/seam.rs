@@ -72,6 +72,25 @@ pub trait Store: Send + Sync {
     /// Save a task's session history (after every turn).
     async fn save_messages(&self, id: TaskId, messages: &[Message]) -> Result<(), StoreError>;
 
+    /// Move a task to `next` (as [`Store::transition`]) and save its session history, atomically:
+    /// the history is saved only if the transition is allowed. The previous state.
+    ///
+    /// Why one operation: a session back from its tool calls does both at once, and every store
+    /// round trip is on a model turn's critical path. The default makes the two calls the session
+    /// made before this operation existed (not atomic together: a task left EXECUTING without the
+    /// tool results re-runs its tools on resume, and delegation finds its children again); a backend
+    /// should do both in one transaction.
+    async fn transition_and_save(
+        &self,
+        id: TaskId,
+        next: TaskState,
+        messages: &[Message],
+    ) -> Result<TaskState, StoreError> {
+        let previous = self.transition(id, next).await?;
+        self.save_messages(id, messages).await?;
+        Ok(previous)
+    }
+
     /// Every task of a tree, in creation order (parents before children).
     async fn tree(&self, root_id: TaskId) -> Result<Vec<TaskRecord>, StoreError>;
 

@@ -31,7 +31,10 @@ struct Args {
     quiet: bool,
 }
 
-#[tokio::main]
+// One thread: a scripted reply is microseconds of work, and on one thread a request's accept, read,
+// answer and write never hop between workers (each hop is a wake-up that the benchmarks' per-turn
+// figures would count); thousands of concurrent requests are timers and sockets on one loop.
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let args = Args::parse();
     let script = match Script::from_file(&args.script) {
