@@ -13,6 +13,7 @@
 
 use std::io;
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream as StdUnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -331,6 +332,8 @@ fn private_tmpdir() -> Result<tempfile::TempDir, SandboxError> {
         .prefix("opc-sandbox-")
         .tempdir()
         .map_err(spawn_error("creating the private temp dir"))?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+        .map_err(spawn_error("making the private temp dir private"))?;
     if let Some((uid, gid)) = crate::sandbox_owner() {
         std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).map_err(spawn_error(
             "handing the private temp dir to the sandbox user",
