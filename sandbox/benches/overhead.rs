@@ -1,9 +1,11 @@
 //! The sandbox's overhead per Bash call: `true` under [`opc_sandbox::Sandbox::run`] (enforced, and
-//! with `Mode::Off` for the parent side alone) against a plain `bash -c true` spawn, interleaved
+//! with `Mode::Off` for the parent side alone, and enforced with `network: true`, which skips
+//! creating a network namespace) against a plain `bash -c true` spawn, interleaved
 //! round by round so machine noise hits all three alike. Prints p50 and p99 of each, and the
 //! enforced run's ratio and difference against the plain spawn (target: < 10 ms added).
 //!
-//! `cargo bench -p opc-sandbox --bench overhead` (optionally `-- ROUNDS`, default 300).
+//! `cargo bench -p opc-sandbox --bench overhead` (optionally `-- ROUNDS`, default 300). The
+//! launcher is this crate's small test binary unless `OPC_SANDBOX_LAUNCHER` names another (`opc`).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -46,10 +48,20 @@ fn main() {
         mode: Mode::Off,
         ..enforce.clone()
     };
-    let sandbox = Sandbox::new(env!("CARGO_BIN_EXE_opc-sandbox-launcher").into());
+    let networked = Policy {
+        network: true,
+        ..enforce.clone()
+    };
+    // OPC_SANDBOX_LAUNCHER=target/release/opc measures the real launcher (a much larger binary).
+    let launcher = std::env::var_os("OPC_SANDBOX_LAUNCHER")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_opc-sandbox-launcher").into());
+    println!("launcher: {}", launcher.display());
+    let sandbox = Sandbox::new(launcher);
     let timeout = Duration::from_secs(30);
 
-    let (mut plain, mut sandboxed, mut unsandboxed) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut plain, mut sandboxed, mut unsandboxed, mut with_network) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     runtime.block_on(async {
         // Warm up the page cache and the probe.
         for _ in 0..10 {
@@ -74,9 +86,19 @@ fn main() {
             let output = sandbox.run(&off, "true", timeout).await.unwrap();
             assert_eq!(output.exit_code, Some(0), "{}", output.text);
             unsandboxed.push(start.elapsed());
+
+            let start = Instant::now();
+            let output = sandbox.run(&networked, "true", timeout).await.unwrap();
+            assert_eq!(output.exit_code, Some(0), "{}", output.text);
+            with_network.push(start.elapsed());
         }
     });
-    for samples in [&mut plain, &mut sandboxed, &mut unsandboxed] {
+    for samples in [
+        &mut plain,
+        &mut sandboxed,
+        &mut unsandboxed,
+        &mut with_network,
+    ] {
         samples.sort();
     }
     println!("per call of `true`, {rounds} rounds interleaved");
@@ -85,6 +107,7 @@ fn main() {
         ("plain `bash -c true` spawn", &plain),
         ("Sandbox::run, Mode::Off", &unsandboxed),
         ("Sandbox::run, Mode::Enforce", &sandboxed),
+        ("  the same with network: true", &with_network),
     ] {
         println!(
             "{name:<34} {:>9.2} {:>9.2}",
