@@ -23,11 +23,10 @@
 //! A regular file with more than one hard link is refused for reading: a hard link made inside the
 //! workspace can name a file outside it, and no path check can see that.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{CWD, FileType, Mode, OFlags, ResolveFlags};
@@ -71,25 +70,26 @@ impl Roots {
     /// workspaces that do not exist yet are skipped (there is nothing to read). A root reached
     /// through a symlink is refused.
     pub fn open(base: &Path, access: &Access, owner: Option<(u32, u32)>) -> Result<Roots, String> {
-        std::fs::create_dir_all(base).map_err(|e| {
-            format!("cannot create the workspace root `{}`: {e}", base.display())
-        })?;
+        std::fs::create_dir_all(base)
+            .map_err(|e| format!("cannot create the workspace root `{}`: {e}", base.display()))?;
         let base = std::fs::canonicalize(base)
             .map_err(|e| format!("cannot open the workspace root `{}`: {e}", base.display()))?;
         let write = root_beneath(&base, &access.write, true, owner)?
             .ok_or_else(|| format!("cannot create your workspace `{}`", access.write.display()))?;
         let mut read = Vec::new();
         for root in &access.read {
-            if let Some(r) = root_beneath(&base, root, false, None)? {
-                if r != write && !read.contains(&r) {
-                    read.push(r);
-                }
+            if let Some(r) = root_beneath(&base, root, false, None)?
+                && r != write
+                && !read.contains(&r)
+            {
+                read.push(r);
             }
         }
         Ok(Roots { write, read })
     }
 
     /// The agent's own workspace (canonical).
+    #[cfg(test)]
     pub fn workspace(&self) -> &Path {
         &self.write
     }
@@ -421,11 +421,6 @@ pub fn open_error(e: &io::Error, shown: &str) -> String {
     }
 }
 
-/// The bytes of an OS string (the temp-file name is built from them).
-pub fn bytes(name: &OsStr) -> &[u8] {
-    name.as_bytes()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -502,7 +497,10 @@ mod tests {
             format!("/proc/self/root{}", f.outside.join("secret").display()),
         ] {
             let err = r.resolve(&input, Intent::Read).unwrap_err();
-            assert!(err.contains("outside your workspace and your team's"), "{err}");
+            assert!(
+                err.contains("outside your workspace and your team's"),
+                "{err}"
+            );
         }
     }
 
@@ -537,9 +535,7 @@ mod tests {
         let f = fixture();
         let r = roots(&f);
         let report = f.base.join("team/report.txt");
-        let ok = r
-            .resolve(report.to_str().unwrap(), Intent::Read)
-            .unwrap();
+        let ok = r.resolve(report.to_str().unwrap(), Intent::Read).unwrap();
         assert_eq!(ok.root, f.base.join("team"));
         let err = r
             .resolve(report.to_str().unwrap(), Intent::Write)

@@ -25,7 +25,10 @@ pub fn edit(
     replace_all: bool,
 ) -> Result<String, String> {
     if old.is_empty() {
-        return Err("`old_string` is empty: give the exact text to replace (use Write to create a file)".into());
+        return Err(
+            "`old_string` is empty: give the exact text to replace (use Write to create a file)"
+                .into(),
+        );
     }
     if old == new {
         return Err("`old_string` and `new_string` are the same: nothing would change".into());
@@ -194,6 +197,9 @@ mod tests {
         std::fs::hard_link(base.join("outside"), base.join("me/hl")).unwrap();
         let err = edit(&roots, &who, "hl", "secret", "public", false).unwrap_err();
         assert!(err.contains("hard links"), "{err}");
-        assert_eq!(std::fs::read_to_string(base.join("outside")).unwrap(), "secret");
+        assert_eq!(
+            std::fs::read_to_string(base.join("outside")).unwrap(),
+            "secret"
+        );
     }
 }

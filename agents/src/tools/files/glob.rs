@@ -211,10 +211,7 @@ mod tests {
             "src/b.rs\nsrc/deep/c.rs\na.rs"
         );
         assert_eq!(glob(&roots, "*.rs", None).unwrap(), "a.rs");
-        assert_eq!(
-            glob(&roots, "*.rs", Some("src")).unwrap(),
-            "src/b.rs"
-        );
+        assert_eq!(glob(&roots, "*.rs", Some("src")).unwrap(), "src/b.rs");
         assert_eq!(
             glob(&roots, "**/*.{rs,txt}", Some("src")).unwrap(),
             "src/d.txt\nsrc/b.rs\nsrc/deep/c.rs"
@@ -222,8 +219,16 @@ mod tests {
         // The workspace's .gitignore holds when searching below it.
         std::fs::write(me.join("src/target.rs"), "x").unwrap();
         std::fs::write(me.join(".gitignore"), "target/\nsrc/deep/\n").unwrap();
-        assert!(!glob(&roots, "**/*.rs", Some("src")).unwrap().contains("deep"));
-        assert!(glob(&roots, "*.zig", None).unwrap().starts_with("No files found"));
+        assert!(
+            !glob(&roots, "**/*.rs", Some("src"))
+                .unwrap()
+                .contains("deep")
+        );
+        assert!(
+            glob(&roots, "*.zig", None)
+                .unwrap()
+                .starts_with("No files found")
+        );
         let err = glob(&roots, "a[", None).unwrap_err();
         assert!(err.contains("invalid glob"), "{err}");
     }
@@ -251,7 +256,11 @@ mod tests {
         let err = glob(&roots, "*.md", Some("../sibling")).unwrap_err();
         assert!(err.contains("outside"), "{err}");
         std::os::unix::fs::symlink(base.join("sibling"), base.join("me/link")).unwrap();
-        assert!(glob(&roots, "**/*.md", None).unwrap().starts_with("No files found"));
+        assert!(
+            glob(&roots, "**/*.md", None)
+                .unwrap()
+                .starts_with("No files found")
+        );
         let err = glob(&roots, "/etc/*", None).unwrap_err();
         assert!(err.contains("absolute"), "{err}");
     }

@@ -170,7 +170,8 @@ pub fn grep(roots: &Roots, opts: &Options) -> Result<String, String> {
         .build(&opts.pattern)
         .map_err(|e| format!("invalid regex `{}`: {e}", opts.pattern))?;
     let search = search_path(roots, opts.path.as_deref())?;
-    let root_fd = open_root(&search.root).map_err(|e| format!("cannot open your workspace: {e}"))?;
+    let root_fd =
+        open_root(&search.root).map_err(|e| format!("cannot open your workspace: {e}"))?;
     let mut walk = walker(&search.root, &search.path);
     if let Some(glob) = &opts.glob {
         let mut ov = OverrideBuilder::new(&search.path);
@@ -178,7 +179,10 @@ pub fn grep(roots: &Roots, opts: &Options) -> Result<String, String> {
             ov.add(&part)
                 .map_err(|e| format!("invalid `glob` `{glob}`: {e}"))?;
         }
-        walk.overrides(ov.build().map_err(|e| format!("invalid `glob` `{glob}`: {e}"))?);
+        walk.overrides(
+            ov.build()
+                .map_err(|e| format!("invalid `glob` `{glob}`: {e}"))?,
+        );
     }
     let content = opts.mode == OutputMode::Content;
     let hits: Mutex<Vec<Hit>> = Mutex::new(Vec::new());
@@ -475,7 +479,10 @@ mod tests {
         );
         o.glob = Some("src/**".into());
         assert_eq!(grep(&roots, &o).unwrap(), "Found 1 file\nsrc/new.rs");
-        assert_eq!(grep(&roots, &opts("nothing here")).unwrap(), "No files found");
+        assert_eq!(
+            grep(&roots, &opts("nothing here")).unwrap(),
+            "No files found"
+        );
     }
 
     #[test]
@@ -517,11 +524,17 @@ mod tests {
         o.head_limit = Some(1);
         let out = grep(&roots, &o).unwrap();
         assert!(out.starts_with("old.rs:1\n\nFound 3"), "{out}");
-        assert!(out.contains("showing the first 1 of 2 files, cut by head_limit=1"), "{out}");
+        assert!(
+            out.contains("showing the first 1 of 2 files, cut by head_limit=1"),
+            "{out}"
+        );
         let mut o = opts("(?i)todo");
         o.head_limit = Some(1);
         let out = grep(&roots, &o).unwrap();
-        assert!(out.starts_with("Found 2 files (list cut, see the end)\nsrc/new.rs\n("), "{out}");
+        assert!(
+            out.starts_with("Found 2 files (list cut, see the end)\nsrc/new.rs\n("),
+            "{out}"
+        );
     }
 
     #[test]
@@ -534,7 +547,10 @@ mod tests {
         o.mode = OutputMode::Content;
         let out = grep(&roots, &o).unwrap();
         assert!(out.len() <= MAX_OUTPUT_CHARS + 200, "{}", out.len());
-        assert!(out.contains("of 2000 lines, cut by the cap of 30000 characters"), "{out}");
+        assert!(
+            out.contains("of 2000 lines, cut by the cap of 30000 characters"),
+            "{out}"
+        );
         for i in 0..(MAX_FILES + 3) {
             put(&base.join(format!("me/many/{i}.txt")), "match\n", 1);
         }
@@ -557,7 +573,10 @@ mod tests {
         std::os::unix::fs::symlink(base.join("secret"), base.join("me/sl.txt")).unwrap();
         let out = grep(&roots, &opts("secret")).unwrap();
         assert!(out.starts_with("No files found"), "{out}");
-        assert!(out.contains("1 file(s) with several hard links were not searched"), "{out}");
+        assert!(
+            out.contains("1 file(s) with several hard links were not searched"),
+            "{out}"
+        );
         // A descendant's workspace is searchable.
         put(&base.join("team/r.md"), "TODO team\n", 1);
         let mut o = opts("team");

@@ -5,8 +5,8 @@
 //! characters are kept (a 10 MB single-line file costs a few KB). The whole file still passes
 //! through SHA-256, because the read-before-write record (see `tracking`) needs its hash.
 //!
-//! Binary files are refused (a NUL byte in the first 8 KB, or more than 10% of it invalid UTF-8, as
-//! `git` and ripgrep judge); other invalid UTF-8 is shown with U+FFFD. The output always ends with
+//! Binary files are refused: a NUL byte in the first 8 KB (as `git` and ripgrep judge), or more than
+//! 10% of it (and at least 4 bytes) invalid UTF-8; other invalid UTF-8 is shown with U+FFFD. The output always ends with
 //! what was left out: lines before `offset`, lines after the shown range, cut lines, and an output
 //! cut at [`MAX_OUTPUT_CHARS`].
 
@@ -89,7 +89,7 @@ pub fn binary(head: &[u8]) -> Option<String> {
     if tail_cut {
         invalid = invalid.saturating_sub(3);
     }
-    if !head.is_empty() && invalid * 10 > head.len() {
+    if invalid >= 4 && invalid * 10 > head.len() {
         return Some(format!(
             "{}% of its first {} bytes are not UTF-8",
             invalid * 100 / head.len(),
@@ -254,10 +254,7 @@ mod tests {
     fn read_text(content: &[u8], offset: usize, limit: usize) -> Result<String, String> {
         let mut f = tempfile::tempfile().unwrap();
         f.write_all(content).unwrap();
-        let f2 = f.try_clone().unwrap();
-        use std::io::Seek;
-        f.seek(std::io::SeekFrom::Start(0)).unwrap();
-        drop(f2);
+        std::io::Seek::rewind(&mut f).unwrap();
         let stat = rustix::fs::fstat(&f).unwrap();
         read(f, &stat, "t.txt", offset, limit).map(|o| o.text)
     }
@@ -275,7 +272,10 @@ mod tests {
     fn offset_and_limit_say_what_was_left_out() {
         let content: String = (1..=10).map(|i| format!("line {i}\n")).collect();
         let text = read_text(content.as_bytes(), 4, 3).unwrap();
-        assert!(text.starts_with("     4\tline 4\n     5\tline 5\n     6\tline 6\n"), "{text}");
+        assert!(
+            text.starts_with("     4\tline 4\n     5\tline 5\n     6\tline 6\n"),
+            "{text}"
+        );
         assert!(text.contains("lines 4–6 of 10 shown"), "{text}");
         assert!(text.contains("lines 1–3 not shown"), "{text}");
         assert!(text.contains("4 more lines after line 6"), "{text}");

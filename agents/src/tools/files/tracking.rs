@@ -148,6 +148,9 @@ mod tests {
             r.record("dev", i as TaskId, Path::new("/w/a"), snap(0, b""));
         }
         assert_eq!(r.0.lock().unwrap().len(), CAPACITY);
-        assert!(r.check("dev", 0, Path::new("/w/a"), &snap(0, b""), "a").is_err());
+        assert!(
+            r.check("dev", 0, Path::new("/w/a"), &snap(0, b""), "a")
+                .is_err()
+        );
     }
 }

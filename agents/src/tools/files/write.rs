@@ -36,7 +36,10 @@ pub struct Writer<'a> {
 
 /// The existing file at `resolved`, if any: an open handle and its metadata, checked to be a
 /// regular file with one link.
-pub fn existing(resolved: &Resolved, shown: &str) -> Result<Option<(File, rustix::fs::Stat)>, String> {
+pub fn existing(
+    resolved: &Resolved,
+    shown: &str,
+) -> Result<Option<(File, rustix::fs::Stat)>, String> {
     match resolved.open_read() {
         Ok(file) => {
             let stat = check_regular(&file, shown)?;
@@ -48,7 +51,11 @@ pub fn existing(resolved: &Resolved, shown: &str) -> Result<Option<(File, rustix
 }
 
 /// The snapshot of an open file, hashing it as a stream.
-pub fn snapshot_of(mut file: &File, stat: &rustix::fs::Stat, shown: &str) -> Result<Snapshot, String> {
+pub fn snapshot_of(
+    mut file: &File,
+    stat: &rustix::fs::Stat,
+    shown: &str,
+) -> Result<Snapshot, String> {
     let mut hasher = Hasher::default();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -64,7 +71,12 @@ pub fn snapshot_of(mut file: &File, stat: &rustix::fs::Stat, shown: &str) -> Res
 }
 
 /// `Write {file_path, content}`: create or replace the file; the text is for the model.
-pub fn write(roots: &Roots, who: &Writer<'_>, file_path: &str, content: &str) -> Result<String, String> {
+pub fn write(
+    roots: &Roots,
+    who: &Writer<'_>,
+    file_path: &str,
+    content: &str,
+) -> Result<String, String> {
     let resolved = roots.resolve(file_path, Intent::Write)?;
     let shown = roots.display(&resolved.path);
     let mut mode = 0o644;
@@ -110,7 +122,11 @@ pub fn replace(
 ) -> io::Result<rustix::fs::Stat> {
     let mut tmp = OsString::from(".");
     tmp.push(name);
-    tmp.push(format!(".opc-{}-{:08x}.tmp", std::process::id(), fastrand::u32(..)));
+    tmp.push(format!(
+        ".opc-{}-{:08x}.tmp",
+        std::process::id(),
+        fastrand::u32(..)
+    ));
     let tmp = OsString::from_vec(tmp.into_vec());
     let fd = rustix::fs::openat(
         dir,
@@ -201,7 +217,10 @@ mod tests {
         };
         let out = write(&roots, &who, "src/new.txt", "one\ntwo\n").unwrap();
         assert_eq!(out, "Created `src/new.txt` (2 lines, 8 bytes)");
-        assert_eq!(std::fs::read_to_string(base.join("me/src/new.txt")).unwrap(), "one\ntwo\n");
+        assert_eq!(
+            std::fs::read_to_string(base.join("me/src/new.txt")).unwrap(),
+            "one\ntwo\n"
+        );
         // The write counts as seen: writing again works.
         write(&roots, &who, "src/new.txt", "three\n").unwrap();
         // A file this task did not read.
@@ -215,7 +234,10 @@ mod tests {
         assert!(err.contains("changed on disk"), "{err}");
         do_read(&roots, &records, "theirs.txt");
         write(&roots, &who, "theirs.txt", "mine").unwrap();
-        assert_eq!(std::fs::read_to_string(base.join("me/theirs.txt")).unwrap(), "mine");
+        assert_eq!(
+            std::fs::read_to_string(base.join("me/theirs.txt")).unwrap(),
+            "mine"
+        );
     }
 
     #[test]
@@ -242,7 +264,11 @@ mod tests {
         assert_eq!(names, ["run.sh"]);
         // A failed replace (the name is a directory) removes its temp file.
         std::fs::create_dir(base.join("me/adir")).unwrap();
-        let dir = roots.resolve("x", Intent::Write).unwrap().root_dir().unwrap();
+        let dir = roots
+            .resolve("x", Intent::Write)
+            .unwrap()
+            .root_dir()
+            .unwrap();
         assert!(replace(&dir, OsStr::new("adir"), b"x", 0o644, None).is_err());
         let count = std::fs::read_dir(base.join("me")).unwrap().count();
         assert_eq!(count, 2);
@@ -285,6 +311,9 @@ mod tests {
         std::fs::hard_link(base.join("outside"), base.join("me/hl")).unwrap();
         let err = write(&roots, &who, "hl", "x").unwrap_err();
         assert!(err.contains("hard links"), "{err}");
-        assert_eq!(std::fs::read_to_string(base.join("outside")).unwrap(), "keep");
+        assert_eq!(
+            std::fs::read_to_string(base.join("outside")).unwrap(),
+            "keep"
+        );
     }
 }
