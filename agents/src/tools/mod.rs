@@ -25,7 +25,7 @@
 //! offered, so a model can never call a tool that does nothing.
 
 mod builtin;
-mod files;
+pub mod files;
 pub mod memory;
 mod search;
 

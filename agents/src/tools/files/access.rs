@@ -178,7 +178,9 @@ fn root_beneath(
             )
         })?;
     let refused = |e: io::Error| {
-        if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+        if e.raw_os_error() == Some(rustix::io::Errno::NOSYS.raw_os_error()) {
+            NO_OPENAT2.to_string()
+        } else if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
             format!(
                 "the workspace `{}` is reached through a symbolic link, which is refused",
                 root.display()
@@ -406,9 +408,14 @@ pub fn check_regular(file: &File, shown: &str) -> Result<rustix::fs::Stat, Strin
     Ok(stat)
 }
 
+/// Why every open fails on a kernel without `openat2`.
+const NO_OPENAT2: &str = "the file tools need the openat2 system call (Linux 5.6 or later), which \
+                          this kernel (or a seccomp filter around OPC) does not offer";
+
 /// A readable message for an open that failed beneath a root.
 pub fn open_error(e: &io::Error, shown: &str) -> String {
     match e.raw_os_error() {
+        Some(code) if code == rustix::io::Errno::NOSYS.raw_os_error() => NO_OPENAT2.to_string(),
         Some(code) if code == rustix::io::Errno::LOOP.raw_os_error() => format!(
             "`{shown}` is reached through a symbolic link that appeared after it was checked; \
              refused"

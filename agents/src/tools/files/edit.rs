@@ -35,7 +35,8 @@ pub fn edit(
     }
     let resolved = roots.resolve(file_path, Intent::Write)?;
     let shown = roots.display(&resolved.path);
-    let Some((mut file, stat)) = existing(&resolved, &shown)? else {
+    let _writing = who.records.writing();
+    let Some((file, stat)) = existing(&resolved, &shown)? else {
         return Err(format!(
             "`{shown}` does not exist: Edit changes existing files; use Write to create it"
         ));
@@ -47,8 +48,14 @@ pub fn edit(
         ));
     }
     let mut bytes = Vec::with_capacity(stat.st_size as usize);
-    file.read_to_end(&mut bytes)
+    file.take(MAX_EDIT_BYTES + 1)
+        .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    if bytes.len() as u64 > MAX_EDIT_BYTES {
+        return Err(format!(
+            "`{shown}` grew past {MAX_EDIT_BYTES} bytes while being read"
+        ));
+    }
     let current = Snapshot::of(&stat, hash(&bytes));
     who.records
         .check(who.agent, who.task, &resolved.path, &current, &shown)?;

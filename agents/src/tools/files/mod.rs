@@ -108,6 +108,38 @@ impl ToolHandler for FileTool {
     }
 }
 
+/// The file tools outside a session, for benches and other callers that are not the engine: the
+/// same decoding, rules and output as the registered handlers, with their own read records.
+/// Blocking: call it where blocking is fine (the handlers run it on `spawn_blocking`).
+#[derive(Debug, Default)]
+pub struct Standalone {
+    records: ReadRecords,
+}
+
+impl Standalone {
+    /// Run `tool` (one of the five file tools) with `input` for `agent`'s `task`, reaching what
+    /// `access` allows beneath the workspace root `base`. Returns `(content, is_error)`.
+    pub fn call(
+        &self,
+        base: &std::path::Path,
+        access: &Access,
+        agent: &str,
+        task: crate::store::TaskId,
+        tool: Tool,
+        input: &Value,
+    ) -> (String, bool) {
+        let result = decode(tool, input).and_then(|call| {
+            let owner = opc_sandbox::sandbox_owner();
+            let roots = Roots::open(base, access, owner)?;
+            run_call(&roots, &self.records, agent, task, owner, call)
+        });
+        match result {
+            Ok(text) => (text, false),
+            Err(message) => (message, true),
+        }
+    }
+}
+
 /// Decode a tool's arguments (the error is for the model).
 fn decode(tool: Tool, input: &Value) -> Result<Call, String> {
     let name = tool.wire_name();

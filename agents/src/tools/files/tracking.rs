@@ -12,7 +12,7 @@
 //! dropped first): a task resumed after a restart simply Reads again.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use indexmap::IndexMap;
 use sha2::{Digest, Sha256};
@@ -68,9 +68,15 @@ type Key = (String, TaskId, PathBuf);
 
 /// The read records of all running tasks.
 #[derive(Debug, Default)]
-pub struct ReadRecords(Mutex<IndexMap<Key, Snapshot>>);
+pub struct ReadRecords(Mutex<IndexMap<Key, Snapshot>>, Mutex<()>);
 
 impl ReadRecords {
+    /// Held by a Write or Edit from its check to its record, so two calls of one turn (which may
+    /// run concurrently) cannot both pass the check on the same old content and lose one change.
+    pub fn writing(&self) -> MutexGuard<'_, ()> {
+        self.1.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Record that `agent`'s task `task` has seen `path` as `snapshot`.
     pub fn record(&self, agent: &str, task: TaskId, path: &Path, snapshot: Snapshot) {
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());

@@ -79,6 +79,7 @@ pub fn write(
 ) -> Result<String, String> {
     let resolved = roots.resolve(file_path, Intent::Write)?;
     let shown = roots.display(&resolved.path);
+    let _writing = who.records.writing();
     let mut mode = 0o644;
     let mut keep_owner = who.owner;
     let created = match existing(&resolved, &shown)? {
