@@ -107,7 +107,7 @@ fn main() {
     {
         let mut f = std::io::BufWriter::new(std::fs::File::create(&big).unwrap());
         let line = format!("{}\n", "0123456789".repeat(10));
-        for _ in 0..(10 * 1024 * 1024 / line.len()) {
+        for _ in 0..=(10 * 1024 * 1024 / line.len()) {
             f.write_all(line.as_bytes()).unwrap();
         }
     }
@@ -133,8 +133,8 @@ fn main() {
     }
     growth.sort();
     println!(
-        "Read {} MB file: median {} over {runs} runs; peak RSS growth (VmHWM - RSS before) median {} KiB, max {} KiB",
-        size / (1024 * 1024),
+        "Read {:.1} MiB file: median {} over {runs} runs; peak RSS growth (VmHWM - RSS before) median {} KiB, max {} KiB",
+        size as f64 / (1024.0 * 1024.0),
         ms(median(times)),
         growth[growth.len() / 2],
         growth[growth.len() - 1],
