@@ -72,8 +72,11 @@ impl Roots {
     pub fn open(base: &Path, access: &Access, owner: Option<(u32, u32)>) -> Result<Roots, String> {
         std::fs::create_dir_all(base)
             .map_err(|e| format!("cannot create the workspace root `{}`: {e}", base.display()))?;
-        let base = std::fs::canonicalize(base)
+        // The configured paths are lexical; the root is opened by its real path (the config's
+        // directory may itself sit behind a symlink, which is the admin's choice, not an agent's).
+        let real = std::fs::canonicalize(base)
             .map_err(|e| format!("cannot open the workspace root `{}`: {e}", base.display()))?;
+        let base = (lexical(base), real);
         let write = root_beneath(&base, &access.write, true, owner)?
             .ok_or_else(|| format!("cannot create your workspace `{}`", access.write.display()))?;
         let mut read = Vec::new();
@@ -159,10 +162,11 @@ impl Roots {
     }
 }
 
-/// Open (optionally create) `root`, which must lie beneath `base`, with no symlink on the way;
-/// returns its canonical path, or None when it is absent and not created.
+/// Open (optionally create) `root`, which must lie beneath `base` (its lexical and real path),
+/// with no symlink on the way; returns its canonical path, or None when it is absent and not
+/// created.
 fn root_beneath(
-    base: &Path,
+    (base, real_base): &(PathBuf, PathBuf),
     root: &Path,
     create: bool,
     owner: Option<(u32, u32)>,
@@ -189,7 +193,7 @@ fn root_beneath(
             format!("cannot open the workspace `{}`: {e}", root.display())
         }
     };
-    let mut dir = open_dir(CWD, base).map_err(refused)?;
+    let mut dir = open_dir(CWD, real_base).map_err(refused)?;
     for part in rel.components() {
         let Component::Normal(name) = part else {
             continue;
@@ -209,7 +213,7 @@ fn root_beneath(
             Err(e) => return Err(refused(e)),
         };
     }
-    Ok(Some(base.join(rel)))
+    Ok(Some(real_base.join(rel)))
 }
 
 /// A directory handle beneath `dir` (for `*at` calls and `fsync`).
@@ -567,6 +571,24 @@ mod tests {
         assert!(err.contains("descendant"), "{err}");
         assert!(r.resolve("sub/x", Intent::Read).is_ok());
         assert!(r.resolve("other/x", Intent::Write).is_ok());
+    }
+
+    #[test]
+    fn a_workspace_root_behind_a_symlink_is_the_admins_choice() {
+        let f = fixture();
+        let alias = f.base.parent().unwrap().join("alias");
+        symlink(&f.base, &alias).unwrap();
+        let access = Access {
+            write: alias.join("me"),
+            read: vec![alias.join("team")],
+        };
+        let r = Roots::open(&alias, &access, None).unwrap();
+        assert_eq!(r.workspace(), f.base.join("me"));
+        let ok = r.resolve(
+            alias.join("team/report.txt").to_str().unwrap(),
+            Intent::Read,
+        );
+        assert_eq!(ok.unwrap().path, f.base.join("team/report.txt"));
     }
 
     #[test]
