@@ -6,7 +6,8 @@
 //! task, conversation, org). The session knows no tool by name except `escalate`, which ends the
 //! session; it asks the [`ToolRegistry`] what to offer and whom to run. Built-in tools live in
 //! `builtin` (delegation, approval, escalation) and `memory` (the core-block tools, an adapter over
-//! `opc_memory`, whose ACL decides every call). The org tools ask the session that runs them for the
+//! `opc_memory`, whose ACL decides every call) and `files` (Read, Write, Edit, Grep, Glob in the
+//! agent's workspaces). The org tools ask the session that runs them for the
 //! work only it can do (a child task, an approval) through `ToolHost`, a trait this module owns and
 //! the session implements: `tools` depends on neither the session nor the approval flow.
 //!
@@ -20,10 +21,11 @@
 //! never fails the task.
 //!
 //! Invariant: every tool an agent is offered is one the engine executes. Config tools with no executor
-//! in this build (file and shell tools) are reported once at startup ([`unavailable_tools`]) and not
+//! in this build (the shell tool, until it lands) are reported once at startup ([`unavailable_tools`]) and not
 //! offered, so a model can never call a tool that does nothing.
 
 mod builtin;
+pub mod files;
 pub mod memory;
 mod search;
 
@@ -46,7 +48,7 @@ use crate::llm::ToolSpec;
 
 /// The config tools this engine executes (the memory tools when the engine has memory, which `opc`
 /// always gives it).
-pub const EXECUTED: [Tool; 9] = [
+pub const EXECUTED: [Tool; 14] = [
     Tool::Delegate,
     Tool::DelegateParallel,
     Tool::Escalate,
@@ -56,6 +58,11 @@ pub const EXECUTED: [Tool; 9] = [
     Tool::MemoryReplace,
     Tool::MemoryInsert,
     Tool::ConversationSearch,
+    Tool::Read,
+    Tool::Write,
+    Tool::Edit,
+    Tool::Grep,
+    Tool::Glob,
 ];
 
 /// A tool call's result for the model: `(content, is_error)`. `Err` is reserved for failures of the
@@ -202,6 +209,7 @@ impl ToolRegistry {
     ) -> ToolRegistry {
         let mut registry = ToolRegistry::default();
         builtin::register(&mut registry);
+        files::register(&mut registry);
         if let Some(blocks) = blocks {
             if let Some(recall) = recall {
                 search::register(&mut registry, blocks.clone(), recall);
@@ -481,7 +489,12 @@ mod tests {
                 "delegate",
                 "delegate_parallel",
                 "escalate",
-                "request_approval"
+                "request_approval",
+                "Read",
+                "Write",
+                "Edit",
+                "Grep",
+                "Glob"
             ]
         );
     }
