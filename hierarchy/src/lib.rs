@@ -32,13 +32,14 @@ mod prompt_file;
 pub mod schema;
 mod secrets;
 mod validate;
+mod workspace;
 pub mod yaml;
 
 use std::path::{Path, PathBuf};
 
 pub use diagnostic::{Diagnostic, KeyPath, Severity};
 pub use inactive::{ACTIVE_TOOLS, Inactive, inactive};
-pub use org::OrgTree;
+pub use org::{OrgTree, WorkspaceAccess};
 pub use prompt_file::{MAX_PROMPT_FILE_BYTES, PromptFileError, read_prompt_file};
 pub use schema::Config;
 
@@ -181,7 +182,7 @@ pub fn parse(origin: &str, source: String, base_dir: Option<&Path>) -> Result<Lo
     };
     match config {
         Some(config) if !report.has_errors() => Ok(Loaded {
-            org: OrgTree::build(&config),
+            org: OrgTree::build(&config, base_dir),
             config,
             base_dir: base_dir.map_or_else(|| PathBuf::from("."), Path::to_path_buf),
             report,

@@ -5,10 +5,17 @@
 //! exactly one root; every other agent has exactly one parent that lists it as a child; no cycles; an
 //! agent's level is its distance from the root. Queries about unknown ids answer "no" / empty rather
 //! than panic, because ids often come from model output.
+//!
+//! It also answers where each agent's file and shell tools may reach (its workspace, read-write; its
+//! descendants' workspaces, read-only; nothing else) and which Bash commands run without asking (its
+//! `bash.allow`, narrowed by every manager above it that has a `bash` section). Both are computed once
+//! here, from the same rules `validate` checks (module `workspace`), so tools never re-derive them.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
-use crate::schema::Config;
+use crate::schema::{BashPolicy, Config, SandboxSettings, Unlisted};
+use crate::workspace;
 
 #[derive(Clone, Debug)]
 struct OrgNode {
@@ -18,6 +25,22 @@ struct OrgNode {
     children: Vec<usize>,
     level: u32,
     share_with: Vec<usize>,
+    /// Absolute, normalised.
+    workspace: PathBuf,
+    bash: Option<BashPolicy>,
+    /// `bash.allow` after narrowing by the managers' sections.
+    bash_allow: Vec<String>,
+}
+
+/// Where an agent's file and shell tools may reach. Paths are absolute and lexically normalised (the
+/// tools still resolve symlinks themselves). `write` is the agent's own workspace; `read` are its
+/// descendants' workspaces (read-only), without duplicates and without `write` itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkspaceAccess {
+    /// The agent's own workspace: read and written.
+    pub write: PathBuf,
+    /// Its descendants' workspaces: read only.
+    pub read: Vec<PathBuf>,
 }
 
 /// The org chart of a validated config.
@@ -26,11 +49,19 @@ pub struct OrgTree {
     nodes: Vec<OrgNode>,
     index: HashMap<String, usize>,
     root: usize,
+    workspace_root: PathBuf,
+    sandbox: SandboxSettings,
 }
 
 impl OrgTree {
     /// Builds the tree. Only called on configs that passed validation (see the module invariants).
-    pub(crate) fn build(config: &Config) -> OrgTree {
+    /// `base_dir` is the config file's directory, which a relative workspace root resolves against
+    /// (`None`: the current directory).
+    pub(crate) fn build(config: &Config, base_dir: Option<&Path>) -> OrgTree {
+        let workspace_root = workspace::absolute(
+            base_dir.unwrap_or(Path::new(".")),
+            &config.framework.workspace.root,
+        );
         let index: HashMap<String, usize> = config
             .agents
             .keys()
@@ -53,19 +84,54 @@ impl OrgTree {
                     .iter()
                     .filter_map(|s| lookup(s))
                     .collect(),
+                // Validation refuses a workspace outside the root; the default stands in regardless.
+                workspace: agent
+                    .workspace
+                    .as_deref()
+                    .and_then(|w| workspace::agent_dir(&workspace_root, w).ok())
+                    .unwrap_or_else(|| workspace_root.join(id)),
+                bash: agent.bash.clone(),
+                bash_allow: Vec::new(),
             })
             .collect();
         let root = nodes.iter().position(|n| n.parent.is_none()).unwrap_or(0);
         // Breadth-first from the root assigns levels; validation guarantees every node is reached.
+        // Top-down, so each manager's allow-list is final before its subordinates are narrowed by it.
         let mut queue = std::collections::VecDeque::from([root]);
         while let Some(i) = queue.pop_front() {
+            let managing = Self::managing_bash(&nodes, i);
+            if let Some(bash) = &nodes[i].bash {
+                nodes[i].bash_allow = match managing {
+                    Some(m) => workspace::narrow(&bash.allow, &nodes[m].bash_allow),
+                    None => workspace::own(&bash.allow),
+                };
+            }
             let level = nodes[i].level + 1;
             for c in nodes[i].children.clone() {
                 nodes[c].level = level;
                 queue.push_back(c);
             }
         }
-        OrgTree { nodes, index, root }
+        OrgTree {
+            nodes,
+            index,
+            root,
+            workspace_root,
+            sandbox: config.framework.sandbox.clone(),
+        }
+    }
+
+    /// The nearest ancestor of node `i` that has a `bash` section (bounded by the node count).
+    fn managing_bash(nodes: &[OrgNode], i: usize) -> Option<usize> {
+        let mut current = nodes[i].parent;
+        for _ in 0..nodes.len() {
+            let p = current?;
+            if nodes[p].bash.is_some() {
+                return Some(p);
+            }
+            current = nodes[p].parent;
+        }
+        None
     }
 
     fn node(&self, id: &str) -> Option<&OrgNode> {
@@ -186,5 +252,55 @@ impl OrgTree {
             (Some(owner), Some(reader)) => owner.share_with.contains(reader),
             _ => false,
         }
+    }
+
+    /// The absolute workspace root (`framework.workspace.root` resolved against the config file's dir).
+    pub fn workspace_root(&self) -> &Path {
+        &self.workspace_root
+    }
+
+    /// The agent's workspace: `<root>/<agents.X.workspace>` or `<root>/<agent id>`. `None` for an
+    /// unknown agent.
+    pub fn workspace(&self, agent: &str) -> Option<PathBuf> {
+        self.node(agent).map(|n| n.workspace.clone())
+    }
+
+    /// Where the agent's file and shell tools may reach: its own workspace to write, its descendants'
+    /// to read. Never a sibling's or a manager's (unless they name the same directory on purpose).
+    pub fn workspace_access(&self, agent: &str) -> Option<WorkspaceAccess> {
+        let node = self.node(agent)?;
+        let mut read: Vec<PathBuf> = Vec::new();
+        for id in self.descendants(agent) {
+            let Some(d) = self.node(id) else { continue };
+            if d.workspace != node.workspace && !read.contains(&d.workspace) {
+                read.push(d.workspace.clone());
+            }
+        }
+        Some(WorkspaceAccess {
+            write: node.workspace.clone(),
+            read,
+        })
+    }
+
+    /// The prefixes that run without asking: the agent's `bash.allow`, narrowed by its nearest ancestor
+    /// that has a `bash` section (recursively) to what both allow: a prefix the ancestor covers stays;
+    /// one that covers narrower ancestor prefixes (`cargo` under `cargo test`, or `"*"`) becomes those.
+    /// Coverage is word-wise: `"*"` covers all, otherwise the child prefix is the ancestor's or starts
+    /// with it followed by a space. Trimmed, without duplicates. Empty if the agent has no `bash`.
+    pub fn bash_allow(&self, agent: &str) -> Vec<String> {
+        self.node(agent)
+            .map_or_else(Vec::new, |n| n.bash_allow.clone())
+    }
+
+    /// `unlisted` of the agent's `bash` section (`Ask` when absent).
+    pub fn bash_unlisted(&self, agent: &str) -> Unlisted {
+        self.node(agent)
+            .and_then(|n| n.bash.as_ref())
+            .map_or(Unlisted::Ask, |b| b.unlisted)
+    }
+
+    /// `framework.sandbox`.
+    pub fn sandbox(&self) -> &SandboxSettings {
+        &self.sandbox
     }
 }

@@ -52,6 +52,60 @@ pub struct Framework {
     pub execution: Execution,
     /// The privacy gateway.
     pub privacy: Privacy,
+    /// Where agents' workspaces live (`framework.workspace`).
+    pub workspace: WorkspaceSettings,
+    /// How Bash commands are confined (`framework.sandbox`).
+    pub sandbox: SandboxSettings,
+}
+
+/// `framework.workspace` — the directory under which every agent's workspace lies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkspaceSettings {
+    /// As written; relative to the config file's directory. Default `.opc/workspaces`.
+    pub root: PathBuf,
+}
+
+keywords! {
+    /// Whether Bash runs inside the kernel sandbox.
+    pub enum SandboxMode {
+        /// Always sandboxed; where the kernel lacks a needed feature, Bash is refused (fail-closed).
+        Enforce = "enforce",
+        /// Commands run unconfined, with only the scrubbed environment. Warned about by `opc validate`
+        /// and `opc run`.
+        Off = "off",
+    }
+}
+
+/// `framework.sandbox` — the confinement of Bash commands.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SandboxSettings {
+    /// `enforce` (default) or `off`.
+    pub mode: SandboxMode,
+    /// Whether commands may use the network (default false).
+    pub network: bool,
+    /// Extra environment variable NAMES passed into Bash, their values read from OPC's environment;
+    /// never a provider key or a platform token (validation refuses names that look like one).
+    pub env: Vec<String>,
+}
+
+keywords! {
+    /// What happens to a Bash command that no `bash.allow` prefix covers.
+    pub enum Unlisted {
+        /// Ask the agent's approvers in the conversation (default).
+        Ask = "ask",
+        /// Refuse it: a tool error naming the policy.
+        Deny = "deny",
+    }
+}
+
+/// `agents.<id>.bash` — which commands run without asking.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BashPolicy {
+    /// Command prefixes that run at once (`"*"` = every command), as written; narrowed by the nearest
+    /// ancestor with a `bash` section (see `OrgTree::bash_allow`).
+    pub allow: Vec<String>,
+    /// What happens to other commands.
+    pub unlisted: Unlisted,
 }
 
 keywords! {
@@ -359,6 +413,10 @@ pub struct Agent {
     pub memory: AgentMemory,
     /// Who may decide this agent's approval requests (in addition to global approvers).
     pub approvers: Vec<Approver>,
+    /// The agent's workspace, relative to `framework.workspace.root`; `None`: `<root>/<agent id>`.
+    pub workspace: Option<PathBuf>,
+    /// Which Bash commands run without asking; `None`: every command follows `unlisted: ask`.
+    pub bash: Option<BashPolicy>,
 }
 
 /// Where an agent's prompt comes from.
@@ -599,6 +657,8 @@ impl Framework {
         "memory",
         "execution",
         "privacy",
+        "workspace",
+        "sandbox",
     ];
 
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
@@ -626,6 +686,12 @@ impl Framework {
         let privacy = f
             .node("privacy")
             .and_then(|n| Privacy::decode(n, path.key("privacy"), cx));
+        let workspace = f
+            .node("workspace")
+            .and_then(|n| WorkspaceSettings::decode(n, path.key("workspace"), cx));
+        let sandbox = f
+            .node("sandbox")
+            .and_then(|n| SandboxSettings::decode(n, path.key("sandbox"), cx));
         Some(Framework {
             name: f.or(cx, path, "name", "OPC".to_string()),
             default_model: default_model?,
@@ -635,6 +701,8 @@ impl Framework {
             memory: memory.unwrap_or_default(),
             execution: execution.unwrap_or_default(),
             privacy: privacy.unwrap_or_default(),
+            workspace: workspace.unwrap_or_default(),
+            sandbox: sandbox.unwrap_or_default(),
         })
     }
 
@@ -1353,6 +1421,8 @@ impl Agent {
         "tools",
         "memory",
         "approvers",
+        "workspace",
+        "bash",
     ];
 
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
@@ -1388,6 +1458,10 @@ impl Agent {
             tools: f.or_default(cx, path, "tools"),
             memory,
             approvers: f.or_default(cx, path, "approvers"),
+            workspace: f
+                .node("workspace")
+                .and_then(|n| relative_dir(n, path.key("workspace"), cx)),
+            bash: f.optional(cx, path, "bash"),
         })
     }
 
@@ -1508,6 +1582,132 @@ impl Decode for SharedBlock {
             limit: f.or(cx, path, "limit", non_zero(DEFAULT_BLOCK_LIMIT)),
             read_only: f.or(cx, path, "readOnly", false),
         })
+    }
+}
+
+/// The default `framework.workspace.root`, relative to the config file's directory.
+pub const DEFAULT_WORKSPACE_ROOT: &str = ".opc/workspaces";
+
+impl Default for WorkspaceSettings {
+    fn default() -> Self {
+        WorkspaceSettings {
+            root: PathBuf::from(DEFAULT_WORKSPACE_ROOT),
+        }
+    }
+}
+
+impl WorkspaceSettings {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, &["root"])?;
+        let root = match f.node("root") {
+            Some(n) => {
+                let text = String::decode(n, path.key("root"), cx)?;
+                if text.trim().is_empty() {
+                    cx.push(
+                        Diagnostic::error(path.key("root"), n.span, "the workspace root is empty")
+                            .with_hint(format!("name a directory, e.g. `root: {DEFAULT_WORKSPACE_ROOT}` (relative to this file), or remove the key for that default")),
+                    );
+                    return None;
+                }
+                PathBuf::from(text)
+            }
+            None => PathBuf::from(DEFAULT_WORKSPACE_ROOT),
+        };
+        Some(WorkspaceSettings { root })
+    }
+}
+
+impl Default for SandboxSettings {
+    fn default() -> Self {
+        SandboxSettings {
+            mode: SandboxMode::Enforce,
+            network: false,
+            env: Vec::new(),
+        }
+    }
+}
+
+impl SandboxSettings {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, &["mode", "network", "env"])?;
+        let d = SandboxSettings::default();
+        let env: Vec<EnvName> = f.or_default(cx, path, "env");
+        Some(SandboxSettings {
+            mode: f.or(cx, path, "mode", d.mode),
+            network: f.or(cx, path, "network", d.network),
+            env: env.into_iter().map(|n| n.0).collect(),
+        })
+    }
+}
+
+/// One `framework.sandbox.env` entry: a variable name (any case: `http_proxy` is one).
+struct EnvName(String);
+
+impl Decode for EnvName {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let name = String::decode(node, path, cx)?;
+        let valid = name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if valid {
+            return Some(EnvName(name));
+        }
+        let message = if crate::secrets::looks_like_secret(&name) {
+            "this looks like a secret itself, not the name of an environment variable".to_string()
+        } else {
+            format!("`{name}` is not an environment variable name")
+        };
+        cx.push(
+            Diagnostic::error(path, node.span, message).with_hint(
+                "list variable names only (letters, digits and `_`, e.g. `CARGO_HOME`); their values are read from OPC's environment",
+            ),
+        );
+        None
+    }
+}
+
+/// A directory written relative to another (`agents.<id>.workspace`): a non-empty string. Whether it
+/// stays inside the root is a semantic rule (`validate`), which can point at it with the root in hand.
+fn relative_dir(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<PathBuf> {
+    let text = String::decode(node, path, cx)?;
+    if text.trim().is_empty() {
+        cx.push(
+            Diagnostic::error(path, node.span, "the workspace is empty")
+                .with_hint("name a directory under `framework.workspace.root`, e.g. `workspace: repos/api`, or remove the key for `<root>/<agent id>`"),
+        );
+        return None;
+    }
+    Some(PathBuf::from(text))
+}
+
+impl Decode for BashPolicy {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, &["allow", "unlisted"])?;
+        let allow: Vec<Prefix> = f.or_default(cx, path, "allow");
+        Some(BashPolicy {
+            allow: allow.into_iter().map(|p| p.0).collect(),
+            unlisted: f.or(cx, path, "unlisted", Unlisted::Ask),
+        })
+    }
+}
+
+/// One `bash.allow` entry: the start of a command, never empty (an empty prefix would cover every
+/// command while looking like nothing; `"*"` says that on purpose).
+struct Prefix(String);
+
+impl Decode for Prefix {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let prefix = String::decode(node, path, cx)?;
+        if prefix.trim().is_empty() {
+            cx.push(
+                Diagnostic::error(path, node.span, "an empty prefix")
+                    .with_hint("write the start of a command, e.g. `cargo test`, or `\"*\"` for every command; or remove the entry"),
+            );
+            return None;
+        }
+        Some(Prefix(prefix))
     }
 }
 
