@@ -186,6 +186,9 @@ enum Format {
 }
 
 fn main() -> ExitCode {
+    // First, before any thread starts: a Bash sandbox launcher (`opc` re-executed with a private
+    // marker) restricts itself here and becomes `bash -c`; it never returns then.
+    opc_sandbox::enter_if_launcher();
     let cli = Cli::parse();
     log::init(matches!(cli.command, Command::Chat { .. }));
     let config = cli.config.path();

@@ -218,16 +218,12 @@ impl ToolHandler for BashTool {
 }
 
 /// Create the workspace if it is missing; when OPC runs as root, hand it to the sandbox's user so
-/// the command can write in it.
+/// the command can write in it ([`opc_sandbox::make_writable`], cheap once done).
 async fn prepare_workspace(dir: &std::path::Path) -> std::io::Result<()> {
-    if tokio::fs::metadata(dir).await.is_ok_and(|m| m.is_dir()) {
-        return Ok(());
-    }
-    tokio::fs::create_dir_all(dir).await?;
-    if let Some((uid, gid)) = opc_sandbox::sandbox_owner() {
-        std::os::unix::fs::chown(dir, Some(uid), Some(gid))?;
-    }
-    Ok(())
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || opc_sandbox::make_writable(&dir))
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
 }
 
 /// The result the model sees: the output, then how the command ended. A non-zero exit, a signal and
