@@ -585,8 +585,11 @@ impl Store for SqliteStore {
         command: &str,
         approval: i64,
     ) -> Result<(), StoreError> {
-        let (conversation_id, agent, command) =
-            (conversation_id.to_string(), agent.to_string(), command.to_string());
+        let (conversation_id, agent, command) = (
+            conversation_id.to_string(),
+            agent.to_string(),
+            command.to_string(),
+        );
         self.write(move |db| db.approve_command(&conversation_id, &agent, &command, approval))
             .await
     }

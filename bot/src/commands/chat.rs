@@ -492,8 +492,13 @@ fn show(
             detail,
             ..
         } if !trace.quiet && nodes.contains_key(task) && tool == "Bash" => {
-            let exit = exit_code.map(|c| format!(" (exit {c})")).unwrap_or_default();
-            let detail = detail.as_deref().map(|d| format!(" · {d}")).unwrap_or_default();
+            let exit = exit_code
+                .map(|c| format!(" (exit {c})"))
+                .unwrap_or_default();
+            let detail = detail
+                .as_deref()
+                .map(|d| format!(" · {d}"))
+                .unwrap_or_default();
             eprint(&format!(
                 "{}$ {tool} {:.1}s {outcome}{exit}{detail}\n",
                 indent(task, nodes),

@@ -47,16 +47,17 @@ fn tokenize(command: &str) -> Result<Vec<Token>, String> {
     let mut in_word = false;
     let mut expands = false;
     let mut i = 0;
-    let flush = |tokens: &mut Vec<Token>, word: &mut String, in_word: &mut bool, expands: &mut bool| {
-        if *in_word {
-            tokens.push(Token::Word {
-                text: std::mem::take(word),
-                expands: *expands,
-            });
-        }
-        *in_word = false;
-        *expands = false;
-    };
+    let flush =
+        |tokens: &mut Vec<Token>, word: &mut String, in_word: &mut bool, expands: &mut bool| {
+            if *in_word {
+                tokens.push(Token::Word {
+                    text: std::mem::take(word),
+                    expands: *expands,
+                });
+            }
+            *in_word = false;
+            *expands = false;
+        };
     while i < chars.len() {
         let c = chars[i];
         let next = chars.get(i + 1).copied();
@@ -166,7 +167,10 @@ fn tokenize(command: &str) -> Result<Vec<Token>, String> {
                     return Err("it uses process substitution (`<(…)` or `>(…)`)".into());
                 }
                 // A word of digits right before the operator is its descriptor (`2>`), not an argument.
-                if in_word && !expands && !word.is_empty() && word.chars().all(|d| d.is_ascii_digit())
+                if in_word
+                    && !expands
+                    && !word.is_empty()
+                    && word.chars().all(|d| d.is_ascii_digit())
                 {
                     word.clear();
                     in_word = false;
@@ -304,7 +308,16 @@ pub(crate) fn decide(command: &str, allow: &[String]) -> Decision {
 /// addresses) are never included.
 pub(crate) fn safe_summary(command: &str, allow: &[String]) -> String {
     let Ok(parts) = parts(command) else {
-        return "(a command the matcher cannot split)".into();
+        // Not split (a substitution, a here-document): the first word, when it is a plain name.
+        return command
+            .split_whitespace()
+            .next()
+            .filter(|w| {
+                w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c))
+            })
+            .map(|w| format!("{} …", w.rsplit('/').next().unwrap_or(w)))
+            .unwrap_or_else(|| "(a command the matcher cannot split)".into());
     };
     let prefixes: Vec<Vec<String>> = allow.iter().filter_map(|p| prefix_words(p)).collect();
     let shown: Vec<String> = parts
@@ -512,5 +525,10 @@ mod tests {
         );
         assert_eq!(safe_summary("ls", &p), "ls");
         assert!(!safe_summary("cat 'secret $(x)'", &p).contains("secret"));
+        assert_eq!(safe_summary("echo $(cat alice.txt) > x", &p), "echo …");
+        assert_eq!(
+            safe_summary("$(cat alice.txt)", &p),
+            "(a command the matcher cannot split)"
+        );
     }
 }

@@ -11,7 +11,9 @@
 
 use std::path::Path;
 
-use crate::store::{Approval, ApprovalOption, ApprovalState, OfferedOption, OptionOutcome, SystemDecider};
+use crate::store::{
+    Approval, ApprovalOption, ApprovalState, OfferedOption, OptionOutcome, SystemDecider,
+};
 
 /// The "approve once" label.
 pub const ONCE: &str = "Approve once";
@@ -81,7 +83,9 @@ pub(super) fn verdict(approval: &Approval, command: &str) -> Verdict {
     let not_run = |why: &str| Verdict::Rejected(format!("not run: {why}; the command did not run"));
     match approval.system_decider() {
         Some(SystemDecider::Timeout) => {
-            return not_run("no decision was made before the approval timed out, which counts as a rejection");
+            return not_run(
+                "no decision was made before the approval timed out, which counts as a rejection",
+            );
         }
         Some(SystemDecider::Cancelled) => return not_run("the approval was cancelled"),
         Some(SystemDecider::Error) => return not_run("the approval could not be processed"),
@@ -170,20 +174,25 @@ mod tests {
             ),
             Verdict::ForConversation
         );
-        let Verdict::Rejected(text) = verdict(&decided(REJECT, ApprovalState::Rejected, "bob"), cmd)
+        let Verdict::Rejected(text) =
+            verdict(&decided(REJECT, ApprovalState::Rejected, "bob"), cmd)
         else {
             panic!("rejected")
         };
-        assert!(text.contains("rejected by bob") && text.contains("did not run"), "{text}");
+        assert!(
+            text.contains("rejected by bob") && text.contains("did not run"),
+            "{text}"
+        );
         let Verdict::Rejected(text) =
             verdict(&decided("reject", ApprovalState::Rejected, "timeout"), cmd)
         else {
             panic!("rejected")
         };
         assert!(text.contains("timed out"), "{text}");
-        let Verdict::Rejected(text) =
-            verdict(&decided("reject", ApprovalState::Rejected, "cancelled"), cmd)
-        else {
+        let Verdict::Rejected(text) = verdict(
+            &decided("reject", ApprovalState::Rejected, "cancelled"),
+            cmd,
+        ) else {
             panic!("rejected")
         };
         assert!(text.contains("cancelled"), "{text}");
@@ -206,7 +215,13 @@ mod tests {
             Some("ship it"),
             "`make…` starts with no allowed prefix",
         );
-        for needle in ["dev", "make deploy", "/w/dev", "Why: ship it", "no allowed prefix"] {
+        for needle in [
+            "dev",
+            "make deploy",
+            "/w/dev",
+            "Why: ship it",
+            "no allowed prefix",
+        ] {
             assert!(text.contains(needle), "{needle}: {text}");
         }
         assert!(!summary("dev", "ls", Path::new("/w"), Some("  "), "x").contains("Why"));

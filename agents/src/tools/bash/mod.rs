@@ -170,18 +170,12 @@ impl ToolHandler for BashTool {
                         );
                         let decided = cx
                             .host()
-                            .ask(
-                                cx.tool_use_id,
-                                &summary,
-                                &approval::options(&args.command),
-                            )
+                            .ask(cx.tool_use_id, &summary, &approval::options(&args.command))
                             .await?;
                         match approval::verdict(&decided, &args.command) {
                             approval::Verdict::Once => {}
                             approval::Verdict::ForConversation => {
-                                cx.host()
-                                    .approve_command(&args.command, decided.id)
-                                    .await?;
+                                cx.host().approve_command(&args.command, decided.id).await?;
                             }
                             approval::Verdict::Rejected(text) => return Ok((text, true)),
                         }
