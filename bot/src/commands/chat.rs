@@ -353,7 +353,7 @@ async fn turn(
                 Ok(event) => {
                     if let Some(asked) = show(&event, root, &mut nodes, &mut streamed, trace) {
                         // The card is printed once the options' outcomes are known (for `y` / `n`).
-                        let options = outcomes(&engine, asked.approval, &asked.labels).await;
+                        let options = outcomes(engine, asked.approval, &asked.labels).await;
                         eprint(&card(asked.approval, &asked.requested_by, &asked.summary, &options));
                         let approval = (asked.approval, options);
                         // On a terminal, lines typed before the card appeared are not answers to it.
