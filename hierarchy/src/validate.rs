@@ -5,8 +5,9 @@
 //! line and column by walking the positioned tree, which is the only source of positions.
 //!
 //! The rules, in the order they run: org shape (one root, parents exist, parent/children agree, no
-//! cycles, levels, depth), tools, memory (blocks, shared blocks, shareWith), prompts, models, and
-//! finally credentials anywhere in the file.
+//! cycles, levels, depth), tools, workspaces and Bash (workspaces inside the root and apart, `bash`
+//! sections that do something, allow-lists a manager narrows, sandbox settings), memory (blocks, shared
+//! blocks, shareWith), prompts, models, and finally credentials anywhere in the file.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path as FsPath;
@@ -14,8 +15,9 @@ use std::path::Path as FsPath;
 use crate::decode::did_you_mean;
 use crate::diagnostic::{self, Anchor, Diagnostic, KeyPath, Path, Segment};
 use crate::prompt_file::PromptFileError;
-use crate::schema::{Config, PrivacyMode, Prompt, ProviderKind};
+use crate::schema::{Config, PrivacyMode, Prompt, ProviderKind, SandboxMode, Tool, Unlisted};
 use crate::secrets;
+use crate::workspace::{self, Outside};
 use crate::yaml::{Node, Span, Value};
 
 /// Runs every semantic rule. `base_dir` is where relative paths (prompt files) resolve; `None` skips the
@@ -28,6 +30,9 @@ pub(crate) fn check(config: &Config, doc: &Node, base_dir: Option<&FsPath>) -> V
     };
     let depths = checker.org_shape();
     checker.tools();
+    checker.workspaces(base_dir);
+    checker.bash();
+    checker.sandbox();
     checker.memory(&depths);
     if let Some(base_dir) = base_dir {
         checker.prompts(base_dir);
@@ -435,6 +440,277 @@ impl<'a> Checker<'a> {
                         "list each tool once",
                     );
                 }
+            }
+        }
+    }
+
+    /// Every workspace lies strictly inside the root, and two agents' workspaces are the same directory
+    /// or apart: one inside another would let its owner write where the other alone should (a
+    /// manager into its team's, or into a sibling's). No workspace holds OPC's own files (the config's
+    /// directory, the database) or the home directory.
+    fn workspaces(&mut self, base_dir: Option<&FsPath>) {
+        let config = self.config;
+        let base = base_dir.unwrap_or(FsPath::new("."));
+        let root = workspace::absolute(base, &config.framework.workspace.root);
+        let root_text = config.framework.workspace.root.display().to_string();
+        let mut dirs: Vec<(&str, std::path::PathBuf)> = Vec::new();
+        for (id, agent) in &config.agents {
+            let Some(written) = &agent.workspace else {
+                dirs.push((id, root.join(id)));
+                continue;
+            };
+            let path = Self::agent_path(id).key("workspace");
+            let shown = written.display();
+            let reason = match workspace::agent_dir(&root, written) {
+                Ok(dir) => {
+                    dirs.push((id, dir));
+                    continue;
+                }
+                Err(Outside::Absolute) => format!(
+                    "`{shown}` is an absolute path; a workspace is written relative to the workspace root (`{root_text}`)"
+                ),
+                Err(Outside::Climbs) => {
+                    format!("`{shown}` climbs out of the workspace root (`{root_text}`) with `..`")
+                }
+                Err(Outside::IsRoot) => format!(
+                    "`{shown}` is the workspace root itself, which holds every other agent's workspace"
+                ),
+            };
+            self.error(
+                path,
+                Anchor::Value,
+                reason,
+                format!("name a directory inside the root, e.g. `workspace: repos/{id}`; to put workspaces elsewhere, move the root with `framework.workspace.root`"),
+            );
+        }
+        for (i, (id, dir)) in dirs.iter().enumerate() {
+            let inside = dirs
+                .iter()
+                .enumerate()
+                .find(|(j, (_, other))| *j != i && dir != other && dir.starts_with(other));
+            if let Some((_, (outer, _))) = inside {
+                let anchor_path = if config.agents[*id].workspace.is_some() {
+                    Self::agent_path(id).key("workspace")
+                } else {
+                    Self::agent_path(outer).key("workspace")
+                };
+                self.error(
+                    anchor_path,
+                    Anchor::Value,
+                    format!("`{id}`'s workspace lies inside `{outer}`'s, so `{outer}` could write into it"),
+                    format!("give `{id}` a workspace beside `{outer}`'s (e.g. `workspace: {id}`), or the very same one (`workspace:` with the same path) if they are meant to share it"),
+                );
+            }
+        }
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| workspace::normalise(FsPath::new(&h)));
+        let protected = [
+            (
+                workspace::absolute(base, FsPath::new(".")),
+                "the config file's directory",
+            ),
+            (
+                workspace::absolute(base, &config.framework.memory.path),
+                "OPC's database (`framework.memory.path`)",
+            ),
+        ];
+        for (id, dir) in &dirs {
+            let hit = protected
+                .iter()
+                .map(|(p, what)| (p.clone(), *what))
+                .chain(home.clone().map(|h| (h, "the home directory")))
+                .find(|(p, _)| p.starts_with(dir));
+            if let Some((_, what)) = hit {
+                let path = if config.agents[*id].workspace.is_some() {
+                    Self::agent_path(id).key("workspace")
+                } else {
+                    KeyPath::of(["framework", "workspace", "root"])
+                };
+                self.error(
+                    path,
+                    Anchor::Value,
+                    format!("`{id}`'s workspace ({}) holds {what}, which no agent may reach", dir.display()),
+                    "keep workspaces in a directory of their own, such as the default `framework.workspace.root: .opc/workspaces`",
+                );
+            }
+        }
+    }
+
+    /// `bash` sections: one on an agent that neither runs Bash nor manages anyone who does does
+    /// nothing (an error, like an unknown key); on a manager without Bash it is the ceiling for its
+    /// team, which is allowed. Each prefix a manager's list does not cover is a warning (it will ask,
+    /// or be refused), and `"*"` that survives is a warning that every command runs without asking.
+    fn bash(&mut self) {
+        let config = self.config;
+        for (id, agent) in &config.agents {
+            let Some(bash) = &agent.bash else { continue };
+            let section = Self::agent_path(id).key("bash");
+            let runs_bash = |a: &crate::schema::Agent| a.tools.contains(&Tool::Bash);
+            if !runs_bash(agent) {
+                let team_runs_bash = config
+                    .agents
+                    .iter()
+                    .any(|(other, a)| other != id && runs_bash(a) && self.is_ancestor(id, other));
+                if !team_runs_bash {
+                    self.error(
+                        section,
+                        Anchor::Key,
+                        format!("`{id}` has a `bash` section but not the `Bash` tool, and nobody below it has `Bash`: the section does nothing"),
+                        "add `Bash` to its `tools`, or remove the `bash` section",
+                    );
+                    continue;
+                }
+            }
+            let manager = self.bash_manager(id);
+            let manager_allow = manager.map(|m| self.effective_allow(m));
+            let list = section.key("allow");
+            let mut seen: HashMap<&str, usize> = HashMap::new();
+            for prefix in &bash.allow {
+                let nth = seen.entry(prefix.as_str()).or_insert(0);
+                let occurrence = *nth;
+                *nth += 1;
+                let trimmed = prefix.trim();
+                let covered = manager_allow
+                    .as_ref()
+                    .is_none_or(|allow| allow.iter().any(|m| workspace::covers(m, trimmed)));
+                if covered {
+                    if trimmed == "*" && occurrence == 0 {
+                        let path = self.item(list.clone(), prefix, occurrence);
+                        self.warning(
+                            path,
+                            Anchor::Value,
+                            format!("`\"*\"` lets `{id}` run every command without asking"),
+                            "the sandbox still holds (its workspace only, no network unless `framework.sandbox.network`, no secrets, limits), but within it anything goes; list the commands it needs instead, e.g. `[\"cargo test\", \"git status\"]`",
+                        );
+                    }
+                    continue;
+                }
+                let (Some(manager), Some(allow)) = (manager, &manager_allow) else {
+                    continue;
+                };
+                let fate = match bash.unlisted {
+                    Unlisted::Ask => "will ask before running",
+                    Unlisted::Deny => "will be refused (`unlisted: deny`)",
+                };
+                let narrower: Vec<String> = allow
+                    .iter()
+                    .filter(|m| workspace::covers(trimmed, m))
+                    .map(|m| format!("`{m}`"))
+                    .collect();
+                let message = if trimmed == "*" {
+                    let only = if narrower.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        narrower.join(", ")
+                    };
+                    format!(
+                        "`\"*\"` is narrowed to what `{manager}` (the nearest manager with a `bash` section) allows: {only}; other commands {fate}"
+                    )
+                } else if narrower.is_empty() {
+                    format!(
+                        "`{trimmed}` is not allowed by `{manager}` (the nearest manager with a `bash` section), so it {fate}"
+                    )
+                } else {
+                    format!(
+                        "`{manager}` (the nearest manager with a `bash` section) allows `{trimmed}` only as {}; other `{trimmed}` commands {fate}",
+                        narrower.join(", ")
+                    )
+                };
+                let path = self.item(list.clone(), prefix, occurrence);
+                self.warning(
+                    path,
+                    Anchor::Value,
+                    message,
+                    format!("a subordinate's `allow` only narrows its manager's: add `{trimmed}` to `agents.{manager}.bash.allow`, or remove it here"),
+                );
+            }
+        }
+    }
+
+    /// The nearest ancestor of `id` with a `bash` section (bounded, so a cycle cannot loop).
+    fn bash_manager(&self, id: &str) -> Option<&'a str> {
+        let agents = &self.config.agents;
+        let mut current = agents.get(id)?.parent.as_deref()?;
+        for _ in 0..agents.len() {
+            let (key, agent) = agents.get_key_value(current)?;
+            if agent.bash.is_some() {
+                return Some(key.as_str());
+            }
+            current = agent.parent.as_deref()?;
+        }
+        None
+    }
+
+    /// `id`'s allow-list after narrowing by every manager section above it (what `OrgTree::bash_allow`
+    /// answers), computed from the config so it also works on an org with other errors.
+    fn effective_allow(&self, id: &str) -> Vec<String> {
+        let agents = &self.config.agents;
+        let mut chain: Vec<&str> = Vec::new();
+        let mut current = Some(id);
+        while let Some(at) = current {
+            if chain.contains(&at) || chain.len() > agents.len() {
+                break;
+            }
+            chain.push(at);
+            current = self.bash_manager(at);
+        }
+        let mut allow: Option<Vec<String>> = None;
+        for at in chain.iter().rev() {
+            let Some(bash) = agents.get(*at).and_then(|a| a.bash.as_ref()) else {
+                continue;
+            };
+            allow = Some(match allow {
+                Some(manager) => workspace::narrow(&bash.allow, &manager),
+                None => workspace::own(&bash.allow),
+            });
+        }
+        allow.unwrap_or_default()
+    }
+
+    /// `framework.sandbox`: `mode: off` is said out loud; `env` never passes a provider key or a
+    /// platform token into commands a model writes (they could print it, and the model would read it).
+    fn sandbox(&mut self) {
+        let config = self.config;
+        let sandbox = &config.framework.sandbox;
+        if sandbox.mode == SandboxMode::Off {
+            self.warning(
+                KeyPath::of(["framework", "sandbox", "mode"]),
+                Anchor::Value,
+                "`mode: off`: Bash commands run without the kernel sandbox, with OPC's own user and file access (only the environment is still scrubbed)".into(),
+                "remove `mode: off` (the default `enforce` refuses Bash where the kernel lacks a feature, naming it); run `opc validate` to see what this kernel offers",
+            );
+        }
+        let configured = configured_secret_envs(config);
+        let list = KeyPath::of(["framework", "sandbox", "env"]);
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for name in &sandbox.env {
+            let nth = seen.entry(name.as_str()).or_insert(0);
+            let occurrence = *nth;
+            *nth += 1;
+            let why = if let Some(key) = configured.iter().find(|(n, _)| n == name).map(|(_, k)| k)
+            {
+                Some(format!("`{name}` is the config's `{key}`"))
+            } else {
+                secret_env_shape(name)
+                    .map(|shape| format!("`{name}` looks like a secret ({shape})"))
+            };
+            if let Some(why) = why {
+                let path = self.item(list.clone(), name, occurrence);
+                self.error(
+                    path,
+                    Anchor::Value,
+                    format!("{why}: the sandbox's environment never holds a provider key or a platform token"),
+                    "remove it: a command could print it and the model would read it; give tools what they need through files in the workspace, or a variable that holds no credential",
+                );
+            } else if occurrence == 1 {
+                let path = self.item(list.clone(), name, occurrence);
+                self.warning(
+                    path,
+                    Anchor::Value,
+                    format!("`{name}` is listed twice"),
+                    "list each variable once",
+                );
             }
         }
     }
@@ -960,6 +1236,67 @@ fn foreign_family(
         .iter()
         .find(|(prefix, _)| lower.starts_with(prefix))
         .map(|(_, family)| *family)
+}
+
+/// Every environment variable name the config uses for a credential, with the key that names it.
+fn configured_secret_envs(config: &Config) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (name, provider) in &config.framework.providers {
+        if let Some(env) = &provider.api_key_env {
+            out.push((
+                env.0.clone(),
+                format!("framework.providers.{name}.apiKeyEnv"),
+            ));
+        }
+    }
+    let channels = &config.channels;
+    if let Some(slack) = &channels.slack {
+        out.push((
+            slack.bot_token_env.0.clone(),
+            "channels.slack.botTokenEnv".into(),
+        ));
+        if let Some(env) = &slack.app_token_env {
+            out.push((env.0.clone(), "channels.slack.appTokenEnv".into()));
+        }
+        if let Some(env) = &slack.signing_secret_env {
+            out.push((env.0.clone(), "channels.slack.signingSecretEnv".into()));
+        }
+    }
+    if let Some(discord) = &channels.discord {
+        out.push((
+            discord.bot_token_env.0.clone(),
+            "channels.discord.botTokenEnv".into(),
+        ));
+        if let Some(env) = &discord.public_key_env {
+            out.push((env.0.clone(), "channels.discord.publicKeyEnv".into()));
+        }
+    }
+    if let Some(env) = &channels.web.access_token_env {
+        out.push((env.0.clone(), "channels.web.accessTokenEnv".into()));
+    }
+    out
+}
+
+/// The shape that makes a variable name look like it holds a credential (`*_API_KEY`, `*_TOKEN`,
+/// `*_SECRET`, passwords, private and access keys, credentials), or `None`. Case-insensitive.
+fn secret_env_shape(name: &str) -> Option<&'static str> {
+    let upper = name.to_ascii_uppercase();
+    const SHAPES: &[(&str, &str)] = &[
+        ("API_KEY", "an API key"),
+        ("APIKEY", "an API key"),
+        ("TOKEN", "a token"),
+        ("SECRET", "a secret"),
+        ("PASSWORD", "a password"),
+        ("PASSWD", "a password"),
+        ("PRIVATE_KEY", "a private key"),
+        ("ACCESS_KEY", "an access key"),
+        ("CREDENTIAL", "a credential"),
+    ];
+    SHAPES
+        .iter()
+        .find(|(part, _)| upper.contains(part))
+        .map(|(_, shape)| *shape)
+        .or_else(|| (upper == "KEY" || upper.ends_with("_KEY")).then_some("a key"))
 }
 
 /// What to do about a credential found in the file.

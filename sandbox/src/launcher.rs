@@ -22,9 +22,11 @@
 //! 7. seccomp (see [`crate::seccomp`]).
 //! 8. exec `bash -c COMMAND` with the scrubbed environment, cwd = workdir, stdin `/dev/null`.
 //!
-//! Every failure is written to the socket (a JSON [`Failure`]) and the launcher exits with 125; the
-//! socket is close-on-exec, so a successful exec closes it with nothing written. The parent thus
-//! tells "could not sandbox" from "the command exited 125" without guessing.
+//! Once every restriction holds, the launcher writes [`READY`] to the socket and execs. Every
+//! failure is written to the socket (a JSON [`Failure`], after `READY` if exec itself failed) and
+//! the launcher exits with 125; the socket is close-on-exec, so a successful exec closes it with
+//! `READY` alone written. The parent thus tells "could not sandbox" from "the command exited 125",
+//! and a launcher from an executable that is not one, without guessing.
 //!
 //! The launcher must be single-threaded for `unshare(CLONE_NEWUSER)`: [`enter_if_launcher`] runs
 //! first in `main`, before any runtime starts, and the parent turns off jemalloc's background
@@ -50,6 +52,10 @@ use crate::policy::Limits;
 
 /// The private argv marker: `<launcher> MARKER`. Unlikely in any real command line.
 pub const MARKER: &str = "--opc-sandbox-launcher-v1";
+
+/// What the launcher writes once every restriction holds, right before exec. The parent needs this
+/// positive signal: an executable that is not a launcher also closes the socket without a word.
+pub(crate) const READY: &[u8] = b"ready\n";
 
 /// The exit code of a launcher that failed before exec (its reason is on the socket).
 pub const LAUNCHER_FAILED: i32 = 125;
@@ -145,10 +151,14 @@ fn launch(socket: &mut UnixStream) -> Failure {
         Ok(spec) => spec,
         Err(e) => return Failure::setup(format!("the policy the parent sent is not valid: {e}")),
     };
-    match restrict(&spec) {
-        Ok(()) => exec(&spec),
-        Err(failure) => failure,
+    if let Err(failure) = restrict(&spec) {
+        return failure;
     }
+    // Every restriction holds: say so, then exec (whose failure would follow this line).
+    if let Err(e) = socket.write_all(READY) {
+        return Failure::setup(format!("telling the parent the sandbox is ready: {e}"));
+    }
+    exec(&spec)
 }
 
 fn restrict(spec: &Spec) -> Result<(), Failure> {

@@ -13,6 +13,7 @@
 
 use std::io;
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream as StdUnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -168,7 +169,7 @@ impl Sandbox {
         };
 
         if let Some(socket) = status {
-            hand_over(socket, &spec, &mut child, deadline).await?;
+            hand_over(socket, &spec, &mut child, deadline, &self.launcher).await?;
         }
 
         let mut output = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
@@ -218,13 +219,14 @@ impl Sandbox {
     }
 }
 
-/// Send the spec, then wait for the launcher's verdict: EOF with nothing written means bash is
-/// running; a [`Failure`] means nothing ran.
+/// Send the spec, then wait for the launcher's verdict: `READY` then EOF means bash is running; a
+/// [`Failure`] means nothing ran; nothing at all means the executable is not a launcher.
 async fn hand_over(
     socket: StdUnixStream,
     spec: &Spec,
     child: &mut Child,
     deadline: tokio::time::Instant,
+    launcher: &Path,
 ) -> Result<(), SandboxError> {
     socket
         .set_nonblocking(true)
@@ -247,7 +249,7 @@ async fn hand_over(
             let status = wait_killed(child).await.ok();
             return Err(SandboxError::Spawn(format!(
                 "talking to the launcher: {e} (it exited with {status:?}); is {} an executable that calls opc_sandbox::enter_if_launcher() first?",
-                "the launcher"
+                launcher.display()
             )));
         }
         Err(_) => {
@@ -256,9 +258,18 @@ async fn hand_over(
             ));
         }
     };
-    if verdict.is_empty() {
-        return Ok(());
-    }
+    let verdict = match verdict.strip_prefix(launcher::READY) {
+        Some([]) => return Ok(()),
+        Some(failure) => failure.to_vec(),
+        None if verdict.is_empty() => {
+            let status = wait_killed(child).await.ok();
+            return Err(SandboxError::Spawn(format!(
+                "{} exited ({status:?}) without starting bash; is it an executable that calls opc_sandbox::enter_if_launcher() first?",
+                launcher.display()
+            )));
+        }
+        None => verdict,
+    };
     let status = wait_killed(child).await.ok().and_then(|s| s.code());
     let failure: Failure = serde_json::from_slice(&verdict).unwrap_or_else(|_| Failure {
         unsupported: None,
@@ -331,6 +342,8 @@ fn private_tmpdir() -> Result<tempfile::TempDir, SandboxError> {
         .prefix("opc-sandbox-")
         .tempdir()
         .map_err(spawn_error("creating the private temp dir"))?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+        .map_err(spawn_error("making the private temp dir private"))?;
     if let Some((uid, gid)) = crate::sandbox_owner() {
         std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).map_err(spawn_error(
             "handing the private temp dir to the sandbox user",

@@ -19,6 +19,7 @@ const ACYCLIC: &[&str] = &[
     "migrate",
     "models",
     "retry",
+    "sandbox",
     "shapes",
     "tests",
 ];

@@ -1,0 +1,365 @@
+//! The issue's escape list, tried from inside the sandbox with real processes: each attempt is
+//! refused and nothing outside the workspace changes. Run as root (as here), the uid drop applies
+//! too; every test also holds for a non-root OPC, where only Landlock and the namespaces stand in
+//! the way.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+
+use common::*;
+
+/// Every `cat` of a forbidden file prints this marker instead of the file.
+fn refused(output: &opc_sandbox::Output, what: &str) {
+    for leaked in [
+        SECRET,
+        "config-beside-the-workspace",
+        "database-beside-the-workspace",
+    ] {
+        assert!(
+            !output.text.contains(leaked),
+            "{what} leaked: {}",
+            output.text
+        );
+    }
+}
+
+#[tokio::test]
+async fn dot_dot_and_absolute_paths_outside_are_refused() {
+    let fx = Fixture::new();
+    if !supported(&fx.policy()) {
+        return;
+    }
+    let before = fx.snapshot_outside();
+    let command = format!(
+        "cat ../outside/secret.txt; echo rc=$?; cat {abs}; echo rc=$?; cat ../../{rel}; echo rc=$?; ls ..; echo rc=$?",
+        abs = fx.secret.display(),
+        rel = fx.secret.strip_prefix("/").unwrap().display(),
+    );
+    let output = run(&fx.policy(), &command).await;
+    refused(&output, "a .. or absolute path");
+    assert_eq!(output.text.matches("rc=0").count(), 0, "{}", output.text);
+    assert!(output.text.contains("Permission denied"), "{}", output.text);
+    assert_eq!(fx.snapshot_outside(), before);
+}
+
+#[tokio::test]
+async fn a_symlink_out_of_the_workspace_leads_nowhere() {
+    let fx = Fixture::new();
+    if !supported(&fx.policy()) {
+        return;
+    }
+    // One planted from outside (as a file tool or a git checkout might), one made inside.
+    std::os::unix::fs::symlink(&fx.secret, fx.work.join("planted")).unwrap();
+    let output = run(
+        &fx.policy(),
+        "cat planted; echo rc=$?; ln -s ../outside/secret.txt made && cat made; echo rc=$?; cat -- \"$(readlink -f planted)\"; echo rc=$?",
+    )
+    .await;
+    refused(&output, "a symlink");
+    assert_eq!(output.text.matches("rc=0").count(), 0, "{}", output.text);
+}
+
+#[tokio::test]
+async fn a_hard_link_out_of_the_workspace_cannot_be_made() {
+    let fx = Fixture::new();
+    if !supported(&fx.policy()) {
+        return;
+    }
+    let before = fx.snapshot_outside();
+    let output = run(
+        &fx.policy(),
+        "ln ../outside/secret.txt hard; echo rc=$?; cat hard; echo rc=$?; ls",
+    )
+    .await;
+    refused(&output, "a hard link");
+    assert_eq!(output.text.matches("rc=0").count(), 0, "{}", output.text);
+    assert!(!fx.work.join("hard").exists());
+    assert_eq!(fx.snapshot_outside(), before);
+}
+
+#[tokio::test]
+async fn a_hard_link_planted_to_a_private_file_stays_unreadable_when_root() {
+    let fx = Fixture::new();
+    if !supported(&fx.policy()) {
+        return;
+    }
+    if opc_sandbox::sandbox_owner().is_none() {
+        eprintln!("skipped: not root, so no uid drop to test");
+        return;
+    }
+    // Landlock follows names, so a hard link planted *inside* the workspace by someone outside is
+    // a name inside it. What still holds as root: the command's uid cannot read a 0600 root file
+    // (OPC's database is such a file), whatever its name.
+    let private = fx.base.join("outside/private.db");
+    std::fs::write(&private, DATABASE).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::hard_link(&private, fx.work.join("planted-hard")).unwrap();
+    let output = run(&fx.policy(), "cat planted-hard; echo rc=$?").await;
+    refused(&output, "a planted hard link");
+    assert!(output.text.contains("rc=1"), "{}", output.text);
+}
+
+#[tokio::test]
+async fn proc_self_root_leads_nowhere() {
+    let fx = Fixture::new();
+    if !supported(&fx.policy()) {
+        return;
+    }
+    let command = format!(
+        "cat /proc/self/root{}; echo rc=$?; cat /proc/$$/root{}; echo rc=$?; cat /proc/1/environ; echo rc=$?; cat /proc/$PPID/environ; echo rc=$?",
+        fx.secret.display(),
+        fx.config.display(),
+    );
+    let output = run(&fx.policy(), &command).await;
+    refused(&output, "/proc/self/root");
+    assert_eq!(output.text.matches("rc=0").count(), 0, "{}", output.text);
+    assert!(!output.text.contains("PATH="), "{}", output.text);
+}
+
+#[tokio::test]
+async fn the_config_and_database_beside_the_workspace_are_unreadable() {
+    let fx = Fixture::new();
+    if !supported(&fx.policy()) {
+        return;
+    }
+    let command = format!(
+        "cat ../opc.config.yaml; echo rc=$?; head -c 100 {db}; echo rc=$?; grep -r beside ..; echo rc=$?; find .. -name 'opc.*'; cp {db} ./copy; echo rc=$?",
+        db = fx.database.display()
+    );
+    let output = run(&fx.policy(), &command).await;
+    refused(&output, "the config or database");
+    assert_eq!(output.text.matches("rc=0").count(), 0, "{}", output.text);
+    assert!(!fx.work.join("copy").exists());
+}
+
+#[tokio::test]
+async fn nothing_outside_the_workspace_and_temp_dir_can_be_written() {
+    let fx = Fixture::new();
+    if !supported(&fx.policy()) {
+        return;
+    }
+    let before = fx.snapshot_outside();
+    let token = token("write");
+    let command = format!(
+        "echo x > ../new.txt; echo rc=$?; echo x >> ../outside/secret.txt; echo rc=$?; rm ../opc.db; echo rc=$?; \
+         mv ../opc.config.yaml .; echo rc=$?; mkdir ../dir; echo rc=$?; touch /tmp/{token}; echo rc=$?; \
+         touch /var/tmp/{token}; echo rc=$?; touch /dev/shm/{token}; echo rc=$?; {chmod} \
+         echo ok > inside.txt && echo inside=$?; echo ok > \"$TMPDIR/t\" && echo tmp=$?",
+        // Landlock does not cover metadata (chmod, chown, utimes): outside the workspace only file
+        // ownership stops them, which holds when OPC is root (the command is another uid). As an
+        // ordinary user, a command can chmod OPC's own files by path: a limit in docs/sandbox.md.
+        chmod = if opc_sandbox::sandbox_owner().is_some() {
+            "chmod 777 .. ../opc.db; echo rc=$?;"
+        } else {
+            ""
+        },
+    );
+    let output = run(&fx.policy(), &command).await;
+    assert_eq!(output.text.matches("rc=0").count(), 0, "{}", output.text);
+    assert!(
+        output.text.contains("inside=0") && output.text.contains("tmp=0"),
+        "{}",
+        output.text
+    );
+    assert_eq!(fx.snapshot_outside(), before);
+    for dir in ["/tmp", "/var/tmp", "/dev/shm"] {
+        assert!(!std::path::Path::new(dir).join(&token).exists());
+    }
+    assert_eq!(
+        std::fs::read_to_string(fx.work.join("inside.txt")).unwrap(),
+        "ok\n"
+    );
+}
+
+#[tokio::test]
+async fn the_environment_holds_no_key_of_the_parent() {
+    let fx = Fixture::new();
+    if !supported(&fx.policy()) {
+        return;
+    }
+    // The launcher binary's `run` mode plays OPC: a parent with provider keys in its environment.
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::process::Command::new(launcher())
+            .args([
+                "run",
+                fx.work.to_str().unwrap(),
+                "env; echo; cat /proc/$PPID/environ; echo rc=$?",
+            ])
+            .env("ANTHROPIC_API_KEY", "sk-ant-api03-FAKEFAKEFAKE")
+            .env("SLACK_BOT_TOKEN", "xoxb-fake-token")
+            .output(),
+    )
+    .await
+    .expect("the run ended")
+    .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.code().is_some(), "{output:?}");
+    assert!(text.contains("HOME="), "{text}");
+    for leaked in ["ANTHROPIC", "sk-ant", "SLACK", "xoxb"] {
+        assert!(!text.contains(leaked), "{leaked} leaked: {text}");
+    }
+    assert!(text.contains("TERM=dumb"), "{text}");
+    assert!(
+        text.contains(&format!("HOME={}", fx.work.display())),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn only_the_listed_variables_are_added() {
+    let fx = Fixture::new();
+    let mut policy = fx.policy();
+    if !supported(&policy) {
+        return;
+    }
+    policy.env = vec![("CARGO_TERM_COLOR".into(), "never".into())];
+    let output = run(&policy, "env | sort").await;
+    let names: Vec<&str> = output
+        .text
+        .lines()
+        .filter_map(|line| line.split_once('=').map(|(name, _)| name))
+        .collect();
+    // What the policy sets, plus what bash itself adds (PWD, OLDPWD, SHLVL, `_`).
+    let allowed = [
+        "CARGO_TERM_COLOR",
+        "HOME",
+        "LANG",
+        "OLDPWD",
+        "PATH",
+        "PWD",
+        "SHLVL",
+        "TERM",
+        "TMPDIR",
+        "_",
+    ];
+    for name in &names {
+        assert!(
+            allowed.contains(name),
+            "unexpected variable {name}: {}",
+            output.text
+        );
+    }
+    for name in ["CARGO_TERM_COLOR", "HOME", "LANG", "PATH", "TERM", "TMPDIR"] {
+        assert!(names.contains(&name), "{name} missing: {}", output.text);
+    }
+}
+
+#[tokio::test]
+async fn a_tcp_connect_to_a_local_listener_fails_without_network() {
+    let fx = Fixture::new();
+    let mut policy = fx.policy();
+    if !supported(&policy) {
+        return;
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let command = format!(
+        "(exec 3<>/dev/tcp/127.0.0.1/{port}) && echo connected; echo rc=$?; ip -brief link 2>/dev/null"
+    );
+    let output = run(&policy, &command).await;
+    assert!(!output.text.contains("connected"), "{}", output.text);
+    assert!(!output.text.contains("rc=0"), "{}", output.text);
+    assert_eq!(
+        listener.accept().map(|_| ()).unwrap_err().kind(),
+        ErrorKind::WouldBlock
+    );
+
+    // The same connect works once the policy allows the network: what refused it was the sandbox.
+    policy.network = true;
+    let output = run(&policy, &command).await;
+    assert!(output.text.contains("connected"), "{}", output.text);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match listener.accept() {
+            Ok(_) => break,
+            Err(e) if e.kind() == ErrorKind::WouldBlock && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            Err(e) => panic!("no connection arrived: {e}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_command_runs_as_an_unprivileged_user_when_opc_is_root() {
+    let fx = Fixture::new();
+    if !supported(&fx.policy()) {
+        return;
+    }
+    let output = run(&fx.policy(), "id -u; id -g; id -G").await;
+    let ids: Vec<&str> = output.text.lines().collect();
+    match opc_sandbox::sandbox_owner() {
+        Some((uid, gid)) => {
+            assert_eq!(ids, [uid.to_string(), gid.to_string(), gid.to_string()]);
+        }
+        None => assert_eq!(ids[0], nix_uid()),
+    }
+    assert_ne!(ids[0], "0");
+}
+
+fn nix_uid() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn leaving_the_process_group_or_making_namespaces_is_denied() {
+    let fx = Fixture::new();
+    if !supported(&fx.policy()) {
+        return;
+    }
+    let output = run(
+        &fx.policy(),
+        "setsid -w true; echo setsid=$?; unshare -n true; echo unshare=$?; unshare -U true; echo userns=$?; \
+         python3 -c 'import os; os.setpgid(0, 0)' 2>/dev/null; echo setpgid=$?",
+    )
+    .await;
+    for call in ["setsid", "unshare", "userns", "setpgid"] {
+        assert!(
+            !output.text.contains(&format!("{call}=0")),
+            "{}",
+            output.text
+        );
+    }
+}
+
+#[tokio::test]
+async fn read_only_trees_can_be_read_but_not_written() {
+    let fx = Fixture::new();
+    let mut policy = fx.policy();
+    if !supported(&policy) {
+        return;
+    }
+    let team = fx.base.join("team");
+    opc_sandbox::make_writable(&team).unwrap();
+    std::fs::write(team.join("report.md"), "team report").unwrap();
+    opc_sandbox::make_writable(&team).unwrap();
+    policy.read_only = vec![team.clone(), fx.base.join("not-yet-created")];
+    let command = format!(
+        "cat {t}/report.md; echo; echo x > {t}/report.md; echo write=$?; touch {t}/new; echo new=$?",
+        t = team.display()
+    );
+    let output = run(&policy, &command).await;
+    assert!(output.text.starts_with("team report"), "{}", output.text);
+    assert!(
+        !output.text.contains("write=0") && !output.text.contains("new=0"),
+        "{}",
+        output.text
+    );
+    assert_eq!(
+        std::fs::read_to_string(team.join("report.md")).unwrap(),
+        "team report"
+    );
+    assert!(!team.join("new").exists());
+}
