@@ -45,6 +45,9 @@ fn init_writes_a_valid_org_and_refuses_to_overwrite() {
         "tools memory_read",
         "conversation recall",
         "embeddings",
+        // The workers' file and shell tools run (issue 24).
+        "tools Read",
+        "Bash",
     ] {
         assert!(!stderr.contains(active), "{active:?} runs: {stderr}");
     }
@@ -182,6 +185,69 @@ fn visualize_draws_the_tree_without_colour_when_piped() {
     );
 }
 
+/// The worker-tool keys as `opc validate` reports them: a workspace outside the root and a token
+/// passed into the sandbox are errors (exit 1, at their lines); `mode: off` and a prefix the manager
+/// does not allow are warnings; the model cache is out of reach of any workspace.
+#[test]
+fn validate_checks_workspaces_sandbox_and_allow_lists() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let head = "framework:\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n";
+    let org = "agents:\n  ceo: { role: CEO, tools: [delegate], children: [dev], bash: { allow: [ls] } }\n  dev: { role: Dev, parent: ceo, tools: [Read, Bash], bash: { allow: [ls, rm] } }\n";
+    let write = |framework: &str, agents: &str| {
+        std::fs::write(
+            dir.path().join("opc.config.yaml"),
+            format!("{head}{framework}{agents}"),
+        )
+        .expect("write config");
+    };
+
+    write(
+        "  sandbox: { mode: off, env: [GITHUB_TOKEN] }\n",
+        &org.replace(
+            "tools: [Read, Bash]",
+            "tools: [Read, Bash], workspace: ../elsewhere",
+        ),
+    );
+    let out = opc(&["validate"], dir.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    for expected in [
+        "opc.config.yaml:4:31",
+        "`GITHUB_TOKEN` looks like a secret (a token): the sandbox's environment never holds a provider key or a platform token",
+        "`../elsewhere` climbs out of the workspace root",
+        "`mode: off`",
+        "`rm` is not allowed by `ceo`",
+    ] {
+        assert!(stderr.contains(expected), "{expected:?} in {stderr}");
+    }
+
+    write("", org);
+    let out = opc(&["validate", "--format", "json"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let warnings = json["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{json}");
+    assert_eq!(warnings[0]["path"], "agents.dev.bash.allow[1]");
+
+    // A root inside the model cache puts every workspace there.
+    let models = dir.path().join("models");
+    write("  workspace: { root: models/ws }\n", org);
+    let out = Command::new(env!("CARGO_BIN_EXE_opc"))
+        .arg("validate")
+        .current_dir(dir.path())
+        .env_remove("OPC_CONFIG")
+        .env("OPC_MODELS", &models)
+        .env("NO_COLOR", "1")
+        .output_within(WAIT)
+        .expect("opc runs");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("holds or lies in the model cache"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn help_explains_every_command() {
     let out = opc(&["--help"], Path::new("."));
@@ -206,7 +272,7 @@ fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(
         dir.path().join("opc.config.yaml"),
-        "framework:\n  name: Tiny <Org>\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\nchannels:\n  web: { listen: \"127.0.0.1:0\" }\nagents:\n  ceo: { role: CEO, tools: [delegate], children: [dev] }\n  dev: { role: Dev, parent: ceo }\n",
+        "framework:\n  name: Tiny <Org>\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n  sandbox: { mode: off }\nchannels:\n  web: { listen: \"127.0.0.1:0\" }\nagents:\n  ceo: { role: CEO, tools: [delegate], children: [dev] }\n  dev: { role: Dev, parent: ceo }\n",
     )
     .expect("write config");
     let mut child = Command::new(env!("CARGO_BIN_EXE_opc"))
@@ -280,6 +346,11 @@ fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
     assert!(
         stderr.contains("memory consolidation"),
         "run names what is not active: {stderr}"
+    );
+    assert!(
+        stderr.contains("warning")
+            && stderr.contains("`mode: off`: Bash commands run without the kernel sandbox"),
+        "run warns that the sandbox is off: {stderr}"
     );
     assert!(
         !stderr.contains("privacy gateway"),

@@ -1,6 +1,6 @@
 //! Configured features that this build accepts but does not run yet.
 //!
-//! The schema describes the whole product (memory, file and shell tools, postgres),
+//! The schema describes the whole product (memory, postgres, …),
 //! while the engine implements it in stages. A setting that silently does nothing is worse than an
 //! error: a user who configures memory blocks would believe agents remember. So this
 //! module is the one place that decides what is configured but inactive; `opc validate`, `opc run` and
@@ -24,8 +24,10 @@ pub struct Inactive {
     pub effect: String,
 }
 
-/// The tools the engine executes; every other tool is configured but inactive.
-pub const ACTIVE_TOOLS: [Tool; 9] = [
+/// The tools the engine executes; every other tool is configured but inactive. Today that is every
+/// tool the schema knows: the file and shell tools run in the agent's workspace (Bash under the
+/// sandbox); the list stays so that a tool added to the schema before the engine runs it is reported.
+pub const ACTIVE_TOOLS: [Tool; 15] = [
     Tool::Delegate,
     Tool::DelegateParallel,
     Tool::Escalate,
@@ -35,6 +37,12 @@ pub const ACTIVE_TOOLS: [Tool; 9] = [
     Tool::MemoryReplace,
     Tool::MemoryInsert,
     Tool::ConversationSearch,
+    Tool::Read,
+    Tool::Write,
+    Tool::Edit,
+    Tool::Bash,
+    Tool::Grep,
+    Tool::Glob,
 ];
 
 /// Every configured feature of `config` that this build does not run, in the order of the reference.
@@ -160,13 +168,23 @@ mod tests {
     }
 
     #[test]
-    fn defaults_and_tools_are_reported_once_each() {
+    fn defaults_are_reported_once_each_and_every_tool_is_active() {
         let c = config(
-            "  ceo: { role: CEO, tools: [delegate, memory_read, Bash], children: [a], memory: { blocks: [{ label: p, description: d, value: v }] } }\n  a: { role: A, parent: ceo, tools: [memory_read, Grep] }\n",
+            "  ceo: { role: CEO, tools: [delegate, memory_read, Bash], children: [a], memory: { archival: true, blocks: [{ label: p, description: d, value: v }] } }\n  a: { role: A, parent: ceo, tools: [memory_read, Read, Write, Edit, Grep, Glob, Bash], memory: { archival: true } }\n",
         );
         let found = inactive(&c);
         let features: Vec<&str> = found.iter().map(|i| i.feature.as_str()).collect();
-        assert_eq!(features, ["tools Bash, Grep"]);
-        assert_eq!(found[0].path, "agents.ceo.tools");
+        assert_eq!(features, ["archival memory (ceo, a)"]);
+        assert_eq!(found[0].path, "agents.ceo.memory.archival");
+    }
+
+    /// Every tool the schema knows is executed: none is "configured but not active".
+    #[test]
+    fn active_tools_are_every_tool() {
+        let mut active = ACTIVE_TOOLS.to_vec();
+        active.sort();
+        let mut all = Tool::ALL.to_vec();
+        all.sort();
+        assert_eq!(active, all);
     }
 }

@@ -8,12 +8,15 @@
 //! 2. `decode` + [`schema`] read typed settings from the tree, collecting type errors, unknown keys with
 //!    suggestions, duplicate keys, bad durations and non-positive limits.
 //! 3. `validate` checks what only the whole config can tell: one root, no orphans or cycles, levels,
-//!    depth, shareWith, shared blocks, tools, prompt files, model providers, and no inline secrets.
-//! 4. [`OrgTree`] is built only from a config with no errors.
+//!    depth, shareWith, shared blocks, tools, workspaces and Bash allow-lists, prompt files, model
+//!    providers, and no inline secrets.
+//! 4. [`OrgTree`] is built only from a config with no errors; it also answers where each agent's file
+//!    and shell tools reach ([`WorkspaceAccess`]) and which commands run without asking.
 //!
 //! Beside the pipeline: `indentation` rewords a YAML syntax error caused by indentation so it names the
 //! wrong line; `secrets` recognises pasted credentials and masks them in every diagnostic and in the
-//! text kept for snippets; [`inactive`] lists what a config turns on that this build does not run yet;
+//! text kept for snippets; `workspace` holds the path and allow-prefix rules that `validate` and
+//! [`OrgTree`] share; [`inactive`] lists what a config turns on that this build does not run yet;
 //! [`read_prompt_file`] is the one way any crate reads a prompt file (regular files only, size-capped).
 //!
 //! Invariants: no input makes this crate panic; a config is either valid (possibly with warnings) or has

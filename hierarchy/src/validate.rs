@@ -447,7 +447,7 @@ impl<'a> Checker<'a> {
     /// Every workspace lies strictly inside the root, and two agents' workspaces are the same directory
     /// or apart: one inside another would let its owner write where the other alone should (a
     /// manager into its team's, or into a sibling's). No workspace holds OPC's own files (the config's
-    /// directory, the database) or the home directory.
+    /// directory, the database), the home directory or the model cache, nor lies in the model cache.
     fn workspaces(&mut self, base_dir: Option<&FsPath>) {
         let config = self.config;
         let base = base_dir.unwrap_or(FsPath::new("."));
@@ -515,12 +515,29 @@ impl<'a> Checker<'a> {
                 "OPC's database (`framework.memory.path`)",
             ),
         ];
+        // The model cache as `opc-models` finds it (`$OPC_MODELS`, else the user's cache dir): neither
+        // holding it nor inside it, since the models are code-adjacent data OPC loads.
+        let env_dir = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from)
+        };
+        let models = env_dir("OPC_MODELS")
+            .or_else(|| env_dir("XDG_CACHE_HOME").map(|c| c.join("opc/models")))
+            .or_else(|| env_dir("HOME").map(|h| h.join(".cache/opc/models")))
+            .map(|m| workspace::normalise(&m));
         for (id, dir) in &dirs {
+            let inside_models = models
+                .as_ref()
+                .filter(|m| dir.starts_with(m))
+                .map(|m| (m.clone(), "the model cache"));
             let hit = protected
                 .iter()
                 .map(|(p, what)| (p.clone(), *what))
                 .chain(home.clone().map(|h| (h, "the home directory")))
-                .find(|(p, _)| p.starts_with(dir));
+                .chain(models.clone().map(|m| (m, "the model cache")))
+                .find(|(p, _)| p.starts_with(dir))
+                .or(inside_models);
             if let Some((_, what)) = hit {
                 let path = if config.agents[*id].workspace.is_some() {
                     Self::agent_path(id).key("workspace")
@@ -530,7 +547,7 @@ impl<'a> Checker<'a> {
                 self.error(
                     path,
                     Anchor::Value,
-                    format!("`{id}`'s workspace ({}) holds {what}, which no agent may reach", dir.display()),
+                    format!("`{id}`'s workspace ({}) holds or lies in {what}, which no agent may reach", dir.display()),
                     "keep workspaces in a directory of their own, such as the default `framework.workspace.root: .opc/workspaces`",
                 );
             }
@@ -538,8 +555,10 @@ impl<'a> Checker<'a> {
     }
 
     /// `bash` sections: one on an agent that neither runs Bash nor manages anyone who does does
-    /// nothing (an error, like an unknown key); on a manager without Bash it is the ceiling for its
-    /// team, which is allowed. Each prefix a manager's list does not cover is a warning (it will ask,
+    /// nothing. That is a warning, not an error: the section grants nothing by itself, and taking
+    /// `Bash` away (the safe direction, e.g. one click in the admin console) must not make the config
+    /// invalid until the section is deleted too. On a manager without Bash whose team has it, the
+    /// section is the team's ceiling, which is allowed. Each prefix a manager's list does not cover is a warning (it will ask,
     /// or be refused), and `"*"` that survives is a warning that every command runs without asking.
     fn bash(&mut self) {
         let config = self.config;
@@ -553,7 +572,7 @@ impl<'a> Checker<'a> {
                     .iter()
                     .any(|(other, a)| other != id && runs_bash(a) && self.is_ancestor(id, other));
                 if !team_runs_bash {
-                    self.error(
+                    self.warning(
                         section,
                         Anchor::Key,
                         format!("`{id}` has a `bash` section but not the `Bash` tool, and nobody below it has `Bash`: the section does nothing"),

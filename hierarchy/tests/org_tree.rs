@@ -93,3 +93,46 @@ fn one_way_sharing_is_not_mirrored() {
     assert!(org.shares_with("a", "b"));
     assert!(!org.shares_with("b", "a"));
 }
+
+/// The example's workers write their own workspaces; the VP and the leads read their teams'; the
+/// support branch is out of reach of engineering and the other way round.
+#[test]
+fn the_example_workspaces_and_allow_lists() {
+    let org = example();
+    let root = org.workspace_root().to_path_buf();
+    assert!(root.is_absolute() && root.ends_with(".opc/workspaces"));
+    let dev = org.workspace_access("dev-backend").expect("agent");
+    assert_eq!(dev.write, root.join("repos/api"));
+    assert!(dev.read.is_empty());
+    let vp = org.workspace_access("vp-eng").expect("agent");
+    assert_eq!(vp.write, root.join("vp-eng"));
+    assert_eq!(
+        vp.read,
+        [
+            root.join("lead-backend"),
+            root.join("lead-frontend"),
+            root.join("repos/api"),
+            root.join("dev-frontend"),
+        ]
+    );
+    assert!(!vp.read.contains(&root.join("support-agent")));
+    let lead = org.workspace_access("lead-support").expect("agent");
+    assert_eq!(lead.read, [root.join("support-agent")]);
+    assert_eq!(
+        org.bash_allow("dev-backend"),
+        ["ls", "cat", "git status", "git diff", "cargo test"]
+    );
+    assert_eq!(
+        org.bash_allow("dev-frontend"),
+        ["ls", "cat", "git status", "git diff", "npm test"]
+    );
+    assert!(org.bash_allow("support-agent").is_empty());
+    assert_eq!(
+        org.bash_unlisted("dev-backend"),
+        opc_hierarchy::schema::Unlisted::Ask
+    );
+    assert_eq!(
+        org.sandbox().mode,
+        opc_hierarchy::schema::SandboxMode::Enforce
+    );
+}
