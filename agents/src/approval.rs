@@ -31,13 +31,29 @@ pub(crate) async fn request(
     options: &[OfferedOption],
     clocks: &[crate::clock::Clock],
 ) -> Result<(String, bool), StoreError> {
+    ask(rt, record, tool_use_id, summary, options, clocks)
+        .await
+        .map(|a| answer(&a))
+}
+
+/// Ask, wait, and return the decided approval (for a tool that acts on the option chosen: Bash).
+/// If anything fails while the approval is pending, it is rejected (fail closed) before the error is
+/// returned.
+pub(crate) async fn ask(
+    rt: &Arc<EngineState>,
+    record: &TaskRecord,
+    tool_use_id: &str,
+    summary: &str,
+    options: &[OfferedOption],
+    clocks: &[crate::clock::Clock],
+) -> Result<Approval, StoreError> {
     let store = rt.store();
     let timeout = rt.config().framework.execution.approval_timeout;
     let (approval, created) = store
         .request_approval(record, tool_use_id, summary, options, timeout)
         .await?;
     if approval.state != ApprovalState::Pending {
-        return Ok(answer(&approval));
+        return Ok(approval);
     }
     let result = wait(rt, record, &approval, created, clocks).await;
     if result.is_err()
@@ -64,7 +80,7 @@ async fn wait(
     approval: &Approval,
     created: bool,
     clocks: &[crate::clock::Clock],
-) -> Result<(String, bool), StoreError> {
+) -> Result<Approval, StoreError> {
     let store = rt.store();
     // Register before re-reading, so a decision landing in between is not missed.
     let (mut rx, _unregister) = rt.approvals().register(approval.id);
@@ -126,7 +142,7 @@ async fn wait(
         TaskState::Executing
     };
     store.transition(record.id, back).await?;
-    Ok(answer(&decided))
+    Ok(decided)
 }
 
 /// The tool result the model sees for a decided approval: the outcome first (the model acts on it),

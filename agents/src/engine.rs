@@ -672,7 +672,11 @@ fn build_state(
     shared: Shared,
 ) -> Result<EngineState, EngineError> {
     let memory = shared.memory;
-    let tools = crate::tools::ToolRegistry::standard(memory.blocks(), memory.recall_store());
+    let tools = crate::tools::ToolRegistry::standard(
+        memory.blocks(),
+        memory.recall_store(),
+        shared.options.sandbox.clone(),
+    );
     let context = ContextBuilder::new(&config, &org, base_dir, memory)?;
     let resolve = |agent: &str, model: &str| {
         config

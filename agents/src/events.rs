@@ -46,6 +46,23 @@ pub enum Event {
         /// The tool's wire name.
         tool: String,
     },
+    /// A tool call finished (the ledger has a row for it too).
+    ToolFinished {
+        /// The task.
+        task: TaskId,
+        /// The agent.
+        agent: String,
+        /// The tool's wire name.
+        tool: String,
+        /// Wall time of the call (an approval's wait and a delegation's subtree included).
+        duration_ms: u64,
+        /// `ok` or `error` (the result was a tool error).
+        outcome: String,
+        /// A command's exit code (Bash).
+        exit_code: Option<i32>,
+        /// What the tool noted as safe to show (Bash: the command without its arguments).
+        detail: Option<String>,
+    },
     /// A task was handed to a child agent.
     Delegated {
         /// The delegating task.

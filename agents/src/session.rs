@@ -40,11 +40,12 @@ use crate::llm::{
 };
 use crate::state::EngineState;
 use crate::store::{
-    CallPrivacy, CallRecord, Ending, NewTask, StoreError, TaskId, TaskRecord, TaskState,
+    Approval, CallPrivacy, CallRecord, Ending, NewTask, OfferedOption, StoreError, TaskId,
+    TaskRecord, TaskState, ToolCallRecord, ToolOutcome,
 };
 use crate::tools::{
-    self, ApprovalArgs, DelegateArgs, SeenVersions, SpecContext, ToolContext, ToolHandler,
-    ToolHost, ToolResult,
+    self, ApprovalArgs, CallNote, DelegateArgs, SeenVersions, SpecContext, ToolContext,
+    ToolHandler, ToolHost, ToolResult,
 };
 
 /// What a task hands down to the tasks it delegates to.
@@ -602,8 +603,38 @@ async fn run_tools(
             agent: record.agent.clone(),
             tool: name.clone(),
         });
-        let result = run_tool(rt, record, &id, &name, &input, offered, scope, seen).await;
-        result.map(|(content, is_error)| Content::ToolResult {
+        let started = Instant::now();
+        let (content, is_error, note) =
+            run_tool(rt, record, &id, &name, &input, offered, scope, seen).await?;
+        // Every call is an event and a ledger row (a call dropped by a cancellation has neither:
+        // its task's record says it was cancelled).
+        let outcome = if is_error {
+            ToolOutcome::Error
+        } else {
+            ToolOutcome::Ok
+        };
+        let call = ToolCallRecord {
+            task_id: record.id,
+            agent: record.agent.clone(),
+            tool: name.clone(),
+            tool_use_id: id.clone(),
+            outcome,
+            exit_code: note.exit_code,
+            detail: note.detail,
+            duration_ms: started.elapsed().as_millis() as u64,
+            created_at: 0,
+        };
+        rt.store().record_tool_call(&call).await?;
+        rt.events().publish(Event::ToolFinished {
+            task: record.id,
+            agent: call.agent,
+            tool: call.tool,
+            duration_ms: call.duration_ms,
+            outcome: outcome.as_str().to_string(),
+            exit_code: call.exit_code,
+            detail: call.detail,
+        });
+        Ok(Content::ToolResult {
             tool_use_id: id,
             content,
             is_error,
@@ -616,7 +647,7 @@ async fn run_tools(
     Ok((results?, waits))
 }
 
-/// One tool call → `(content, is_error)`, through the registry.
+/// One tool call → `(content, is_error, what the tool noted for the ledger)`, through the registry.
 #[allow(clippy::too_many_arguments)]
 async fn run_tool(
     rt: &Arc<EngineState>,
@@ -627,7 +658,7 @@ async fn run_tool(
     offered: &[Arc<dyn ToolHandler>],
     scope: &Scope,
     seen: &SeenVersions,
-) -> Result<(String, bool), StoreError> {
+) -> Result<(String, bool, CallNote), StoreError> {
     let Some(tool) = offered.iter().find(|t| t.name() == name) else {
         let names: Vec<&str> = offered.iter().map(|t| t.name()).collect();
         return Ok((
@@ -640,11 +671,13 @@ async fn run_tool(
                 }
             ),
             true,
+            CallNote::default(),
         ));
     };
     let host = Host { rt, record, scope };
-    tool.run(&ToolContext::new(&host, tool_use_id, seen), input)
-        .await
+    let cx = ToolContext::new(&host, tool_use_id, seen);
+    let (content, is_error) = tool.run(&cx, input).await?;
+    Ok((content, is_error, cx.take_note()))
 }
 
 /// The session of one task as its tools see it ([`ToolHost`]): the tools own that seam, and this is
@@ -696,6 +729,42 @@ impl ToolHost for Host<'_> {
             self.scope.clocks.as_slice(),
         )
         .await
+    }
+
+    async fn ask(
+        &self,
+        tool_use_id: &str,
+        summary: &str,
+        options: &[OfferedOption],
+    ) -> Result<Approval, StoreError> {
+        crate::approval::ask(
+            self.rt,
+            self.record,
+            tool_use_id,
+            summary,
+            options,
+            self.scope.clocks.as_slice(),
+        )
+        .await
+    }
+
+    async fn command_approved(&self, command: &str) -> Result<bool, StoreError> {
+        self.rt
+            .store()
+            .command_approved(&self.record.conversation_id, &self.record.agent, command)
+            .await
+    }
+
+    async fn approve_command(&self, command: &str, approval: i64) -> Result<(), StoreError> {
+        self.rt
+            .store()
+            .approve_command(
+                &self.record.conversation_id,
+                &self.record.agent,
+                command,
+                approval,
+            )
+            .await
     }
 }
 

@@ -309,6 +309,9 @@ pub struct EngineOptions {
     /// Re-enter trees suspended on approvals at startup (the gateway does; a one-off `opc chat` leaves
     /// them for the gateway instead of running other conversations' work in the background).
     pub resume_suspended: bool,
+    /// What runs `Bash` commands (`opc` gives every engine one, over its own executable). `None`:
+    /// the engine offers no `Bash` tool.
+    pub sandbox: Option<std::sync::Arc<opc_sandbox::Sandbox>>,
 }
 
 impl Default for EngineOptions {
@@ -320,6 +323,7 @@ impl Default for EngineOptions {
             attempt_timeout: std::time::Duration::from_secs(300),
             retry: RetryPolicy::default(),
             resume_suspended: true,
+            sandbox: None,
         }
     }
 }

@@ -356,6 +356,7 @@ agents:
                 ..RetryPolicy::default()
             },
             resume_suspended: true,
+            sandbox: None,
         }
     }
 

@@ -134,7 +134,12 @@ async fn make_the_fixture() {
 }
 
 /// Every component of the file and the version this build brings it to.
-const COMPONENTS: [(&str, i64); 4] = [("agents", 5), ("gateway", 1), ("memory", 3), ("web", 1)];
+const COMPONENTS: [(&str, i64); 4] = [
+    ("agents", opc_agents::store::schema::VERSION),
+    ("gateway", 1),
+    ("memory", 3),
+    ("web", 1),
+];
 
 /// A config directory whose database is the fixture, loaded back from its dump.
 fn restored(llm_url: &str) -> tempfile::TempDir {
@@ -263,8 +268,9 @@ async fn a_database_from_before_schema_versions_is_adopted_with_every_row() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
     assert_eq!(
-        user_version, 5,
-        "the engine's old marker is kept in step (5 > 4: the build that made the fixture refuses it now)"
+        user_version,
+        opc_agents::store::schema::VERSION,
+        "the engine's old marker is kept in step (> 4: the build that made the fixture refuses it now)"
     );
     let everything = rows(&db, None);
     drop(db);
@@ -288,7 +294,10 @@ async fn a_database_from_before_schema_versions_is_adopted_with_every_row() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_from_a_newer_build_is_refused_at_start_up() {
     let llm = ScriptedLlm::start(Script::new()).await.unwrap();
-    for (component, known) in [("agents", 5), ("gateway", 1)] {
+    for (component, known) in [
+        ("agents", opc_agents::store::schema::VERSION),
+        ("gateway", 1),
+    ] {
         let dir = restored(&llm.url());
         start_and_stop(dir.path());
         let db = Connection::open(database(dir.path())).unwrap();

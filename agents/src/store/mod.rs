@@ -12,6 +12,7 @@
 //!   schema changes;
 //! - `state`: [`TaskState`] and its transitions; `tasks`: conversations, task records and histories;
 //! - `lifecycle`: starting, moving, ending and cancelling tasks; `ledger`: LLM calls and totals;
+//! - `tool_calls`: the tool-call ledger and the Bash commands approved for a conversation;
 //! - `approvals`, `notices`, `recovery` (startup), `lock` (one engine per database),
 //!   `checkpointer` (WAL checkpoints off the writers' path), [`erase`] (`opc privacy erase`: every
 //!   stored copy of a value rewritten, in every table of the file).
@@ -46,6 +47,7 @@ mod seam;
 mod sqlite;
 mod state;
 mod tasks;
+mod tool_calls;
 
 pub use approvals::{
     Approval, ApprovalOption, ApprovalState, Decided, OfferedOption, OptionOutcome, SystemDecider,
@@ -62,6 +64,7 @@ pub use seam::Store;
 pub use sqlite::SqliteStore;
 pub use state::{TaskId, TaskState};
 pub use tasks::{NewTask, TaskRecord};
+pub use tool_calls::{ToolCallRecord, ToolOutcome};
 
 use checkpointer::Checkpointer;
 

@@ -1,4 +1,4 @@
-//! The engine's schema (tasks, the ledger, approvals, notices), as versioned migrations in one place.
+//! The engine's schema (tasks, the ledgers of LLM and tool calls, approvals, notices), as versioned migrations in one place.
 //!
 //! The migrations are the `agents` component of the file's one migration story ([`opc_migrate`]): its
 //! version is the `agents` row of `schema_versions`, and [`migrate`] applies the missing migrations in
@@ -54,6 +54,32 @@ const MIGRATIONS: &[Migration] = &[
         // refuse the file (through `user_version`, kept in step) instead of failing on the first
         // approval row they meet; rows written before it are read with the same rule as ever.
         sql: "",
+    },
+    Migration {
+        what: "the ledger records every tool call; Bash commands approved for a conversation",
+        // `detail` is what the tool noted as safe to keep (never its input); `exit_code` is a
+        // command's. `approved_commands` is keyed by the exact command, agent and conversation.
+        sql: "CREATE TABLE tool_calls (
+                  id          INTEGER PRIMARY KEY,
+                  task_id     INTEGER NOT NULL REFERENCES tasks(id),
+                  agent       TEXT NOT NULL,
+                  tool        TEXT NOT NULL,
+                  tool_use_id TEXT NOT NULL,
+                  outcome     TEXT NOT NULL,
+                  exit_code   INTEGER,
+                  detail      TEXT,
+                  duration_ms INTEGER NOT NULL,
+                  created_at  INTEGER NOT NULL
+              );
+              CREATE INDEX tool_calls_task ON tool_calls(task_id, id);
+              CREATE TABLE approved_commands (
+                  conversation_id TEXT NOT NULL,
+                  agent           TEXT NOT NULL,
+                  command         TEXT NOT NULL,
+                  approval_id     INTEGER NOT NULL,
+                  created_at      INTEGER NOT NULL,
+                  PRIMARY KEY (conversation_id, agent, command)
+              );",
     },
 ];
 

@@ -21,7 +21,8 @@ use std::time::Duration;
 
 use super::{
     Approval, CallRecord, Decided, Ending, LatestCall, NewTask, Notice, OfferedOption, PrivacyDay,
-    Recovery, Spend, StoreError, TaskId, TaskPrivacy, TaskRecord, TaskState, Totals,
+    Recovery, Spend, StoreError, TaskId, TaskPrivacy, TaskRecord, TaskState, ToolCallRecord,
+    Totals,
 };
 use crate::llm::Message;
 
@@ -158,6 +159,12 @@ pub trait Store: Send + Sync {
     /// The latest call per model within the last `window` calls.
     async fn latest_calls(&self, window: u32) -> Result<Vec<LatestCall>, StoreError>;
 
+    /// Record one tool call (its duration and outcome; never its input).
+    async fn record_tool_call(&self, call: &ToolCallRecord) -> Result<(), StoreError>;
+
+    /// Every tool call of a tree's tasks, in the order they finished.
+    async fn tool_calls(&self, root_id: TaskId) -> Result<Vec<ToolCallRecord>, StoreError>;
+
     // ------------------------------------------------------------------ approvals
 
     /// Record a pending approval for a task's tool call, or return the existing one for that call;
@@ -182,6 +189,24 @@ pub trait Store: Send + Sync {
 
     /// Decide an approval, at most once.
     async fn decide(&self, id: i64, decision: &str, by: &str) -> Result<Decided, StoreError>;
+
+    /// Whether `agent` had this exact Bash `command` approved for the rest of `conversation_id`.
+    async fn command_approved(
+        &self,
+        conversation_id: &str,
+        agent: &str,
+        command: &str,
+    ) -> Result<bool, StoreError>;
+
+    /// Remember that approval `approval` approved `command` for `agent` for the rest of
+    /// `conversation_id`.
+    async fn approve_command(
+        &self,
+        conversation_id: &str,
+        agent: &str,
+        command: &str,
+        approval: i64,
+    ) -> Result<(), StoreError>;
 
     // ------------------------------------------------------------------ notices
 

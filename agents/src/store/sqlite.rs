@@ -40,7 +40,7 @@ use super::tasks::encode_history;
 use super::{
     Approval, CallRecord, Db, Decided, Ending, LatestCall, NewTask, Notice, OfferedOption,
     PrivacyDay, Recovery, Spend, Store, StoreError, TaskId, TaskPrivacy, TaskRecord, TaskState,
-    Totals, exec,
+    ToolCallRecord, Totals, exec,
 };
 use crate::llm::Message;
 
@@ -527,6 +527,15 @@ impl Store for SqliteStore {
         self.read(|db| db.latest_calls(window))
     }
 
+    async fn record_tool_call(&self, call: &ToolCallRecord) -> Result<(), StoreError> {
+        let call = call.clone();
+        self.write(move |db| db.record_tool_call(&call)).await
+    }
+
+    async fn tool_calls(&self, root_id: TaskId) -> Result<Vec<ToolCallRecord>, StoreError> {
+        self.read(|db| db.tool_calls(root_id))
+    }
+
     async fn request_approval(
         &self,
         task: &TaskRecord,
@@ -558,6 +567,31 @@ impl Store for SqliteStore {
     async fn decide(&self, id: i64, decision: &str, by: &str) -> Result<Decided, StoreError> {
         let (decision, by) = (decision.to_string(), by.to_string());
         self.write(move |db| db.decide(id, &decision, &by)).await
+    }
+
+    async fn command_approved(
+        &self,
+        conversation_id: &str,
+        agent: &str,
+        command: &str,
+    ) -> Result<bool, StoreError> {
+        self.read(|db| db.command_approved(conversation_id, agent, command))
+    }
+
+    async fn approve_command(
+        &self,
+        conversation_id: &str,
+        agent: &str,
+        command: &str,
+        approval: i64,
+    ) -> Result<(), StoreError> {
+        let (conversation_id, agent, command) = (
+            conversation_id.to_string(),
+            agent.to_string(),
+            command.to_string(),
+        );
+        self.write(move |db| db.approve_command(&conversation_id, &agent, &command, approval))
+            .await
     }
 
     async fn add_notice(

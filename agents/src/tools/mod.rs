@@ -20,10 +20,12 @@
 //! precise, model-readable error messages, which go back to the model as a tool error — an invalid call
 //! never fails the task.
 //!
-//! Invariant: every tool an agent is offered is one the engine executes. Config tools with no executor
-//! in this build (the shell tool, until it lands) are reported once at startup ([`unavailable_tools`]) and not
-//! offered, so a model can never call a tool that does nothing.
+//! Invariant: every tool an agent is offered is one the engine executes. A config tool with no
+//! executor in this build is reported once at startup ([`unavailable_tools`]) and not offered, so a
+//! model can never call a tool that does nothing. Bash is offered only to an engine given a sandbox
+//! launcher (`opc` always gives one, and warns at startup when it cannot).
 
+pub mod bash;
 mod builtin;
 pub mod files;
 pub mod memory;
@@ -38,7 +40,7 @@ use opc_hierarchy::schema::Agent;
 
 use crate::ending::TaskEnd;
 pub use crate::ending::{Escalation, EscalationKind};
-use crate::store::{OfferedOption, StoreError, TaskId};
+use crate::store::{Approval, OfferedOption, StoreError, TaskId};
 
 use opc_hierarchy::schema::Tool;
 use serde::Deserialize;
@@ -48,7 +50,7 @@ use crate::llm::ToolSpec;
 
 /// The config tools this engine executes (the memory tools when the engine has memory, which `opc`
 /// always gives it).
-pub const EXECUTED: [Tool; 14] = [
+pub const EXECUTED: [Tool; 15] = [
     Tool::Delegate,
     Tool::DelegateParallel,
     Tool::Escalate,
@@ -63,6 +65,7 @@ pub const EXECUTED: [Tool; 14] = [
     Tool::Edit,
     Tool::Grep,
     Tool::Glob,
+    Tool::Bash,
 ];
 
 /// A tool call's result for the model: `(content, is_error)`. `Err` is reserved for failures of the
@@ -145,6 +148,31 @@ pub(crate) trait ToolHost: Send + Sync {
     ) -> Result<TaskEnd, StoreError>;
     /// Ask a human (tool call `tool_use_id`), wait for the decision, and answer the call with it.
     async fn request_approval(&self, tool_use_id: &str, args: &ApprovalArgs) -> ToolResult;
+    /// Ask a human as `request_approval` does (same card, approvers, timeout; a timeout or a
+    /// cancellation is a rejection) and return the decided approval, for a tool that acts on the
+    /// option chosen (Bash).
+    async fn ask(
+        &self,
+        tool_use_id: &str,
+        summary: &str,
+        options: &[OfferedOption],
+    ) -> Result<Approval, StoreError>;
+    /// Whether this exact Bash `command` was approved for the calling agent for the rest of this
+    /// conversation.
+    async fn command_approved(&self, command: &str) -> Result<bool, StoreError>;
+    /// Remember that approval `approval` approved `command` for the calling agent for the rest of
+    /// this conversation.
+    async fn approve_command(&self, command: &str, approval: i64) -> Result<(), StoreError>;
+}
+
+/// What a tool tells the ledger about one call beyond its result: a description safe to store
+/// (never personal data) and, for a command, its exit code.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallNote {
+    /// A short description for `opc tasks --tree` (e.g. Bash's command, without its arguments).
+    pub detail: Option<String>,
+    /// The exit code of a command that ran.
+    pub exit_code: Option<i32>,
 }
 
 /// Everything a tool call runs with: who calls (agent, task, conversation), the org, and the
@@ -156,6 +184,8 @@ pub struct ToolContext<'a> {
     pub tool_use_id: &'a str,
     /// The block versions this session has shown its model.
     pub seen: &'a SeenVersions,
+    /// What the tool tells the ledger (see [`ToolContext::note`]).
+    note: Mutex<CallNote>,
 }
 
 impl<'a> ToolContext<'a> {
@@ -169,7 +199,25 @@ impl<'a> ToolContext<'a> {
             host,
             tool_use_id,
             seen,
+            note: Mutex::default(),
         }
+    }
+
+    /// Tell the ledger a safe description of this call and/or a command's exit code (a `None`
+    /// leaves what was noted before).
+    pub fn note(&self, detail: Option<String>, exit_code: Option<i32>) {
+        let mut note = self.note.lock().unwrap_or_else(|p| p.into_inner());
+        if detail.is_some() {
+            note.detail = detail;
+        }
+        if exit_code.is_some() {
+            note.exit_code = exit_code;
+        }
+    }
+
+    /// What the tool noted.
+    pub(crate) fn take_note(&self) -> CallNote {
+        std::mem::take(&mut *self.note.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// The session running the call (for the org tools).
@@ -202,14 +250,19 @@ pub struct ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// The built-in tools, plus the memory tools over `blocks` when the engine has memory.
+    /// The built-in tools, plus the memory tools over `blocks` when the engine has memory, plus
+    /// `Bash` when the engine has a sandbox to run commands in.
     pub fn standard(
         blocks: Option<opc_memory::blocks::BlockStore>,
         recall: Option<opc_memory::recall::RecallStore>,
+        sandbox: Option<Arc<opc_sandbox::Sandbox>>,
     ) -> ToolRegistry {
         let mut registry = ToolRegistry::default();
         builtin::register(&mut registry);
         files::register(&mut registry);
+        if let Some(sandbox) = sandbox {
+            bash::register(&mut registry, sandbox);
+        }
         if let Some(blocks) = blocks {
             if let Some(recall) = recall {
                 search::register(&mut registry, blocks.clone(), recall);
@@ -481,7 +534,7 @@ mod tests {
                 "request_approval"
             ]
         );
-        let registry = ToolRegistry::standard(None, None);
+        let registry = ToolRegistry::standard(None, None, None);
         let names: Vec<&str> = registry.tools.iter().map(|t| t.name()).collect();
         assert_eq!(
             names,

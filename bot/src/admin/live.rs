@@ -312,18 +312,23 @@ pub async fn task(State(admin): State<Arc<Admin>>, Path(id): Path<i64>) -> Respo
             .filter(|a| a.root_id == task.root_id)
             .collect();
         let totals = store.totals(task.root_id).await?;
-        Ok::<_, opc_agents::store::StoreError>((tree, calls, approvals, totals))
+        let tools = store.tool_calls(task.root_id).await?;
+        Ok::<_, opc_agents::store::StoreError>((tree, calls, approvals, totals, tools))
     })
     .await;
     match read {
-        Ok(Ok((tree, calls, approvals, totals))) => {
+        Ok(Ok((tree, calls, approvals, totals, tools))) => {
             let tasks: Vec<Value> = tree
                 .iter()
                 .map(|t| {
+                    // The task's tool calls: tool, duration, outcome, a command's exit code, and
+                    // what the tool noted as safe to show (never its input).
+                    let own: Vec<_> = tools.iter().filter(|c| c.task_id == t.id).collect();
                     json!({
                         "task": t,
                         "state": t.state.as_str(),
                         "calls": calls.get(&t.id),
+                        "tools": own,
                     })
                 })
                 .collect();

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use opc_agents::context::{BlockMemory, RECALL_BUDGET_TOKENS};
+use opc_agents::store::{ApprovalOption, OptionOutcome, resolve_options};
 use opc_agents::{Engine, EngineOptions, Event, Outcome, TaskId, TaskState};
 use tokio::sync::{broadcast, mpsc};
 
@@ -146,6 +147,21 @@ pub async fn build_engine(
     let memory = BlockMemory::open(&db, &loaded.config, Arc::new(loaded.org.clone()))
         .map_err(|e| format!("error: {e}\n"))?
         .with_recall(recall.clone(), &loaded.config, RECALL_BUDGET_TOKENS);
+    // Bash runs under the kernel sandbox, whose launcher is this executable re-entered
+    // (`opc_sandbox::enter_if_launcher` at the top of `main`).
+    let options = match (&options.sandbox, std::env::current_exe()) {
+        (Some(_), _) => options,
+        (None, Ok(exe)) => EngineOptions {
+            sandbox: Some(Arc::new(opc_sandbox::Sandbox::new(exe))),
+            ..options
+        },
+        (None, Err(e)) => {
+            eprint(&format!(
+                "warning: cannot find OPC's own executable to launch the Bash sandbox ({e}); Bash is not offered to any agent\n"
+            ));
+            options
+        }
+    };
     let engine = Engine::from_config(loaded, Arc::new(store), Arc::new(memory), options, |var| {
         std::env::var(var).ok()
     })
@@ -324,7 +340,7 @@ async fn turn(
     let mut nodes: HashMap<TaskId, Node> = HashMap::from([(root, Node { depth: 0 })]);
     let mut streamed = String::new();
     // Approvals waiting for an answer typed here, oldest first.
-    let mut pending: VecDeque<(i64, Vec<String>)> = VecDeque::new();
+    let mut pending: VecDeque<(i64, Vec<ApprovalOption>)> = VecDeque::new();
     // Time spent waiting for a person to decide, shown apart from the time the agents worked.
     let mut waiting_since: Option<Instant> = None;
     let mut waited = Duration::ZERO;
@@ -335,7 +351,11 @@ async fn turn(
             outcome = &mut wait => break outcome,
             event = events.recv() => match event {
                 Ok(event) => {
-                    if let Some(approval) = show(&event, root, &mut nodes, &mut streamed, trace) {
+                    if let Some(asked) = show(&event, root, &mut nodes, &mut streamed, trace) {
+                        // The card is printed once the options' outcomes are known (for `y` / `n`).
+                        let options = outcomes(engine, asked.approval, &asked.labels).await;
+                        eprint(&card(asked.approval, &asked.requested_by, &asked.summary, &options));
+                        let approval = (asked.approval, options);
                         // On a terminal, lines typed before the card appeared are not answers to it.
                         // (Piped input is a script that knows what it approves.)
                         if trace.typed_input {
@@ -354,11 +374,11 @@ async fn turn(
                     // A skipped approval card would leave its task waiting: ask the database.
                     for approval in engine.pending_approvals().await.unwrap_or_default() {
                         if approval.root_id == root && !pending.iter().any(|(id, _)| *id == approval.id) {
-                            eprint(&card(approval.id, &approval.agent, &approval.summary, &approval.labels()));
+                            eprint(&card(approval.id, &approval.agent, &approval.summary, &approval.options));
                             if pending.is_empty() {
                                 waiting_since = Some(Instant::now());
                             }
-                            pending.push_back((approval.id, approval.labels()));
+                            pending.push_back((approval.id, approval.options.clone()));
                         }
                     }
                 }
@@ -375,8 +395,11 @@ async fn turn(
                             continue;
                         }
                     },
-                    // End of input: fail closed.
-                    None => "reject".to_string(),
+                    // End of input: fail closed, with the option that rejects (whatever its label).
+                    None => options
+                        .iter()
+                        .find(|o| o.outcome == OptionOutcome::Reject)
+                        .map_or_else(|| "reject".to_string(), |o| o.label.clone()),
                 };
                 let by = std::env::var("USER").map(|u| format!("cli:{u}")).unwrap_or_else(|_| "cli".into());
                 if let Err(e) = engine.decide(approval, &decision, &by).await {
@@ -403,14 +426,22 @@ async fn turn(
     Ok(outcome)
 }
 
-/// Show one event; returns an approval to ask about.
+/// An approval an event asked for.
+struct Asked {
+    approval: i64,
+    requested_by: String,
+    summary: String,
+    labels: Vec<String>,
+}
+
+/// Show one event; returns an approval to ask about (its card is the caller's to print).
 fn show(
     event: &Event,
     root: TaskId,
     nodes: &mut HashMap<TaskId, Node>,
     streamed: &mut String,
     trace: &Trace,
-) -> Option<(i64, Vec<String>)> {
+) -> Option<Asked> {
     let indent = |task: &TaskId, nodes: &HashMap<TaskId, Node>| {
         "  ".repeat(nodes.get(task).map_or(0, |n| n.depth) + 1)
     };
@@ -452,6 +483,28 @@ fn show(
                 print("\n");
             }
         }
+        Event::ToolFinished {
+            task,
+            tool,
+            duration_ms,
+            outcome,
+            exit_code,
+            detail,
+            ..
+        } if !trace.quiet && nodes.contains_key(task) && tool == "Bash" => {
+            let exit = exit_code
+                .map(|c| format!(" (exit {c})"))
+                .unwrap_or_default();
+            let detail = detail
+                .as_deref()
+                .map(|d| format!(" · {d}"))
+                .unwrap_or_default();
+            eprint(&format!(
+                "{}$ {tool} {:.1}s {outcome}{exit}{detail}\n",
+                indent(task, nodes),
+                *duration_ms as f64 / 1000.0
+            ));
+        }
         Event::AgentFinished {
             task,
             agent,
@@ -489,8 +542,12 @@ fn show(
             options,
             ..
         } if nodes.contains_key(task) => {
-            eprint(&card(*approval, &path.join(" › "), summary, options));
-            return Some((*approval, options.clone()));
+            return Some(Asked {
+                approval: *approval,
+                requested_by: path.join(" › "),
+                summary: summary.clone(),
+                labels: options.clone(),
+            });
         }
         Event::ApprovalResolved {
             approval,
@@ -506,19 +563,30 @@ fn show(
 }
 
 /// An approval as shown on the terminal, ending with the prompt.
-fn card(approval: i64, requested_by: &str, summary: &str, options: &[String]) -> String {
+fn card(approval: i64, requested_by: &str, summary: &str, options: &[ApprovalOption]) -> String {
+    // A multi-line summary (a Bash command's card) keeps the card's rail on every line.
+    let summary = summary.lines().collect::<Vec<_>>().join("\n│ ");
     format!(
         "\n┌ approval {approval} requested by {requested_by}\n│ {summary}\n└ decide ({}) › ",
         choices(options)
     )
 }
 
+/// An approval's options with their outcomes, as stored (the event carries the labels only); if the
+/// read fails, the labels resolved by the store's own rule for plain labels.
+async fn outcomes(engine: &Engine, approval: i64, labels: &[String]) -> Vec<ApprovalOption> {
+    match engine.store().approval(approval).await {
+        Ok(Some(stored)) => stored.options,
+        _ => resolve_options(&labels.iter().map(|l| l.as_str().into()).collect::<Vec<_>>()),
+    }
+}
+
 /// The accepted answers: `1 approve / 2 reject, or y / n`.
-fn choices(options: &[String]) -> String {
+fn choices(options: &[ApprovalOption]) -> String {
     let numbered: Vec<String> = options
         .iter()
         .enumerate()
-        .map(|(i, o)| format!("{} {o}", i + 1))
+        .map(|(i, o)| format!("{} {}", i + 1, o.label))
         .collect();
     let mut text = numbered.join(" / ");
     if yes_no(options).is_some() {
@@ -527,27 +595,33 @@ fn choices(options: &[String]) -> String {
     text
 }
 
-/// The options `y` and `n` stand for, when the options include an approving and a rejecting one.
-fn yes_no(options: &[String]) -> Option<(&str, &str)> {
-    let find = |words: &[&str]| {
-        options
-            .iter()
-            .find(|o| words.contains(&o.to_lowercase().as_str()))
-            .map(String::as_str)
-    };
-    Some((
-        find(&["approve", "approved", "yes", "accept", "allow", "ok"])?,
-        find(&["reject", "rejected", "no", "deny", "decline"])?,
-    ))
+/// The options `y` and `n` stand for: `y` the first approving option (for a Bash command, "Approve
+/// once": the narrower go-ahead), `n` the rejecting one, when exactly one option rejects (with two,
+/// `n` would have to guess which).
+fn yes_no(options: &[ApprovalOption]) -> Option<(&str, &str)> {
+    let yes = options
+        .iter()
+        .find(|o| o.outcome == OptionOutcome::Approve)?;
+    let mut rejecting = options
+        .iter()
+        .filter(|o| o.outcome == OptionOutcome::Reject);
+    let no = rejecting.next()?;
+    if rejecting.next().is_some() {
+        return None;
+    }
+    Some((&yes.label, &no.label))
 }
 
 /// The option a typed answer picks: the option itself (any case), its number, or `y` / `n`.
-fn choose(typed: &str, options: &[String]) -> Option<String> {
-    if let Some(option) = options.iter().find(|o| o.eq_ignore_ascii_case(typed)) {
-        return Some(option.clone());
+fn choose(typed: &str, options: &[ApprovalOption]) -> Option<String> {
+    if let Some(option) = options.iter().find(|o| o.label.eq_ignore_ascii_case(typed)) {
+        return Some(option.label.clone());
     }
     if let Ok(n) = typed.parse::<usize>() {
-        return n.checked_sub(1).and_then(|i| options.get(i)).cloned();
+        return n
+            .checked_sub(1)
+            .and_then(|i| options.get(i))
+            .map(|o| o.label.clone());
     }
     let (yes, no) = yes_no(options)?;
     match typed.to_lowercase().as_str() {
@@ -594,8 +668,8 @@ fn finish(outcome: &Outcome, streamed: &str, trace: &Trace, took: Duration, wait
 mod tests {
     use super::*;
 
-    fn options(list: &[&str]) -> Vec<String> {
-        list.iter().map(|o| o.to_string()).collect()
+    fn options(list: &[&str]) -> Vec<ApprovalOption> {
+        resolve_options(&list.iter().map(|o| (*o).into()).collect::<Vec<_>>())
     }
 
     #[test]
@@ -624,5 +698,21 @@ mod tests {
         assert_eq!(choose("y", &o), None);
         assert_eq!(choose("3", &o).as_deref(), Some("drop"));
         assert_eq!(choices(&o), "1 ship / 2 wait / 3 drop");
+    }
+
+    #[test]
+    fn a_bash_approval_offers_its_three_options_and_y_is_approve_once() {
+        let o = resolve_options(&opc_agents::tools::bash::approval_options("make deploy"));
+        assert_eq!(
+            choices(&o),
+            "1 Approve once / 2 Approve `make deploy` for this conversation / 3 Reject, or y / n"
+        );
+        assert_eq!(choose("y", &o).as_deref(), Some("Approve once"));
+        assert_eq!(
+            choose("2", &o).as_deref(),
+            Some("Approve `make deploy` for this conversation")
+        );
+        assert_eq!(choose("n", &o).as_deref(), Some("Reject"));
+        assert_eq!(choose("reject", &o).as_deref(), Some("Reject"));
     }
 }

@@ -1,5 +1,5 @@
 //! `opc tasks`: the ledger — recent root tasks, or one delegation tree with state, timing, tokens and
-//! cost per node.
+//! cost per node, and each node's tool calls (tool, duration, outcome, a command's exit code).
 //!
 //! Read-only: it opens the database without starting an engine, so it is safe to run next to `opc run`
 //! (SQLite WAL lets readers and the writer work at once).
@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use std::collections::HashMap;
 
-use opc_agents::store::{Store as _, TaskPrivacy, TaskRecord, Totals};
+use opc_agents::store::{Store as _, TaskPrivacy, TaskRecord, ToolCallRecord, Totals};
 
 use super::{eprint, print};
 
@@ -144,7 +144,8 @@ async fn read(
             let task = store.task(id).await?;
             let tree = store.tree(task.root_id).await?;
             let privacy = store.privacy_by_task(task.root_id).await?;
-            Ok(render_tree(&tree, &privacy, now))
+            let tools = store.tool_calls(task.root_id).await?;
+            Ok(render_tree(&tree, &privacy, &tools, now))
         }
         None => {
             let roots = store.recent_roots(args.limit).await?;
@@ -161,8 +162,15 @@ async fn read(
 /// One tree, parents before children, with box-drawing indentation. `privacy` is what the privacy
 /// gateway did per task: `masked 3 (PERSON_NAME 2, EMAIL 1)` counts, per type, the most any one of the
 /// task's requests carried; calls routed to the trusted model and calls the egress guard stopped are
-/// counted apart.
-pub fn render_tree(tree: &[TaskRecord], privacy: &HashMap<i64, TaskPrivacy>, now: i64) -> String {
+/// counted apart. Under each task, its tool calls in the order they finished: tool, duration,
+/// outcome (a command's exit code), and what the tool noted as safe to show (Bash: the command
+/// without its arguments).
+pub fn render_tree(
+    tree: &[TaskRecord],
+    privacy: &HashMap<i64, TaskPrivacy>,
+    tools: &[ToolCallRecord],
+    now: i64,
+) -> String {
     let Some(root) = tree.first() else {
         return String::new();
     };
@@ -232,6 +240,24 @@ pub fn render_tree(tree: &[TaskRecord], privacy: &HashMap<i64, TaskPrivacy>, now
             .iter()
             .filter(|t| t.parent_id == Some(task.id))
             .collect();
+        // The task's tool calls, under it and beside its children's branches.
+        let rail = if children.is_empty() { "   " } else { "│  " };
+        for call in tools.iter().filter(|c| c.task_id == task.id) {
+            let _ = write!(
+                out,
+                "{child_prefix}{rail}· {} {} {}",
+                call.tool,
+                humantime::format_duration(std::time::Duration::from_millis(call.duration_ms)),
+                call.outcome.as_str()
+            );
+            if let Some(code) = call.exit_code {
+                let _ = write!(out, " (exit {code})");
+            }
+            if let Some(detail) = &call.detail {
+                let _ = write!(out, " · {}", one_line(detail, 60));
+            }
+            out.push('\n');
+        }
         for (i, child) in children.iter().enumerate().rev() {
             stack.push((child, child_prefix.clone(), i + 1 == children.len()));
         }

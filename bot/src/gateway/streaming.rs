@@ -83,6 +83,7 @@ fn in_tree(event: &Event, root: TaskId, tree: &mut HashSet<TaskId>) -> bool {
         }
         Event::AgentStarted { task, .. }
         | Event::ToolCalled { task, .. }
+        | Event::ToolFinished { task, .. }
         | Event::Token { task, .. }
         | Event::StreamRestarted { task }
         | Event::PrivacyMasked { task, .. }

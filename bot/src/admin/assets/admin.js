@@ -123,6 +123,9 @@
         const calls = (n.calls || []).map((c) => el("div", { class: "calls" },
           `LLM ${c.model}: ${tokens(c.tokens_in)} in / ${tokens(c.tokens_out)} out, ${money(c.cost_usd)}, ${span(c.duration_ms)}` +
           (c.attempts > 1 ? `, ${c.attempts} attempts` : "") + (c.tool_calls.length ? ` → ${c.tool_calls.join(", ")}` : "") + (c.error ? ` — error: ${c.error}` : "")));
+        const tools = (n.tools || []).map((c) => el("div", { class: "calls" },
+          `tool ${c.tool}: ${span(c.duration_ms)}, ${c.outcome}` + (c.exit_code !== null && c.exit_code !== undefined ? ` (exit ${c.exit_code})` : "") +
+          (c.detail ? ` · ${c.detail}` : "")));
         const approvals = r.approvals.filter((a) => a.task_id === t.id).map((a) => el("div", { class: "calls" },
           `approval #${a.id}: ${a.summary} — ${a.state === "pending" ? "pending" : decisionText(a)}`));
         const end = t.output || t.error || (t.escalation ? "escalated: " + t.escalation : "");
@@ -130,7 +133,7 @@
         return el("div", { class: "node" },
           el("div", { class: "head" }, el("strong", {}, t.agent), badge(n.state), el("span", { class: "muted" },
             `#${t.id} · ${span((t.finished_at || now) - t.created_at)} · ${tokens(t.tokens_in + t.tokens_out)} tokens · ${money(t.cost_usd)}`)),
-          ...calls, ...approvals, ...(end && !kids.length || (end && t.id === root.task.id) ? [el("div", { class: "answer" }, end)] : []), ...kids);
+          ...calls, ...tools, ...approvals, ...(end && !kids.length || (end && t.id === root.task.id) ? [el("div", { class: "answer" }, end)] : []), ...kids);
       };
       const live = root && !/COMPLETED|FAILED|CANCELLED|ESCALATED/.test(root.state);
       const head = el("div", { class: "toolbar" }, el("h3", {}, `Request #${root.task.id}`),
