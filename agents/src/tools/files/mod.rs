@@ -510,6 +510,20 @@ mod tests {
         async fn request_approval(&self, _id: &str, _args: &ApprovalArgs) -> ToolResult {
             Ok(("not in this test".into(), true))
         }
+        async fn ask(
+            &self,
+            _id: &str,
+            _summary: &str,
+            _options: &[crate::store::OfferedOption],
+        ) -> Result<crate::store::Approval, StoreError> {
+            Err(StoreError::Writer("no approvals in this test".into()))
+        }
+        async fn command_approved(&self, _command: &str) -> Result<bool, StoreError> {
+            Ok(false)
+        }
+        async fn approve_command(&self, _command: &str, _approval: i64) -> Result<(), StoreError> {
+            Ok(())
+        }
     }
 
     fn org(dir: &Path) -> OrgTree {
@@ -537,7 +551,7 @@ mod tests {
     async fn a_worker_writes_reads_edits_and_searches_its_workspace() {
         let dir = tempfile::tempdir().unwrap();
         let base = std::fs::canonicalize(dir.path()).unwrap();
-        let registry = ToolRegistry::standard(None, None);
+        let registry = ToolRegistry::standard(None, None, None);
         let dev = Host {
             agent: "dev".into(),
             task: 1,
@@ -627,7 +641,7 @@ mod tests {
     #[tokio::test]
     async fn invalid_arguments_are_tool_errors() {
         let dir = tempfile::tempdir().unwrap();
-        let registry = ToolRegistry::standard(None, None);
+        let registry = ToolRegistry::standard(None, None, None);
         let dev = Host {
             agent: "dev".into(),
             task: 1,
