@@ -31,7 +31,8 @@ pub fn sandbox_owner() -> Option<(u32, u32)> {
 }
 
 /// Make `dir` (created if missing) writable by sandboxed commands: when OPC runs as root, chown it
-/// and everything under it to [`sandbox_owner`], without following symlinks. Cheap when already
+/// and everything under it to [`sandbox_owner`], without following symlinks (and leaving files
+/// with more than one hard link as they are). Cheap when already
 /// done: a `dir` that the sandbox user owns is taken as done and not walked. Does nothing when not
 /// root. Note the trade-off in the module docs.
 pub fn make_writable(dir: &Path) -> io::Result<()> {
@@ -47,12 +48,47 @@ pub fn make_writable(dir: &Path) -> io::Result<()> {
 }
 
 fn chown_tree(path: &Path, uid: u32, gid: u32) -> io::Result<()> {
-    lchown(path, Some(uid), Some(gid))?;
     let meta = std::fs::symlink_metadata(path)?;
+    // A file with more than one link may be a hard link to a file outside the workspace (placed
+    // there by someone outside the sandbox): chowning it would hand that outside file to the
+    // sandbox's user, and Landlock (which follows names) would then let commands write it through
+    // the name inside. Such a file keeps its owner.
+    if !meta.is_dir() && meta.nlink() > 1 {
+        return Ok(());
+    }
+    lchown(path, Some(uid), Some(gid))?;
     if meta.is_dir() {
         for entry in std::fs::read_dir(path)? {
             chown_tree(&entry?.path(), uid, gid)?;
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hard link in the workspace to a file outside it: the walk leaves the outside file's owner
+    /// alone (as root; otherwise nothing is chowned at all).
+    #[test]
+    fn a_hard_link_out_of_the_workspace_keeps_its_owner() {
+        let Some((uid, _)) = sandbox_owner() else {
+            return;
+        };
+        let root = tempfile::tempdir().unwrap();
+        let outside = root.path().join("outside.txt");
+        std::fs::write(&outside, "outside").unwrap();
+        let workspace = root.path().join("ws");
+        std::fs::create_dir(&workspace).unwrap();
+        std::fs::write(workspace.join("own.txt"), "own").unwrap();
+        std::fs::hard_link(&outside, workspace.join("link")).unwrap();
+        make_writable(&workspace).unwrap();
+        assert_eq!(std::fs::metadata(&workspace).unwrap().uid(), uid);
+        assert_eq!(
+            std::fs::metadata(workspace.join("own.txt")).unwrap().uid(),
+            uid
+        );
+        assert_eq!(std::fs::metadata(&outside).unwrap().uid(), 0);
+    }
 }

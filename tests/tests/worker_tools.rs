@@ -177,7 +177,11 @@ channels:
     fn snapshot(&self) -> BTreeMap<PathBuf, Stat> {
         let mut all = BTreeMap::new();
         snapshot_into(self.outside.path(), None, &mut all);
-        snapshot_into(self.dir.path(), Some(&self.dir.path().join(".opc")), &mut all);
+        snapshot_into(
+            self.dir.path(),
+            Some(&self.dir.path().join(".opc")),
+            &mut all,
+        );
         all
     }
 }
@@ -313,9 +317,7 @@ fn happy_path() -> Vec<Step> {
             json!({"pattern": "BETA-ED", "output_mode": "content"}),
         ),
         Step::tool("Glob", json!({"pattern": "**/*.txt"})),
-        Step::tools([bash(
-            "sh -c 'cat notes/hello.txt; wc -l < notes/hello.txt'",
-        )]),
+        Step::tools([bash("sh -c 'cat notes/hello.txt; wc -l < notes/hello.txt'")]),
     ]
 }
 
@@ -363,7 +365,10 @@ async fn a_worker_three_levels_down_uses_its_tools_and_every_escape_is_refused_i
             "Write",
             json!({"file_path": org.out("written.txt"), "content": "x"}),
         ),
-        ("Write", json!({"file_path": "../escape.txt", "content": "x"})),
+        (
+            "Write",
+            json!({"file_path": "../escape.txt", "content": "x"}),
+        ),
         ("Write", json!({"file_path": "link-out", "content": "x"})),
         ("Write", json!({"file_path": "hard-out", "content": "x"})),
         (
