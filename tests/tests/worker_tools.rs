@@ -470,14 +470,22 @@ async fn a_worker_three_levels_down_uses_its_tools_and_every_escape_is_refused_i
     );
     // `env`: the scrubbed environment, no key.
     let env = &shell[7];
-    ok(env, &["exit code 0", "TERM=dumb", "HOME="]);
+    let home = format!("HOME={}\n", org.workspace().display());
+    ok(env, &["exit code 0", "TERM=dumb", &home]);
     for leak in [PROVIDER_KEY, "ANTHROPIC_API_KEY", KEY_VAR, KEY] {
         assert!(!env.0.contains(leak), "{leak} in env: {}", env.0);
     }
 
     // The fork bomb ended (the flow went on), and the next command ran.
+    // What stopped it is the process limit.
     let bomb = &step_results(&worker, 8)[0];
-    assert!(!bomb.0.is_empty(), "the bomb's result");
+    assert!(
+        bomb.0
+            .contains("fork: retry: Resource temporarily unavailable")
+            || bomb.0.contains("fork: Resource temporarily unavailable"),
+        "{}",
+        bomb.0
+    );
     ok(&step_results(&worker, 9)[0], &["alive", "exit code 0"]);
 
     // The timeout killed the child it left running.
@@ -637,6 +645,18 @@ async fn a_bash_approval_is_decided_in_the_web_chat() {
             "Approve `touch marker` for this conversation",
             "Reject"
         ]
+    );
+    // The card names the agent, the command and where it runs.
+    let card: String = serde_json::from_value(
+        browser
+            .eval(&format!("{open_card}[0].textContent"))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        card.contains(&workspace.display().to_string()),
+        "the working directory in {card}"
     );
     let click = |label: &str| {
         format!(
