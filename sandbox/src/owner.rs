@@ -66,6 +66,7 @@ fn chown_tree(path: &Path, uid: u32, gid: u32) -> io::Result<()> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
