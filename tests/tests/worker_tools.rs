@@ -663,7 +663,22 @@ async fn a_bash_approval_is_decided_in_the_web_chat() {
             "[...{open_card}[0].querySelectorAll('button')].find(b => b.textContent === '{label}').click()"
         )
     };
+    let first: String = serde_json::from_value(
+        browser
+            .eval(&format!("{open_card}[0].dataset.approval"))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     browser.eval(&click("Reject")).await.unwrap();
+    // The card shows the decision in place of its buttons.
+    browser
+        .wait_for(
+            &format!("(document.querySelector('.card[data-approval=\"{first}\"] .decision') || {{}}).textContent?.startsWith('Rejected: Reject')"),
+            WAIT,
+        )
+        .await
+        .unwrap();
     let answers = "[...document.querySelectorAll('#log .body')].map(b => b.textContent).filter(t => t.startsWith('CEO: VP: LEAD: WORKER:') && !t.endsWith('…'))";
     browser
         .wait_for(&format!("{answers}.length === 1"), FLOW)
