@@ -1,7 +1,7 @@
 //! The tool-call ledger (one row per tool call: tool, duration, outcome, a Bash command's exit
 //! code) and the Bash commands approved "for this conversation".
 //!
-//! What the ledger stores about a call is what the tool noted as safe ([`crate::tools::CallNote`]):
+//! What the ledger stores about a call is what the tool noted as safe (the tools' `CallNote`; the store sits below the tools and names no tool type):
 //! never a tool's input. For Bash that is the allowed prefix each part of the command matched, or
 //! its program's name alone — no arguments — because a command may carry personal data that the
 //! ledger, unlike the task's history, is not meant to hold.
