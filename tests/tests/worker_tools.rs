@@ -10,9 +10,8 @@
 //! everything outside the workspace that the test placed (paths, sizes, mtimes, owners, modes, link
 //! counts) is the same before and after.
 //!
-//! The worker has `allow: ["*"]` in the `opc run` flow: the sandbox must hold without an approval in
-//! the way. The `opc chat` flow uses prefixes (`sh -c`, `cat`, `wc`) with `unlisted: deny`, so its
-//! Bash escapes are commands the allow-list lets through and only the sandbox refuses.
+//! The worker has `allow: ["*"]` in both flows (`opc run` and `opc chat`): the sandbox must hold
+//! without an approval in the way, and the same escape list runs through each.
 //!
 //! Approvals: an unlisted command raises a card in the web chat (headless Chromium clicks it) and a
 //! prompt in `opc chat` (`n`, `y`, end of input); a rejected command leaves no file behind.
@@ -339,72 +338,171 @@ fn check_happy_path(worker: &[RecordedRequest]) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_three_levels_down_uses_its_tools_and_every_escape_is_refused_in_opc_run() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let port = listener.local_addr().unwrap().port();
-
-    let org = Org::dirs();
+/// Steps 6–11, the escape list, aimed at `org`'s files and a listener on `port`.
+fn escape_steps(org: &Org, port: u16) -> Vec<Step> {
     let config = org.config().display().to_string();
     let database = org.database().display().to_string();
     let secret = org.out("secret.txt");
+    vec![
+        // 6: the file tools' escapes.
+        Step::tools([
+            ("Read", json!({"file_path": "../../../opc.config.yaml"})),
+            ("Read", json!({"file_path": secret})),
+            ("Read", json!({"file_path": "link-out"})),
+            ("Read", json!({"file_path": "hard-out"})),
+            (
+                "Read",
+                json!({"file_path": format!("/proc/self/root{secret}")}),
+            ),
+            (
+                "Write",
+                json!({"file_path": org.out("written.txt"), "content": "x"}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "../escape.txt", "content": "x"}),
+            ),
+            ("Write", json!({"file_path": "link-out", "content": "x"})),
+            ("Write", json!({"file_path": "hard-out", "content": "x"})),
+            (
+                "Grep",
+                json!({"pattern": "OUTSIDE", "path": org.outside.path().display().to_string()}),
+            ),
+        ]),
+        // 7: Bash's escapes.
+        Step::tools([
+            bash(&format!("cat {config}")),
+            bash(&format!("cat {database}")),
+            bash("cat link-out"),
+            bash(&format!("cat /proc/self/root{secret}")),
+            bash(&format!("echo x > {}", org.out("bash-written.txt"))),
+            bash("echo x >> hard-out"),
+            bash(&format!("cat {secret}")),
+            bash("env"),
+            bash(&format!(
+                "bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' && echo connected"
+            )),
+        ]),
+        // 8: a fork bomb, bounded; 9: the sandbox still runs commands afterwards.
+        Step::tool(
+            "Bash",
+            json!({"command": "bomb() { bomb | bomb & }; bomb; sleep 5", "timeout": 60000}),
+        ),
+        Step::tools([bash("echo alive")]),
+        // 10: a child left running when the timeout fires.
+        Step::tool(
+            "Bash",
+            json!({"command": "sleep 300 & echo $! > sleep.pid; wait", "timeout": 2000}),
+        ),
+        // 11: 5 MB of output.
+        Step::tools([bash("head -c 5000000 /dev/zero | tr '\\0' a")]),
+    ]
+}
 
+/// A listener no sandboxed command may reach, not accepting (a connect would queue).
+fn listener() -> (std::net::TcpListener, u16) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    (listener, port)
+}
+
+/// Every escape of steps 6–11 was refused, naming why; the listener was never reached.
+async fn check_escapes(org: &Org, worker: &[RecordedRequest], listener: &std::net::TcpListener) {
+    // The file tools refuse every way out, naming the rule.
+    let files = step_results(worker, 6);
+    assert_eq!(files.len(), 10, "{files:?}");
+    for result in &files {
+        refused(result, &[]);
+    }
+    assert!(
+        files[0].0.contains("outside your workspace"),
+        "{}",
+        files[0].0
+    );
+    assert!(
+        files[3].0.contains("link"),
+        "the hard link is named: {}",
+        files[3].0
+    );
+
+    // Bash: the sandbox refuses, whatever the allow-list says.
+    let shell = step_results(worker, 7);
+    assert_eq!(shell.len(), 9, "{shell:?}");
+    for (i, result) in shell.iter().enumerate() {
+        if i == 7 {
+            continue;
+        }
+        refused(result, &["exit code"]);
+        assert!(
+            !result.0.contains("apiKeyEnv"),
+            "the config leaked: {}",
+            result.0
+        );
+        assert!(
+            !result.0.contains("SQLite format"),
+            "the database leaked: {}",
+            result.0
+        );
+        assert!(!result.0.contains(SECRET), "the secret leaked: {}", result.0);
+    }
+    assert!(!shell[8].0.contains("connected"), "{}", shell[8].0);
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the listener was reached"
+    );
+    // `env`: the scrubbed environment, no key.
+    let env = &shell[7];
+    let home = format!("HOME={}\n", org.workspace().display());
+    ok(env, &["exit code 0", "TERM=dumb", &home]);
+    for leak in [PROVIDER_KEY, "ANTHROPIC_API_KEY", KEY_VAR, KEY] {
+        assert!(!env.0.contains(leak), "{leak} in env: {}", env.0);
+    }
+
+    // The fork bomb ended (the flow went on), and the next command ran.
+    // What stopped it is the process limit.
+    let bomb = &step_results(worker, 8)[0];
+    assert!(
+        bomb.0
+            .contains("fork: retry: Resource temporarily unavailable")
+            || bomb.0.contains("fork: Resource temporarily unavailable"),
+        "{}",
+        bomb.0
+    );
+    ok(&step_results(worker, 9)[0], &["alive", "exit code 0"]);
+
+    // The timeout killed the child it left running.
+    let timed_out = &step_results(worker, 10)[0];
+    refused(timed_out, &["timed out", "killed"]);
+    let sleep: u32 = std::fs::read_to_string(org.workspace().join("sleep.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_until(WAIT, "the timed-out command's child to be killed", || {
+        gone(sleep)
+    })
+    .await;
+
+    // 5 MB of output: the head and the tail, the middle said.
+    let big = &step_results(worker, 11)[0];
+    ok(big, &["bytes omitted", "exit code 0"]);
+    assert!(big.0.chars().count() <= 31_000, "{} chars", big.0.len());
+    assert!(big.0.starts_with("aaaa"), "{}", &big.0[..100]);
+
+    // The hard link's target kept its content.
+    assert_eq!(
+        std::fs::read_to_string(org.outside.path().join("hard-target.txt")).unwrap(),
+        "hard target\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_three_levels_down_uses_its_tools_and_every_escape_is_refused_in_opc_run() {
+    let (listener, port) = listener();
+    let org = Org::dirs();
     let mut worker = happy_path();
-    // 6: the file tools' escapes.
-    worker.push(Step::tools([
-        ("Read", json!({"file_path": "../../../opc.config.yaml"})),
-        ("Read", json!({"file_path": secret})),
-        ("Read", json!({"file_path": "link-out"})),
-        ("Read", json!({"file_path": "hard-out"})),
-        (
-            "Read",
-            json!({"file_path": format!("/proc/self/root{secret}")}),
-        ),
-        (
-            "Write",
-            json!({"file_path": org.out("written.txt"), "content": "x"}),
-        ),
-        (
-            "Write",
-            json!({"file_path": "../escape.txt", "content": "x"}),
-        ),
-        ("Write", json!({"file_path": "link-out", "content": "x"})),
-        ("Write", json!({"file_path": "hard-out", "content": "x"})),
-        (
-            "Grep",
-            json!({"pattern": "OUTSIDE", "path": org.outside.path().display().to_string()}),
-        ),
-    ]));
-    // 7: Bash's escapes.
-    worker.push(Step::tools([
-        bash(&format!("cat {config}")),
-        bash(&format!("cat {database}")),
-        bash("cat link-out"),
-        bash(&format!("cat /proc/self/root{secret}")),
-        bash(&format!("echo x > {}", org.out("bash-written.txt"))),
-        bash("echo x >> hard-out"),
-        bash(&format!("cat {secret}")),
-        bash("env"),
-        bash(&format!(
-            "bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' && echo connected"
-        )),
-    ]));
-    // 8: a fork bomb, bounded; 9: the sandbox still runs commands afterwards.
-    worker.push(Step::tool(
-        "Bash",
-        json!({"command": "bomb() { bomb | bomb & }; bomb; sleep 5", "timeout": 60000}),
-    ));
-    worker.push(Step::tools([bash("echo alive")]));
-    // 10: a child left running when the timeout fires.
-    worker.push(Step::tool(
-        "Bash",
-        json!({"command": "sleep 300 & echo $! > sleep.pid; wait", "timeout": 2000}),
-    ));
-    // 11: 5 MB of output.
-    worker.push(Step::tools([bash(
-        "head -c 5000000 /dev/zero | tr '\\0' a",
-    )]));
+    worker.extend(escape_steps(&org, port));
     worker.push(Step::text("WORKER: done"));
     let steps = worker.len();
 
@@ -426,100 +524,15 @@ async fn a_worker_three_levels_down_uses_its_tools_and_every_escape_is_refused_i
     let worker = llm.requests_for(&marker("worker"));
     assert_eq!(worker.len(), steps, "one request per step");
     check_happy_path(&worker);
-
-    // The file tools refuse every way out, naming the rule.
-    let files = step_results(&worker, 6);
-    assert_eq!(files.len(), 10, "{files:?}");
-    for result in &files {
-        refused(result, &[]);
-    }
-    assert!(
-        files[0].0.contains("outside your workspace"),
-        "{}",
-        files[0].0
-    );
-    assert!(
-        files[3].0.contains("link"),
-        "the hard link is named: {}",
-        files[3].0
-    );
-
-    // Bash: the sandbox refuses, whatever the allow-list says.
-    let shell = step_results(&worker, 7);
-    assert_eq!(shell.len(), 9, "{shell:?}");
-    for (i, result) in shell.iter().enumerate() {
-        if i == 7 {
-            continue;
-        }
-        refused(result, &["exit code"]);
-        assert!(
-            !result.0.contains("apiKeyEnv"),
-            "the config leaked: {}",
-            result.0
-        );
-        assert!(
-            !result.0.contains("SQLite format"),
-            "the database leaked: {}",
-            result.0
-        );
-    }
-    assert!(!shell[8].0.contains("connected"), "{}", shell[8].0);
-    assert!(
-        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
-        "the listener was reached"
-    );
-    // `env`: the scrubbed environment, no key.
-    let env = &shell[7];
-    let home = format!("HOME={}\n", org.workspace().display());
-    ok(env, &["exit code 0", "TERM=dumb", &home]);
-    for leak in [PROVIDER_KEY, "ANTHROPIC_API_KEY", KEY_VAR, KEY] {
-        assert!(!env.0.contains(leak), "{leak} in env: {}", env.0);
-    }
-
-    // The fork bomb ended (the flow went on), and the next command ran.
-    // What stopped it is the process limit.
-    let bomb = &step_results(&worker, 8)[0];
-    assert!(
-        bomb.0
-            .contains("fork: retry: Resource temporarily unavailable")
-            || bomb.0.contains("fork: Resource temporarily unavailable"),
-        "{}",
-        bomb.0
-    );
-    ok(&step_results(&worker, 9)[0], &["alive", "exit code 0"]);
-
-    // The timeout killed the child it left running.
-    let timed_out = &step_results(&worker, 10)[0];
-    refused(timed_out, &["timed out", "killed"]);
-    let sleep: u32 = std::fs::read_to_string(org.workspace().join("sleep.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    wait_until(WAIT, "the timed-out command's child to be killed", || {
-        gone(sleep)
-    })
-    .await;
-
-    // 5 MB of output: the head and the tail, the middle said.
-    let big = &step_results(&worker, 11)[0];
-    ok(big, &["bytes omitted", "exit code 0"]);
-    assert!(big.0.chars().count() <= 31_000, "{} chars", big.0.len());
-    assert!(big.0.starts_with("aaaa"), "{}", &big.0[..100]);
-
+    check_escapes(&org, &worker, &listener).await;
     // Nothing outside the workspace changed (and nothing was created there).
-    let after = org.snapshot();
-    assert_eq!(before, after, "outside the workspace");
-    assert_eq!(
-        std::fs::read_to_string(org.outside.path().join("hard-target.txt")).unwrap(),
-        "hard target\n"
-    );
+    assert_eq!(before, org.snapshot(), "outside the workspace");
     assert_eq!(opc.stop().0, Some(0));
 }
 
 /// Run `opc` with `args` and `stdin` (a provider key in its environment), waiting on a blocking
 /// thread so the scripted server keeps serving.
-async fn opc(org: &Org, args: &[&str], stdin: &str) -> Output {
+async fn opc(org: &Org, args: &[&str], stdin: &str, deadline: Duration) -> Output {
     let mut command = Command::new(opc_binary());
     command
         .args(args)
@@ -542,7 +555,7 @@ async fn opc(org: &Org, args: &[&str], stdin: &str) -> Output {
     });
     output_within_async(
         child,
-        WAIT_LONG,
+        deadline,
         &format!("`opc {}` to finish", args.join(" ")),
     )
     .await
@@ -553,25 +566,20 @@ fn text(bytes: &[u8]) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_flow_through_opc_chat_refuses_the_escapes_an_allow_list_lets_through() {
+async fn the_same_flow_through_opc_chat_refuses_every_escape() {
+    let (listener, port) = listener();
     let org = Org::dirs();
-    let config = org.config().display().to_string();
     let mut worker = happy_path();
-    // 6: two escapes through Bash the allow-list lets through, one through Read.
-    worker.push(Step::tools([
-        ("Read", json!({"file_path": org.out("secret.txt")})),
-        bash(&format!("cat {config}")),
-        bash("cat link-out"),
-    ]));
+    worker.extend(escape_steps(&org, port));
     worker.push(Step::text("WORKER: done"));
     let steps = worker.len();
     let script = managers(Script::new().agent(marker("worker"), worker), 1);
     let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = org.write(&llm, r#"{ allow: ["sh -c", "cat", "wc"], unlisted: deny }"#);
+    let org = org.write(&llm, r#"{ allow: ["*"] }"#);
     org.plant_links();
     let before = org.snapshot();
 
-    let out = opc(&org, &["chat", "Build the notes"], "").await;
+    let out = opc(&org, &["chat", "Build the notes"], "", FLOW).await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(
@@ -580,14 +588,9 @@ async fn the_same_flow_through_opc_chat_refuses_the_escapes_an_allow_list_lets_t
         "{stderr}"
     );
     let worker = llm.requests_for(&marker("worker"));
-    assert_eq!(worker.len(), steps);
+    assert_eq!(worker.len(), steps, "one request per step");
     check_happy_path(&worker);
-    let escapes = step_results(&worker, 6);
-    assert_eq!(escapes.len(), 3, "{escapes:?}");
-    refused(&escapes[0], &["outside your workspace"]);
-    refused(&escapes[1], &["exit code"]);
-    refused(&escapes[2], &["exit code"]);
-    assert!(!escapes[1].0.contains("apiKeyEnv"), "{}", escapes[1].0);
+    check_escapes(&org, &worker, &listener).await;
     assert_eq!(before, org.snapshot(), "outside the workspace");
 }
 
@@ -720,7 +723,7 @@ async fn a_bash_approval_is_decided_in_opc_chat() {
     let marker_file = org.workspace().join("marker");
 
     // `n` rejects: no file.
-    let out = opc(&org, &["chat", "Touch the marker"], "n\n").await;
+    let out = opc(&org, &["chat", "Touch the marker"], "n\n", WAIT_LONG).await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
@@ -732,14 +735,14 @@ async fn a_bash_approval_is_decided_in_opc_chat() {
     assert!(!marker_file.exists(), "a rejected command leaves no trace");
 
     // End of input rejects.
-    let out = opc(&org, &["chat", "Touch the marker again"], "").await;
+    let out = opc(&org, &["chat", "Touch the marker again"], "", WAIT_LONG).await;
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(stdout.contains("not run: rejected"), "{stdout}");
     assert!(!marker_file.exists(), "a rejected command leaves no trace");
 
     // `y` approves once: the file is made.
-    let out = opc(&org, &["chat", "Touch it, please"], "y\n").await;
+    let out = opc(&org, &["chat", "Touch it, please"], "y\n", WAIT_LONG).await;
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(stdout.contains("exit code 0"), "{stdout}");
