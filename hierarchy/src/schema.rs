@@ -197,8 +197,14 @@ pub struct Consolidation {
     pub enabled: bool,
     /// Run after this many agent interactions.
     pub frequency: NonZeroU32,
-    /// Model for consolidation; defaults to the fast model.
+    /// Model for consolidation and fact extraction; defaults to the fast model.
     pub model: Option<String>,
+    /// Memory-work tokens (extraction and consolidation, in and out) one agent may spend per UTC day;
+    /// work past it waits for the next day (`maxTokensPerDay`).
+    pub max_tokens_per_day: NonZeroU32,
+    /// An agent idle this long after a completed task that consolidation has not seen yet gets a
+    /// consolidation run without waiting for `frequency` tasks (`idleAfter`).
+    pub idle_after: Duration,
 }
 
 /// `framework.execution`.
@@ -974,19 +980,29 @@ impl Default for Consolidation {
             enabled: true,
             frequency: non_zero(5),
             model: None,
+            max_tokens_per_day: non_zero(200_000),
+            idle_after: Duration::from_secs(10 * 60),
         }
     }
 }
 
 impl Consolidation {
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
-        const KEYS: &[&str] = &["enabled", "frequency", "model"];
+        const KEYS: &[&str] = &[
+            "enabled",
+            "frequency",
+            "model",
+            "maxTokensPerDay",
+            "idleAfter",
+        ];
         let f = cx.fields(node, path, KEYS)?;
         let d = Consolidation::default();
         Some(Consolidation {
             enabled: f.or(cx, path, "enabled", d.enabled),
             frequency: f.or(cx, path, "frequency", d.frequency),
             model: f.optional(cx, path, "model"),
+            max_tokens_per_day: f.or(cx, path, "maxTokensPerDay", d.max_tokens_per_day),
+            idle_after: f.or(cx, path, "idleAfter", d.idle_after),
         })
     }
 }
