@@ -433,6 +433,7 @@ pub fn summary_request(
             "Summarise this report from the {child_role}:\n\n{result}"
         ))],
         tools: Vec::new(),
+        tool_choice: None,
         max_tokens: (budget_tokens as u32).clamp(256, 4096),
         stream: None,
         meta,
