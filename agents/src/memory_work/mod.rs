@@ -34,6 +34,8 @@ mod cap;
 mod consolidate;
 mod exchange;
 mod extract;
+#[cfg(test)]
+mod tests;
 mod worker;
 
 pub(crate) use worker::MemoryWorker;
