@@ -122,8 +122,13 @@ impl LlmService for Scripted {
 
 /// The org: one CEO keeping facts, with one block of its own.
 fn config(dir: &Path, consolidation: &str) -> opc_hierarchy::Loaded {
+    config_with(dir, consolidation, "{ enabled: false }")
+}
+
+/// [`config`] with `framework.privacy` set to `privacy`.
+fn config_with(dir: &Path, consolidation: &str, privacy: &str) -> opc_hierarchy::Loaded {
     let text = format!(
-        "framework:\n  defaultProvider: p\n  defaultModel: m\n  fastModel: p/fast\n  providers: {{ p: {{ kind: anthropic, apiKeyEnv: OPC_NO_SUCH_KEY, models: {{ m: {{ input: 1, output: 1 }}, fast: {{ input: 1, output: 1 }} }} }} }}\n  privacy: {{ enabled: false }}\n  memory: {{ consolidation: {{ {consolidation} }} }}\nagents:\n  ceo: {{ role: CEO, level: 0, memory: {{ recall: false, archival: true, blocks: [{{ label: notes, description: n, value: NOTES }}] }} }}\n"
+        "framework:\n  defaultProvider: p\n  defaultModel: m\n  fastModel: p/fast\n  providers: {{ p: {{ kind: anthropic, apiKeyEnv: OPC_NO_SUCH_KEY, models: {{ m: {{ input: 1, output: 1 }}, fast: {{ input: 1, output: 1 }} }} }} }}\n  privacy: {privacy}\n  memory: {{ consolidation: {{ {consolidation} }} }}\nagents:\n  ceo: {{ role: CEO, level: 0, memory: {{ recall: false, archival: true, blocks: [{{ label: notes, description: n, value: NOTES }}] }} }}\n"
     );
     let path = dir.join("opc.config.yaml");
     std::fs::write(&path, text).unwrap();
@@ -156,11 +161,13 @@ async fn engine(
     let blocks = memory.blocks().unwrap();
     let memory: Arc<dyn MemoryHooks> = Arc::new(memory);
     let service: crate::llm::SharedLlm = llm;
+    let providers = Providers::from_services([("p".to_string(), service)]);
+    let seam = crate::engine::privacy_seam(&loaded.config, Default::default()).unwrap();
     let engine = Engine::new(
         Arc::new(loaded.config.clone()),
         Arc::new(loaded.org.clone()),
         &loaded.base_dir,
-        Providers::from_services([("p".to_string(), service)]),
+        crate::llm::stack::CallStack::with_privacy(providers, seam),
         store.clone(),
         memory,
         EngineOptions::default(),
@@ -631,5 +638,51 @@ async fn consolidation_merges_duplicates_and_edits_blocks_as_consolidation() {
     .find(|j| j.kind == crate::store::JobKind::Consolidate)
     .unwrap();
     assert_eq!(job.state, "done");
+    engine.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn facts_are_extracted_from_masked_text_and_stored_restored() {
+    const EMAIL: &str = "carol.jones@example.org";
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = config_with(dir.path(), "enabled: false", "{ requireNer: false }");
+    let llm = Arc::new(Scripted::default());
+    llm.extract(|r| {
+        let text = r.messages[0].text();
+        assert!(!text.contains(EMAIL), "the model sees masked text: {text}");
+        // The model copies the address as it saw it (the substitute).
+        let seen = text
+            .split_whitespace()
+            .find(|w| w.contains('@'))
+            .unwrap()
+            .trim_end_matches(|c: char| !c.is_alphanumeric())
+            .to_string();
+        json!({"facts": [{"op": "ADD", "text": format!("Carol's address is {seen}")}]})
+    });
+    let Setup {
+        engine,
+        facts,
+        mut events,
+        ..
+    } = engine(dir.path(), &loaded, llm.clone(), true).await;
+    engine
+        .send(None, &format!("Carol's address is {EMAIL}"))
+        .await
+        .unwrap()
+        .wait()
+        .await;
+    next(&mut events, |e| match e {
+        Event::FactsRecorded { added, .. } => Some(*added),
+        _ => None,
+    })
+    .await;
+    let now = current(&facts);
+    assert_eq!(
+        now[0].text,
+        format!("Carol's address is {EMAIL}"),
+        "stored restored"
+    );
+    let extraction = llm.of_kind("OPC memory: extract").remove(0);
+    assert!(!extraction.messages[0].text().contains(EMAIL));
     engine.shutdown().await;
 }
