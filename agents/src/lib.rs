@@ -45,6 +45,8 @@ pub mod engine;
 pub mod events;
 pub mod llm;
 mod memory_work;
+#[cfg(test)]
+mod memory_work_tests;
 mod session;
 mod state;
 pub mod store;

@@ -34,8 +34,6 @@ mod cap;
 mod consolidate;
 mod exchange;
 mod extract;
-#[cfg(test)]
-mod tests;
 mod worker;
 
 pub(crate) use worker::MemoryWorker;

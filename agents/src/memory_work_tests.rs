@@ -1,6 +1,9 @@
 //! The memory worker end to end inside the crate: a real engine over a SQLite file, a real facts
 //! store, and a scripted model that answers agents, extraction calls and consolidation calls by the
 //! first line of their system prompt.
+//!
+//! A top-level test module (not inside `memory_work`): it drives the engine, which uses
+//! `memory_work`, so inside it the module graph would have a cycle.
 
 #![allow(clippy::unwrap_used)]
 
@@ -439,7 +442,7 @@ async fn over_the_daily_cap_memory_work_waits_for_the_next_day() {
     .unwrap();
     assert_eq!(job.state, "queued");
     assert_eq!(job.attempts, 0, "a cap is not a failure");
-    let tomorrow = super::cap::next_day(crate::store::now_ms());
+    let tomorrow = crate::store::now_ms().div_euclid(86_400_000) * 86_400_000 + 86_400_000;
     assert_eq!(job.not_before, tomorrow);
     assert_eq!(llm.of_kind("OPC memory: extract").len(), 1);
     engine.shutdown().await;
