@@ -1,17 +1,19 @@
 //! Hybrid search over facts: BM25 (SQLite FTS5) and MiniLM vectors, fused like recall's.
 //!
-//! Why FTS5 and not tantivy (which recall uses): facts are few and small next to recall's messages,
-//! and FTS5 lives in the same SQLite file, written in the same transaction as the version. So BM25
-//! never lags a write (no derived index, no cursor to catch up, no second directory), the views'
-//! filters are plain SQL joined to the match, and a read-only CLI beside a running `opc run` sees
-//! exactly what is committed.
+//! Why FTS5 and not tantivy (which recall uses): FTS5 lives in the same SQLite file and is written in
+//! the same transaction as the version. So BM25 never lags a write (no derived index, no cursor to
+//! catch up, no second directory), a failed batch leaves no index entry behind, the views' filters
+//! are plain SQL joined to the match, and a read-only CLI beside a running `opc run` sees exactly
+//! what is committed. The cost: FTS5 scores every matching row (no top-k pruning like tantivy's), so
+//! the current facts have their own index (a tenth of the rows at ten versions a fact) and the
+//! reader's namespaces are ANDed into the match (see [`super::schema_sql`]).
 //!
 //! Vectors: each version's MiniLM vector is stored as int8 with one scale (`memory_fact_vectors`,
 //! 388 bytes a version). Only the **current** versions' vectors are held in memory (that is what
 //! extraction, Select and `archival_search` without `at` search: 100k current facts are ~39 MB);
 //! a `BelievedAt(t)` search scores the current versions recorded by t from memory and reads the
 //! vectors of the versions closed after t from SQLite (an index range, capped at
-//! [`PAST_VECTORS`] rows, newest closings last to be cut). Until the embedder has loaded, or for a
+//! [`PAST_VECTORS`] rows in all, those closed soonest after t first; past the cap, BM25 alone). Until the embedder has loaded, or for a
 //! version not yet embedded, the search is BM25 alone.
 
 use std::collections::HashMap;
@@ -29,7 +31,7 @@ use super::query::view_filter;
 /// Candidates taken from each list before fusing.
 pub const POOL: usize = 100;
 /// Closed versions whose vectors a `BelievedAt` search reads from SQLite at most.
-pub const PAST_VECTORS: usize = 50_000;
+pub const PAST_VECTORS: usize = 20_000;
 /// How the lists are fused: recall's measured default (weighted 0.5 / 0.5).
 pub const FUSION: Fusion = Fusion::Weighted { vector: 0.5 };
 
@@ -40,6 +42,8 @@ const STOP_WORDS: &[&str] = &[
     "the", "their", "there", "this", "to", "us", "was", "we", "were", "what", "when", "where",
     "which", "who", "why", "will", "with", "you", "your",
 ];
+/// Namespaces at most whose tokens go into the FTS5 match (more are filtered in the join).
+pub const NS_IN_MATCH: usize = 4;
 /// Query terms at most.
 const MAX_TERMS: usize = 32;
 
@@ -69,7 +73,28 @@ pub fn match_expr(text: &str) -> Option<String> {
     (!terms.is_empty()).then(|| terms.join(" OR "))
 }
 
+/// The one FTS5 token naming a namespace in the indexes' `ns` column: `ns` + the namespace's bytes
+/// in hex + `0` (exact for any namespace, and the trailing digit keeps the porter stemmer off it).
+pub fn ns_token(namespace: &str) -> String {
+    format!("ns{}0", hex::encode(namespace.as_bytes()))
+}
+
+const CURRENT_FTS: &str = "memory_facts_fts_current";
+const ALL_FTS: &str = "memory_facts_fts";
+
+/// A WHERE fragment over `v` that pushes its own parameters.
+type Filter<'a> = &'a dyn Fn(&mut Vec<SqlValue>) -> String;
+
 /// The BM25 list: (version id, score; higher is better), best first.
+///
+/// - `Current` matches the current index alone (no join when the namespaces are in the match);
+/// - `ValidAt(t)` the current index, joined for the validity window;
+/// - `History` the index of every version;
+/// - `BelievedAt(t)` in two parts: the current versions recorded by t (the current index), and the
+///   versions believed at t but closed since, from the index of every version restricted to the
+///   rowid range those versions span (read off the closed index). Without the range the match would
+///   score every past version of every fact; with it, a time in the past costs about what a current
+///   search costs when facts change at a steady pace (ids grow with time).
 pub fn bm25(
     conn: &Connection,
     text: &str,
@@ -77,28 +102,141 @@ pub fn bm25(
     view: View,
     pool: usize,
 ) -> rusqlite::Result<Vec<(i64, f32)>> {
-    let Some(expr) = match_expr(text) else {
+    let Some(words) = match_expr(text) else {
         return Ok(Vec::new());
     };
-    let mut params: Vec<SqlValue> = vec![SqlValue::Text(expr)];
-    let marks = namespaces
+    if namespaces.is_empty() {
+        return Ok(Vec::new());
+    }
+    match view {
+        View::Current => run(conn, CURRENT_FTS, &words, namespaces, None, None, pool),
+        View::ValidAt(_) => {
+            let f = |p: &mut Vec<SqlValue>| view_filter(view, p);
+            run(conn, CURRENT_FTS, &words, namespaces, Some(&f), None, pool)
+        }
+        View::History => run(conn, ALL_FTS, &words, namespaces, None, None, pool),
+        View::BelievedAt(t) => {
+            let recorded = |p: &mut Vec<SqlValue>| {
+                p.push(SqlValue::Integer(t));
+                format!("v.recorded_at <= ?{}", p.len())
+            };
+            let mut list = run(
+                conn,
+                CURRENT_FTS,
+                &words,
+                namespaces,
+                Some(&recorded),
+                None,
+                pool,
+            )?;
+            let closed_since = |p: &mut Vec<SqlValue>| {
+                p.push(SqlValue::Integer(t));
+                let n = p.len();
+                format!(
+                    "v.invalidated_at IS NOT NULL AND v.invalidated_at > ?{n} AND v.recorded_at <= ?{n}"
+                )
+            };
+            let mut params = Vec::new();
+            let marks = namespace_marks(namespaces, &mut params);
+            let filter = closed_since(&mut params);
+            let span: (Option<i64>, Option<i64>) = conn
+                .prepare_cached(&format!(
+                    "SELECT min(v.id), max(v.id) FROM memory_fact_versions v
+                     WHERE v.namespace IN ({marks}) AND {filter}"
+                ))?
+                .query_row(params_from_iter(params), |r| Ok((r.get(0)?, r.get(1)?)))?;
+            if let (Some(lo), Some(hi)) = span {
+                list.extend(run(
+                    conn,
+                    ALL_FTS,
+                    &words,
+                    namespaces,
+                    Some(&closed_since),
+                    Some((lo, hi)),
+                    pool,
+                )?);
+                list.sort_by(|a, b| b.1.total_cmp(&a.1));
+                list.truncate(pool);
+            }
+            Ok(list)
+        }
+    }
+}
+
+fn namespace_marks(namespaces: &[String], params: &mut Vec<SqlValue>) -> String {
+    namespaces
         .iter()
         .map(|n| {
             params.push(SqlValue::Text(n.clone()));
             format!("?{}", params.len())
         })
         .collect::<Vec<_>>()
-        .join(",");
-    let filter = view_filter(view, &mut params);
+        .join(",")
+}
+
+/// One FTS5 match over `table`, narrowed to `namespaces` (in the match, or in the join when there are
+/// many), `filter` (over the versions, joined) and a rowid range.
+fn run(
+    conn: &Connection,
+    table: &str,
+    words: &str,
+    namespaces: &[String],
+    filter: Option<Filter<'_>>,
+    range: Option<(i64, i64)>,
+    pool: usize,
+) -> rusqlite::Result<Vec<(i64, f32)>> {
+    // A few namespaces narrow the match itself (their tokens ANDed in); many would make FTS5 merge
+    // that many long posting lists, so they are checked row by row in the join instead.
+    let in_match = namespaces.len() <= NS_IN_MATCH;
+    let expr = if in_match {
+        let ns = namespaces
+            .iter()
+            .map(|n| format!("\"{}\"", ns_token(n)))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        format!("ns : ({ns}) AND {{text subject}} : ({words})")
+    } else {
+        format!("{{text subject}} : ({words})")
+    };
+    let mut params: Vec<SqlValue> = vec![SqlValue::Text(expr)];
+    let mut filters = Vec::new();
+    if let Some((lo, hi)) = range {
+        params.push(SqlValue::Integer(lo));
+        params.push(SqlValue::Integer(hi));
+        filters.push(format!(
+            "{table}.rowid BETWEEN ?{} AND ?{}",
+            params.len() - 1,
+            params.len()
+        ));
+    }
+    let join = !in_match || filter.is_some();
+    if !in_match {
+        let marks = namespace_marks(namespaces, &mut params);
+        filters.push(format!("v.namespace IN ({marks})"));
+    }
+    if let Some(f) = filter {
+        filters.push(f(&mut params));
+    }
     params.push(SqlValue::Integer(i64::try_from(pool).unwrap_or(i64::MAX)));
     let limit = params.len();
-    // bm25() is lower-is-better; the subject column weighs half the text.
-    let sql = format!(
-        "SELECT v.id, bm25(memory_facts_fts, 1.0, 0.5) AS s
-         FROM memory_facts_fts JOIN memory_fact_versions v ON v.id = memory_facts_fts.rowid
-         WHERE memory_facts_fts MATCH ?1 AND v.namespace IN ({marks}) AND {filter}
-         ORDER BY s LIMIT ?{limit}"
-    );
+    let and = filters
+        .iter()
+        .map(|f| format!(" AND {f}"))
+        .collect::<String>();
+    // bm25() is lower-is-better; the namespace column counts for nothing, the subject half the text.
+    let sql = if join {
+        format!(
+            "SELECT v.id, bm25({table}, 0.0, 1.0, 0.5) AS s
+             FROM {table} JOIN memory_fact_versions v ON v.id = {table}.rowid
+             WHERE {table} MATCH ?1{and}
+             ORDER BY s LIMIT ?{limit}"
+        )
+    } else {
+        format!(
+            "SELECT rowid, bm25({table}, 0.0, 1.0, 0.5) AS s FROM {table}
+             WHERE {table} MATCH ?1{and} ORDER BY s LIMIT ?{limit}"
+        )
+    };
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map(params_from_iter(params), |r| {
         Ok((r.get::<_, i64>(0)?, -(r.get::<_, f64>(1)? as f32)))
@@ -292,7 +430,8 @@ impl Best {
 }
 
 /// Vectors of versions of `namespaces` closed after `t` but recorded by it (believed at t), scored
-/// against `query` into `best` (at most [`PAST_VECTORS`] rows read).
+/// against `query` into `best` (at most [`PAST_VECTORS`] rows read in all, each namespace's
+/// soonest-closed first: the beliefs nearest t).
 pub fn score_past(
     conn: &Connection,
     model: &str,
@@ -309,14 +448,16 @@ pub fn score_past(
            AND v.recorded_at <= ?2 AND x.model = ?3
          ORDER BY v.invalidated_at LIMIT ?4",
     )?;
+    let mut budget = PAST_VECTORS;
     for ns in namespaces {
         let mut rows = stmt.query(rusqlite::params![
             ns,
             t,
             model,
-            i64::try_from(PAST_VECTORS).unwrap_or(i64::MAX)
+            i64::try_from(budget).unwrap_or(i64::MAX)
         ])?;
         while let Some(r) = rows.next()? {
+            budget = budget.saturating_sub(1);
             let blob: Vec<u8> = r.get(2)?;
             if let Some(row) = from_blob(&blob) {
                 best.offer(
