@@ -13,6 +13,9 @@
 //!   re-entering the root session: completed tool calls are answered from their stored results, so
 //!   nothing runs twice;
 //! - startup recovery runs before the engine accepts work;
+//! - when memory keeps facts, the memory worker (`memory_work`) runs beside the roots, tracked and
+//!   stopped like them; it is woken after a completed root's outcome is sent, so the answer never
+//!   waits for the root's fact extraction;
 //! - [`Engine::reload`] swaps in a new config for roots started from then on; a tree keeps the config
 //!   its root started with (its [`EngineState`]), so trees in flight finish as they began — with one
 //!   exception, memory permissions taken away: a revocation reaches trees in flight at once (see
