@@ -244,19 +244,20 @@ fn run(
     rows.collect()
 }
 
-/// Dot product of two int8 vectors (chunks of 16 with i32 lanes: the compiler vectorises it).
+/// Dot product of two int8 vectors: fixed-size chunks of 16 with i32 lanes, so the compiler sees no
+/// bounds to check and vectorises the loop (pmaddwd on x86).
 pub fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    let (ca, ra) = a.as_chunks::<16>();
+    let (cb, rb) = b.as_chunks::<16>();
     let mut acc = [0i32; 16];
-    for (ca, cb) in a.chunks_exact(16).zip(b.chunks_exact(16)) {
+    for (x, y) in ca.iter().zip(cb) {
         for i in 0..16 {
-            acc[i] += i32::from(ca[i]) * i32::from(cb[i]);
+            acc[i] += i32::from(x[i]) * i32::from(y[i]);
         }
     }
-    let tail = a.len() - a.len() % 16;
     acc.iter().sum::<i32>()
-        + a[tail..]
-            .iter()
-            .zip(&b[tail..])
+        + ra.iter()
+            .zip(rb)
             .map(|(x, y)| i32::from(*x) * i32::from(*y))
             .sum::<i32>()
 }
@@ -497,6 +498,20 @@ mod tests {
             Some("\"drop\" OR \"table\" OR \"x\" OR \"near\"")
         );
         assert_eq!(match_expr("  ?!  "), None);
+    }
+
+    #[test]
+    fn dot_matches_the_plain_sum() {
+        let a: Vec<i8> = (0..DIM + 5).map(|i| (i as i32 % 255 - 127) as i8).collect();
+        let b: Vec<i8> = (0..DIM + 5)
+            .map(|i| (i as i32 * 7 % 255 - 127) as i8)
+            .collect();
+        let plain: i32 = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| i32::from(*x) * i32::from(*y))
+            .sum();
+        assert_eq!(dot_i8(&a, &b), plain);
     }
 
     #[test]
