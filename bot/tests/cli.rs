@@ -278,7 +278,7 @@ fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(
         dir.path().join("opc.config.yaml"),
-        "framework:\n  name: Tiny <Org>\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n  sandbox: { mode: off }\nchannels:\n  web: { listen: \"127.0.0.1:0\" }\nagents:\n  ceo: { role: CEO, tools: [delegate], children: [dev] }\n  dev: { role: Dev, parent: ceo }\n",
+        "framework:\n  name: Tiny <Org>\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n  sandbox: { mode: off }\n  memory: { graph: { enabled: true } }\nchannels:\n  web: { listen: \"127.0.0.1:0\" }\nagents:\n  ceo: { role: CEO, tools: [delegate], children: [dev] }\n  dev: { role: Dev, parent: ceo }\n",
     )
     .expect("write config");
     let mut child = Command::new(env!("CARGO_BIN_EXE_opc"))
@@ -350,8 +350,8 @@ fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
         .read_to_string(&mut stderr)
         .expect("stderr");
     assert!(
-        stderr.contains("memory consolidation"),
-        "run names what is not active: {stderr}"
+        stderr.contains("graph memory") && !stderr.contains("consolidation"),
+        "run names what is not active, and consolidation runs: {stderr}"
     );
     assert!(
         stderr.contains("warning")
