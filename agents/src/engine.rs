@@ -675,6 +675,7 @@ fn build_state(
     let tools = crate::tools::ToolRegistry::standard(
         memory.blocks(),
         memory.recall_store(),
+        memory.fact_store(),
         shared.options.sandbox.clone(),
     );
     let context = ContextBuilder::new(&config, &org, base_dir, memory)?;

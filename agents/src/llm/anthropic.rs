@@ -21,7 +21,7 @@ use super::provider::Endpoint;
 use super::sse::{self, SseEvent, SseMachine};
 use super::{
     Content, LlmError, LlmRequest, LlmResponse, LlmService, Role, StopReason, StreamDelta,
-    TokenSink, Usage,
+    TokenSink, ToolChoice, Usage,
 };
 
 /// The API version this client speaks.
@@ -119,6 +119,13 @@ fn request_body(request: &LlmRequest) -> Value {
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        match &request.tool_choice {
+            Some(ToolChoice::Auto) => body["tool_choice"] = json!({ "type": "auto" }),
+            Some(ToolChoice::Tool(name)) => {
+                body["tool_choice"] = json!({ "type": "tool", "name": name })
+            }
+            None => {}
+        }
     }
     if request.stream.is_some() {
         body["stream"] = json!(true);
@@ -518,6 +525,7 @@ mod tests {
             system: String::new(),
             messages,
             tools: vec![],
+            tool_choice: None,
             max_tokens: 100,
             stream: None,
             meta: CallMeta::default(),

@@ -25,7 +25,7 @@ use super::provider::Endpoint;
 use super::sse::{self, SseEvent, SseMachine};
 use super::{
     Content, LlmError, LlmRequest, LlmResponse, LlmService, Role, StopReason, StreamDelta,
-    TokenSink, Usage,
+    TokenSink, ToolChoice, Usage,
 };
 
 /// An [`LlmService`] that calls one OpenAI-compatible Chat Completions endpoint.
@@ -165,6 +165,13 @@ fn request_body(request: &LlmRequest) -> Value {
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        match &request.tool_choice {
+            Some(ToolChoice::Auto) => body["tool_choice"] = json!("auto"),
+            Some(ToolChoice::Tool(name)) => {
+                body["tool_choice"] = json!({ "type": "function", "function": { "name": name } })
+            }
+            None => {}
+        }
     }
     if request.stream.is_some() {
         body["stream"] = json!(true);
@@ -549,6 +556,7 @@ mod tests {
             system: String::new(),
             messages,
             tools: vec![],
+            tool_choice: None,
             max_tokens: 64,
             stream: None,
             meta: CallMeta::default(),

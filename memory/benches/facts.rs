@@ -1,0 +1,2 @@
+//! Facts bench (filled in later).
+fn main() {}
