@@ -213,17 +213,17 @@ pub async fn facts(
         );
     };
     let archival = config.memory.archival;
-    let time = |name: &str, text: Option<String>| -> Result<Option<i64>, Response> {
+    let time = |name: &str, text: Option<String>| -> Result<Option<i64>, String> {
         match text.filter(|t| !t.trim().is_empty()) {
             None => Ok(None),
             Some(t) => crate::commands::memory_facts::parse_time(&t)
                 .map(Some)
-                .map_err(|e| error(StatusCode::BAD_REQUEST, &format!("`{name}`: {e}"))),
+                .map_err(|e| format!("`{name}`: {e}")),
         }
     };
     let (at, valid_at) = match (time("at", query.at), time("valid_at", query.valid_at)) {
         (Ok(at), Ok(valid_at)) => (at, valid_at),
-        (Err(e), _) | (_, Err(e)) => return e,
+        (Err(e), _) | (_, Err(e)) => return error(StatusCode::BAD_REQUEST, &e),
     };
     let view = match (query.history, at, valid_at) {
         (false, None, None) => View::Current,

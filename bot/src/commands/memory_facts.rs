@@ -177,7 +177,10 @@ pub fn render_text(agent: &str, view: View, versions: &[FactVersion]) -> String 
         } else {
             "closed"
         };
-        out.push_str(&format!("fact {} · version {} · {state}\n", v.fact_id, v.id));
+        out.push_str(&format!(
+            "fact {} · version {} · {state}\n",
+            v.fact_id, v.id
+        ));
         for line in v.text.lines() {
             out.push_str(&format!("  | {line}\n"));
         }
@@ -243,7 +246,13 @@ mod tests {
         assert_eq!(parse_time("1970-01-01T00:00:01Z"), Ok(1_000));
         assert_eq!(parse_time("1970-01-01T02:00:00+02:00"), Ok(0));
         assert_eq!(parse_time(" 1970-01-01T00:00:00.250Z "), Ok(250));
-        for bad in ["yesterday", "2026-13-01", "2026-05-03T25:00:00Z", "", "2026-05-03 14:00"] {
+        for bad in [
+            "yesterday",
+            "2026-13-01",
+            "2026-05-03T25:00:00Z",
+            "",
+            "2026-05-03 14:00",
+        ] {
             let e = parse_time(bad).unwrap_err();
             assert!(
                 e.contains("RFC 3339") || e.contains(bad.trim()),

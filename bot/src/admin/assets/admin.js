@@ -208,7 +208,9 @@
       };
       const period = (name, label) => el("section", { class: "panel" }, el("h3", {}, label),
         el("p", { class: "big" }, money(r[name].total.cost_usd)), el("p", { class: "muted" }, `${r[name].total.calls} calls, ${tokens(r[name].total.tokens_in + r[name].total.tokens_out)} tokens`),
-        table("Agent", r[name].by_agent), table("Model", r[name].by_model), table("Platform", r[name].by_platform));
+        table("Agent", r[name].by_agent), table("Model", r[name].by_model), table("Platform", r[name].by_platform),
+        table("Work", r[name].by_work.map((x) => Object.assign({}, x, { key: x.key === "memory" ? "memory (facts, consolidation)" : "tasks" }))),
+        table("Memory work by agent", r[name].memory_by_agent));
       const top = r.today.by_agent[0], topModel = r.today.by_model[0];
       $("costs").replaceChildren(
         el("p", { class: "status" }, top ? `Today the most expensive agent is ${top.key} (${money(top.cost_usd)}), and the most expensive model ${topModel.key} (${money(topModel.cost_usd)}).` : "No spend today."),
