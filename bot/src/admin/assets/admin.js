@@ -194,6 +194,7 @@
   }
 
   // ---- Costs ----
+  const memoryToday = (m) => m ? ` Memory work (facts, consolidation) today: ${money(m.cost_usd)} in ${m.calls} call${m.calls === 1 ? "" : "s"}, apart from the requests' own costs.` : "";
   async function loadCosts() {
     try {
       const r = await api("/admin/api/costs");
@@ -210,10 +211,11 @@
         el("p", { class: "big" }, money(r[name].total.cost_usd)), el("p", { class: "muted" }, `${r[name].total.calls} calls, ${tokens(r[name].total.tokens_in + r[name].total.tokens_out)} tokens`),
         table("Agent", r[name].by_agent), table("Model", r[name].by_model), table("Platform", r[name].by_platform),
         table("Work", r[name].by_work.map((x) => Object.assign({}, x, { key: x.key === "memory" ? "memory (facts, consolidation)" : "tasks" }))),
-        table("Memory work by agent", r[name].memory_by_agent));
+        table("Memory work", r[name].memory_by_agent));
       const top = r.today.by_agent[0], topModel = r.today.by_model[0];
       $("costs").replaceChildren(
-        el("p", { class: "status" }, top ? `Today the most expensive agent is ${top.key} (${money(top.cost_usd)}), and the most expensive model ${topModel.key} (${money(topModel.cost_usd)}).` : "No spend today."),
+        el("p", { class: "status" }, (top ? `Today the most expensive agent is ${top.key} (${money(top.cost_usd)}), and the most expensive model ${topModel.key} (${money(topModel.cost_usd)}).` : "No spend today.") +
+          memoryToday(r.today.by_work.find((w) => w.key === "memory"))),
         el("div", { class: "costs" }, period("today", "Today"), period("week", "Last 7 days"), period("month", "Last 30 days")));
     } catch (e) { banner(e.message); }
   }
@@ -280,7 +282,7 @@
       }));
       if (!r.facts.length) body.append(el("tr", {}, el("td", { colspan: "6", class: "muted" }, "No facts.")));
       const seen = { current: "current", at: `believed at ${r.time}`, valid_at: `true in the world at ${r.time}`, history: "every version" }[r.view];
-      $("facts-status").textContent = `${r.facts.length} of ${r.agent}'s facts, ${seen}.` +
+      $("facts-status").textContent = `${r.facts.length} ${r.view === "history" ? "versions of" : "of"} ${r.agent}'s facts, ${seen}.` +
         (r.archival ? "" : ` Archival memory is off for ${r.agent}: no new facts are recorded.`);
     } catch (e) { $("facts-status").textContent = e.message; }
   }
