@@ -161,6 +161,9 @@ fn close(
             p.ledger_id
         ],
     )?;
+    // Only current versions are in the current index.
+    tx.prepare_cached("DELETE FROM memory_facts_fts_current WHERE rowid = ?1")?
+        .execute([target])?;
     Ok(())
 }
 
@@ -211,10 +214,13 @@ fn open_version(
         ],
     )?;
     let id = tx.last_insert_rowid();
-    tx.execute(
-        "INSERT INTO memory_facts_fts (rowid, text, subject) VALUES (?1, ?2, ?3)",
-        params![id, v.text, v.subject],
-    )?;
+    let ns = super::search::ns_token(namespace);
+    for table in ["memory_facts_fts", "memory_facts_fts_current"] {
+        tx.prepare_cached(&format!(
+            "INSERT INTO {table} (rowid, ns, text, subject) VALUES (?1, ?2, ?3, ?4)"
+        ))?
+        .execute(params![id, ns, v.text, v.subject])?;
+    }
     Ok(id)
 }
 

@@ -16,9 +16,13 @@
 //! - Graph-lite: `memory_entities` (one row per subject per namespace: display name and normalised
 //!   name) and `memory_entity_aliases` (every normalised name that resolves to an entity, the
 //!   canonical one included); a version links to its entity, indexed for "everything about X".
-//! - `memory_facts_fts` is an FTS5 index with external content (the versions table): written in the
-//!   same transaction as the version, so BM25 never lags; versions' texts never change, so it never
-//!   needs an update.
+//! - Two contentless FTS5 indexes (rowid = version id), written in the same transaction as the
+//!   versions, so BM25 never lags: `memory_facts_fts` holds every version (past views);
+//!   `memory_facts_fts_current` only the current ones (a closed version is deleted from it, which
+//!   `contentless_delete` allows), so the hot search (current facts) scores a tenth of the rows at
+//!   ten versions a fact. Each row's `ns` column holds one token naming its namespace
+//!   ([`super::search::ns_token`]), so a search ANDs the reader's namespaces into the match instead of
+//!   scoring other agents' facts and filtering them out afterwards.
 //! - `memory_fact_vectors` holds a MiniLM vector per version (int8 with one scale; derived, filled
 //!   when the embedder is loaded).
 //! - `memory_facts_extracted` records the exchanges already extracted (by content hash), so a
@@ -92,8 +96,13 @@ CREATE INDEX memory_fact_versions_by_entity ON memory_fact_versions (entity_id, 
     WHERE entity_id IS NOT NULL;
 
 CREATE VIRTUAL TABLE memory_facts_fts USING fts5 (
-    text, subject,
-    content = 'memory_fact_versions', content_rowid = 'id',
+    ns, text, subject,
+    content = '',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE memory_facts_fts_current USING fts5 (
+    ns, text, subject,
+    content = '', contentless_delete = 1,
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 

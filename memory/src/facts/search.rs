@@ -1,10 +1,12 @@
 //! Hybrid search over facts: BM25 (SQLite FTS5) and MiniLM vectors, fused like recall's.
 //!
-//! Why FTS5 and not tantivy (which recall uses): facts are few and small next to recall's messages,
-//! and FTS5 lives in the same SQLite file, written in the same transaction as the version. So BM25
-//! never lags a write (no derived index, no cursor to catch up, no second directory), the views'
-//! filters are plain SQL joined to the match, and a read-only CLI beside a running `opc run` sees
-//! exactly what is committed.
+//! Why FTS5 and not tantivy (which recall uses): FTS5 lives in the same SQLite file and is written in
+//! the same transaction as the version. So BM25 never lags a write (no derived index, no cursor to
+//! catch up, no second directory), a failed batch leaves no index entry behind, the views' filters
+//! are plain SQL joined to the match, and a read-only CLI beside a running `opc run` sees exactly
+//! what is committed. The cost: FTS5 scores every matching row (no top-k pruning like tantivy's), so
+//! the current facts have their own index (a tenth of the rows at ten versions a fact) and the
+//! reader's namespaces are ANDed into the match (see [`super::schema_sql`]).
 //!
 //! Vectors: each version's MiniLM vector is stored as int8 with one scale (`memory_fact_vectors`,
 //! 388 bytes a version). Only the **current** versions' vectors are held in memory (that is what
@@ -69,7 +71,14 @@ pub fn match_expr(text: &str) -> Option<String> {
     (!terms.is_empty()).then(|| terms.join(" OR "))
 }
 
-/// The BM25 list: (version id, score; higher is better), best first.
+/// The one FTS5 token naming a namespace in the indexes' `ns` column: `ns` + the namespace's bytes
+/// in hex + `0` (exact for any namespace, and the trailing digit keeps the porter stemmer off it).
+pub fn ns_token(namespace: &str) -> String {
+    format!("ns{}0", hex::encode(namespace.as_bytes()))
+}
+
+/// The BM25 list: (version id, score; higher is better), best first. `Current` and `ValidAt` match
+/// the current index; `BelievedAt` and `History` every version, filtered to the view by a join.
 pub fn bm25(
     conn: &Connection,
     text: &str,
@@ -77,28 +86,41 @@ pub fn bm25(
     view: View,
     pool: usize,
 ) -> rusqlite::Result<Vec<(i64, f32)>> {
-    let Some(expr) = match_expr(text) else {
+    let Some(words) = match_expr(text) else {
         return Ok(Vec::new());
     };
-    let mut params: Vec<SqlValue> = vec![SqlValue::Text(expr)];
-    let marks = namespaces
+    if namespaces.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ns = namespaces
         .iter()
-        .map(|n| {
-            params.push(SqlValue::Text(n.clone()));
-            format!("?{}", params.len())
-        })
+        .map(|n| format!("\"{}\"", ns_token(n)))
         .collect::<Vec<_>>()
-        .join(",");
-    let filter = view_filter(view, &mut params);
-    params.push(SqlValue::Integer(i64::try_from(pool).unwrap_or(i64::MAX)));
-    let limit = params.len();
-    // bm25() is lower-is-better; the subject column weighs half the text.
-    let sql = format!(
-        "SELECT v.id, bm25(memory_facts_fts, 1.0, 0.5) AS s
-         FROM memory_facts_fts JOIN memory_fact_versions v ON v.id = memory_facts_fts.rowid
-         WHERE memory_facts_fts MATCH ?1 AND v.namespace IN ({marks}) AND {filter}
-         ORDER BY s LIMIT ?{limit}"
-    );
+        .join(" OR ");
+    let expr = format!("ns : ({ns}) AND {{text subject}} : ({words})");
+    let table = match view {
+        View::Current | View::ValidAt(_) => "memory_facts_fts_current",
+        View::BelievedAt(_) | View::History => "memory_facts_fts",
+    };
+    let mut params: Vec<SqlValue> = vec![SqlValue::Text(expr)];
+    // bm25() is lower-is-better; the namespace column counts for nothing, the subject half the text.
+    let sql = if view == View::Current {
+        params.push(SqlValue::Integer(i64::try_from(pool).unwrap_or(i64::MAX)));
+        format!(
+            "SELECT rowid, bm25({table}, 0.0, 1.0, 0.5) AS s FROM {table}
+             WHERE {table} MATCH ?1 ORDER BY s LIMIT ?2"
+        )
+    } else {
+        let filter = view_filter(view, &mut params);
+        params.push(SqlValue::Integer(i64::try_from(pool).unwrap_or(i64::MAX)));
+        let limit = params.len();
+        format!(
+            "SELECT v.id, bm25({table}, 0.0, 1.0, 0.5) AS s
+             FROM {table} JOIN memory_fact_versions v ON v.id = {table}.rowid
+             WHERE {table} MATCH ?1 AND {filter}
+             ORDER BY s LIMIT ?{limit}"
+        )
+    };
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map(params_from_iter(params), |r| {
         Ok((r.get::<_, i64>(0)?, -(r.get::<_, f64>(1)? as f32)))
