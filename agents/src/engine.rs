@@ -38,6 +38,7 @@ use crate::llm::privacy::PrivacyLayer;
 use crate::llm::provider::Providers;
 use crate::llm::stack::{CallStack, Seam};
 use crate::llm::{Content, Message, Role};
+use crate::memory_work::MemoryWorker;
 pub use crate::state::EngineOptions;
 use crate::state::{EngineState, StateParts};
 use crate::store::{
@@ -163,6 +164,8 @@ struct Runs {
     roots: Mutex<HashMap<TaskId, watch::Receiver<Option<Outcome>>>>,
     tracker: TaskTracker,
     shutdown: CancellationToken,
+    /// The memory worker, when memory keeps facts: woken when a root completes.
+    memory: std::sync::OnceLock<MemoryWorker>,
 }
 
 /// The agents engine. Cheap to clone.
@@ -245,10 +248,22 @@ impl Engine {
                 roots: Mutex::default(),
                 tracker: TaskTracker::new(),
                 shutdown: CancellationToken::new(),
+                memory: std::sync::OnceLock::new(),
             }),
             recovery: Arc::new(recovery),
             ner: Arc::default(),
         };
+        // Memory work (fact extraction, consolidation) when memory keeps facts: the worker starts
+        // with the jobs a stopped process left queued, and stops with the engine.
+        if engine.rt().context().memory().fact_store().is_some() {
+            let current = engine.current.clone();
+            let worker = MemoryWorker::spawn(
+                Arc::new(move || current.read().unwrap_or_else(|p| p.into_inner()).clone()),
+                &engine.runs.tracker,
+                engine.runs.shutdown.clone(),
+            );
+            let _ = engine.runs.memory.set(worker);
+        }
         if engine.rt().options().resume_suspended {
             for root in engine.recovery.suspended_roots.clone() {
                 engine.spawn_root(root);
@@ -523,7 +538,13 @@ impl Engine {
                 _ = shutdown.cancelled() => None,
             };
             if let Some(outcome) = outcome {
+                let completed = outcome.state == TaskState::Completed;
                 let _ = tx.send(Some(outcome));
+                // The answer is out; the root's extraction jobs (committed with its completion)
+                // can run now.
+                if completed && let Some(memory) = runs.memory.get() {
+                    memory.wake();
+                }
             }
             runs.roots
                 .lock()
@@ -633,7 +654,9 @@ impl Engine {
     }
 
     /// Stop: running trees stay in the database as they are (a restart marks running ones interrupted
-    /// and resumes suspended ones). Waits for the background runs to drop.
+    /// and resumes suspended ones). Waits for the background runs to drop, and for the memory worker:
+    /// a memory job in progress gets a short grace (3 s) to finish its call and apply its batch, else
+    /// it stays queued for the next start.
     pub async fn shutdown(&self) {
         self.runs.shutdown.cancel();
         self.runs.tracker.close();

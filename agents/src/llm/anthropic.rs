@@ -554,6 +554,26 @@ mod tests {
     }
 
     #[test]
+    fn tool_choice_forces_a_tool_only_when_asked() {
+        let mut req = request(vec![Message::user("go")]);
+        assert!(request_body(&req).get("tool_choice").is_none());
+        req.tool_choice = Some(ToolChoice::Tool("record_facts".into()));
+        // Without tools there is nothing to force.
+        assert!(request_body(&req).get("tool_choice").is_none());
+        req.tools = vec![ToolSpec {
+            name: "record_facts".into(),
+            description: "facts".into(),
+            input_schema: json!({"type": "object"}),
+        }];
+        assert_eq!(
+            request_body(&req)["tool_choice"],
+            json!({"type": "tool", "name": "record_facts"})
+        );
+        req.tool_choice = Some(ToolChoice::Auto);
+        assert_eq!(request_body(&req)["tool_choice"], json!({"type": "auto"}));
+    }
+
+    #[test]
     fn body_has_model_tokens_and_messages_and_omits_empty_parts() {
         let body = request_body(&request(vec![Message::user("hi")]));
         assert_eq!(

@@ -32,6 +32,12 @@ use super::StoreError;
 
 /// Recall's append-only table (the rows whose search index entries must be rebuilt).
 const RECALL_TABLE: &str = "recall_messages";
+/// Facts' versions: the content of an external-content FTS5 index and of derived vectors, which
+/// keep the old words (tokens, embeddings) until rebuilt from the rewritten rows.
+const FACT_VERSIONS: &str = "memory_fact_versions";
+/// The facts' external-content FTS5 index: it reads its text from [`FACT_VERSIONS`], so it is not
+/// scanned apart (that would count every fact twice); it is rebuilt when a version is rewritten.
+const FACTS_FTS: &str = "memory_facts_fts";
 
 /// Words OPC itself stores as structure (task states, message roles, content block types, authors):
 /// erasing one would change what the stored rows mean rather than remove personal data.
@@ -281,7 +287,11 @@ fn run(
         }
     };
     let mut out = Erasure::default();
+    let mut facts_rewritten: Vec<i64> = Vec::new();
     for table in tables(conn).map_err(sql("listing the tables".into()))? {
+        if table.name == FACTS_FTS {
+            continue;
+        }
         let (changes, count) = match scan_table(conn, &table, matcher) {
             Ok(found) => found,
             Err(ScanError::Structure { column, reason }) => {
@@ -301,6 +311,12 @@ fn run(
                     Some(Value::Integer(seq)) => Some(*seq),
                     _ => None,
                 }));
+        }
+        if table.name == FACT_VERSIONS && table.key == ["rowid"] {
+            facts_rewritten.extend(changes.iter().filter_map(|c| match c.key.first() {
+                Some(Value::Integer(id)) => Some(*id),
+                _ => None,
+            }));
         }
         if write {
             for change in &changes {
@@ -336,6 +352,23 @@ fn run(
             }
         }
         out.tables.push(count);
+    }
+    if write && !facts_rewritten.is_empty() {
+        // The facts' word index is built from the versions' text: rebuilt from the rewritten rows,
+        // it no longer holds the value's tokens. The vectors of the rewritten versions are dropped
+        // (the facts store embeds current versions without one again).
+        conn.execute(
+            "INSERT INTO memory_facts_fts (memory_facts_fts) VALUES ('rebuild')",
+            [],
+        )
+        .map_err(sql("rebuilding the facts' word index".into()))?;
+        for id in &facts_rewritten {
+            conn.execute(
+                "DELETE FROM memory_fact_vectors WHERE version_id = ?1",
+                [id],
+            )
+            .map_err(sql("dropping rewritten facts' vectors".into()))?;
+        }
     }
     out.recall_seqs.sort_unstable();
     Ok(out)
@@ -480,9 +513,12 @@ mod tests {
             }
             let values: Vec<Value> = cols
                 .iter()
-                .map(|(_, ty)| {
+                .map(|(name, ty)| {
                     let ty = ty.to_uppercase();
-                    if ty.contains("INT") {
+                    if t.name == FACT_VERSIONS && name == "source" {
+                        // A CHECKed enumeration (OPC's structure, never personal data).
+                        Value::Text("agent".into())
+                    } else if ty.contains("INT") {
                         Value::Integer(1)
                     } else if ty.contains("REAL") {
                         Value::Real(1.0)

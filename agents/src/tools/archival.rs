@@ -132,7 +132,12 @@ pub(crate) fn render_fact(v: &FactVersion) -> String {
         .as_deref()
         .map(|s| format!(", about {s}"))
         .unwrap_or_default();
-    format!("[fact {} of {}, {when}{subject}] {}", v.id, v.agent, v.text.trim())
+    format!(
+        "[fact {} of {}, {when}{subject}] {}",
+        v.id,
+        v.agent,
+        v.text.trim()
+    )
 }
 
 #[async_trait]

@@ -92,7 +92,7 @@ fn in_tree(event: &Event, root: TaskId, tree: &mut HashSet<TaskId>) -> bool {
         | Event::Escalated { task, .. }
         | Event::ApprovalRequested { task, .. }
         | Event::ApprovalResolved { task, .. } => tree.contains(task),
-        // Memory work runs after the answer was sent: never part of a reply's stream.
+        // Not a conversation's: config changes, and memory work (after the answer, off its tree).
         Event::ConfigReloaded { .. }
         | Event::ConfigRejected { .. }
         | Event::FactsRecorded { .. }
