@@ -444,7 +444,11 @@ async fn check_escapes(org: &Org, worker: &[RecordedRequest], listener: &std::ne
             "the database leaked: {}",
             result.0
         );
-        assert!(!result.0.contains(SECRET), "the secret leaked: {}", result.0);
+        assert!(
+            !result.0.contains(SECRET),
+            "the secret leaked: {}",
+            result.0
+        );
     }
     assert!(!shell[8].0.contains("connected"), "{}", shell[8].0);
     assert!(
