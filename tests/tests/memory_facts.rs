@@ -648,6 +648,13 @@ async fn consolidation_merges_duplicates_while_a_conversation_is_answered() {
         MemoryKind::Consolidate,
         Step::record_facts(json!([{"op": "INVALIDATE", "target": b["id"], "reason": reason}])),
     );
+    // A run may take more than one turn: the next one ends it.
+    llm.push_memory(MemoryKind::Consolidate, Step::text("Memory is tidy."));
+    let consolidated = events
+        .wait_for("consolidated", WAIT, |e| e["agent"] == "ceo")
+        .await;
+    println!("consolidated: {consolidated}");
+    assert_eq!(consolidated["invalidated"], 1, "{consolidated}");
     let current = org
         .facts_until(&[], "the duplicate merged", |f| f.len() == 1)
         .await;
