@@ -176,6 +176,36 @@ channels:
         }
     }
 
+    /// The engine's conversation behind a web conversation (the gateway's thread map).
+    fn conversation_of(&self, web: &str) -> String {
+        let db = rusqlite::Connection::open_with_flags(
+            self.database(),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        db.query_row(
+            "SELECT conversation FROM gateway_threads WHERE thread = ?1",
+            [web],
+            |r| r.get(0),
+        )
+        .unwrap_or_else(|e| panic!("the engine conversation of web conversation {web}: {e}"))
+    }
+
+    /// Who closed a fact version (`closed_source`, which the JSON does not show), read-only.
+    fn closed_source(&self, version: i64) -> Option<String> {
+        let db = rusqlite::Connection::open_with_flags(
+            self.database(),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        db.query_row(
+            "SELECT closed_source FROM memory_fact_versions WHERE id = ?1",
+            [version],
+            |r| r.get(0),
+        )
+        .unwrap_or_else(|e| panic!("closed_source of fact version {version}: {e}"))
+    }
+
     /// The ledger's memory work: (calls, tokens in, tokens out), and the task calls of root tasks'
     /// totals (read-only, beside the gateway).
     fn ledger(&self) -> Ledger {
@@ -405,11 +435,11 @@ async fn a_moved_launch_date_is_versioned_in_time_selected_later_and_never_delay
     assert_eq!(time(&v1["valid_from"]), time(&json!(FROM_3)));
     assert!(v1["invalidated_at"].is_null());
     assert!(v1["task"].is_i64(), "{v1}");
-    let conversation_1 = v1["conversation"].as_str().unwrap().to_string();
-    assert!(
-        conversation_1.contains(&one_said.id),
-        "the fact's conversation {conversation_1:?} is the web conversation {}",
-        one_said.id
+    let conversation_1 = org.conversation_of(&one_said.id);
+    assert_eq!(
+        v1["conversation"],
+        json!(conversation_1),
+        "its conversation"
     );
 
     // A time T between the two conversations, in whole seconds, after the first fact was recorded.
@@ -471,8 +501,12 @@ async fn a_moved_launch_date_is_versioned_in_time_selected_later_and_never_delay
     );
     assert_ne!(v2["id"], v1["id"]);
     assert_eq!(v2["source"], "agent");
-    let conversation_2 = v2["conversation"].as_str().unwrap().to_string();
-    assert!(conversation_2.contains(&two_said.id), "{conversation_2}");
+    let conversation_2 = org.conversation_of(&two_said.id);
+    assert_eq!(
+        v2["conversation"],
+        json!(conversation_2),
+        "its conversation"
+    );
     assert_ne!(conversation_1, conversation_2);
 
     let believed = org.facts(&["--at", &t]).await;
@@ -574,6 +608,24 @@ async fn a_moved_launch_date_is_versioned_in_time_selected_later_and_never_delay
         "memory work is not in the tasks' totals: {ledger:?}"
     );
     ledger.print("versioned launch");
+    // The console's Costs page shows memory work apart.
+    let costs: Value = opc_tests::http_client()
+        .get(opc.url("/admin/api/costs"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let calls = |group: &str, key: &str| {
+        costs["today"][group]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["key"] == key))
+            .map(|r| r["calls"].clone())
+    };
+    assert_eq!(calls("by_work", "memory"), Some(json!(5)), "{costs:#}");
+    assert_eq!(calls("by_work", "task"), Some(json!(5)), "{costs:#}");
+    assert_eq!(calls("memory_by_agent", "ceo"), Some(json!(5)), "{costs:#}");
     assert_eq!(opc.stop().0, Some(0));
 }
 
@@ -643,10 +695,17 @@ async fn consolidation_merges_duplicates_while_a_conversation_is_answered() {
         a_said.latency, b_said.latency, c_said.latency
     );
 
+    // The merge: the duplicate is closed as such, and the fact kept is reworded from both (a new
+    // version of the same fact). Both are versioned edits of the consolidation run.
     let reason = format!("duplicate of {}", a["id"]);
+    const MERGED: &str = "The office is in Berlin, Germany";
     llm.push_memory(
         MemoryKind::Consolidate,
-        Step::record_facts(json!([{"op": "INVALIDATE", "target": b["id"], "reason": reason}])),
+        Step::record_facts(json!([
+            {"op": "INVALIDATE", "target": b["id"], "reason": reason},
+            {"op": "UPDATE", "target": a["id"], "text": MERGED, "subject": "office",
+             "reason": format!("merged with {}", b["id"])}
+        ])),
     );
     // A run may take more than one turn: the next one ends it.
     llm.push_memory(MemoryKind::Consolidate, Step::text("Memory is tidy."));
@@ -654,18 +713,28 @@ async fn consolidation_merges_duplicates_while_a_conversation_is_answered() {
         .wait_for("consolidated", WAIT, |e| e["agent"] == "ceo")
         .await;
     println!("consolidated: {consolidated}");
-    assert_eq!(consolidated["invalidated"], 1, "{consolidated}");
+    assert_eq!(
+        (&consolidated["invalidated"], &consolidated["updated"]),
+        (&json!(1), &json!(1)),
+        "{consolidated}"
+    );
     let current = org
-        .facts_until(&[], "the duplicate merged", |f| f.len() == 1)
+        .facts_until(&[], "the duplicates merged", |f| {
+            f.len() == 1 && f[0]["text"] == MERGED
+        })
         .await;
-    assert_eq!(current[0]["id"], a["id"]);
+    assert_eq!(current[0]["fact_id"], a["fact_id"]);
+    assert_eq!(current[0]["source"], "consolidation", "{}", current[0]);
     let history = org.facts(&["--history"]).await;
+    assert_eq!(history.len(), 3, "{history:#?}");
     let closed = one(&history, "Our office is located in Berlin");
     assert!(closed["invalidated_at"].is_string(), "{closed}");
     assert_eq!(closed["reason"], json!(reason));
-    assert!(
-        history.iter().any(|v| v["source"] == "consolidation"),
-        "a version whose source is consolidation: {history:#?}"
+    assert!(one(&history, "The office is in Berlin")["invalidated_at"].is_string());
+    // The JSON shows who opened a version; who closed one is kept beside it in the store.
+    assert_eq!(
+        org.closed_source(closed["id"].as_i64().unwrap()).as_deref(),
+        Some("consolidation")
     );
 
     // The third conversation's extraction (queued behind or beside consolidation) gets a NOOP.
@@ -705,11 +774,9 @@ async fn an_extraction_interrupted_by_a_stop_runs_at_the_next_start() {
     memory_request(&llm, MemoryKind::Extract, 2).await;
     let current = org.facts_until(&[], "the fact", |f| f.len() == 1).await;
     assert_eq!(current[0]["text"], MAY_3);
-    assert!(
-        current[0]["conversation"]
-            .as_str()
-            .unwrap()
-            .contains(&said.id)
+    assert_eq!(
+        current[0]["conversation"],
+        json!(org.conversation_of(&said.id))
     );
     assert_eq!(llm.memory_requests(MemoryKind::Extract).len(), 2);
     assert_eq!(opc.stop().0, Some(0));
