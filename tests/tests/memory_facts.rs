@@ -827,13 +827,23 @@ async fn facts_are_extracted_from_masked_text_and_stored_restored() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_work_adds_no_latency_to_the_answer() {
-    // The same conversations on two gateways, archival on and off, taken in turn; extraction is
-    // answered at once (no delay), so it runs while the next conversation is being answered.
-    const RUNS: usize = 7;
-    let extract = (0..RUNS)
-        .map(|i| {
+    // The same conversations on two gateways, archival on and off, in alternating blocks of `runs`
+    // back-to-back conversations. In an "on" block each extraction (answered at once) runs while the
+    // next conversation is answered, as under steady traffic; before an "off" block the "on"
+    // gateway's memory work has drained, so it never overlaps the other's conversations.
+    // `OPC_FACTS_LATENCY_RUNS` sets the block size (default 5) for the closing note's numbers.
+    const ROUNDS: usize = 2;
+    let runs: usize = std::env::var("OPC_FACTS_LATENCY_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(5);
+    let text = |n: usize| format!("Sprint {n} ships feature {n}, please note it.");
+    // One warm-up conversation per gateway, then the measured ones: one extraction each on "on".
+    let conversations = 1 + ROUNDS * runs;
+    let extract = (0..conversations)
+        .map(|n| {
             Step::record_facts(json!([
-                {"op": "ADD", "text": format!("Sprint {i} ships feature {i}"), "subject": format!("sprint {i}")}
+                {"op": "ADD", "text": format!("Sprint {n} ships feature {n}"), "subject": format!("sprint {n}")}
             ]))
         })
         .collect();
@@ -847,20 +857,33 @@ async fn memory_work_adds_no_latency_to_the_answer() {
         },
     );
     let (opc_on, opc_off) = (on.run(), off.run());
+    converse(&opc_off, &text(0)).await;
+    converse(&opc_on, &text(0)).await;
     let (mut with, mut without) = (Vec::new(), Vec::new());
-    for i in 0..RUNS {
-        let text = format!("Sprint {i} ships feature {i}, please note it.");
-        with.push(converse(&opc_on, &text).await.latency);
-        without.push(converse(&opc_off, &text).await.latency);
+    let mut n = 1;
+    for _ in 0..ROUNDS {
+        for i in 0..runs {
+            with.push(converse(&opc_on, &text(n + i)).await.latency);
+        }
+        let done = n + runs;
+        on.facts_until(&[], "the block's memory work to drain", |f| f.len() == done)
+            .await;
+        for i in 0..runs {
+            without.push(converse(&opc_off, &text(n + i)).await.latency);
+        }
+        n = done;
     }
-    let current = on.facts_until(&[], "every fact", |f| f.len() == RUNS).await;
-    assert_eq!(current.len(), RUNS);
+    assert_eq!(on.facts(&[]).await.len(), conversations);
     assert!(off.facts(&[]).await.is_empty());
-    assert_eq!(llm.memory_requests(MemoryKind::Extract).len(), RUNS);
+    assert_eq!(
+        llm.memory_requests(MemoryKind::Extract).len(),
+        conversations
+    );
+    let samples = with.len();
     let (with, without) = (median(with), median(without));
     println!(
-        "answer latency, median of {RUNS}: archival on {with:?}, off {without:?} (memory work adds {:?})",
-        with.saturating_sub(without)
+        "answer latency, median of {samples}: archival on {with:?}, off {without:?} (difference {:+.1} ms)",
+        with.as_secs_f64() * 1e3 - without.as_secs_f64() * 1e3
     );
     on.ledger().print("latency run, archival on");
     assert_eq!(opc_on.stop().0, Some(0));
