@@ -23,13 +23,25 @@
 //!    still walk on through the script. Without it (the default, which tests that send bare requests
 //!    rely on), every request advances the cursor.
 //!
+//! Memory work (issue 25) is answered apart: a request whose system prompt's FIRST line is
+//! `OPC memory: extract` or `OPC memory: consolidate` ([`MemoryKind`]) takes the next step of that
+//! kind's queue when the script has one ([`Script::memory`]) — one queue per kind, not per session,
+//! because the engine's background worker is one caller. An empty queue holds the request (recorded,
+//! unanswered) until the test pushes a step ([`ScriptedLlm::push_memory`]) or the server shuts down,
+//! so a test can read what a memory request lists (a fact's id) and answer it from that, and can keep
+//! memory work in flight for as long as it needs to show that conversations do not wait for it.
+//! Without a queue for its kind, a memory request is routed like any other (markers, fallback).
+//!
 //! Invariants:
 //! - only loopback addresses are ever bound ([`ScriptedLlm::start_on`] refuses others);
-//! - cursors and the recording sit behind one mutex, never held across an `.await`, so the order of
-//!   the recording is the order in which steps were handed out;
+//! - cursors, memory queues and the recording sit behind one mutex, never held across an `.await`, so
+//!   the order of the recording is the order in which steps were handed out (except memory requests
+//!   that waited on an empty queue: they are recorded on arrival and get their step when it is pushed);
 //! - no thread per request: every request is a tokio task under axum, delays and hangs are timers,
 //!   and all of them end when the server shuts down, so shutdown never waits on a hung request;
-//! - a request is recorded when it arrives, before any delay, hang or fault.
+//! - a request is recorded when it arrives, before any delay, hang or fault; when its answer starts
+//!   (after any hold, queue wait and delay) the record gets `answered_at`, so tests can assert what
+//!   happened before a request was answered.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -95,6 +107,42 @@ pub struct Script {
     /// Each new conversation walks the script from the start (see the module docs, step 4).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub per_conversation: bool,
+    /// Steps answering memory work, one queue per kind (`{"extract": [STEP, …], "consolidate": …}`);
+    /// a kind present here (even with no steps) is answered only from its queue.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub memory: BTreeMap<MemoryKind, Vec<Step>>,
+}
+
+/// The kinds of memory work (issue 25), told apart by the first line of the system prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryKind {
+    /// Fact extraction after a task (`OPC memory: extract`).
+    Extract,
+    /// A sleep-time consolidation run (`OPC memory: consolidate`).
+    Consolidate,
+}
+
+impl MemoryKind {
+    /// Both kinds.
+    pub const ALL: [MemoryKind; 2] = [MemoryKind::Extract, MemoryKind::Consolidate];
+
+    /// The first line of the system prompt of this kind of request.
+    pub fn first_line(self) -> &'static str {
+        match self {
+            MemoryKind::Extract => "OPC memory: extract",
+            MemoryKind::Consolidate => "OPC memory: consolidate",
+        }
+    }
+
+    /// The kind of memory work a system prompt asks for: its first line, trailing whitespace aside,
+    /// is exactly [`MemoryKind::first_line`]. Anywhere else in the prompt the words mean nothing.
+    pub fn of_system(system: &str) -> Option<MemoryKind> {
+        let first = system.lines().next()?.trim_end();
+        MemoryKind::ALL
+            .into_iter()
+            .find(|kind| kind.first_line() == first)
+    }
 }
 
 impl Script {
@@ -134,6 +182,14 @@ impl Script {
     /// Makes every new conversation start the script over (see the module docs, step 4).
     pub fn per_conversation(mut self) -> Script {
         self.per_conversation = true;
+        self
+    }
+
+    /// Answers memory work of `kind` from its own queue, starting with `steps` (which may be empty:
+    /// the test then pushes each answer with [`ScriptedLlm::push_memory`] once it has seen the
+    /// request). Called twice for a kind, the steps are appended.
+    pub fn memory(mut self, kind: MemoryKind, steps: Vec<Step>) -> Script {
+        self.memory.entry(kind).or_default().extend(steps);
         self
     }
 }
@@ -259,6 +315,11 @@ impl Step {
                 .collect(),
             ..Reply::default()
         })
+    }
+
+    /// A `record_facts` call (memory work's one tool) with `{"facts": facts}` as its input.
+    pub fn record_facts(facts: Value) -> Step {
+        Step::tool("record_facts", json!({ "facts": facts }))
     }
 
     /// A reply step.
@@ -498,6 +559,13 @@ pub struct RecordedRequest {
     pub headers: BTreeMap<String, String>,
     /// When the request arrived.
     pub received_at: SystemTime,
+    /// The memory work it is, by the first line of its system prompt (`None`: an agent's turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryKind>,
+    /// When its answer started (after any hold, queue wait and delay); `None` while it is still
+    /// unanswered, and for hangs and requests that were not answered by a step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_at: Option<SystemTime>,
 }
 
 impl RecordedRequest {
@@ -550,6 +618,33 @@ impl RecordedRequest {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// The lines of the user-side texts that are JSON objects (how memory work lists facts: one
+    /// object per line), parsed, in order.
+    pub fn json_lines(&self) -> Vec<Value> {
+        self.user_texts()
+            .iter()
+            .flat_map(|text| text.lines())
+            .filter(|line| line.trim_start().starts_with('{'))
+            .filter_map(|line| serde_json::from_str::<Value>(line.trim()).ok())
+            .filter(Value::is_object)
+            .collect()
+    }
+
+    /// The tool the request forces, if any (Anthropic `tool_choice: {type: "tool", name}`, OpenAI
+    /// `tool_choice: {type: "function", function: {name}}`).
+    pub fn forced_tool(&self) -> Option<String> {
+        let choice = self.body.get("tool_choice")?;
+        choice
+            .pointer("/function/name")
+            .or_else(|| {
+                (choice.get("type").and_then(Value::as_str) == Some("tool"))
+                    .then(|| choice.get("name"))
+                    .flatten()
+            })
+            .and_then(Value::as_str)
+            .map(str::to_string)
     }
 
     /// Whether the request asked for a streamed reply.
@@ -624,11 +719,13 @@ fn first_user_text(body: &Value) -> String {
         .unwrap_or_default()
 }
 
-/// Cursors and recording, under one lock.
+/// Cursors, memory queues and recording, under one lock.
 #[derive(Default)]
 struct Book {
     cursors: HashMap<(Option<String>, String), Cursor>,
     records: Vec<RecordedRequest>,
+    /// The memory queues: steps not handed out yet, and how many were.
+    memory: HashMap<MemoryKind, (VecDeque<Step>, usize)>,
 }
 
 /// Where a (marker, session) pair is in its agent's steps.
@@ -670,6 +767,8 @@ struct Inner {
     shutdown: watch::Receiver<bool>,
     /// While `true`, answers wait (after the request is recorded): see [`ScriptedLlm::hold`].
     held: watch::Sender<bool>,
+    /// Bumped on every [`ScriptedLlm::push_memory`], waking memory requests waiting on a queue.
+    memory_pushed: watch::Sender<u64>,
 }
 
 /// What a request gets.
@@ -687,8 +786,9 @@ impl Inner {
         self.ids.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// Picks the step for (marker, session), advances the cursor and records the request.
-    fn choose_and_record(&self, mut record: RecordedRequest) -> Choice {
+    /// Picks the step for (marker, session), advances the cursor and records the request (the
+    /// record's index is returned with the choice).
+    fn choose_and_record(&self, mut record: RecordedRequest) -> (Choice, usize) {
         let marker = record.agent_marker.clone();
         let steps: Option<&[Step]> = match &marker {
             Some(m) => self
@@ -746,7 +846,68 @@ impl Inner {
             );
         }
         book.records.push(record);
-        choice
+        (choice, book.records.len() - 1)
+    }
+
+    /// Records a memory request of a kind that has a queue (no agent answers it), giving its index;
+    /// the record back when the kind has none (the request is then routed like any other).
+    fn record_memory(
+        &self,
+        kind: MemoryKind,
+        mut record: Box<RecordedRequest>,
+    ) -> Result<usize, Box<RecordedRequest>> {
+        let mut book = self.book();
+        if !book.memory.contains_key(&kind) {
+            return Err(record);
+        }
+        record.agent_marker = None;
+        if self.log.load(Ordering::Relaxed) {
+            eprintln!("scripted-llm: {} memory={kind:?} (queued)", record.path);
+        }
+        book.records.push(*record);
+        Ok(book.records.len() - 1)
+    }
+
+    /// The next step of `kind`'s queue for the request recorded at `index`, if one is there.
+    fn take_memory(&self, kind: MemoryKind, index: usize) -> Option<Step> {
+        let mut book = self.book();
+        let (queue, taken) = book.memory.get_mut(&kind)?;
+        let step = queue.pop_front()?;
+        let number = *taken;
+        *taken += 1;
+        if let Some(record) = book.records.get_mut(index) {
+            record.step_index = Some(number);
+        }
+        if self.log.load(Ordering::Relaxed) {
+            eprintln!(
+                "scripted-llm: memory={kind:?} step={number} -> {}",
+                describe(&step)
+            );
+        }
+        Some(step)
+    }
+
+    /// Waits for a step of `kind`'s queue; `None` if the server shuts down first.
+    async fn next_memory_step(&self, kind: MemoryKind, index: usize) -> Option<Step> {
+        let mut shutdown = self.shutdown.clone();
+        loop {
+            // Subscribed before looking, so a push between the look and the wait still wakes us.
+            let mut pushed = self.memory_pushed.subscribe();
+            if let Some(step) = self.take_memory(kind, index) {
+                return Some(step);
+            }
+            tokio::select! {
+                changed = pushed.changed() => changed.ok()?,
+                _ = shutdown.wait_for(|down| *down) => return None,
+            }
+        }
+    }
+
+    /// Notes that the request recorded at `index` is being answered now.
+    fn answered(&self, index: usize) {
+        if let Some(record) = self.book().records.get_mut(index) {
+            record.answered_at = Some(SystemTime::now());
+        }
     }
 
     fn record_only(&self, record: RecordedRequest) {
@@ -841,13 +1002,22 @@ impl ScriptedLlm {
         let listener = socket.listen(BACKLOG)?;
         let addr = listener.local_addr()?;
         let (shutdown, shutdown_rx) = watch::channel(false);
+        let book = Book {
+            memory: script
+                .memory
+                .iter()
+                .map(|(kind, steps)| (*kind, (steps.iter().cloned().collect(), 0)))
+                .collect(),
+            ..Book::default()
+        };
         let inner = Arc::new(Inner {
             script,
-            book: Mutex::new(Book::default()),
+            book: Mutex::new(book),
             ids: AtomicU64::new(0),
             log: AtomicBool::new(false),
             shutdown: shutdown_rx.clone(),
             held: watch::Sender::new(false),
+            memory_pushed: watch::Sender::new(0),
         });
         let app = router(inner.clone());
         let listener = listener.tap_io(|tcp| {
@@ -911,6 +1081,30 @@ impl ScriptedLlm {
             .filter(|r| r.agent_marker.as_deref() == Some(marker))
             .cloned()
             .collect()
+    }
+
+    /// The memory requests of `kind` received so far, in arrival order (whatever answered them).
+    pub fn memory_requests(&self, kind: MemoryKind) -> Vec<RecordedRequest> {
+        self.inner
+            .book()
+            .records
+            .iter()
+            .filter(|r| r.memory == Some(kind))
+            .cloned()
+            .collect()
+    }
+
+    /// Appends `step` to `kind`'s memory queue, answering the oldest request waiting on it (or the
+    /// next to come). From now on memory work of this kind is answered only from its queue.
+    pub fn push_memory(&self, kind: MemoryKind, step: Step) {
+        self.inner
+            .book()
+            .memory
+            .entry(kind)
+            .or_default()
+            .0
+            .push_back(step);
+        self.inner.memory_pushed.send_modify(|n| *n += 1);
     }
 
     /// Stops accepting, ends delays and hangs, waits for open connections to finish (for at most
@@ -983,6 +1177,8 @@ async fn not_found(
         body: parse_body(&body).unwrap_or_else(|raw| raw),
         headers: recorded_headers(&headers),
         received_at: SystemTime::now(),
+        memory: None,
+        answered_at: None,
     });
     let message = format!(
         "the scripted LLM serves POST /v1/messages, POST /v1/chat/completions and POST \
@@ -1036,6 +1232,8 @@ async fn answer(
                 body: raw_value,
                 headers: recorded_headers(headers),
                 received_at,
+                memory: None,
+                answered_at: None,
             });
             return error_response(
                 wire,
@@ -1064,7 +1262,8 @@ async fn answer(
         .and_then(Value::as_str)
         .unwrap_or("scripted-llm")
         .to_string();
-    let choice = inner.choose_and_record(RecordedRequest {
+    let memory = MemoryKind::of_system(&system);
+    let record = Box::new(RecordedRequest {
         path: path.to_string(),
         agent_marker,
         system,
@@ -1073,18 +1272,34 @@ async fn answer(
         body,
         headers: recorded_headers(headers),
         received_at,
+        memory,
+        answered_at: None,
     });
-    let step = match choice {
-        Choice::Step(step) => step,
-        Choice::Error(message) => {
-            return error_response(wire, StatusCode::INTERNAL_SERVER_ERROR, &message, None);
-        }
+    // Memory work of a kind with a queue is answered from it (it is no agent's turn).
+    let routed = match memory {
+        Some(kind) => inner.record_memory(kind, record).map(|index| (kind, index)),
+        None => Err(record),
+    };
+    let (step, index) = match routed {
+        Ok((kind, index)) => match inner.next_memory_step(kind, index).await {
+            Some(step) => (step, index),
+            None => return shutting_down(wire),
+        },
+        Err(record) => match inner.choose_and_record(*record) {
+            (Choice::Step(step), index) => (step, index),
+            (Choice::Error(message), _) => {
+                return error_response(wire, StatusCode::INTERNAL_SERVER_ERROR, &message, None);
+            }
+        },
     };
     if !inner.held().await {
         return shutting_down(wire);
     }
     if step.delay_ms > 0 && !inner.pause(Duration::from_millis(step.delay_ms)).await {
         return shutting_down(wire);
+    }
+    if !matches!(step.kind, StepKind::Fault(Fault::Hang)) {
+        inner.answered(index);
     }
     let ctx = Ctx {
         wire,

@@ -4,7 +4,7 @@
 //! came before" more than a general client; the framing (`event:` / `data:` lines, blank line ends an
 //! event, comments start with `:`) is read with `eventsource-stream`'s rules in mind but kept tiny.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -17,6 +17,9 @@ pub struct SseEvent {
     pub name: String,
     /// The `data:` field, parsed.
     pub data: Value,
+    /// When the client read it off the stream (for order assertions against other clocks of the
+    /// same process, e.g. when the scripted LLM answered a request).
+    pub received_at: SystemTime,
 }
 
 /// A connected SSE stream.
@@ -67,7 +70,12 @@ impl Sse {
                     }
                     let data = data.join("\n");
                     let data = serde_json::from_str(&data).unwrap_or(Value::String(data));
-                    if tx.send(SseEvent { name, data }).is_err() {
+                    let event = SseEvent {
+                        name,
+                        data,
+                        received_at: SystemTime::now(),
+                    };
+                    if tx.send(event).is_err() {
                         return;
                     }
                 }

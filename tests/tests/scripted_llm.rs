@@ -2,7 +2,7 @@
 //!
 //! Role: drive [`opc_tests::scripted_llm::ScriptedLlm`] (and the `scripted-llm` binary) with a
 //! plain HTTP client on 127.0.0.1, checking both wire formats streamed and not, marker routing,
-//! per-session cursors, faults, placeholder substitution and the recording.
+//! per-session cursors, memory-work queues, faults, placeholder substitution and the recording.
 //!
 //! Invariants: every test starts its own server on an ephemeral loopback port; no test talks to any
 //! other host; every wait has a deadline ([`opc_tests::wait`], the test client's timeouts), and no
@@ -13,7 +13,7 @@
 use std::io::BufRead;
 use std::time::{Duration, Instant};
 
-use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
+use opc_tests::scripted_llm::{Fault, MemoryKind, Script, ScriptedLlm, Step};
 use opc_tests::wait::{WAIT, blocking_within, wait_until, within};
 use serde_json::{Value, json};
 
@@ -848,6 +848,121 @@ async fn refuses_non_loopback_addresses() {
     assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
 }
 
+#[tokio::test]
+async fn memory_work_is_answered_from_its_own_queue_and_waits_for_a_push() {
+    let extract = "OPC memory: extract\nYou extract facts. Agent id: ceo\n";
+    let consolidate = "OPC memory: consolidate\nAgent id: ceo\n";
+    let script = Script::new()
+        .agent("Agent id: ceo", vec![Step::text("the CEO's turn")])
+        .memory(
+            MemoryKind::Extract,
+            vec![Step::record_facts(json!([{"op": "ADD", "text": "A"}])).with_delay_ms(50)],
+        )
+        .memory(MemoryKind::Consolidate, vec![]);
+    assert_eq!(MemoryKind::of_system(extract), Some(MemoryKind::Extract));
+    assert_eq!(
+        MemoryKind::of_system("OPC memory: consolidate  \r\nx"),
+        Some(MemoryKind::Consolidate)
+    );
+    assert_eq!(
+        MemoryKind::of_system("Agent id: ceo\nOPC memory: extract"),
+        None
+    );
+    let server = ScriptedLlm::start(script).await.unwrap();
+
+    // The first line decides, not the marker further down: the queued step answers, after its delay.
+    let mut body = anthropic_body(
+        extract,
+        "exchange\n{\"id\": 7, \"text\": \"old\"}\nnot json {",
+        false,
+    );
+    body["tool_choice"] = json!({"type": "tool", "name": "record_facts"});
+    let reply: Value = post(&client(), format!("{}/v1/messages", server.url()), &body)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(reply["content"][0]["name"], "record_facts");
+    assert_eq!(
+        reply["content"][0]["input"],
+        json!({"facts": [{"op": "ADD", "text": "A"}]})
+    );
+    let recorded = server.memory_requests(MemoryKind::Extract);
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].agent_marker, None);
+    assert_eq!(recorded[0].step_index, Some(0));
+    assert_eq!(recorded[0].forced_tool().as_deref(), Some("record_facts"));
+    assert_eq!(recorded[0].json_lines(), [json!({"id": 7, "text": "old"})]);
+    let answered = recorded[0].answered_at.unwrap();
+    assert!(answered.duration_since(recorded[0].received_at).unwrap() >= Duration::from_millis(50));
+    assert!(
+        server.requests_for("Agent id: ceo").is_empty(),
+        "no agent turn taken"
+    );
+
+    // An empty queue holds the request, recorded and unanswered, until the test pushes a step.
+    let url = format!("{}/v1/messages", server.url());
+    let waiting = tokio::spawn(async move {
+        post(&client(), url, &anthropic_body(consolidate, "facts", false))
+            .await
+            .json::<Value>()
+            .await
+    });
+    wait_until(WAIT, "the consolidation request to arrive", || {
+        server.memory_requests(MemoryKind::Consolidate).len() == 1
+    })
+    .await;
+    // An agent's turn is not held up by it.
+    assert_eq!(
+        text_of(&anthropic(&server, "Agent id: ceo", "hi").await),
+        "the CEO's turn"
+    );
+    let held = &server.memory_requests(MemoryKind::Consolidate)[0];
+    assert_eq!((held.step_index, held.answered_at), (None, None));
+    server.push_memory(
+        MemoryKind::Consolidate,
+        Step::record_facts(json!([{"op": "NOOP"}])),
+    );
+    let reply = within(WAIT, "the pushed answer", waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        reply["content"][0]["input"],
+        json!({"facts": [{"op": "NOOP"}]})
+    );
+    let done = &server.memory_requests(MemoryKind::Consolidate)[0];
+    assert_eq!(done.step_index, Some(0));
+    assert!(done.answered_at.is_some());
+
+    // A queued request still waiting ends at shutdown.
+    let url = format!("{}/v1/messages", server.url());
+    let waiting = tokio::spawn(async move {
+        post(&client(), url, &anthropic_body(extract, "again", false))
+            .await
+            .status()
+    });
+    wait_until(WAIT, "the second extraction request", || {
+        server.memory_requests(MemoryKind::Extract).len() == 2
+    })
+    .await;
+    within(WAIT, "shutdown while memory work waits", server.shutdown()).await;
+    assert_eq!(within(WAIT, "its answer", waiting).await.unwrap(), 503);
+}
+
+#[tokio::test]
+async fn memory_work_without_a_queue_is_routed_like_any_request() {
+    let server = ScriptedLlm::start(Script::new().fallback(vec![Step::text("fallback")]))
+        .await
+        .unwrap();
+    let reply = anthropic(&server, "OPC memory: extract\nx", "exchange").await;
+    assert_eq!(text_of(&reply), "fallback");
+    let recorded = server.memory_requests(MemoryKind::Extract);
+    assert_eq!(recorded.len(), 1, "still recorded as memory work");
+    assert_eq!(recorded[0].step_index, Some(0));
+    stop(server).await;
+}
+
 #[test]
 fn script_parsing_and_validation() {
     let text = r#"{
@@ -861,9 +976,12 @@ fn script_parsing_and_validation() {
             {"fault": "cut"},
             {"fault": "hang", "delay_ms": 1}
         ]}],
-        "fallback": [{"text": "?"}]
+        "fallback": [{"text": "?"}],
+        "memory": {"extract": [{"tool": "record_facts", "input": {"facts": []}, "delay_ms": 2000}], "consolidate": []}
     }"#;
     let script = Script::from_json(text).unwrap();
+    assert_eq!(script.memory[&MemoryKind::Extract][0].delay_ms, 2000);
+    assert!(script.memory[&MemoryKind::Consolidate].is_empty());
     assert_eq!(script.agents[0].replies.len(), 8);
     assert_eq!(script.agents[0].replies[0].delay_ms, 5);
     assert_eq!(
