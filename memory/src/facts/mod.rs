@@ -547,15 +547,26 @@ impl FactStore {
         let Some((model, vectors)) = self.embed(&texts)? else {
             return Ok(0);
         };
-        let conn = self.writer()?;
+        let mut conn = self.writer()?;
+        let e = |err| self.db_err(err);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(e)?;
         for ((id, _), (q, scale)) in todo.iter().zip(&vectors) {
-            conn.execute(
+            tx.execute(
                 "INSERT OR REPLACE INTO memory_fact_vectors (version_id, model, scale, vector) VALUES (?1, ?2, ?3, ?4)",
                 rusqlite::params![id, model, f64::from(*scale), search::to_blob(q)],
             )
-            .map_err(|e| self.db_err(e))?;
+            .map_err(e)?;
         }
-        // The in-memory vectors reload at the next search (generation unchanged, so drop them).
+        // Other processes holding vectors in memory reload them (the generation moved).
+        tx.execute(
+            "UPDATE memory_facts_meta SET generation = generation + 1 WHERE id = 1",
+            [],
+        )
+        .map_err(e)?;
+        tx.commit().map_err(e)?;
+        // This one too, at its next search.
         if let Ok(mut cv) = self.inner.vectors.write() {
             cv.generation = None;
         }

@@ -94,7 +94,9 @@ type Filter<'a> = &'a dyn Fn(&mut Vec<SqlValue>) -> String;
 ///   versions believed at t but closed since, from the index of every version restricted to the
 ///   rowid range those versions span (read off the closed index). Without the range the match would
 ///   score every past version of every fact; with it, a time in the past costs about what a current
-///   search costs when facts change at a steady pace (ids grow with time).
+///   search costs when facts change at a steady pace (ids grow with time). The two parts' scores
+///   come from two indexes (slightly different term statistics) and are merged as they are: close
+///   enough for ranking, and the fusion with the vector list normalises them anyway.
 pub fn bm25(
     conn: &Connection,
     text: &str,
