@@ -105,6 +105,42 @@ pub fn tokens_text(tokens: u64, unknown_usage_calls: u32) -> String {
     }
 }
 
+/// Insert one `llm_calls` row for `call` (its tool names already encoded), as `work` (`task` or
+/// `memory`); its id. The one place that knows the row's columns, for task and memory calls alike.
+pub(super) fn insert_call(
+    conn: &rusqlite::Connection,
+    call: &CallRecord,
+    tools: &str,
+    work: &str,
+) -> rusqlite::Result<i64> {
+    conn.execute(
+        "INSERT INTO llm_calls (task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, \
+         attempts, tool_calls, error, created_at, usage_unknown, privacy_mode, privacy_counts, \
+         privacy_routed_to, privacy_blocked, work) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+        params![
+            call.task_id,
+            call.agent,
+            call.model,
+            call.tokens_in as i64,
+            call.tokens_out as i64,
+            call.cost_usd,
+            call.duration_ms as i64,
+            call.attempts,
+            tools,
+            call.error,
+            now_ms(),
+            call.usage_unknown,
+            call.privacy.as_ref().map(|p| p.mode.as_str()),
+            call.privacy.as_ref().map(|p| p.counts.to_json()),
+            call.privacy.as_ref().and_then(|p| p.routed_to.as_deref()),
+            call.privacy.as_ref().and_then(|p| p.blocked.as_deref()),
+            work,
+        ],
+    )?;
+    Ok(conn.last_insert_rowid())
+}
+
 /// A call's tool calls as stored (JSON).
 pub(super) fn encode_tools(call: &CallRecord) -> Result<String, StoreError> {
     serde_json::to_string(&call.tool_calls).map_err(|e| StoreError::Encode {
@@ -151,31 +187,7 @@ impl Db {
     ) -> Result<bool, StoreError> {
         let mut conn = self.conn();
         let tx = conn.savepoint().map_err(sql("recording an LLM call"))?;
-        exec(&tx,
-            "INSERT INTO llm_calls (task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, \
-             attempts, tool_calls, error, created_at, usage_unknown, privacy_mode, privacy_counts, \
-             privacy_routed_to, privacy_blocked) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-            params![
-                call.task_id,
-                call.agent,
-                call.model,
-                call.tokens_in as i64,
-                call.tokens_out as i64,
-                call.cost_usd,
-                call.duration_ms as i64,
-                call.attempts,
-                tools,
-                call.error,
-                now_ms(),
-                call.usage_unknown,
-                call.privacy.as_ref().map(|p| p.mode.as_str()),
-                call.privacy.as_ref().map(|p| p.counts.to_json()),
-                call.privacy.as_ref().and_then(|p| p.routed_to.as_deref()),
-                call.privacy.as_ref().and_then(|p| p.blocked.as_deref()),
-            ],
-        )
-        .map_err(sql("recording an LLM call"))?;
+        insert_call(&tx, call, tools, "task").map_err(sql("recording an LLM call"))?;
         exec(
             &tx,
             "UPDATE tasks SET tokens_in = tokens_in + ?2, tokens_out = tokens_out + ?3, \

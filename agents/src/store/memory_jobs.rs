@@ -20,7 +20,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
-use super::ledger::encode_tools;
+use super::ledger::{encode_tools, insert_call};
 use super::{CallRecord, Db, StoreError, TaskId, TaskState, exec, now_ms, row, sql};
 
 /// What a memory job does.
@@ -248,33 +248,7 @@ impl Db {
     pub fn record_memory_call(&self, call: &CallRecord) -> Result<i64, StoreError> {
         let tools = encode_tools(call)?;
         let conn = self.conn();
-        exec(
-            &conn,
-            "INSERT INTO llm_calls (task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, \
-             attempts, tool_calls, error, created_at, usage_unknown, privacy_mode, privacy_counts, \
-             privacy_routed_to, privacy_blocked, work) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 'memory')",
-            params![
-                call.task_id,
-                call.agent,
-                call.model,
-                call.tokens_in as i64,
-                call.tokens_out as i64,
-                call.cost_usd,
-                call.duration_ms as i64,
-                call.attempts,
-                tools,
-                call.error,
-                now_ms(),
-                call.usage_unknown,
-                call.privacy.as_ref().map(|p| p.mode.as_str()),
-                call.privacy.as_ref().map(|p| p.counts.to_json()),
-                call.privacy.as_ref().and_then(|p| p.routed_to.as_deref()),
-                call.privacy.as_ref().and_then(|p| p.blocked.as_deref()),
-            ],
-        )
-        .map_err(sql("recording a memory-work call"))?;
-        Ok(conn.last_insert_rowid())
+        insert_call(&conn, call, &tools, "memory").map_err(sql("recording a memory-work call"))
     }
 
     /// Tokens (in + out) of `agent`'s memory work recorded since `since_ms`.
