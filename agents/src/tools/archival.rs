@@ -178,12 +178,9 @@ impl ToolHandler for ArchivalSearch {
             Err(e) => return Ok((e, true)),
         };
         let me = cx.agent();
-        let owners = match &args.agent {
-            Some(owner) => match self.blocks.check_read(me, owner) {
-                Ok(()) => vec![owner.clone()],
-                Err(e) => return Ok((e.to_string(), true)),
-            },
-            None => self.blocks.readable(me),
+        let owners = match super::search::searched(&self.blocks, me, args.agent.as_deref()) {
+            Ok(owners) => owners,
+            Err(e) => return Ok((e, true)),
         };
         let view = match args.at.as_deref().map(opc_memory::facts::time::parse_time) {
             Some(Ok(t)) => View::BelievedAt(t),

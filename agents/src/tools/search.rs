@@ -24,6 +24,23 @@ const DEFAULT_LIMIT: usize = 5;
 /// Characters of one hit's text shown to the model.
 const HIT_CHARS: usize = 600;
 
+/// The namespaces a memory search by `me` covers: `only`'s, when `me` may read it (else the ACL's
+/// refusal, as the tool's error), or every namespace `me` may read. Recall and facts share it, so
+/// both tools answer the same question the same way.
+pub(super) fn searched(
+    blocks: &BlockStore,
+    me: &str,
+    only: Option<&str>,
+) -> Result<Vec<String>, String> {
+    match only {
+        Some(owner) => blocks
+            .check_read(me, owner)
+            .map(|()| vec![owner.to_string()])
+            .map_err(|e| e.to_string()),
+        None => Ok(blocks.readable(me)),
+    }
+}
+
 /// Register `conversation_search` over `recall`, with the ACL of `blocks`.
 pub(super) fn register(registry: &mut ToolRegistry, blocks: BlockStore, recall: RecallStore) {
     registry.register(Arc::new(ConversationSearch { blocks, recall }));
@@ -96,12 +113,9 @@ impl ToolHandler for ConversationSearch {
             Err(e) => return Ok((e, true)),
         };
         let me = cx.agent();
-        let namespaces = match &args.agent {
-            Some(owner) => match self.blocks.check_read(me, owner) {
-                Ok(()) => vec![owner.clone()],
-                Err(e) => return Ok((e.to_string(), true)),
-            },
-            None => self.blocks.readable(me),
+        let namespaces = match searched(&self.blocks, me, args.agent.as_deref()) {
+            Ok(namespaces) => namespaces,
+            Err(e) => return Ok((e, true)),
         };
         let query = Query::new(
             args.query,
