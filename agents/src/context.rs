@@ -3,10 +3,10 @@
 //! - **Write**: the agent's prompt file, its position in the org ("You are {role}. Your superior is …
 //!   Your subordinates are …"), and its core memory blocks (from [`MemoryHooks`]), re-rendered on EVERY
 //!   turn so an edit made mid-session is in the very next request.
-//! - **Select**: the task text from the direct parent only, never the ancestor chain; plus whatever the
-//!   memory hook recalls for that task, asked once by the session before its first turn and prepended
-//!   to the task message of each request — never stored in the task's history, so the persisted
-//!   conversation holds only what was said.
+//! - **Select**: the task text from the direct parent only, never the ancestor chain; plus the current
+//!   facts and whatever the memory hooks recall for that task, asked once by the session before its
+//!   first turn and prepended to the task message of each request — never stored in the task's
+//!   history, so the persisted conversation holds only what was said.
 //! - **Compress**: done by the orchestrator on child results above `resultCompressionThreshold`
 //!   ([`estimate_tokens`], [`summary_request`]).
 //! - **Isolate**: each session is built from scratch here, from the agent's own config and its own task;
@@ -43,6 +43,18 @@ pub trait MemoryHooks: Send + Sync + 'static {
     fn recall_store(&self) -> Option<opc_memory::recall::RecallStore> {
         None
     }
+    /// The facts store behind `archival_search` / `archival_insert` and the memory worker (fact
+    /// extraction, consolidation), when this memory keeps long-term facts. The engine runs its
+    /// memory worker only when it has one.
+    fn fact_store(&self) -> Option<opc_memory::facts::FactStore> {
+        None
+    }
+    /// Select, facts: the current facts most relevant to `task` that `agent` may read, rendered with
+    /// their dates (`[fact, valid from 2026-05-17] The launch is on May 17th`), within the facts'
+    /// share of the memory budget; prepended to the task message of each request (never stored).
+    async fn facts(&self, _agent: &str, _task: &str) -> Vec<String> {
+        Vec::new()
+    }
     /// The hooks for a reloaded `config`, for the engine state the reload builds: the same storage, with
     /// the new config's blocks, permissions and recall settings. Nothing is stored and no permission
     /// changes until [`MemoryHooks::apply`]. `None`: these hooks serve any config unchanged.
@@ -76,7 +88,23 @@ impl MemoryHooks for NoMemory {
 pub struct BlockMemory {
     blocks: BlockStore,
     recall: Option<Recall>,
+    facts: Option<Facts>,
 }
+
+/// The Select step's facts settings and store.
+struct Facts {
+    store: opc_memory::facts::FactStore,
+    /// Agents whose config has `memory.archival` on.
+    agents: std::collections::HashSet<String>,
+    /// Token budget of the facts in one request.
+    budget: usize,
+}
+
+/// How many facts the Select step asks for before the budget trims them.
+const FACT_HITS: usize = 8;
+/// Default token budget of the facts put before a task (beside recall's [`RECALL_BUDGET_TOKENS`]):
+/// facts are short statements, so a third of the memory section.
+pub const FACTS_BUDGET_TOKENS: usize = 300;
 
 /// The Select step's settings and store.
 struct Recall {
@@ -103,6 +131,7 @@ impl BlockMemory {
         Ok(BlockMemory {
             blocks: BlockStore::open(path, config, org)?,
             recall: None,
+            facts: None,
         })
     }
 
@@ -121,6 +150,50 @@ impl BlockMemory {
         });
         self
     }
+}
+
+impl BlockMemory {
+    /// Add long-term facts: the tools and the memory worker over `store`, and the Select step for
+    /// agents with `memory.archival` on: the best current facts for each task, from the namespaces
+    /// the agent may read, within `budget` tokens.
+    pub fn with_facts(
+        mut self,
+        store: opc_memory::facts::FactStore,
+        config: &Config,
+        budget: usize,
+    ) -> Self {
+        self.facts = Some(Facts {
+            store,
+            agents: archival_agents(config),
+            budget,
+        });
+        self
+    }
+}
+
+/// Agents whose config has `memory.archival` on.
+fn archival_agents(config: &Config) -> std::collections::HashSet<String> {
+    config
+        .agents
+        .iter()
+        .filter(|(_, a)| a.memory.archival)
+        .map(|(id, _)| id.clone())
+        .collect()
+}
+
+/// One fact as the Select step shows it: marked as a fact, with when it holds.
+pub fn fact_line(v: &opc_memory::facts::FactVersion) -> String {
+    let day = |ms: i64| {
+        let text = opc_memory::facts::time::format_time(ms);
+        text.get(..10).unwrap_or(&text).to_string()
+    };
+    let when = match (v.valid_from, v.valid_to) {
+        (Some(from), Some(to)) => format!("valid {} to {}", day(from), day(to)),
+        (Some(from), None) => format!("valid from {}", day(from)),
+        (None, Some(to)) => format!("valid until {}", day(to)),
+        (None, None) => format!("recorded {}", day(v.recorded_at)),
+    };
+    format!("[fact, {when}] {}", v.text.trim())
 }
 
 /// Agents whose config has `memory.recall` on.
@@ -213,6 +286,52 @@ impl MemoryHooks for BlockMemory {
     fn recall_store(&self) -> Option<opc_memory::recall::RecallStore> {
         self.recall.as_ref().map(|r| r.store.clone())
     }
+    fn fact_store(&self) -> Option<opc_memory::facts::FactStore> {
+        self.facts.as_ref().map(|f| f.store.clone())
+    }
+    async fn facts(&self, agent: &str, task: &str) -> Vec<String> {
+        let Some(facts) = &self.facts else {
+            return Vec::new();
+        };
+        if !facts.agents.contains(agent) || task.trim().is_empty() {
+            return Vec::new();
+        }
+        let query = opc_memory::facts::FactQuery {
+            text: task.to_string(),
+            namespaces: self
+                .blocks
+                .readable(agent)
+                .iter()
+                .map(|owner| opc_memory::blocks::agent_namespace(owner))
+                .collect(),
+            view: opc_memory::facts::View::Current,
+            limit: FACT_HITS,
+        };
+        let store = facts.store.clone();
+        let hits = match tokio::task::spawn_blocking(move || store.search(&query)).await {
+            Ok(Ok(hits)) => hits,
+            Ok(Err(e)) => {
+                tracing::error!(agent, error = %e, "facts search failed; the task runs without facts");
+                return Vec::new();
+            }
+            Err(e) => {
+                tracing::error!(agent, error = %e, "facts search did not finish");
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::new();
+        let mut used = 0;
+        for hit in hits {
+            let line = fact_line(&hit.version);
+            let cost = estimate_tokens(&line);
+            if used + cost > facts.budget {
+                break;
+            }
+            used += cost;
+            out.push(line);
+        }
+        out
+    }
     fn for_config(&self, config: &Config, org: Arc<OrgTree>) -> Option<Arc<dyn MemoryHooks>> {
         Some(Arc::new(BlockMemory {
             blocks: self.blocks.for_config(config, org),
@@ -220,6 +339,11 @@ impl MemoryHooks for BlockMemory {
                 store: r.store.clone(),
                 agents: recall_agents(config),
                 budget: r.budget,
+            }),
+            facts: self.facts.as_ref().map(|f| Facts {
+                store: f.store.clone(),
+                agents: archival_agents(config),
+                budget: f.budget,
             }),
         }))
     }
@@ -335,15 +459,18 @@ impl ContextBuilder {
         (out, blocks)
     }
 
-    /// Select: what memory recalls for `agent`'s `task`, as the text to put before the task in each
-    /// request, or `None` when nothing was recalled.
+    /// Select: the current facts memory holds for `agent`'s `task` and what it recalls of other
+    /// conversations, as the text to put before the task in each request, or `None` when there is
+    /// nothing.
     pub async fn recall_prefix(
         &self,
         agent: &str,
         task: &str,
         conversation: &str,
     ) -> Option<String> {
-        let recalled = self.memory.recall(agent, task, conversation).await;
+        // Facts first (what is believed now), then what was said in other conversations.
+        let mut recalled = self.memory.facts(agent, task).await;
+        recalled.extend(self.memory.recall(agent, task, conversation).await);
         if recalled.is_empty() {
             return None;
         }
@@ -433,6 +560,7 @@ pub fn summary_request(
             "Summarise this report from the {child_role}:\n\n{result}"
         ))],
         tools: Vec::new(),
+        tool_choice: None,
         max_tokens: (budget_tokens as u32).clamp(256, 4096),
         stream: None,
         meta,

@@ -13,6 +13,9 @@
 //!   re-entering the root session: completed tool calls are answered from their stored results, so
 //!   nothing runs twice;
 //! - startup recovery runs before the engine accepts work;
+//! - when memory keeps facts, the memory worker (`memory_work`) runs beside the roots, tracked and
+//!   stopped like them; it is woken after a completed root's outcome is sent, so the answer never
+//!   waits for the root's fact extraction;
 //! - [`Engine::reload`] swaps in a new config for roots started from then on; a tree keeps the config
 //!   its root started with (its [`EngineState`]), so trees in flight finish as they began — with one
 //!   exception, memory permissions taken away: a revocation reaches trees in flight at once (see
@@ -38,6 +41,7 @@ use crate::llm::privacy::PrivacyLayer;
 use crate::llm::provider::Providers;
 use crate::llm::stack::{CallStack, Seam};
 use crate::llm::{Content, Message, Role};
+use crate::memory_work::MemoryWorker;
 pub use crate::state::EngineOptions;
 use crate::state::{EngineState, StateParts};
 use crate::store::{
@@ -163,6 +167,8 @@ struct Runs {
     roots: Mutex<HashMap<TaskId, watch::Receiver<Option<Outcome>>>>,
     tracker: TaskTracker,
     shutdown: CancellationToken,
+    /// The memory worker, when memory keeps facts: woken when a root completes.
+    memory: std::sync::OnceLock<MemoryWorker>,
 }
 
 /// The agents engine. Cheap to clone.
@@ -245,10 +251,22 @@ impl Engine {
                 roots: Mutex::default(),
                 tracker: TaskTracker::new(),
                 shutdown: CancellationToken::new(),
+                memory: std::sync::OnceLock::new(),
             }),
             recovery: Arc::new(recovery),
             ner: Arc::default(),
         };
+        // Memory work (fact extraction, consolidation) when memory keeps facts: the worker starts
+        // with the jobs a stopped process left queued, and stops with the engine.
+        if engine.rt().context().memory().fact_store().is_some() {
+            let current = engine.current.clone();
+            let worker = MemoryWorker::spawn(
+                Arc::new(move || current.read().unwrap_or_else(|p| p.into_inner()).clone()),
+                &engine.runs.tracker,
+                engine.runs.shutdown.clone(),
+            );
+            let _ = engine.runs.memory.set(worker);
+        }
         if engine.rt().options().resume_suspended {
             for root in engine.recovery.suspended_roots.clone() {
                 engine.spawn_root(root);
@@ -523,7 +541,13 @@ impl Engine {
                 _ = shutdown.cancelled() => None,
             };
             if let Some(outcome) = outcome {
+                let completed = outcome.state == TaskState::Completed;
                 let _ = tx.send(Some(outcome));
+                // The answer is out; the root's extraction jobs (committed with its completion)
+                // can run now.
+                if completed && let Some(memory) = runs.memory.get() {
+                    memory.wake();
+                }
             }
             runs.roots
                 .lock()
@@ -633,7 +657,9 @@ impl Engine {
     }
 
     /// Stop: running trees stay in the database as they are (a restart marks running ones interrupted
-    /// and resumes suspended ones). Waits for the background runs to drop.
+    /// and resumes suspended ones). Waits for the background runs to drop, and for the memory worker:
+    /// a memory job in progress gets a short grace (3 s) to finish its call and apply its batch, else
+    /// it stays queued for the next start.
     pub async fn shutdown(&self) {
         self.runs.shutdown.cancel();
         self.runs.tracker.close();
@@ -675,6 +701,7 @@ fn build_state(
     let tools = crate::tools::ToolRegistry::standard(
         memory.blocks(),
         memory.recall_store(),
+        memory.fact_store(),
         shared.options.sandbox.clone(),
     );
     let context = ContextBuilder::new(&config, &org, base_dir, memory)?;

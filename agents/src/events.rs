@@ -182,6 +182,72 @@ pub enum Event {
         /// Agents in the new org.
         agents: usize,
     },
+    /// Fact extraction recorded a batch in an agent's long-term facts (one transaction).
+    FactsRecorded {
+        /// Whose facts.
+        agent: String,
+        /// The task the facts were extracted from (or that triggered a consolidation).
+        task: Option<TaskId>,
+        /// Versions opened by ADD.
+        added: usize,
+        /// Facts given a new version by UPDATE.
+        updated: usize,
+        /// Versions closed by INVALIDATE.
+        invalidated: usize,
+        /// ADDs dropped as exact duplicates of a current fact.
+        duplicates: usize,
+    },
+    /// A `record_facts` answer was malformed (or named a fact that was not listed): nothing was
+    /// written, and the job is not retried.
+    FactsRejected {
+        /// Whose facts.
+        agent: String,
+        /// The task.
+        task: Option<TaskId>,
+        /// What was wrong, and where (`facts[2].target: 17 was not listed`).
+        reason: String,
+    },
+    /// An agent's memory work reached `consolidation.maxTokensPerDay`: its jobs wait for the next
+    /// UTC day (a consolidation run in progress ends).
+    MemoryWorkCapped {
+        /// The agent.
+        agent: String,
+        /// Memory-work tokens it used today.
+        used: u64,
+        /// The cap.
+        cap: u64,
+    },
+    /// A memory job gave up: its model could not be reached after several attempts.
+    MemoryWorkFailed {
+        /// The agent.
+        agent: String,
+        /// The task.
+        task: Option<TaskId>,
+        /// `extract` or `consolidate`.
+        kind: String,
+        /// Attempts made.
+        attempts: u32,
+        /// The last error.
+        error: String,
+    },
+    /// A consolidation run ended: what it changed (each change its own versioned edit, with source
+    /// `consolidation`).
+    Consolidated {
+        /// The agent.
+        agent: String,
+        /// Model turns the run took.
+        turns: u32,
+        /// Fact versions opened by ADD.
+        added: usize,
+        /// Facts given a new version by UPDATE.
+        updated: usize,
+        /// Versions closed by INVALIDATE (merged duplicates among them).
+        invalidated: usize,
+        /// Core block edits.
+        block_edits: usize,
+        /// Tool calls refused (malformed, stale, over a limit): nothing of those was written.
+        refused: usize,
+    },
     /// A changed config was refused (it is invalid, or could not be applied); the running one stays.
     ConfigRejected {
         /// What triggered it: `console`, `file` or `signal`.

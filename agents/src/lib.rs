@@ -14,11 +14,15 @@
 //! - [`context`]: system prompts (core memory re-rendered every turn) and the async memory hooks;
 //!   [`tools`]: the tool registry (org tools, memory tools), schemas and argument validation, and the
 //!   `ToolHost` trait the tools ask the session through (tools own it; the session implements it);
+//! - `memory_work`: the background memory worker (fact extraction after each completed root,
+//!   sleep-time consolidation), over a durable queue, through the same call stack, never holding an
+//!   agent slot;
 //! - `ending`: how a task ends ([`render_escalation`], the escalation types), a leaf;
 //! - [`store`]: SQLite (tasks, ledger, approvals); [`events`]: the live event bus; [`clock`]: deadlines.
 //!
 //! Module dependencies point one way (an arrow is "uses"). In order:
-//! `engine` → `session` → `approval` → `state` → `tools` → `store` → `llm`; beside them `context` (uses
+//! `engine` → `memory_work` → `session` → `approval` → `state` → `tools` → `store` → `llm` (`memory_work`
+//! uses `state` and below, not `session`); beside them `context` (uses
 //! `llm`), `events` (uses `store`, `llm`), and the leaves `ending`, `clock` and `llm`, each used only
 //! from above. No module uses one above it: the tools reach the session only through `ToolHost`, which
 //! they own. A test reads every `use crate::…` / `super::…` path and fails on a cycle, naming it:
@@ -40,6 +44,9 @@ mod ending;
 pub mod engine;
 pub mod events;
 pub mod llm;
+mod memory_work;
+#[cfg(test)]
+mod memory_work_tests;
 mod session;
 mod state;
 pub mod store;

@@ -338,6 +338,7 @@ async fn session_inner(
                     system,
                     messages: with_recall(&messages, task_index, recall.as_deref()),
                     tools: specs.clone(),
+                    tool_choice: None,
                     max_tokens: rt.options().max_tokens,
                     stream: None,
                     meta: call_meta(record, &record.agent),
@@ -367,6 +368,7 @@ fn call_meta(record: &TaskRecord, agent: &str) -> CallMeta {
         task_id: Some(record.id),
         root_id: Some(record.root_id),
         conversation: Some(record.conversation_id.clone()),
+        work: crate::llm::Work::Task,
     }
 }
 

@@ -137,11 +137,12 @@ enum Command {
     #[command(subcommand)]
     Models(commands::models::ModelsCommand),
     /// Memory: core blocks as stored (`show [AGENT]`, `history LABEL`), recall searched as an agent
-    /// would (`search`), and recall measured on LoCoMo (`eval locomo`).
+    /// would (`search`), long-term facts (`facts AGENT`), and recall measured on LoCoMo (`eval
+    /// locomo`).
     ///
     /// Exit status: 0; 1 invalid config, an unknown agent, a failed evaluation, or a database error
-    /// in `show` / `history`; 2 unreadable config or input file, or a database or index error in
-    /// `search`.
+    /// in `show` / `history`; 2 unreadable config or input file, a bad TIME or conflicting flags of
+    /// `facts`, or a database or index error in `search` / `facts`.
     Memory {
         #[command(subcommand)]
         command: commands::memory::MemoryCommand,

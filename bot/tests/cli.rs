@@ -34,19 +34,19 @@ fn init_writes_a_valid_org_and_refuses_to_overwrite() {
         "{}",
         text(&out.stdout)
     );
-    // The example turns privacy and memory on; this build runs privacy, core memory blocks and
-    // recall, not archival memory yet, and says so. (The sandbox probe printed after the list names
-    // Bash too: only the list is checked.)
+    // The example turns privacy and memory on; this build runs all of it (privacy, core memory
+    // blocks, recall, archival memory and consolidation), so nothing is listed as not active. (The
+    // sandbox probe printed after the list names Bash too: only the list is checked.)
     let stderr = text(&out.stderr);
     let stderr = stderr
         .split("sandbox (what this kernel offers Bash)")
         .next()
         .unwrap_or_default()
         .to_string();
-    for inactive in ["not active in this build", "archival memory"] {
-        assert!(stderr.contains(inactive), "{inactive:?} in {stderr}");
-    }
     for active in [
+        "not active in this build",
+        "archival memory",
+        "consolidation",
         "core memory blocks",
         "tools memory_read",
         "conversation recall",
@@ -69,8 +69,10 @@ fn init_writes_a_valid_org_and_refuses_to_overwrite() {
         .iter()
         .filter_map(|i| i["path"].as_str())
         .collect();
-    assert!(!paths.contains(&"framework.privacy.enabled"), "{paths:?}");
-    assert!(!paths.is_empty(), "memory is still listed");
+    assert!(
+        paths.is_empty(),
+        "everything the example turns on runs: {paths:?}"
+    );
 
     // A user's edits survive a second init: nothing is written, and the command says why.
     std::fs::write(target.join("prompts/ceo.md"), "my own prompt").expect("edit");
@@ -278,7 +280,7 @@ fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(
         dir.path().join("opc.config.yaml"),
-        "framework:\n  name: Tiny <Org>\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n  sandbox: { mode: off }\nchannels:\n  web: { listen: \"127.0.0.1:0\" }\nagents:\n  ceo: { role: CEO, tools: [delegate], children: [dev] }\n  dev: { role: Dev, parent: ceo }\n",
+        "framework:\n  name: Tiny <Org>\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n  sandbox: { mode: off }\n  memory: { graph: { enabled: true } }\nchannels:\n  web: { listen: \"127.0.0.1:0\" }\nagents:\n  ceo: { role: CEO, tools: [delegate], children: [dev] }\n  dev: { role: Dev, parent: ceo }\n",
     )
     .expect("write config");
     let mut child = Command::new(env!("CARGO_BIN_EXE_opc"))
@@ -350,8 +352,8 @@ fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
         .read_to_string(&mut stderr)
         .expect("stderr");
     assert!(
-        stderr.contains("memory consolidation"),
-        "run names what is not active: {stderr}"
+        stderr.contains("graph memory") && !stderr.contains("consolidation"),
+        "run names what is not active, and consolidation runs: {stderr}"
     );
     assert!(
         stderr.contains("warning")
@@ -464,6 +466,210 @@ fn memory_show_and_history_read_the_stored_blocks() {
         "  - Decisive, brief, delegates everything that is not a decision."
     );
     assert_eq!(lines[4], "  + Patient and thorough.");
+}
+
+/// `opc memory facts` on a temp database written by a facts store of the test's own (held open,
+/// read-write, the whole time, as `opc run` would hold it): the current fact, what was believed
+/// before a change (`--at`), what was true in the world (`--valid-at`), every version with its
+/// conversation (`--history`), JSON exactly as documented, and clear errors for bad input.
+#[test]
+fn memory_facts_lists_current_believed_valid_and_history_beside_a_writer() {
+    use opc_memory::facts::{FactStore, Op, Provenance, View};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = opc(&["init", "."], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ms = |t: &str| opc_memory::facts::time::parse_time(t).expect("time");
+
+    // No database yet: an empty list, and nothing created.
+    let out = opc(&["memory", "facts", "ceo", "--format", "json"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "{\"facts\":[]}\n");
+    let loaded = opc_hierarchy::load(&dir.path().join("opc.config.yaml")).expect("config");
+    let db = loaded.base_dir.join(&loaded.config.framework.memory.path);
+    assert!(!db.exists(), "a read creates no database");
+
+    std::fs::create_dir_all(db.parent().expect("parent")).expect("db dir");
+    let store = FactStore::open(&db, opc_memory::embed::EmbedSlot::new()).expect("facts store");
+    let provenance = |conversation: &str, task: i64| Provenance {
+        agent: "ceo".into(),
+        task: Some(task),
+        conversation: Some(conversation.into()),
+        ..Provenance::default()
+    };
+    let first = store
+        .apply(
+            "agent/ceo",
+            &[Op::Add {
+                text: "The launch is on May 3rd".into(),
+                subject: Some("launch".into()),
+                valid_from: Some(ms("2026-05-03")),
+                valid_to: None,
+            }],
+            &provenance("web:first", 1),
+            ms("2026-04-01T10:00:00Z"),
+        )
+        .expect("add");
+    let old = first.added[0];
+    store
+        .apply(
+            "agent/ceo",
+            &[Op::Update {
+                target: old,
+                text: "The launch moved to May 17th".into(),
+                subject: Some("launch".into()),
+                valid_from: Some(ms("2026-05-17")),
+                valid_to: None,
+                reason: Some("moved".into()),
+            }],
+            &provenance("web:second", 2),
+            ms("2026-04-02T10:00:00Z"),
+        )
+        .expect("update");
+    assert_eq!(
+        store.list("agent/ceo", View::History).expect("list").len(),
+        2
+    );
+
+    let facts = |args: &[&str]| {
+        let mut all = vec!["memory", "facts"];
+        all.extend_from_slice(args);
+        let out = opc(&all, dir.path());
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    };
+    let current = facts(&["ceo"]);
+    assert!(
+        current.starts_with("1 fact version of `ceo` (current):")
+            && current.contains("  | The launch moved to May 17th\n")
+            && current.contains("  valid:        from 2026-05-17T00:00:00Z to open\n")
+            && current.contains("  conversation: web:second\n")
+            && !current.contains("May 3rd"),
+        "{current}"
+    );
+    let before = facts(&["ceo", "--at", "2026-04-01T12:00:00Z"]);
+    assert!(
+        before.contains("The launch is on May 3rd") && !before.contains("May 17th"),
+        "{before}"
+    );
+    assert!(
+        facts(&["ceo", "--at", "2026-03-01"])
+            .starts_with("No facts of `ceo` (believed at 2026-03-01T00:00:00Z).")
+    );
+    // In the world, the current belief holds from May 17th on.
+    assert!(facts(&["ceo", "--valid-at", "2026-05-10"]).starts_with("No facts"));
+    assert!(facts(&["ceo", "--valid-at", "2026-05-20T08:00:00+02:00"]).contains("May 17th"));
+
+    let history: serde_json::Value =
+        serde_json::from_str(&facts(&["ceo", "--history", "--format", "json"])).expect("json");
+    let versions = history["facts"].as_array().expect("facts");
+    assert_eq!(versions.len(), 2, "{history}");
+    let closed = versions
+        .iter()
+        .find(|v| v["id"] == old)
+        .expect("the old version");
+    let open = versions
+        .iter()
+        .find(|v| v["id"] != old)
+        .expect("the new version");
+    assert_eq!(closed["fact_id"], open["fact_id"], "one fact, two versions");
+    assert_eq!(closed["text"], "The launch is on May 3rd");
+    assert_eq!(closed["invalidated_at"], "2026-04-02T10:00:00Z");
+    assert_eq!(closed["valid_to"], "2026-05-17T00:00:00Z");
+    assert_eq!(closed["conversation"], "web:first");
+    assert_eq!(open["conversation"], "web:second");
+    assert_eq!(open["invalidated_at"], serde_json::Value::Null);
+    assert_eq!(open["reason"], "moved");
+    assert_eq!(open["source"], "agent");
+    assert_eq!(open["task"], 2);
+    let mut keys: Vec<&str> = open
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "agent",
+            "conversation",
+            "fact_id",
+            "id",
+            "invalidated_at",
+            "reason",
+            "recorded_at",
+            "source",
+            "subject",
+            "task",
+            "text",
+            "valid_from",
+            "valid_to"
+        ]
+    );
+
+    // Bad input: what was wrong, and exit 2 for usage; an unknown agent names the agents.
+    for (args, says) in [
+        (
+            &[
+                "memory",
+                "facts",
+                "ceo",
+                "--at",
+                "2026-05-03",
+                "--valid-at",
+                "2026-05-03",
+            ][..],
+            "cannot be used with",
+        ),
+        (
+            &["memory", "facts", "ceo", "--history", "--at", "2026-05-03"],
+            "cannot be used with",
+        ),
+        (
+            &["memory", "facts", "ceo", "--at", "last week"],
+            "is not a time",
+        ),
+        (
+            &[
+                "memory",
+                "facts",
+                "ceo",
+                "--valid-at",
+                "2026-05-03T10:00:00",
+            ],
+            "is not a time",
+        ),
+    ] {
+        let out = opc(args, dir.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(says),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = opc(&["memory", "facts", "nobody"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("there is no agent `nobody`") && stderr.contains("ceo, "),
+        "{stderr}"
+    );
+    // An agent without archival memory still lists what is stored, and says it records nothing new.
+    let out = opc(&["memory", "facts", "dev-backend"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("No facts of `dev-backend` (current)."));
+    assert!(
+        text(&out.stderr).contains("`dev-backend` has archival memory off"),
+        "{}",
+        text(&out.stderr)
+    );
+    drop(store);
 }
 
 /// `opc` with `stdin` as its standard input.

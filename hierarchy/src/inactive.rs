@@ -72,25 +72,12 @@ pub fn inactive(config: &Config) -> Vec<Inactive> {
             .map(|(id, _)| id.as_str())
             .collect()
     };
-    let per_agent = |ids: &[&str], key: &[&str]| -> KeyPath {
-        let mut path = KeyPath::of(["agents", ids[0]]);
-        for k in key {
-            path = path.key(*k);
-        }
-        path
-    };
     // Core blocks, shared blocks, shareWith, recall (the Select step and `conversation_search`) and
     // local embeddings are active: blocks reach every prompt, every task and answer is recorded and
     // searched under the namespace ACL.
+    // Archival memory (facts extracted after each completed task, `archival_search` /
+    // `archival_insert`) and sleep-time consolidation run too: they are not listed.
     let recall = agents(&|a| a.memory.recall);
-    let archival = agents(&|a| a.memory.archival);
-    if !archival.is_empty() {
-        add(
-            per_agent(&archival, &["memory", "archival"]),
-            &format!("archival memory ({})", list(&archival)),
-            "no facts are extracted or kept",
-        );
-    }
     if memory.embedding.provider == crate::schema::EmbeddingProvider::OpenAiCompatible
         && (!recall.is_empty()
             || config
@@ -102,13 +89,6 @@ pub fn inactive(config: &Config) -> Vec<Inactive> {
             KeyPath::of(["framework", "memory", "embedding", "provider"]),
             "openai-compatible embeddings",
             "recall embeds with the local model (all-MiniLM-L6-v2) instead",
-        );
-    }
-    if memory.consolidation.enabled {
-        add(
-            KeyPath::of(["framework", "memory", "consolidation", "enabled"]),
-            "memory consolidation",
-            "no consolidation runs",
         );
     }
     if memory.graph_enabled {
@@ -138,16 +118,6 @@ pub fn inactive(config: &Config) -> Vec<Inactive> {
     out
 }
 
-/// `a, b, c` or `a, b, c and 4 more`.
-fn list(ids: &[&str]) -> String {
-    const SHOWN: usize = 3;
-    if ids.len() <= SHOWN + 1 {
-        ids.join(", ")
-    } else {
-        format!("{} and {} more", ids[..SHOWN].join(", "), ids.len() - SHOWN)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,14 +138,32 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_reported_once_each_and_every_tool_is_active() {
+    fn archival_and_consolidation_are_active_and_every_tool_is_active() {
         let c = config(
             "  ceo: { role: CEO, tools: [delegate, memory_read, Bash], children: [a], memory: { archival: true, blocks: [{ label: p, description: d, value: v }] } }\n  a: { role: A, parent: ceo, tools: [memory_read, Read, Write, Edit, Grep, Glob, Bash], memory: { archival: true } }\n",
         );
-        let found = inactive(&c);
-        let features: Vec<&str> = found.iter().map(|i| i.feature.as_str()).collect();
-        assert_eq!(features, ["archival memory (ceo, a)"]);
-        assert_eq!(found[0].path, "agents.ceo.memory.archival");
+        assert_eq!(inactive(&c), Vec::new());
+        // Consolidation on (its default) is not listed either.
+        let on = crate::parse(
+            "t.yaml",
+            "framework:\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n  privacy: { enabled: false }\nagents:\n  ceo: { role: CEO, memory: { recall: false, archival: true } }\n".to_string(),
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+        .config;
+        assert!(on.framework.memory.consolidation.enabled);
+        assert_eq!(inactive(&on), Vec::new());
+    }
+
+    /// What is still not run is still listed.
+    #[test]
+    fn graph_memory_is_still_listed() {
+        let text = "framework:\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n  privacy: { enabled: false }\n  memory: { graph: { enabled: true } }\nagents:\n  ceo: { role: CEO, memory: { recall: false } }\n";
+        let c = crate::parse("t.yaml", text.to_string(), None)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .config;
+        let features: Vec<String> = inactive(&c).into_iter().map(|i| i.feature).collect();
+        assert_eq!(features, ["graph memory"]);
     }
 
     /// Every tool the schema knows is executed: none is "configured but not active".

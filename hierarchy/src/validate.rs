@@ -34,6 +34,7 @@ pub(crate) fn check(config: &Config, doc: &Node, base_dir: Option<&FsPath>) -> V
     checker.bash();
     checker.sandbox();
     checker.memory(&depths);
+    checker.consolidation();
     if let Some(base_dir) = base_dir {
         checker.prompts(base_dir);
     }
@@ -944,6 +945,65 @@ impl<'a> Checker<'a> {
                 ),
                 _ => {}
             }
+        }
+    }
+
+    /// `framework.memory.consolidation` against what runs: consolidation and fact extraction work on
+    /// the facts of agents with `memory.archival`, so keys written for them without any such agent,
+    /// or written for consolidation while it is off, do nothing, and a daily cap below one memory
+    /// call stops memory work after its first call each day. Only keys written in the file are
+    /// judged: consolidation is on by default, and a config that never mentions it is not asked to.
+    fn consolidation(&mut self) {
+        /// Roughly the smallest memory call: its system prompt, a short exchange, a few listed facts
+        /// and the `record_facts` answer.
+        const SMALLEST_CALL: u32 = 1_000;
+        let base = KeyPath::of(["framework", "memory", "consolidation"]);
+        let Some(node) = self.node_at(&base) else {
+            return;
+        };
+        let written = |key: &str| node.get(key).is_some();
+        let settings = &self.config.framework.memory.consolidation;
+        let archival = self.config.agents.values().any(|a| a.memory.archival);
+        if !settings.enabled {
+            for key in ["frequency", "idleAfter"] {
+                if written(key) {
+                    self.warning(
+                        base.clone().key(key),
+                        Anchor::Key,
+                        format!("`{key}` has no effect: consolidation is off (`enabled: false`)"),
+                        "set `enabled: true` to consolidate, or remove the key",
+                    );
+                }
+            }
+        }
+        if !archival {
+            if settings.enabled && written("enabled") {
+                self.warning(
+                    base.clone().key("enabled"),
+                    Anchor::Value,
+                    "consolidation is on, but no agent has `memory.archival: true`: there are no facts to consolidate, so it never runs".into(),
+                    "turn on `memory.archival` for the agents whose facts should be kept, or set `enabled: false`",
+                );
+            }
+            for key in ["maxTokensPerDay", "model"] {
+                if written(key) && !(settings.enabled && written("enabled")) {
+                    self.warning(
+                        base.clone().key(key),
+                        Anchor::Key,
+                        format!("`{key}` has no effect: no agent has `memory.archival: true`, so no memory work runs"),
+                        "turn on `memory.archival` for the agents whose facts should be kept, or remove the key",
+                    );
+                }
+            }
+        }
+        let cap = settings.max_tokens_per_day.get();
+        if written("maxTokensPerDay") && cap < SMALLEST_CALL {
+            self.warning(
+                base.key("maxTokensPerDay"),
+                Anchor::Value,
+                format!("{cap} tokens a day is less than one memory call (about {SMALLEST_CALL}): each agent's memory work stops after its first call of the day"),
+                format!("raise it to at least {SMALLEST_CALL}; the default is 200000"),
+            );
         }
     }
 

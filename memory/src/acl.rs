@@ -188,31 +188,64 @@ mod tests {
         Acl::new(&loaded.config, Arc::new(loaded.org))
     }
 
-    /// The full matrix. Each row: relation, reader, owner, then read/write on blocks and on recall
-    /// (the same namespace rule governs both, which the row checks rather than assumes).
+    /// The full matrix. Each row: relation, reader, owner, then read/write on blocks and on recall,
+    /// and read on facts (the same namespace rule governs all three, which the row checks rather
+    /// than assumes; facts are written only through the agent's own namespace, like recall).
     #[test]
     fn namespace_matrix() {
         let acl = acl();
+        // Facts are read under the same namespaces as recall: one fact per agent in a real store,
+        // found (or not) by a search over what the reader may read.
+        let dir = tempfile::tempdir().unwrap();
+        let facts =
+            crate::facts::FactStore::open(&dir.path().join("db.sqlite"), Default::default())
+                .unwrap();
+        for owner in ["ceo", "a", "b", "c", "a1", "a1x", "c1"] {
+            let who = crate::facts::Provenance {
+                agent: owner.to_string(),
+                ..Default::default()
+            };
+            facts
+                .insert(
+                    &format!("agent/{owner}"),
+                    &format!("The codeword of {owner} is zebra"),
+                    Some("codeword"),
+                    &who,
+                    1,
+                )
+                .unwrap();
+        }
+        // relation, reader, owner, then the expected answers.
+        type Row = (
+            &'static str,
+            &'static str,
+            &'static str,
+            bool,
+            bool,
+            bool,
+            bool,
+            bool,
+        );
         #[rustfmt::skip]
-        let rows: &[(&str, &str, &str, bool, bool, bool, bool)] = &[
-            // relation,                 reader, owner, blk read, blk write, recall read, recall write
-            ("self",                      "a",   "a",   true,  true,  true,  true),
-            ("parent reads child",        "a",   "a1",  true,  false, true,  false),
-            ("grandparent",               "ceo", "a1",  true,  false, true,  false),
-            ("great-grandparent",         "ceo", "a1x", true,  false, true,  false),
-            ("child reads parent",        "a1",  "a",   false, false, false, false),
-            ("grandchild reads grandpa",  "a1x", "a",   false, false, false, false),
-            ("grandchild reads root",     "a1x", "ceo", false, false, false, false),
-            ("sibling with shareWith",    "b",   "a",   true,  false, true,  false),
-            ("shareWith is one-way",      "a",   "b",   false, false, false, false),
-            ("sibling without shareWith", "c",   "a",   false, false, false, false),
-            ("cousin",                    "c1",  "a1",  false, false, false, false),
-            ("cousin, the other way",     "a1",  "c1",  false, false, false, false),
-            ("uncle reads nephew",        "b",   "a1",  false, false, false, false),
-            ("unknown reader",            "zz",  "a",   false, false, false, false),
-            ("unknown owner",             "a",   "zz",  false, false, false, false),
+        let rows: &[Row] = &[
+            // relation,                 reader, owner, blk read, blk write, recall read, recall write, facts read
+            ("self",                      "a",   "a",   true,  true,  true,  true,  true ),
+            ("parent reads child",        "a",   "a1",  true,  false, true,  false, true ),
+            ("grandparent",               "ceo", "a1",  true,  false, true,  false, true ),
+            ("great-grandparent",         "ceo", "a1x", true,  false, true,  false, true ),
+            ("child reads parent",        "a1",  "a",   false, false, false, false, false),
+            ("grandchild reads grandpa",  "a1x", "a",   false, false, false, false, false),
+            ("grandchild reads root",     "a1x", "ceo", false, false, false, false, false),
+            ("sibling with shareWith",    "b",   "a",   true,  false, true,  false, true ),
+            ("shareWith is one-way",      "a",   "b",   false, false, false, false, false),
+            ("sibling without shareWith", "c",   "a",   false, false, false, false, false),
+            ("cousin",                    "c1",  "a1",  false, false, false, false, false),
+            ("cousin, the other way",     "a1",  "c1",  false, false, false, false, false),
+            ("uncle reads nephew",        "b",   "a1",  false, false, false, false, false),
+            ("unknown reader",            "zz",  "a",   false, false, false, false, false),
+            ("unknown owner",             "a",   "zz",  false, false, false, false, false),
         ];
-        for &(relation, reader, owner, br, bw, rr, rw) in rows {
+        for &(relation, reader, owner, br, bw, rr, rw, fr) in rows {
             // Blocks and recall share the namespace rule.
             assert_eq!(acl.may_read(reader, owner), br, "{relation}: block read");
             assert_eq!(acl.may_write(reader, owner), bw, "{relation}: block write");
@@ -222,6 +255,32 @@ mod tests {
                 "{relation}: recall read"
             );
             assert_eq!(acl.may_write(reader, owner), rw, "{relation}: recall write");
+            let namespaces: Vec<String> = acl
+                .readable(reader)
+                .iter()
+                .map(|a| format!("agent/{a}"))
+                .collect();
+            let query = crate::facts::FactQuery {
+                text: "zebra codeword".to_string(),
+                namespaces: namespaces.clone(),
+                view: crate::facts::View::Current,
+                limit: 100,
+            };
+            let found = facts.search(&query).unwrap();
+            let ns = format!("agent/{owner}");
+            assert_eq!(
+                found.iter().any(|h| h.version.namespace == ns),
+                fr,
+                "{relation}: facts read (search)"
+            );
+            let about = facts
+                .about(&namespaces, "Codeword", crate::facts::View::Current)
+                .unwrap();
+            assert_eq!(
+                about.iter().any(|v| v.namespace == ns),
+                fr,
+                "{relation}: facts read (about)"
+            );
             assert_eq!(
                 acl.check_read(reader, owner).is_ok(),
                 br,

@@ -584,6 +584,20 @@ impl BlockStore {
         edit: &Edit,
         read_version: Option<u64>,
     ) -> Result<Block, BlockError> {
+        self.edit_by(actor, actor.agent, label, edit, read_version)
+    }
+
+    /// [`BlockStore::edit`] with the history's author given apart from the actor whose permissions
+    /// apply: a consolidation run edits an agent's blocks under that agent's ACL and is recorded as
+    /// `consolidation`.
+    pub fn edit_by(
+        &self,
+        actor: Actor<'_>,
+        author: &str,
+        label: &str,
+        edit: &Edit,
+        read_version: Option<u64>,
+    ) -> Result<Block, BlockError> {
         let (namespace, label) = self.resolve(actor.agent, label)?;
         if namespace == SHARED {
             self.check_read_shared(actor.agent, &label)?;
@@ -638,7 +652,7 @@ impl BlockStore {
             &label,
             version,
             edit.operation(),
-            actor.agent,
+            author,
             actor.task,
             now,
             Some(&current.value),

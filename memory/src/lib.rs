@@ -9,6 +9,8 @@
 //! - [`acl`]: the namespace ACL, drawn from the org tree;
 //! - [`blocks`]: core memory blocks (seeded from the config, edited under the ACL with optimistic
 //!   concurrency and a full history);
+//! - [`facts`]: semantic facts, bi-temporal versions never destroyed, subjects as entities, hybrid
+//!   search;
 //! - [`schema`]: the memory tables' own versioned migrations in the engine's SQLite file.
 //!
 //! Invariants:
@@ -19,5 +21,6 @@
 pub mod acl;
 pub mod blocks;
 pub mod embed;
+pub mod facts;
 pub mod recall;
 pub mod schema;

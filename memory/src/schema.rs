@@ -1,4 +1,4 @@
-//! The memory crate's migrations (core blocks, recall, erasures), in the engine's SQLite file.
+//! The memory crate's migrations (core blocks, recall, erasures, facts), in the engine's SQLite file.
 //!
 //! They are the `memory` component of the file's one migration story ([`opc_migrate`]): its version is
 //! the `memory` row of `schema_versions`. Before that table, memory kept its version in
@@ -62,6 +62,10 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration {
         what: "the record of recall erasures",
         sql: crate::recall::erase::V3,
+    },
+    Migration {
+        what: "facts: bi-temporal versions, entities, their FTS5 index and vectors",
+        sql: crate::facts::schema_sql::V4,
     },
 ];
 

@@ -938,7 +938,8 @@ async fn the_live_pages_follow_a_request_through_an_approval_and_a_cancel() {
         &opc,
         "costs",
         "document.getElementById('costs').textContent.includes('most expensive agent') \
-         && document.querySelector('#costs table[aria-label=Platform]').textContent.includes('web')",
+         && document.querySelector('#costs table[aria-label=Platform]').textContent.includes('web') \
+         && document.querySelector('#costs table[aria-label=Work]').textContent.includes('tasks')",
     )
     .await;
     screenshot(&mut browser, "costs", 1280, 800).await;
@@ -1041,6 +1042,272 @@ async fn the_live_pages_follow_a_request_through_an_approval_and_a_cancel() {
         })
         .await;
     llm.release();
+    let (code, _) = opc.stop();
+    assert_eq!(code, Some(0));
+}
+
+/// The database `opc run` of `org` uses (`framework.memory.path`, resolved as `opc` resolves it).
+fn database(org: &TestOrg) -> std::path::PathBuf {
+    let loaded = opc_hierarchy::load(&org.config_path()).unwrap();
+    loaded.base_dir.join(&loaded.config.framework.memory.path)
+}
+
+/// `GET` `path` on the console: status and JSON answer (an error's body is `{"error": …}`).
+async fn admin_get_status(opc: &OpcRun, path: &str) -> (u16, Value) {
+    let response = opc_tests::http_client()
+        .get(opc.url(path))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// The Memory page's facts API on the real `opc run`: an agent's facts current, as believed at a
+/// time, as true in the world at a time, and every version, and one fact's versions — the same
+/// objects as `opc memory facts --format json` — with clear 400/404 answers for bad input. The facts
+/// are written by a store of the test's own while `opc run` holds the database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_memory_page_lists_facts_in_every_view_with_a_facts_history() {
+    use opc_memory::facts::{FactStore, Op, Provenance};
+    let (org, opc) = start();
+    let ms = |t: &str| opc_memory::facts::time::parse_time(t).unwrap();
+    // Before any fact: an empty list; the test org's agents keep no facts (archival off).
+    let empty = admin_get(&opc, "/admin/api/memory/facts?agent=ceo").await;
+    assert_eq!(empty["facts"], json!([]), "{empty}");
+    assert_eq!(empty["archival"], false);
+    assert_eq!(empty["view"], "current");
+
+    let store = FactStore::open(&database(&org), opc_memory::embed::EmbedSlot::new()).unwrap();
+    let provenance = |conversation: &str| Provenance {
+        agent: "ceo".into(),
+        conversation: Some(conversation.into()),
+        ..Provenance::default()
+    };
+    let old = store
+        .apply(
+            "agent/ceo",
+            &[Op::Add {
+                text: "The launch is on May 3rd".into(),
+                subject: Some("launch".into()),
+                valid_from: Some(ms("2026-05-03")),
+                valid_to: None,
+            }],
+            &provenance("web:first"),
+            ms("2026-04-01T10:00:00Z"),
+        )
+        .unwrap()
+        .added[0];
+    let (_, new) = store
+        .apply(
+            "agent/ceo",
+            &[Op::Update {
+                target: old,
+                text: "The launch moved to May 17th".into(),
+                subject: Some("launch".into()),
+                valid_from: Some(ms("2026-05-17")),
+                valid_to: None,
+                reason: Some("moved".into()),
+            }],
+            &provenance("web:second"),
+            ms("2026-04-02T10:00:00Z"),
+        )
+        .unwrap()
+        .updated[0];
+
+    let texts = |answer: &Value| -> Vec<String> {
+        answer["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["text"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // The root by default.
+    let current = admin_get(&opc, "/admin/api/memory/facts").await;
+    assert_eq!(current["agent"], "ceo");
+    assert_eq!(texts(&current), ["The launch moved to May 17th"]);
+    assert_eq!(current["facts"][0]["id"], new);
+    assert_eq!(current["facts"][0]["conversation"], "web:second");
+    let before = admin_get(
+        &opc,
+        "/admin/api/memory/facts?agent=ceo&at=2026-04-01T12:00:00Z",
+    )
+    .await;
+    assert_eq!(texts(&before), ["The launch is on May 3rd"]);
+    assert_eq!(before["view"], "at");
+    assert_eq!(before["time"], "2026-04-01T12:00:00Z");
+    let world = admin_get(
+        &opc,
+        "/admin/api/memory/facts?agent=ceo&valid_at=2026-05-10",
+    )
+    .await;
+    assert_eq!(texts(&world), Vec::<String>::new(), "{world}");
+    let history = admin_get(&opc, "/admin/api/memory/facts?agent=ceo&history=true").await;
+    assert_eq!(history["facts"].as_array().unwrap().len(), 2, "{history}");
+
+    // One fact's versions, oldest first: the old one closed, with its own conversation.
+    let fact = current["facts"][0]["fact_id"].as_i64().unwrap();
+    let versions = admin_get(&opc, &format!("/admin/api/memory/facts/{fact}")).await;
+    assert_eq!(versions["fact_id"], fact);
+    let list = versions["versions"].as_array().unwrap();
+    assert_eq!(list.len(), 2, "{versions}");
+    assert_eq!(list[0]["id"], old);
+    assert_eq!(list[0]["invalidated_at"], "2026-04-02T10:00:00Z");
+    assert_eq!(list[0]["valid_to"], "2026-05-17T00:00:00Z");
+    assert_eq!(list[0]["conversation"], "web:first");
+    assert_eq!(list[1]["id"], new);
+    assert_eq!(list[1]["invalidated_at"], Value::Null);
+    assert_eq!(list[1]["reason"], "moved");
+
+    // Bad input says what was wrong.
+    for (path, status, says) in [
+        (
+            "/admin/api/memory/facts?agent=ceo&at=2026-05-03&history=true",
+            400,
+            "at most one",
+        ),
+        (
+            "/admin/api/memory/facts?agent=ceo&at=2026-05-03&valid_at=2026-05-03",
+            400,
+            "at most one",
+        ),
+        ("/admin/api/memory/facts?at=soon", 400, "is not a time"),
+        ("/admin/api/memory/facts?history=maybe", 400, "history=true"),
+        (
+            "/admin/api/memory/facts?agent=nobody",
+            404,
+            "no agent `nobody`",
+        ),
+        ("/admin/api/memory/facts/987654", 404, "no fact 987654"),
+        ("/admin/api/memory/facts/seven", 400, "is a number"),
+    ] {
+        let (code, answer) = admin_get_status(&opc, path).await;
+        assert_eq!(code, status, "{path}: {answer}");
+        assert!(
+            answer["error"].as_str().unwrap_or("").contains(says),
+            "{path}: {answer}"
+        );
+    }
+
+    // The page: the current fact on load; every version; a row opens the fact's versions.
+    if let Some(mut browser) = Browser::for_test().await {
+        open_page(
+            &mut browser,
+            &opc,
+            "memory",
+            "document.querySelectorAll('#fact-list tbody tr[data-fact]').length === 1 \
+             && document.getElementById('fact-list').textContent.includes('May 17th') \
+             && document.getElementById('facts-status').textContent.includes('Archival memory is off for ceo')",
+        )
+        .await;
+        browser
+            .eval(
+                "(() => { const v = document.getElementById('facts-view'); v.value = 'history'; \
+                 v.dispatchEvent(new Event('change')); \
+                 document.querySelector('#facts-form button[type=submit]').click(); return true; })()",
+            )
+            .await
+            .unwrap();
+        browser
+            .wait_for(
+                "document.querySelectorAll('#fact-list tbody tr[data-fact]').length === 2",
+                WAIT,
+            )
+            .await
+            .unwrap();
+        browser
+            .eval("document.querySelector('#fact-list tbody tr[data-fact]').click(), true")
+            .await
+            .unwrap();
+        browser
+            .wait_for(
+                "[...document.querySelectorAll('#fact-versions li')].map(li => li.dataset.state).join() === 'closed,current' \
+                 && document.getElementById('fact-history').textContent.includes('reason: moved')",
+                WAIT,
+            )
+            .await
+            .unwrap();
+        screenshot(&mut browser, "memory-facts", 1280, 800).await;
+    }
+    drop(store);
+    let (code, _) = opc.stop();
+    assert_eq!(code, Some(0));
+}
+
+/// The Costs API shows memory work apart: a memory-work call recorded against a completed request
+/// (as the memory worker records it) is in the totals, under `by_work.memory` and in
+/// `memory_by_agent`, while the request's own calls are `by_work.task`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn costs_show_memory_work_apart_from_task_work() {
+    use opc_agents::Store;
+    let script = Script::new().agent(marker("ceo"), vec![Step::text("Noted.")]);
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    let (org, opc) = start_with(&llm);
+    let (_, mut sse) = opc_tests::web_chat::start(&opc, "Remember the launch").await;
+    sse.wait_for("message|edit", WAIT, |e| e["text"] == "Noted.")
+        .await;
+    let tasks = poll(&opc, "/admin/api/tasks", "the completed request", |t| {
+        t["tasks"][0]["state"] == "COMPLETED"
+    })
+    .await;
+    let root = tasks["tasks"][0]["id"].as_i64().unwrap();
+    let before = admin_get(&opc, "/admin/api/costs").await;
+    let keys = |period: &Value, group: &str| -> Vec<String> {
+        period[group]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["key"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(keys(&before["today"], "by_work"), ["task"], "{before}");
+    assert_eq!(before["today"]["memory_by_agent"], json!([]));
+
+    let store = opc_agents::SqliteStore::open(&database(&org)).unwrap();
+    store
+        .record_memory_call(&opc_agents::store::CallRecord {
+            task_id: root,
+            agent: "ceo".into(),
+            model: "llm/test-model".into(),
+            tokens_in: 1_000_000,
+            tokens_out: 0,
+            cost_usd: 1.0,
+            usage_unknown: false,
+            duration_ms: 5,
+            attempts: 1,
+            tool_calls: vec!["record_facts".into()],
+            error: None,
+            privacy: None,
+        })
+        .await
+        .unwrap();
+    let after = admin_get(&opc, "/admin/api/costs").await;
+    for period in ["today", "week", "month"] {
+        let p = &after[period];
+        assert_eq!(keys(p, "by_work"), ["memory", "task"], "{period}: {after}");
+        assert_eq!(p["by_work"][0]["calls"], 1);
+        assert_eq!(p["by_work"][0]["tokens_in"], 1_000_000);
+        assert_eq!(
+            p["memory_by_agent"],
+            json!([{"key": "ceo", "calls": 1, "tokens_in": 1_000_000, "tokens_out": 0, "cost_usd": 1.0}])
+        );
+        assert_eq!(
+            p["total"]["calls"].as_u64().unwrap(),
+            before[period]["total"]["calls"].as_u64().unwrap() + 1,
+            "the totals hold both"
+        );
+    }
+    // The request's own cost is not changed by memory work about it.
+    let task = admin_get(&opc, &format!("/admin/api/tasks/{root}")).await;
+    let own = task["totals"]["cost_usd"].as_f64().unwrap();
+    assert!(own < 1.0, "{task}");
+    let listed = admin_get(&opc, "/admin/api/tasks").await;
+    assert_eq!(
+        listed["tasks"][0]["cost_usd"].as_f64().unwrap(),
+        own,
+        "{listed}"
+    );
     let (code, _) = opc.stop();
     assert_eq!(code, Some(0));
 }

@@ -21,7 +21,7 @@ use super::provider::Endpoint;
 use super::sse::{self, SseEvent, SseMachine};
 use super::{
     Content, LlmError, LlmRequest, LlmResponse, LlmService, Role, StopReason, StreamDelta,
-    TokenSink, Usage,
+    TokenSink, ToolChoice, Usage,
 };
 
 /// The API version this client speaks.
@@ -119,6 +119,13 @@ fn request_body(request: &LlmRequest) -> Value {
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        match &request.tool_choice {
+            Some(ToolChoice::Auto) => body["tool_choice"] = json!({ "type": "auto" }),
+            Some(ToolChoice::Tool(name)) => {
+                body["tool_choice"] = json!({ "type": "tool", "name": name })
+            }
+            None => {}
+        }
     }
     if request.stream.is_some() {
         body["stream"] = json!(true);
@@ -518,6 +525,7 @@ mod tests {
             system: String::new(),
             messages,
             tools: vec![],
+            tool_choice: None,
             max_tokens: 100,
             stream: None,
             meta: CallMeta::default(),
@@ -543,6 +551,26 @@ mod tests {
             }
         }
         done
+    }
+
+    #[test]
+    fn tool_choice_forces_a_tool_only_when_asked() {
+        let mut req = request(vec![Message::user("go")]);
+        assert!(request_body(&req).get("tool_choice").is_none());
+        req.tool_choice = Some(ToolChoice::Tool("record_facts".into()));
+        // Without tools there is nothing to force.
+        assert!(request_body(&req).get("tool_choice").is_none());
+        req.tools = vec![ToolSpec {
+            name: "record_facts".into(),
+            description: "facts".into(),
+            input_schema: json!({"type": "object"}),
+        }];
+        assert_eq!(
+            request_body(&req)["tool_choice"],
+            json!({"type": "tool", "name": "record_facts"})
+        );
+        req.tool_choice = Some(ToolChoice::Auto);
+        assert_eq!(request_body(&req)["tool_choice"], json!({"type": "auto"}));
     }
 
     #[test]

@@ -290,6 +290,7 @@ impl LlmService for Trace {
             agent = %request.meta.agent,
             task = request.meta.task_id,
             root = request.meta.root_id,
+            work = request.meta.work.as_str(),
         );
         let started = Instant::now();
         let result = self.inner.call(request).instrument(span.clone()).await;
@@ -422,6 +423,7 @@ mod tests {
             system: String::new(),
             messages: vec![Message::user("hi")],
             tools: vec![],
+            tool_choice: None,
             max_tokens: 10,
             stream: None,
             meta: CallMeta::default(),

@@ -214,6 +214,40 @@ pub struct CallMeta {
     pub root_id: Option<i64>,
     /// The conversation, as the engine keys it (`c-…`), when the call belongs to one.
     pub conversation: Option<String>,
+    /// What the call is for: a task's own work, or memory work about it (extraction,
+    /// consolidation), which the ledger keeps apart and never adds to the task's totals.
+    pub work: Work,
+}
+
+/// What a call is for (the ledger's `llm_calls.work`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Work {
+    /// A task's own work (its sessions, the summariser).
+    #[default]
+    Task,
+    /// Memory work in the background: fact extraction and consolidation.
+    Memory,
+}
+
+impl Work {
+    /// The ledger's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Work::Task => "task",
+            Work::Memory => "memory",
+        }
+    }
+}
+
+/// Which tool the model must call, when the caller says (the providers' `tool_choice`). `None` in a
+/// request is the provider's default (the model may call any offered tool, or none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides (the default, said explicitly).
+    Auto,
+    /// The model must call this tool (it must be offered).
+    Tool(String),
 }
 
 /// A chat completion request, independent of the provider's wire format.
@@ -230,6 +264,8 @@ pub struct LlmRequest {
     pub messages: Vec<Message>,
     /// Tools the model may call.
     pub tools: Vec<ToolSpec>,
+    /// Whether a tool call is forced (`None`: the provider's default; ignored without tools).
+    pub tool_choice: Option<ToolChoice>,
     /// Upper bound on generated tokens.
     pub max_tokens: u32,
     /// When set, the response is streamed and text deltas are sent here as they arrive.

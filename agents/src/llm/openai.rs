@@ -25,7 +25,7 @@ use super::provider::Endpoint;
 use super::sse::{self, SseEvent, SseMachine};
 use super::{
     Content, LlmError, LlmRequest, LlmResponse, LlmService, Role, StopReason, StreamDelta,
-    TokenSink, Usage,
+    TokenSink, ToolChoice, Usage,
 };
 
 /// An [`LlmService`] that calls one OpenAI-compatible Chat Completions endpoint.
@@ -165,6 +165,13 @@ fn request_body(request: &LlmRequest) -> Value {
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        match &request.tool_choice {
+            Some(ToolChoice::Auto) => body["tool_choice"] = json!("auto"),
+            Some(ToolChoice::Tool(name)) => {
+                body["tool_choice"] = json!({ "type": "function", "function": { "name": name } })
+            }
+            None => {}
+        }
     }
     if request.stream.is_some() {
         body["stream"] = json!(true);
@@ -549,6 +556,7 @@ mod tests {
             system: String::new(),
             messages,
             tools: vec![],
+            tool_choice: None,
             max_tokens: 64,
             stream: None,
             meta: CallMeta::default(),
@@ -567,6 +575,26 @@ mod tests {
 
     fn chunk(value: Value) -> SseEvent {
         SseEvent::new("message", &value.to_string())
+    }
+
+    #[test]
+    fn tool_choice_forces_a_tool_only_when_asked() {
+        let mut req = request(vec![Message::user("go")]);
+        assert!(request_body(&req).get("tool_choice").is_none());
+        req.tool_choice = Some(ToolChoice::Tool("record_facts".into()));
+        // Without tools there is nothing to force.
+        assert!(request_body(&req).get("tool_choice").is_none());
+        req.tools = vec![ToolSpec {
+            name: "record_facts".into(),
+            description: "facts".into(),
+            input_schema: json!({"type": "object"}),
+        }];
+        assert_eq!(
+            request_body(&req)["tool_choice"],
+            json!({"type": "function", "function": {"name": "record_facts"}})
+        );
+        req.tool_choice = Some(ToolChoice::Auto);
+        assert_eq!(request_body(&req)["tool_choice"], json!("auto"));
     }
 
     #[test]

@@ -1055,6 +1055,7 @@ mod tests {
             system: system.into(),
             messages,
             tools: vec![],
+            tool_choice: None,
             max_tokens: 100,
             stream: None,
             meta: CallMeta {
@@ -1062,6 +1063,7 @@ mod tests {
                 task_id: Some(1),
                 root_id: Some(1),
                 conversation: Some("c-1".into()),
+                work: Default::default(),
             },
             guard: None,
         }

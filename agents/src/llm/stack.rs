@@ -333,6 +333,7 @@ mod tests {
             system: "Mail alice@example.com".into(),
             messages: vec![Message::user("Write to alice@example.com")],
             tools: vec![],
+            tool_choice: None,
             max_tokens: 10,
             stream,
             meta: CallMeta {
@@ -340,6 +341,7 @@ mod tests {
                 task_id: Some(2),
                 root_id: Some(1),
                 conversation: Some("c-1".into()),
+                work: Default::default(),
             },
             guard: None,
         }

@@ -32,6 +32,22 @@ use super::StoreError;
 
 /// Recall's append-only table (the rows whose search index entries must be rebuilt).
 const RECALL_TABLE: &str = "recall_messages";
+/// Facts' versions: the text of two contentless FTS5 indexes and of derived vectors, which keep the
+/// old words (tokens, embeddings) until rebuilt from the rewritten rows.
+const FACT_VERSIONS: &str = "memory_fact_versions";
+/// The facts' word indexes (every version; current versions only): contentless, so a scan reads
+/// nothing from them; they are rebuilt from [`FACT_VERSIONS`] when a version is rewritten.
+const FACTS_FTS: [&str; 2] = ["memory_facts_fts", "memory_facts_fts_current"];
+/// The rebuild of [`FACTS_FTS`] from the versions: the same rows `opc_memory::facts` writes (the
+/// namespace as its `ns…0` hex token, the text, the subject; the current index only current versions).
+const FACTS_REINDEX: &str = "
+INSERT INTO memory_facts_fts (memory_facts_fts) VALUES ('delete-all');
+INSERT INTO memory_facts_fts (rowid, ns, text, subject)
+    SELECT id, 'ns' || lower(hex(namespace)) || '0', text, subject FROM memory_fact_versions;
+INSERT INTO memory_facts_fts_current (memory_facts_fts_current) VALUES ('delete-all');
+INSERT INTO memory_facts_fts_current (rowid, ns, text, subject)
+    SELECT id, 'ns' || lower(hex(namespace)) || '0', text, subject FROM memory_fact_versions
+    WHERE invalidated_at IS NULL;";
 
 /// Words OPC itself stores as structure (task states, message roles, content block types, authors):
 /// erasing one would change what the stored rows mean rather than remove personal data.
@@ -281,7 +297,11 @@ fn run(
         }
     };
     let mut out = Erasure::default();
+    let mut facts_rewritten: Vec<i64> = Vec::new();
     for table in tables(conn).map_err(sql("listing the tables".into()))? {
+        if FACTS_FTS.contains(&table.name.as_str()) {
+            continue;
+        }
         let (changes, count) = match scan_table(conn, &table, matcher) {
             Ok(found) => found,
             Err(ScanError::Structure { column, reason }) => {
@@ -301,6 +321,12 @@ fn run(
                     Some(Value::Integer(seq)) => Some(*seq),
                     _ => None,
                 }));
+        }
+        if table.name == FACT_VERSIONS && table.key == ["rowid"] {
+            facts_rewritten.extend(changes.iter().filter_map(|c| match c.key.first() {
+                Some(Value::Integer(id)) => Some(*id),
+                _ => None,
+            }));
         }
         if write {
             for change in &changes {
@@ -336,6 +362,20 @@ fn run(
             }
         }
         out.tables.push(count);
+    }
+    if write && !facts_rewritten.is_empty() {
+        // The facts' word indexes hold the versions' words: rebuilt from the rewritten rows, they
+        // no longer hold the value's tokens. The vectors of the rewritten versions are dropped (the
+        // facts store embeds current versions without one again).
+        conn.execute_batch(FACTS_REINDEX)
+            .map_err(sql("rebuilding the facts' word indexes".into()))?;
+        for id in &facts_rewritten {
+            conn.execute(
+                "DELETE FROM memory_fact_vectors WHERE version_id = ?1",
+                [id],
+            )
+            .map_err(sql("dropping rewritten facts' vectors".into()))?;
+        }
     }
     out.recall_seqs.sort_unstable();
     Ok(out)
@@ -480,9 +520,12 @@ mod tests {
             }
             let values: Vec<Value> = cols
                 .iter()
-                .map(|(_, ty)| {
+                .map(|(name, ty)| {
                     let ty = ty.to_uppercase();
-                    if ty.contains("INT") {
+                    if t.name == FACT_VERSIONS && name == "source" {
+                        // A CHECKed enumeration (OPC's structure, never personal data).
+                        Value::Text("agent".into())
+                    } else if ty.contains("INT") {
                         Value::Integer(1)
                     } else if ty.contains("REAL") {
                         Value::Real(1.0)
@@ -605,5 +648,66 @@ mod tests {
         assert!(check_value("Completed").is_err());
         assert!(check_value("assistant").is_err());
         assert!(check_value("alice@example.com").is_ok());
+    }
+
+    #[test]
+    fn an_erased_fact_leaves_no_word_in_the_facts_indexes() {
+        use opc_memory::facts::{FactQuery, FactStore, Provenance, View};
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("opc.db");
+        drop(SqliteStore::open(&db).unwrap());
+        let facts = FactStore::open(&db, opc_memory::embed::EmbedSlot::new()).unwrap();
+        let provenance = Provenance {
+            agent: "ceo".into(),
+            ..Provenance::default()
+        };
+        facts
+            .insert(
+                "agent/ceo",
+                "Zebulon writes from zebulon@example.org",
+                None,
+                &provenance,
+                1,
+            )
+            .unwrap();
+        facts
+            .insert("agent/ceo", "The launch is in May", None, &provenance, 2)
+            .unwrap();
+        let search = |text: &str| {
+            facts
+                .search(&FactQuery {
+                    text: text.into(),
+                    namespaces: vec!["agent/ceo".into()],
+                    view: View::Current,
+                    limit: 10,
+                })
+                .unwrap()
+                .into_iter()
+                .map(|h| h.version.text)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(search("zebulon").len(), 1);
+        let matcher = Matcher::new("zebulon").unwrap();
+        rewrite(&db, &matcher).unwrap();
+        assert!(
+            search("zebulon").is_empty(),
+            "the word is gone from the index"
+        );
+        assert_eq!(
+            search("launch"),
+            ["The launch is in May"],
+            "the rest is indexed"
+        );
+        let conn = Connection::open(&db).unwrap();
+        for table in FACTS_FTS {
+            let n: i64 = conn
+                .query_row(
+                    &format!("SELECT count(*) FROM {table} WHERE {table} MATCH 'zebulon'"),
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(n, 0, "{table}");
+        }
     }
 }

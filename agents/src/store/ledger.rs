@@ -218,6 +218,7 @@ impl Db {
                 )
                 .map_err(sql("ending a task"))?;
                 super::recall::answered(&tx, call.task_id, output, now)?;
+                super::memory_jobs::enqueue_extractions(&tx, call.task_id, now)?;
                 done = true;
             }
         }
@@ -228,18 +229,28 @@ impl Db {
         Ok(done)
     }
 
-    /// The LLM calls made for a task, in order.
+    /// The LLM calls made for a task, in order (its own work: memory work about it is apart, see
+    /// `Db::memory_calls`).
     pub fn calls(&self, task_id: TaskId) -> Result<Vec<CallRecord>, StoreError> {
+        self.calls_of(task_id, "task")
+    }
+
+    /// The calls of `task_id` of one kind of work (`task` or `memory`), in order.
+    pub(super) fn calls_of(
+        &self,
+        task_id: TaskId,
+        work: &str,
+    ) -> Result<Vec<CallRecord>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn
             .prepare_cached(
                 "SELECT task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, attempts, \
                  tool_calls, error, usage_unknown, privacy_mode, privacy_counts, privacy_routed_to, \
-                 privacy_blocked FROM llm_calls WHERE task_id = ?1 ORDER BY id",
+                 privacy_blocked FROM llm_calls WHERE task_id = ?1 AND work = ?2 ORDER BY id",
             )
             .map_err(sql("reading the ledger"))?;
         let rows = stmt
-            .query_map([task_id], |row| {
+            .query_map(rusqlite::params![task_id, work], |row| {
                 let tools: String = row.get(8)?;
                 Ok(CallRecord {
                     task_id: row.get(0)?,
@@ -355,6 +366,9 @@ pub struct Spend {
     pub model: String,
     /// The conversation.
     pub conversation: String,
+    /// `task` (the conversation's own calls) or `memory` (memory work about it: extraction,
+    /// consolidation), shown apart.
+    pub work: String,
     /// LLM calls.
     pub calls: u64,
     /// Prompt tokens.
@@ -422,15 +436,16 @@ impl Db {
         Ok(days.into_values().collect())
     }
 
-    /// Spend since `since_ms` (Unix ms), by agent, model and conversation, most expensive first.
+    /// Spend since `since_ms` (Unix ms), by agent, model, conversation and work (the conversation's
+    /// own, or memory work about it), most expensive first.
     pub fn spend_since(&self, since_ms: i64) -> Result<Vec<Spend>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn
             .prepare_cached(
                 "SELECT c.agent, c.model, t.conversation_id, COUNT(*), SUM(c.tokens_in), \
-                 SUM(c.tokens_out), SUM(c.cost_usd) \
+                 SUM(c.tokens_out), SUM(c.cost_usd), c.work \
                  FROM llm_calls c JOIN tasks t ON t.id = c.task_id WHERE c.created_at >= ?1 \
-                 GROUP BY c.agent, c.model, t.conversation_id ORDER BY SUM(c.cost_usd) DESC",
+                 GROUP BY c.agent, c.model, t.conversation_id, c.work ORDER BY SUM(c.cost_usd) DESC",
             )
             .map_err(sql("summing spend"))?;
         let rows = stmt
@@ -439,6 +454,7 @@ impl Db {
                     agent: r.get(0)?,
                     model: r.get(1)?,
                     conversation: r.get(2)?,
+                    work: r.get(7)?,
                     calls: r.get::<_, i64>(3)? as u64,
                     tokens_in: r.get::<_, i64>(4)? as u64,
                     tokens_out: r.get::<_, i64>(5)? as u64,

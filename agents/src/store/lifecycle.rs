@@ -152,6 +152,9 @@ impl Db {
         .map_err(sql("ending a task"))?;
         if let Some(output) = output {
             super::recall::answered(&tx, id, output, now)?;
+            // A completed root: its tree's exchanges are queued for fact extraction, in this
+            // transaction (the worker runs them after the answer is out).
+            super::memory_jobs::enqueue_extractions(&tx, id, now)?;
         }
         if let Some(json) = escalation {
             super::recall::escalated(&tx, id, json, now)?;

@@ -12,6 +12,8 @@
 //!   schema changes;
 //! - `state`: [`TaskState`] and its transitions; `tasks`: conversations, task records and histories;
 //! - `lifecycle`: starting, moving, ending and cancelling tasks; `ledger`: LLM calls and totals;
+//! - `memory_jobs`: the durable queue of memory work (fact extraction, consolidation), queued with a
+//!   root's completion, and the ledger's memory-work rows (kept out of the tasks' totals);
 //! - `tool_calls`: the tool-call ledger and the Bash commands approved for a conversation;
 //! - `approvals`, `notices`, `recovery` (startup), `lock` (one engine per database),
 //!   `checkpointer` (WAL checkpoints off the writers' path), [`erase`] (`opc privacy erase`: every
@@ -39,6 +41,7 @@ pub mod erase;
 mod ledger;
 mod lifecycle;
 mod lock;
+mod memory_jobs;
 mod notices;
 pub mod recall;
 mod recovery;
@@ -58,6 +61,7 @@ pub use ledger::{
 };
 pub use lifecycle::Ending;
 pub use lock::claim as claim_database;
+pub use memory_jobs::{JobEnd, JobKind, MemoryJob};
 pub use notices::Notice;
 pub use recovery::Recovery;
 pub use seam::Store;

@@ -81,6 +81,36 @@ const MIGRATIONS: &[Migration] = &[
                   PRIMARY KEY (conversation_id, agent, command)
               );",
     },
+    Migration {
+        what: "the durable queue of memory work (fact extraction, consolidation); the ledger tells memory work apart",
+        // `memory_jobs`: one row per job, kept after it ends (its state says how). `memory_agents`:
+        // per agent, the completed roots consolidation has not seen yet (the `frequency` count) and
+        // when the last one was seen (the `idleAfter` trigger). `llm_calls.work`: `task` or
+        // `memory`; every call before this was a task's.
+        sql: "CREATE TABLE memory_jobs (
+                  id              INTEGER PRIMARY KEY,
+                  kind            TEXT NOT NULL,
+                  agent           TEXT NOT NULL,
+                  task_id         INTEGER REFERENCES tasks(id),
+                  root_id         INTEGER,
+                  conversation_id TEXT,
+                  state           TEXT NOT NULL,
+                  attempts        INTEGER NOT NULL DEFAULT 0,
+                  not_before      INTEGER NOT NULL,
+                  error           TEXT,
+                  created_at      INTEGER NOT NULL,
+                  updated_at      INTEGER NOT NULL
+              );
+              CREATE INDEX memory_jobs_queued ON memory_jobs(not_before, id) WHERE state = 'queued';
+              CREATE TABLE memory_agents (
+                  agent            TEXT PRIMARY KEY,
+                  pending_roots    INTEGER NOT NULL DEFAULT 0,
+                  last_root        INTEGER,
+                  last_seen_at     INTEGER NOT NULL
+              );
+              ALTER TABLE llm_calls ADD COLUMN work TEXT NOT NULL DEFAULT 'task';
+              CREATE INDEX llm_calls_memory ON llm_calls(agent, created_at) WHERE work = 'memory';",
+    },
 ];
 
 /// The engine's tables as a component of the file: its `schema_versions` row is `agents`.

@@ -20,9 +20,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::{
-    Approval, CallRecord, Decided, Ending, LatestCall, NewTask, Notice, OfferedOption, PrivacyDay,
-    Recovery, Spend, StoreError, TaskId, TaskPrivacy, TaskRecord, TaskState, ToolCallRecord,
-    Totals,
+    Approval, CallRecord, Decided, Ending, JobEnd, LatestCall, MemoryJob, NewTask, Notice,
+    OfferedOption, PrivacyDay, Recovery, Spend, StoreError, TaskId, TaskPrivacy, TaskRecord,
+    TaskState, ToolCallRecord, Totals,
 };
 use crate::llm::Message;
 
@@ -226,4 +226,66 @@ pub trait Store: Send + Sync {
 
     /// Mark a notice delivered; whether it was undelivered.
     async fn mark_notice_delivered(&self, id: i64) -> Result<bool, StoreError>;
+
+    // ------------------------------------------------------------------ memory work
+
+    /// The next queued memory job due at `now` (Unix ms), oldest first. A completed root's
+    /// `extract` jobs are queued by the operation that completes it ([`Store::finish`],
+    /// [`Store::record_turn`]), atomically with it.
+    async fn next_memory_job(&self, now: i64) -> Result<Option<MemoryJob>, StoreError>;
+
+    /// When the next queued memory job is due, if any is queued.
+    async fn next_memory_job_at(&self) -> Result<Option<i64>, StoreError>;
+
+    /// The latest `limit` memory jobs, newest first.
+    async fn memory_jobs(&self, limit: u32) -> Result<Vec<MemoryJob>, StoreError>;
+
+    /// End a queued memory job; `false` when it had ended already.
+    async fn end_memory_job(
+        &self,
+        id: i64,
+        end: JobEnd,
+        error: Option<&str>,
+    ) -> Result<bool, StoreError>;
+
+    /// Drop a queued memory job that needs no work.
+    async fn drop_memory_job(&self, id: i64) -> Result<(), StoreError>;
+
+    /// Put a queued memory job off until `not_before`; `failed_attempt` counts a failed attempt.
+    async fn defer_memory_job(
+        &self,
+        id: i64,
+        not_before: i64,
+        failed_attempt: bool,
+        why: &str,
+    ) -> Result<(), StoreError>;
+
+    /// Record a memory-work LLM call (`work = 'memory'`) against its task, NOT added to the task's
+    /// totals; the ledger row's id.
+    async fn record_memory_call(&self, call: &CallRecord) -> Result<i64, StoreError>;
+
+    /// The memory-work calls about a task, with their ledger ids, in order.
+    async fn memory_calls(&self, task_id: TaskId) -> Result<Vec<(i64, CallRecord)>, StoreError>;
+
+    /// Tokens (in + out) of `agent`'s memory work since `since_ms`.
+    async fn memory_tokens_since(&self, agent: &str, since_ms: i64) -> Result<u64, StoreError>;
+
+    /// Count root `root` toward `agent`'s next consolidation (once per root); at `frequency` roots,
+    /// queue a `consolidate` job about `task` and start again. The job's id, when queued.
+    async fn memory_root_seen(
+        &self,
+        agent: &str,
+        root: TaskId,
+        task: TaskId,
+        conversation: Option<&str>,
+        frequency: u32,
+    ) -> Result<Option<i64>, StoreError>;
+
+    /// Queue a `consolidate` job for every agent idle since `idle_before` with roots consolidation
+    /// has not seen (and none queued); `(agent, job)` pairs.
+    async fn idle_consolidations(&self, idle_before: i64)
+    -> Result<Vec<(String, i64)>, StoreError>;
+
+    /// The `seq`s of the recall rows written for task `task` of `conversation`.
+    async fn recall_seqs(&self, task: TaskId, conversation: &str) -> Result<Vec<i64>, StoreError>;
 }

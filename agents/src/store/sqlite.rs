@@ -38,9 +38,9 @@ use tokio::sync::oneshot;
 use super::ledger::encode_tools;
 use super::tasks::encode_history;
 use super::{
-    Approval, CallRecord, Db, Decided, Ending, LatestCall, NewTask, Notice, OfferedOption,
-    PrivacyDay, Recovery, Spend, Store, StoreError, TaskId, TaskPrivacy, TaskRecord, TaskState,
-    ToolCallRecord, Totals, exec,
+    Approval, CallRecord, Db, Decided, Ending, JobEnd, LatestCall, MemoryJob, NewTask, Notice,
+    OfferedOption, PrivacyDay, Recovery, Spend, Store, StoreError, TaskId, TaskPrivacy, TaskRecord,
+    TaskState, ToolCallRecord, Totals, exec,
 };
 use crate::llm::Message;
 
@@ -615,6 +615,86 @@ impl Store for SqliteStore {
 
     async fn mark_notice_delivered(&self, id: i64) -> Result<bool, StoreError> {
         self.write(move |db| db.mark_notice_delivered(id)).await
+    }
+
+    async fn next_memory_job(&self, now: i64) -> Result<Option<MemoryJob>, StoreError> {
+        self.read(|db| db.next_memory_job(now))
+    }
+
+    async fn next_memory_job_at(&self) -> Result<Option<i64>, StoreError> {
+        self.read(|db| db.next_memory_job_at())
+    }
+
+    async fn memory_jobs(&self, limit: u32) -> Result<Vec<MemoryJob>, StoreError> {
+        self.read(|db| db.memory_jobs(limit))
+    }
+
+    async fn end_memory_job(
+        &self,
+        id: i64,
+        end: JobEnd,
+        error: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let error = error.map(str::to_string);
+        self.write(move |db| db.end_memory_job(id, end, error.as_deref()))
+            .await
+    }
+
+    async fn drop_memory_job(&self, id: i64) -> Result<(), StoreError> {
+        self.write(move |db| db.drop_memory_job(id)).await
+    }
+
+    async fn defer_memory_job(
+        &self,
+        id: i64,
+        not_before: i64,
+        failed_attempt: bool,
+        why: &str,
+    ) -> Result<(), StoreError> {
+        let why = why.to_string();
+        self.write(move |db| db.defer_memory_job(id, not_before, failed_attempt, &why))
+            .await
+    }
+
+    async fn record_memory_call(&self, call: &CallRecord) -> Result<i64, StoreError> {
+        let call = call.clone();
+        self.write(move |db| db.record_memory_call(&call)).await
+    }
+
+    async fn memory_calls(&self, task_id: TaskId) -> Result<Vec<(i64, CallRecord)>, StoreError> {
+        self.read(|db| db.memory_calls(task_id))
+    }
+
+    async fn memory_tokens_since(&self, agent: &str, since_ms: i64) -> Result<u64, StoreError> {
+        self.read(|db| db.memory_tokens_since(agent, since_ms))
+    }
+
+    async fn memory_root_seen(
+        &self,
+        agent: &str,
+        root: TaskId,
+        task: TaskId,
+        conversation: Option<&str>,
+        frequency: u32,
+    ) -> Result<Option<i64>, StoreError> {
+        let agent = agent.to_string();
+        let conversation = conversation.map(str::to_string);
+        self.write(move |db| {
+            db.memory_root_seen(&agent, root, task, conversation.as_deref(), frequency)
+        })
+        .await
+    }
+
+    async fn idle_consolidations(
+        &self,
+        idle_before: i64,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        self.write(move |db| db.idle_consolidations(idle_before))
+            .await
+    }
+
+    async fn recall_seqs(&self, task: TaskId, conversation: &str) -> Result<Vec<i64>, StoreError> {
+        self.read(|db| db.recall_seqs(task, conversation))
     }
 }
 

@@ -271,12 +271,14 @@ impl ToolHandler for MemoryTool {
         };
         let namespace = self.blocks.namespace_of(&agent, &label);
         let read = namespace.as_deref().and_then(|ns| cx.seen.get(ns, &label));
+        let author = cx.edit_author().to_string();
         let outcome = tokio::task::spawn_blocking(move || {
-            store.edit(
+            store.edit_by(
                 Actor {
                     agent: &agent,
                     task: Some(task),
                 },
+                &author,
                 &label,
                 &edit,
                 read,

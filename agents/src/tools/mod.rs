@@ -11,8 +11,8 @@
 //! work only it can do (a child task, an approval) through `ToolHost`, a trait this module owns and
 //! the session implements: `tools` depends on neither the session nor the approval flow.
 //!
-//! Slot for `conversation_search`: implement [`ToolHandler`] over the recall store and
-//! [`ToolRegistry::register`] it in [`ToolRegistry::standard`] next to the memory tools.
+//! `conversation_search` (`search`) runs over the recall store and `archival_search` /
+//! `archival_insert` (`archival`) over the facts store, both under the block store's ACL.
 //!
 //! Why validation is typed decoding rather than a JSON Schema engine: the schemas are small and
 //! fixed, and decoding into the structs below with `deny_unknown_fields` plus the checks in `validate`
@@ -25,6 +25,7 @@
 //! model can never call a tool that does nothing. Bash is offered only to an engine given a sandbox
 //! launcher (`opc` always gives one, and warns at startup when it cannot).
 
+mod archival;
 pub mod bash;
 mod builtin;
 pub mod files;
@@ -163,6 +164,11 @@ pub(crate) trait ToolHost: Send + Sync {
     /// Remember that approval `approval` approved `command` for the calling agent for the rest of
     /// this conversation.
     async fn approve_command(&self, command: &str, approval: i64) -> Result<(), StoreError>;
+    /// Who a memory edit is recorded as, when not the calling agent (a consolidation run edits an
+    /// agent's blocks under its permissions, recorded as `consolidation`).
+    fn edit_author(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// What a tool tells the ledger about one call beyond its result: a description safe to store
@@ -241,6 +247,10 @@ impl<'a> ToolContext<'a> {
     pub fn org(&self) -> &OrgTree {
         self.host.org()
     }
+    /// Who a memory edit is recorded as (the calling agent unless the host says otherwise).
+    pub fn edit_author(&self) -> &str {
+        self.host.edit_author().unwrap_or_else(|| self.host.agent())
+    }
 }
 
 /// The tools an engine runs, by wire name.
@@ -255,6 +265,7 @@ impl ToolRegistry {
     pub fn standard(
         blocks: Option<opc_memory::blocks::BlockStore>,
         recall: Option<opc_memory::recall::RecallStore>,
+        facts: Option<opc_memory::facts::FactStore>,
         sandbox: Option<Arc<opc_sandbox::Sandbox>>,
     ) -> ToolRegistry {
         let mut registry = ToolRegistry::default();
@@ -267,9 +278,17 @@ impl ToolRegistry {
             if let Some(recall) = recall {
                 search::register(&mut registry, blocks.clone(), recall);
             }
+            if let Some(facts) = facts {
+                archival::register(&mut registry, blocks.clone(), facts);
+            }
             memory::register(&mut registry, blocks);
         }
         registry
+    }
+
+    /// The tool called `name`, if this registry runs it.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn ToolHandler>> {
+        self.tools.iter().find(|t| t.name() == name).cloned()
     }
 
     /// Add a tool (a later tool with the same name replaces the earlier one).
@@ -534,7 +553,7 @@ mod tests {
                 "request_approval"
             ]
         );
-        let registry = ToolRegistry::standard(None, None, None);
+        let registry = ToolRegistry::standard(None, None, None, None);
         let names: Vec<&str> = registry.tools.iter().map(|t| t.name()).collect();
         assert_eq!(
             names,

@@ -434,7 +434,9 @@ pub async fn decide(
 }
 
 /// `GET /admin/api/costs`: spend today, this week (7 days) and this month (30 days), by agent, by
-/// model and by platform, most expensive first.
+/// model and by platform, most expensive first; and apart, by kind of work (`by_work`: `task`, the
+/// conversations' own calls, and `memory`, fact extraction and consolidation after them) with the
+/// memory work by agent (`memory_by_agent`). The totals and the other groupings hold both.
 pub async fn costs(State(admin): State<Arc<Admin>>) -> Response {
     let Some(gateway) = admin.gateway.get() else {
         return not_running();
@@ -476,6 +478,11 @@ pub async fn costs(State(admin): State<Arc<Admin>>) -> Response {
                 "by_agent": group(&rows, |s| s.agent.clone()),
                 "by_model": group(&rows, |s| s.model.clone()),
                 "by_platform": group(&rows, platform_of),
+                "by_work": group(&rows, |s| s.work.clone()),
+                "memory_by_agent": group(
+                    &rows.iter().filter(|s| s.work == "memory").cloned().collect::<Vec<_>>(),
+                    |s| s.agent.clone(),
+                ),
             }),
         );
     }

@@ -190,6 +190,18 @@ impl Admin {
             ),
             Page::new(
                 Method::GET,
+                "/admin/api/memory/facts",
+                memory::facts,
+                self.clone(),
+            ),
+            Page::new(
+                Method::GET,
+                "/admin/api/memory/facts/{id}",
+                memory::fact_history,
+                self.clone(),
+            ),
+            Page::new(
+                Method::GET,
                 "/admin/api/privacy",
                 memory::privacy,
                 self.clone(),

@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use opc_agents::context::{BlockMemory, RECALL_BUDGET_TOKENS};
+use opc_agents::context::{BlockMemory, FACTS_BUDGET_TOKENS, RECALL_BUDGET_TOKENS};
 use opc_agents::store::{ApprovalOption, OptionOutcome, resolve_options};
 use opc_agents::{Engine, EngineOptions, Event, Outcome, TaskId, TaskState};
 use tokio::sync::{broadcast, mpsc};
@@ -143,10 +143,15 @@ pub async fn build_engine(
         let recall = recall.clone();
         opc_agents::Store::on_recall_append(&store, Box::new(move || recall.notify()));
     }
+    // Long-term facts, in the same file and with the same embedder slot as recall: the engine runs
+    // its memory worker (extraction, consolidation) over them and offers the archival tools.
+    let facts = opc_memory::facts::FactStore::open(&db, embed.clone())
+        .map_err(|e| format!("error: {e}\n"))?;
     // Core memory blocks live in the engine's database, on memory's own connection.
     let memory = BlockMemory::open(&db, &loaded.config, Arc::new(loaded.org.clone()))
         .map_err(|e| format!("error: {e}\n"))?
-        .with_recall(recall.clone(), &loaded.config, RECALL_BUDGET_TOKENS);
+        .with_recall(recall.clone(), &loaded.config, RECALL_BUDGET_TOKENS)
+        .with_facts(facts, &loaded.config, FACTS_BUDGET_TOKENS);
     // Bash runs under the kernel sandbox, whose launcher is this executable re-entered
     // (`opc_sandbox::enter_if_launcher` at the top of `main`).
     let options = match (&options.sandbox, std::env::current_exe()) {

@@ -41,6 +41,9 @@ pub enum MemoryCommand {
     Show(super::memory_blocks::ShowArgs),
     /// Every change to the blocks labelled LABEL, oldest first.
     History(super::memory_blocks::HistoryArgs),
+    /// AGENT's long-term facts: current ones, those it believed at a time (`--at`), those true in
+    /// the world at a time (`--valid-at`), or every version (`--history`).
+    Facts(super::memory_facts::FactsArgs),
 }
 
 /// `opc memory eval …`
@@ -118,6 +121,7 @@ pub fn run(config: &Path, command: MemoryCommand) -> ExitCode {
     match command {
         MemoryCommand::Show(args) => super::memory_blocks::show(config, args),
         MemoryCommand::History(args) => super::memory_blocks::history(config, args),
+        MemoryCommand::Facts(args) => super::memory_facts::facts(config, args),
         MemoryCommand::Search {
             query,
             agent,

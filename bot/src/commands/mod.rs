@@ -4,6 +4,7 @@ pub mod chat;
 pub mod init;
 pub mod memory;
 pub mod memory_blocks;
+pub mod memory_facts;
 pub mod models;
 pub mod privacy;
 pub mod run;

@@ -92,7 +92,14 @@ fn in_tree(event: &Event, root: TaskId, tree: &mut HashSet<TaskId>) -> bool {
         | Event::Escalated { task, .. }
         | Event::ApprovalRequested { task, .. }
         | Event::ApprovalResolved { task, .. } => tree.contains(task),
-        Event::ConfigReloaded { .. } | Event::ConfigRejected { .. } => false,
+        // Not a conversation's: config changes, and memory work (after the answer, off its tree).
+        Event::ConfigReloaded { .. }
+        | Event::ConfigRejected { .. }
+        | Event::FactsRecorded { .. }
+        | Event::FactsRejected { .. }
+        | Event::MemoryWorkCapped { .. }
+        | Event::MemoryWorkFailed { .. }
+        | Event::Consolidated { .. } => false,
         Event::Delegated { task, child, .. } => {
             if tree.contains(task) {
                 tree.insert(*child);

@@ -551,7 +551,7 @@ mod tests {
     async fn a_worker_writes_reads_edits_and_searches_its_workspace() {
         let dir = tempfile::tempdir().unwrap();
         let base = std::fs::canonicalize(dir.path()).unwrap();
-        let registry = ToolRegistry::standard(None, None, None);
+        let registry = ToolRegistry::standard(None, None, None, None);
         let dev = Host {
             agent: "dev".into(),
             task: 1,
@@ -641,7 +641,7 @@ mod tests {
     #[tokio::test]
     async fn invalid_arguments_are_tool_errors() {
         let dir = tempfile::tempdir().unwrap();
-        let registry = ToolRegistry::standard(None, None, None);
+        let registry = ToolRegistry::standard(None, None, None, None);
         let dev = Host {
             agent: "dev".into(),
             task: 1,

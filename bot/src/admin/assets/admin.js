@@ -194,6 +194,7 @@
   }
 
   // ---- Costs ----
+  const memoryToday = (m) => m ? ` Memory work (facts, consolidation) today: ${money(m.cost_usd)} in ${m.calls} call${m.calls === 1 ? "" : "s"}, apart from the requests' own costs.` : "";
   async function loadCosts() {
     try {
       const r = await api("/admin/api/costs");
@@ -208,10 +209,13 @@
       };
       const period = (name, label) => el("section", { class: "panel" }, el("h3", {}, label),
         el("p", { class: "big" }, money(r[name].total.cost_usd)), el("p", { class: "muted" }, `${r[name].total.calls} calls, ${tokens(r[name].total.tokens_in + r[name].total.tokens_out)} tokens`),
-        table("Agent", r[name].by_agent), table("Model", r[name].by_model), table("Platform", r[name].by_platform));
+        table("Agent", r[name].by_agent), table("Model", r[name].by_model), table("Platform", r[name].by_platform),
+        table("Work", r[name].by_work.map((x) => Object.assign({}, x, { key: x.key === "memory" ? "memory (facts, consolidation)" : "tasks" }))),
+        table("Memory work", r[name].memory_by_agent));
       const top = r.today.by_agent[0], topModel = r.today.by_model[0];
       $("costs").replaceChildren(
-        el("p", { class: "status" }, top ? `Today the most expensive agent is ${top.key} (${money(top.cost_usd)}), and the most expensive model ${topModel.key} (${money(topModel.cost_usd)}).` : "No spend today."),
+        el("p", { class: "status" }, (top ? `Today the most expensive agent is ${top.key} (${money(top.cost_usd)}), and the most expensive model ${topModel.key} (${money(topModel.cost_usd)}).` : "No spend today.") +
+          memoryToday(r.today.by_work.find((w) => w.key === "memory"))),
         el("div", { class: "costs" }, period("today", "Today"), period("week", "Last 7 days"), period("month", "Last 30 days")));
     } catch (e) { banner(e.message); }
   }
@@ -240,6 +244,58 @@
         el("td", { class: "num" }, String(b.version)))));
       if (!r.blocks.length) body.append(el("tr", {}, el("td", { colspan: "5", class: "muted" }, "No blocks yet: they are created from the config at start.")));
     } catch (e) { banner(e.message); }
+    loadFacts();
+  }
+  // Facts: an agent's, in one of four views; a row opens that fact's versions, oldest first.
+  const day = (t) => t ? t.replace(/T00:00:00Z$/, "").replace("T", " ").replace(/Z$/, " UTC") : "open";
+  const validity = (f) => f.valid_from || f.valid_to ? `${day(f.valid_from)} → ${day(f.valid_to)}` : "always";
+  const provenance = (f) => `${f.source} · ${f.agent}${f.task != null ? " · task " + f.task : ""}${f.conversation ? " · " + f.conversation : ""}`;
+  let openFact = null;
+  $("facts-view").addEventListener("change", () => {
+    const timed = ["at", "valid_at"].includes($("facts-view").value);
+    $("facts-time").disabled = !timed;
+    if (timed) $("facts-time").focus();
+  });
+  $("facts-form").addEventListener("submit", (event) => { event.preventDefault(); loadFacts(); });
+  async function loadFacts() {
+    const agent = $("facts-agent").value.trim(), view = $("facts-view").value, time = $("facts-time").value.trim();
+    const params = new URLSearchParams();
+    if (agent) params.set("agent", agent);
+    if (view === "history") params.set("history", "true");
+    else if (view !== "current") {
+      if (!time) { $("facts-status").textContent = "Give a time: a date (2026-05-03) or RFC 3339."; return; }
+      params.set(view, time);
+    }
+    try {
+      const r = await api("/admin/api/memory/facts?" + params);
+      const body = $("fact-list").tBodies[0];
+      body.replaceChildren(...r.facts.map((f) => {
+        const tr = el("tr", { class: "pick", tabindex: "0", "data-fact": String(f.fact_id), "data-version": String(f.id),
+          "aria-selected": String(openFact === f.fact_id) },
+          el("td", {}, `#${f.fact_id}`, el("div", { class: "meta muted" }, `v${f.id}` + (f.invalidated_at ? " · closed" : ""))),
+          el("td", {}, f.text), el("td", {}, f.subject || ""), el("td", {}, validity(f)),
+          el("td", {}, day(f.recorded_at)), el("td", {}, provenance(f)));
+        const pick = () => { openFact = f.fact_id; for (const row of body.rows) row.setAttribute("aria-selected", String(row.dataset.fact === String(f.fact_id))); loadFact(f.fact_id); };
+        tr.addEventListener("click", pick);
+        tr.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); pick(); } });
+        return tr;
+      }));
+      if (!r.facts.length) body.append(el("tr", {}, el("td", { colspan: "6", class: "muted" }, "No facts.")));
+      const seen = { current: "current", at: `believed at ${r.time}`, valid_at: `true in the world at ${r.time}`, history: "every version" }[r.view];
+      $("facts-status").textContent = `${r.facts.length} ${r.view === "history" ? "versions of" : "of"} ${r.agent}'s facts, ${seen}.` +
+        (r.archival ? "" : ` Archival memory is off for ${r.agent}: no new facts are recorded.`);
+    } catch (e) { $("facts-status").textContent = e.message; }
+  }
+  async function loadFact(id) {
+    try {
+      const r = await api("/admin/api/memory/facts/" + id);
+      $("fact-history").replaceChildren(el("h4", {}, `Fact #${r.fact_id}: ${r.versions.length} version${r.versions.length === 1 ? "" : "s"}`),
+        el("ol", { class: "hits", id: "fact-versions" }, ...r.versions.map((v) => el("li", { "data-version": String(v.id), "data-state": v.invalidated_at ? "closed" : "current" },
+          el("div", {}, v.text, " ", badge(v.invalidated_at ? "closed" : "current")),
+          el("div", { class: "meta" }, `valid ${validity(v)}; recorded ${day(v.recorded_at)}` + (v.invalidated_at ? `, closed ${day(v.invalidated_at)}` : "")),
+          ...(v.reason ? [el("div", { class: "meta" }, "reason: " + v.reason)] : []),
+          el("div", { class: "meta" }, provenance(v))))));
+    } catch (e) { $("fact-history").replaceChildren(el("p", { class: "status bad" }, e.message)); }
   }
   $("memory-search").addEventListener("submit", async (event) => {
     event.preventDefault();

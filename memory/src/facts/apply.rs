@@ -1,0 +1,340 @@
+//! Applying a batch of operations in one transaction.
+//!
+//! Order of checks (and why): every op is validated before anything is written (bad text, times out
+//! of order); then ops run in order inside one `BEGIN IMMEDIATE` transaction, and the first target
+//! that is not a current version of this namespace rolls the whole batch back. Nothing is ever
+//! deleted: UPDATE and INVALIDATE only *close* a version (`invalidated_at` = now, and `valid_to`),
+//! and UPDATE opens a new version of the same fact. An ADD whose normalised text hashes like a
+//! current fact of the namespace (or an earlier ADD of the batch) is dropped as a duplicate.
+
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use super::ops::{MAX_REASON, MAX_SUBJECT, MAX_TEXT};
+use super::prompt::content_hash;
+use super::{Applied, FactError, Op, Provenance, entities};
+
+/// A version opened by the batch (for the vector index).
+pub struct Opened {
+    /// Its id.
+    pub id: i64,
+    /// Its namespace.
+    pub namespace: String,
+    /// When it was recorded.
+    pub recorded_at: i64,
+    /// The text (to embed).
+    pub text: String,
+}
+
+/// What the batch changed, beyond [`Applied`]: the vector index follows it after the commit.
+#[derive(Default)]
+pub struct Changes {
+    /// Versions opened.
+    pub opened: Vec<Opened>,
+    /// Versions closed.
+    pub closed: Vec<i64>,
+}
+
+fn check_text(i: usize, field: &str, s: &str, max: usize) -> Result<(), FactError> {
+    if s.chars().count() > max {
+        return Err(FactError::Invalid(format!(
+            "facts[{i}].{field}: longer than {max} characters; shorten it"
+        )));
+    }
+    if s.contains('\0') {
+        return Err(FactError::Invalid(format!(
+            "facts[{i}].{field}: contains a NUL character"
+        )));
+    }
+    Ok(())
+}
+
+/// Validate ops that did not come through [`super::ops::parse`] (a direct `insert`, a test).
+pub fn validate(namespace: &str, ops: &[Op]) -> Result<(), FactError> {
+    if namespace.trim().is_empty() {
+        return Err(FactError::Invalid(
+            "facts: the namespace is empty; pass `agent/<id>`".to_string(),
+        ));
+    }
+    for (i, op) in ops.iter().enumerate() {
+        let (text, subject, reason, from, to) = match op {
+            Op::Add {
+                text,
+                subject,
+                valid_from,
+                valid_to,
+            } => (Some(text), subject, &None, *valid_from, *valid_to),
+            Op::Update {
+                text,
+                subject,
+                valid_from,
+                valid_to,
+                reason,
+                ..
+            } => (Some(text), subject, reason, *valid_from, *valid_to),
+            Op::Invalidate { reason, .. } => (None, &None, reason, None, None),
+            Op::Noop => continue,
+        };
+        if let Some(text) = text {
+            if text.trim().is_empty() {
+                return Err(FactError::Invalid(format!(
+                    "facts[{i}].text: empty; a fact is one statement"
+                )));
+            }
+            check_text(i, "text", text, MAX_TEXT)?;
+        }
+        if let Some(s) = subject {
+            check_text(i, "subject", s, MAX_SUBJECT)?;
+        }
+        if let Some(r) = reason {
+            check_text(i, "reason", r, MAX_REASON)?;
+        }
+        if let (Some(f), Some(t)) = (from, to)
+            && t < f
+        {
+            return Err(FactError::Invalid(format!(
+                "facts[{i}].valid_to: before valid_from; a fact cannot stop holding before it starts"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The target's fact id and subject, if it is a current version of `namespace`; otherwise the
+/// error that fails the batch.
+fn current_target(
+    tx: &Transaction<'_>,
+    namespace: &str,
+    i: usize,
+    target: i64,
+) -> Result<(i64, Option<String>), FactError> {
+    let row: Option<(i64, String, Option<i64>, Option<String>)> = tx
+        .query_row(
+            "SELECT fact_id, namespace, invalidated_at, subject FROM memory_fact_versions WHERE id = ?1",
+            [target],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .optional()
+        .map_err(|e| db(tx, e))?;
+    match row {
+        None => Err(FactError::Invalid(format!(
+            "facts[{i}].target: no fact version {target}; target an id that was listed"
+        ))),
+        Some((_, ns, _, _)) if ns != namespace => Err(FactError::Invalid(format!(
+            "facts[{i}].target: fact version {target} is not in {namespace}; an agent changes only its own facts"
+        ))),
+        Some((_, _, Some(_), _)) => Err(FactError::Stale(target)),
+        Some((fact, _, None, subject)) => Ok((fact, subject)),
+    }
+}
+
+pub(super) fn db(tx: &rusqlite::Connection, source: rusqlite::Error) -> FactError {
+    FactError::Db {
+        path: opc_migrate::path_of(tx),
+        source,
+    }
+}
+
+/// Close `target` (current, checked) with the batch's provenance.
+fn close(
+    tx: &Transaction<'_>,
+    target: i64,
+    valid_to: Option<i64>,
+    reason: Option<&str>,
+    p: &Provenance,
+    now_ms: i64,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE memory_fact_versions SET invalidated_at = ?2, valid_to = COALESCE(?3, valid_to),
+             reason = COALESCE(?4, reason), closed_source = ?5, closed_agent = ?6, closed_task = ?7,
+             closed_conversation = ?8, closed_model = ?9, closed_ledger_id = ?10
+         WHERE id = ?1 AND invalidated_at IS NULL",
+        params![
+            target,
+            now_ms,
+            valid_to,
+            reason,
+            p.source.as_str(),
+            p.agent,
+            p.task,
+            p.conversation,
+            p.model,
+            p.ledger_id
+        ],
+    )?;
+    // Only current versions are in the current index.
+    tx.prepare_cached("DELETE FROM memory_facts_fts_current WHERE rowid = ?1")?
+        .execute([target])?;
+    Ok(())
+}
+
+struct NewVersion<'a> {
+    fact_id: i64,
+    text: &'a str,
+    subject: Option<&'a str>,
+    valid_from: Option<i64>,
+    valid_to: Option<i64>,
+    reason: Option<&'a str>,
+}
+
+fn open_version(
+    tx: &Transaction<'_>,
+    namespace: &str,
+    v: &NewVersion<'_>,
+    p: &Provenance,
+    now_ms: i64,
+) -> rusqlite::Result<i64> {
+    let entity = match v.subject {
+        Some(s) => entities::resolve(tx, namespace, s, now_ms)?,
+        None => None,
+    };
+    let messages = serde_json::to_string(&p.source_messages).unwrap_or_else(|_| "[]".into());
+    tx.execute(
+        "INSERT INTO memory_fact_versions (fact_id, namespace, text, subject, entity_id, content_hash,
+             valid_from, valid_to, recorded_at, reason, source, agent, task, conversation,
+             source_messages, model, ledger_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+        params![
+            v.fact_id,
+            namespace,
+            v.text,
+            v.subject,
+            entity,
+            content_hash(v.text),
+            v.valid_from,
+            v.valid_to,
+            now_ms,
+            v.reason,
+            p.source.as_str(),
+            p.agent,
+            p.task,
+            p.conversation,
+            messages,
+            p.model,
+            p.ledger_id
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    let ns = super::search::ns_token(namespace);
+    for table in ["memory_facts_fts", "memory_facts_fts_current"] {
+        tx.prepare_cached(&format!(
+            "INSERT INTO {table} (rowid, ns, text, subject) VALUES (?1, ?2, ?3, ?4)"
+        ))?
+        .execute(params![id, ns, v.text, v.subject])?;
+    }
+    Ok(id)
+}
+
+/// Run `ops` inside `tx` (the caller commits). The first stale or foreign target fails the batch.
+pub fn run(
+    tx: &Transaction<'_>,
+    namespace: &str,
+    ops: &[Op],
+    p: &Provenance,
+    now_ms: i64,
+) -> Result<(Applied, Changes), FactError> {
+    let mut applied = Applied::default();
+    let mut changes = Changes::default();
+    let e = |err| db(tx, err);
+    for (i, op) in ops.iter().enumerate() {
+        match op {
+            Op::Noop => applied.noops += 1,
+            Op::Add {
+                text,
+                subject,
+                valid_from,
+                valid_to,
+            } => {
+                let text = text.trim();
+                let dup: Option<i64> = tx
+                    .query_row(
+                        "SELECT id FROM memory_fact_versions
+                         WHERE namespace = ?1 AND content_hash = ?2 AND invalidated_at IS NULL",
+                        params![namespace, content_hash(text)],
+                        |r| r.get(0),
+                    )
+                    .optional()
+                    .map_err(e)?;
+                if dup.is_some() {
+                    applied.duplicates += 1;
+                    continue;
+                }
+                tx.execute(
+                    "INSERT INTO memory_facts (namespace, created_ms) VALUES (?1, ?2)",
+                    params![namespace, now_ms],
+                )
+                .map_err(e)?;
+                let fact_id = tx.last_insert_rowid();
+                let id = open_version(
+                    tx,
+                    namespace,
+                    &NewVersion {
+                        fact_id,
+                        text,
+                        subject: subject.as_deref().map(str::trim),
+                        valid_from: *valid_from,
+                        valid_to: *valid_to,
+                        reason: None,
+                    },
+                    p,
+                    now_ms,
+                )
+                .map_err(e)?;
+                applied.added.push(id);
+                changes.opened.push(Opened {
+                    id,
+                    namespace: namespace.to_string(),
+                    recorded_at: now_ms,
+                    text: text.to_string(),
+                });
+            }
+            Op::Update {
+                target,
+                text,
+                subject,
+                valid_from,
+                valid_to,
+                reason,
+            } => {
+                let (fact_id, old_subject) = current_target(tx, namespace, i, *target)?;
+                close(tx, *target, *valid_from, reason.as_deref(), p, now_ms).map_err(e)?;
+                let text = text.trim();
+                // An UPDATE that names no subject keeps the fact's.
+                let subject = subject.as_deref().map(str::trim).or(old_subject.as_deref());
+                let id = open_version(
+                    tx,
+                    namespace,
+                    &NewVersion {
+                        fact_id,
+                        text,
+                        subject,
+                        valid_from: *valid_from,
+                        valid_to: *valid_to,
+                        reason: reason.as_deref(),
+                    },
+                    p,
+                    now_ms,
+                )
+                .map_err(e)?;
+                applied.updated.push((*target, id));
+                changes.closed.push(*target);
+                changes.opened.push(Opened {
+                    id,
+                    namespace: namespace.to_string(),
+                    recorded_at: now_ms,
+                    text: text.to_string(),
+                });
+            }
+            Op::Invalidate {
+                target,
+                reason,
+                valid_to,
+            } => {
+                current_target(tx, namespace, i, *target)?;
+                close(tx, *target, *valid_to, reason.as_deref(), p, now_ms).map_err(e)?;
+                applied.invalidated.push(*target);
+                changes.closed.push(*target);
+            }
+        }
+    }
+    Ok((applied, changes))
+}
