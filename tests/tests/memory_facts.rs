@@ -727,12 +727,26 @@ async fn consolidation_merges_duplicates_while_a_conversation_is_answered() {
     assert_eq!(current[0]["fact_id"], a["fact_id"]);
     assert_eq!(current[0]["source"], "consolidation", "{}", current[0]);
     let history = org.facts(&["--history"]).await;
-    assert_eq!(history.len(), 3, "{history:#?}");
-    let closed = one(&history, "Our office is located in Berlin");
+    // The duplicate (closed) and the record of its closing, the kept fact's old and new versions.
+    assert_eq!(history.len(), 4, "{history:#?}");
+    let duplicate: Vec<&Value> = history
+        .iter()
+        .filter(|v| v["text"] == "Our office is located in Berlin")
+        .collect();
+    assert_eq!(duplicate.len(), 2, "{history:#?}");
+    let (closed, closing) = (duplicate[0], duplicate[1]);
     assert!(closed["invalidated_at"].is_string(), "{closed}");
     assert_eq!(closed["reason"], json!(reason));
+    assert_eq!(closed["source"], "agent", "{closed}");
+    // The INVALIDATE is a version of its own, whose source is consolidation, never current.
+    assert_eq!(closing["source"], "consolidation", "{closing}");
+    assert_eq!(closing["reason"], json!(reason));
+    assert_eq!(closing["fact_id"], closed["fact_id"]);
+    assert_eq!(
+        closing["recorded_at"], closing["invalidated_at"],
+        "{closing}"
+    );
     assert!(one(&history, "The office is in Berlin")["invalidated_at"].is_string());
-    // The JSON shows who opened a version; who closed one is kept beside it in the store.
     assert_eq!(
         org.closed_source(closed["id"].as_i64().unwrap()).as_deref(),
         Some("consolidation")

@@ -349,9 +349,11 @@ async fn serve(
     if opc_agents::llm::privacy::needs_ner(&loaded.config) {
         ner.load();
     }
-    // Recall's embedding model, the same way: until it lands, recall searches by keywords (BM25).
+    // Recall's and facts' embedding model, the same way: until it lands, both search by keywords
+    // (BM25).
     if loaded.config.agents.values().any(|a| {
         a.memory.recall
+            || a.memory.archival
             || a.tools
                 .contains(&opc_hierarchy::schema::Tool::ConversationSearch)
     }) {

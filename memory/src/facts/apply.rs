@@ -3,8 +3,9 @@
 //! Order of checks (and why): every op is validated before anything is written (bad text, times out
 //! of order); then ops run in order inside one `BEGIN IMMEDIATE` transaction, and the first target
 //! that is not a current version of this namespace rolls the whole batch back. Nothing is ever
-//! deleted: UPDATE and INVALIDATE only *close* a version (`invalidated_at` = now, and `valid_to`),
-//! and UPDATE opens a new version of the same fact. An ADD whose normalised text hashes like a
+//! deleted: UPDATE and INVALIDATE only *close* a version (`invalidated_at` = now, and `valid_to`);
+//! UPDATE opens a new version of the same fact, and INVALIDATE records the closing as a version that
+//! was never current (the closer's source and reason), so every change is a version. An ADD whose normalised text hashes like a
 //! current fact of the namespace (or an earlier ADD of the batch) is dropped as a duplicate.
 
 use rusqlite::{OptionalExtension, Transaction, params};
@@ -165,6 +166,51 @@ fn close(
     tx.prepare_cached("DELETE FROM memory_facts_fts_current WHERE rowid = ?1")?
         .execute([target])?;
     Ok(())
+}
+
+/// Record an INVALIDATE as a version of its own: the closed version's statement (with the world-time
+/// end just set), recorded and invalidated at the same instant — so it is never current and never
+/// believed at any time — carrying the closer's provenance and reason. Why: the closed version keeps
+/// the provenance of whoever opened it, so without this record a retraction (a duplicate merged by
+/// consolidation, a fact a conversation contradicted) would leave no version with its own source,
+/// and `--history` would not show who retracted it. Every change is a version.
+fn record_closing(
+    tx: &Transaction<'_>,
+    namespace: &str,
+    target: i64,
+    p: &Provenance,
+    now_ms: i64,
+) -> rusqlite::Result<i64> {
+    let messages = serde_json::to_string(&p.source_messages).unwrap_or_else(|_| "[]".into());
+    tx.execute(
+        "INSERT INTO memory_fact_versions (fact_id, namespace, text, subject, entity_id, content_hash,
+             valid_from, valid_to, recorded_at, invalidated_at, reason, source, agent, task,
+             conversation, source_messages, model, ledger_id, closed_source, closed_agent,
+             closed_task, closed_conversation, closed_model, closed_ledger_id)
+         SELECT fact_id, ?2, text, subject, entity_id, content_hash, valid_from, valid_to, ?3, ?3,
+             reason, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?4, ?5, ?6, ?7, ?9, ?10
+         FROM memory_fact_versions WHERE id = ?1",
+        params![
+            target,
+            namespace,
+            now_ms,
+            p.source.as_str(),
+            p.agent,
+            p.task,
+            p.conversation,
+            messages,
+            p.model,
+            p.ledger_id
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    // In the index of every version (what an erase rebuilds), never in the current one.
+    tx.prepare_cached(
+        "INSERT INTO memory_facts_fts (rowid, ns, text, subject)
+         SELECT id, ?2, text, subject FROM memory_fact_versions WHERE id = ?1",
+    )?
+    .execute(params![id, super::search::ns_token(namespace)])?;
+    Ok(id)
 }
 
 struct NewVersion<'a> {
@@ -331,6 +377,7 @@ pub fn run(
             } => {
                 current_target(tx, namespace, i, *target)?;
                 close(tx, *target, *valid_to, reason.as_deref(), p, now_ms).map_err(e)?;
+                record_closing(tx, namespace, *target, p, now_ms).map_err(e)?;
                 applied.invalidated.push(*target);
                 changes.closed.push(*target);
             }

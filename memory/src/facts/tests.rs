@@ -202,10 +202,25 @@ fn exact_duplicates_are_dropped() {
             .len(),
         1
     );
+    let history = s.list(NS, View::History).unwrap();
     assert_eq!(
-        s.list(NS, View::History).unwrap().len(),
-        2,
-        "nothing deleted"
+        history.len(),
+        3,
+        "nothing deleted: the closed version, the record of its closing, the new one"
+    );
+    // The closing is a version of its own, with the closer's provenance, never current.
+    let closing = history
+        .iter()
+        .find(|v| v.conversation.as_deref() == Some("c4"))
+        .expect("the INVALIDATE is a version");
+    assert_eq!(closing.reason.as_deref(), Some("cancelled"));
+    assert_eq!(closing.recorded_at, 4);
+    assert_eq!(closing.invalidated_at, Some(4));
+    assert!(
+        s.list(NS, View::BelievedAt(4))
+            .unwrap()
+            .iter()
+            .all(|v| v.id != closing.id)
     );
 }
 
