@@ -5,10 +5,10 @@
 //!   task completes: `Db::finish` and `Db::record_turn_encoded`), so a completed root always has its
 //!   jobs and a root that did not complete has none. A `consolidate` job is inserted when an agent
 //!   has `frequency` completed roots consolidation has not seen ([`Db::memory_root_seen`]), or has
-//!   been idle long enough after one ([`Db::idle_consolidations`]). The worker
-//!   (`crate::memory_work`) reads the next due job, runs it, and ends it (`done`, `rejected`,
-//!   `failed`) or puts it off (`not_before`): a job interrupted by a stop stays `queued`, so the next
-//!   start runs it.
+//!   been idle long enough after one ([`Db::idle_consolidations`]). The worker (the engine's
+//!   `memory_work` module) reads the next due job, runs it, and ends it (`done`, `rejected`, `failed`)
+//!   or puts it off (`not_before`): a job interrupted by a stop stays `queued`, so the next start
+//!   runs it.
 //! - **Ledger**: a memory-work call is a row of `llm_calls` with `work = 'memory'`, recorded against
 //!   the task it is about but NOT added to that task's totals (the user's request did not spend it);
 //!   [`Db::memory_tokens_since`] sums an agent's memory work for the daily cap.
