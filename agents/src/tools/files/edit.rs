@@ -126,30 +126,9 @@ fn snippet(text: &str, at: usize, new: &str) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::access::{Access, check_regular};
-    use super::super::read;
+    use super::super::testing::{do_read, setup};
     use super::super::tracking::ReadRecords;
     use super::*;
-    use std::path::PathBuf;
-
-    fn setup() -> (tempfile::TempDir, PathBuf, Roots) {
-        let dir = tempfile::tempdir().unwrap();
-        let base = std::fs::canonicalize(dir.path()).unwrap().join("ws");
-        let access = Access {
-            write: base.join("me"),
-            read: vec![],
-        };
-        let roots = Roots::open(&base, &access, None).unwrap();
-        (dir, base, roots)
-    }
-
-    fn do_read(roots: &Roots, records: &ReadRecords, path: &str) {
-        let r = roots.resolve(path, Intent::Read).unwrap();
-        let file = r.open_read().unwrap();
-        let stat = check_regular(&file, path).unwrap();
-        let out = read::read(file, &stat, path, 1, 10).unwrap();
-        records.record("dev", 1, &r.path, out.snapshot);
-    }
 
     #[test]
     fn uniqueness_replace_all_and_consecutive_edits() {
@@ -165,7 +144,7 @@ mod tests {
         std::fs::write(&path, "fn a() {}\nfn b() {}\nlet x = 1;\nlet x = 1;\n").unwrap();
         let err = edit(&roots, &who, "lib.rs", "fn a", "fn z", false).unwrap_err();
         assert!(err.contains("Read it first"), "{err}");
-        do_read(&roots, &records, "lib.rs");
+        do_read(&roots, &records, "lib.rs", 1);
         let err = edit(&roots, &who, "lib.rs", "let x = 1;", "let y = 2;", false).unwrap_err();
         assert!(err.contains("occurs 2 times"), "{err}");
         let err = edit(&roots, &who, "lib.rs", "fn c", "fn d", false).unwrap_err();

@@ -19,6 +19,8 @@ mod edit;
 mod glob;
 mod grep;
 mod read;
+#[cfg(test)]
+mod testing;
 mod tracking;
 mod write;
 

@@ -180,31 +180,9 @@ fn give(file: &File, owner: Option<(u32, u32)>) -> io::Result<()> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::access::Access;
-    use super::super::read;
+    use super::super::testing::{do_read, setup};
     use super::*;
     use std::os::unix::fs::PermissionsExt;
-    use std::path::PathBuf;
-
-    pub(crate) fn setup() -> (tempfile::TempDir, PathBuf, Roots) {
-        let dir = tempfile::tempdir().unwrap();
-        let base = std::fs::canonicalize(dir.path()).unwrap().join("ws");
-        std::fs::create_dir_all(base.join("team")).unwrap();
-        let access = Access {
-            write: base.join("me"),
-            read: vec![base.join("team")],
-        };
-        let roots = Roots::open(&base, &access, None).unwrap();
-        (dir, base, roots)
-    }
-
-    fn do_read(roots: &Roots, records: &ReadRecords, path: &str) {
-        let r = roots.resolve(path, Intent::Read).unwrap();
-        let file = r.open_read().unwrap();
-        let stat = check_regular(&file, path).unwrap();
-        let out = read::read(file, &stat, path, 1, 10).unwrap();
-        records.record("dev", 7, &r.path, out.snapshot);
-    }
 
     #[test]
     fn new_files_need_no_read_and_existing_ones_do() {
@@ -228,12 +206,12 @@ mod tests {
         std::fs::write(base.join("me/theirs.txt"), "theirs").unwrap();
         let err = write(&roots, &who, "theirs.txt", "mine").unwrap_err();
         assert!(err.contains("Read it first"), "{err}");
-        do_read(&roots, &records, "theirs.txt");
+        do_read(&roots, &records, "theirs.txt", 7);
         // Changed on disk after the read.
         std::fs::write(base.join("me/theirs.txt"), "theirs, changed").unwrap();
         let err = write(&roots, &who, "theirs.txt", "mine").unwrap_err();
         assert!(err.contains("changed on disk"), "{err}");
-        do_read(&roots, &records, "theirs.txt");
+        do_read(&roots, &records, "theirs.txt", 7);
         write(&roots, &who, "theirs.txt", "mine").unwrap();
         assert_eq!(
             std::fs::read_to_string(base.join("me/theirs.txt")).unwrap(),
@@ -254,7 +232,7 @@ mod tests {
         let path = base.join("me/run.sh");
         std::fs::write(&path, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o750)).unwrap();
-        do_read(&roots, &records, "run.sh");
+        do_read(&roots, &records, "run.sh", 7);
         write(&roots, &who, "run.sh", "#!/bin/sh\necho hi\n").unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode, 0o750);
