@@ -178,8 +178,8 @@ impl GuardIndex {
     }
 
     /// The type of the first real value that occurs, standing alone and outside any substitute, in
-    /// `payload`.
-    pub(crate) fn leak_in(&self, payload: &str) -> Option<EntityType> {
+    /// `payload`, leaving out the entries `skip` names.
+    pub(crate) fn leak_in(&self, payload: &str, skip: &Held) -> Option<EntityType> {
         if !self.usable {
             return self.kinds.first().copied();
         }
@@ -192,6 +192,7 @@ impl GuardIndex {
                 subs.push((m.start(), m.end()));
             }
             if let Some((entry, _)) = p.real
+                && !skip.0.contains(&entry)
                 && standalone(payload, m.start(), m.end())
             {
                 reals.push((m.start(), m.end(), self.kinds[entry]));
@@ -214,6 +215,20 @@ impl GuardIndex {
             let covered = k > 0 && reach[k - 1] >= end;
             (!covered).then_some(kind)
         })
+    }
+
+    /// The entries whose real value stands alone somewhere in `text` (every occurrence, overlapping
+    /// ones too).
+    pub(crate) fn entries_in(&self, text: &str) -> Vec<usize> {
+        let Some(ac) = &self.automaton else {
+            return Vec::new();
+        };
+        ac.find_overlapping_iter(text)
+            .filter_map(|m| {
+                let (entry, _) = self.patterns[m.pattern().as_usize()].real?;
+                standalone(text, m.start(), m.end()).then_some(entry)
+            })
+            .collect()
     }
 
     /// Known real values standing alone in `text[range]`, leftmost first, longest at a position,
@@ -292,15 +307,47 @@ pub(crate) fn standalone(hay: &str, start: usize, end: usize) -> bool {
     true
 }
 
+/// Values of a vault that a request carries where masking cannot reach: tool names, ids and JSON keys,
+/// the request's structure rather than its content (see [`Vault::held_in`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Held(Vec<usize>);
+
+impl Held {
+    /// Whether no value is held there.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 impl Vault {
     /// The type of the first real value held by the vault that occurs in `payload` (raw or
     /// JSON-escaped), standing alone and not inside a substitute; for the egress guard. `None` means
     /// no known real value is in the payload.
     pub fn leak_in(&self, payload: &str) -> Option<EntityType> {
+        self.leak_in_except(payload, &Held::default())
+    }
+
+    /// [`Vault::leak_in`], leaving out the values in `except`: those the request's structure carries
+    /// (a tool named or keyed with the word), which masking cannot replace, so the guard must not
+    /// count them either, or masker and guard would disagree and every call would fail.
+    pub fn leak_in_except(&self, payload: &str, except: &Held) -> Option<EntityType> {
         if self.is_empty() {
             return None;
         }
-        self.guard_index().leak_in(payload)
+        self.guard_index().leak_in(payload, except)
+    }
+
+    /// The values held that stand alone in `text` (by the guard's rules: raw or JSON-escaped, not glued
+    /// to letters or digits).
+    pub fn held_in(&self, text: &str) -> Held {
+        if self.is_empty() || text.is_empty() {
+            return Held::default();
+        }
+        let index = self.guard_index();
+        let mut held: Vec<usize> = index.entries_in(text);
+        held.sort_unstable();
+        held.dedup();
+        Held(held)
     }
 }
 

@@ -33,6 +33,7 @@ pub mod vault;
 
 pub use conversation::Conversation;
 pub use entity::{Entity, EntityType};
+pub use guard::Held;
 pub use mask::{Counts, Masked};
 pub use stream::StreamRestorer;
 pub use vault::{Style, Vault, VaultFull};

@@ -32,8 +32,9 @@ pub enum Style {
     Placeholder,
 }
 
-/// The vault cannot take another value: it holds `capacity` values already, or no fresh substitute
-/// of this type could be made. The call must fail closed.
+/// The vault cannot take another value: it holds `capacity` values already. The call must fail
+/// closed. (A value for which no fresh fake exists gets a typed placeholder instead: masking never
+/// refuses a call for want of a substitute.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VaultFull {
     /// The vault's capacity.
@@ -46,7 +47,7 @@ impl fmt::Display for VaultFull {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "the privacy vault is full ({} values) or out of fresh {} substitutes; the call is not sent",
+            "the privacy vault is full: this conversation already holds {} personal values, and a new {} could not be masked; the call is not sent. Start a new conversation",
             self.capacity, self.kind
         )
     }
@@ -82,7 +83,7 @@ struct GuardSlot {
 const FAST_AFTER_USES: u32 = 4;
 const FAST_MAX_VALUES: usize = 1000;
 
-/// Tries before a type counts as exhausted.
+/// Tries at a fresh fake before a value gets a typed placeholder instead.
 const MAX_ATTEMPTS: u32 = 256;
 
 /// Real ↔ substitute for one conversation. `Send + Sync`.
@@ -165,7 +166,7 @@ impl Vault {
                 kind,
             });
         }
-        let sub: Arc<str> = Arc::from(self.fresh(real, kind)?);
+        let sub: Arc<str> = Arc::from(self.fresh(real, kind));
         let real: Arc<str> = Arc::from(real);
         let i = self.entries.len();
         self.by_real.insert(real.clone(), i);
@@ -178,28 +179,31 @@ impl Vault {
         Ok(sub)
     }
 
-    /// A substitute that is neither `real`, nor any real value held, nor any substitute given out.
-    fn fresh(&mut self, real: &str, kind: EntityType) -> Result<String, VaultFull> {
+    /// A substitute that is neither `real`, nor any real value held, nor any substitute given out: a
+    /// fake of the same shape in mode `mask` while one can be found, else a typed placeholder.
+    fn fresh(&mut self, real: &str, kind: EntityType) -> String {
         let taken = |v: &Vault, s: &str| {
             s.is_empty() || s == real || v.by_real.contains_key(s) || v.by_sub.contains_key(s)
         };
-        for attempt in 0..MAX_ATTEMPTS {
-            let candidate = match self.style {
-                Style::Placeholder => {
-                    let n = &mut self.numbers[kind as usize];
-                    *n += 1;
-                    placeholder(kind, *n)
+        if self.style == Style::Fake {
+            for attempt in 0..MAX_ATTEMPTS {
+                let candidate = fake_value(kind, real, &mut self.rng, attempt);
+                if !taken(self, &candidate) {
+                    return candidate;
                 }
-                Style::Fake => fake_value(kind, real, &mut self.rng, attempt),
-            };
-            if !taken(self, &candidate) {
-                return Ok(candidate);
             }
         }
-        Err(VaultFull {
-            capacity: self.capacity,
-            kind,
-        })
+        // Mode `redact`, or no fresh fake of this shape exists (a two-letter name has few): a typed
+        // placeholder. Numbers only grow and a taken one is skipped, so this always ends, and masking
+        // never refuses a call for want of a substitute.
+        loop {
+            let n = &mut self.numbers[kind as usize];
+            *n += 1;
+            let candidate = placeholder(kind, *n);
+            if !taken(self, &candidate) {
+                return candidate;
+            }
+        }
     }
 
     /// The index for restoring, rebuilt when the vault changed since it was last built.
@@ -448,6 +452,52 @@ mod tests {
             assert!(!real_set.contains(&*e.sub), "a fake equals a real value");
         }
         assert_eq!(subs.len(), v.len());
+    }
+
+    #[test]
+    fn a_value_without_a_fresh_fake_gets_a_placeholder() {
+        // A two-letter lower-case "name" (the NER once read `md` in `'*.md'` as one): no fake of that
+        // shape exists, and the call must still go out.
+        let mut v = Vault::new(8, Style::Fake, 1000);
+        let mut subs = HashSet::new();
+        for real in ["md", "py", "rs", "ls", "cp", "mv", "rm", "ts"] {
+            let sub = v.substitute(real, EntityType::PersonName).unwrap();
+            assert_ne!(sub, real);
+            assert!(subs.insert(sub.clone()), "{sub} given twice");
+            assert_eq!(v.substitute(real, EntityType::PersonName).unwrap(), sub);
+        }
+        // A real value that equals the next placeholder does not get it.
+        let next = v.substitute("xq", EntityType::PersonName).unwrap();
+        if let Some(n) = next
+            .strip_prefix("[PERSON_NAME_")
+            .and_then(|r| r.strip_suffix(']'))
+            .and_then(|n| n.parse::<u32>().ok())
+        {
+            let lookalike = format!("[PERSON_NAME_{}]", n + 1);
+            let sub = v.substitute(&lookalike, EntityType::PersonName).unwrap();
+            assert_ne!(sub, lookalike);
+        }
+        let text = "md and py";
+        let masked = v
+            .mask(
+                text,
+                &[
+                    crate::Entity {
+                        kind: EntityType::PersonName,
+                        start: 0,
+                        end: 2,
+                        score: 1.0,
+                    },
+                    crate::Entity {
+                        kind: EntityType::PersonName,
+                        start: 7,
+                        end: 9,
+                        score: 1.0,
+                    },
+                ],
+            )
+            .unwrap();
+        assert_eq!(v.restore(&masked.text), text);
     }
 
     #[test]

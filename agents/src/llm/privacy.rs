@@ -42,7 +42,7 @@ use opc_hierarchy::Config;
 use opc_hierarchy::schema::PrivacyMode;
 use opc_privacy::detect::ner::{NerState, served_by_ner};
 use opc_privacy::detect::{DetectOptions, Detector, NerSlot};
-use opc_privacy::{Conversation, Counts, EntityType, StreamRestorer, Style, Vault};
+use opc_privacy::{Conversation, Counts, EntityType, Held, StreamRestorer, Style, Vault};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -549,14 +549,85 @@ fn json_strings<'a>(value: &'a mut Value, out: &mut Vec<&'a mut String>) {
     }
 }
 
+/// The words the wire clients write around the request's content (Anthropic's and OpenAI's JSON keys
+/// and fixed values). Masking never changes them, so they are the request's structure too.
+const WIRE_WORDS: &str = "model system messages role user assistant tool content type text tool_use \
+    tool_result tool_use_id is_error id name input tools description input_schema tool_choice auto \
+    max_tokens stream stream_options include_usage function arguments parameters tool_calls \
+    tool_call_id object string properties required items enum integer number boolean array null";
+
+/// Every object key in a JSON value, one a line.
+fn json_keys(value: &Value, out: &mut String) {
+    match value {
+        Value::Array(items) => items.iter().for_each(|v| json_keys(v, out)),
+        Value::Object(map) => {
+            for (key, v) in map {
+                out.push_str(key);
+                out.push('\n');
+                json_keys(v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The request's structure: what goes on the wire but is not content, so masking cannot replace it —
+/// the model's name, tool names and ids, the keys of tool inputs and schemas, the chosen tool, and
+/// the wire's own words. A value there is the org's or the protocol's word (a tool keyed `path`,
+/// `head_limit`), never a person's.
+fn structure(request: &LlmRequest) -> String {
+    let mut out = format!("{WIRE_WORDS}\n{}\n", request.model);
+    for tool in &request.tools {
+        out.push_str(&tool.name);
+        out.push('\n');
+        json_keys(&tool.input_schema, &mut out);
+    }
+    if let Some(super::ToolChoice::Tool(name)) = &request.tool_choice {
+        out.push_str(name);
+        out.push('\n');
+    }
+    for message in &request.messages {
+        for block in &message.content {
+            match block {
+                Content::Text { .. } => {}
+                Content::ToolUse { id, name, input } => {
+                    out.push_str(&format!("{id}\n{name}\n"));
+                    json_keys(input, &mut out);
+                }
+                Content::ToolResult { tool_use_id, .. } => {
+                    out.push_str(tool_use_id);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether `word` stands alone in `structure` (not glued to letters or digits on either side).
+fn in_structure(structure: &str, word: &str) -> bool {
+    let glued = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    !word.is_empty()
+        && structure.match_indices(word).any(|(at, _)| {
+            !glued(structure[..at].chars().next_back())
+                && !glued(structure[at + word.len()..].chars().next())
+        })
+}
+
 /// Masks the whole request in place — system prompt, text blocks, every string of the tool inputs,
 /// tool results — in one batch (the vault's indexes are rebuilt at most once per request), each text
 /// detected at most once per conversation.
+///
+/// The masker and the egress guard agree: a value is either replaced everywhere the request carries
+/// it, or not mapped at all. Masking cannot reach the request's [`structure`] (tool names, ids, keys),
+/// so a detection equal to a word there is not mapped, and a value the vault already held that
+/// stands there is left out of this request's guard (returned as [`Held`]).
 fn mask_request(
     conversation: &mut Conversation,
     shared: &Shared,
     request: &mut LlmRequest,
-) -> Result<Counts, LlmError> {
+) -> Result<(Counts, Held), LlmError> {
+    let structure = structure(request);
     let mut slots: Vec<&mut String> = vec![&mut request.system];
     for message in &mut request.messages {
         for block in &mut message.content {
@@ -570,7 +641,11 @@ fn mask_request(
     slots.retain(|text| !text.is_empty());
     let masked = {
         let texts: Vec<&str> = slots.iter().map(|text| text.as_str()).collect();
-        let detect = |text: &str| shared.cache.detect(&shared.detector, text);
+        let detect = |text: &str| {
+            let mut found = shared.cache.detect(&shared.detector, text);
+            found.retain(|e| !in_structure(&structure, e.text(text)));
+            found
+        };
         conversation
             .mask_texts(&detect, &texts)
             .map_err(|full| LlmError::Privacy(full.to_string()))?
@@ -600,7 +675,7 @@ fn mask_request(
             *slot = masked.text;
         }
     }
-    Ok(counts)
+    Ok((counts, conversation.vault().held_in(&structure)))
 }
 
 /// Restores every string in a JSON value (tool inputs the model wrote).
@@ -636,12 +711,13 @@ fn restore_response(vault: &Vault, response: &mut LlmResponse) {
     }
 }
 
-/// The guard the masked request carries: every real value of the conversation's vault.
-struct VaultGuard(Arc<PrivacyState>);
+/// The guard the masked request carries: every real value of the conversation's vault, but those
+/// the request's structure carries (see [`mask_request`]).
+struct VaultGuard(Arc<PrivacyState>, Held);
 
 impl LeakCheck for VaultGuard {
     fn leak_in(&self, payload: &str) -> Option<EntityType> {
-        self.0.lock().vault().leak_in(payload)
+        self.0.lock().vault().leak_in_except(payload, &self.1)
     }
 }
 
@@ -704,7 +780,7 @@ impl LlmService for Privacy {
             Mode::Route { .. } => Some(request.clone()),
             _ => None,
         };
-        let counts = if shared.detector.uses_model() {
+        let (counts, held) = if shared.detector.uses_model() {
             // The NER model takes milliseconds per new message: run it on the blocking pool, so it never
             // stalls the runtime's workers (which serve every other conversation and the chat sockets).
             let _permit = shared
@@ -742,7 +818,7 @@ impl LlmService for Privacy {
             response.privacy = Some(report);
             return Ok(response);
         }
-        request.guard = Some(EgressGuard::new(VaultGuard(state.clone())));
+        request.guard = Some(EgressGuard::new(VaultGuard(state.clone(), held)));
         let restoring = request.stream.take().map(|inner| {
             Arc::new(RestoringSink {
                 inner,
@@ -771,7 +847,7 @@ mod tests {
     use super::*;
     use crate::llm::provider::{Providers, guarded_body};
     use crate::llm::stack::CallStack;
-    use crate::llm::{CallMeta, Message, Role, StopReason};
+    use crate::llm::{CallMeta, Message, Role, StopReason, ToolSpec};
 
     const ALICE: &str = "alice.smith@example.com";
     const BOB: &str = "bob.jones@example.org";
@@ -1102,6 +1178,143 @@ mod tests {
                 .map(|(id, wire)| (id.to_string(), wire as SharedLlm)),
         );
         CallStack::with_privacy(providers, Some(layer.into_seam()))
+    }
+
+    /// A stand-in NER that reads a word as a person only where it heads a line before a colon (a chat
+    /// transcript's speaker), not where the same word stands in a command.
+    struct Speaker(&'static str);
+
+    impl opc_privacy::detect::NerModel for Speaker {
+        fn entities(&self, text: &str) -> Vec<opc_privacy::Entity> {
+            let head = format!("{}:", self.0);
+            text.match_indices(&head)
+                .filter(|(at, _)| *at == 0 || text.as_bytes()[at - 1] == b'\n')
+                .map(|(start, _)| opc_privacy::Entity {
+                    kind: EntityType::PersonName,
+                    start,
+                    end: start + self.0.len(),
+                    score: 0.99,
+                })
+                .collect()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_value_read_in_one_tool_result_is_masked_in_every_tool_input_and_passes_the_guard() {
+        let slot = NerSlot::default();
+        slot.set(Arc::new(Speaker("Ingrid")));
+        let wire = Wire::new(vec![Content::text("ok")], &[]);
+        let layer = PrivacyLayer::new(
+            Mode::Mask,
+            detector_on(&slot),
+            NerGate::required(slot.clone(), Duration::from_secs(1)),
+        );
+        let stack = stack(layer, vec![("p", wire.clone())]);
+        let bash = |id: &str, command: &str| Message {
+            role: Role::Assistant,
+            content: vec![Content::ToolUse {
+                id: id.into(),
+                name: "Bash".into(),
+                input: json!({"command": command, "description": "find Ingrid's notes"}),
+            }],
+        };
+        let result = |id: &str, text: &str| Message {
+            role: Role::User,
+            content: vec![Content::ToolResult {
+                tool_use_id: id.into(),
+                content: text.into(),
+                is_error: true,
+            }],
+        };
+        let mut messages = vec![
+            Message::user("read x"),
+            bash("t1", "cat notes.txt"),
+            result("t1", "Ingrid: please rerun it\nexit code 0"),
+        ];
+        let mut call = request("You help Ingrid's team.", messages.clone());
+        call.tools = vec![ToolSpec {
+            name: "Bash".into(),
+            description: "Run a command, e.g. grep Ingrid notes.txt".into(),
+            input_schema: json!({"type": "object", "properties": {"command": {"type": "string", "description": "as Ingrid asked"}}}),
+        }];
+        stack
+            .call(call.clone())
+            .await
+            .expect("the first call goes out");
+        messages.push(bash("t2", "grep -n 'Ingrid' notes.txt"));
+        messages.push(result("t2", "1:Ingrid: please rerun it"));
+        call.messages = messages;
+        stack.call(call).await.expect("and every later one");
+        let bodies = wire.bodies.lock().unwrap();
+        assert_eq!(bodies.len(), 2);
+        for body in bodies.iter() {
+            assert!(!body.contains("Ingrid"), "{body}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_word_of_the_requests_structure_is_never_a_value_the_guard_refuses() {
+        // The stand-in reads `path` as a speaker in a tool result, and a tool is keyed with it.
+        let slot = NerSlot::default();
+        slot.set(Arc::new(Speaker("path")));
+        let wire = Wire::new(vec![Content::text("ok")], &[]);
+        let layer = PrivacyLayer::new(
+            Mode::Mask,
+            detector_on(&slot),
+            NerGate::required(slot.clone(), Duration::from_secs(1)),
+        );
+        let roots = layer.roots();
+        let stack = stack(layer, vec![("p", wire.clone())]);
+        crate::llm::stack::RootLifecycle::root_started(&*roots, 7, "c-7");
+        crate::llm::stack::RootLifecycle::root_started(&*roots, 8, "c-8");
+        let glob = ToolSpec {
+            name: "Glob".into(),
+            description: "Find files".into(),
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}, "head_limit": {"type": "integer"}}}),
+        };
+        let said = "path: the docs folder, please";
+        // 1. No tool keyed `path` in this request: the vault learns the word as a value.
+        let mut first = request("", vec![Message::user(said)]);
+        first.meta.root_id = Some(7);
+        stack.call(first).await.expect("served");
+        assert!(!wire.bodies.lock().unwrap()[0].contains("path:"));
+        assert_eq!(roots.get(7).unwrap().vault_len(), 1);
+        // 2. The same conversation, now with a tool keyed `path` and a tool use that writes it:
+        // masking cannot rename a key, so the guard must not count it.
+        let mut second = request(
+            "",
+            vec![
+                Message::user(said),
+                Message {
+                    role: Role::Assistant,
+                    content: vec![Content::ToolUse {
+                        id: "t1".into(),
+                        name: "Glob".into(),
+                        input: json!({"pattern": "**/*.md", "path": "docs", "head_limit": 5}),
+                    }],
+                },
+                Message {
+                    role: Role::User,
+                    content: vec![Content::ToolResult {
+                        tool_use_id: "t1".into(),
+                        content: "Found 1 file\ndocs/guide.md".into(),
+                        is_error: false,
+                    }],
+                },
+            ],
+        );
+        second.meta.root_id = Some(7);
+        second.tools = vec![glob.clone()];
+        stack.call(second).await.expect("not refused by the guard");
+        // 3. A fresh conversation that has the tool from the start never maps the word at all.
+        let mut third = request("", vec![Message::user(said)]);
+        third.meta.root_id = Some(8);
+        third.tools = vec![glob];
+        stack.call(third).await.expect("served");
+        assert_eq!(roots.get(8).unwrap().vault_len(), 0, "not mapped at all");
+        let bodies = wire.bodies.lock().unwrap();
+        assert_eq!(bodies.len(), 3);
+        assert!(bodies[2].contains(said), "{}", bodies[2]);
     }
 
     #[tokio::test]

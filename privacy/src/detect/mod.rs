@@ -31,6 +31,7 @@ pub mod address_bounds;
 pub mod address_lines;
 pub mod address_words;
 pub mod api_key;
+pub mod code;
 pub mod context;
 pub mod credit_card;
 pub mod email;
@@ -661,6 +662,8 @@ impl Detector {
         });
         // OPC's own ids (`web:82bcfadd9458164b`, `slack:U024BE7LH`, …) and names without a letter.
         exclude::drop_non_personal(text, &mut found);
+        // Names, places and addresses read in code (paths, globs, shell errors, stack frames …).
+        code::drop_code_readings(text, &mut found);
         merge_addresses(&mut found);
         address_bounds::settle(text, &mut found);
         resolve_overlaps(found)
