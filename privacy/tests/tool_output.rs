@@ -2,16 +2,17 @@
 //! the place gazetteer), with the example config's privacy options, over a corpus of realistic tool
 //! inputs and outputs that holds no personal data: shell commands and their error lines, listings,
 //! tracebacks and compiler errors, diffs, logs, SQL, configs, and source files in several languages
-//! (`tool_output/tune/` and `tool_output/heldout/`, one sample a file).
+//! (`tool_output/{tune,heldout,blind}/`, one sample a file).
 //!
 //! - Not one name, place or address is read in it. Other types (an URL, an IP) may be found: those
 //!   are masked everywhere by design, and none is in the corpus on purpose.
 //! - Not one call is refused: every sample masks through a conversation's vault, the masked text
 //!   restores to the original, and the egress guard finds no real value in it, raw or inside JSON.
 //!
-//! `tune/` was written to develop the code rules against; `heldout/` was written blind by another
-//! hand, with other tools and ecosystems, and is never tuned on: its figures are reported in
-//! `docs/privacy.md`. The test prints both.
+//! `tune/` was written to develop the code rules against and must read no name at all. `heldout/`
+//! and `blind/` were each written blind by another hand (other tools and ecosystems; an agent's
+//! session in a made-up monorepo), never tuned on: their figures are reported in `docs/privacy.md`
+//! and held to a regression bound. The test prints all three.
 //!
 //! Needs the NER model: skips with one line on a developer machine without it (`opc models fetch`),
 //! fails under `CI=true`.
@@ -150,17 +151,30 @@ fn tool_output_holds_no_people_and_no_call_is_refused() {
     let Some(detector) = detector() else { return };
     let tune = run(&detector, "tune");
     let heldout = run(&detector, "heldout");
+    let blind = run(&detector, "blind");
     report("tune", &tune);
     report("heldout", &heldout);
-    for (split, o) in [("tune", &tune), ("heldout", &heldout)] {
+    report("blind", &blind);
+    for (split, o) in [("tune", &tune), ("heldout", &heldout), ("blind", &blind)] {
         assert!(
             o.refused.is_empty(),
             "{split}: calls refused: {:?}",
             o.refused
         );
+    }
+    assert!(
+        tune.readings.is_empty(),
+        "tune: names, places or addresses read in tool output: {:?}",
+        tune.readings
+    );
+    // The held-out splits are never tuned on, so they are not held to zero: their figures are
+    // reported (docs/privacy.md). A reading in more than one sample in ten is a regression.
+    for (split, o) in [("heldout", &heldout), ("blind", &blind)] {
         assert!(
-            o.readings.is_empty(),
-            "{split}: names, places or addresses read in tool output: {:?}",
+            10 * o.readings.len() <= o.samples,
+            "{split}: {} readings in {} samples: {:?}",
+            o.readings.len(),
+            o.samples,
             o.readings
         );
     }

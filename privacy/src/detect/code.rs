@@ -391,7 +391,7 @@ fn code_line(line: &str) -> bool {
             // ls -l rows and their total.
             r"[-dlcbps][rwxsStT-]{9}[.+@]?\s+\d+\s|total \d+\s*$",
             // Stack frames and diagnostics.
-            r#"|\s*at \S.*(?:\(.*:\d+(?::\d+)?\)|:\d+(?::\d+)?)\s*$|\s*File ".*", line \d+"#,
+            r#"|\s*at \S+ ?\(\S*:\d+(?::\d+)?\)\s*$|\s*at \S+:\d+:\d+\s*$|\s*File ".*", line \d+"#,
             r"|\s*\d+: +(?:0x[0-9a-f]+ - )?[\w<>$]*(?:::|_)[\w:<>$.]*|\s+at \S+:\d+|\s*--> \S+:\d+",
             r"|\s*\d* +\| |goroutine \d+ \[|thread '.*' panicked|panic: |Traceback ",
             r"|(?:error|warning)(?:\[\w+\])?: |Exception in thread ",
@@ -441,8 +441,11 @@ fn dense(line: &str) -> bool {
     };
     let code = words.iter().filter(|w| token_is_code(w)).count();
     let n = code + words.iter().filter(|w| numeric(w)).count();
-    // Two code tokens make a line code whatever else it holds: prose rarely has one.
-    code >= 2 || 2 * n >= words.len()
+    // Two code tokens make a line code whatever else it holds: prose rarely has one. Numbers make a
+    // row only when they are most of a line that is not a sentence: a chat line's timestamp, or an
+    // IBAN in "Salary account: FR03 0492 … Manager: Mrs. Zieliński.", does not.
+    let sentence = line.trim_end().ends_with(['.', '!', '?']);
+    code >= 2 || (!sentence && n >= 3 && 2 * n > words.len())
 }
 
 /// A shell command (a known program, after `sudo` or variable assignments, with code-shaped arguments
@@ -466,8 +469,10 @@ fn shell_line(line: &str) -> bool {
             && (COMMANDS.contains(&program)
                 || (head.starts_with('/') && program.chars().all(|c| c.is_ascii_lowercase())));
         let lower = rest.to_lowercase();
-        if shaped && (COMMANDS.contains(&program) || ERROR_WORDS.iter().any(|w| lower.contains(w)))
-        {
+        // Many programs are English words (`date`, `file`, `test`, `more`): their name before a
+        // colon is a program only with the error it reports, or with the operand it names
+        // (`grep: assets/logo.png: binary file matches`).
+        if shaped && (ERROR_WORDS.iter().any(|w| lower.contains(w)) || rest.contains(": ")) {
             return true;
         }
         if !head.contains(' ')
@@ -559,7 +564,8 @@ fn token_is_code(word: &str) -> bool {
         )
     });
     let word = word.strip_suffix([':', '.']).unwrap_or(word);
-    if word.is_empty() {
+    // URLs and e-mail addresses have recognisers of their own, which find them in code and prose.
+    if word.is_empty() || word.contains("://") || word.contains('@') {
         return false;
     }
     let letters = |s: &str| s.chars().any(char::is_alphabetic);
@@ -624,10 +630,12 @@ fn token_is_code(word: &str) -> bool {
         {
             return true;
         }
+        // Identifiers, not a version (`v0.2.3`): every part starts with a letter.
         if word.split('.').count() >= 3
-            && word
-                .split('.')
-                .all(|p| !p.is_empty() && p.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            && word.split('.').all(|p| {
+                p.starts_with(|c: char| c.is_alphabetic() || c == '_')
+                    && p.chars().all(|c| c.is_alphanumeric() || c == '_')
+            })
             && word.chars().next().is_some_and(char::is_lowercase)
         {
             return true;
@@ -812,6 +820,31 @@ mod tests {
         assert!(kept("ravi: ok\nana: yes", "ana"));
         assert!(kept("Please ask Ravi about the report.", "Ravi"));
         assert!(kept("name: Jane Doe\nphone: unknown", "Jane Doe"));
+        // Chat exports, IRC, forms and plans: timestamps and numbers do not make code.
+        assert!(kept("[2024-03-12 10:42] ravi: ok", "ravi"));
+        assert!(kept("[10:42] <ravi> see you at 10:30", "ravi"));
+        assert!(kept("meet at ravi's place at 7:30", "ravi"));
+        assert!(kept("date: 12 March, with jane", "jane"));
+        assert!(kept(
+            "Salary account: FR03 0492 0416 9565 4016 6637 684. Manager: Mrs. Zieliński.",
+            "Zieliński"
+        ));
+        assert!(kept(
+            "Server returned 503 after Bjørn pushed v0.2.3; see https://x.example.com/a?view=full.",
+            "Bjørn"
+        ));
+    }
+
+    #[test]
+    fn rows_of_figures_and_plans_are_code() {
+        let ps = "USER PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND\nrunner 812 0.0 0.1 169084 11788 ? Ss 10:01 0:02 /sbin/init";
+        assert!(!kept(ps, "runner"));
+        let plan = "Hash Join  (cost=412.35..1623.10 rows=14680 width=46)\n  Hash Cond: (oi.product_id = p.id)\n  ->  Hash  (cost=22.00..22.00 rows=1000 width=40)\n        Buckets: 1024  Batches: 1\n        ->  Seq Scan on products p  (cost=0.00..22.00 rows=1000 width=40)";
+        assert!(!kept(plan, "Buckets"));
+        assert!(!kept(
+            "    main_test.go:41: parseLine(\"a b\") = {}, want error",
+            "parseLine"
+        ));
     }
 
     #[test]
