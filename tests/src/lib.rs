@@ -13,6 +13,7 @@ pub mod fresh;
 pub mod module_graph;
 pub mod opc_process;
 pub mod org;
+pub mod sandbox;
 pub mod scripted_llm;
 pub mod sse;
 pub mod wait;

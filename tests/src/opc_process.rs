@@ -230,6 +230,24 @@ impl OpcRun {
         format!("http://{}{path}", self.address)
     }
 
+    /// `GET /healthz` asked for JSON, which must answer 200: its body (`status`, and under `privacy`
+    /// the privacy gateway's NER state). One request for the tests that read the NER state, so they
+    /// all ask the same way.
+    pub async fn health(&self) -> serde_json::Value {
+        let url = self.url("/healthz");
+        let response = crate::http_client()
+            .get(&url)
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+        assert_eq!(response.status(), 200, "GET {url}");
+        response
+            .json()
+            .await
+            .unwrap_or_else(|e| panic!("GET {url}: not JSON: {e}"))
+    }
+
     /// What it printed on stderr so far.
     pub fn stderr(&self) -> String {
         collected(&self.stderr)

@@ -58,21 +58,52 @@ pub fn marker(agent: &str) -> String {
 /// gateway on or off (on: masking by patterns alone is accepted until the NER model loads,
 /// `requireNer: false`, as in [`TestOrg`]). Agents and channels follow it in the test's own YAML.
 pub fn framework_yaml(llm_url: &str, privacy: bool) -> String {
+    let providers = llm_provider_yaml(llm_url, "        test-model: { input: 1.0, output: 1.0 }");
     format!(
         r#"
 framework:
   defaultProvider: llm
   defaultModel: test-model
-  providers:
+{providers}
+  privacy: {{ enabled: {privacy}, requireNer: false }}
+  memory: {{ consolidation: {{ enabled: false }} }}
+"#
+    )
+}
+
+/// The provider keys of `framework:` for a test that writes its own org (a sandboxed worker, its own
+/// memory settings), indented for their place and with no line break at the end: `llm` at the
+/// scripted server (Anthropic wire, key in [`KEY_VAR`]) serving `test-model`, the default model,
+/// priced as in [`TestOrg`]. With `fast_model`, `test-fast` is the fast model, as in [`TestOrg`];
+/// without it, `test-model` is the fast model too. One place for how such an org reaches the
+/// scripted server.
+pub fn provider_yaml(llm_url: &str, fast_model: bool) -> String {
+    let test_model = "        test-model: { input: 3.0, output: 15.0 }";
+    let (fast, models) = if fast_model {
+        (
+            "test-fast",
+            format!("{test_model}\n        test-fast: {{ input: 1.0, output: 5.0 }}"),
+        )
+    } else {
+        ("test-model", test_model.to_string())
+    };
+    let providers = llm_provider_yaml(llm_url, &models);
+    format!("  defaultProvider: llm\n  defaultModel: test-model\n  fastModel: {fast}\n{providers}")
+}
+
+/// The `providers:` key of `framework:`, indented for its place and with no line break at the end:
+/// the one provider `llm` at the scripted server (Anthropic wire, key in [`KEY_VAR`]) listing
+/// `models` (model lines, indented 8 spaces). Behind [`framework_yaml`] and [`provider_yaml`], so the
+/// orgs they frame reach the scripted server the same way and differ only in their models.
+fn llm_provider_yaml(llm_url: &str, models: &str) -> String {
+    format!(
+        r#"  providers:
     llm:
       kind: anthropic
       baseUrl: {llm_url}
       apiKeyEnv: {KEY_VAR}
       models:
-        test-model: {{ input: 1.0, output: 1.0 }}
-  privacy: {{ enabled: {privacy}, requireNer: false }}
-  memory: {{ consolidation: {{ enabled: false }} }}
-"#
+{models}"#
     )
 }
 

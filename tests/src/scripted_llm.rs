@@ -369,6 +369,13 @@ impl Step {
     }
 }
 
+/// A `Bash` tool call for [`Step::tools`]: `command` with a fixed `description`, so a test scripting
+/// a worker's shell commands writes only the command (the tests check what it did, not how it was
+/// described).
+pub fn bash_call(command: &str) -> (&'static str, Value) {
+    ("Bash", json!({"command": command, "description": "check"}))
+}
+
 fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
@@ -620,6 +627,32 @@ impl RecordedRequest {
             .unwrap_or_default()
     }
 
+    /// The tool results in the request's last message, which must be the user's: (the result's
+    /// text, its `is_error`), in call order (Anthropic `tool_result` blocks). The engine sends a
+    /// scripted tool call's results in the request that follows it, so this is what a test checks a
+    /// tool's outcome by. Panics when the request has no messages or the last one is not the user's.
+    pub fn tool_results(&self) -> Vec<(String, bool)> {
+        let last = messages(&self.body)
+            .last()
+            .unwrap_or_else(|| panic!("no messages in {}", self.body));
+        assert_eq!(last["role"], "user", "{last}");
+        last["content"]
+            .as_array()
+            .map(|blocks| {
+                blocks
+                    .iter()
+                    .filter(|b| b["type"] == "tool_result")
+                    .map(|b| {
+                        (
+                            tool_result_text(&b["content"]),
+                            b["is_error"].as_bool().unwrap_or(false),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The lines of the user-side texts that are JSON objects (how memory work lists facts: one
     /// object per line), parsed, in order.
     pub fn json_lines(&self) -> Vec<Value> {
@@ -663,6 +696,21 @@ impl RecordedRequest {
     }
 }
 
+/// The results of an agent's step `step` (counted from 0), as sent in the request that followed it:
+/// `requests` are the agent's requests in order ([`ScriptedLlm::requests_for`]), one per scripted
+/// step. Panics, showing that request's body, when it carries no tool result: the step was not
+/// answered as a tool call, and the test's count of steps is off.
+pub fn step_results(requests: &[RecordedRequest], step: usize) -> Vec<(String, bool)> {
+    let next = &requests[step + 1];
+    let found = next.tool_results();
+    assert!(
+        !found.is_empty(),
+        "no tool results after step {step}: {}",
+        next.body
+    );
+    found
+}
+
 fn messages(body: &Value) -> &[Value] {
     body.get("messages")
         .and_then(Value::as_array)
@@ -683,6 +731,22 @@ fn content_text(content: &Value) -> String {
             .collect::<Vec<_>>()
             .join("\n"),
         _ => String::new(),
+    }
+}
+
+/// The text of a `tool_result` block's content as the tool produced it: a string as is, the text
+/// parts of an array joined with nothing between them (unlike [`content_text`], which joins them by
+/// lines for marker matching: a test looks for substrings of the tool's output), anything else as its
+/// JSON (so a failing assertion shows it).
+fn tool_result_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        other => other.to_string(),
     }
 }
 

@@ -12,7 +12,8 @@ use opc_agents::context::NoMemory;
 use opc_agents::store::{ApprovalState, ToolOutcome};
 use opc_agents::{Engine, Event, Outcome, RootRun, SqliteStore, TaskState};
 use opc_tests::opc_process::opc_binary;
-use opc_tests::org::{KEY, KEY_VAR, TestOrg, marker};
+use opc_tests::org::{KEY, KEY_VAR, TestOrg, marker, provider_yaml};
+use opc_tests::sandbox::open_dir;
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use opc_tests::wait::{WAIT, next_event, wait_until, within};
 use serde_json::json;
@@ -25,24 +26,14 @@ struct BashOrg {
 
 impl BashOrg {
     fn new(llm: &ScriptedLlm, bash: &str) -> BashOrg {
-        let dir = tempfile::tempdir().unwrap();
         // The sandbox's user (when the tests run as root) must reach the workspace below this dir.
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let dir = open_dir();
+        let providers = provider_yaml(&llm.url(), false);
         let yaml = format!(
             r#"
 framework:
   name: Bash Org
-  defaultProvider: llm
-  defaultModel: test-model
-  fastModel: test-model
-  providers:
-    llm:
-      kind: anthropic
-      baseUrl: {url}
-      apiKeyEnv: {KEY_VAR}
-      models:
-        test-model: {{ input: 3.0, output: 15.0 }}
+{providers}
   privacy: {{ requireNer: false }}
   execution:
     approvalTimeout: 1h
@@ -60,8 +51,7 @@ agents:
     tools: [Bash, escalate]
     memory: {{ recall: false }}
     bash: {bash}
-"#,
-            url = llm.url()
+"#
         );
         let path = dir.path().join("opc.config.yaml");
         std::fs::write(&path, yaml).unwrap();

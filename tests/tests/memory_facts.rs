@@ -30,7 +30,7 @@ use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use opc_tests::opc_process::{OpcRun, opc_binary};
-use opc_tests::org::{KEY, KEY_VAR, marker};
+use opc_tests::org::{KEY, KEY_VAR, marker, provider_yaml};
 use opc_tests::scripted_llm::{Fault, MemoryKind, RecordedRequest, Script, ScriptedLlm, Step};
 use opc_tests::sse::Sse;
 use opc_tests::wait::{WAIT, output_of, wait_for};
@@ -81,21 +81,12 @@ impl Org {
             frequency,
             privacy,
         } = settings;
+        let providers = provider_yaml(&llm.url(), true);
         let yaml = format!(
             r#"
 framework:
   name: Facts Org
-  defaultProvider: llm
-  defaultModel: test-model
-  fastModel: test-fast
-  providers:
-    llm:
-      kind: anthropic
-      baseUrl: {url}
-      apiKeyEnv: {KEY_VAR}
-      models:
-        test-model: {{ input: 3.0, output: 15.0 }}
-        test-fast: {{ input: 1.0, output: 5.0 }}
+{providers}
   privacy: {{ enabled: {privacy}, requireNer: false }}
   memory:
     consolidation: {{ enabled: true, frequency: {frequency}, idleAfter: 1h }}
@@ -107,8 +98,7 @@ agents:
     memory: {{ recall: false, archival: {archival} }}
 channels:
   web: {{ listen: "127.0.0.1:0" }}
-"#,
-            url = llm.url()
+"#
         );
         std::fs::write(dir.path().join("opc.config.yaml"), yaml).unwrap();
         Org { dir }

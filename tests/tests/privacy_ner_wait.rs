@@ -70,14 +70,7 @@ fn start(org: &TestOrg, models: &Path) -> OpcRun {
 
 /// `/healthz` asked for JSON: the privacy gateway's NER state.
 async fn health(opc: &OpcRun) -> String {
-    let response = opc_tests::http_client()
-        .get(opc.url("/healthz"))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
+    let body = opc.health().await;
     assert_eq!(body["status"], "ok", "{body}");
     body["privacy"].as_str().unwrap().to_string()
 }

@@ -39,8 +39,11 @@ use std::time::Duration;
 
 use opc_hierarchy::yaml;
 use opc_tests::opc_process::{OpcRun, workspace_root};
-use opc_tests::org::{KEY, KEY_VAR, marker};
-use opc_tests::scripted_llm::{RecordedRequest, Script, ScriptedLlm, Step};
+use opc_tests::org::{KEY, KEY_VAR, marker, provider_yaml, relay};
+use opc_tests::sandbox::open_dir;
+use opc_tests::scripted_llm::{
+    INPUT_PLACEHOLDER, RecordedRequest, Script, ScriptedLlm, Step, bash_call, step_results,
+};
 use opc_tests::wait::{WAIT_LONG, within};
 use opc_tests::web_chat;
 use serde_json::{Value, json};
@@ -116,12 +119,6 @@ fn example_settings() -> (Value, Value) {
     (privacy, sandbox)
 }
 
-fn open_dir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
-}
-
 /// The org on disk: config, database and workspaces in one dir.
 struct Org {
     dir: tempfile::TempDir,
@@ -132,20 +129,12 @@ impl Org {
     fn write(llm: &ScriptedLlm) -> Org {
         let (privacy, sandbox) = example_settings();
         let org = Org { dir: open_dir() };
+        let providers = provider_yaml(&llm.url(), false);
         let yaml = format!(
             r#"
 framework:
   name: Worker Privacy Org
-  defaultProvider: llm
-  defaultModel: test-model
-  fastModel: test-model
-  providers:
-    llm:
-      kind: anthropic
-      baseUrl: {url}
-      apiKeyEnv: {KEY_VAR}
-      models:
-        test-model: {{ input: 3.0, output: 15.0 }}
+{providers}
   privacy: {privacy}
   sandbox: {sandbox}
   memory: {{ consolidation: {{ enabled: false }} }}
@@ -174,8 +163,7 @@ agents:
     bash: {{ allow: ["ls", "cat"] }}
 channels:
   web: {{ listen: "127.0.0.1:0" }}
-"#,
-            url = llm.url()
+"#
         );
         std::fs::write(org.config(), yaml).unwrap();
         org
@@ -247,78 +235,22 @@ channels:
     }
 }
 
-fn bash(command: &str) -> (&'static str, Value) {
-    ("Bash", json!({"command": command, "description": "check"}))
-}
-
 /// The worker's steps: Glob, two failing `cat`s, `ls -l`, the answer. One LLM call each.
 fn worker_steps() -> Vec<Step> {
     vec![
         Step::tool("Glob", json!({"pattern": "**/*.md"})),
-        Step::tools([bash("cat secret.txt"), bash("cat missing.txt")]),
-        Step::tools([bash("ls -l")]),
+        Step::tools([bash_call("cat secret.txt"), bash_call("cat missing.txt")]),
+        Step::tools([bash_call("ls -l")]),
         Step::text("WORKER: the docs are README.md and docs/guide.md; the review is asked for."),
     ]
 }
 
 /// ceo → lead → worker: each manager passes its task on and relays its report's answer.
 fn script() -> Script {
-    let relay = |child: &str, prefix: &str| {
-        vec![
-            Step::tool("delegate", json!({"agent": child, "task": "{{input}}"})),
-            Step::text(format!("{prefix}{{{{last_result}}}}")),
-        ]
-    };
     Script::new()
         .agent(marker("worker"), worker_steps())
-        .agent(marker("lead"), relay("worker", "LEAD: "))
-        .agent(marker("ceo"), relay("lead", "CEO: "))
-}
-
-/// The text of a `tool_result` block's content.
-fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(""),
-        other => other.to_string(),
-    }
-}
-
-/// The tool results in the last message of a request: (content, is_error), in call order.
-fn results(request: &RecordedRequest) -> Vec<(String, bool)> {
-    let messages = request.body["messages"].as_array().unwrap();
-    let last = messages.last().unwrap();
-    assert_eq!(last["role"], "user", "{last}");
-    last["content"]
-        .as_array()
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter(|b| b["type"] == "tool_result")
-                .map(|b| {
-                    (
-                        content_text(&b["content"]),
-                        b["is_error"].as_bool().unwrap_or(false),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The worker's results of step `step`, as sent in the request that followed it.
-fn step_results(worker: &[RecordedRequest], step: usize) -> Vec<(String, bool)> {
-    let found = results(&worker[step + 1]);
-    assert!(
-        !found.is_empty(),
-        "no tool results after step {step}: {}",
-        worker[step + 1].body
-    );
-    found
+        .agent(marker("lead"), relay("worker", INPUT_PLACEHOLDER, "LEAD: "))
+        .agent(marker("ceo"), relay("lead", INPUT_PLACEHOLDER, "CEO: "))
 }
 
 /// The inputs of the `tool_use` blocks named `tool` in the assistant turns of a request.
@@ -346,17 +278,12 @@ fn contains_all(what: &str, result: &(String, bool), needles: &[&str]) {
     }
 }
 
-/// `/healthz` asked for JSON: the privacy gateway's NER state.
+/// `/healthz` asked for JSON: the privacy gateway's NER state (empty while it names none).
 async fn ner_state(opc: &OpcRun) -> String {
-    let response = opc_tests::http_client()
-        .get(opc.url("/healthz"))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
-    body["privacy"].as_str().unwrap_or_default().to_string()
+    opc.health().await["privacy"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -29,11 +29,14 @@ use std::time::Duration;
 
 use opc_tests::browser::Browser;
 use opc_tests::opc_process::{OpcRun, opc_binary};
-use opc_tests::org::{KEY, KEY_VAR, marker};
-use opc_tests::scripted_llm::{RecordedRequest, Script, ScriptedLlm, Step};
+use opc_tests::org::{KEY, KEY_VAR, marker, provider_yaml, relay};
+use opc_tests::sandbox::open_dir;
+use opc_tests::scripted_llm::{
+    RecordedRequest, Script, ScriptedLlm, Step, bash_call, step_results,
+};
 use opc_tests::wait::{WAIT, WAIT_LONG, output_within_async, wait_until};
 use opc_tests::web_chat;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// A provider key in `opc`'s environment that no command may see.
 const PROVIDER_KEY: &str = "sk-ant-test-e2e-0123456789abcdef";
@@ -44,12 +47,6 @@ const FLOW: Duration = Duration::from_secs(240);
 
 /// What a snapshot keeps of a path: size, mtime (s, ns), uid, gid, mode, link count.
 type Stat = (u64, i64, i64, u32, u32, u32, u64);
-
-fn open_dir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
-}
 
 /// The org on disk: the config dir (config, database, workspaces), and a dir outside it holding the
 /// files the escapes aim at.
@@ -70,20 +67,12 @@ impl Org {
     /// Write the config pointed at `llm`, with `bash` as the worker's policy (a YAML flow mapping),
     /// and the outside files.
     fn write(self, llm: &ScriptedLlm, bash: &str) -> Org {
+        let providers = provider_yaml(&llm.url(), false);
         let yaml = format!(
             r#"
 framework:
   name: Worker Org
-  defaultProvider: llm
-  defaultModel: test-model
-  fastModel: test-model
-  providers:
-    llm:
-      kind: anthropic
-      baseUrl: {url}
-      apiKeyEnv: {KEY_VAR}
-      models:
-        test-model: {{ input: 3.0, output: 15.0 }}
+{providers}
   privacy: {{ enabled: false }}
   memory: {{ consolidation: {{ enabled: false }} }}
   execution:
@@ -119,8 +108,7 @@ agents:
     bash: {bash}
 channels:
   web: {{ listen: "127.0.0.1:0" }}
-"#,
-            url = llm.url()
+"#
         );
         std::fs::write(self.config(), yaml).unwrap();
         let outside = self.outside.path();
@@ -212,60 +200,15 @@ fn snapshot_into(dir: &Path, skip: Option<&Path>, all: &mut BTreeMap<PathBuf, St
 
 /// ceo → vp → lead → worker, each manager relaying its report's answer with a prefix, `runs` times.
 fn managers(script: Script, runs: usize) -> Script {
-    let relay = |child: &str, prefix: &str| {
-        let mut steps = Vec::new();
-        for _ in 0..runs {
-            steps.push(Step::tool(
-                "delegate",
-                json!({"agent": child, "task": "do the work"}),
-            ));
-            steps.push(Step::text(format!("{prefix}{{{{last_result}}}}")));
-        }
-        steps
+    let relay = |child: &str, prefix: &str| -> Vec<Step> {
+        (0..runs)
+            .flat_map(|_| relay(child, "do the work", prefix))
+            .collect()
     };
     script
         .agent(marker("ceo"), relay("vp", "CEO: "))
         .agent(marker("vp"), relay("lead", "VP: "))
         .agent(marker("lead"), relay("worker", "LEAD: "))
-}
-
-fn bash(command: &str) -> (&'static str, Value) {
-    ("Bash", json!({"command": command, "description": "check"}))
-}
-
-/// The tool results in the last message of a request: (content, is_error), in call order.
-fn results(request: &RecordedRequest) -> Vec<(String, bool)> {
-    let messages = request.body["messages"].as_array().unwrap();
-    let last = messages.last().unwrap();
-    assert_eq!(last["role"], "user", "{last}");
-    last["content"]
-        .as_array()
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter(|b| b["type"] == "tool_result")
-                .map(|b| {
-                    let text = match &b["content"] {
-                        Value::String(s) => s.clone(),
-                        Value::Array(parts) => parts
-                            .iter()
-                            .filter_map(|p| p["text"].as_str())
-                            .collect::<Vec<_>>()
-                            .join(""),
-                        other => other.to_string(),
-                    };
-                    (text, b["is_error"].as_bool().unwrap_or(false))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The worker's results of step `step` (in the request that followed it).
-fn step_results(worker: &[RecordedRequest], step: usize) -> Vec<(String, bool)> {
-    let found = results(&worker[step + 1]);
-    assert!(!found.is_empty(), "no tool results after step {step}");
-    found
 }
 
 #[track_caller]
@@ -316,7 +259,9 @@ fn happy_path() -> Vec<Step> {
             json!({"pattern": "BETA-ED", "output_mode": "content"}),
         ),
         Step::tool("Glob", json!({"pattern": "**/*.txt"})),
-        Step::tools([bash("sh -c 'cat notes/hello.txt; wc -l < notes/hello.txt'")]),
+        Step::tools([bash_call(
+            "sh -c 'cat notes/hello.txt; wc -l < notes/hello.txt'",
+        )]),
     ]
 }
 
@@ -371,15 +316,15 @@ fn escape_steps(org: &Org, port: u16) -> Vec<Step> {
         ]),
         // 7: Bash's escapes.
         Step::tools([
-            bash(&format!("cat {config}")),
-            bash(&format!("cat {database}")),
-            bash("cat link-out"),
-            bash(&format!("cat /proc/self/root{secret}")),
-            bash(&format!("echo x > {}", org.out("bash-written.txt"))),
-            bash("echo x >> hard-out"),
-            bash(&format!("cat {secret}")),
-            bash("env"),
-            bash(&format!(
+            bash_call(&format!("cat {config}")),
+            bash_call(&format!("cat {database}")),
+            bash_call("cat link-out"),
+            bash_call(&format!("cat /proc/self/root{secret}")),
+            bash_call(&format!("echo x > {}", org.out("bash-written.txt"))),
+            bash_call("echo x >> hard-out"),
+            bash_call(&format!("cat {secret}")),
+            bash_call("env"),
+            bash_call(&format!(
                 "bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' && echo connected"
             )),
         ]),
@@ -388,14 +333,14 @@ fn escape_steps(org: &Org, port: u16) -> Vec<Step> {
             "Bash",
             json!({"command": "bomb() { bomb | bomb & }; bomb; sleep 5", "timeout": 60000}),
         ),
-        Step::tools([bash("echo alive")]),
+        Step::tools([bash_call("echo alive")]),
         // 10: a child left running when the timeout fires.
         Step::tool(
             "Bash",
             json!({"command": "sleep 300 & echo $! > sleep.pid; wait", "timeout": 2000}),
         ),
         // 11: 5 MB of output.
-        Step::tools([bash("head -c 5000000 /dev/zero | tr '\\0' a")]),
+        Step::tools([bash_call("head -c 5000000 /dev/zero | tr '\\0' a")]),
     ]
 }
 
@@ -602,7 +547,7 @@ async fn the_same_flow_through_opc_chat_refuses_every_escape() {
 fn asks_to_touch(runs: usize) -> Script {
     let mut steps = Vec::new();
     for _ in 0..runs {
-        steps.push(Step::tools([bash("touch marker")]));
+        steps.push(Step::tools([bash_call("touch marker")]));
         steps.push(Step::text("WORKER: {{last_result}}"));
     }
     managers(Script::new().agent(marker("worker"), steps), runs)
@@ -693,7 +638,7 @@ async fn a_bash_approval_is_decided_in_the_web_chat() {
         .unwrap();
     let worker = llm.requests_for(&marker("worker"));
     assert_eq!(worker.len(), 2);
-    let rejected = &results(&worker[1])[0];
+    let rejected = &worker[1].tool_results()[0];
     assert!(rejected.1, "{}", rejected.0);
     assert!(rejected.0.contains("not run: rejected"), "{}", rejected.0);
     assert!(
@@ -715,7 +660,7 @@ async fn a_bash_approval_is_decided_in_the_web_chat() {
         .unwrap();
     let worker = llm.requests_for(&marker("worker"));
     assert_eq!(worker.len(), 4);
-    ok(&results(&worker[3])[0], &["exit code 0"]);
+    ok(&worker[3].tool_results()[0], &["exit code 0"]);
     assert!(workspace.join("marker").exists());
     assert_eq!(opc.stop().0, Some(0));
 }
