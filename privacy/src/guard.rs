@@ -267,7 +267,7 @@ impl GuardIndex {
 }
 
 /// Letters next to letters, or digits next to digits, glue two words into one.
-fn glued(a: char, b: char) -> bool {
+pub(crate) fn glued(a: char, b: char) -> bool {
     (a.is_alphabetic() && b.is_alphabetic()) || (a.is_numeric() && b.is_numeric())
 }
 

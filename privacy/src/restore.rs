@@ -3,6 +3,9 @@
 //! Invariants:
 //! - one Aho-Corasick automaton (leftmost-longest) over the vault's substitutes, built once per change of
 //!   the vault (see [`Vault::restore_index`]); `John Smithson` is restored before `John Smith`;
+//! - a substitute is restored only where it stands alone, by the egress guard's rule (not glued to
+//!   letters, or digits to digits, on either side): a short lower-case fake such as `clara` is not
+//!   restored inside `declarations`;
 //! - a text with no substitute comes back borrowed, without a copy;
 //! - the same index answers the streaming restorer's question "could this tail still become a
 //!   substitute?" ([`RestoreIndex::hold_point`]) from a sorted list of the substitutes.
@@ -12,6 +15,7 @@ use std::sync::Arc;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
+use crate::guard::glued;
 use crate::vault::{Entry, Vault};
 
 /// Substitutes → real values, for one state of a vault.
@@ -57,12 +61,16 @@ impl RestoreIndex {
         }
     }
 
-    /// `text` with every substitute replaced by its real value.
-    pub(crate) fn restore<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    /// `text` with every substitute that stands alone replaced by its real value; `prev` is the
+    /// character before `text` (a stream's text emitted earlier), if any.
+    pub(crate) fn restore<'a>(&self, text: &'a str, prev: Option<char>) -> Cow<'a, str> {
         let Some(ac) = &self.automaton else {
             return Cow::Borrowed(text);
         };
-        let mut matches = ac.find_iter(text).peekable();
+        let mut matches = ac
+            .find_iter(text)
+            .filter(|m| alone(text, m.start(), m.end(), prev))
+            .peekable();
         if matches.peek().is_none() {
             return Cow::Borrowed(text);
         }
@@ -77,19 +85,20 @@ impl RestoreIndex {
         Cow::Owned(out)
     }
 
-    /// The smallest `i` such that `buf[i..]` is a non-empty proper prefix of some substitute (it could
-    /// still become one), else `buf.len()`.
+    /// The smallest `i` such that `buf[i..]` is a non-empty prefix of some substitute, or the whole of
+    /// one (it could still become one, or the next character decides whether it stands alone), else
+    /// `buf.len()`.
     pub(crate) fn hold_point(&self, buf: &str) -> usize {
         if self.max_len == 0 {
             return buf.len();
         }
-        let mut i = buf.len().saturating_sub(self.max_len - 1);
+        let mut i = buf.len().saturating_sub(self.max_len);
         while !buf.is_char_boundary(i) {
             i += 1;
         }
         let bytes = buf.as_bytes();
         while i < buf.len() {
-            if self.first_bytes[usize::from(bytes[i])] && self.is_proper_prefix(&bytes[i..]) {
+            if self.first_bytes[usize::from(bytes[i])] && self.is_prefix(&bytes[i..]) {
                 return i;
             }
             i += 1;
@@ -100,33 +109,37 @@ impl RestoreIndex {
         buf.len()
     }
 
-    /// Whether some substitute is longer than `tail` and starts with it.
-    fn is_proper_prefix(&self, tail: &[u8]) -> bool {
-        // Every substitute starting with `tail` sorts at or after it; the first one at or after it is
-        // either `tail` itself (then look one further) or the smallest extension, if any.
+    /// Whether some substitute starts with `tail` (or is `tail`).
+    fn is_prefix(&self, tail: &[u8]) -> bool {
+        // Every substitute starting with `tail` sorts at or after it, the smallest one first.
         let k = self.sorted.partition_point(|s| s.as_bytes() < tail);
-        self.sorted[k..]
-            .iter()
-            .take(2)
-            .any(|s| s.len() > tail.len() && s.as_bytes().starts_with(tail))
+        self.sorted
+            .get(k)
+            .is_some_and(|s| s.as_bytes().starts_with(tail))
     }
 
-    /// For the streaming restorer: restore what is safe to emit from `buf` and return it with the byte
-    /// offset up to which `buf` was consumed. What follows the offset is shorter than the longest
-    /// substitute and must be held until more text (or the end of the stream) decides it.
-    pub(crate) fn emit_safe(&self, buf: &str) -> (String, usize) {
+    /// For the streaming restorer: restore what is safe to emit from `buf` (`prev` being the character
+    /// before it) and return it with the byte offset up to which `buf` was consumed. What follows the
+    /// offset is no longer than the longest substitute and must be held until more text (or the end
+    /// of the stream) decides it.
+    pub(crate) fn emit_safe(&self, buf: &str, prev: Option<char>) -> (String, usize) {
         let hold = self.hold_point(buf);
         let mut out = String::with_capacity(hold + 16);
         let mut last = 0;
         if let Some(ac) = &self.automaton {
-            // Matches that start before `hold` lie wholly within `buf` whatever comes next (a match
-            // running past the end would make its start a hold point), so they are final.
+            // Matches that start before `hold` lie wholly within `buf`, with a character after them,
+            // whatever comes next (a match reaching the end would make its start a hold point), so
+            // they are final. One that does not stand alone is passed through as written.
             for m in ac.find_iter(buf) {
                 if m.start() >= hold {
                     break;
                 }
                 out.push_str(&buf[last..m.start()]);
-                out.push_str(&self.reals[m.pattern().as_usize()]);
+                if alone(buf, m.start(), m.end(), prev) {
+                    out.push_str(&self.reals[m.pattern().as_usize()]);
+                } else {
+                    out.push_str(&buf[m.start()..m.end()]);
+                }
                 last = m.end();
             }
         }
@@ -134,6 +147,20 @@ impl RestoreIndex {
         out.push_str(&buf[last..cut]);
         (out, cut)
     }
+}
+
+/// Whether `text[start..end]` stands alone: not glued to the character before it (`prev` when it
+/// starts `text`) nor to the one after it.
+fn alone(text: &str, start: usize, end: usize, prev: Option<char>) -> bool {
+    let (Some(first), Some(last)) = (
+        text[start..end].chars().next(),
+        text[start..end].chars().next_back(),
+    ) else {
+        return false;
+    };
+    let before = text[..start].chars().next_back().or(prev);
+    let after = text[end..].chars().next();
+    !before.is_some_and(|b| glued(b, first)) && !after.is_some_and(|a| glued(last, a))
 }
 
 #[cfg(test)]
@@ -154,7 +181,7 @@ impl Vault {
         }
         // The index holds the real values by `Arc`, so a restored `Cow::Owned` does not borrow it.
         let index = self.restore_index();
-        match index.restore(text) {
+        match index.restore(text, None) {
             Cow::Borrowed(_) => Cow::Borrowed(text),
             Cow::Owned(s) => Cow::Owned(s),
         }
@@ -199,12 +226,35 @@ mod tests {
             entry("Zhang Sanfeng", "Ann Leeds"),
         ]);
         assert_eq!(
-            index.restore("Ann Leeds, Ann Lee."),
+            index.restore("Ann Leeds, Ann Lee.", None),
             "Zhang Sanfeng, Zhang San."
         );
         // In a stream, "Ann Lee" is held until the next char says whether it is "Ann Leeds".
-        assert_eq!(index.emit_safe("to Ann Lee"), ("to ".to_string(), 3));
-        assert_eq!(index.emit_safe("Ann Lee,"), ("Zhang San,".to_string(), 8));
+        assert_eq!(index.emit_safe("to Ann Lee", None), ("to ".to_string(), 3));
+        assert_eq!(
+            index.emit_safe("Ann Lee,", None),
+            ("Zhang San,".to_string(), 8)
+        );
+    }
+
+    #[test]
+    fn a_fake_inside_a_word_is_not_restored() {
+        let index = RestoreIndex::build(&[Entry {
+            real: "ravi".into(),
+            sub: "clara".into(),
+            kind: EntityType::PersonName,
+        }]);
+        assert_eq!(
+            index.restore("declarations for clara, clara's and (clara)", None),
+            "declarations for ravi, ravi's and (ravi)"
+        );
+        // The character before a stream's held text decides too.
+        assert_eq!(index.restore("clara", Some('e')), "clara");
+        assert_eq!(index.restore("clara", Some(' ')), "ravi");
+        assert_eq!(
+            index.emit_safe("clara is", Some('x')),
+            ("clara is".into(), 8)
+        );
     }
 
     #[test]
@@ -215,8 +265,8 @@ mod tests {
         assert_eq!(index.hold_point("hello [PERS"), 6);
         assert_eq!(index.hold_point("hello ["), 6);
         assert_eq!(index.hold_point("hello"), 5);
-        // A complete substitute is not a proper prefix of anything: nothing to hold.
-        assert_eq!(index.hold_point("x [PERSON_NAME_1]"), 17);
+        // A complete substitute at the end is held: the next character says whether it stands alone.
+        assert_eq!(index.hold_point("x [PERSON_NAME_1]"), 2);
         assert_eq!(index.hold_point("é["), "é".len());
     }
 }

@@ -2,8 +2,8 @@
 //!
 //! Invariants:
 //! - `push` emits everything that can no longer be the start of a substitute, restored, and holds back
-//!   only a tail that is a proper prefix of some substitute (plus, at most, the rest of a match that
-//!   started before it), so what is held is shorter than the longest substitute;
+//!   only a tail that is a prefix of some substitute or a whole one (the next character decides
+//!   whether it stands alone), so what is held is no longer than the longest substitute;
 //! - for any split of a text into deltas, the concatenation of everything `push` and `finish` return
 //!   equals `Vault::restore` of the whole text, and each emitted piece extends what came before (nothing
 //!   is taken back);
@@ -20,6 +20,9 @@ use crate::vault::Vault;
 #[derive(Default)]
 pub struct StreamRestorer {
     held: String,
+    /// The last character of the text consumed so far: whether a substitute at the start of the held
+    /// text stands alone depends on it.
+    prev: Option<char>,
 }
 
 impl fmt::Debug for StreamRestorer {
@@ -46,7 +49,10 @@ impl StreamRestorer {
         }
         self.held.push_str(delta);
         let index = vault.restore_index();
-        let (out, cut) = index.emit_safe(&self.held);
+        let (out, cut) = index.emit_safe(&self.held, self.prev);
+        if let Some(c) = self.held[..cut].chars().next_back() {
+            self.prev = Some(c);
+        }
         self.held.drain(..cut);
         out
     }
@@ -54,12 +60,17 @@ impl StreamRestorer {
     /// The end of the stream: everything held, restored.
     pub fn finish(&mut self, vault: &Vault) -> String {
         let held = std::mem::take(&mut self.held);
-        vault.restore(&held).into_owned()
+        let prev = self.prev.take();
+        if vault.is_empty() {
+            return held;
+        }
+        vault.restore_index().restore(&held, prev).into_owned()
     }
 
     /// Drop the held text (a retried attempt restarts the stream).
     pub fn reset(&mut self) {
         self.held.clear();
+        self.prev = None;
     }
 
     /// Bytes currently held back.
@@ -113,9 +124,15 @@ mod tests {
     fn finish_flushes_and_reset_drops() {
         let (v, subs) = vault();
         let mut s = StreamRestorer::new();
-        // A complete substitute that no longer one extends is restored at once.
-        assert_eq!(s.push(&v, &subs[2]), "alice@corp.io");
-        assert_eq!(s.finish(&v), "");
+        // A complete substitute at the end waits for the next character (is it glued to a word?).
+        assert_eq!(s.push(&v, &subs[2]), "");
+        assert_eq!(s.push(&v, ", thanks "), "alice@corp.io, thanks ");
+        assert_eq!(s.push(&v, &subs[2]), "");
+        assert_eq!(s.finish(&v), "alice@corp.io");
+        // Glued to the word before it (the previous delta's), it is not a substitute.
+        assert_eq!(s.push(&v, "x"), "x");
+        assert_eq!(s.push(&v, &subs[2]), "");
+        assert_eq!(s.finish(&v), subs[2]);
         let partial = &subs[3][..4];
         assert_eq!(s.push(&v, partial), "");
         s.reset();
@@ -232,7 +249,7 @@ mod tests {
                 // Nothing emitted is ever taken back: the output so far is a prefix of the result.
                 prop_assert!(expected.starts_with(&out), "emitted {out:?}, expected {expected:?}");
                 // Only a possible substitute is held, so less than the longest one.
-                prop_assert!(s.held_len() < max_sub);
+                prop_assert!(s.held_len() <= max_sub);
                 // No emitted chunk ends inside a substitute of the whole text.
                 let consumed = pushed - s.held_len();
                 prop_assert!(whole.iter().all(|&(a, b)| !(a < consumed && consumed < b)));
@@ -268,7 +285,7 @@ mod tests {
                 out.push_str(&s.push(&v, &delta));
                 pushed += delta.len();
                 prop_assert!(expected.starts_with(&out), "emitted {out:?}, expected {expected:?}");
-                prop_assert!(s.held_len() < 5);
+                prop_assert!(s.held_len() <= 5);
                 let consumed = pushed - s.held_len();
                 prop_assert!(whole.iter().all(|&(a, b)| !(a < consumed && consumed < b)));
             }
