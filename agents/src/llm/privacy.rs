@@ -1199,16 +1199,22 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_value_read_in_one_tool_result_is_masked_in_every_tool_input_and_passes_the_guard() {
+    /// A masking layer whose model is a [`Speaker`] of `word` (already loaded), and a wire that
+    /// answers "ok".
+    fn speaker_layer(word: &'static str) -> (PrivacyLayer, Arc<Wire>) {
         let slot = NerSlot::default();
-        slot.set(Arc::new(Speaker("Ingrid")));
-        let wire = Wire::new(vec![Content::text("ok")], &[]);
+        slot.set(Arc::new(Speaker(word)));
         let layer = PrivacyLayer::new(
             Mode::Mask,
             detector_on(&slot),
             NerGate::required(slot.clone(), Duration::from_secs(1)),
         );
+        (layer, Wire::new(vec![Content::text("ok")], &[]))
+    }
+
+    #[tokio::test]
+    async fn a_value_read_in_one_tool_result_is_masked_in_every_tool_input_and_passes_the_guard() {
+        let (layer, wire) = speaker_layer("Ingrid");
         let stack = stack(layer, vec![("p", wire.clone())]);
         let bash = |id: &str, command: &str| Message {
             role: Role::Assistant,
@@ -1255,14 +1261,7 @@ mod tests {
     #[tokio::test]
     async fn a_word_of_the_requests_structure_is_never_a_value_the_guard_refuses() {
         // The stand-in reads `path` as a speaker in a tool result, and a tool is keyed with it.
-        let slot = NerSlot::default();
-        slot.set(Arc::new(Speaker("path")));
-        let wire = Wire::new(vec![Content::text("ok")], &[]);
-        let layer = PrivacyLayer::new(
-            Mode::Mask,
-            detector_on(&slot),
-            NerGate::required(slot.clone(), Duration::from_secs(1)),
-        );
+        let (layer, wire) = speaker_layer("path");
         let roots = layer.roots();
         let stack = stack(layer, vec![("p", wire.clone())]);
         crate::llm::stack::RootLifecycle::root_started(&*roots, 7, "c-7");

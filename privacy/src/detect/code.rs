@@ -532,8 +532,8 @@ fn in_code_token(text: &str, start: usize, end: usize) -> bool {
     while t < bytes.len() && !bytes[t].is_ascii_whitespace() {
         t += 1;
     }
-    // A span of several words: every word it touches is judged; one code word suffices only when
-    // the span is that word (a name of two words next to a path is still a name).
+    // Only a one-word span is judged by its word: a span of several words (`Jane Doe` before a
+    // path) is a name's shape, left to the line rules.
     let word = &text[s..t];
     if text[start..end].contains(char::is_whitespace) {
         return false;
