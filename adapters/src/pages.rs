@@ -295,13 +295,13 @@ pub fn html_page(template: &str) -> Response {
 }
 
 /// Whether `given` is the token whose SHA-256 digest is `expected`.
-fn matches(given: &str, expected: &[u8]) -> bool {
+pub(crate) fn matches(given: &str, expected: &[u8]) -> bool {
     bool::from(Sha256::digest(given.as_bytes()).as_slice().ct_eq(expected))
 }
 
 /// The token of an `Authorization` header's value when its scheme is `Bearer` (in any case: schemes
 /// are case-insensitive, RFC 7235).
-fn bearer(value: &str) -> Option<&str> {
+pub(crate) fn bearer(value: &str) -> Option<&str> {
     let (scheme, token) = value.trim().split_once(' ')?;
     scheme
         .eq_ignore_ascii_case("bearer")

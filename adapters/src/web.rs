@@ -18,6 +18,9 @@
 //! - `GET /api/banner` — `{"banner"}`: the gateway's standing notice ([`Adapter::set_banner`], e.g. a
 //!   missing LLM key, with how to fix it) or `null`; the page shows it above the conversation.
 //!
+//! What reaches the listener at all is decided before routing by [`exposure`]: a foreign `Host` is
+//! answered 421, and with an access token every path under `/admin` and `/api` needs it first.
+//!
 //! Invariants:
 //! - conversations live in the transcript ([`transcript`], SQLite in the engine's database file):
 //!   messages, cards, notices and the trace outlive a restart, and an approval card posted before it
@@ -34,6 +37,7 @@
 //!   question before its answer, and nothing twice;
 //! - message text is never logged.
 
+pub mod exposure;
 pub mod transcript;
 
 use std::collections::HashMap;

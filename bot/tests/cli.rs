@@ -963,7 +963,7 @@ fn slack_manifest_describes_the_app_the_adapter_needs() {
     .expect("write");
     std::fs::write(
         dir.path().join("public.yaml"),
-        format!("{base}channels:\n  slack: {{ mode: http, botTokenEnv: SLACK_BOT_TOKEN, signingSecretEnv: MY_SIGNING_SECRET }}\n  web: {{ publicUrl: \"https://opc.acme.example\" }}\n"),
+        format!("{base}channels:\n  slack: {{ mode: http, botTokenEnv: SLACK_BOT_TOKEN, signingSecretEnv: MY_SIGNING_SECRET }}\n  web: {{ publicUrl: \"https://opc.acme.example\", accessTokenEnv: OPC_WEB_TOKEN }}\n"),
     )
     .expect("write");
 

@@ -17,7 +17,8 @@
 //! wrong line; `secrets` recognises pasted credentials and masks them in every diagnostic and in the
 //! text kept for snippets; `workspace` holds the path and allow-prefix rules that `validate` and
 //! [`OrgTree`] share; [`inactive`] lists what a config turns on that this build does not run yet;
-//! [`read_prompt_file`] is the one way any crate reads a prompt file (regular files only, size-capped).
+//! [`read_prompt_file`] is the one way any crate reads a prompt file (regular files inside the
+//! config's directory after resolving links, size-capped).
 //!
 //! Invariants: no input makes this crate panic; a config is either valid (possibly with warnings) or has
 //! at least one error diagnostic; every diagnostic has a position; no output of this crate contains a

@@ -341,7 +341,7 @@ pub struct Discord {
 pub struct Web {
     /// Address to serve on.
     pub listen: SocketAddr,
-    /// Env var holding the access token; required for a non-loopback `listen`.
+    /// Env var holding the access token; required for a non-loopback `listen` and with `public_url`.
     pub access_token_env: Option<EnvVar>,
     /// The address people open when a reverse proxy stands in front (`https://opc.example.com`): its
     /// host is one the listener answers to, and its origin one it accepts changes from. Only a scheme,

@@ -7,7 +7,8 @@
 //! The rules, in the order they run: org shape (one root, parents exist, parent/children agree, no
 //! cycles, levels, depth), tools, workspaces and Bash (workspaces inside the root and apart, `bash`
 //! sections that do something, allow-lists a manager narrows, sandbox settings), memory (blocks, shared
-//! blocks, shareWith), prompts, models, and finally credentials anywhere in the file.
+//! blocks, shareWith), prompts, models, privacy, the web listener's exposure (a `publicUrl` needs an
+//! access token), and finally credentials anywhere in the file.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path as FsPath;
@@ -40,6 +41,7 @@ pub(crate) fn check(config: &Config, doc: &Node, base_dir: Option<&FsPath>) -> V
     }
     checker.models();
     checker.privacy();
+    checker.web_exposure();
     checker.credentials(doc, Path::Root);
     checker.out
 }
@@ -905,7 +907,8 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// Prompt files are regular files, readable UTF-8 within the size cap, and not empty (read through
+    /// Prompt files lie inside the config file's directory (once symlinks are followed), are regular
+    /// files with one name, readable UTF-8 within the size cap, and not empty (read through
     /// [`crate::read_prompt_file`], as every other reader does).
     fn prompts(&mut self, base_dir: &FsPath) {
         for (id, agent) in &self.config.agents {
@@ -1243,6 +1246,28 @@ impl<'a> Checker<'a> {
         );
     }
 
+    /// `channels.web`: a listener other people can reach needs `accessTokenEnv`. Its two cases:
+    /// a non-loopback `listen` (reported when `listen` is decoded, at its value), and a `publicUrl`,
+    /// reported here: a reverse proxy makes a loopback listener public, and without the token anyone
+    /// who finds the URL has the admin console, whose config editor can allow every Bash command.
+    /// One missing token is one error: with a non-loopback `listen` the decoder has said it already,
+    /// and so it has for an `accessTokenEnv` that is written but is not a variable name.
+    fn web_exposure(&mut self) {
+        let web = &self.config.channels.web;
+        let token_written = self
+            .node_at(&KeyPath::of(["channels", "web", "accessTokenEnv"]))
+            .is_some();
+        if web.public_url.is_none() || token_written || !web.listen.ip().is_loopback() {
+            return;
+        }
+        self.error(
+            KeyPath::of(["channels", "web", "publicUrl"]),
+            Anchor::Value,
+            "with `publicUrl` set, the web chat and the admin console are reachable through the proxy, so they need an access token".into(),
+            "add `accessTokenEnv: OPC_WEB_TOKEN` under `channels.web` and export OPC_WEB_TOKEN (e.g. `openssl rand -hex 32`) where `opc run` starts; or remove `publicUrl` to serve on loopback only",
+        );
+    }
+
     /// No credential anywhere in the file: secrets come from environment variables only. Walks with a
     /// borrowed path so that the whole-document scan allocates nothing unless it finds something.
     fn credentials(&mut self, node: &Node, path: Path<'_>) {
@@ -1403,5 +1428,80 @@ fn article(word: &str) -> &'static str {
         "an"
     } else {
         "a"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use crate::{ConfigError, Severity, parse};
+
+    const ORG: &str = "framework:\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\nagents:\n  ceo: { role: CEO }\n";
+
+    /// The errors of `ORG` with `web` as its `channels.web` section: `(line, column, path, message,
+    /// hint)` each.
+    fn web_errors(web: &str) -> Vec<(u32, u32, String, String, String)> {
+        match parse("test.yaml", format!("{ORG}channels:\n  web:\n{web}"), None) {
+            Ok(_) => Vec::new(),
+            Err(ConfigError::Invalid(report)) => report
+                .diagnostics
+                .into_iter()
+                .filter(|d| d.severity == Severity::Error)
+                .map(|d| {
+                    (
+                        d.line(),
+                        d.column(),
+                        d.path.clone(),
+                        d.message.clone(),
+                        d.hint.clone().unwrap_or_default(),
+                    )
+                })
+                .collect(),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn a_public_url_needs_an_access_token() {
+        let errors = web_errors("    publicUrl: https://opc.example.com\n");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let (line, column, path, message, hint) = &errors[0];
+        assert_eq!(
+            (*line, *column, path.as_str()),
+            (8, 16, "channels.web.publicUrl")
+        );
+        assert!(message.contains("access token"), "{message}");
+        assert!(
+            hint.contains("accessTokenEnv: OPC_WEB_TOKEN") && hint.contains("remove `publicUrl`"),
+            "{hint}"
+        );
+        // With the token: valid.
+        assert_eq!(
+            web_errors(
+                "    publicUrl: https://opc.example.com\n    accessTokenEnv: OPC_WEB_TOKEN\n"
+            ),
+            Vec::new()
+        );
+    }
+
+    #[test]
+    fn one_missing_token_is_one_error() {
+        // A reachable `listen` already says the token is missing; `publicUrl` does not repeat it.
+        let errors =
+            web_errors("    listen: 0.0.0.0:7420\n    publicUrl: https://opc.example.com\n");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].2, "channels.web.listen");
+        // A token that is written but not a variable name is reported as such, and only as such.
+        let errors =
+            web_errors("    accessTokenEnv: web-token\n    publicUrl: https://opc.example.com\n");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].2, "channels.web.accessTokenEnv");
+        // An invalid `publicUrl` is reported as invalid, not as also needing a token.
+        let errors = web_errors("    publicUrl: opc.example.com\n");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].3.contains("not a public URL"), "{errors:?}");
+        // Loopback without `publicUrl` needs none.
+        assert_eq!(web_errors("    listen: 127.0.0.1:7420\n"), Vec::new());
     }
 }

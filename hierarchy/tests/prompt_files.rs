@@ -1,6 +1,8 @@
-//! Prompt files are read with a size cap and only when they are regular files: `prompt: file:/dev/zero`,
-//! a directory, a FIFO or an oversized file is an error at the `prompt:` line, found without reading
-//! the file to its end (or at all, for a device or a FIFO, whose open could block).
+//! Prompt files are read with a size cap, only when they are regular files with one name, and only
+//! inside the config file's directory once symlinks are followed: `prompt: file:/dev/zero`,
+//! `/etc/shadow`, `/proc/self/environ`, `../outside.md`, a symlink pointing outside, a hard link, a
+//! directory, a FIFO or an oversized file is an error at the `prompt:` line (what, where, how to fix),
+//! found without reading the file to its end (or at all, for a device, a FIFO or a path outside).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -51,14 +53,112 @@ fn assert_one_at_prompt(errors: &[Diagnostic], message: &str, hint: &str) {
 }
 
 #[test]
-fn dev_zero_is_refused_as_a_device() {
+fn paths_outside_the_config_directory_are_refused_before_they_are_looked_at() {
     let dir = tempfile::tempdir().unwrap();
-    let errors = errors(dir.path(), "/dev/zero");
+    let config_dir = dir.path().join("org");
+    std::fs::create_dir(&config_dir).unwrap();
+    // A real file just outside: refused for where it is, not for what it holds.
+    std::fs::write(dir.path().join("outside.md"), "Be brief.").unwrap();
+    let shown = std::path::absolute(&config_dir).unwrap();
+    for written in [
+        "/etc/shadow",
+        "/proc/self/environ",
+        "/dev/zero",
+        "../outside.md",
+        "prompts/../../outside.md",
+        "/nonexistent/secret.md",
+    ] {
+        let errors = errors(&config_dir, written);
+        assert_one_at_prompt(
+            &errors,
+            &format!(
+                "prompt file `{written}` is outside the config file's directory `{}`",
+                shown.display()
+            ),
+            "copy the file there and write its path relative to it",
+        );
+        // Nothing about the file itself (existence, type) is told.
+        let message = &errors[0].message;
+        assert!(
+            !message.contains("No such file") && !message.contains("not a regular file"),
+            "{message}"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlink_inside_that_leads_outside_is_refused_without_naming_its_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let config_dir = dir.path().join("org");
+    std::fs::create_dir_all(config_dir.join("prompts")).unwrap();
+    std::fs::write(dir.path().join("secret.md"), "the provider key").unwrap();
+    // A file link, a directory link, and a link to a device, as an agent could plant them in its
+    // workspace under the config's directory.
+    std::os::unix::fs::symlink(
+        dir.path().join("secret.md"),
+        config_dir.join("prompts/ceo.md"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(dir.path(), config_dir.join("up")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", config_dir.join("zero.md")).unwrap();
+    for written in ["prompts/ceo.md", "up/secret.md", "zero.md"] {
+        let errors = errors(&config_dir, written);
+        assert_one_at_prompt(
+            &errors,
+            &format!(
+                "prompt file `{written}` leads through a symbolic link to a file outside the config file's directory"
+            ),
+            "replace the link with a copy of the file",
+        );
+        // The target is never named.
+        let target = dir.path().join("secret.md");
+        let target = target.to_str().unwrap();
+        assert!(!errors[0].message.contains(target), "{}", errors[0]);
+        assert!(!errors[0].message.contains("/dev/zero"), "{}", errors[0]);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_file_with_a_second_name_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ceo.md"), "Be brief.").unwrap();
+    std::fs::hard_link(dir.path().join("ceo.md"), dir.path().join("again.md")).unwrap();
+    let errors = errors(dir.path(), "ceo.md");
     assert_one_at_prompt(
         &errors,
-        "`/dev/zero` is a character device, not a regular file",
-        "text file",
+        "has 2 hard links; a prompt file must have exactly one name",
+        "replace the file with a copy that has one name",
     );
+}
+
+#[cfg(unix)]
+#[test]
+fn files_inside_are_read_through_links_that_stay_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    // The config's directory itself behind a symlink (the admin's choice) changes nothing.
+    let real = dir.path().join("real");
+    std::fs::create_dir_all(real.join("prompts")).unwrap();
+    std::os::unix::fs::symlink(&real, dir.path().join("org")).unwrap();
+    let config_dir = dir.path().join("org");
+    std::fs::write(real.join("prompts/ceo.md"), "Be brief.").unwrap();
+    std::os::unix::fs::symlink("prompts/ceo.md", real.join("current.md")).unwrap();
+    let absolute = config_dir.join("prompts/ceo.md");
+    for written in [
+        "prompts/ceo.md",
+        "./prompts/../prompts/ceo.md",
+        "current.md",
+        absolute.to_str().unwrap(),
+    ] {
+        let config = config_dir.join("opc.config.yaml");
+        std::fs::write(&config, ORG.replace("PROMPT", written)).unwrap();
+        opc_hierarchy::load(&config).unwrap_or_else(|e| panic!("`{written}`: {e}"));
+        assert_eq!(
+            opc_hierarchy::read_prompt_file(&config_dir, Path::new(written)).unwrap(),
+            "Be brief."
+        );
+    }
 }
 
 #[test]

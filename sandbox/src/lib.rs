@@ -26,11 +26,13 @@
 mod capture;
 mod error;
 pub mod launcher;
+pub mod layout;
 mod owner;
 mod policy;
 mod probe;
 mod run;
 mod seccomp;
+mod spawner;
 
 pub use error::SandboxError;
 pub use launcher::enter_if_launcher;

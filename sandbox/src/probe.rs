@@ -24,6 +24,10 @@ pub struct Probe {
     pub user_namespaces: Result<(), String>,
     /// Network namespaces exist (needed when the policy has no network), or why not.
     pub network_namespaces: Result<(), String>,
+    /// Mount namespaces exist (every enforced run has a private root), or why not.
+    pub mount_namespaces: Result<(), String>,
+    /// PID namespaces exist (every enforced run has one, so nothing outlives it), or why not.
+    pub pid_namespaces: Result<(), String>,
     /// seccomp filters (`SECCOMP_MODE_FILTER` with the errno action), or why not.
     pub seccomp: Result<(), String>,
     /// `PR_SET_NO_NEW_PRIVS` exists (Linux 3.5+), or why not.
@@ -65,6 +69,8 @@ impl Probe {
             landlock,
             user_namespaces: user_namespaces(),
             network_namespaces: exists("/proc/self/ns/net", "network namespaces (CONFIG_NET_NS)"),
+            mount_namespaces: exists("/proc/self/ns/mnt", "mount namespaces"),
+            pid_namespaces: exists("/proc/self/ns/pid", "PID namespaces (CONFIG_PID_NS)"),
             seccomp: match std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail") {
                 Ok(actions) if actions.split_whitespace().any(|a| a == "errno") => Ok(()),
                 Ok(actions) => Err(format!(
@@ -97,6 +103,8 @@ impl Probe {
             },
             line("user namespaces", &self.user_namespaces),
             line("network namespaces", &self.network_namespaces),
+            line("mount namespaces", &self.mount_namespaces),
+            line("pid namespaces", &self.pid_namespaces),
             line("seccomp", &self.seccomp),
             line("no_new_privs", &self.no_new_privs),
             "rlimits: ok".to_string(),
@@ -133,6 +141,8 @@ impl Probe {
         if !policy.network {
             need("network namespaces", &self.network_namespaces);
         }
+        need("mount namespaces", &self.mount_namespaces);
+        need("pid namespaces", &self.pid_namespaces);
         need("seccomp", &self.seccomp);
         need("no_new_privs", &self.no_new_privs);
         missing

@@ -15,7 +15,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream as StdUnixStream;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -28,7 +28,9 @@ use tokio::process::Child;
 
 use crate::capture::HeadTail;
 use crate::error::SandboxError;
-use crate::launcher::{self, Failure, LAUNCHER_FAILED, MARKER, Spec};
+use crate::launcher::protocol::{Failure, READY, Spec};
+use crate::launcher::{LAUNCHER_FAILED, MARKER};
+use crate::layout;
 use crate::policy::{Mode, Policy};
 use crate::probe::Probe;
 
@@ -98,17 +100,23 @@ impl Sandbox {
                 ))
             })?;
         let bash = find_bash()?;
-        let tmpdir = private_tmpdir()?;
+        let read_only: Vec<PathBuf> = policy
+            .read_only
+            .iter()
+            .filter_map(|p| std::fs::canonicalize(p).ok())
+            .collect();
+        let scratch = match policy.mode {
+            Mode::Off => Some(scratch_dir()?),
+            Mode::Enforce => None,
+        };
         let spec = Spec {
             command: command.to_string(),
             bash,
+            off: policy.mode == Mode::Off,
+            host_root: crate::sandbox_owner().is_some(),
+            shared: layout::shared(&workdir, &read_only),
             workdir,
-            tmpdir: tmpdir.path().to_path_buf(),
-            read_only: policy
-                .read_only
-                .iter()
-                .filter_map(|p| std::fs::canonicalize(p).ok())
-                .collect(),
+            scratch: scratch.as_ref().map(|d| d.path().to_path_buf()),
             network: policy.network,
             env: policy.env.clone(),
             cpu_seconds: policy.limits.cpu_seconds,
@@ -121,56 +129,33 @@ impl Sandbox {
         let stderr = writer
             .try_clone()
             .map_err(spawn_error("creating the output pipe"))?;
-        let (mut child, status) = match policy.mode {
-            Mode::Enforce => {
-                let (ours, theirs) =
-                    StdUnixStream::pair().map_err(spawn_error("creating the launcher's socket"))?;
-                let mut cmd = std::process::Command::new(&self.launcher);
-                cmd.arg(MARKER)
-                    .env_clear()
-                    // The launcher must stay single-threaded (unshare of a user namespace):
-                    // no jemalloc background thread.
-                    .env("_RJEM_MALLOC_CONF", "background_thread:false")
-                    .stdin(Stdio::from(OwnedFd::from(theirs)))
-                    .stdout(Stdio::from(writer))
-                    .stderr(Stdio::from(stderr));
-                let child = tokio::process::Command::from(cmd)
-                    .spawn()
-                    .map_err(spawn_error(&format!(
-                        "spawning {}",
-                        self.launcher.display()
-                    )))?;
-                (child, Some(ours))
-            }
-            Mode::Off => {
-                let mut cmd = std::process::Command::new(&spec.bash);
-                cmd.arg("-c")
-                    .arg(command)
-                    .env_clear()
-                    .envs(launcher::environment(&spec))
-                    .current_dir(&spec.workdir)
-                    .process_group(0)
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::from(writer))
-                    .stderr(Stdio::from(stderr));
-                let child = tokio::process::Command::from(cmd)
-                    .spawn()
-                    .map_err(spawn_error(&format!("spawning {}", spec.bash.display())))?;
-                (child, None)
-            }
-        };
+        let (ours, theirs) =
+            StdUnixStream::pair().map_err(spawn_error("creating the launcher's socket"))?;
+        let mut cmd = std::process::Command::new(&self.launcher);
+        cmd.arg(MARKER)
+            .arg(std::process::id().to_string())
+            .env_clear()
+            // The launcher must stay single-threaded (unshare of a user namespace):
+            // no jemalloc background thread.
+            .env("_RJEM_MALLOC_CONF", "background_thread:false")
+            .stdin(Stdio::from(OwnedFd::from(theirs)))
+            .stdout(Stdio::from(writer))
+            .stderr(Stdio::from(stderr));
+        let mut child = crate::spawner::spawn(cmd)
+            .await
+            .map_err(spawn_error(&format!(
+                "spawning {}",
+                self.launcher.display()
+            )))?;
         let pid = child.id().ok_or_else(|| {
             SandboxError::Spawn("the launcher exited before its pid was read".into())
         })?;
         // From here on, dropping this kills the whole group (cancellation included).
         let mut group = GroupGuard {
             pgid: pid as i32,
-            _tmpdir: tmpdir,
+            _scratch: scratch,
         };
-
-        if let Some(socket) = status {
-            hand_over(socket, &spec, &mut child, deadline, &self.launcher).await?;
-        }
+        hand_over(ours, &spec, &mut child, deadline, &self.launcher).await?;
 
         let mut output = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
             .map_err(spawn_error("reading the output pipe"))?;
@@ -258,7 +243,7 @@ async fn hand_over(
             ));
         }
     };
-    let verdict = match verdict.strip_prefix(launcher::READY) {
+    let verdict = match verdict.strip_prefix(READY) {
         Some([]) => return Ok(()),
         Some(failure) => failure.to_vec(),
         None if verdict.is_empty() => {
@@ -298,11 +283,11 @@ async fn wait_killed(child: &mut Child) -> Result<ExitStatus, SandboxError> {
     }
 }
 
-/// Kills the process group when dropped (and on demand); removes the temp dir when dropped.
+/// Kills the process group when dropped (and on demand); removes the scratch dir when dropped.
 struct GroupGuard {
     pgid: i32,
     /// Dropped after the kill (fields drop after `Drop::drop`).
-    _tmpdir: tempfile::TempDir,
+    _scratch: Option<tempfile::TempDir>,
 }
 
 impl GroupGuard {
@@ -336,18 +321,59 @@ fn find_bash() -> Result<PathBuf, SandboxError> {
         })
 }
 
-/// A fresh 0700 directory under the system temp dir, owned by the sandbox user when OPC is root.
-fn private_tmpdir() -> Result<tempfile::TempDir, SandboxError> {
+/// The prefix of a `Mode::Off` run's scratch directory: `opc-sandbox-<OPC's pid>-<random>`.
+const SCRATCH_PREFIX: &str = "opc-sandbox-";
+
+/// `Mode::Off` only (an enforced run's HOME and `/tmp` are tmpfs mounts that vanish with its
+/// namespace): a fresh 0700 directory under the system temp dir holding `home/` and `tmp/`,
+/// named after OPC's pid so [`Sandbox::remove_stale`] can tell a dead OPC's from a live one's.
+fn scratch_dir() -> Result<tempfile::TempDir, SandboxError> {
     let dir = tempfile::Builder::new()
-        .prefix("opc-sandbox-")
+        .prefix(&format!("{SCRATCH_PREFIX}{}-", std::process::id()))
         .tempdir()
         .map_err(spawn_error("creating the private temp dir"))?;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
         .map_err(spawn_error("making the private temp dir private"))?;
-    if let Some((uid, gid)) = crate::sandbox_owner() {
-        std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).map_err(spawn_error(
-            "handing the private temp dir to the sandbox user",
-        ))?;
+    for sub in ["home", "tmp"] {
+        std::fs::create_dir(dir.path().join(sub))
+            .map_err(spawn_error("creating the private temp dir"))?;
     }
     Ok(dir)
+}
+
+impl Sandbox {
+    /// Remove the scratch directories (`opc-sandbox-*` under the system temp dir) that no living
+    /// OPC owns: left by a crash, or by a version that made one for every run. `opc run` calls it
+    /// at start. Returns how many were removed.
+    pub fn remove_stale() -> usize {
+        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(SCRATCH_PREFIX)) else {
+                continue;
+            };
+            let owner = rest.split('-').next().and_then(|p| p.parse::<i32>().ok());
+            if owner.is_some_and(alive) {
+                continue;
+            }
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            if meta.is_dir() && std::fs::remove_dir_all(entry.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
+    }
+}
+
+/// Whether a process `pid` exists (EPERM: it does, owned by someone else).
+fn alive(pid: i32) -> bool {
+    !matches!(
+        nix::sys::signal::kill(Pid::from_raw(pid), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
 }

@@ -13,6 +13,9 @@
 //!   `swapon`, `swapoff`, `acct`, `quotactl`, `open_by_handle_at`: administration and the
 //!   interfaces behind past privilege escalations.
 //!
+//! - `socket(AF_VSOCK)` unless the network is allowed: a VM's host channel is a network the
+//!   network namespace does not cover.
+//!
 //! `clone3` gets `ENOSYS` (its flags sit in memory, where a filter cannot look), so libc falls back
 //! to `clone`, whose flags the filter checks.
 
@@ -66,8 +69,9 @@ const CLONE_NAMESPACES: &[i32] = &[
     libc::CLONE_NEWCGROUP,
 ];
 
-/// The two programs to install, in order (the deny list, then `clone3` → ENOSYS).
-pub(crate) fn filters() -> Result<Vec<BpfProgram>, String> {
+/// The two programs to install, in order (the deny list, then `clone3` → ENOSYS). `network`:
+/// whether the policy allows the network (then `AF_VSOCK` sockets are allowed too).
+pub(crate) fn filters(network: bool) -> Result<Vec<BpfProgram>, String> {
     let arch = std::env::consts::ARCH
         .try_into()
         .map_err(|e| format!("seccomp: unsupported architecture: {e:?}"))?;
@@ -88,6 +92,17 @@ pub(crate) fn filters() -> Result<Vec<BpfProgram>, String> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("seccomp: {e}"))?;
     rules.insert(libc::SYS_clone, clone_rules);
+    if !network {
+        let vsock = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            libc::AF_VSOCK as u64,
+        )
+        .and_then(|c| SeccompRule::new(vec![c]))
+        .map_err(|e| format!("seccomp: {e}"))?;
+        rules.insert(libc::SYS_socket, vec![vsock]);
+    }
     let deny = SeccompFilter::new(
         rules,
         SeccompAction::Allow,

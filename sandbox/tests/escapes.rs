@@ -35,15 +35,27 @@ async fn dot_dot_and_absolute_paths_outside_are_refused() {
     }
     let before = fx.snapshot_outside();
     let command = format!(
-        "cat ../outside/secret.txt; echo rc=$?; cat {abs}; echo rc=$?; cat ../../{rel}; echo rc=$?; ls ..; echo rc=$?",
+        "cat ../outside/secret.txt; echo rc=$?; cat {abs}; echo rc=$?; cat ../../{rel}; echo rc=$?",
         abs = fx.secret.display(),
         rel = fx.secret.strip_prefix("/").unwrap().display(),
     );
     let output = run(&fx.policy(), &command).await;
     refused(&output, "a .. or absolute path");
     assert_eq!(output.text.matches("rc=0").count(), 0, "{}", output.text);
-    assert!(output.text.contains("Permission denied"), "{}", output.text);
+    // The host's paths do not exist in the private root; what does exist is not readable.
+    assert!(
+        output.text.contains("No such file or directory")
+            || output.text.contains("Permission denied"),
+        "{}",
+        output.text
+    );
     assert_eq!(fx.snapshot_outside(), before);
+    // `..` is the private root: it lists, but nothing of the host's directory beside the workspace.
+    let listing = run(&fx.policy(), "ls -a ..").await;
+    for name in ["opc.db", "opc.config.yaml", "outside"] {
+        assert!(!listing.text.contains(name), "{name}: {}", listing.text);
+    }
+    assert!(listing.text.contains("workspace"), "{}", listing.text);
 }
 
 #[tokio::test]
@@ -146,9 +158,9 @@ async fn nothing_outside_the_workspace_and_temp_dir_can_be_written() {
     let token = token("write");
     let command = format!(
         "echo x > ../new.txt; echo rc=$?; echo x >> ../outside/secret.txt; echo rc=$?; rm ../opc.db; echo rc=$?; \
-         mv ../opc.config.yaml .; echo rc=$?; mkdir ../dir; echo rc=$?; touch /tmp/{token}; echo rc=$?; \
+         mv ../opc.config.yaml .; echo rc=$?; mkdir ../dir; echo rc=$?; touch /tmp/{token}; echo private_tmp=$?; \
          touch /var/tmp/{token}; echo rc=$?; touch /dev/shm/{token}; echo rc=$?; {chmod} \
-         echo ok > inside.txt && echo inside=$?; echo ok > \"$TMPDIR/t\" && echo tmp=$?",
+         echo ok > inside.txt && echo inside=$?; echo ok > \"$TMPDIR/t\" && echo tmpdir=$?",
         // Landlock does not cover metadata (chmod, chown, utimes): outside the workspace only file
         // ownership stops them, which holds when OPC is root (the command is another uid). As an
         // ordinary user, a command can chmod OPC's own files by path: a limit in docs/sandbox.md.
@@ -161,7 +173,9 @@ async fn nothing_outside_the_workspace_and_temp_dir_can_be_written() {
     let output = run(&fx.policy(), &command).await;
     assert_eq!(output.text.matches("rc=0").count(), 0, "{}", output.text);
     assert!(
-        output.text.contains("inside=0") && output.text.contains("tmp=0"),
+        output.text.contains("inside=0")
+            && output.text.contains("tmpdir=0")
+            && output.text.contains("private_tmp=0"),
         "{}",
         output.text
     );
@@ -204,10 +218,8 @@ async fn the_environment_holds_no_key_of_the_parent() {
         assert!(!text.contains(leaked), "{leaked} leaked: {text}");
     }
     assert!(text.contains("TERM=dumb"), "{text}");
-    assert!(
-        text.contains(&format!("HOME={}", fx.work.display())),
-        "{text}"
-    );
+    // HOME is private and outside the workspace: a planted `.gitconfig` there is not read.
+    assert!(text.contains("HOME=/home/agent\n"), "{text}");
 }
 
 #[tokio::test]
@@ -227,6 +239,18 @@ async fn only_the_listed_variables_are_added() {
     // What the policy sets, plus what bash itself adds (PWD, OLDPWD, SHLVL, `_`).
     let allowed = [
         "CARGO_TERM_COLOR",
+        "GIT_CONFIG_COUNT",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_KEY_0",
+        "GIT_CONFIG_KEY_1",
+        "GIT_CONFIG_KEY_2",
+        "GIT_CONFIG_KEY_3",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_CONFIG_VALUE_0",
+        "GIT_CONFIG_VALUE_1",
+        "GIT_CONFIG_VALUE_2",
+        "GIT_CONFIG_VALUE_3",
+        "GIT_PAGER",
         "HOME",
         "LANG",
         "OLDPWD",
@@ -346,11 +370,11 @@ async fn read_only_trees_can_be_read_but_not_written() {
     std::fs::write(team.join("report.md"), "team report").unwrap();
     opc_sandbox::make_writable(&team).unwrap();
     policy.read_only = vec![team.clone(), fx.base.join("not-yet-created")];
-    let command = format!(
-        "cat {t}/report.md; echo; echo x > {t}/report.md; echo write=$?; touch {t}/new; echo new=$?",
-        t = team.display()
-    );
-    let output = run(&policy, &command).await;
+    // Seen at /team/<its directory name>, never at its host path.
+    let command = "cat /team/team/report.md; echo; echo x > /team/team/report.md; echo write=$?; \
+                   touch /team/team/new; echo new=$?; ls /team";
+    let output = run(&policy, command).await;
+    assert!(output.text.ends_with("team\n"), "{}", output.text);
     assert!(output.text.starts_with("team report"), "{}", output.text);
     assert!(
         !output.text.contains("write=0") && !output.text.contains("new=0"),
@@ -362,4 +386,101 @@ async fn read_only_trees_can_be_read_but_not_written() {
         "team report"
     );
     assert!(!team.join("new").exists());
+}
+
+/// A 0777 pathname Unix socket outside the workspace (a `docker.sock`, a sibling's socket): Landlock
+/// does not cover `connect()` on it and the network namespace does not either; the private root
+/// does, since the path does not exist for the command.
+#[tokio::test]
+async fn a_unix_socket_outside_the_workspace_is_unreachable() {
+    let fx = Fixture::new();
+    if !supported(&fx.policy()) {
+        return;
+    }
+    let path = fx.base.join("outside/daemon.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let Some(python) = installed(&["/usr/bin/python3"]) else {
+        return;
+    };
+    let command = format!(
+        "{python} -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(\"connected\")' {p}; echo rc=$?; ls -la {p}",
+        p = path.display()
+    );
+    let output = run(&fx.policy(), &command).await;
+    assert!(!output.text.contains("connected"), "{}", output.text);
+    assert!(!output.text.contains("rc=0"), "{}", output.text);
+    match listener.accept() {
+        Err(e) => assert_eq!(e.kind(), ErrorKind::WouldBlock),
+        Ok(_) => panic!("the sandboxed command reached the socket"),
+    }
+}
+
+/// `AF_VSOCK` (a VM's channel to its host) is refused without the network, allowed with it.
+#[tokio::test]
+async fn vsock_sockets_need_the_network() {
+    let fx = Fixture::new();
+    let mut policy = fx.policy();
+    if !supported(&policy) {
+        return;
+    }
+    let Some(python) = installed(&["/usr/bin/python3"]) else {
+        return;
+    };
+    let command = format!(
+        "{python} -c 'import socket\ntry:\n  socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM); print(\"made\")\nexcept OSError as e: print(\"errno\", e.errno)'"
+    );
+    let output = run(&policy, &command).await;
+    assert_eq!(
+        output.text,
+        format!("errno {}\n", libc::EPERM),
+        "{}",
+        output.text
+    );
+    policy.network = true;
+    let output = run(&policy, &command).await;
+    // With the network the filter does not stand in the way (the kernel may still lack vsock).
+    assert_ne!(
+        output.text,
+        format!("errno {}\n", libc::EPERM),
+        "{}",
+        output.text
+    );
+}
+
+/// A repository config planted in the workspace (the file tools write without approval) must not
+/// make `git status` run code: `core.fsmonitor`, `core.hooksPath`, `core.pager` are overridden, and
+/// a `.gitconfig` in the workspace is not HOME's.
+#[tokio::test]
+async fn git_does_not_run_code_planted_in_the_workspace() {
+    let fx = Fixture::new();
+    if !supported(&fx.policy()) {
+        return;
+    }
+    let Some(git) = installed(&["/usr/bin/git", "/usr/local/bin/git"]) else {
+        return;
+    };
+    let setup = format!(
+        "{git} init -q . && {git} config core.fsmonitor 'touch pwned-fsmonitor; echo' && \
+         {git} config core.pager 'touch pwned-pager; cat' && mkdir -p hooks && \
+         printf '#!/bin/sh\\ntouch pwned-hook\\n' > hooks/post-checkout && chmod +x hooks/post-checkout && \
+         {git} config core.hooksPath hooks && \
+         printf '[core]\\n\\tfsmonitor = \"touch pwned-home; echo\"\\n' > .gitconfig && echo set"
+    );
+    let output = run(&fx.policy(), &setup).await;
+    assert_eq!(output.text, "set\n", "{}", output.text);
+    let output = run(
+        &fx.policy(),
+        &format!("{git} status --short; {git} log; {git} checkout -q -b x 2>&1; echo done"),
+    )
+    .await;
+    assert!(output.text.contains("done"), "{}", output.text);
+    for planted in ["pwned-fsmonitor", "pwned-pager", "pwned-hook", "pwned-home"] {
+        assert!(
+            !fx.work.join(planted).exists(),
+            "{planted}: {}",
+            output.text
+        );
+    }
 }

@@ -38,22 +38,12 @@ async fn a_timeout_kills_the_command_and_what_it_started() {
         return;
     }
     let token = token("timeout");
-    let command = format!("sleep 300 & echo child=$!; (sleep 301; : {token}) & sleep 302");
+    // PIDs inside are the namespace's own: the test finds the processes by the token instead.
+    let command = format!("(sleep 300; : {token}) & (sleep 301; : {token}) & sleep 302");
     let output = run_for(&fx.policy(), &command, Duration::from_millis(1500)).await;
     assert!(output.timed_out);
     assert_eq!(output.signal, Some(9));
     assert_eq!(output.exit_code, None);
-    let child: u32 = output
-        .text
-        .lines()
-        .find_map(|l| l.strip_prefix("child="))
-        .expect("the child's pid was printed")
-        .parse()
-        .unwrap();
-    assert!(
-        ends_within_deadline(child),
-        "the background child {child} still runs"
-    );
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !running_with(&token).is_empty() {
         assert!(
@@ -71,26 +61,24 @@ async fn a_background_job_does_not_outlive_the_command() {
         return;
     }
     // Output redirected, so the pipe would not even hold `run` open: only the group kill ends it.
+    let token = token("background");
     let output = run_for(
         &fx.policy(),
-        "sleep 300 >/dev/null 2>&1 & echo child=$!; sleep 301 & echo done",
+        &format!("(sleep 300; : {token}) >/dev/null 2>&1 & sleep 301 & echo done"),
         Duration::from_secs(60),
     )
     .await;
     assert_eq!(output.exit_code, Some(0));
     assert!(!output.timed_out);
     assert!(output.text.ends_with("done\n"), "{}", output.text);
-    let child: u32 = output
-        .text
-        .lines()
-        .find_map(|l| l.strip_prefix("child="))
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(
-        ends_within_deadline(child),
-        "the background child {child} still runs"
-    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !running_with(&token).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the background job outlived the command"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[tokio::test]
@@ -102,11 +90,9 @@ async fn dropping_the_run_kills_the_tree() {
     let sandbox = sandbox();
     let policy = fx.policy();
     let pid_file = fx.work.join("pid");
-    let mut run = Box::pin(sandbox.run(
-        &policy,
-        "sleep 300 & echo $! > pid; wait",
-        Duration::from_secs(300),
-    ));
+    let token = token("dropped");
+    let command = format!("(sleep 300; : {token}) & echo started > pid; wait");
+    let mut run = Box::pin(sandbox.run(&policy, &command, Duration::from_secs(300)));
     // Poll the run until the child is up, then drop it (as a cancelled tool call does).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let pid: u32 = loop {
@@ -114,10 +100,10 @@ async fn dropping_the_run_kills_the_tree() {
             result = &mut run => panic!("the run ended early: {result:?}"),
             _ = tokio::time::sleep(Duration::from_millis(20)) => {}
         }
-        if let Ok(text) = std::fs::read_to_string(&pid_file)
-            && let Ok(pid) = text.trim().parse()
+        if pid_file.exists()
+            && let Some(pid) = running_with(&token).first()
         {
-            break pid;
+            break *pid;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
@@ -129,6 +115,14 @@ async fn dropping_the_run_kills_the_tree() {
         ends_within_deadline(pid),
         "the child {pid} outlived the dropped run"
     );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !running_with(&token).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a process outlived the dropped run"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[tokio::test]
@@ -189,26 +183,28 @@ async fn five_megabytes_of_output_are_capped_with_the_omitted_count() {
 }
 
 #[tokio::test]
-async fn the_temp_dir_is_private_and_removed() {
+async fn tmp_and_home_are_private_and_fresh_for_each_run() {
     let fx = Fixture::new();
     if !supported(&fx.policy()) {
         return;
     }
-    let command = "echo tmp=$TMPDIR; stat -c %a \"$TMPDIR\"; echo data > \"$TMPDIR/f\"; cat \"$TMPDIR/f\"; ls /tmp; echo ls=$?";
-    let policy = fx.policy();
-    let (first, second) = tokio::join!(run(&policy, command), run(&policy, command));
-    let dir = |text: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix("tmp="))
-            .unwrap()
-            .to_string()
+    let command = |n: u32| {
+        format!(
+            "echo tmp=$TMPDIR home=$HOME; ls -A /tmp \"$HOME\"; echo run{n} > /tmp/f; echo run{n} > \"$HOME/.gitconfig\"; \
+             sleep 0.2; cat /tmp/f \"$HOME/.gitconfig\"; stat -c %a \"$HOME\""
+        )
     };
-    for output in [&first, &second] {
-        assert!(output.text.contains("\n700\ndata\n"), "{}", output.text);
-        assert!(!output.text.contains("ls=0"), "{}", output.text);
-        assert!(!std::path::Path::new(&dir(&output.text)).exists());
+    let policy = fx.policy();
+    let (one, two) = (command(1), command(2));
+    let (first, second) = tokio::join!(run(&policy, &one), run(&policy, &two));
+    for (output, n) in [(&first, 1), (&second, 2)] {
+        // Empty at the start (nothing listed), its own data only, HOME private, and not the host's.
+        assert_eq!(
+            output.text,
+            format!("tmp=/tmp home=/home/agent\n/home/agent:\n\n/tmp:\nrun{n}\nrun{n}\n700\n"),
+        );
     }
-    assert_ne!(dir(&first.text), dir(&second.text));
+    assert!(!fx.work.join(".gitconfig").exists());
 }
 
 #[tokio::test]
@@ -238,8 +234,10 @@ async fn a_missing_workdir_or_a_bad_launcher_never_runs_the_command() {
     assert!(!fx.work.join("ran").exists());
 }
 
+/// OPC as root with its workspaces under a directory only root can traverse (`/root`, or what
+/// `mktemp -d` makes): the private root is built by root, so the command never walks the host path.
 #[tokio::test]
-async fn a_workdir_the_sandbox_user_cannot_reach_is_a_setup_error() {
+async fn a_workspace_under_a_private_directory_works_as_root() {
     let fx = Fixture::new();
     if !supported(&fx.policy()) {
         return;
@@ -248,23 +246,73 @@ async fn a_workdir_the_sandbox_user_cannot_reach_is_a_setup_error() {
         eprintln!("skipped: not root, so no uid drop to test");
         return;
     }
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let locked = fx.base.join("locked");
     std::fs::create_dir(&locked).unwrap();
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
     let work = locked.join("work");
     opc_sandbox::make_writable(&work).unwrap();
-    let err = sandbox()
-        .run(
-            &opc_sandbox::Policy::new(&work),
-            "touch ran",
-            Duration::from_secs(10),
-        )
-        .await
-        .unwrap_err();
-    assert!(matches!(err, SandboxError::Setup(_)), "{err}");
-    assert!(err.to_string().contains("chmod o+x"), "{err}");
-    assert!(!work.join("ran").exists());
+    let output = run(
+        &opc_sandbox::Policy::new(&work),
+        "echo ok > ran && cat ran && pwd",
+    )
+    .await;
+    assert_eq!(output.text, "ok\n/workspace\n");
+    assert_eq!(output.exit_code, Some(0));
+    assert_eq!(
+        std::fs::metadata(work.join("ran")).unwrap().uid(),
+        opc_sandbox::SANDBOX_UID
+    );
+}
+
+/// `kill -9` of OPC while a command runs: nothing of the run is left, not bash, not a background
+/// job, not a process that double-forked away from bash.
+#[tokio::test]
+async fn nothing_outlives_a_killed_opc() {
+    let fx = Fixture::new();
+    if !supported(&fx.policy()) {
+        return;
+    }
+    let token = token("crash");
+    let marker = fx.work.join("done-marker");
+    // The launcher's `run` mode plays OPC.
+    let mut opc = tokio::process::Command::new(launcher())
+        .args([
+            "run",
+            fx.work.to_str().unwrap(),
+            &format!("(sleep 3 && touch done-marker) & ( (sleep 3; touch orphan) & ) ; sleep 30; : {token}"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Running: bash (its command line holds the token) is up.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while running_with(&token).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    opc.start_kill().unwrap();
+    opc.wait().await.unwrap();
+    // Every process of the run ends (bash is PID 1 of its namespace: the kernel kills the rest).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !running_with(&token).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command outlived OPC"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Every shell that would have written a file is gone (their command lines hold the token).
+    assert!(!marker.exists(), "a background job outlived OPC");
+    assert!(
+        !fx.work.join("orphan").exists(),
+        "a double-forked job outlived OPC"
+    );
 }
 
 #[tokio::test]
@@ -297,7 +345,14 @@ async fn mode_off_runs_unsandboxed_but_scrubbed_and_bounded() {
     let output = run(&policy, &command).await;
     // Off means off: the file outside is readable. What still holds: env, cwd, group kill.
     assert!(output.text.contains(SECRET), "{}", output.text);
-    assert!(output.text.contains(&format!("home={}", fx.work.display())));
+    // HOME is a fresh scratch directory outside the workspace, removed after the run.
+    let home = output
+        .text
+        .lines()
+        .find_map(|l| l.strip_prefix("home="))
+        .unwrap();
+    assert!(!std::path::Path::new(home).starts_with(&fx.work), "{home}");
+    assert!(!std::path::Path::new(home).exists(), "{home}");
     let child: u32 = output
         .text
         .lines()

@@ -13,7 +13,7 @@ use opc_agents::store::{ApprovalState, ToolOutcome};
 use opc_agents::{Engine, Event, Outcome, RootRun, SqliteStore, TaskState};
 use opc_tests::opc_process::opc_binary;
 use opc_tests::org::{KEY, KEY_VAR, TestOrg, marker, provider_yaml};
-use opc_tests::sandbox::open_dir;
+use opc_tests::sandbox::{private_dir, running_with};
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use opc_tests::wait::{WAIT, next_event, wait_until, within};
 use serde_json::json;
@@ -26,8 +26,9 @@ struct BashOrg {
 
 impl BashOrg {
     fn new(llm: &ScriptedLlm, bash: &str) -> BashOrg {
-        // The sandbox's user (when the tests run as root) must reach the workspace below this dir.
-        let dir = open_dir();
+        // 0700, as `mktemp -d` makes it: the sandbox's user (uid 61000 when the tests run as root)
+        // cannot traverse it, and need not: the command sees its workspace at `/workspace`.
+        let dir = private_dir();
         let providers = provider_yaml(&llm.url(), false);
         let yaml = format!(
             r#"
@@ -264,7 +265,8 @@ async fn approved_for_the_conversation_is_not_asked_twice_and_allowed_commands_r
         [
             (ToolOutcome::Ok, Some(0), "touch … ; echo …".to_string()),
             (ToolOutcome::Ok, Some(0), "touch … ; echo …".to_string()),
-            (ToolOutcome::Ok, Some(0), "echo …".to_string()),
+            // Per simple command (issue 34 §2's parsed allowlist): `echo $((6*7)) > answer.txt; ls`.
+            (ToolOutcome::Ok, Some(0), "echo … ; ls".to_string()),
             (ToolOutcome::Error, Some(1), "echo … ; false".to_string()),
         ]
     );
@@ -296,54 +298,49 @@ async fn deny_refuses_without_asking() {
     engine.shutdown().await;
 }
 
-/// Whether process `pid` is gone (no `/proc` entry, or a zombie awaiting its reaper).
-fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z')),
-    }
-}
-
-fn pid_in(path: &Path) -> Option<u32> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+/// A string no other process's command line holds: digits, so that it can also be the fraction of a
+/// `sleep` argument (`sleep 300.<token>`), and the `sleep` carries it too.
+fn token() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{}{nanos:09}", std::process::id())
 }
 
 #[tokio::test]
 async fn cancelling_the_tree_kills_the_running_command() {
+    // The command's PIDs (`$$`, `$!`) are its PID namespace's, not the host's: its processes are
+    // found by a token in their command lines. `: TOKEN` after each `sleep` keeps bash from
+    // exec'ing it, so bash, the subshell and the sleep all carry the token.
+    let token = token();
+    let command =
+        format!("(sleep 300.{token}; : {token}) & echo started > started; wait; : {token}");
     let script = Script::new().agent(marker("ceo"), ceo()).agent(
         marker("dev"),
         vec![
-            Step::tool(
-                "Bash",
-                json!({"command": "sleep 300 & echo $! > sleep.pid; echo $$ > bash.pid; wait"}),
-            ),
+            Step::tool("Bash", json!({"command": command})),
             Step::text("DEV: {{last_result}}"),
         ],
     );
     let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = BashOrg::new(&llm, r#"{ allow: ["sleep", "echo", "wait"] }"#);
+    // `*`: a subshell is not a plain command, and this test is not about the allowlist.
+    let org = BashOrg::new(&llm, r#"{ allow: ["*"] }"#);
     let engine = org.engine().await;
     let run = engine.send(None, "go").await.unwrap();
     let root = run.task;
     let workspace = org.workspace();
-    wait_until(WAIT, "the command to start", || {
-        pid_in(&workspace.join("sleep.pid")).is_some()
-            && pid_in(&workspace.join("bash.pid")).is_some()
+    // bash, the subshell and the sleep.
+    wait_until(WAIT, "the command and its background sleep to run", || {
+        exists(&workspace, "started") && running_with(&token).len() >= 3
     })
     .await;
-    let (sleep, bash) = (
-        pid_in(&workspace.join("sleep.pid")).unwrap(),
-        pid_in(&workspace.join("bash.pid")).unwrap(),
-    );
-    assert!(!gone(sleep) && !gone(bash), "running before the cancel");
     engine.cancel(root).await.unwrap();
     let outcome = finish(run).await;
     assert_eq!(outcome.state, TaskState::Cancelled, "{}", outcome.text);
     // Dropping the tool's future killed the command's whole process tree.
-    wait_until(WAIT, "the command's processes to be killed", || {
-        gone(sleep) && gone(bash)
+    wait_until(WAIT, "every process of the command to be killed", || {
+        running_with(&token).is_empty()
     })
     .await;
     engine.shutdown().await;

@@ -1,6 +1,7 @@
 //! Cross-site requests against the real `opc run` in its default setup (loopback, no access token):
 //! a web page the operator visits must not be able to start agent work, decide an approval or cancel a
-//! request, and a page on another name (DNS rebinding) must not read the config.
+//! request, and a page on another name (DNS rebinding) must not read the config: a `Host` that is not
+//! one of the listener's names is answered 421 before routing.
 //!
 //! Each refused request is checked for having had no effect: no conversation started (no model call
 //! carries its text), the approval still pending, the task not cancelled. The same requests as JSON,
@@ -77,6 +78,16 @@ fn refused(status: u16, body: &Value, what: &str, case: &str) {
     assert!(
         reason.contains(what),
         "{case}: the reason names {what}: {reason}"
+    );
+}
+
+/// A 421 (Misdirected Request) whose reason names the refused `host`.
+fn misdirected(status: u16, body: &Value, host: &str, case: &str) {
+    assert_eq!(status, 421, "{case}: {body}");
+    let reason = body["error"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains(&format!("`{host}`")),
+        "{case}: the reason names the host {host}: {reason}"
     );
 }
 
@@ -160,7 +171,7 @@ async fn a_conversation_starts_only_from_same_origin_json() {
         &[("host", "attacker.example")],
     )
     .await;
-    refused(status, &answer, "attacker.example", "a foreign Host");
+    misdirected(status, &answer, "attacker.example", "a foreign Host");
 
     // Served: JSON from a script (neither header), from the page itself (its Origin, or
     // Sec-Fetch-Site same-origin), with a charset.
@@ -364,10 +375,10 @@ async fn only_the_listeners_own_names_are_answered() {
         "127.0.0.1".to_string(),
     ] {
         let (status, answer) = get(&opc, "/admin/api/config", &[("host", &host)]).await;
-        refused(status, &answer, "publicUrl", &host);
+        misdirected(status, &answer, &host, &host);
         assert!(answer.get("text").is_none(), "no config text for {host}");
-        let (status, _) = get(&opc, "/", &[("host", &host)]).await;
-        assert_eq!(status, 403, "the chat page for {host}");
+        let (status, answer) = get(&opc, "/", &[("host", &host)]).await;
+        misdirected(status, &answer, &host, &format!("the chat page for {host}"));
     }
     // The loopback names with the listener's port.
     for host in [
@@ -395,30 +406,36 @@ async fn only_the_listeners_own_names_are_answered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_public_url_adds_its_name_and_origin() {
-    let (_llm, org) = approval_org(
-        "channels:\n  web: { listen: \"127.0.0.1:0\", publicUrl: \"https://opc.example.com/\" }\n",
-    )
+    // A public URL needs an access token; every request below to /admin or /api carries it.
+    const TOKEN_VAR: &str = "OPC_TEST_WEB_TOKEN";
+    const TOKEN: &str = "cross-site-test-token";
+    let (_llm, org) = approval_org(&format!(
+        "channels:\n  web: {{ listen: \"127.0.0.1:0\", publicUrl: \"https://opc.example.com/\", \
+         accessTokenEnv: {TOKEN_VAR} }}\n"
+    ))
     .await;
-    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY), (TOKEN_VAR, TOKEN)]);
+    let bearer = format!("Bearer {TOKEN}");
+    let auth = ("authorization", bearer.as_str());
     // Behind a proxy that passes the public name on (no port: https's default).
     for host in ["opc.example.com", "opc.example.com:443"] {
-        let (status, answer) = get(&opc, "/admin/api/config", &[("host", host)]).await;
+        let (status, answer) = get(&opc, "/admin/api/config", &[("host", host), auth]).await;
         assert_eq!(status, 200, "{host}: {answer}");
     }
     let (status, answer) = get(
         &opc,
         "/admin/api/config",
-        &[("host", "opc.example.com:8443")],
+        &[("host", "opc.example.com:8443"), auth],
     )
     .await;
-    refused(status, &answer, "publicUrl", "another port");
+    misdirected(status, &answer, "opc.example.com:8443", "another port");
     // A change from the public page, through a proxy that rewrote Host to the loopback address.
     let (status, answer) = post(
         &opc,
         "/api/conversations",
         Some("application/json"),
         "{}",
-        &[("origin", "https://opc.example.com")],
+        &[("origin", "https://opc.example.com"), auth],
     )
     .await;
     assert_eq!(status, 201, "{answer}");
@@ -427,7 +444,7 @@ async fn a_public_url_adds_its_name_and_origin() {
         "/api/conversations",
         Some("application/json"),
         "{}",
-        &[("origin", "https://other.example.com")],
+        &[("origin", "https://other.example.com"), auth],
     )
     .await;
     refused(status, &answer, "cross-site", "another origin");

@@ -29,18 +29,19 @@
 //! (`OPC_MODELS`, else the user's cache dir, where `opc models fetch` puts it) and, when it is absent,
 //! skips with one line on a developer machine and fails under CI (`CI` set).
 //!
-//! Why the temp dirs are 0755: the tests run as root, so the sandbox drops commands to uid 61000,
-//! which must traverse every directory above the workspace.
+//! The org dir is private (0700, as `mktemp -d` makes it) although the tests run as root and the
+//! sandbox drops commands to uid 61000: the launcher builds the command's private root as root, so
+//! the command never traverses the host path (issue 34).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use opc_hierarchy::yaml;
-use opc_tests::opc_process::{OpcRun, workspace_root};
+use opc_tests::example;
+use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{KEY, KEY_VAR, marker, provider_yaml, relay};
-use opc_tests::sandbox::open_dir;
+use opc_tests::sandbox::private_dir;
 use opc_tests::scripted_llm::{
     INPUT_PLACEHOLDER, RecordedRequest, Script, ScriptedLlm, Step, bash_call, step_results,
 };
@@ -58,58 +59,10 @@ const ANSWER: &str =
 /// The deadline of the whole flow through the org.
 const FLOW: Duration = Duration::from_secs(240);
 
-/// The cached NER model's root (`OPC_MODELS` for `opc run`), or `None` with one line saying the test
-/// is skipped; under CI (`CI` set) a missing model fails the test.
-fn models_root() -> Option<PathBuf> {
-    let root = opc_models::cache_root().ok();
-    let found = root
-        .as_ref()
-        .is_some_and(|root| opc_models::RAMPART.locate(root).is_ok());
-    if found {
-        return root;
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
-    assert!(
-        !ci,
-        "the NER model is not in the cache ({root:?}), and CI is set: `.ci/run` fetches it with `opc models fetch`"
-    );
-    eprintln!(
-        "worker_privacy: skipped, the NER model is not in the cache (run `opc models fetch`)"
-    );
-    None
-}
-
-/// A YAML node of the example config as JSON (JSON is YAML, so it goes into the test config as a
-/// flow mapping, exactly as written there).
-fn to_json(node: &yaml::Node) -> Value {
-    match &node.value {
-        yaml::Value::Null => Value::Null,
-        yaml::Value::Bool(b) => json!(b),
-        yaml::Value::Int(i) => json!(i),
-        yaml::Value::Float(f) => json!(f),
-        yaml::Value::Str(s) => json!(s),
-        yaml::Value::Seq(items) => Value::Array(items.iter().map(to_json).collect()),
-        yaml::Value::Map(entries) => Value::Object(
-            entries
-                .iter()
-                .map(|e| (e.key.clone(), to_json(&e.value)))
-                .collect(),
-        ),
-    }
-}
-
-/// The example config's `framework.privacy` and `framework.sandbox`, read with OPC's own YAML reader.
+/// The example config's `framework.privacy` and `framework.sandbox`, checked for what this test is
+/// about: if the example changes these, the test must be looked at again.
 fn example_settings() -> (Value, Value) {
-    let path = workspace_root().join("opc.config.yaml");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("read the example config {}: {e}", path.display()));
-    let root = yaml::parse(&text).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
-    let framework = root
-        .get("framework")
-        .expect("framework in the example config");
-    let privacy = to_json(framework.get("privacy").expect("framework.privacy"));
-    let sandbox = to_json(framework.get("sandbox").expect("framework.sandbox"));
-    // What the issue is about; if the example changes these, the test must be looked at again.
+    let (privacy, sandbox) = example::settings();
     assert_eq!(privacy["enabled"], true, "{privacy}");
     assert_eq!(privacy["mode"], "mask", "{privacy}");
     assert!(
@@ -128,7 +81,7 @@ impl Org {
     /// ceo → lead → worker at `llm`, with the example config's privacy and sandbox settings.
     fn write(llm: &ScriptedLlm) -> Org {
         let (privacy, sandbox) = example_settings();
-        let org = Org { dir: open_dir() };
+        let org = Org { dir: private_dir() };
         let providers = provider_yaml(&llm.url(), false);
         let yaml = format!(
             r#"
@@ -289,7 +242,7 @@ async fn ner_state(opc: &OpcRun) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_with_the_example_privacy_settings_globs_cats_and_lists_code_and_its_answer_is_relayed()
  {
-    let Some(models) = models_root() else {
+    let Some(models) = example::models_root("worker_privacy") else {
         return;
     };
     let llm = ScriptedLlm::start(script()).await.unwrap();

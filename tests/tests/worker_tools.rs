@@ -16,8 +16,11 @@
 //! Approvals: an unlisted command raises a card in the web chat (headless Chromium clicks it) and a
 //! prompt in `opc chat` (`n`, `y`, end of input); a rejected command leaves no file behind.
 //!
-//! Why the temp dirs are 0755: the tests run as root, so the sandbox drops commands to uid 61000,
-//! which must traverse every directory above the workspace.
+//! The org's dirs are 0700, as `mktemp -d` makes them: the tests run as root, so the sandbox drops
+//! commands to uid 61000, which cannot traverse them. It need not: the command runs in a private
+//! root, with its workspace at `/workspace` and HOME at `/home/agent`; the host paths the escapes
+//! name do not exist for it. Its PIDs (`$$`, `$!`) are its PID namespace's, so the child left
+//! running after a timeout is found by a token in its command line.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::collections::BTreeMap;
@@ -30,7 +33,7 @@ use std::time::Duration;
 use opc_tests::browser::Browser;
 use opc_tests::opc_process::{OpcRun, opc_binary};
 use opc_tests::org::{KEY, KEY_VAR, marker, provider_yaml, relay};
-use opc_tests::sandbox::open_dir;
+use opc_tests::sandbox::{private_dir, running_with};
 use opc_tests::scripted_llm::{
     RecordedRequest, Script, ScriptedLlm, Step, bash_call, step_results,
 };
@@ -49,18 +52,25 @@ const FLOW: Duration = Duration::from_secs(240);
 type Stat = (u64, i64, i64, u32, u32, u32, u64);
 
 /// The org on disk: the config dir (config, database, workspaces), and a dir outside it holding the
-/// files the escapes aim at.
+/// files the escapes aim at; and the token the flow's long-running child carries.
 struct Org {
     dir: tempfile::TempDir,
     outside: tempfile::TempDir,
+    token: String,
 }
 
 impl Org {
     /// Two fresh dirs (made before the script, whose steps name their paths).
     fn dirs() -> Org {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
         Org {
-            dir: open_dir(),
-            outside: open_dir(),
+            dir: private_dir(),
+            outside: private_dir(),
+            // Digits: also the fraction of a `sleep` argument, so the sleep carries it too.
+            token: format!("{}{nanos:09}", std::process::id()),
         }
     }
 
@@ -232,16 +242,6 @@ fn refused(result: &(String, bool), needles: &[&str]) {
     }
 }
 
-/// Whether process `pid` is gone (no `/proc` entry, or a zombie awaiting its reaper).
-fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z')),
-    }
-}
-
 /// The happy path every flow starts with (steps 0–5): Write → Read → Edit → Grep → Glob → Bash.
 fn happy_path() -> Vec<Step> {
     vec![
@@ -334,10 +334,14 @@ fn escape_steps(org: &Org, port: u16) -> Vec<Step> {
             json!({"command": "bomb() { bomb | bomb & }; bomb; sleep 5", "timeout": 60000}),
         ),
         Step::tools([bash_call("echo alive")]),
-        // 10: a child left running when the timeout fires.
+        // 10: a child left running when the timeout fires (`: TOKEN` keeps bash from exec'ing
+        // the sleep, so the subshell carries the token too).
         Step::tool(
             "Bash",
-            json!({"command": "sleep 300 & echo $! > sleep.pid; wait", "timeout": 2000}),
+            json!({
+                "command": format!("(sleep 300.{token}; : {token}) & echo started; wait; : {token}", token = org.token),
+                "timeout": 2000,
+            }),
         ),
         // 11: 5 MB of output.
         Step::tools([bash_call("head -c 5000000 /dev/zero | tr '\\0' a")]),
@@ -400,11 +404,19 @@ async fn check_escapes(org: &Org, worker: &[RecordedRequest], listener: &std::ne
         matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
         "the listener was reached"
     );
-    // `env`: the scrubbed environment, no key.
+    // `env`: the scrubbed environment, no key; HOME private and outside the workspace; no host path.
     let env = &shell[7];
-    let home = format!("HOME={}\n", org.workspace().display());
-    ok(env, &["exit code 0", "TERM=dumb", &home]);
-    for leak in [PROVIDER_KEY, "ANTHROPIC_API_KEY", KEY_VAR, KEY] {
+    ok(
+        env,
+        &[
+            "exit code 0",
+            "TERM=dumb",
+            "HOME=/home/agent\n",
+            "PWD=/workspace\n",
+        ],
+    );
+    let host = org.dir.path().display().to_string();
+    for leak in [PROVIDER_KEY, "ANTHROPIC_API_KEY", KEY_VAR, KEY, &host] {
         assert!(!env.0.contains(leak), "{leak} in env: {}", env.0);
     }
 
@@ -420,17 +432,15 @@ async fn check_escapes(org: &Org, worker: &[RecordedRequest], listener: &std::ne
     );
     ok(&step_results(worker, 9)[0], &["alive", "exit code 0"]);
 
-    // The timeout killed the child it left running.
+    // The timeout killed the child it left running (which had started: the command ran until the
+    // timeout only because of it), and every other process of the command.
     let timed_out = &step_results(worker, 10)[0];
-    refused(timed_out, &["timed out", "killed"]);
-    let sleep: u32 = std::fs::read_to_string(org.workspace().join("sleep.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    wait_until(WAIT, "the timed-out command's child to be killed", || {
-        gone(sleep)
-    })
+    refused(timed_out, &["started", "timed out", "killed"]);
+    wait_until(
+        WAIT,
+        "the timed-out command's processes to be killed",
+        || running_with(&org.token).is_empty(),
+    )
     .await;
 
     // 5 MB of output: the head and the tail, the middle said.

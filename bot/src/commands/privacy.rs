@@ -18,9 +18,10 @@
 //!   it, then the mapping (type, real value, substitute). For an admin checking what leaves the
 //!   machine: it prints real values to the terminal that asked, and nowhere else.
 //!
-//! - `opc privacy erase VALUE [--dry-run]`: every stored copy of VALUE (database tables, the recall
-//!   search index and vectors) replaced by `[erased]`; see [`erase`]. It needs the config (for the
-//!   database's path) and no detector.
+//! - `opc privacy erase VALUE [--dry-run] [--workspaces]`: every stored copy of VALUE (database
+//!   tables, the recall search index and vectors, and with `--workspaces` the agents' workspace
+//!   files) replaced by `[erased]`; see [`erase`]. It needs the config (for the database's and the
+//!   workspaces' paths) and no detector.
 //!
 //! The others use the config's `framework.privacy` (`detectTypes`, `whitelist`, `confidenceThreshold`; the
 //! org's name, agent ids and roles are always whitelisted) when a config is found by the usual
@@ -81,15 +82,22 @@ pub enum PrivacyCommand {
     /// Replace every stored copy of VALUE with `[erased]`: in every table of the database (tasks and
     /// their histories, recall rows, memory blocks, the web transcript and its progress events,
     /// approvals, notices, …), in the recall search index and its vectors; then rebuild the file so
-    /// no old bytes remain. Matches the value in any case, its JSON-escaped forms, at word
-    /// boundaries. Values shorter than 4 characters are refused. Stop `opc run` first (it refuses
-    /// while `opc run` holds the database); `--dry-run` works beside it.
+    /// no old bytes remain. Also lists the files in the agents' workspaces that hold it (written by
+    /// the Write tool or Bash); `--workspaces` replaces it in them too. Matches the value in any
+    /// case, its JSON-escaped forms, at word boundaries. Values shorter than 4 characters are
+    /// refused. Stop `opc run` first (it refuses while `opc run` holds the database); `--dry-run`
+    /// works beside it.
     Erase {
         /// The exact value, e.g. an e-mail address or a full name.
         value: String,
-        /// Report what would be replaced, per table, and change nothing.
+        /// Report what would be replaced, per table and per workspace file, and change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Also replace the value in the workspace files that hold it, in place (text files only:
+        /// binary and very large files, files with several hard links and symlinks are listed, not
+        /// edited).
+        #[arg(long)]
+        workspaces: bool,
     },
 }
 
@@ -105,8 +113,13 @@ pub enum EvalFormat {
 /// Run a `privacy` subcommand with the config at `config` (used only when it exists).
 pub fn run(config: &Path, command: PrivacyCommand) -> ExitCode {
     // Erasure needs no detector: answer it before loading the NER model.
-    if let PrivacyCommand::Erase { value, dry_run } = &command {
-        return erase::run(config, value, *dry_run);
+    if let PrivacyCommand::Erase {
+        value,
+        dry_run,
+        workspaces,
+    } = &command
+    {
+        return erase::run(config, value, *dry_run, *workspaces);
     }
     // Eval's thresholds: the one to report at, and the sweep's.
     let mut eval_thresholds = None;
@@ -162,7 +175,11 @@ pub fn run(config: &Path, command: PrivacyCommand) -> ExitCode {
             )
         }
         PrivacyCommand::Mask { file, json } => mask(&detector, style, file.as_deref(), json),
-        PrivacyCommand::Erase { value, dry_run } => erase::run(config, &value, dry_run),
+        PrivacyCommand::Erase {
+            value,
+            dry_run,
+            workspaces,
+        } => erase::run(config, &value, dry_run, workspaces),
     }
 }
 

@@ -9,7 +9,11 @@
 //! `--listen IP:PORT` serves on another address than `channels.web.listen`, under the config's rule: an
 //! address other machines can reach needs `channels.web.accessTokenEnv` (else `opc run` refuses, exit
 //! 2, before anything starts). The config is left as written (the override is not a config change, so
-//! a reload never reports the listener as changed).
+//! a reload never reports the listener as changed). A `publicUrl` without `accessTokenEnv` is a config
+//! error, so `opc run` refuses it like any invalid config.
+//!
+//! Every request passes the front door ([`opc_adapters::web::exposure`]) before routing: a foreign
+//! `Host` is answered 421, and with a token every path under `/admin` and `/api` answers 401 without it.
 //!
 //! A running gateway reloads its config without a restart ([`crate::reload`]): on a save from the
 //! admin console, a change to the file or a prompt file, or `SIGHUP`.
@@ -201,6 +205,14 @@ async fn serve(
             return ExitCode::FAILURE;
         }
     };
+    // Scratch dirs that unsandboxed runs of a crashed OPC left behind. Enforced runs leave none:
+    // their HOME and /tmp vanish with their mount namespace, and their processes die with OPC.
+    let stale = opc_sandbox::Sandbox::remove_stale();
+    if stale > 0 {
+        eprint(&format!(
+            "opc: removed {stale} sandbox scratch dir(s) left by a crashed OPC\n"
+        ));
+    }
     let missing_key = super::chat::missing_key(&loaded);
     let options = EngineOptions {
         // With no key, resumed trees could only fail; they wait for a restart with the key set.
@@ -289,14 +301,27 @@ async fn serve(
     for note in admin.recover() {
         eprint(&format!("opc: {note}\n"));
     }
-    let app = routes::app(
+    // The front door before routing: a foreign `Host` is answered 421, and with a token every path
+    // under /admin and /api needs it first (see `opc_adapters::web::exposure`).
+    let exposure = match opc_adapters::web::exposure::Exposure::new(
+        bound,
+        loaded.config.channels.web.public_url.as_deref(),
+        secrets.web_token.as_deref(),
+    ) {
+        Ok(exposure) => exposure,
+        Err(e) => {
+            eprint(&format!("error: {e}\nhint: fix `channels.web.publicUrl`\n"));
+            return ExitCode::from(2);
+        }
+    };
+    let app = exposure.guard(routes::app(
         &live,
         &admin,
         &adapters,
         secrets.web_token,
         names,
         engine.ner_slot(),
-    );
+    ));
     let platforms: Vec<&str> = adapters.iter().map(|a| a.platform().as_str()).collect();
     // The privacy detector's NER slot, taken before the engine moves into the gateway, and how it
     // loads. Until the model lands, LLM calls that need it wait (up to `nerWait`) and fail closed
@@ -363,15 +388,19 @@ async fn serve(
     // platform sockets, which graceful shutdown would otherwise wait for forever.
     let closing = adapters.clone();
     let console = admin.clone();
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            stop.recv().await;
-            console.close();
-            for adapter in &closing {
-                adapter.shutdown().await;
-            }
-        })
-        .await;
+    // With the peer's address: forwarded headers are trusted only from a loopback peer.
+    let served = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        stop.recv().await;
+        console.close();
+        for adapter in &closing {
+            adapter.shutdown().await;
+        }
+    })
+    .await;
     drop(watcher);
     gateway.shutdown().await;
     drop(ner);

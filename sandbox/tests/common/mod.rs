@@ -150,6 +150,20 @@ pub fn running_with(token: &str) -> Vec<u32> {
     pids
 }
 
+/// The first of `paths` that is installed (inside `/usr`, so the private root has it too); None
+/// with one line saying the test is skipped, and under CI (`CI` set) a failure instead.
+pub fn installed(paths: &[&'static str]) -> Option<&'static str> {
+    let found = paths.iter().copied().find(|p| Path::new(p).is_file());
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "CI needs one of {paths:?} for this test"
+        );
+        eprintln!("skipped: none of {paths:?} is installed");
+    }
+    found
+}
+
 /// A token unique to this call, to find a test's own processes.
 pub fn token(name: &str) -> String {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

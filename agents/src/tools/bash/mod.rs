@@ -99,13 +99,14 @@ impl ToolHandler for BashTool {
     fn spec(&self, _cx: &SpecContext<'_>) -> ToolSpec {
         ToolSpec {
             name: self.name().to_string(),
-            description: "Run a shell command (`bash -c`) in your workspace, which is its working \
-                directory and HOME. It runs in a sandbox: it can write only inside your workspace, \
-                read your team's workspaces, and has no network unless the org allows it. stdout and \
-                stderr come back together (long output keeps its head and tail), then the exit code. \
-                Commands your policy does not allow may need a human's approval first; a rejected \
-                command does not run. Default timeout 2 minutes, at most 10; on timeout the whole \
-                process tree is killed."
+            description: "Run a shell command (`bash -c`) in your workspace, which it sees as \
+                `/workspace` (its working directory). It runs in a sandbox with a private root: it \
+                can write only inside `/workspace`, read your team's workspaces under `/team/<name>`, \
+                and has no network unless the org allows it. HOME (`/home/agent`) and `/tmp` are \
+                private and empty at the start of every call. stdout and stderr come back together \
+                (long output keeps its head and tail), then the exit code. Commands your policy does \
+                not allow may need a human's approval first; a rejected command does not run. \
+                Default timeout 2 minutes, at most 10; on timeout the whole process tree is killed."
                 .to_string(),
             input_schema: json!({
                 "type": "object",

@@ -1,147 +1,82 @@
-//! `Glob`: files whose path matches a pattern, newest first; and the directory walk that Glob and
-//! Grep share.
+//! `Glob`: files whose path matches a pattern, newest first.
 //!
-//! The walk is ripgrep's (`ignore::WalkBuilder`, in parallel): `.gitignore`, `.ignore` and
-//! `.rgignore` files are honoured even outside a git repository (`require_git(false)`), hidden files
-//! and directories are skipped (as `rg` does; name a hidden directory as `path` to search it), and
-//! symlinks are never followed (`follow_links(false)`): a symlink is not listed or searched, so a
-//! link cannot lead a search out of the allowed roots.
-//!
-//! Ignore files above the search path are honoured only up to the allowed root it lies in, never
-//! beyond: the workspace usually sits inside OPC's own directory, whose `.gitignore` (or the
-//! user's global one) must not hide the agent's files or say anything about them.
+//! The walk is the one Glob and Grep share (see `walk`): ripgrep's rules (`.gitignore`, `.ignore`
+//! and `.rgignore` honoured even outside a git repository, hidden files skipped, symlinks never
+//! followed), every directory and ignore file opened beneath the root's handle.
 //!
 //! Patterns are `globset` globs matched against the path relative to `path`: `*` stays within one
-//! directory, `**` crosses directories, `{a,b}` alternates. Results are capped at [`MAX_FILES`].
+//! directory, `**` crosses directories, `{a,b}` alternates. Results are capped at [`MAX_FILES`];
+//! each is shown through `show` (a name with a newline cannot pass for two entries).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use globset::GlobBuilder;
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
-use ignore::{WalkBuilder, WalkState};
 
-use super::access::{Intent, Resolved, Roots};
+use super::access::{Intent, Resolved, Roots, open_error};
+use super::show;
+use super::walk::{Entry, Flow, Walk};
 
 /// Files listed at most.
 pub const MAX_FILES: usize = 1000;
-
-/// The walker over `search` (inside `root`) with the tools' rules; `threads` 0 lets `ignore` pick.
-pub fn walker(root: &Path, search: &Path) -> WalkBuilder {
-    let mut builder = WalkBuilder::new(search);
-    builder
-        .follow_links(false)
-        .require_git(false)
-        .parents(false)
-        .git_global(false)
-        .hidden(true)
-        .threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(8)));
-    let ancestors = ancestor_ignores(root, search);
-    if !ancestors.is_empty() {
-        builder.filter_entry(move |entry| {
-            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            for gi in ancestors.iter().rev() {
-                let m = gi.matched(entry.path(), is_dir);
-                if m.is_ignore() {
-                    return false;
-                }
-                if m.is_whitelist() {
-                    return true;
-                }
-            }
-            true
-        });
-    }
-    builder
-}
-
-/// The ignore files in the directories from `root` down to `search`'s parent (the walk reads those
-/// at and below `search` itself), outermost first.
-fn ancestor_ignores(root: &Path, search: &Path) -> Vec<Gitignore> {
-    let Ok(rel) = search.strip_prefix(root) else {
-        return Vec::new();
-    };
-    let mut dirs = vec![root.to_path_buf()];
-    let mut cur = root.to_path_buf();
-    let parts: Vec<_> = rel.components().collect();
-    for part in parts.iter().take(parts.len().saturating_sub(1)) {
-        cur.push(part);
-        dirs.push(cur.clone());
-    }
-    if rel.as_os_str().is_empty() {
-        dirs.clear();
-    }
-    dirs.into_iter()
-        .filter_map(|dir| {
-            let mut b = GitignoreBuilder::new(&dir);
-            let mut any = false;
-            for name in [".gitignore", ".ignore", ".rgignore"] {
-                let file = dir.join(name);
-                if file.is_file() {
-                    any = true;
-                    let _ = b.add(file);
-                }
-            }
-            any.then(|| b.build().ok()).flatten()
-        })
-        .collect()
-}
 
 /// Resolve the `path` argument of Grep and Glob (default: the workspace).
 pub fn search_path(roots: &Roots, path: Option<&str>) -> Result<Resolved, String> {
     let input = path.unwrap_or(".");
     let resolved = roots.resolve(input, Intent::Read)?;
     if !resolved.exists {
-        return Err(format!("`{input}` does not exist"));
+        return Err(format!("`{}` does not exist", show::text(input)));
     }
     Ok(resolved)
 }
 
+/// The walk over a resolved search path; the error is for the model.
+pub fn walk(roots: &Roots, search: &Resolved) -> Result<Walk, String> {
+    Walk::new(search).map_err(|e| open_error(&e, &roots.display(&search.path)))
+}
+
 /// A file's modification time, for newest-first order.
-pub fn mtime(meta: &std::fs::Metadata) -> (i64, i64) {
-    use std::os::unix::fs::MetadataExt;
-    (meta.mtime(), meta.mtime_nsec())
+pub fn mtime(stat: &rustix::fs::Stat) -> (i64, i64) {
+    (stat.st_mtime, stat.st_mtime_nsec as i64)
 }
 
 /// `Glob {pattern, path}`; the text is for the model.
 pub fn glob(roots: &Roots, pattern: &str, path: Option<&str>) -> Result<String, String> {
     if Path::new(pattern).is_absolute() {
         return Err(format!(
-            "the pattern `{pattern}` is absolute: patterns are matched relative to `path` (default \
-             your workspace); give the directory as `path` and a relative pattern such as `**/*.rs`"
+            "the pattern `{}` is absolute: patterns are matched relative to `path` (default \
+             your workspace); give the directory as `path` and a relative pattern such as `**/*.rs`",
+            show::text(pattern)
         ));
     }
     let matcher = GlobBuilder::new(pattern)
         .literal_separator(true)
         .build()
-        .map_err(|e| format!("invalid glob pattern `{pattern}`: {e}"))?
+        .map_err(|e| format!("invalid glob pattern `{}`: {e}", show::text(pattern)))?
         .compile_matcher();
     let search = search_path(roots, path)?;
     let found: Mutex<Vec<(PathBuf, (i64, i64))>> = Mutex::new(Vec::new());
-    walker(&search.root, &search.path).build_parallel().run(|| {
-        let (found, matcher, base) = (&found, &matcher, &search.path);
-        Box::new(move |entry| {
-            let Ok(entry) = entry else {
-                return WalkState::Continue;
-            };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                return WalkState::Continue;
+    let base = &search.path;
+    walk(roots, &search)?
+        .run(|| {
+            |entry: Entry<'_>| {
+                let rel = entry.path().strip_prefix(base).unwrap_or(entry.path());
+                if matcher.is_match(rel) {
+                    let time = entry.stat().map(|s| mtime(&s)).unwrap_or((0, 0));
+                    found
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push((entry.into_path(), time));
+                }
+                Flow::Continue
             }
-            let rel = entry.path().strip_prefix(base).unwrap_or(entry.path());
-            if matcher.is_match(rel) {
-                let time = entry.metadata().map(|m| mtime(&m)).unwrap_or((0, 0));
-                found
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push((entry.into_path(), time));
-            }
-            WalkState::Continue
         })
-    });
+        .map_err(|e| open_error(&e, &roots.display(base)))?;
     let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
     if found.is_empty() {
         return Ok(format!(
-            "No files found matching `{pattern}` in `{}`",
+            "No files found matching `{}` in `{}`",
+            show::text(pattern),
             roots.display(&search.path)
         ));
     }
@@ -168,6 +103,7 @@ pub fn glob(roots: &Roots, pattern: &str, path: Option<&str>) -> Result<String, 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::super::access::Access;
+    use super::super::testing::{WOULD_HIDE, control_names, plant_ignore_traps};
     use super::*;
     use std::time::{Duration, SystemTime};
 
@@ -249,9 +185,14 @@ mod tests {
         touch(&base.join("team/report.md"), 1);
         touch(&base.join("sibling/secret.md"), 1);
         let team = base.join("team");
+        // A descendant's file is shown where Bash sees it (`/team/<name>`), not by its host path.
         assert_eq!(
             glob(&roots, "*.md", Some(team.to_str().unwrap())).unwrap(),
-            team.join("report.md").display().to_string()
+            "/team/team/report.md"
+        );
+        assert_eq!(
+            glob(&roots, "*.md", Some("../team")).unwrap(),
+            "/team/team/report.md"
         );
         let err = glob(&roots, "*.md", Some("../sibling")).unwrap_err();
         assert!(err.contains("outside"), "{err}");
@@ -263,6 +204,51 @@ mod tests {
         );
         let err = glob(&roots, "/etc/*", None).unwrap_err();
         assert!(err.contains("absolute"), "{err}");
+    }
+
+    #[test]
+    fn planted_ignore_files_are_never_read() {
+        let (_d, base, roots) = setup();
+        plant_ignore_traps(&base);
+        // It returns (no /dev/zero read to the end, no FIFO waited on), and hides nothing that a
+        // planted link or hard link to an outside file names.
+        let out = glob(&roots, "**/*.txt", None).unwrap();
+        let mut listed: Vec<&str> = out.lines().collect();
+        listed.sort();
+        let mut expected: Vec<&str> = WOULD_HIDE.iter().copied().chain(["plain.txt"]).collect();
+        expected.sort();
+        assert_eq!(listed, expected, "{out}");
+        // Searching below them, too (their rules are then the ancestors').
+        for dir in ["oracle", "linked", "repo", "info", "fifo"] {
+            let out = glob(&roots, "*", Some(dir)).unwrap();
+            assert!(!out.contains("outside") && !out.contains("rules"), "{out}");
+        }
+        assert_eq!(
+            glob(&roots, "*", Some("oracle")).unwrap(),
+            "oracle/secret-line.txt"
+        );
+        // The FIFO itself is not listed, and naming it as the path finds nothing.
+        assert!(
+            glob(&roots, "*", Some("pipe.txt"))
+                .unwrap()
+                .starts_with("No files found")
+        );
+    }
+
+    #[test]
+    fn names_with_control_characters_are_escaped() {
+        let (_d, base, roots) = setup();
+        let me = base.join("me");
+        let names = control_names();
+        for (name, _) in &names {
+            std::fs::write(me.join(name), "x").unwrap();
+        }
+        let out = glob(&roots, "*", None).unwrap();
+        assert_eq!(out.lines().count(), names.len(), "{out}");
+        for (_, shown) in &names {
+            assert!(out.lines().any(|l| l == *shown), "{shown} not in {out}");
+        }
+        assert!(!out.contains('\x1b') && !out.contains('\u{85}'), "{out:?}");
     }
 
     #[test]

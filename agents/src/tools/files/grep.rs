@@ -6,28 +6,30 @@
 //! `path-line-text` and `--` between groups, files in path order; `count` prints `path:count`
 //! (matching lines) in path order with the total.
 //!
-//! Every file is opened beneath its root with `openat2` (no symlinks), so a directory swapped for
-//! a symlink during the walk still cannot lead the search out. Files with several hard links are
-//! skipped (and counted in the answer), as Read refuses them; binary files (a NUL byte) are skipped,
-//! as `rg` does.
+//! Every file is opened beneath the handle of the directory the walk listed it in (`openat2`, no
+//! symlinks, non-blocking; see `walk`), so a directory swapped for a symlink during the walk still
+//! cannot lead the search out, and what is searched must still be a regular file on the open
+//! handle (a FIFO swapped in is never read). Files with several hard links are skipped (and counted
+//! in the answer), as Read refuses them; binary files (a NUL byte) are skipped, as `rg` does. Paths
+//! are shown through `show`.
 //!
 //! Results are capped and the cut is said: `head_limit` first (entries or lines), then at most
 //! [`MAX_FILES`] files and [`MAX_OUTPUT_CHARS`] characters; each shown line is cut at
 //! [`MAX_LINE_CHARS`]. The matches held in memory are bounded too ([`MAX_COLLECTED_BYTES`]): past
 //! it the walk stops and the answer says the search was incomplete.
 
-use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use ignore::WalkState;
 use ignore::overrides::OverrideBuilder;
 
-use super::access::{Roots, open_beneath, open_root};
-use super::glob::{search_path, walker};
+use super::access::{Roots, open_error};
+use super::glob::{mtime, search_path, walk};
+use super::show;
+use super::walk::{Entry, Flow};
 
 /// Files listed at most.
 pub const MAX_FILES: usize = 1000;
@@ -168,28 +170,23 @@ pub fn grep(roots: &Roots, opts: &Options) -> Result<String, String> {
         .case_insensitive(opts.case_insensitive)
         .line_terminator(Some(b'\n'))
         .build(&opts.pattern)
-        .map_err(|e| format!("invalid regex `{}`: {e}", opts.pattern))?;
+        .map_err(|e| format!("invalid regex `{}`: {e}", show::text(&opts.pattern)))?;
     let search = search_path(roots, opts.path.as_deref())?;
-    let root_fd =
-        open_root(&search.root).map_err(|e| format!("cannot open your workspace: {e}"))?;
-    let mut walk = walker(&search.root, &search.path);
+    let mut walk = walk(roots, &search)?;
     if let Some(glob) = &opts.glob {
+        let invalid = |e: ignore::Error| format!("invalid `glob` `{}`: {e}", show::text(glob));
         let mut ov = OverrideBuilder::new(&search.path);
         for part in split_glob(glob) {
-            ov.add(&part)
-                .map_err(|e| format!("invalid `glob` `{glob}`: {e}"))?;
+            ov.add(&part).map_err(invalid)?;
         }
-        walk.overrides(
-            ov.build()
-                .map_err(|e| format!("invalid `glob` `{glob}`: {e}"))?,
-        );
+        walk.overrides(ov.build().map_err(invalid)?);
     }
     let content = opts.mode == OutputMode::Content;
     let hits: Mutex<Vec<Hit>> = Mutex::new(Vec::new());
     let collected = AtomicUsize::new(0);
     let stopped = AtomicBool::new(false);
     let hard_linked = AtomicUsize::new(0);
-    walk.build_parallel().run(|| {
+    walk.run(|| {
         let mut searcher = SearcherBuilder::new()
             .line_number(opts.line_numbers || content)
             .before_context(if content { opts.before } else { 0 })
@@ -197,28 +194,15 @@ pub fn grep(roots: &Roots, opts: &Options) -> Result<String, String> {
             .binary_detection(BinaryDetection::quit(b'\x00'))
             .build();
         let (matcher, hits, collected, stopped) = (&matcher, &hits, &collected, &stopped);
-        let (root, root_fd, hard_linked) = (&search.root, &root_fd, &hard_linked);
-        Box::new(move |entry| {
-            let Ok(entry) = entry else {
-                return WalkState::Continue;
+        let hard_linked = &hard_linked;
+        move |entry: Entry<'_>| {
+            let Ok((file, stat)) = entry.open() else {
+                return Flow::Continue;
             };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                return WalkState::Continue;
+            if stat.st_nlink > 1 {
+                hard_linked.fetch_add(1, Ordering::Relaxed);
+                return Flow::Continue;
             }
-            let Ok(rel) = entry.path().strip_prefix(root) else {
-                return WalkState::Continue;
-            };
-            let rel = if rel.as_os_str().is_empty() {
-                std::path::Path::new(".")
-            } else {
-                rel
-            };
-            let Ok(file) = open_beneath(root_fd, rel) else {
-                return WalkState::Continue;
-            };
-            let Some(mtime) = usable(&file, hard_linked) else {
-                return WalkState::Continue;
-            };
             let mut sink = Collect {
                 content,
                 stop_at_first: opts.mode == OutputMode::FilesWithMatches,
@@ -228,23 +212,24 @@ pub fn grep(roots: &Roots, opts: &Options) -> Result<String, String> {
                 collected,
             };
             if searcher.search_file(matcher, &file, &mut sink).is_err() || sink.binary {
-                return WalkState::Continue;
+                return Flow::Continue;
             }
             if sink.count > 0 {
                 hits.lock().unwrap_or_else(|p| p.into_inner()).push(Hit {
                     path: entry.into_path(),
-                    mtime,
+                    mtime: mtime(&stat),
                     count: sink.count,
                     lines: sink.lines,
                 });
             }
             if collected.load(Ordering::Relaxed) > MAX_COLLECTED_BYTES {
                 stopped.store(true, Ordering::Relaxed);
-                return WalkState::Quit;
+                return Flow::Quit;
             }
-            WalkState::Continue
-        })
-    });
+            Flow::Continue
+        }
+    })
+    .map_err(|e| open_error(&e, &roots.display(&search.path)))?;
     let mut hits = hits.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut notes = Vec::new();
     if stopped.load(Ordering::Relaxed) {
@@ -332,16 +317,6 @@ pub fn grep(roots: &Roots, opts: &Options) -> Result<String, String> {
     })
 }
 
-/// Whether a file may be searched (one link) and its mtime; counts refused hard links.
-fn usable(file: &File, hard_linked: &AtomicUsize) -> Option<(i64, i64)> {
-    let stat = rustix::fs::fstat(file).ok()?;
-    if stat.st_nlink > 1 {
-        hard_linked.fetch_add(1, Ordering::Relaxed);
-        return None;
-    }
-    Some((stat.st_mtime, stat.st_mtime_nsec as i64))
-}
-
 /// Keep the first `head_limit` rows, then at most `max_rows` and [`MAX_OUTPUT_CHARS`]; say what was
 /// cut. Returns the text and whether anything was cut.
 fn cap(
@@ -413,6 +388,7 @@ fn split_glob(glob: &str) -> Vec<String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::super::access::Access;
+    use super::super::testing::{WOULD_HIDE, plant_ignore_traps};
     use super::*;
     use std::path::Path;
     use std::time::{Duration, SystemTime};
@@ -581,10 +557,59 @@ mod tests {
         put(&base.join("team/r.md"), "TODO team\n", 1);
         let mut o = opts("team");
         o.path = Some(base.join("team").display().to_string());
-        assert_eq!(
-            grep(&roots, &o).unwrap(),
-            format!("Found 1 file\n{}", base.join("team/r.md").display())
-        );
+        assert_eq!(grep(&roots, &o).unwrap(), "Found 1 file\n/team/team/r.md");
+    }
+
+    #[test]
+    fn planted_ignore_files_and_fifos_are_never_read() {
+        let (_d, base, roots) = setup();
+        plant_ignore_traps(&base);
+        // It returns, and every file holding the needle is found: nothing was hidden by an ignore
+        // file outside, and the FIFO `pipe.txt` was not opened.
+        let out = grep(&roots, &opts("needle")).unwrap();
+        let mut listed: Vec<&str> = out.lines().skip(1).collect();
+        listed.sort();
+        let mut expected: Vec<&str> = WOULD_HIDE.iter().copied().chain(["plain.txt"]).collect();
+        expected.sort();
+        assert_eq!(out.lines().next(), Some("Found 5 files"), "{out}");
+        assert_eq!(listed, expected, "{out}");
+        let mut o = opts("needle");
+        o.mode = OutputMode::Content;
+        o.path = Some("oracle".into());
+        assert_eq!(grep(&roots, &o).unwrap(), "oracle/secret-line.txt:1:needle");
+        // A FIFO named as the path is not opened either.
+        let mut o = opts("needle");
+        o.path = Some("pipe.txt".into());
+        assert_eq!(grep(&roots, &o).unwrap(), "No files found");
+        o.path = Some("fifo".into());
+        assert_eq!(grep(&roots, &o).unwrap(), "No files found");
+    }
+
+    #[test]
+    fn names_with_control_characters_are_escaped() {
+        let (_d, base, roots) = setup();
+        let me = base.join("me");
+        let names = super::super::testing::control_names();
+        for (name, _) in &names {
+            std::fs::write(me.join(name), "needle\n").unwrap();
+        }
+        let out = grep(&roots, &opts("needle")).unwrap();
+        assert_eq!(out.lines().count(), names.len() + 1, "{out}");
+        assert!(out.starts_with("Found 4 files\n"), "{out}");
+        let mut o = opts("needle");
+        o.mode = OutputMode::Content;
+        let content = grep(&roots, &o).unwrap();
+        let mut o = opts("needle");
+        o.mode = OutputMode::Count;
+        let count = grep(&roots, &o).unwrap();
+        for (_, shown) in &names {
+            assert!(out.lines().any(|l| l == *shown), "{shown} not in {out}");
+            assert!(
+                content.lines().any(|l| l == format!("{shown}:1:needle")),
+                "{content}"
+            );
+            assert!(count.lines().any(|l| l == format!("{shown}:1")), "{count}");
+        }
     }
 
     #[test]

@@ -3,13 +3,20 @@
 //!
 //! Who reaches what is the org's answer (`OrgTree::workspace_access`): the agent's own workspace
 //! read-write, its descendants' read-only, nothing else. Each concern has its file:
-//! - `access`: resolving a path and opening it beneath its root without escaping (symlinks, `..`,
-//!   magic links, hard links, a symlink swapped in after the check);
+//! - `access`: resolving a path (relative, under `/workspace`, or a host path in a root) and opening
+//!   it beneath its root without escaping (symlinks, `..`, magic links, hard links, a symlink
+//!   swapped in after the check), with errors that say nothing about what lies outside;
+//! - `walk`: the directory walk of Glob and Grep, ripgrep's ignore rules applied over directory
+//!   handles, so no planted ignore file is read by name;
+//! - `show`: how a path is shown to the model (control characters escaped);
 //! - `tracking`: the per-task read records behind "Read before you overwrite";
 //! - `read`, `write`, `edit`, `grep`, `glob`: the tools' work.
 //!
 //! Invariants: every refusal and every bad argument is a tool error (`is_error`) naming the rule,
-//! never a task failure; no call blocks an async worker (the filesystem work runs on
+//! never a task failure; every file the tools open (ignore files included) is opened beneath an
+//! allowed root's handle, non-blocking, and read only when it is a regular file; no message or
+//! listing shows the workspace's host path or says anything about a path outside the roots, and
+//! every path shown goes through `show`; no call blocks an async worker (the filesystem work runs on
 //! `spawn_blocking`); nothing is read whole that need not be (Read streams; only Edit loads a file,
 //! bounded); files and directories the tools create belong to the sandbox's user when OPC runs as
 //! root (`opc_sandbox::sandbox_owner`), so the agent's Bash can change them.
@@ -19,9 +26,11 @@ mod edit;
 mod glob;
 mod grep;
 mod read;
+mod show;
 #[cfg(test)]
 mod testing;
 mod tracking;
+mod walk;
 mod write;
 
 use std::sync::Arc;
@@ -357,8 +366,9 @@ impl Validate for GlobArgs {
 
 /// The spec of a file tool (descriptions after Claude Code's, with this org's rules).
 fn spec(tool: Tool) -> ToolSpec {
-    const WHERE: &str = "Paths are relative to your workspace, or absolute inside it; you may also \
-                         read (never change) your subordinates' workspaces.";
+    const WHERE: &str = "Paths are relative to your workspace, or absolute under /workspace (your \
+                         workspace, as your Bash sees it); you may also read (never change) your \
+                         subordinates' workspaces.";
     let (description, schema) = match tool {
         Tool::Read => (
             format!(
@@ -638,6 +648,78 @@ mod tests {
         )
         .await;
         assert!(err && out.contains("outside"), "{out}");
+    }
+
+    #[tokio::test]
+    async fn read_of_a_link_out_says_nothing_about_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let registry = ToolRegistry::standard(None, None, None, None);
+        let dev = Host {
+            agent: "dev".into(),
+            task: 1,
+            org: org(&base),
+        };
+        let (out, err) = call(
+            &registry,
+            &dev,
+            "Write",
+            json!({"file_path": "/workspace/a.txt", "content": "in\n"}),
+        )
+        .await;
+        assert_eq!(
+            (out.as_str(), err),
+            ("Created `a.txt` (1 lines, 3 bytes)", false)
+        );
+        let ws = base.join(".opc/workspaces/dev");
+        let outside = base.join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("exists"), "secret").unwrap();
+        let mut answers = Vec::new();
+        for (link, target) in [
+            ("l1", outside.join("exists")),
+            ("l2", outside.join("missing")),
+            ("l3", std::path::PathBuf::from("/etc/shadow")),
+            ("l4", std::path::PathBuf::from("/nonexistent/x")),
+        ] {
+            std::os::unix::fs::symlink(&target, ws.join(link)).unwrap();
+            let (out, err) = call(&registry, &dev, "Read", json!({"file_path": link})).await;
+            assert!(err, "{out}");
+            for leak in [
+                base.display().to_string(),
+                "/etc".into(),
+                "/nonexistent".into(),
+            ] {
+                assert!(!out.contains(&leak), "{leak} in {out}");
+            }
+            answers.push(out.replace(link, "LINK"));
+        }
+        assert!(answers.iter().all(|a| a == &answers[0]), "{answers:#?}");
+        assert!(
+            answers[0].contains("outside your workspace"),
+            "{}",
+            answers[0]
+        );
+        // `/workspace` paths read the workspace; messages name files relative to it.
+        let (out, err) = call(
+            &registry,
+            &dev,
+            "Read",
+            json!({"file_path": "/workspace/a.txt"}),
+        )
+        .await;
+        assert!(!err && out.contains("(end of `a.txt`"), "{out}");
+        let (out, err) = call(
+            &registry,
+            &dev,
+            "Write",
+            json!({"file_path": "esc\u{1b}[2J\nx.txt", "content": ""}),
+        )
+        .await;
+        assert_eq!(
+            (out.as_str(), err),
+            ("Created `$'esc\\e[2J\\nx.txt'` (0 lines, 0 bytes)", false)
+        );
     }
 
     #[tokio::test]

@@ -1,4 +1,4 @@
-//! `opc privacy erase VALUE [--dry-run]`: remove every stored copy of a personal value.
+//! `opc privacy erase VALUE [--dry-run] [--workspaces]`: remove every stored copy of a personal value.
 //!
 //! OPC is local-first: tasks, session histories, recall rows, the web transcript and progress events
 //! keep real values in plain text in one SQLite file (`framework.memory.path`) and its search index
@@ -17,11 +17,21 @@
 //!    its old files deleted (`RecallStore::finish_erasures`);
 //! 6. the file is rebuilt (`VACUUM`) and its WAL truncated (`scrub`), so no old bytes remain in free
 //!    pages or the log;
-//! 7. one audit line goes to `.opc/audit.jsonl` beside the config: when, the database, the value's
-//!    length, the counts. Never the value, nor a hash of it.
+//! 7. the agents' workspaces are searched for files the Write tool or Bash made with the value
+//!    ([`workspaces`]): listed, or with `--workspaces` rewritten in place (still under the database
+//!    lock, so no `opc run` starts agents writing there meanwhile);
+//! 8. one audit line goes to `.opc/audit.jsonl` beside the config: when, the database, the value's
+//!    length, the counts (workspace files and occurrences replaced included). Never the value, nor a
+//!    hash of it, nor a path.
 //!
-//! `--dry-run` does 1 and prints the counts of step 4 from a read-only connection: nothing is locked
-//! or written, so it also works beside a running `opc run`.
+//! `--dry-run` does 1, prints the counts of step 4 from a read-only connection and lists the
+//! workspace files (with `--workspaces`, what would be replaced in them): nothing is locked or
+//! written, so it also works beside a running `opc run`.
+//!
+//! Exit status: 0 when everything asked was done — without `--workspaces`, workspace files that hold
+//! the value are listed and the status is still 0; with it, 1 when a copy the command found (or could
+//! not search) is left in a workspace: a binary or oversized file, a file with several names, a name,
+//! an unreadable directory.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -35,12 +45,17 @@ use serde_json::json;
 
 use crate::commands::{eprint, print};
 
+mod workspaces;
+
+use workspaces::{Mode, Workspaces};
+
 /// Where the audit lines go, relative to the config file's directory (beside the console's
 /// `config-history/`).
 const AUDIT: &str = ".opc/audit.jsonl";
 
-/// Run `opc privacy erase`.
-pub fn run(config: &Path, value: &str, dry_run: bool) -> ExitCode {
+/// Run `opc privacy erase`; `workspaces` is `--workspaces` (rewrite the workspace files, not only
+/// list them).
+pub fn run(config: &Path, value: &str, dry_run: bool, workspaces: bool) -> ExitCode {
     let value = value.trim();
     let matcher = match Matcher::new(value) {
         Ok(m) => m,
@@ -96,33 +111,84 @@ pub fn run(config: &Path, value: &str, dry_run: bool) -> ExitCode {
     // one applied — so the erase would be undone: the files must be edited first.
     if let Some(file) = written_in_files(config, &loaded, &matcher) {
         eprint(&format!(
-            "error: refused: the value is written in {}; it would be stored again when `opc run` next              starts. Remove it from that file first (then restart or reload), and run the erase again.              Nothing was changed\n",
+            "error: refused: the value is written in {}; it would be stored again when `opc run` next \
+             starts. Remove it from that file first (then restart or reload), and run the erase again. \
+             Nothing was changed\n",
             file.display()
         ));
         return ExitCode::from(1);
     }
     let db = super::super::database_path(&loaded);
-    if !db.exists() {
-        print(&format!(
-            "nothing stored: {} does not exist yet (it is created when `opc run` or `opc chat` first starts)\n",
+    let spaces = Workspaces::of(&loaded);
+    let mode = match (workspaces, dry_run) {
+        (false, _) => Mode::List,
+        (true, true) => Mode::DryRun,
+        (true, false) => Mode::Redact,
+    };
+    let no_database = || {
+        format!(
+            "nothing stored in the database: {} does not exist yet (it is created when `opc run` or `opc chat` \
+             first starts)\n",
             db.display()
-        ));
+        )
+    };
+    if dry_run {
+        if db.exists() {
+            match erase::scan(&db, &matcher) {
+                Ok(found) => print(&report(&db, &found, true)),
+                Err(e) => {
+                    eprint(&format!("error: {e}\n"));
+                    return ExitCode::from(1);
+                }
+            }
+        } else {
+            print(&no_database());
+        }
+        print(&spaces.scan(&matcher, mode).render(mode));
+        print("dry run: nothing was changed\n");
         return ExitCode::SUCCESS;
     }
-    if dry_run {
-        return match erase::scan(&db, &matcher) {
-            Ok(found) => {
-                print(&report(&db, &found, true));
-                print("dry run: nothing was changed\n");
-                ExitCode::SUCCESS
-            }
+    // The database first, under its lock, which is kept while the workspaces are rewritten.
+    let (_lock, mut out, database) = if db.exists() {
+        match erase_now(&db, &matcher) {
+            Ok((lock, out, done)) => (Some(lock), out, Some(done)),
+            Err(code) => return code,
+        }
+    } else {
+        (None, no_database(), None)
+    };
+    let found = spaces.scan(&matcher, mode);
+    out.push_str(&found.render(mode));
+    let replaced = found.replaced();
+    if database.is_some() || replaced.0 > 0 {
+        let audit = loaded.base_dir.join(AUDIT);
+        match write_audit(&audit, &db, &matcher, database.as_ref(), replaced) {
+            Ok(()) => out.push_str(&format!("audit: one line in {}\n", audit.display())),
             Err(e) => {
-                eprint(&format!("error: {e}\n"));
-                ExitCode::from(1)
+                print(&out);
+                eprint(&format!(
+                    "error: erased, but the audit line could not be written to {}: {e}\n",
+                    audit.display()
+                ));
+                return ExitCode::from(1);
             }
-        };
+        }
     }
-    erase_now(&loaded.base_dir, &db, &matcher)
+    print(&out);
+    if mode == Mode::Redact && found.left_over() {
+        eprint(
+            "error: copies are left in the workspaces (listed above, with what to do for each); \
+             the rest was erased\n",
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+/// What the database's erasure did, for the audit line.
+struct DatabaseErased {
+    done: Erasure,
+    reindexed: usize,
 }
 
 /// The config file or prompt file that holds a copy of the value, if any. Files that cannot be read
@@ -144,13 +210,17 @@ fn written_in_files(
     })
 }
 
-/// Steps 2 to 7 of the module doc.
-fn erase_now(base_dir: &Path, db: &Path, matcher: &Matcher) -> ExitCode {
+/// Steps 2 to 6 of the module doc: the database lock (held by the caller until it is done), the
+/// report so far, and what the audit line records.
+fn erase_now(
+    db: &Path,
+    matcher: &Matcher,
+) -> Result<(std::fs::File, String, DatabaseErased), ExitCode> {
     let fail = |e: &dyn std::fmt::Display| {
         eprint(&format!("error: {e}\n"));
-        ExitCode::from(1)
+        Err(ExitCode::from(1))
     };
-    let _lock = match opc_agents::store::claim_database(db) {
+    let lock = match opc_agents::store::claim_database(db) {
         Ok(lock) => lock,
         Err(opc_agents::store::StoreError::Locked { lock, .. }) => {
             return fail(&format!(
@@ -230,19 +300,14 @@ fn erase_now(base_dir: &Path, db: &Path, matcher: &Matcher) -> ExitCode {
         "database rebuilt (VACUUM) and its write-ahead log emptied; recorded as erasure #{} in recall_erasures\n",
         done.record.unwrap_or(0)
     ));
-    let audit = base_dir.join(AUDIT);
-    match write_audit(&audit, db, matcher, &done, finished.reindexed) {
-        Ok(()) => out.push_str(&format!("audit: one line in {}\n", audit.display())),
-        Err(e) => {
-            print(&out);
-            return fail(&format!(
-                "erased, but the audit line could not be written to {}: {e}",
-                audit.display()
-            ));
-        }
-    }
-    print(&out);
-    ExitCode::SUCCESS
+    Ok((
+        lock,
+        out,
+        DatabaseErased {
+            done,
+            reindexed: finished.reindexed,
+        },
+    ))
 }
 
 /// The per-table report.
@@ -290,20 +355,22 @@ fn report(db: &Path, found: &Erasure, dry_run: bool) -> String {
     out
 }
 
-/// Append the audit line: counts and the value's length, never the value.
+/// Append the audit line: counts and the value's length, never the value (nor the workspace files'
+/// paths, whose names may hold it). `database` is `None` when there was none to erase;
+/// `workspace` is (files, occurrences) replaced there.
 fn write_audit(
     audit: &Path,
     db: &Path,
     matcher: &Matcher,
-    done: &Erasure,
-    reindexed: usize,
+    database: Option<&DatabaseErased>,
+    (workspace_files, workspace_occurrences): (usize, usize),
 ) -> std::io::Result<()> {
     if let Some(dir) = audit.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let tables: serde_json::Map<String, serde_json::Value> = done
-        .tables
+    let tables: serde_json::Map<String, serde_json::Value> = database
         .iter()
+        .flat_map(|d| d.done.tables.iter())
         .filter(|t| t.rows > 0)
         .map(|t| (t.table.clone(), json!(t.rows)))
         .collect();
@@ -311,12 +378,14 @@ fn write_audit(
         "at": humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
         "event": "privacy.erase",
         "by": std::env::var("USER").unwrap_or_default(),
-        "database": db.display().to_string(),
+        "database": database.map(|_| db.display().to_string()),
         "value_chars": matcher.chars(),
-        "rows": done.rows(),
+        "rows": database.map_or(0, |d| d.done.rows()),
         "tables": tables,
-        "index_documents": reindexed,
-        "erasure": done.record,
+        "index_documents": database.map_or(0, |d| d.reindexed),
+        "erasure": database.and_then(|d| d.done.record),
+        "workspace_files": workspace_files,
+        "workspace_occurrences": workspace_occurrences,
     });
     let mut log = std::fs::OpenOptions::new()
         .create(true)
