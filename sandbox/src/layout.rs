@@ -1,5 +1,5 @@
 //! Where things are as the command sees them: the fixed paths of the private root the launcher
-//! builds (see [`crate::launcher`]), and where each read-only tree of a policy appears in it.
+//! builds (the launcher's inner stage), and where each read-only tree of a policy appears in it.
 //!
 //! Invariants: the command never sees a host path of a workspace. Its own workspace is always
 //! [`WORKSPACE`]; a descendant's workspace nested inside it keeps its place (read-only there); any
