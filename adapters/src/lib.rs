@@ -6,7 +6,9 @@
 //! is a new module implementing [`Adapter`] and sending [`Inbound`]s into the gateway's [`Inbox`].
 //!
 //! Invariants:
-//! - this crate depends on no other OPC crate: it knows platforms, not agents, and the gateway (in
+//! - of the OPC crates, this one depends only on two leaves that know nothing of agents: `opc-retry`
+//!   (the one backoff policy, for Socket Mode reconnects) and `opc-migrate` (the web transcript's
+//!   schema, in the engine's database file). It knows platforms, not agents, and the gateway (in
 //!   `bot/`) decides what an event means for a conversation;
 //! - inbound HTTP requests are verified (Slack signatures, Discord Ed25519, the access token on every
 //!   [`Page`]) before anything in them is parsed;
@@ -259,6 +261,13 @@ pub struct Card {
     pub summary: String,
     /// The options, in button order.
     pub options: Vec<String>,
+    /// The index of the go-ahead option in [`Card::options`] (the first, when several approve): its
+    /// button is the primary one. An option's label need not say it approves, and the go-ahead need
+    /// not come first (`["Not now", "Approve"]`), so the gateway says which it is, from the
+    /// outcomes the approval recorded. `None` when not known (cards recorded before it existed):
+    /// then no button is primary.
+    #[serde(default)]
+    pub go_ahead: Option<usize>,
     /// Pending, or how it was decided.
     pub state: CardState,
 }
@@ -306,15 +315,26 @@ impl Card {
         .encode()
     }
 
-    /// The card as plain markdown (fallback text, notifications, the web chat's accessible text).
-    pub fn to_markdown(&self) -> String {
-        let mut text = format!(
-            "**Approval needed** from **{}** ({}) — {}\n\n{}",
+    /// Whether option `index`'s button is the primary one: the go-ahead's.
+    pub fn is_primary(&self, index: usize) -> bool {
+        self.go_ahead == Some(index)
+    }
+
+    /// The request as markdown: who asks ([`Card::agent`], the requesting agent, with its role and
+    /// delegation path), then what is to be decided. Every platform's card leads with it.
+    pub fn request_markdown(&self) -> String {
+        format!(
+            "**Approval needed**, requested by **{}** ({}) — {}\n\n{}",
             self.agent,
             self.role,
             self.path.join(" › "),
             self.summary
-        );
+        )
+    }
+
+    /// The card as plain markdown (fallback text, notifications, the web chat's accessible text).
+    pub fn to_markdown(&self) -> String {
+        let mut text = self.request_markdown();
         match &self.state {
             CardState::Pending => {
                 text.push_str("\n\nOptions: ");

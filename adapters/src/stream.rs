@@ -251,6 +251,7 @@ mod tests {
             path: vec!["ceo".into()],
             summary: "Go?".into(),
             options: vec!["approve".into()],
+            go_ahead: Some(0),
             state: crate::CardState::Pending,
         };
         let card = adapter

@@ -8,8 +8,8 @@
 //!   both see the same cache and machine load; medians and the ratio. Target ≤ 1.5×. Without `rg`
 //!   on PATH that comparison is skipped with one line.
 //!
-//! Run: `cargo bench -p opc-agents --bench file_tools` (`FILES=…`, `RUNS=…` to change the tree
-//! size and the run count).
+//! Run: `cargo bench -p opc-agents --bench file_tools`; `-- --files N --runs N` (or `FILES=…`,
+//! `RUNS=…`) change the tree size and the run count, `-- --help` lists the options.
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -18,15 +18,23 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use opc_agents::tools::files::{Access, Standalone};
 use opc_hierarchy::schema::Tool;
 use serde_json::json;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+/// The file tools' numbers: Read of a 10 MB file, Grep against `rg`, Glob.
+#[derive(Parser)]
+struct Args {
+    /// Files in the generated tree Grep and Glob run over.
+    #[arg(long, env = "FILES", default_value_t = 50_000)]
+    files: usize,
+    /// Runs of each measurement (medians are reported).
+    #[arg(long, env = "RUNS", default_value_t = 7)]
+    runs: usize,
+    /// Passed by `cargo bench`; changes nothing.
+    #[arg(long, hide = true)]
+    bench: bool,
 }
 
 /// `VmHWM` in KiB (peak resident set since the last reset).
@@ -92,6 +100,7 @@ fn generate(root: &Path, files: usize) {
 }
 
 fn main() {
+    let args = Args::parse();
     let dir = tempfile::tempdir().unwrap();
     let base = std::fs::canonicalize(dir.path()).unwrap();
     let access = Access {
@@ -99,7 +108,7 @@ fn main() {
         read: vec![],
     };
     let tools = Standalone::default();
-    let runs = env_usize("RUNS", 7);
+    let runs = args.runs;
 
     // Read of a 10 MB file, first, in a process that has not grown yet.
     std::fs::create_dir_all(&access.write).unwrap();
@@ -142,7 +151,7 @@ fn main() {
     std::fs::remove_file(&big).unwrap();
 
     // Grep over a generated tree.
-    let files = env_usize("FILES", 50_000);
+    let files = args.files;
     let tree: PathBuf = access.write.join("tree");
     let start = Instant::now();
     generate(&tree, files);

@@ -734,7 +734,7 @@ fn build_state(
         agent_slots,
         config,
         org,
-        llm,
+        llm: llm.heard_by(Arc::new(shared.events.clone())),
         context,
         store: shared.store,
         events: shared.events,

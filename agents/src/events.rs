@@ -8,9 +8,11 @@
 //! Invariant: events carry ids, agent ids, states and numbers, plus the text that consumers display
 //! (streamed tokens, final answers, approval summaries). They are for display, never for logs.
 
+use opc_privacy::EntityType;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+use crate::llm::privacy::{PrivacyEvents, PrivacyReport};
 use crate::store::TaskId;
 
 /// One thing that happened.
@@ -285,5 +287,28 @@ impl EventBus {
 impl Default for EventBus {
     fn default() -> Self {
         EventBus::new(4096)
+    }
+}
+
+/// The privacy layer's announcements, published as the events of the task they happened in (the
+/// engine makes the bus the listener of its call stack).
+impl PrivacyEvents for EventBus {
+    fn masked(&self, task: TaskId, agent: &str, report: &PrivacyReport) {
+        self.publish(Event::PrivacyMasked {
+            task,
+            agent: agent.to_string(),
+            mode: report.mode.to_string(),
+            counts: report.counts.clone(),
+            total: report.counts.total(),
+            routed_to: report.routed_to.clone(),
+        });
+    }
+
+    fn blocked(&self, task: TaskId, agent: &str, kind: EntityType) {
+        self.publish(Event::PrivacyBlocked {
+            task,
+            agent: agent.to_string(),
+            kind: kind.as_str().to_string(),
+        });
     }
 }

@@ -35,9 +35,7 @@ use crate::clock::Clock;
 use crate::context::{estimate_tokens, summary_request, with_recall};
 use crate::ending::{Escalation, EscalationKind, TaskEnd};
 use crate::events::Event;
-use crate::llm::{
-    CallMeta, Content, LlmError, LlmRequest, LlmResponse, Message, Role, StreamDelta, TokenSink,
-};
+use crate::llm::{CallMeta, Content, LlmError, LlmRequest, Message, Role, StreamDelta, TokenSink};
 use crate::state::EngineState;
 use crate::store::{
     Approval, CallPrivacy, CallRecord, Ending, NewTask, OfferedOption, StoreError, TaskId,
@@ -361,7 +359,7 @@ async fn session_inner(
 }
 
 /// Who a call of `record`'s task is for, as the layers see it: the agent (or a framework role), the
-/// task, its root (the scope of the conversation's privacy vault) and the conversation.
+/// task, its root (the scope of the state the layers keep for the conversation) and the conversation.
 fn call_meta(record: &TaskRecord, agent: &str) -> CallMeta {
     CallMeta {
         agent: agent.to_string(),
@@ -369,51 +367,6 @@ fn call_meta(record: &TaskRecord, agent: &str) -> CallMeta {
         root_id: Some(record.root_id),
         conversation: Some(record.conversation_id.clone()),
         work: crate::llm::Work::Task,
-    }
-}
-
-/// What the privacy gateway did in a call, for the ledger, published on the bus (counts by type and
-/// the guard's verdict, never values). `None` when privacy did not handle the call.
-fn privacy_of(
-    rt: &EngineState,
-    task: TaskId,
-    agent: &str,
-    result: &Result<LlmResponse, LlmError>,
-) -> Option<CallPrivacy> {
-    match result {
-        Ok(response) => {
-            let report = response.privacy.as_ref()?;
-            if !report.counts.is_empty() {
-                rt.events().publish(Event::PrivacyMasked {
-                    task,
-                    agent: agent.to_string(),
-                    mode: report.mode.to_string(),
-                    counts: report.counts.clone(),
-                    total: report.counts.total(),
-                    routed_to: report.routed_to.clone(),
-                });
-            }
-            Some(CallPrivacy::from(report))
-        }
-        Err(LlmError::Leak { kind, .. }) => {
-            tracing::error!(
-                task,
-                agent,
-                kind = kind.as_str(),
-                "the privacy egress guard stopped a model call: a real value was still in the request"
-            );
-            rt.events().publish(Event::PrivacyBlocked {
-                task,
-                agent: agent.to_string(),
-                kind: kind.as_str().to_string(),
-            });
-            Some(CallPrivacy {
-                mode: "blocked".into(),
-                blocked: Some(kind.as_str().to_string()),
-                ..CallPrivacy::default()
-            })
-        }
-        Err(_) => None,
     }
 }
 
@@ -460,8 +413,8 @@ async fn call_model(
     // this a wave of 200 finishing calls delays the next wave's requests by all of it.
     tokio::task::yield_now().await;
     let duration_ms = started.elapsed().as_millis() as u64;
-    let privacy = privacy_of(rt, task, agent, &result);
-    // The model that answered: `route` may have sent the request to the trusted model.
+    let privacy = CallPrivacy::of(&result);
+    // The model that answered: the ledger's record says when the call went to another one.
     let model_ref = privacy
         .as_ref()
         .and_then(|p| p.routed_to.clone())
@@ -925,7 +878,7 @@ async fn summarise(
         let _slot = rt.agent_slot().await;
         let started = Instant::now();
         let result = rt.llm().call(request).await;
-        let privacy = privacy_of(rt, record.id, "summarizer", &result);
+        let privacy = CallPrivacy::of(&result);
         // A failed call used no tokens we know of; a response without usage is unknown.
         let (usage, cost, attempts, error) = match &result {
             Ok(r) => (r.usage, r.cost_usd, r.attempts, None),

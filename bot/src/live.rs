@@ -1,9 +1,10 @@
 //! The config `opc run` serves right now, shared by the gateway, the HTTP routes and the admin
 //! console.
 //!
-//! Why a holder of its own: a reload ([`crate::reload`]) replaces the whole [`Loaded`] at once, and
-//! every reader must see either the old config or the new one, never a mix. Readers take an `Arc`
-//! snapshot and keep using it for the request in hand; the swap never waits for them.
+//! Why a holder of its own: a reload (a console save, a changed file, `SIGHUP`) replaces the whole
+//! [`Loaded`] at once, and every reader must see either the old config or the new one, never a mix.
+//! Readers take an `Arc` snapshot and keep using it for the request in hand; the swap never waits for
+//! them.
 //!
 //! It also keeps the config the process started with: settings that live in a running connection or
 //! file (the web listener, Slack, Discord, the database) keep their start-up values until a restart,

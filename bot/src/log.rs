@@ -94,7 +94,7 @@ where
                 .find_map(|span| span.extensions().get::<Fields>().cloned())
         });
         if let Some(line) = trace_line(&fields, call.as_ref()) {
-            crate::commands::eprint(&line);
+            crate::term::eprint(&line);
         }
     }
 }

@@ -28,6 +28,9 @@ mod live;
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod log;
 mod reload;
+mod setup;
+mod term;
+mod validation;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -67,6 +70,11 @@ enum Command {
         /// Directory to write into; created if missing.
         #[arg(default_value = ".")]
         dir: PathBuf,
+        /// `init` reads no config, so the global `--config` is hidden from its help: an arg of the
+        /// same id here stops clap from propagating the global one. Given anyway, it is refused
+        /// with a hint rather than ignored.
+        #[arg(long, short = 'c', value_name = "PATH", hide = true)]
+        config: Option<PathBuf>,
     },
     /// Check a config file and report every problem with file:line:column, key path and a hint.
     ///
@@ -194,7 +202,18 @@ fn main() -> ExitCode {
     log::init(matches!(cli.command, Command::Chat { .. }));
     let config = cli.config.path();
     match cli.command {
-        Command::Init { dir } => commands::init::run(&dir),
+        Command::Init { dir, config } => match config.or(cli.config.config) {
+            None => commands::init::run(&dir),
+            Some(path) => {
+                term::eprint(&format!(
+                    "error: `opc init` writes a new org and reads no config, so --config {} has no \
+                     effect\nhint: `opc init DIR` writes DIR/opc.config.yaml; then pass \
+                     --config DIR/opc.config.yaml to the other commands\n",
+                    path.display()
+                ));
+                ExitCode::from(2)
+            }
+        },
         Command::Validate { format } => commands::validate::run(&config, format),
         Command::Visualize => commands::visualize::run(&config),
         Command::Run { listen } => commands::run::run(&config, listen),

@@ -1,48 +1,177 @@
 //! The `opc` binary as a user runs it: exit codes, output formats, `init` safety, `$OPC_CONFIG`.
+//!
+//! Every command runs through one fixture: [`opc`] (or [`Opc`], for an environment or standard
+//! input) returns a [`Ran`] with stdout and stderr as text, whose checks name the exit code expected
+//! and show stderr when another came. `opc run` is started with opc-tests' `OpcRun`, which reads its
+//! ready line, with `OpcRun::start_with_args` where a test passes `--listen`.
 
-use opc_tests::wait::{OutputWithin, WAIT, blocking_within, child_within, output_within};
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Stdio};
 
-fn opc(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_opc"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("OPC_CONFIG")
-        .env("NO_COLOR", "1")
-        .output_within(WAIT)
-        .expect("opc runs")
+use opc_tests::opc_process::OpcRun;
+use opc_tests::wait::{WAIT, output_within, wait_until};
+use serde_json::Value;
+
+/// One `opc` command line before it runs: in a directory, without `$OPC_CONFIG`, colour or model
+/// downloads unless the test adds them, and with an empty standard input unless it gives one.
+struct Opc {
+    command: Command,
+    shown: String,
+    input: String,
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+impl Opc {
+    fn new(args: &[&str], dir: &Path) -> Opc {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_opc"));
+        command
+            .args(args)
+            .current_dir(dir)
+            .env_remove("OPC_CONFIG")
+            .env("NO_COLOR", "1")
+            .env("OPC_MODELS_OFFLINE", "1");
+        Opc {
+            command,
+            shown: format!("opc {}", args.join(" ")),
+            input: String::new(),
+        }
+    }
+
+    /// With `key` set to `value` in its environment.
+    fn env(mut self, key: &str, value: impl AsRef<OsStr>) -> Opc {
+        self.command.env(key, value);
+        self
+    }
+
+    /// With `text` as its standard input.
+    fn input(mut self, text: &str) -> Opc {
+        self.input = text.to_string();
+        self
+    }
+
+    /// Run it to its end, within the tests' deadline.
+    fn run(mut self) -> Ran {
+        let mut child = self
+            .command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("opc runs");
+        let mut pipe = child.stdin.take().expect("stdin");
+        let input = self.input;
+        // Written on its own thread: a pipe's buffer is small, and `opc` may be blocked writing its
+        // output.
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(input.as_bytes());
+        });
+        let out = output_within(child, WAIT, &format!("`{}` to finish", self.shown));
+        Ran {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            shown: self.shown,
+        }
+    }
+}
+
+/// What one `opc` command did.
+struct Ran {
+    shown: String,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    /// Asserts it exited with `code` (showing its stderr when not), and hands it on.
+    #[track_caller]
+    fn exits(self, code: i32) -> Ran {
+        assert_eq!(self.code, Some(code), "`{}`: {}", self.shown, self.stderr);
+        self
+    }
+
+    /// Asserts it succeeded.
+    #[track_caller]
+    fn ok(self) -> Ran {
+        self.exits(0)
+    }
+
+    /// Asserts its stdout holds `words`.
+    #[track_caller]
+    fn prints(self, words: &str) -> Ran {
+        assert!(self.stdout.contains(words), "{words:?} in {}", self.stdout);
+        self
+    }
+
+    /// Asserts its stderr holds `words`.
+    #[track_caller]
+    fn complains(self, words: &str) -> Ran {
+        assert!(self.stderr.contains(words), "{words:?} in {}", self.stderr);
+        self
+    }
+
+    /// Its stdout, which must be JSON alone.
+    #[track_caller]
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "`{}`: stdout is not JSON ({e}): {}",
+                self.shown, self.stdout
+            )
+        })
+    }
+}
+
+/// `opc ARGS` in `dir`, run to its end.
+fn opc(args: &[&str], dir: &Path) -> Ran {
+    Opc::new(args, dir).run()
+}
+
+/// A temporary directory, with the config `opc.config.yaml` holding `config` when one is given.
+fn org_dir(config: Option<&str>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    if let Some(config) = config {
+        std::fs::write(dir.path().join("opc.config.yaml"), config).expect("write config");
+    }
+    dir
+}
+
+/// `GET path` over a plain socket to `address`, naming `host`: the whole response, head and body.
+fn get(address: &str, host: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(address).expect("connect");
+    stream.set_read_timeout(Some(WAIT)).expect("read timeout");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    response
 }
 
 #[test]
 fn init_writes_a_valid_org_and_refuses_to_overwrite() {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = org_dir(None);
     let target = dir.path().join("my-org");
-    let out = opc(&["init", target.to_str().expect("utf-8 path")], dir.path());
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    opc(&["init", target.to_str().expect("utf-8 path")], dir.path()).ok();
     assert!(target.join("opc.config.yaml").is_file());
     assert!(target.join("prompts/ceo.md").is_file());
 
-    let out = opc(&["validate"], &target);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stdout).contains("valid — 9 agents, 4 levels"),
-        "{}",
-        text(&out.stdout)
-    );
+    let out = opc(&["validate"], &target)
+        .ok()
+        .prints("valid — 9 agents, 4 levels");
     // The example turns privacy and memory on; this build runs all of it (privacy, core memory
     // blocks, recall, archival memory and consolidation), so nothing is listed as not active. (The
     // sandbox probe printed after the list names Bash too: only the list is checked.)
-    let stderr = text(&out.stderr);
-    let stderr = stderr
+    let stderr = out
+        .stderr
         .split("sandbox (what this kernel offers Bash)")
         .next()
-        .unwrap_or_default()
-        .to_string();
+        .unwrap_or_default();
     for active in [
         "not active in this build",
         "archival memory",
@@ -54,15 +183,11 @@ fn init_writes_a_valid_org_and_refuses_to_overwrite() {
         // The workers' file and shell tools run (issue 24).
         "tools Read",
         "Bash",
+        "privacy gateway",
     ] {
         assert!(!stderr.contains(active), "{active:?} runs: {stderr}");
     }
-    assert!(
-        !stderr.contains("privacy gateway"),
-        "privacy runs: {stderr}"
-    );
-    let out = opc(&["validate", "--format", "json"], &target);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let json = opc(&["validate", "--format", "json"], &target).json();
     let paths: Vec<&str> = json["inactive"]
         .as_array()
         .expect("inactive list")
@@ -76,53 +201,36 @@ fn init_writes_a_valid_org_and_refuses_to_overwrite() {
 
     // A user's edits survive a second init: nothing is written, and the command says why.
     std::fs::write(target.join("prompts/ceo.md"), "my own prompt").expect("edit");
-    let out = opc(&["init", "."], &target);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("refusing to overwrite"),
-        "{}",
-        text(&out.stderr)
-    );
+    opc(&["init", "."], &target)
+        .exits(1)
+        .complains("refusing to overwrite");
     let kept = std::fs::read_to_string(target.join("prompts/ceo.md")).expect("still there");
     assert_eq!(kept, "my own prompt");
 }
 
 #[test]
 fn validate_reports_every_error_with_positions_and_exits_1() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(
-        dir.path().join("opc.config.yaml"),
+    let dir = org_dir(Some(
         "framework:\n  defaultModel: m\n  providers: { p: { kind: anthropic } }\n  execution: { taskTimeout: soon }\nagents:\n  ceo: { role: CEO, chidren: [] }\n",
-    )
-    .expect("write config");
+    ));
+    opc(&["validate"], dir.path())
+        .exits(1)
+        .complains("opc.config.yaml:4:29")
+        .complains("framework.execution.taskTimeout")
+        .complains("did you mean `children`?")
+        .complains("invalid — 2 errors, 1 warning");
 
-    let out = opc(&["validate"], dir.path());
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = text(&out.stderr);
-    assert!(stderr.contains("opc.config.yaml:4:29"), "{stderr}");
-    assert!(
-        stderr.contains("framework.execution.taskTimeout"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("did you mean `children`?"), "{stderr}");
-    assert!(stderr.contains("invalid — 2 errors, 1 warning"), "{stderr}");
-
-    let out = opc(&["validate", "--format", "json"], dir.path());
-    assert_eq!(out.status.code(), Some(1));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json output");
+    let report = opc(&["validate", "--format", "json"], dir.path())
+        .exits(1)
+        .json();
     assert_eq!(report["valid"], false);
     let errors = report["errors"].as_array().expect("errors array");
     assert_eq!(errors.len(), 2, "{report}");
+    let at = |error: &Value| (error["line"].as_u64(), error["column"].as_u64());
     assert_eq!(errors[0]["path"], "framework.execution.taskTimeout");
-    assert_eq!(
-        (errors[0]["line"].as_u64(), errors[0]["column"].as_u64()),
-        (Some(4), Some(29))
-    );
+    assert_eq!(at(&errors[0]), (Some(4), Some(29)));
     assert_eq!(errors[1]["path"], "agents.ceo.chidren");
-    assert_eq!(
-        (errors[1]["line"].as_u64(), errors[1]["column"].as_u64()),
-        (Some(6), Some(21))
-    );
+    assert_eq!(at(&errors[1]), (Some(6), Some(21)));
     assert!(
         errors[1]["hint"]
             .as_str()
@@ -132,21 +240,17 @@ fn validate_reports_every_error_with_positions_and_exits_1() {
 
 #[test]
 fn unreadable_config_exits_2_and_config_env_is_honoured() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let out = opc(&["validate"], dir.path());
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("opc init"),
-        "{}",
-        text(&out.stderr)
-    );
+    let dir = org_dir(None);
+    opc(&["validate"], dir.path())
+        .exits(2)
+        .complains("opc init");
 
-    let out = opc(
+    let report = opc(
         &["validate", "--format", "json", "--config", "missing.yaml"],
         dir.path(),
-    );
-    assert_eq!(out.status.code(), Some(2));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json output");
+    )
+    .exits(2)
+    .json();
     assert!(
         report["unreadable"]
             .as_str()
@@ -154,21 +258,51 @@ fn unreadable_config_exits_2_and_config_env_is_honoured() {
     );
 
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../opc.config.yaml");
-    let out = Command::new(env!("CARGO_BIN_EXE_opc"))
-        .arg("validate")
-        .current_dir(dir.path())
+    Opc::new(&["validate"], dir.path())
         .env("OPC_CONFIG", &example)
-        .output_within(WAIT)
-        .expect("opc runs");
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        .run()
+        .ok();
+}
+
+/// A directory given as the config is said to be one, not reported as an OS error: the hint names
+/// the config file inside it when there is one, and how to write one when there is not.
+#[test]
+fn a_directory_as_the_config_names_the_file_inside_it() {
+    let dir = org_dir(None);
+    let out = opc(&["validate", "--config", "."], dir.path())
+        .exits(2)
+        .complains("`.` is a directory, not a config file")
+        .complains("there is no `./opc.config.yaml` either")
+        .complains("`opc init .`");
+    assert!(!out.stderr.contains("os error"), "{}", out.stderr);
+
+    opc(&["init", "org"], dir.path()).ok();
+    for args in [
+        &["tasks", "--config", "org"][..],
+        &["--config", "org", "memory", "show"],
+        &["validate", "--config", "org"],
+    ] {
+        opc(args, dir.path())
+            .exits(2)
+            .complains("`org` is a directory, not a config file")
+            .complains("pass --config org/opc.config.yaml");
+    }
+    let report = opc(
+        &["validate", "--format", "json", "--config", "org"],
+        dir.path(),
+    )
+    .exits(2)
+    .json();
+    assert_eq!(
+        report["unreadable"], "`org` is a directory, not a config file",
+        "{report}"
+    );
 }
 
 #[test]
 fn visualize_draws_the_tree_without_colour_when_piped() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = opc(&["visualize"], &root);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let drawing = text(&out.stdout);
+    let drawing = opc(&["visualize"], &root).ok().stdout;
     assert!(
         !drawing.contains('\u{1b}'),
         "no escape codes in piped output"
@@ -178,13 +312,14 @@ fn visualize_draws_the_tree_without_colour_when_piped() {
         lines[1].starts_with("ceo  CEO  [anthropic/claude-opus-4-6]"),
         "{drawing}"
     );
-    assert!(
-        drawing.contains("├── vp-eng  VP Engineering  [anthropic/claude-sonnet-4-5, default]"),
-        "{drawing}"
-    );
-    assert!(drawing.contains("│   │   └── dev-backend"), "{drawing}");
-    assert!(drawing.contains("shares with: vp-ops"), "{drawing}");
-    assert!(drawing.contains("shared team_policies"), "{drawing}");
+    for drawn in [
+        "├── vp-eng  VP Engineering  [anthropic/claude-sonnet-4-5, default]",
+        "│   │   └── dev-backend",
+        "shares with: vp-ops",
+        "shared team_policies",
+    ] {
+        assert!(drawing.contains(drawn), "{drawn:?} in {drawing}");
+    }
     assert!(
         lines
             .last()
@@ -198,7 +333,7 @@ fn visualize_draws_the_tree_without_colour_when_piped() {
 /// does not allow are warnings; the model cache is out of reach of any workspace.
 #[test]
 fn validate_checks_workspaces_sandbox_and_allow_lists() {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = org_dir(None);
     let head = "framework:\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n";
     let org = "agents:\n  ceo: { role: CEO, tools: [delegate], children: [dev], bash: { allow: [ls] } }\n  dev: { role: Dev, parent: ceo, tools: [Read, Bash], bash: { allow: [ls, rm] } }\n";
     let write = |framework: &str, agents: &str| {
@@ -216,9 +351,7 @@ fn validate_checks_workspaces_sandbox_and_allow_lists() {
             "tools: [Read, Bash], workspace: ../elsewhere",
         ),
     );
-    let out = opc(&["validate"], dir.path());
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let out = opc(&["validate"], dir.path()).exits(1);
     for expected in [
         "opc.config.yaml:4:31",
         "`GITHUB_TOKEN` looks like a secret (a token): the sandbox's environment never holds a provider key or a platform token",
@@ -226,177 +359,104 @@ fn validate_checks_workspaces_sandbox_and_allow_lists() {
         "`mode: off`",
         "`rm` is not allowed by `ceo`",
     ] {
-        assert!(stderr.contains(expected), "{expected:?} in {stderr}");
+        assert!(
+            out.stderr.contains(expected),
+            "{expected:?} in {}",
+            out.stderr
+        );
     }
 
     write("", org);
-    let out = opc(&["validate", "--format", "json"], dir.path());
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let json = opc(&["validate", "--format", "json"], dir.path())
+        .ok()
+        .json();
     let warnings = json["warnings"].as_array().expect("warnings");
     assert_eq!(warnings.len(), 1, "{json}");
     assert_eq!(warnings[0]["path"], "agents.dev.bash.allow[1]");
 
     // A root inside the model cache puts every workspace there.
-    let models = dir.path().join("models");
     write("  workspace: { root: models/ws }\n", org);
-    let out = Command::new(env!("CARGO_BIN_EXE_opc"))
-        .arg("validate")
-        .current_dir(dir.path())
-        .env_remove("OPC_CONFIG")
-        .env("OPC_MODELS", &models)
-        .env("NO_COLOR", "1")
-        .output_within(WAIT)
-        .expect("opc runs");
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("holds or lies in the model cache"),
-        "{stderr}"
-    );
+    Opc::new(&["validate"], dir.path())
+        .env("OPC_MODELS", dir.path().join("models"))
+        .run()
+        .exits(1)
+        .complains("holds or lies in the model cache");
 }
 
 #[test]
 fn help_explains_every_command() {
-    let out = opc(&["--help"], Path::new("."));
-    let help = text(&out.stdout);
+    let help = opc(&["--help"], Path::new(".")).stdout;
     for command in ["init", "validate", "visualize"] {
         assert!(help.contains(command), "{help}");
     }
-    let out = opc(&["validate", "--help"], Path::new("."));
-    assert!(
-        text(&out.stdout).contains("0 valid"),
-        "{}",
-        text(&out.stdout)
-    );
+    opc(&["validate", "--help"], Path::new(".")).prints("0 valid");
 }
 
-#[test]
-fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::net::TcpStream;
-    use std::process::Stdio;
-
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(
-        dir.path().join("opc.config.yaml"),
+#[tokio::test]
+async fn run_serves_the_org_and_stops_cleanly_on_sigterm() {
+    let dir = org_dir(Some(
         "framework:\n  name: Tiny <Org>\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n  sandbox: { mode: off }\n  memory: { graph: { enabled: true } }\nchannels:\n  web: { listen: \"127.0.0.1:0\" }\nagents:\n  ceo: { role: CEO, tools: [delegate], children: [dev] }\n  dev: { role: Dev, parent: ceo }\n",
-    )
-    .expect("write config");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_opc"))
-        .arg("run")
-        .current_dir(dir.path())
-        .env_remove("OPC_CONFIG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("opc run starts");
-    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let (mut stdout, banner) = blocking_within(WAIT, "opc run's ready line", move || {
-        let mut stdout = stdout;
-        let mut banner = String::new();
-        stdout.read_line(&mut banner).expect("banner line");
-        (stdout, banner)
-    })
-    .unwrap_or_else(|| {
-        let _ = child.kill();
-        panic!("no ready line within {WAIT:?}")
-    });
-    let address = banner
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {banner:?}"))
-        .to_string();
-    assert!(address.starts_with("127.0.0.1:"), "{banner}");
+    ));
+    let run = OpcRun::start(&dir.path().join("opc.config.yaml"), &[]);
+    assert!(run.address.starts_with("127.0.0.1:"), "{}", run.banner);
 
-    let get = |path: &str| {
-        let mut stream = TcpStream::connect(&address).expect("connect");
-        stream.set_read_timeout(Some(WAIT)).expect("read timeout");
-        write!(
-            stream,
-            // The listener's own name with its port, as a browser sends it (a bare `localhost`
-            // is not one of its names on any port but 80).
-            "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-        )
-        .expect("send");
-        let mut response = String::new();
-        stream.read_to_string(&mut response).expect("read");
-        response
-    };
-    let org = get("/api/org");
+    // The listener's own name with its port, as a browser sends it (a bare `localhost` is not one of
+    // its names on any port but 80).
+    let fetch = |path: &str| get(&run.address, &run.address, path);
+    let org = fetch("/api/org");
     assert!(org.starts_with("HTTP/1.1 200"), "{org}");
     let body = org.split("\r\n\r\n").nth(1).expect("body");
-    let json: serde_json::Value = serde_json::from_str(body).expect("json body");
+    let json: Value = serde_json::from_str(body).expect("json body");
     assert_eq!(json["root"], "ceo");
     assert_eq!(json["agents"][1]["parent"], "ceo");
-    let page = get("/org");
+    let page = fetch("/org");
     assert!(
         page.contains("Tiny &lt;Org&gt;"),
         "names are escaped: {page}"
     );
-    assert!(get("/healthz").ends_with("ok"));
+    assert!(fetch("/healthz").ends_with("ok"));
 
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(killed.success());
-    let status = child_within(&mut child, WAIT, "opc run to exit on SIGTERM");
-    assert_eq!(status.code(), Some(0));
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut stderr)
-        .expect("stderr");
+    // The start-up notes come before the ready line; the reader of its stderr may lag behind.
+    let sandbox_off = "`mode: off`: Bash commands run without the kernel sandbox";
+    wait_until(WAIT, "opc run's start-up notes", || {
+        let stderr = run.stderr();
+        stderr.contains("graph memory") && stderr.contains(sandbox_off)
+    })
+    .await;
+    let stderr = run.stderr();
     assert!(
-        stderr.contains("graph memory") && !stderr.contains("consolidation"),
+        !stderr.contains("consolidation"),
         "run names what is not active, and consolidation runs: {stderr}"
     );
     assert!(
-        stderr.contains("warning")
-            && stderr.contains("`mode: off`: Bash commands run without the kernel sandbox"),
+        stderr.contains("warning"),
         "run warns that the sandbox is off: {stderr}"
     );
     assert!(
         !stderr.contains("privacy gateway"),
         "privacy runs: {stderr}"
     );
-    let mut rest = String::new();
-    stdout.read_to_string(&mut rest).expect("rest of stdout");
+    let (code, rest) = run.stop();
+    assert_eq!(code, Some(0));
     assert!(rest.contains("opc: stopped"), "{rest}");
 }
 
 #[test]
 fn run_refuses_an_invalid_config() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("opc.config.yaml"), "agents: {}\n").expect("write config");
-    let out = opc(&["run"], dir.path());
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("not starting"),
-        "{}",
-        text(&out.stderr)
-    );
+    let dir = org_dir(Some("agents: {}\n"));
+    opc(&["run"], dir.path()).exits(1).complains("not starting");
 }
 
 /// `opc memory show` and `opc memory history` read the blocks as stored: seeded from the config, then
 /// edited (here through the memory API, as an agent's tool call would).
 #[test]
 fn memory_show_and_history_read_the_stored_blocks() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let out = opc(&["init", "."], dir.path());
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let dir = org_dir(None);
+    opc(&["init", "."], dir.path()).ok();
     // No database yet: says how blocks come to be.
-    let out = opc(&["memory", "show"], dir.path());
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stdout).contains("No memory blocks yet"),
-        "{}",
-        text(&out.stdout)
-    );
+    opc(&["memory", "show"], dir.path())
+        .ok()
+        .prints("No memory blocks yet");
 
     let loaded = opc_hierarchy::load(&dir.path().join("opc.config.yaml")).expect("config");
     let db = loaded.base_dir.join(&loaded.config.framework.memory.path);
@@ -420,37 +480,25 @@ fn memory_show_and_history_read_the_stored_blocks() {
         .expect("edit");
     drop(store);
 
-    let out = opc(&["memory", "show", "ceo"], dir.path());
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let shown = text(&out.stdout);
-    assert!(
-        shown.contains("agent/ceo/persona  v2  21/2000 chars"),
-        "{shown}"
-    );
-    assert!(shown.contains("  | Patient and thorough."), "{shown}");
-    assert!(shown.contains("agent/ceo/org_context  v1"), "{shown}");
+    let shown = opc(&["memory", "show", "ceo"], dir.path())
+        .ok()
+        .prints("agent/ceo/persona  v2  21/2000 chars")
+        .prints("  | Patient and thorough.")
+        .prints("agent/ceo/org_context  v1")
+        .stdout;
     // The CEO does not reference the shared block; a VP does.
     assert!(!shown.contains("team_policies"), "{shown}");
-    let out = opc(&["memory", "show", "vp-eng"], dir.path());
-    assert!(
-        text(&out.stdout).contains("shared/team_policies  v1"),
-        "{}",
-        text(&out.stdout)
-    );
-    let out = opc(&["memory", "show", "nobody"], dir.path());
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("there is no agent `nobody`"),
-        "{}",
-        text(&out.stderr)
-    );
+    opc(&["memory", "show", "vp-eng"], dir.path()).prints("shared/team_policies  v1");
+    opc(&["memory", "show", "nobody"], dir.path())
+        .exits(1)
+        .complains("there is no agent `nobody`");
 
-    let out = opc(
+    let history = opc(
         &["memory", "history", "persona", "--agent", "ceo"],
         dir.path(),
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let history = text(&out.stdout);
+    )
+    .ok()
+    .stdout;
     let lines: Vec<&str> = history.lines().collect();
     assert!(
         lines[0].starts_with("agent/ceo/persona v1  ") && lines[0].ends_with("seed by config"),
@@ -475,15 +523,13 @@ fn memory_show_and_history_read_the_stored_blocks() {
 #[test]
 fn memory_facts_lists_current_believed_valid_and_history_beside_a_writer() {
     use opc_memory::facts::{FactStore, Op, Provenance, View};
-    let dir = tempfile::tempdir().expect("temp dir");
-    let out = opc(&["init", "."], dir.path());
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let dir = org_dir(None);
+    opc(&["init", "."], dir.path()).ok();
     let ms = |t: &str| opc_memory::facts::time::parse_time(t).expect("time");
 
     // No database yet: an empty list, and nothing created.
-    let out = opc(&["memory", "facts", "ceo", "--format", "json"], dir.path());
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout), "{\"facts\":[]}\n");
+    let out = opc(&["memory", "facts", "ceo", "--format", "json"], dir.path()).ok();
+    assert_eq!(out.stdout, "{\"facts\":[]}\n");
     let loaded = opc_hierarchy::load(&dir.path().join("opc.config.yaml")).expect("config");
     let db = loaded.base_dir.join(&loaded.config.framework.memory.path);
     assert!(!db.exists(), "a read creates no database");
@@ -531,16 +577,9 @@ fn memory_facts_lists_current_believed_valid_and_history_beside_a_writer() {
     );
 
     let facts = |args: &[&str]| {
-        let mut all = vec!["memory", "facts"];
-        all.extend_from_slice(args);
-        let out = opc(&all, dir.path());
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
-        text(&out.stdout)
+        opc(&[&["memory", "facts"][..], args].concat(), dir.path())
+            .ok()
+            .stdout
     };
     let current = facts(&["ceo"]);
     assert!(
@@ -564,7 +603,7 @@ fn memory_facts_lists_current_believed_valid_and_history_beside_a_writer() {
     assert!(facts(&["ceo", "--valid-at", "2026-05-10"]).starts_with("No facts"));
     assert!(facts(&["ceo", "--valid-at", "2026-05-20T08:00:00+02:00"]).contains("May 17th"));
 
-    let history: serde_json::Value =
+    let history: Value =
         serde_json::from_str(&facts(&["ceo", "--history", "--format", "json"])).expect("json");
     let versions = history["facts"].as_array().expect("facts");
     assert_eq!(versions.len(), 2, "{history}");
@@ -582,7 +621,7 @@ fn memory_facts_lists_current_believed_valid_and_history_beside_a_writer() {
     assert_eq!(closed["valid_to"], "2026-05-17T00:00:00Z");
     assert_eq!(closed["conversation"], "web:first");
     assert_eq!(open["conversation"], "web:second");
-    assert_eq!(open["invalidated_at"], serde_json::Value::Null);
+    assert_eq!(open["invalidated_at"], Value::Null);
     assert_eq!(open["reason"], "moved");
     assert_eq!(open["source"], "agent");
     assert_eq!(open["task"], 2);
@@ -594,115 +633,76 @@ fn memory_facts_lists_current_believed_valid_and_history_beside_a_writer() {
         .collect();
     keys.sort_unstable();
     assert_eq!(
-        keys,
-        [
-            "agent",
-            "conversation",
-            "fact_id",
-            "id",
-            "invalidated_at",
-            "reason",
-            "recorded_at",
-            "source",
-            "subject",
-            "task",
-            "text",
-            "valid_from",
-            "valid_to"
-        ]
+        keys.join(" "),
+        "agent conversation fact_id id invalidated_at reason recorded_at source subject task text \
+         valid_from valid_to"
     );
 
     // Bad input: what was wrong, and exit 2 for usage; an unknown agent names the agents.
     for (args, says) in [
         (
-            &[
-                "memory",
-                "facts",
-                "ceo",
-                "--at",
-                "2026-05-03",
-                "--valid-at",
-                "2026-05-03",
-            ][..],
+            &["ceo", "--at", "2026-05-03", "--valid-at", "2026-05-03"][..],
             "cannot be used with",
         ),
         (
-            &["memory", "facts", "ceo", "--history", "--at", "2026-05-03"],
+            &["ceo", "--history", "--at", "2026-05-03"],
             "cannot be used with",
         ),
+        (&["ceo", "--at", "last week"], "is not a time"),
         (
-            &["memory", "facts", "ceo", "--at", "last week"],
-            "is not a time",
-        ),
-        (
-            &[
-                "memory",
-                "facts",
-                "ceo",
-                "--valid-at",
-                "2026-05-03T10:00:00",
-            ],
+            &["ceo", "--valid-at", "2026-05-03T10:00:00"],
             "is not a time",
         ),
     ] {
-        let out = opc(args, dir.path());
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(
-            text(&out.stderr).contains(says),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
+        opc(&[&["memory", "facts"][..], args].concat(), dir.path())
+            .exits(2)
+            .complains(says);
     }
-    let out = opc(&["memory", "facts", "nobody"], dir.path());
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("there is no agent `nobody`") && stderr.contains("ceo, "),
-        "{stderr}"
-    );
+    opc(&["memory", "facts", "nobody"], dir.path())
+        .exits(1)
+        .complains("there is no agent `nobody`")
+        .complains("ceo, ");
     // An agent without archival memory still lists what is stored, and says it records nothing new.
-    let out = opc(&["memory", "facts", "dev-backend"], dir.path());
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).starts_with("No facts of `dev-backend` (current)."));
+    let out = opc(&["memory", "facts", "dev-backend"], dir.path())
+        .ok()
+        .complains("`dev-backend` has archival memory off");
     assert!(
-        text(&out.stderr).contains("`dev-backend` has archival memory off"),
-        "{}",
-        text(&out.stderr)
+        out.stdout
+            .starts_with("No facts of `dev-backend` (current).")
     );
     drop(store);
 }
 
-/// `opc` with `stdin` as its standard input.
-fn opc_with_input(args: &[&str], dir: &Path, stdin: &str) -> Output {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_opc"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("OPC_CONFIG")
-        .env("NO_COLOR", "1")
-        .env("OPC_MODELS_OFFLINE", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("opc runs");
-    let mut pipe = child.stdin.take().expect("stdin");
-    let stdin = stdin.to_string();
-    // Written on its own thread: a pipe's buffer is small, and `opc` may be blocked writing its output.
-    std::thread::spawn(move || {
-        let _ = pipe.write_all(stdin.as_bytes());
-    });
-    output_within(child, WAIT, &format!("`opc {}` to finish", args.join(" ")))
-}
-
 /// `--config` is one global option: every subcommand that reads a config takes it before or after its
 /// name (`opc --help`, and so docs/cli.md, write `opc memory show --config X`), and it is really the file read.
+/// `init` reads no config: its help does not offer `--config`, and a `--config` given anyway (before
+/// or after it) is refused with the way on, and writes nothing, rather than being silently ignored.
+#[test]
+fn init_neither_offers_nor_ignores_config() {
+    let dir = org_dir(None);
+    let help = opc(&["init", "--help"], dir.path()).ok();
+    assert!(!help.stdout.contains("--config"), "{}", help.stdout);
+    assert!(help.stdout.contains("DIR"), "{}", help.stdout);
+    for args in [
+        ["init", "--config", "x.yaml", "org"],
+        ["--config", "x.yaml", "init", "org"],
+    ] {
+        opc(&args, dir.path())
+            .exits(2)
+            .complains("`opc init` writes a new org and reads no config")
+            .complains("DIR/opc.config.yaml");
+        assert!(!dir.path().join("org").exists(), "{args:?} wrote nothing");
+    }
+    // Other commands still list it.
+    opc(&["validate", "--help"], dir.path())
+        .ok()
+        .prints("--config");
+}
+
 #[test]
 fn config_is_accepted_before_and_after_every_subcommand() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let out = opc(&["init", "org"], dir.path());
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let dir = org_dir(None);
+    opc(&["init", "org"], dir.path()).ok();
     let config = dir.path().join("org/opc.config.yaml");
     let config = config.to_str().expect("utf-8 path");
     // The current directory has no config: each command below can only have read `config`.
@@ -714,31 +714,13 @@ fn config_is_accepted_before_and_after_every_subcommand() {
         vec!["memory", "history", "persona"],
         vec!["privacy", "detect"],
     ] {
-        for before in [false, true] {
-            let mut full: Vec<&str> = Vec::new();
-            if before {
-                full.extend(["--config", config]);
-            }
-            full.extend(args.iter().copied());
-            if !before {
-                full.extend(["--config", config]);
-            }
-            let out = opc_with_input(&full, dir.path(), "");
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "opc {}: {}",
-                full.join(" "),
-                text(&out.stderr)
-            );
-        }
+        opc(&[&["--config", config][..], &args[..]].concat(), dir.path()).ok();
+        opc(&[&args[..], &["--config", config][..]].concat(), dir.path()).ok();
     }
     // `-c` too, after the subcommand.
-    let out = opc(&["validate", "-c", config], dir.path());
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    opc(&["validate", "-c", config], dir.path()).ok();
     // Without it, the same commands find no config.
-    let out = opc(&["memory", "show"], dir.path());
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    opc(&["memory", "show"], dir.path()).exits(2);
 
     // The privacy commands read the named file: its whitelist keeps an address unmasked.
     std::fs::write(
@@ -749,39 +731,25 @@ fn config_is_accepted_before_and_after_every_subcommand() {
     )
     .expect("write");
     let line = "{\"text\":\"write to ops@example.com\"}\n";
-    let defaults = opc_with_input(&["privacy", "detect"], dir.path(), line);
-    assert!(
-        text(&defaults.stdout).contains("EMAIL"),
-        "{}",
-        text(&defaults.stdout)
-    );
+    let detect = |args: &[&str]| Opc::new(args, dir.path()).input(line).run();
+    detect(&["privacy", "detect"]).prints("EMAIL");
     let whitelisted = dir.path().join("org/privacy.yaml");
     let whitelisted = whitelisted.to_str().expect("utf-8");
     for args in [
         ["privacy", "detect", "--config", whitelisted],
         ["--config", whitelisted, "privacy", "detect"],
     ] {
-        let out = opc_with_input(&args, dir.path(), line);
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        assert_eq!(text(&out.stdout).trim(), "{\"entities\":[]}", "{args:?}");
+        let out = detect(&args).ok();
+        assert_eq!(out.stdout.trim(), "{\"entities\":[]}", "{args:?}");
     }
     // And an invalid file named after the subcommand is reported as such.
     std::fs::write(dir.path().join("bad.yaml"), "agents: {}\n").expect("write");
-    let out = opc_with_input(
-        &["privacy", "detect", "--config", "bad.yaml"],
-        dir.path(),
-        "",
-    );
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    opc(&["privacy", "detect", "--config", "bad.yaml"], dir.path()).exits(1);
 }
 
 #[test]
 fn help_texts_name_every_subcommand_model_and_page() {
-    let help = |args: &[&str]| {
-        let out = opc(args, Path::new("."));
-        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
-        text(&out.stdout)
-    };
+    let help = |args: &[&str]| opc(args, Path::new(".")).ok().stdout;
     let privacy = help(&["privacy", "--help"]);
     for word in ["detect", "mask", "eval"] {
         assert!(privacy.contains(word), "{word} in {privacy}");
@@ -811,10 +779,8 @@ fn help_texts_name_every_subcommand_model_and_page() {
 /// "Next:" leads to a running org in a browser; a refusal suggests a directory that would work.
 #[test]
 fn init_says_what_to_do_next_and_suggests_a_free_directory() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let out = opc(&["init", "my-org"], dir.path());
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let next = text(&out.stdout);
+    let dir = org_dir(None);
+    let next = opc(&["init", "my-org"], dir.path()).ok().stdout;
     let steps = [
         "cd my-org",
         "opc validate",
@@ -834,20 +800,18 @@ fn init_says_what_to_do_next_and_suggests_a_free_directory() {
         at += found;
     }
 
-    let out = opc(&["init", "my-org"], dir.path());
-    assert_eq!(out.status.code(), Some(1));
-    let refusal = text(&out.stderr);
-    assert!(refusal.contains("refusing to overwrite"), "{refusal}");
-    assert!(refusal.contains("`opc init my-org-2`"), "{refusal}");
+    let refusal = opc(&["init", "my-org"], dir.path())
+        .exits(1)
+        .complains("refusing to overwrite")
+        .complains("`opc init my-org-2`")
+        .stderr;
     assert!(!refusal.contains("`opc init my-org`"), "{refusal}");
     // The suggestion works.
-    let out = opc(&["init", "my-org-2"], dir.path());
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    opc(&["init", "my-org-2"], dir.path()).ok();
     // Inside an org: a new subdirectory (`opc init .` there suggests `my-org`, not `.`).
-    let out = opc(&["init"], &dir.path().join("my-org"));
-    assert_eq!(out.status.code(), Some(1));
-    let refusal = text(&out.stderr);
-    assert!(refusal.contains("`opc init ./my-org`"), "{refusal}");
+    opc(&["init"], &dir.path().join("my-org"))
+        .exits(1)
+        .complains("`opc init ./my-org`");
 }
 
 /// A config for `opc run` whose own `listen` cannot be bound here (TEST-NET-1, not on this machine), so
@@ -856,60 +820,18 @@ const UNBINDABLE: &str = "framework:\n  name: Listen Org\n  defaultModel: m\n  p
 
 #[test]
 fn run_listen_overrides_the_config_and_keeps_its_rules() {
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::net::TcpStream;
-    use std::process::Stdio;
-
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("opc.config.yaml"), UNBINDABLE).expect("write config");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_opc"))
-        .args(["run", "--listen", "127.0.0.1:0"])
-        .current_dir(dir.path())
-        .env_remove("OPC_CONFIG")
-        .env("OPC_TEST_WEB_TOKEN", "s3cret-token")
-        .env("OPC_MODELS_OFFLINE", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("opc run starts");
-    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let (_stdout, banner) = blocking_within(WAIT, "opc run's ready line", move || {
-        let mut stdout = stdout;
-        let mut banner = String::new();
-        stdout.read_line(&mut banner).expect("banner line");
-        (stdout, banner)
-    })
-    .unwrap_or_else(|| {
-        let _ = child.kill();
-        panic!("no ready line within {WAIT:?}")
-    });
-    let address = banner
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {banner:?}"))
-        .to_string();
-    assert!(address.starts_with("127.0.0.1:"), "{banner}");
-    assert!(banner.contains("/admin"), "{banner}");
-    let mut stream = TcpStream::connect(&address).expect("connect");
-    stream.set_read_timeout(Some(WAIT)).expect("read timeout");
-    write!(
-        stream,
-        "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .expect("send");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("read");
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(killed.success());
-    assert_eq!(
-        child_within(&mut child, WAIT, "opc run to exit on SIGTERM").code(),
-        Some(0)
+    let dir = org_dir(Some(UNBINDABLE));
+    let run = OpcRun::start_with_args(
+        &dir.path().join("opc.config.yaml"),
+        &["--listen", "127.0.0.1:0"],
+        &[("OPC_TEST_WEB_TOKEN", "s3cret-token")],
     );
+    assert!(run.address.starts_with("127.0.0.1:"), "{}", run.banner);
+    assert!(run.banner.contains("/admin"), "{}", run.banner);
+    let response = get(&run.address, "localhost", "/healthz");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let (code, _) = run.stop();
+    assert_eq!(code, Some(0), "opc run exits 0 on SIGTERM");
 
     // A reachable address without an access token is refused before anything starts, as in the config.
     std::fs::write(
@@ -920,25 +842,17 @@ fn run_listen_overrides_the_config_and_keeps_its_rules() {
         ),
     )
     .expect("write config");
-    let out = opc(
+    opc(
         &["run", "--config", "open.yaml", "--listen", "0.0.0.0:0"],
         dir.path(),
-    );
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("--listen 0.0.0.0:0 is reachable from other machines")
-            && stderr.contains("accessTokenEnv"),
-        "{stderr}"
-    );
+    )
+    .exits(2)
+    .complains("--listen 0.0.0.0:0 is reachable from other machines")
+    .complains("accessTokenEnv");
     // Not an address: clap says so.
-    let out = opc(&["run", "--listen", "localhost"], dir.path());
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("--listen"),
-        "{}",
-        text(&out.stderr)
-    );
+    opc(&["run", "--listen", "localhost"], dir.path())
+        .exits(2)
+        .complains("--listen");
 }
 
 /// The manifest `opc slack manifest` prints: valid JSON, the org's name, the scopes of every Web API
@@ -948,40 +862,38 @@ fn run_listen_overrides_the_config_and_keeps_its_rules() {
 fn slack_manifest_describes_the_app_the_adapter_needs() {
     use opc_adapters::slack::manifest::{BOT_EVENTS, Token, WEB_API_METHODS};
 
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = org_dir(None);
     let base = "framework:\n  name: Acme Robotics\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\nagents:\n  ceo: { role: CEO }\n";
-    std::fs::write(dir.path().join("none.yaml"), base).expect("write");
-    std::fs::write(
-        dir.path().join("socket.yaml"),
-        format!("{base}channels:\n  slack: {{ mode: socket, botTokenEnv: SLACK_BOT_TOKEN, appTokenEnv: MY_APP_TOKEN }}\n"),
-    )
-    .expect("write");
-    std::fs::write(
-        dir.path().join("http.yaml"),
-        format!("{base}channels:\n  slack: {{ mode: http, botTokenEnv: SLACK_BOT_TOKEN, signingSecretEnv: MY_SIGNING_SECRET }}\n"),
-    )
-    .expect("write");
-    std::fs::write(
-        dir.path().join("public.yaml"),
-        format!("{base}channels:\n  slack: {{ mode: http, botTokenEnv: SLACK_BOT_TOKEN, signingSecretEnv: MY_SIGNING_SECRET }}\n  web: {{ publicUrl: \"https://opc.acme.example\", accessTokenEnv: OPC_WEB_TOKEN }}\n"),
-    )
-    .expect("write");
+    let http =
+        "slack: { mode: http, botTokenEnv: SLACK_BOT_TOKEN, signingSecretEnv: MY_SIGNING_SECRET }";
+    for (file, channels) in [
+        ("none.yaml", String::new()),
+        (
+            "socket.yaml",
+            "channels:\n  slack: { mode: socket, botTokenEnv: SLACK_BOT_TOKEN, appTokenEnv: MY_APP_TOKEN }\n".into(),
+        ),
+        ("http.yaml", format!("channels:\n  {http}\n")),
+        (
+            "public.yaml",
+            format!("channels:\n  {http}\n  web: {{ publicUrl: \"https://opc.acme.example\", accessTokenEnv: OPC_WEB_TOKEN }}\n"),
+        ),
+    ] {
+        std::fs::write(dir.path().join(file), format!("{base}{channels}")).expect("write");
+    }
+    let manifest = |args: &[&str]| opc(&[&["slack", "manifest"][..], args].concat(), dir.path());
+    let events_url =
+        |manifest: &Value| manifest["settings"]["event_subscriptions"]["request_url"].clone();
 
-    let out = opc(
-        &["slack", "manifest", "--config", "socket.yaml"],
-        dir.path(),
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&out.stdout).expect("stdout is the manifest alone, as JSON");
-    assert_eq!(manifest["display_information"]["name"], "Acme Robotics");
+    let out = manifest(&["--config", "socket.yaml"]).ok();
+    let socket = out.json();
+    assert_eq!(socket["display_information"]["name"], "Acme Robotics");
     assert_eq!(
-        manifest["features"]["bot_user"]["display_name"],
+        socket["features"]["bot_user"]["display_name"],
         "Acme Robotics"
     );
-    assert_eq!(manifest["settings"]["socket_mode_enabled"], true);
-    assert_eq!(manifest["settings"]["interactivity"]["is_enabled"], true);
-    let scopes: Vec<&str> = manifest["oauth_config"]["scopes"]["bot"]
+    assert_eq!(socket["settings"]["socket_mode_enabled"], true);
+    assert_eq!(socket["settings"]["interactivity"]["is_enabled"], true);
+    let scopes: Vec<&str> = socket["oauth_config"]["scopes"]["bot"]
         .as_array()
         .expect("bot scopes")
         .iter()
@@ -993,7 +905,7 @@ fn slack_manifest_describes_the_app_the_adapter_needs() {
         }
     }
     assert!(scopes.contains(&"commands"), "{scopes:?}");
-    let events: Vec<&str> = manifest["settings"]["event_subscriptions"]["bot_events"]
+    let events: Vec<&str> = socket["settings"]["event_subscriptions"]["bot_events"]
         .as_array()
         .expect("events")
         .iter()
@@ -1001,7 +913,7 @@ fn slack_manifest_describes_the_app_the_adapter_needs() {
         .collect();
     let handled: Vec<&str> = BOT_EVENTS.iter().map(|(e, _)| *e).collect();
     assert_eq!(events, handled);
-    let command = &manifest["features"]["slash_commands"][0];
+    let command = &socket["features"]["slash_commands"][0];
     assert_eq!(command["command"], "/opc");
     for (name, _) in opc_adapters::Command::ALL {
         assert!(
@@ -1011,15 +923,14 @@ fn slack_manifest_describes_the_app_the_adapter_needs() {
             "/opc {name} in {command}"
         );
     }
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("request_url"));
-    let steps = text(&out.stderr);
+    assert!(!out.stdout.contains("request_url"));
     for step in [
         "api.slack.com/apps",
         "connections:write",
         "MY_APP_TOKEN",
         "SLACK_BOT_TOKEN",
     ] {
-        assert!(steps.contains(step), "{step} in {steps}");
+        assert!(out.stderr.contains(step), "{step} in {}", out.stderr);
     }
 
     // HTTP mode: the request URLs under --url (also after `--config`, before the subcommand).
@@ -1033,85 +944,46 @@ fn slack_manifest_describes_the_app_the_adapter_needs() {
             "https://opc.example.com/",
         ],
         dir.path(),
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(manifest["settings"]["socket_mode_enabled"], false);
+    )
+    .ok()
+    .complains("MY_SIGNING_SECRET");
+    let http = out.json();
+    assert_eq!(http["settings"]["socket_mode_enabled"], false);
+    assert_eq!(events_url(&http), "https://opc.example.com/slack/events");
     assert_eq!(
-        manifest["settings"]["event_subscriptions"]["request_url"],
-        "https://opc.example.com/slack/events"
-    );
-    assert_eq!(
-        manifest["settings"]["interactivity"]["request_url"],
+        http["settings"]["interactivity"]["request_url"],
         "https://opc.example.com/slack/interactions"
     );
     assert_eq!(
-        manifest["features"]["slash_commands"][0]["url"],
+        http["features"]["slash_commands"][0]["url"],
         "https://opc.example.com/slack/commands"
     );
-    assert!(text(&out.stderr).contains("MY_SIGNING_SECRET"));
 
-    let out = opc(&["slack", "manifest", "--config", "http.yaml"], dir.path());
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("publicUrl: https://") && stderr.contains("--url"),
-        "{stderr}"
-    );
+    manifest(&["--config", "http.yaml"])
+        .exits(2)
+        .complains("publicUrl: https://")
+        .complains("--url");
 
     // Without --url, the listener's public address is where Slack posts; --url still wins.
-    let out = opc(
-        &["slack", "manifest", "--config", "public.yaml"],
-        dir.path(),
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(
-        manifest["settings"]["event_subscriptions"]["request_url"],
-        "https://opc.acme.example/slack/events"
-    );
-    let out = opc(
-        &[
-            "slack",
-            "manifest",
-            "--config",
-            "public.yaml",
-            "--url",
-            "https://other.example",
-        ],
-        dir.path(),
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(
-        manifest["settings"]["event_subscriptions"]["request_url"],
-        "https://other.example/slack/events"
-    );
-    let out = opc(
-        &[
-            "slack",
-            "manifest",
-            "--config",
-            "http.yaml",
-            "--url",
-            "http://plain.example.com",
-        ],
-        dir.path(),
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("https://"),
-        "{}",
-        text(&out.stderr)
-    );
+    for (args, url) in [
+        (
+            &["--config", "public.yaml"][..],
+            "https://opc.acme.example/slack/events",
+        ),
+        (
+            &["--config", "public.yaml", "--url", "https://other.example"],
+            "https://other.example/slack/events",
+        ),
+    ] {
+        assert_eq!(events_url(&manifest(args).ok().json()), url, "{args:?}");
+    }
+    manifest(&["--config", "http.yaml", "--url", "http://plain.example.com"])
+        .exits(2)
+        .complains("https://");
 
-    let out = opc(&["slack", "manifest", "--config", "none.yaml"], dir.path());
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("no `channels.slack` section")
-            && stderr.contains("slack: { mode: socket, botTokenEnv: SLACK_BOT_TOKEN"),
-        "{stderr}"
-    );
+    let out = manifest(&["--config", "none.yaml"])
+        .exits(1)
+        .complains("no `channels.slack` section")
+        .complains("slack: { mode: socket, botTokenEnv: SLACK_BOT_TOKEN");
     assert!(out.stdout.is_empty());
 }

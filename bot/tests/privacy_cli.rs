@@ -217,6 +217,38 @@ fn mask_names_a_file_it_cannot_read() {
     );
 }
 
+/// Plain text piped to `detect` (the first thing a newcomer tries) is refused with the line shape it
+/// expects and the two ways on: `mask` for plain text, or wrapping each line.
+#[test]
+fn detect_of_plain_text_shows_the_expected_shape() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = opc(
+        &["privacy", "detect"],
+        dir.path(),
+        "call Ann on 0151 234 5678\n",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("stdin:1: not JSON"), "{stderr}");
+    assert!(stderr.contains(r#"{"text": "#), "{stderr}");
+    assert!(stderr.contains("opc privacy mask"), "{stderr}");
+    assert!(
+        !stderr.contains("0151"),
+        "the input is not echoed: {stderr}"
+    );
+}
+
+/// `eval --help` describes the files it scores by their shape, not by a path inside this repository.
+#[test]
+fn eval_help_names_the_line_shape_not_a_repository_path() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = opc(&["privacy", "eval", "--help"], dir.path(), "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let help = text(&out.stdout);
+    assert!(help.contains(r#""entities""#), "{help}");
+    assert!(!help.contains("shared/data"), "{help}");
+}
+
 /// Lines are read ahead and detected in chunks (faster with the NER model), yet a program that writes
 /// one line and waits for its answer gets it before sending the next: nothing is held back waiting for
 /// input that has not come.

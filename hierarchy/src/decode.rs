@@ -83,11 +83,16 @@ impl<'d> Decoder<'d> {
                     entry.key_span,
                     format!("unknown key `{}`", entry.key),
                 );
-                diagnostic = match did_you_mean(&entry.key, known.iter().copied()) {
-                    Some(suggestion) => {
+                diagnostic = match (synonym(&entry.key, known), suggest_key(&entry.key, known)) {
+                    (Some((suggestion, meaning)), _) => {
+                        diagnostic.with_hint(format!("did you mean `{suggestion}`? {meaning}"))
+                    }
+                    (None, Some(suggestion)) => {
                         diagnostic.with_hint(format!("did you mean `{suggestion}`?"))
                     }
-                    None => diagnostic.with_hint(format!("known keys here: {}", known.join(", "))),
+                    (None, None) => {
+                        diagnostic.with_hint(format!("known keys here: {}", known.join(", ")))
+                    }
                 };
                 self.push(diagnostic);
             }
@@ -236,6 +241,89 @@ impl<'n> Fields<'n> {
             }
         }
     }
+}
+
+/// Words people write for a key this schema spells differently (`reportsTo:` for `parent:`), as the
+/// key meant and what that key says. Compared without case, `_` or `-`; offered only where the key
+/// meant is one of the known keys.
+const SYNONYMS: &[(&str, &str, &str)] = &[
+    (
+        "reportsto",
+        "parent",
+        "An agent names the agent it reports to with `parent:`",
+    ),
+    (
+        "reportto",
+        "parent",
+        "An agent names the agent it reports to with `parent:`",
+    ),
+    (
+        "manager",
+        "parent",
+        "An agent names the agent it reports to with `parent:`",
+    ),
+    (
+        "managedby",
+        "parent",
+        "An agent names the agent it reports to with `parent:`",
+    ),
+    (
+        "boss",
+        "parent",
+        "An agent names the agent it reports to with `parent:`",
+    ),
+    (
+        "supervisor",
+        "parent",
+        "An agent names the agent it reports to with `parent:`",
+    ),
+    (
+        "superior",
+        "parent",
+        "An agent names the agent it reports to with `parent:`",
+    ),
+    (
+        "subordinates",
+        "children",
+        "A manager lists the agents that report to it with `children:`",
+    ),
+    (
+        "reports",
+        "children",
+        "A manager lists the agents that report to it with `children:`",
+    ),
+    (
+        "directreports",
+        "children",
+        "A manager lists the agents that report to it with `children:`",
+    ),
+    (
+        "team",
+        "children",
+        "A manager lists the agents that report to it with `children:`",
+    ),
+];
+
+/// The known key `key` is a synonym of, with what that key says (see [`SYNONYMS`]).
+fn synonym<'k>(key: &str, known: &[&'k str]) -> Option<(&'k str, &'static str)> {
+    let folded: String = key
+        .chars()
+        .filter(|c| !matches!(c, '_' | '-'))
+        .flat_map(char::to_lowercase)
+        .collect();
+    SYNONYMS
+        .iter()
+        .filter(|(word, _, _)| *word == folded)
+        .find_map(|(_, meant, meaning)| known.iter().find(|k| *k == meant).map(|k| (*k, *meaning)))
+}
+
+/// The known key an unknown `key` most likely stands for: the key it is a synonym of, else the closest
+/// one by spelling. The unknown-key diagnostic offers it, and validation uses it to tell which of its
+/// own findings that one mistake explains.
+pub fn suggest_key<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
+    synonym(key, known)
+        .map(|(meant, _)| meant)
+        .or_else(|| did_you_mean(key, known.iter().copied()))
 }
 
 /// The closest candidate to `word`, if any is close enough to be a likely typo.

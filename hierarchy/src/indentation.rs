@@ -8,12 +8,16 @@
 //! or a tab in the indentation. If one is found, the diagnostic names indentation and points at that
 //! line; otherwise the parser's own message is kept.
 //!
-//! Two mistakes are noticed by the parser only on the line *after* the one that is wrong, and are
+//! Three mistakes are noticed by the parser only on the line *after* the one that is wrong, and are
 //! moved back to it here:
 //! - the first key of a block indented differently from the keys after it (`vp:` then `      role:`
 //!   then `    parent:`): the first key sets the block's indentation, so the parser objects to the
 //!   second one. When the second one sits one ordinary step under the block's key, the first is
 //!   the odd one out, and it is named;
+//! - a key indented less than its block (`vp:`, then `  role: VP` level with `vp:`, then
+//!   `    parent: ceo`): the short line ends the block, so the parser objects to the deeper line
+//!   after it, which lines up with the block. The short line is named, since indenting the deeper
+//!   one to match it would take that out of the block as well;
 //! - a key written without its colon (`role VP Operations`): as the first line of a block it reads as
 //!   the start of a multi-line value, and the parser objects to the colon of the next line. Wherever
 //!   it is, the message says the colon is missing and shows the line with one.
@@ -110,6 +114,9 @@ fn indentation_error(source: &str, syntax: &SyntaxError) -> Option<Diagnostic> {
     }
     if let Some(diagnostic) = first_key_misindented(&lines, error_index, previous, &syntax.message)
     {
+        return Some(diagnostic);
+    }
+    if let Some(diagnostic) = dedented_key(&lines, error_index, previous, &syntax.message) {
         return Some(diagnostic);
     }
     let candidates = [Some(error_index), previous];
@@ -245,6 +252,65 @@ fn first_key_misindented(
         ),
         format!(
             "indent line {number} by {expected} spaces: the first key of a block sets its indentation, and the keys after it must line up with it"
+        ),
+    ))
+}
+
+/// A key indented less than the block it belongs to (`vp:`, then `  role: VP` at the indentation of
+/// `vp:`, then `    parent: ceo`): the short line ends the block, which is valid YAML, so the parser
+/// objects only to the deeper line after it. That line lines up with the block, though (with the key
+/// before the short one, or where the file's step puts the first key under the line that opened the
+/// block), so the short line is the one to move, and moving the deeper one instead would take it out
+/// of the block too.
+fn dedented_key(
+    lines: &[Line<'_>],
+    error_index: usize,
+    previous: Option<usize>,
+    parser_says: &str,
+) -> Option<Diagnostic> {
+    let previous = previous?;
+    let (short, next) = (&lines[previous], &lines[error_index]);
+    let target = next.indent();
+    if !next.significant()
+        || short.opens_block()
+        || short.indent() >= target
+        || short.content_indent() != short.indent()
+    {
+        return None;
+    }
+    let before_index = (0..previous).rev().find(|&i| lines[i].significant())?;
+    let before = &lines[before_index];
+    let lines_up = if before.opens_block() {
+        short.indent() <= before.indent()
+            && before.indent() + indent_step(lines, before_index + 1) == target
+    } else {
+        before.indent() == target
+    };
+    if !lines_up {
+        return None;
+    }
+    // The block it belongs to: the nearest line above that opens one, shallower than its keys.
+    let block = (0..previous)
+        .rev()
+        .map(|i| &lines[i])
+        .find(|l| l.significant() && l.opens_block() && l.indent() < target)
+        .map_or_else(String::new, |l| {
+            format!(" `{}`", strip_comment(l.text).trim())
+        });
+    let number = previous + 1;
+    let content = strip_comment(short.text).trim();
+    Some(located(
+        short,
+        number,
+        short.indent(),
+        format!(
+            "invalid YAML: bad indentation: line {number} (`{content}`) is indented {} spaces, less than the keys of its block{block} (line {} is indented {target}), so it ends that block (the parser says: {parser_says})",
+            short.indent(),
+            error_index + 1,
+        ),
+        format!(
+            "indent line {number} by {target} spaces, like line {}, so that it belongs to the block{block} again",
+            error_index + 1
         ),
     ))
 }
@@ -397,6 +463,31 @@ mod tests {
             );
             assert!(
                 d.hint.as_deref().unwrap_or("").contains("by 4 spaces"),
+                "{d}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_dedented_key_is_named_not_the_line_after_it() {
+        // Right after the block's key, at its indentation; and between two keys of the block.
+        for (source, line) in [
+            ("agents:\n  vp:\n  role: VP\n    parent: ceo\n", 3),
+            (
+                "agents:\n  vp:\n    parent: ceo\n  role: VP\n    level: 1\n",
+                4,
+            ),
+        ] {
+            let d = diagnose(source);
+            assert_eq!((d.line(), d.column()), (line, 1), "{d}");
+            assert!(
+                d.message
+                    .contains(&format!("line {line} (`role: VP`) is indented 2 spaces")),
+                "{d}"
+            );
+            let hint = d.hint.as_deref().unwrap_or("");
+            assert!(
+                hint.contains(&format!("indent line {line} by 4 spaces")) && hint.contains("`vp:`"),
                 "{d}"
             );
         }

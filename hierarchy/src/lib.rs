@@ -26,6 +26,7 @@
 //! dependency-free leaf that knows credential shapes and the kinds of personal data the detector finds
 //! (so parsing YAML never builds the privacy crate's ML stack).
 
+pub mod changes;
 pub mod decode;
 pub mod diagnostic;
 pub mod edit;

@@ -11,7 +11,7 @@
 //! `bash.allow`, narrowed by every manager above it that has a `bash` section). Both are computed once
 //! here, from the same rules `validate` checks (module `workspace`), so tools never re-derive them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::schema::{BashPolicy, Config, SandboxSettings, Unlisted};
@@ -270,9 +270,11 @@ impl OrgTree {
     pub fn workspace_access(&self, agent: &str) -> Option<WorkspaceAccess> {
         let node = self.node(agent)?;
         let mut read: Vec<PathBuf> = Vec::new();
+        // A set beside the list, so that the root of a large org is not quadratic in its size.
+        let mut listed: HashSet<&Path> = HashSet::from([node.workspace.as_path()]);
         for id in self.descendants(agent) {
             let Some(d) = self.node(id) else { continue };
-            if d.workspace != node.workspace && !read.contains(&d.workspace) {
+            if listed.insert(d.workspace.as_path()) {
                 read.push(d.workspace.clone());
             }
         }

@@ -1398,10 +1398,7 @@ impl Decode for EnvVar {
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
         let name = String::decode(node, path, cx)?;
         if crate::secrets::looks_like_secret(&name) {
-            cx.push(
-                Diagnostic::error(path, node.span, "this looks like a secret itself, not the name of an environment variable")
-                    .with_hint("treat the secret as leaked and rotate it with its issuer; then export the new one (e.g. `export SLACK_BOT_TOKEN=…`) and write the variable's name here"),
-            );
+            cx.push(pasted_secret(node, path, &name));
             return None;
         }
         let valid = name
@@ -1426,8 +1423,59 @@ impl Decode for EnvVar {
     }
 }
 
+/// The error for a credential pasted where the name of the variable holding it belongs
+/// (`apiKeyEnv: sk-…`): what it looks like, shown masked; that it must not be in the file; and the
+/// line to write instead, with a variable named after the key (`apiKeyEnv: ANTHROPIC_API_KEY`) and
+/// where the secret goes (`export ANTHROPIC_API_KEY=…`), so the advice fits the key it is on.
+fn pasted_secret(node: &Node, path: Path<'_>, value: &str) -> Diagnostic {
+    let value = value.trim();
+    let kind = crate::secrets::find_secret(value).unwrap_or("credential");
+    let (key, variable) = match path {
+        Path::Key(parent, key) => (key, env_var_for(parent, key)),
+        _ => ("…Env", "MY_SECRET".to_string()),
+    };
+    Diagnostic::error(
+        path,
+        node.span,
+        format!(
+            "this looks like a secret itself ({} {kind}, `{}`), not the name of an environment variable: a secret must not be written in the config",
+            crate::secrets::article(kind),
+            crate::secrets::mask(value)
+        ),
+    )
+    .with_hint(format!(
+        "treat it as leaked and rotate it with its issuer; then name a variable here instead (`{key}: {variable}`) and export the new secret in it where OPC runs (`export {variable}=…`)"
+    ))
+}
+
+/// A variable name for the `…Env` key `key` under `parent`: the section's name and the key's, in
+/// capitals (`slack` + `botTokenEnv` → `SLACK_BOT_TOKEN`, `anthropic` + `apiKeyEnv` →
+/// `ANTHROPIC_API_KEY`).
+fn env_var_for(parent: &Path<'_>, key: &str) -> String {
+    let mut name = String::new();
+    if let Path::Key(_, section) = parent {
+        for c in section.chars() {
+            name.push(if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            });
+        }
+        name.push('_');
+    }
+    for c in key.strip_suffix("Env").unwrap_or(key).chars() {
+        if c.is_ascii_uppercase() && !name.is_empty() && !name.ends_with('_') {
+            name.push('_');
+        }
+        name.push(c.to_ascii_uppercase());
+    }
+    name
+}
+
 impl Agent {
-    const KEYS: &'static [&'static str] = &[
+    /// The keys an agent's mapping may hold (validation reads them too, to tell what an unknown key
+    /// stood for).
+    pub(crate) const KEYS: &'static [&'static str] = &[
         "role",
         "level",
         "parent",

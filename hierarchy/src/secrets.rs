@@ -10,6 +10,15 @@
 
 pub use opc_shapes::credentials::{find_secret, looks_like_secret, mask};
 
+/// "a" or "an" before `word`, by its first letter (good enough for the names of credential kinds).
+pub(crate) fn article(word: &str) -> &'static str {
+    if word.starts_with(['A', 'E', 'I', 'O', 'U', 'a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,51 +26,23 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use opc_memory::embed::{DIM, EmbedError, EmbedSlot, Embedder, MiniLm};
+use clap::Parser;
+use opc_memory::embed::{EmbedError, EmbedSlot, Embedder, MiniLm};
 use opc_memory::facts::{FactQuery, FactStore, Op, Provenance, Source, View};
 use opc_memory::recall::vectors::quantise;
 
+mod common;
+use common::{NAMES, QUERIES, Rng, WARM_UP, percentile};
+
 const NAMESPACES: usize = 10;
-const QUERIES: usize = 200;
-const WARM_UP: usize = 20;
 const PAST_QUERIES: usize = 60;
 const BATCH: usize = 1000;
 const DAY: i64 = 86_400_000;
 const BASE: i64 = 1_780_000_000_000;
-
-/// splitmix64: a tiny seeded generator, so every run writes the same data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn zipf(&mut self, n: usize) -> usize {
-        let h = (n as f64).ln() + 0.5772;
-        ((self.unit() * h).exp() as usize)
-            .saturating_sub(1)
-            .min(n - 1)
-    }
-    fn unit_vector(&mut self) -> Vec<f32> {
-        let v: Vec<f32> = (0..DIM).map(|_| self.unit() as f32 - 0.5).collect();
-        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        v.into_iter().map(|x| x / n).collect()
-    }
-}
 
 const WORDS: &str = "team report meeting call update week plan budget client launch draft \
     deadline invoice contract design release customer order ticket issue bug fix deploy server \
@@ -81,11 +53,6 @@ const WORDS: &str = "team report meeting call update week plan budget client lau
     newsletter blog press event booth demo trial onboarding training docs handbook office \
     lease furniture laptop license payroll benefits bonus promotion feedback goals owns prefers \
     moved approved signed paused cancelled delayed starts ends needs costs runs";
-const NAMES: &[&str] = &[
-    "Alice", "Bruno", "Chen", "Dana", "Emeka", "Fatima", "Gustav", "Hana", "Ivan", "Julia",
-    "Kenji", "Laura", "Miguel", "Nadia", "Oliver", "Priya", "Quentin", "Rosa", "Sven", "Tara",
-];
-
 fn fact_text(rng: &mut Rng, words: &[&str], fact: usize, version: usize) -> String {
     let len = 5 + rng.below(10);
     let mut out: Vec<String> = (0..len)
@@ -110,11 +77,6 @@ impl Embedder for QueryVectors {
     fn model_id(&self) -> &'static str {
         "all-MiniLM-L6-v2"
     }
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i].as_secs_f64() * 1000.0
 }
 
 /// This thread's time on a CPU so far (`/proc/thread-self/schedstat`, ns): unlike the wall clock, it
@@ -181,27 +143,29 @@ fn checkpoint(path: &Path) {
         .unwrap();
 }
 
+/// `cargo bench -p opc-memory --bench facts [-- --facts N --versions N --db PATH]`
+#[derive(Parser)]
+struct Args {
+    /// Facts in all, spread over the namespaces.
+    #[arg(long, default_value_t = 100_000)]
+    facts: usize,
+    /// Versions of each fact (one ADD, then UPDATE rounds).
+    #[arg(long, default_value_t = 10)]
+    versions: usize,
+    /// Keep the store here, and reuse it when it exists (the seeded data is the same every run, so
+    /// repeated runs measure the queries without paying the ingest again).
+    #[arg(long)]
+    db: Option<PathBuf>,
+    #[command(flatten)]
+    _cargo: common::CargoBench,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str, default: usize| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
-    let facts = arg("--facts", 100_000);
-    let versions = arg("--versions", 10);
+    let args = Args::parse();
+    let (facts, versions) = (args.facts, args.versions);
     let words: Vec<&str> = WORDS.split_whitespace().collect();
     let dir = tempfile::tempdir().unwrap();
-    // `--db PATH`: keep the store there, and reuse it when it exists (the seeded data is the same
-    // every run, so repeated runs measure the queries without paying the ingest again).
-    let kept = args
-        .iter()
-        .position(|a| a == "--db")
-        .and_then(|i| args.get(i + 1))
-        .map(std::path::PathBuf::from);
-    let path = kept.unwrap_or_else(|| dir.path().join("db.sqlite"));
+    let path = args.db.unwrap_or_else(|| dir.path().join("db.sqlite"));
     let reuse = path.exists();
     println!(
         "facts: {facts} facts × {versions} versions in {NAMESPACES} namespaces ({} versions)",

@@ -31,45 +31,16 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use opc_memory::embed::{DIM, EmbedSlot, MiniLm};
+use clap::Parser;
+use opc_memory::embed::{EmbedSlot, MiniLm};
 use opc_memory::recall::{Mode, NewMessage, Query, RecallStore, vectors};
+
+mod common;
+use common::{NAMES, QUERIES, Rng, WARM_UP, percentile};
 
 const NAMESPACES: &[&str] = &[
     "ceo", "vp-eng", "vp-sales", "lead-web", "lead-api", "writer", "analyst", "support",
 ];
-const QUERIES: usize = 200;
-const WARM_UP: usize = 20;
-
-/// splitmix64: a tiny seeded generator, so every run indexes the same data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// Zipf-ish rank in 0..n: small ranks far more often (1/r).
-    fn zipf(&mut self, n: usize) -> usize {
-        let h = (n as f64).ln() + 0.5772;
-        ((self.unit() * h).exp() as usize)
-            .saturating_sub(1)
-            .min(n - 1)
-    }
-    fn unit_vector(&mut self) -> Vec<f32> {
-        let v: Vec<f32> = (0..DIM).map(|_| self.unit() as f32 - 0.5).collect();
-        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        v.into_iter().map(|x| x / n).collect()
-    }
-}
 
 const WORDS: &str = "the to and a of I you we it is for that on in this with be can have will \
     me my please our be at as so are was not do just if what about send check need get up new \
@@ -81,11 +52,6 @@ const WORDS: &str = "the to and a of I you we it is for that on in this with be 
     latency dashboard metrics revenue margin cost cloud bill discount partner webinar campaign \
     newsletter blog post press event booth demo trial onboarding training docs handbook office \
     lease furniture laptop license renewal payroll benefits bonus promotion feedback goals";
-const NAMES: &[&str] = &[
-    "Alice", "Bruno", "Chen", "Dana", "Emeka", "Fatima", "Gustav", "Hana", "Ivan", "Julia",
-    "Kenji", "Laura", "Miguel", "Nadia", "Oliver", "Priya", "Quentin", "Rosa", "Sven", "Tara",
-];
-
 fn sentence(rng: &mut Rng, words: &[&str], len: usize) -> String {
     let mut out: Vec<String> = Vec::with_capacity(len + 2);
     for _ in 0..len {
@@ -118,11 +84,6 @@ fn message(rng: &mut Rng, words: &[&str], i: usize) -> NewMessage {
         time_ms: 1_700_000_000_000 + i as i64 * 60_000,
         text: sentence(rng, words, len),
     }
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i].as_secs_f64() * 1000.0
 }
 
 /// p50 / p95 (ms) of `f` over the queries, after a warm-up.
@@ -347,16 +308,20 @@ fn select_step(n: usize, words: &[&str]) {
     );
 }
 
+/// `cargo bench -p opc-memory --bench recall [-- --scales N,N,…]`
+#[derive(Parser)]
+struct Args {
+    /// Stored messages at each scale (the first also times one append a transaction).
+    #[arg(long, value_delimiter = ',', default_values_t = [10_000, 100_000, 1_000_000])]
+    scales: Vec<usize>,
+    #[command(flatten)]
+    _cargo: common::CargoBench,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let scales: Vec<usize> = args
-        .iter()
-        .position(|a| a == "--scales")
-        .and_then(|i| args.get(i + 1))
-        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![10_000, 100_000, 1_000_000]);
+    let args = Args::parse();
     let words: Vec<&str> = WORDS.split_whitespace().collect();
-    for (i, n) in scales.iter().enumerate() {
+    for (i, n) in args.scales.iter().enumerate() {
         scale(*n, &words, i == 0);
     }
     select_step(10_000, &words);

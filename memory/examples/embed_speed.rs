@@ -2,18 +2,25 @@
 //!
 //! `cargo run --release -p opc-memory --example embed_speed -- TURNS.jsonl [N]`
 
+use std::path::PathBuf;
 use std::time::Instant;
 
+use clap::Parser;
 use opc_memory::embed::{Embedder, MiniLm};
 
+/// Sentences/s of the embedder over LoCoMo turns.
+#[derive(Parser)]
+struct Args {
+    /// LoCoMo turns, one JSON object with a `text` a line.
+    turns: PathBuf,
+    /// How many turns to embed.
+    #[arg(default_value_t = 512)]
+    n: usize,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(path) = args.first() else {
-        eprintln!("usage: embed_speed TURNS.jsonl [N]");
-        return;
-    };
-    let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(512);
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let Args { turns, n } = Args::parse();
+    let text = std::fs::read_to_string(turns).unwrap_or_default();
     let texts: Vec<String> = text
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())

@@ -5,21 +5,24 @@
 
 use std::path::PathBuf;
 
+use clap::Parser;
 use opc_memory::embed::{EmbedSlot, MiniLm};
 use opc_memory::recall::eval::{self, Config};
 use opc_memory::recall::{Fusion, Mode, Tuning};
 
+/// Recall@k of every configuration on the LoCoMo dev split.
+#[derive(Parser)]
+struct Args {
+    /// LoCoMo dev turns.
+    #[arg(default_value = "../shared/data/locomo/locomo_dev_turns.jsonl")]
+    turns: PathBuf,
+    /// LoCoMo dev questions with their evidence.
+    #[arg(default_value = "../shared/data/locomo/locomo_dev_qa_evidence.jsonl")]
+    qa: PathBuf,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let base = PathBuf::from("../shared/data/locomo");
-    let turns = args
-        .first()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| base.join("locomo_dev_turns.jsonl"));
-    let qa = args
-        .get(1)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| base.join("locomo_dev_qa_evidence.jsonl"));
+    let Args { turns, qa } = Args::parse();
     if !turns.exists() {
         eprintln!("skipping: {} not found", turns.display());
         return;

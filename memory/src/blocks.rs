@@ -40,6 +40,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
 use opc_hierarchy::{Config, OrgTree};
+use opc_migrate::now_ms;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::acl::{Acl, AclError};
@@ -308,12 +309,6 @@ pub struct BlockStore {
     views: Arc<HashMap<String, Vec<(String, String)>>>,
     /// The blocks the config defines, seeded by [`BlockStore::apply`].
     configured: Arc<Vec<Configured>>,
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 const COLUMNS: &str = "namespace, label, description, value, char_limit, read_only, version";

@@ -310,20 +310,23 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 mod tests {
     use super::*;
 
-    /// The model, or `None` (with one line) when it is not fetched here.
-    fn model() -> Option<MiniLm> {
-        match MiniLm::load_cached() {
-            Ok(m) => Some(m),
-            Err(e) => {
-                eprintln!("skipping: embedding model not available ({e})");
-                None
-            }
-        }
+    /// The model, or `None` when it is not fetched here: `test` is then skipped with one line (a
+    /// failure under CI, see `opc-testgate`).
+    fn model(test: &str) -> Option<MiniLm> {
+        opc_testgate::need(
+            opc_testgate::Group::Embedding,
+            test,
+            MiniLm::load_cached()
+                .map_err(|e| format!("embedding model not available ({e}); `opc models fetch`")),
+        )
     }
 
     #[test]
     fn vectors_are_unit_norm_and_deterministic_and_paraphrases_are_closer() {
-        let Some(m) = model() else { return };
+        let Some(m) = model("vectors_are_unit_norm_and_deterministic_and_paraphrases_are_closer")
+        else {
+            return;
+        };
         let texts = [
             "The cat sits on the mat.",
             "A cat is sitting on a rug.",
@@ -342,7 +345,9 @@ mod tests {
 
     #[test]
     fn padding_does_not_change_a_vector() {
-        let Some(m) = model() else { return };
+        let Some(m) = model("padding_does_not_change_a_vector") else {
+            return;
+        };
         let short = "Where did Caroline go last weekend?";
         let long = "Caroline told Melanie a long story about the support group she went to, the \
                     people she met there, the painting she started afterwards and the trip she plans.";
@@ -355,7 +360,9 @@ mod tests {
 
     #[test]
     fn empty_text_gets_a_vector_of_the_right_size() {
-        let Some(m) = model() else { return };
+        let Some(m) = model("empty_text_gets_a_vector_of_the_right_size") else {
+            return;
+        };
         let v = m.embed(&["", "hello"]).unwrap();
         assert_eq!(v[0].len(), DIM);
         assert_eq!(v[1].len(), DIM);

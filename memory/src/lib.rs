@@ -11,7 +11,10 @@
 //!   concurrency and a full history);
 //! - [`facts`]: semantic facts, bi-temporal versions never destroyed, subjects as entities, hybrid
 //!   search;
-//! - [`schema`]: the memory tables' own versioned migrations in the engine's SQLite file.
+//! - [`recall`]: conversation history, searched by BM25 and by meaning (vectors), fused;
+//! - [`embed`]: the MiniLM embedder that recall and facts share;
+//! - [`schema`]: the one owner of memory's SQL: every table's versioned migration in the engine's
+//!   SQLite file (the features depend on it, never the reverse).
 //!
 //! Invariants:
 //! - every read and write is checked against the org tree before it touches storage;
@@ -24,3 +27,5 @@ pub mod embed;
 pub mod facts;
 pub mod recall;
 pub mod schema;
+#[cfg(test)]
+mod test_support;

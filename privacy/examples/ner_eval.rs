@@ -2,7 +2,8 @@
 //! realistic sentences, built with the `fake` crate) and on Presidio's PERSON cases, throughput, and
 //! the process's memory once the model is loaded.
 //!
-//! `cargo run --release -p opc-privacy --example ner_eval -- [SENTENCES] [--show N] [--text "…"]`
+//! `cargo run --release -p opc-privacy --example ner_eval -- [SENTENCES] [--show N] [--threshold T]
+//! [--text "…" …]`
 //! (`--features reference` and `--reference`: the same with the previous f32 candle path)
 //!
 //! Fetches the model into the cache first when it is missing (needs pip).
@@ -352,8 +353,28 @@ fn rss_mb() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Accuracy, speed and memory of the NER tier.
+#[derive(clap::Parser)]
+struct Args {
+    /// Synthetic sentences to score.
+    #[arg(default_value_t = 700)]
+    sentences: usize,
+    /// Print the first N sentences whose spans differ from the gold ones.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    show: usize,
+    /// The confidence threshold to score at.
+    #[arg(long, default_value_t = 0.85)]
+    threshold: f32,
+    /// Only print what the model finds in these texts.
+    #[arg(long, num_args = 0.., allow_hyphen_values = true)]
+    text: Option<Vec<String>>,
+    /// The previous f32 candle path, to compare (needs `--features reference`).
+    #[arg(long)]
+    reference: bool,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = <Args as clap::Parser>::parse();
     let root = opc_models::cache_root().unwrap();
     if opc_models::RAMPART.locate(&root).is_err() {
         println!("fetching the model into {} …", root.display());
@@ -363,13 +384,19 @@ fn main() {
     let started = Instant::now();
     // `--reference` (built with `--features reference`): the previous f32 candle path, to compare.
     #[cfg(feature = "reference")]
-    let model = if args.iter().any(|a| a == "--reference") {
+    let model = if args.reference {
         Rampart::load_reference(&opc_models::RAMPART.locate(&root).unwrap()).unwrap()
     } else {
         Rampart::load_cached().unwrap()
     };
     #[cfg(not(feature = "reference"))]
-    let model = Rampart::load_cached().unwrap();
+    let model = {
+        assert!(
+            !args.reference,
+            "--reference needs the example built with `--features reference`"
+        );
+        Rampart::load_cached().unwrap()
+    };
     println!(
         "loaded in {:.2}s; RSS {:.0} MB (before load {:.0} MB)",
         started.elapsed().as_secs_f64(),
@@ -377,8 +404,8 @@ fn main() {
         before
     );
 
-    if let Some(i) = args.iter().position(|a| a == "--text") {
-        for text in &args[i + 1..] {
+    if let Some(texts) = &args.text {
+        for text in texts {
             for e in model.entities(text) {
                 println!(
                     "{:<12} {:.3} {:?}",
@@ -390,17 +417,7 @@ fn main() {
         }
         return;
     }
-    let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(700);
-    let show: usize = args
-        .iter()
-        .position(|a| a == "--show")
-        .and_then(|i| args.get(i + 1)?.parse().ok())
-        .unwrap_or(0);
-    let threshold: f32 = args
-        .iter()
-        .position(|a| a == "--threshold")
-        .and_then(|i| args.get(i + 1)?.parse().ok())
-        .unwrap_or(0.85);
+    let (n, show, threshold) = (args.sentences, args.show, args.threshold);
 
     for (label, cases) in [
         ("synthetic (fake, seed 7)", corpus(n, 7)),

@@ -11,21 +11,26 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+use clap::Parser;
 use opc_privacy::detect::{NerModel, Rampart};
 
+/// NER sentences/s on a JSON-lines file, one sentence per call, median of several runs.
+#[derive(Parser)]
+struct Args {
+    /// The sentences, `{"text": …}` per line.
+    #[arg(value_name = "FILE.jsonl")]
+    path: String,
+    /// Sentences to read from the file, at most.
+    #[arg(long, default_value_t = 1000)]
+    limit: usize,
+    /// Timed runs (at least one).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let flag = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1)?.parse::<usize>().ok())
-    };
-    let Some(path) = args.first().filter(|a| !a.starts_with("--")) else {
-        eprintln!("usage: ner_speed FILE.jsonl [--limit N] [--runs R]");
-        std::process::exit(2);
-    };
-    let limit = flag("--limit").unwrap_or(1000);
-    let runs = flag("--runs").unwrap_or(3).max(1);
+    let args = Args::parse();
+    let (path, limit, runs) = (&args.path, args.limit, args.runs.max(1));
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     let sentences: Vec<String> = text
         .lines()

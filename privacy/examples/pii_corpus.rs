@@ -56,6 +56,8 @@ pub(crate) mod doc;
 pub(crate) mod fresh;
 #[path = "pii_corpus/heldout.rs"]
 mod heldout;
+#[path = "pii_corpus/long.rs"]
+mod long;
 #[path = "pii_corpus/pools.rs"]
 pub(crate) mod pools;
 #[path = "pii_corpus/tune.rs"]
@@ -113,32 +115,29 @@ pub fn generate(seed: u64, count: usize) -> Vec<String> {
         .collect()
 }
 
-const USAGE: &str = "usage: pii_corpus [--split tune|heldout|fresh] [--seed N] [--count N]";
+/// Writes one split of the corpus as JSON lines on stdout.
+#[allow(dead_code)]
+#[derive(clap::Parser)]
+struct Args {
+    /// `tune`, `heldout` or `fresh`.
+    #[arg(long, default_value = "tune", value_parser = split_arg)]
+    split: Split,
+    /// The generator's seed: the same split, seed and count give the same lines.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// How many documents.
+    #[arg(long, default_value_t = 1000)]
+    count: usize,
+}
+
+#[allow(dead_code)]
+fn split_arg(s: &str) -> Result<Split, String> {
+    Split::parse(s).ok_or_else(|| format!("{s:?} is not a split (tune, heldout, fresh)"))
+}
 
 #[allow(dead_code)]
 fn main() {
-    let mut split = Split::Tune;
-    let mut seed = 7u64;
-    let mut count = 1000usize;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let value = args.next();
-        let number = value.as_deref().and_then(|v| v.parse::<u64>().ok());
-        match (a.as_str(), value.as_deref(), number) {
-            ("--seed", _, Some(v)) => seed = v,
-            ("--count", _, Some(v)) => count = v as usize,
-            ("--split", Some(s), _) if Split::parse(s).is_some() => {
-                split = Split::parse(s).unwrap_or(Split::Tune);
-            }
-            _ => {
-                eprintln!(
-                    "error: bad argument {a:?} {}\n{USAGE}",
-                    value.as_deref().unwrap_or("(missing value)")
-                );
-                std::process::exit(2);
-            }
-        }
-    }
+    let Args { split, seed, count } = clap::Parser::parse();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for d in documents(split, seed, count) {
         use std::io::Write;

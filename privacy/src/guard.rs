@@ -24,7 +24,7 @@ use std::sync::Arc;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input};
 
 use crate::entity::EntityType;
-use crate::vault::{Entry, Vault};
+use crate::mapping::Entry;
 
 /// Real values shorter than this (an initial, "Al") are masked where the detector found them but are
 /// neither swept nor guarded: masking every standalone "Al" in a conversation would garble it, and the
@@ -308,53 +308,28 @@ pub(crate) fn standalone(hay: &str, start: usize, end: usize) -> bool {
 }
 
 /// Values of a vault that a request carries where masking cannot reach: tool names, ids and JSON keys,
-/// the request's structure rather than its content (see [`Vault::held_in`]).
+/// the request's structure rather than its content (the vault's `held_in` finds them).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Held(Vec<usize>);
 
 impl Held {
+    /// The entries numbered in `entries` (in any order, repeats allowed), as a set.
+    pub(crate) fn of(mut entries: Vec<usize>) -> Held {
+        entries.sort_unstable();
+        entries.dedup();
+        Held(entries)
+    }
+
     /// Whether no value is held there.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 }
 
-impl Vault {
-    /// The type of the first real value held by the vault that occurs in `payload` (raw or
-    /// JSON-escaped), standing alone and not inside a substitute; for the egress guard. `None` means
-    /// no known real value is in the payload.
-    pub fn leak_in(&self, payload: &str) -> Option<EntityType> {
-        self.leak_in_except(payload, &Held::default())
-    }
-
-    /// [`Vault::leak_in`], leaving out the values in `except`: those the request's structure carries
-    /// (a tool named or keyed with the word), which masking cannot replace, so the guard must not
-    /// count them either, or masker and guard would disagree and every call would fail.
-    pub fn leak_in_except(&self, payload: &str, except: &Held) -> Option<EntityType> {
-        if self.is_empty() {
-            return None;
-        }
-        self.guard_index().leak_in(payload, except)
-    }
-
-    /// The values held that stand alone in `text` (by the guard's rules: raw or JSON-escaped, not glued
-    /// to letters or digits).
-    pub fn held_in(&self, text: &str) -> Held {
-        if self.is_empty() || text.is_empty() {
-            return Held::default();
-        }
-        let index = self.guard_index();
-        let mut held: Vec<usize> = index.entries_in(text);
-        held.sort_unstable();
-        held.dedup();
-        Held(held)
-    }
-}
-
-#[cfg(test)]
 #[allow(clippy::unwrap_used)]
+#[cfg(test)]
 mod tests {
-    use crate::vault::Style;
+    use crate::vault::{Style, Vault};
 
     use super::*;
 

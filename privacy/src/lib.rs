@@ -17,6 +17,8 @@
 //! - `detect/`: recognisers (one per file, a small trait), context words, the NER tier, and the
 //!   [`Detector`](detect) that runs them and resolves overlaps;
 //! - `vault.rs` / `fake.rs`: one vault per conversation, typed fakes from the `fake` crate, seeded;
+//! - `mapping.rs` / `indexes.rs`: a vault's entries, and the indexes it keeps over them for restoring
+//!   and for the egress guard (`guard.rs`), rebuilt when the vault changed;
 //! - `mask.rs` / `restore.rs` / `stream.rs`: replace, restore (longest match first), and restore a stream
 //!   without ever emitting half a fake.
 
@@ -26,6 +28,8 @@ pub mod entity;
 pub mod erase;
 mod fake;
 mod guard;
+mod indexes;
+mod mapping;
 pub mod mask;
 mod restore;
 pub mod stream;

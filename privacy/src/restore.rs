@@ -2,7 +2,7 @@
 //!
 //! Invariants:
 //! - one Aho-Corasick automaton (leftmost-longest) over the vault's substitutes, built once per change of
-//!   the vault (see [`Vault::restore_index`]); `John Smithson` is restored before `John Smith`;
+//!   the vault (the vault keeps it); `John Smithson` is restored before `John Smith`;
 //! - a substitute is restored only where it stands alone, by the egress guard's rule (not glued to
 //!   letters, or digits to digits, on either side): a short lower-case fake such as `clara` is not
 //!   restored inside `declarations`;
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
 use crate::guard::glued;
-use crate::vault::{Entry, Vault};
+use crate::mapping::Entry;
 
 /// Substitutes → real values, for one state of a vault.
 pub(crate) struct RestoreIndex {
@@ -173,23 +173,8 @@ impl RestoreIndex {
     }
 }
 
-impl Vault {
-    /// Replace every substitute in `text` with its real value, longest match first.
-    pub fn restore<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        if self.is_empty() {
-            return Cow::Borrowed(text);
-        }
-        // The index holds the real values by `Arc`, so a restored `Cow::Owned` does not borrow it.
-        let index = self.restore_index();
-        match index.restore(text, None) {
-            Cow::Borrowed(_) => Cow::Borrowed(text),
-            Cow::Owned(s) => Cow::Owned(s),
-        }
-    }
-}
-
-#[cfg(test)]
 #[allow(clippy::unwrap_used)]
+#[cfg(test)]
 mod tests {
     use crate::entity::EntityType;
     use crate::vault::{Style, Vault};

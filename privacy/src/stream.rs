@@ -270,7 +270,7 @@ mod tests {
         ) {
             let mut v = Vault::new(1, Style::Fake, 100);
             for (i, sub) in ["ab", "abc", "bcd", "abcde", "c", "é", "éa", "dd d"].iter().enumerate() {
-                v.entries.push(crate::vault::Entry {
+                v.entries.push(crate::mapping::Entry {
                     real: format!("<{i}>").into(),
                     sub: (*sub).into(),
                     kind: EntityType::PersonName,

@@ -9,8 +9,12 @@
 //!   closed rather than send a value unmasked;
 //! - never logged: there is no `Debug` that prints values, and nothing here is persisted;
 //! - indexes for restoring and for the egress guard are built lazily, once per change of the vault, and
-//!   shared by reference counting, so a call that adds nothing pays only a lock and a clone of an `Arc`.
+//!   shared by reference counting, so a call that adds nothing pays only a lock and a clone of an `Arc`
+//!   (when they are rebuilt is decided in `indexes.rs`);
+//! - what a text holds is answered by those indexes: restoring by the restorer's rules (`restore.rs`),
+//!   leaks and held values by the egress guard's (`guard.rs`); the calls here only pick the index.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -19,7 +23,9 @@ use rand::SeedableRng;
 
 use crate::entity::EntityType;
 use crate::fake::{FakeRng, fake_value, placeholder};
-use crate::guard::GuardIndex;
+use crate::guard::{GuardIndex, Held};
+use crate::indexes::Indexes;
+use crate::mapping::Entry;
 use crate::restore::RestoreIndex;
 
 /// How substitutes look.
@@ -54,34 +60,6 @@ impl fmt::Display for VaultFull {
 }
 
 impl std::error::Error for VaultFull {}
-
-/// One mapping. `Arc<str>` so the indexes share the text instead of copying it.
-pub(crate) struct Entry {
-    pub(crate) real: Arc<str>,
-    pub(crate) sub: Arc<str>,
-    pub(crate) kind: EntityType,
-}
-
-/// Indexes built from the entries, each tagged with the entry count it was built for.
-#[derive(Default)]
-struct Indexes {
-    restore: Option<(usize, Arc<RestoreIndex>)>,
-    guard: Option<GuardSlot>,
-}
-
-/// The guard's index and how often it was used since the vault last changed.
-struct GuardSlot {
-    version: usize,
-    index: Arc<GuardIndex>,
-    uses: u32,
-    fast: bool,
-}
-
-/// Uses of an unchanged guard index after which it is rebuilt as a DFA (a vault that stopped growing,
-/// as in later calls of a conversation), and the most values for which that is done (a DFA's build
-/// time and memory grow fast with the number of patterns).
-const FAST_AFTER_USES: u32 = 4;
-const FAST_MAX_VALUES: usize = 1000;
 
 /// Tries at a fresh fake before a value gets a typed placeholder instead.
 const MAX_ATTEMPTS: u32 = 256;
@@ -208,41 +186,59 @@ impl Vault {
 
     /// The index for restoring, rebuilt when the vault changed since it was last built.
     pub(crate) fn restore_index(&self) -> Arc<RestoreIndex> {
-        let mut indexes = self.indexes.lock().unwrap_or_else(|e| e.into_inner());
-        match &indexes.restore {
-            Some((n, index)) if *n == self.entries.len() => index.clone(),
-            _ => {
-                let index = Arc::new(RestoreIndex::build(&self.entries));
-                indexes.restore = Some((self.entries.len(), index.clone()));
-                index
-            }
-        }
+        self.indexes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .restore(&self.entries)
     }
 
     /// The index for the egress guard and for sweeping known values, rebuilt when the vault changed:
     /// first as an NFA (cheap to build while values keep arriving), then, once it has been used a few
     /// times unchanged, as a DFA (fast to search in the steady state).
     pub(crate) fn guard_index(&self) -> Arc<GuardIndex> {
-        let mut indexes = self.indexes.lock().unwrap_or_else(|e| e.into_inner());
-        let version = self.entries.len();
-        if let Some(slot) = &mut indexes.guard
-            && slot.version == version
-        {
-            slot.uses += 1;
-            if !slot.fast && slot.uses >= FAST_AFTER_USES && version <= FAST_MAX_VALUES {
-                slot.index = Arc::new(GuardIndex::build(&self.entries, true));
-                slot.fast = true;
-            }
-            return slot.index.clone();
+        self.indexes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .guard(&self.entries)
+    }
+
+    /// Replace every substitute in `text` with its real value, longest match first.
+    pub fn restore<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if self.is_empty() {
+            return Cow::Borrowed(text);
         }
-        let index = Arc::new(GuardIndex::build(&self.entries, false));
-        indexes.guard = Some(GuardSlot {
-            version,
-            index: index.clone(),
-            uses: 0,
-            fast: false,
-        });
-        index
+        // The index holds the real values by `Arc`, so a restored `Cow::Owned` does not borrow it.
+        let index = self.restore_index();
+        match index.restore(text, None) {
+            Cow::Borrowed(_) => Cow::Borrowed(text),
+            Cow::Owned(s) => Cow::Owned(s),
+        }
+    }
+
+    /// The type of the first real value held by the vault that occurs in `payload` (raw or
+    /// JSON-escaped), standing alone and not inside a substitute; for the egress guard. `None` means
+    /// no known real value is in the payload.
+    pub fn leak_in(&self, payload: &str) -> Option<EntityType> {
+        self.leak_in_except(payload, &Held::default())
+    }
+
+    /// [`Vault::leak_in`], leaving out the values in `except`: those the request's structure carries
+    /// (a tool named or keyed with the word), which masking cannot replace, so the guard must not
+    /// count them either, or masker and guard would disagree and every call would fail.
+    pub fn leak_in_except(&self, payload: &str, except: &Held) -> Option<EntityType> {
+        if self.is_empty() {
+            return None;
+        }
+        self.guard_index().leak_in(payload, except)
+    }
+
+    /// The values held that stand alone in `text` (by the guard's rules: raw or JSON-escaped, not glued
+    /// to letters or digits).
+    pub fn held_in(&self, text: &str) -> Held {
+        if self.is_empty() || text.is_empty() {
+            return Held::default();
+        }
+        Held::of(self.guard_index().entries_in(text))
     }
 }
 

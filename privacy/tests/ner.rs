@@ -1,5 +1,5 @@
-//! The NER tier with the real model. Skips (one line) when the model is not in the cache; CI fetches it
-//! (`opc models fetch`) so these run there.
+//! The NER tier with the real model. Without the model in the cache each test skips with one line on
+//! a developer's machine and fails under CI (`opc-testgate`); CI fetches it (`opc models fetch`).
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -7,18 +7,15 @@ use std::sync::OnceLock;
 
 use opc_privacy::detect::{NerModel, Rampart};
 use opc_privacy::{Entity, EntityType};
+use opc_testgate::Group;
 
-fn model() -> Option<&'static Rampart> {
-    static MODEL: OnceLock<Option<Rampart>> = OnceLock::new();
-    MODEL
-        .get_or_init(|| match Rampart::load_cached() {
-            Ok(m) => Some(m),
-            Err(e) => {
-                eprintln!("skipped: NER model not available ({e})");
-                None
-            }
-        })
-        .as_ref()
+/// The cached model, loaded once for every test, through `test`'s gate (`None`: skipped).
+fn model(test: &str) -> Option<&'static Rampart> {
+    static MODEL: OnceLock<Result<Rampart, String>> = OnceLock::new();
+    let loaded = MODEL.get_or_init(|| {
+        Rampart::load_cached().map_err(|e| format!("NER model not available ({e})"))
+    });
+    opc_testgate::need(Group::Ner, test, loaded.as_ref())
 }
 
 fn found<'a>(text: &'a str, entities: &[Entity], kind: EntityType) -> Vec<&'a str> {
@@ -31,7 +28,9 @@ fn found<'a>(text: &'a str, entities: &[Entity], kind: EntityType) -> Vec<&'a st
 
 #[test]
 fn finds_names_and_addresses_in_sentences() {
-    let Some(model) = model() else { return };
+    let Some(model) = model("finds_names_and_addresses_in_sentences") else {
+        return;
+    };
     let text =
         "My name is Dan Tailor and I live at 1600 Pennsylvania Avenue NW, Washington, DC 20500.";
     let e = model.entities(text);
@@ -68,7 +67,9 @@ fn finds_names_and_addresses_in_sentences() {
 
 #[test]
 fn offsets_are_bytes_of_the_input_on_non_ascii_text() {
-    let Some(model) = model() else { return };
+    let Some(model) = model("offsets_are_bytes_of_the_input_on_non_ascii_text") else {
+        return;
+    };
     let text = "Привет! Zoë Müller-Lüdenscheidt 🙂 wohnt in der Hauptstraße 5, 10115 Berlin.";
     let e = model.entities(text);
     for entity in &e {
@@ -88,7 +89,9 @@ fn offsets_are_bytes_of_the_input_on_non_ascii_text() {
 
 #[test]
 fn long_texts_are_read_in_windows_without_losing_entities() {
-    let Some(model) = model() else { return };
+    let Some(model) = model("long_texts_are_read_in_windows_without_losing_entities") else {
+        return;
+    };
     let filler = "The team reviewed the roadmap, discussed the budget and agreed on next steps. ";
     let mut text = String::new();
     let mut names = Vec::new();
@@ -120,7 +123,9 @@ fn long_texts_are_read_in_windows_without_losing_entities() {
 
 #[test]
 fn empty_and_whitespace_texts_find_nothing() {
-    let Some(model) = model() else { return };
+    let Some(model) = model("empty_and_whitespace_texts_find_nothing") else {
+        return;
+    };
     assert!(model.entities("").is_empty());
     assert!(model.entities("   \n\t ").is_empty());
 }
@@ -130,7 +135,9 @@ fn empty_and_whitespace_texts_find_nothing() {
 /// than one window is still cut and joined as alone.
 #[test]
 fn a_batch_finds_what_each_text_finds_alone() {
-    let Some(model) = model() else { return };
+    let Some(model) = model("a_batch_finds_what_each_text_finds_alone") else {
+        return;
+    };
     let long = "The quarterly numbers are in and the board wants a summary soon. ".repeat(40)
         + "Send it to Ingeborg Larsen at 42 Harbour Road, Portland, ME 04101 when ready.";
     let texts = [
@@ -166,7 +173,9 @@ fn a_batch_finds_what_each_text_finds_alone() {
 /// sentences: windowing and batching keep what a text alone finds, wherever the window edges fall.
 #[test]
 fn a_name_deep_in_a_long_text_is_found_as_in_a_short_one() {
-    let Some(model) = model() else { return };
+    let Some(model) = model("a_name_deep_in_a_long_text_is_found_as_in_a_short_one") else {
+        return;
+    };
     let sentence = "Please send the signed contract to Marta K. Lindqvist before the board meets.";
     let alone = model.entities(sentence);
     let name = found(sentence, &alone, EntityType::PersonName);
@@ -219,7 +228,9 @@ fn a_name_deep_in_a_long_text_is_found_as_in_a_short_one() {
 /// lower case, from many cultures and scripts.
 #[test]
 fn names_of_many_shapes_and_cultures() {
-    let Some(model) = model() else { return };
+    let Some(model) = model("names_of_many_shapes_and_cultures") else {
+        return;
+    };
     let cases: &[(&str, &[&str])] = &[
         (
             "Prof. Marta K. Lindqvist will chair.",
@@ -266,7 +277,9 @@ fn names_of_many_shapes_and_cultures() {
 /// a street address stays one `ADDRESS`.
 #[test]
 fn places_are_locations() {
-    let Some(model) = model() else { return };
+    let Some(model) = model("places_are_locations") else {
+        return;
+    };
     for (text, want) in [
         ("She lives in Tromsø now.", "Tromsø"),
         ("He moved to Reykjavík last year.", "Reykjavík"),

@@ -1,6 +1,6 @@
 //! Every recogniser against the shared test data (`../shared/data/pii`, or `$OPC_SHARED/data/pii`): Presidio's recogniser cases for
 //! the types we detect by pattern, and the gitleaks / detect-secrets cases as `API_KEY`.
-//! Skips with one line when the data is absent (a fresh clone has no `../shared`).
+//! Skips with one line when the data is absent (a clone elsewhere has no `../shared`); fails under CI.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,12 +16,16 @@ fn data_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")));
     let dir = shared.join("data/pii");
-    if dir.join("presidio_recognizer_cases_core.jsonl").exists() {
-        Some(dir)
+    let found = if dir.join("presidio_recognizer_cases_core.jsonl").exists() {
+        Ok(dir)
     } else {
-        eprintln!("skipped: {} is absent", dir.display());
-        None
-    }
+        Err(format!("{} is absent", dir.display()))
+    };
+    opc_testgate::need(
+        opc_testgate::Group::SharedData,
+        "privacy shared_cases",
+        found,
+    )
 }
 
 fn raw_cases(file: &str) -> Option<Vec<(String, serde_json::Value)>> {

@@ -15,7 +15,7 @@
 //! and held to a regression bound. The test prints all three.
 //!
 //! Needs the NER model: skips with one line on a developer machine without it (`opc models fetch`),
-//! fails under `CI=true`.
+//! fails under CI or `OPC_REQUIRE_ALL=1` (`opc-testgate`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -24,19 +24,16 @@ use std::sync::Arc;
 
 use opc_privacy::detect::{DetectOptions, Detector, NerSlot, Rampart};
 use opc_privacy::{Conversation, EntityType, Style};
+use opc_testgate::Group;
 
-/// The example config's `framework.privacy` detection options.
-fn detector() -> Option<Detector> {
-    let model = match Rampart::load_cached() {
-        Ok(model) => model,
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("the NER model is needed under CI=true (run `opc models fetch`): {e}")
-        }
-        Err(e) => {
-            eprintln!("skipped: NER model not available ({e}); run `opc models fetch`");
-            return None;
-        }
-    };
+/// The example config's `framework.privacy` detection options, through `test`'s gate (`None`:
+/// skipped).
+fn detector(test: &str) -> Option<Detector> {
+    let model = opc_testgate::need(
+        Group::Ner,
+        test,
+        Rampart::load_cached().map_err(|e| format!("NER model not available ({e})")),
+    )?;
     let slot = NerSlot::default();
     slot.set(Arc::new(model));
     Some(Detector::new(
@@ -148,7 +145,9 @@ fn report(split: &str, o: &Outcome) {
 
 #[test]
 fn tool_output_holds_no_people_and_no_call_is_refused() {
-    let Some(detector) = detector() else { return };
+    let Some(detector) = detector("tool_output_holds_no_people_and_no_call_is_refused") else {
+        return;
+    };
     let tune = run(&detector, "tune");
     let heldout = run(&detector, "heldout");
     let blind = run(&detector, "blind");

@@ -63,11 +63,17 @@ fn mod97(iban: &str) -> u32 {
 #[test]
 fn fakes_for_presidio_values_keep_their_type() {
     let path = data_path();
-    let Ok(data) = std::fs::read_to_string(&path) else {
-        println!(
-            "skipped: {} not found (set OPC_SHARED_DATA to the shared data dir)",
+    let read = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "{}: {e} (set OPC_SHARED_DATA to the shared data dir)",
             path.display()
-        );
+        )
+    });
+    let Some(data) = opc_testgate::need(
+        opc_testgate::Group::SharedData,
+        "fakes_for_presidio_values_keep_their_type",
+        read,
+    ) else {
         return;
     };
     let mut vault = Vault::new(2026, Style::Fake, 10_000);

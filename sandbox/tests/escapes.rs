@@ -29,10 +29,10 @@ fn refused(output: &opc_sandbox::Output, what: &str) {
 
 #[tokio::test]
 async fn dot_dot_and_absolute_paths_outside_are_refused() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) = Fixture::enforced("escapes::dot_dot_and_absolute_paths_outside_are_refused")
+    else {
         return;
-    }
+    };
     let before = fx.snapshot_outside();
     let command = format!(
         "cat ../outside/secret.txt; echo rc=$?; cat {abs}; echo rc=$?; cat ../../{rel}; echo rc=$?",
@@ -60,10 +60,10 @@ async fn dot_dot_and_absolute_paths_outside_are_refused() {
 
 #[tokio::test]
 async fn a_symlink_out_of_the_workspace_leads_nowhere() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) = Fixture::enforced("escapes::a_symlink_out_of_the_workspace_leads_nowhere")
+    else {
         return;
-    }
+    };
     // One planted from outside (as a file tool or a git checkout might), one made inside.
     std::os::unix::fs::symlink(&fx.secret, fx.work.join("planted")).unwrap();
     let output = run(
@@ -77,10 +77,10 @@ async fn a_symlink_out_of_the_workspace_leads_nowhere() {
 
 #[tokio::test]
 async fn a_hard_link_out_of_the_workspace_cannot_be_made() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) = Fixture::enforced("escapes::a_hard_link_out_of_the_workspace_cannot_be_made")
+    else {
         return;
-    }
+    };
     let before = fx.snapshot_outside();
     let output = run(
         &fx.policy(),
@@ -95,12 +95,12 @@ async fn a_hard_link_out_of_the_workspace_cannot_be_made() {
 
 #[tokio::test]
 async fn a_hard_link_planted_to_a_private_file_stays_unreadable_when_root() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) = Fixture::enforced(
+        "escapes::a_hard_link_planted_to_a_private_file_stays_unreadable_when_root",
+    ) else {
         return;
-    }
-    if opc_sandbox::sandbox_owner().is_none() {
-        eprintln!("skipped: not root, so no uid drop to test");
+    };
+    if !as_root("escapes::a_hard_link_planted_to_a_private_file_stays_unreadable_when_root") {
         return;
     }
     // Landlock follows names, so a hard link planted *inside* the workspace by someone outside is
@@ -117,10 +117,9 @@ async fn a_hard_link_planted_to_a_private_file_stays_unreadable_when_root() {
 
 #[tokio::test]
 async fn proc_self_root_leads_nowhere() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) = Fixture::enforced("escapes::proc_self_root_leads_nowhere") else {
         return;
-    }
+    };
     let command = format!(
         "cat /proc/self/root{}; echo rc=$?; cat /proc/$$/root{}; echo rc=$?; cat /proc/1/environ; echo rc=$?; cat /proc/$PPID/environ; echo rc=$?",
         fx.secret.display(),
@@ -134,10 +133,11 @@ async fn proc_self_root_leads_nowhere() {
 
 #[tokio::test]
 async fn the_config_and_database_beside_the_workspace_are_unreadable() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) =
+        Fixture::enforced("escapes::the_config_and_database_beside_the_workspace_are_unreadable")
+    else {
         return;
-    }
+    };
     let command = format!(
         "cat ../opc.config.yaml; echo rc=$?; head -c 100 {db}; echo rc=$?; grep -r beside ..; echo rc=$?; find .. -name 'opc.*'; cp {db} ./copy; echo rc=$?",
         db = fx.database.display()
@@ -150,10 +150,11 @@ async fn the_config_and_database_beside_the_workspace_are_unreadable() {
 
 #[tokio::test]
 async fn nothing_outside_the_workspace_and_temp_dir_can_be_written() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) =
+        Fixture::enforced("escapes::nothing_outside_the_workspace_and_temp_dir_can_be_written")
+    else {
         return;
-    }
+    };
     let before = fx.snapshot_outside();
     let token = token("write");
     let command = format!(
@@ -191,10 +192,9 @@ async fn nothing_outside_the_workspace_and_temp_dir_can_be_written() {
 
 #[tokio::test]
 async fn the_environment_holds_no_key_of_the_parent() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) = Fixture::enforced("escapes::the_environment_holds_no_key_of_the_parent") else {
         return;
-    }
+    };
     // The launcher binary's `run` mode plays OPC: a parent with provider keys in its environment.
     let output = tokio::time::timeout(
         std::time::Duration::from_secs(60),
@@ -224,11 +224,10 @@ async fn the_environment_holds_no_key_of_the_parent() {
 
 #[tokio::test]
 async fn only_the_listed_variables_are_added() {
-    let fx = Fixture::new();
-    let mut policy = fx.policy();
-    if !supported(&policy) {
+    let Some(fx) = Fixture::enforced("escapes::only_the_listed_variables_are_added") else {
         return;
-    }
+    };
+    let mut policy = fx.policy();
     policy.env = vec![("CARGO_TERM_COLOR".into(), "never".into())];
     let output = run(&policy, "env | sort").await;
     let names: Vec<&str> = output
@@ -275,11 +274,12 @@ async fn only_the_listed_variables_are_added() {
 
 #[tokio::test]
 async fn a_tcp_connect_to_a_local_listener_fails_without_network() {
-    let fx = Fixture::new();
-    let mut policy = fx.policy();
-    if !supported(&policy) {
+    let Some(fx) =
+        Fixture::enforced("escapes::a_tcp_connect_to_a_local_listener_fails_without_network")
+    else {
         return;
-    }
+    };
+    let mut policy = fx.policy();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -312,10 +312,11 @@ async fn a_tcp_connect_to_a_local_listener_fails_without_network() {
 
 #[tokio::test]
 async fn the_command_runs_as_an_unprivileged_user_when_opc_is_root() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) =
+        Fixture::enforced("escapes::the_command_runs_as_an_unprivileged_user_when_opc_is_root")
+    else {
         return;
-    }
+    };
     let output = run(&fx.policy(), "id -u; id -g; id -G").await;
     let ids: Vec<&str> = output.text.lines().collect();
     match opc_sandbox::sandbox_owner() {
@@ -339,10 +340,11 @@ fn nix_uid() -> String {
 
 #[tokio::test]
 async fn leaving_the_process_group_or_making_namespaces_is_denied() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) =
+        Fixture::enforced("escapes::leaving_the_process_group_or_making_namespaces_is_denied")
+    else {
         return;
-    }
+    };
     let output = run(
         &fx.policy(),
         "setsid -w true; echo setsid=$?; unshare -n true; echo unshare=$?; unshare -U true; echo userns=$?; \
@@ -360,11 +362,10 @@ async fn leaving_the_process_group_or_making_namespaces_is_denied() {
 
 #[tokio::test]
 async fn read_only_trees_can_be_read_but_not_written() {
-    let fx = Fixture::new();
-    let mut policy = fx.policy();
-    if !supported(&policy) {
+    let Some(fx) = Fixture::enforced("escapes::read_only_trees_can_be_read_but_not_written") else {
         return;
-    }
+    };
+    let mut policy = fx.policy();
     let team = fx.base.join("team");
     opc_sandbox::make_writable(&team).unwrap();
     std::fs::write(team.join("report.md"), "team report").unwrap();
@@ -393,15 +394,18 @@ async fn read_only_trees_can_be_read_but_not_written() {
 /// does, since the path does not exist for the command.
 #[tokio::test]
 async fn a_unix_socket_outside_the_workspace_is_unreachable() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) = Fixture::enforced("escapes::a_unix_socket_outside_the_workspace_is_unreachable")
+    else {
         return;
-    }
+    };
     let path = fx.base.join("outside/daemon.sock");
     let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
     listener.set_nonblocking(true).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let Some(python) = installed(&["/usr/bin/python3"]) else {
+    let Some(python) = installed(
+        "escapes::a_unix_socket_outside_the_workspace_is_unreachable",
+        &["/usr/bin/python3"],
+    ) else {
         return;
     };
     let command = format!(
@@ -420,12 +424,14 @@ async fn a_unix_socket_outside_the_workspace_is_unreachable() {
 /// `AF_VSOCK` (a VM's channel to its host) is refused without the network, allowed with it.
 #[tokio::test]
 async fn vsock_sockets_need_the_network() {
-    let fx = Fixture::new();
-    let mut policy = fx.policy();
-    if !supported(&policy) {
+    let Some(fx) = Fixture::enforced("escapes::vsock_sockets_need_the_network") else {
         return;
-    }
-    let Some(python) = installed(&["/usr/bin/python3"]) else {
+    };
+    let mut policy = fx.policy();
+    let Some(python) = installed(
+        "escapes::vsock_sockets_need_the_network",
+        &["/usr/bin/python3"],
+    ) else {
         return;
     };
     let command = format!(
@@ -454,11 +460,14 @@ async fn vsock_sockets_need_the_network() {
 /// a `.gitconfig` in the workspace is not HOME's.
 #[tokio::test]
 async fn git_does_not_run_code_planted_in_the_workspace() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) = Fixture::enforced("escapes::git_does_not_run_code_planted_in_the_workspace")
+    else {
         return;
-    }
-    let Some(git) = installed(&["/usr/bin/git", "/usr/local/bin/git"]) else {
+    };
+    let Some(git) = installed(
+        "escapes::git_does_not_run_code_planted_in_the_workspace",
+        &["/usr/bin/git", "/usr/local/bin/git"],
+    ) else {
         return;
     };
     let setup = format!(

@@ -12,10 +12,9 @@ use opc_sandbox::{Limits, Mode, SandboxError};
 
 #[tokio::test]
 async fn exit_codes_and_signals_are_reported() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) = Fixture::enforced("run::exit_codes_and_signals_are_reported") else {
         return;
-    }
+    };
     let output = run(&fx.policy(), "echo out; echo err >&2; exit 7").await;
     assert_eq!(output.exit_code, Some(7));
     assert_eq!(output.signal, None);
@@ -33,10 +32,9 @@ async fn exit_codes_and_signals_are_reported() {
 
 #[tokio::test]
 async fn a_timeout_kills_the_command_and_what_it_started() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) = Fixture::enforced("run::a_timeout_kills_the_command_and_what_it_started") else {
         return;
-    }
+    };
     let token = token("timeout");
     // PIDs inside are the namespace's own: the test finds the processes by the token instead.
     let command = format!("(sleep 300; : {token}) & (sleep 301; : {token}) & sleep 302");
@@ -44,22 +42,14 @@ async fn a_timeout_kills_the_command_and_what_it_started() {
     assert!(output.timed_out);
     assert_eq!(output.signal, Some(9));
     assert_eq!(output.exit_code, None);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !running_with(&token).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "a subshell outlived the timeout"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    none_left_within_deadline(&token, "a subshell outlived the timeout");
 }
 
 #[tokio::test]
 async fn a_background_job_does_not_outlive_the_command() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) = Fixture::enforced("run::a_background_job_does_not_outlive_the_command") else {
         return;
-    }
+    };
     // Output redirected, so the pipe would not even hold `run` open: only the group kill ends it.
     let token = token("background");
     let output = run_for(
@@ -71,22 +61,14 @@ async fn a_background_job_does_not_outlive_the_command() {
     assert_eq!(output.exit_code, Some(0));
     assert!(!output.timed_out);
     assert!(output.text.ends_with("done\n"), "{}", output.text);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !running_with(&token).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the background job outlived the command"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    none_left_within_deadline(&token, "the background job outlived the command");
 }
 
 #[tokio::test]
 async fn dropping_the_run_kills_the_tree() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) = Fixture::enforced("run::dropping_the_run_kills_the_tree") else {
         return;
-    }
+    };
     let sandbox = sandbox();
     let policy = fx.policy();
     let pid_file = fx.work.join("pid");
@@ -115,23 +97,15 @@ async fn dropping_the_run_kills_the_tree() {
         ends_within_deadline(pid),
         "the child {pid} outlived the dropped run"
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !running_with(&token).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "a process outlived the dropped run"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    none_left_within_deadline(&token, "a process outlived the dropped run");
 }
 
 #[tokio::test]
 async fn a_fork_bomb_is_bounded_and_the_run_ends() {
-    let fx = Fixture::new();
-    let mut policy = fx.policy();
-    if !supported(&policy) {
+    let Some(fx) = Fixture::enforced("run::a_fork_bomb_is_bounded_and_the_run_ends") else {
         return;
-    }
+    };
+    let mut policy = fx.policy();
     policy.limits = Limits {
         processes: 64,
         ..Limits::default()
@@ -145,22 +119,16 @@ async fn a_fork_bomb_is_bounded_and_the_run_ends() {
         "{}",
         output.text
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !running_with(&token).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the bomb outlived the run"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    none_left_within_deadline(&token, "the bomb outlived the run");
 }
 
 #[tokio::test]
 async fn five_megabytes_of_output_are_capped_with_the_omitted_count() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) =
+        Fixture::enforced("run::five_megabytes_of_output_are_capped_with_the_omitted_count")
+    else {
         return;
-    }
+    };
     let lines = 800_000u32;
     let total: u64 = (1..=lines).map(|n| n.to_string().len() as u64 + 1).sum();
     assert!(total > 5_000_000);
@@ -184,10 +152,9 @@ async fn five_megabytes_of_output_are_capped_with_the_omitted_count() {
 
 #[tokio::test]
 async fn tmp_and_home_are_private_and_fresh_for_each_run() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) = Fixture::enforced("run::tmp_and_home_are_private_and_fresh_for_each_run") else {
         return;
-    }
+    };
     let command = |n: u32| {
         format!(
             "echo tmp=$TMPDIR home=$HOME; ls -A /tmp \"$HOME\"; echo run{n} > /tmp/f; echo run{n} > \"$HOME/.gitconfig\"; \
@@ -209,10 +176,11 @@ async fn tmp_and_home_are_private_and_fresh_for_each_run() {
 
 #[tokio::test]
 async fn a_missing_workdir_or_a_bad_launcher_never_runs_the_command() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) =
+        Fixture::enforced("run::a_missing_workdir_or_a_bad_launcher_never_runs_the_command")
+    else {
         return;
-    }
+    };
     let policy = opc_sandbox::Policy::new(fx.base.join("missing"));
     let err = sandbox()
         .run(&policy, "true", Duration::from_secs(10))
@@ -238,12 +206,11 @@ async fn a_missing_workdir_or_a_bad_launcher_never_runs_the_command() {
 /// `mktemp -d` makes): the private root is built by root, so the command never walks the host path.
 #[tokio::test]
 async fn a_workspace_under_a_private_directory_works_as_root() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) = Fixture::enforced("run::a_workspace_under_a_private_directory_works_as_root")
+    else {
         return;
-    }
-    if opc_sandbox::sandbox_owner().is_none() {
-        eprintln!("skipped: not root, so no uid drop to test");
+    };
+    if !as_root("run::a_workspace_under_a_private_directory_works_as_root") {
         return;
     }
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -269,10 +236,9 @@ async fn a_workspace_under_a_private_directory_works_as_root() {
 /// job, not a process that double-forked away from bash.
 #[tokio::test]
 async fn nothing_outlives_a_killed_opc() {
-    let fx = Fixture::new();
-    if !supported(&fx.policy()) {
+    let Some(fx) = Fixture::enforced("run::nothing_outlives_a_killed_opc") else {
         return;
-    }
+    };
     let token = token("crash");
     let marker = fx.work.join("done-marker");
     // The launcher's `run` mode plays OPC.

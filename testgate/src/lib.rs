@@ -32,6 +32,9 @@ pub enum Group {
     Programs,
     /// Running as root (the sandbox's hardest case).
     Root,
+    /// The shared test data beside the checkout (`../shared/data`: PII cases, Slack's spec), which
+    /// CI always has and a clone elsewhere may not.
+    SharedData,
 }
 
 impl Group {
@@ -44,15 +47,15 @@ impl Group {
             Group::Browser => "browser",
             Group::Programs => "programs",
             Group::Root => "root",
+            Group::SharedData => "shared-data",
         }
     }
 }
 
 /// Whether a missing part fails the test: under CI, or when `OPC_REQUIRE_ALL=1`.
 pub fn required() -> bool {
-    let set = |name: &str| {
-        std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-    };
+    let set =
+        |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
     set("CI") || set("OPC_REQUIRE_ALL")
 }
 
@@ -95,7 +98,13 @@ pub fn ran(group: Group, test: &str) {
     let dir = PathBuf::from(dir).join(group.name());
     let name: String = test
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     // Counting is a report, not a check: a write that fails leaves the count low, and .ci/run's
     // figure shows it.
@@ -115,6 +124,7 @@ mod tests {
             Group::Browser,
             Group::Programs,
             Group::Root,
+            Group::SharedData,
         ];
         let mut names: Vec<&str> = all.iter().map(|g| g.name()).collect();
         names.sort();

@@ -37,9 +37,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use opc_tests::example;
 use opc_tests::fake_slack::{self, FakeSlack, app_mention};
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker};
+use opc_tests::proc_status::status_kb;
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use tokio::sync::Mutex;
 
@@ -64,33 +66,11 @@ fn rss_kb(pid: u32) -> u64 {
     status_kb(pid, "VmRSS:")
 }
 
-/// A `kB` figure of `/proc/<pid>/status` (`VmRSS:`, `RssAnon:` …); 0 if unreadable.
-fn status_kb(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 /// The example org, copied with its prompts, listening on port 0.
 fn example_org(dir: &Path) -> std::path::PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let config = std::fs::read_to_string(root.join("opc.config.yaml"))
-        .unwrap()
-        .replace("listen: 127.0.0.1:7420", "listen: \"127.0.0.1:0\"");
-    std::fs::write(dir.join("opc.config.yaml"), config).unwrap();
-    std::fs::create_dir_all(dir.join("prompts")).unwrap();
-    for entry in std::fs::read_dir(root.join("prompts")).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), dir.join("prompts").join(entry.file_name())).unwrap();
-    }
-    dir.join("opc.config.yaml")
+    example::copy_org(dir, |config| {
+        config.replace("listen: 127.0.0.1:7420", "listen: \"127.0.0.1:0\"")
+    })
 }
 
 struct Startup {

@@ -33,8 +33,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use opc_tests::example;
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{marker, relay};
+use opc_tests::proc_status::status_kb;
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 
 /// What the VP answers (with the question in it, so every row is distinct).
@@ -74,52 +76,33 @@ fn question(i: usize) -> String {
     )
 }
 
-fn status_kb(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 /// The example org, copied with its prompts: provider at `llm`, web chat on port 0, no rate limits,
 /// room for the load's concurrency.
 fn example_org(dir: &Path, llm: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let original = std::fs::read_to_string(root.join("opc.config.yaml")).unwrap();
-    let config = original
-        .replace("listen: 127.0.0.1:7420", "listen: \"127.0.0.1:0\"")
-        .replace(
-            "apiKeyEnv: ANTHROPIC_API_KEY",
-            &format!("baseUrl: {llm}\n      apiKeyEnv: ANTHROPIC_API_KEY"),
-        )
-        .replace(
-            "perUser: { messages: 10, per: 1m }",
-            "perUser: { messages: 1000000, per: 1m }",
-        )
-        .replace(
-            "perChannel: { messages: 60, per: 1m }",
-            "perChannel: { messages: 1000000, per: 1m }",
-        )
-        .replace("maxConcurrentAgents: 10", "maxConcurrentAgents: 200")
-        // The load queues work on purpose: a task waiting its turn must not time out.
-        .replace("taskTimeout: 5m", "taskTimeout: 60m");
-    assert!(
-        config.contains(&format!("baseUrl: {llm}")) && config.contains("messages: 1000000"),
-        "the example config changed shape: update this bench's edits"
-    );
-    std::fs::write(dir.join("opc.config.yaml"), config).unwrap();
-    std::fs::create_dir_all(dir.join("prompts")).unwrap();
-    for entry in std::fs::read_dir(root.join("prompts")).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), dir.join("prompts").join(entry.file_name())).unwrap();
-    }
-    dir.join("opc.config.yaml")
+    example::copy_org(dir, |original| {
+        let config = original
+            .replace("listen: 127.0.0.1:7420", "listen: \"127.0.0.1:0\"")
+            .replace(
+                "apiKeyEnv: ANTHROPIC_API_KEY",
+                &format!("baseUrl: {llm}\n      apiKeyEnv: ANTHROPIC_API_KEY"),
+            )
+            .replace(
+                "perUser: { messages: 10, per: 1m }",
+                "perUser: { messages: 1000000, per: 1m }",
+            )
+            .replace(
+                "perChannel: { messages: 60, per: 1m }",
+                "perChannel: { messages: 1000000, per: 1m }",
+            )
+            .replace("maxConcurrentAgents: 10", "maxConcurrentAgents: 200")
+            // The load queues work on purpose: a task waiting its turn must not time out.
+            .replace("taskTimeout: 5m", "taskTimeout: 60m");
+        assert!(
+            config.contains(&format!("baseUrl: {llm}")) && config.contains("messages: 1000000"),
+            "the example config changed shape: update this bench's edits"
+        );
+        config
+    })
 }
 
 async fn create(client: &reqwest::Client, opc: &OpcRun, text: String) -> String {

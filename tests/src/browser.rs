@@ -67,18 +67,17 @@ impl Browser {
         }
     }
 
-    /// [`Browser::find`] for a test: without Chromium, print one line and return `None` (the test
-    /// then returns) — unless `CI` is set, where a missing Chromium fails the test.
+    /// [`Browser::find`] for a test (the browser group of `opc_testgate`): without Chromium, one line
+    /// says the test is skipped and it gets `None` (it then returns) — under CI, a failure instead.
+    /// The test is named by its thread, which the test harness names after it (a tokio test's body
+    /// runs on that thread too).
     pub async fn for_test() -> Option<Browser> {
-        let browser = Browser::find().await;
-        if browser.is_none() {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "chromium not installed, and CI is set: `.ci/run` installs it"
-            );
-            println!("skipping: chromium not installed (`.ci/run` installs it)");
-        }
-        browser
+        let thread = std::thread::current();
+        let test = thread.name().unwrap_or("a browser test");
+        let browser = Browser::find()
+            .await
+            .ok_or("chromium not installed (`.ci/run` installs it)");
+        opc_testgate::need(opc_testgate::Group::Browser, test, browser)
     }
 
     /// Start Chromium headless and attach to a fresh page.

@@ -14,8 +14,8 @@
 //! Why mtimes and dep-info: they are exactly what cargo itself uses to decide that a binary needs
 //! rebuilding, so "fresh" here means "`cargo build -p opc-bot` would not recompile it". A new module
 //! file is covered too, since adding one edits the file that declares it. What cargo tracks by other
-//! means (Cargo.toml features, dependency versions, the toolchain) is left to the rebuild that
-//! [`crate::opc_process::opc_binary`] runs whenever this check fails.
+//! means (Cargo.toml features, dependency versions, the toolchain) is left to the rebuild that the
+//! process launcher (`opc_process`, which uses this module) runs whenever this check fails.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

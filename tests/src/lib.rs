@@ -14,6 +14,8 @@ pub mod fresh;
 pub mod module_graph;
 pub mod opc_process;
 pub mod org;
+pub mod proc_status;
+pub mod reload;
 pub mod sandbox;
 pub mod scripted_llm;
 pub mod sse;

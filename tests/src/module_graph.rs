@@ -1,52 +1,66 @@
-//! The dependency graph between a crate's top-level modules, read from its source, and a check that
-//! fails on a cycle in it.
+//! The dependency graphs between the modules of a crate, at every level of its module tree, read
+//! from its source, and a check that fails on a cycle in any of them.
 //!
 //! Why: modules that depend on each other in a circle cannot be understood, tested or moved one at a
-//! time (issue 23 found six of `opc-agents`' modules in one strongly connected set). Nothing in the
-//! compiler forbids a cycle between modules of one crate, so this check does: [`check`] over a crate's
-//! `src` directory fails with the cycle named (`session -> tools -> session`) and, for each edge of
-//! it, the file and path that make it.
+//! time (issue 23 found six of `opc-agents`' modules in one strongly connected set; issue 35 found
+//! circles between the files of one directory module too). Nothing in the compiler forbids a cycle
+//! between modules of one crate, so this check does: [`check`] over a crate's `src` directory fails
+//! with each cycle named (`session -> tools -> session`, `detect::address -> detect::postal ->
+//! detect::address`) and, for each edge of it, the file and path that make it.
 //!
-//! What counts as a reference from module `a` to module `b` (both top-level modules of the crate):
-//! - a `use` of `crate::b…` (grouped uses `use crate::{b, c}` included), and `super::…` / `self::…`
-//!   paths that resolve to `b`;
-//! - any path in code (types, expressions, patterns, trait bounds, attributes) that does;
-//! - the same paths in the token streams of macro calls (`format!("{}", crate::b::X)`), which the
-//!   parser does not otherwise look into;
-//! - `crate::X` where `X` is something the crate root re-exports from `b` (`pub use b::X`).
+//! The levels: for every module `m` that has submodules (the crate root included) there is one graph,
+//! whose nodes are `m`'s children, with an edge `a -> b` when anything under `a` (its file, its
+//! submodules, its inline modules) refers to anything under `b`. So a cycle between two top-level
+//! modules and one between two files of one directory module both fail. A reference to an ancestor or
+//! a descendant makes no edge: a module's own file (`mod.rs`, `lib.rs`) declares and re-exports its
+//! children, so it is the facade above its level, not a node in it.
+//!
+//! What counts as a reference from `a` to `b`:
+//! - a `use` of a path that leads under `b` (grouped uses `use super::{b, c}` included), written from
+//!   `crate::`, `super::`, `self::` or a child module's name;
+//! - any `crate::` / `super::` / `self::` path in code (types, expressions, patterns, trait bounds,
+//!   attributes), and the same paths in the token streams of macro calls and definitions
+//!   (`format!("{}", crate::b::X)`), which the parser does not otherwise look into;
+//! - a path through a re-export: `crate::X` or `super::X` where that module re-exports `X` from `b`
+//!   (`pub use b::X`, or `pub use b::*` when `b` has an `X`) is a reference to `b`, and to the module
+//!   it goes through;
+//! - an intra-doc link in a doc comment: ``[`crate::b::X`]``, `[crate::b::X]`, `[text](crate::b::X)`,
+//!   `[text][crate::b::X]` and a link definition `[text]: crate::b::X`. A link is a dependency of the
+//!   documentation (rustdoc resolves it, the page points there), and the repository's before-stop
+//!   hook, a text search, counts it too: the two agree. Name such things in words, or link downward.
+//!   A link is taken as written, not followed through re-exports (the hook cannot see them either):
+//!   ``[`crate::Engine`]`` names the crate's public face, above every level, not the module behind it.
 //!
 //! What does not count, on purpose:
-//! - comments and doc comments (intra-doc links such as ``[`crate::b::X`]`` are documentation, not
-//!   dependencies);
-//! - `#[cfg(test)]` items and modules: unit tests may reach across the crate to set things up, and they
-//!   are not part of the shipped dependency structure;
-//! - the crate root (`lib.rs` / `main.rs`): it declares and re-exports every module, so it is the
-//!   facade above the graph, not a node in it; references to items defined in the root are ignored;
+//! - plain comments (`//`, `/* */`) and strings: the source is parsed with `syn`, so they can never
+//!   be mistaken for paths;
+//! - `#[cfg(test)]` items and modules: unit tests may reach across the crate to set things up, and
+//!   they are not part of the shipped dependency structure;
 //! - `src/bin/`, whose files are separate crates.
-//!
-//! The source is parsed with `syn`, so strings and comments can never be mistaken for paths.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::Visit;
 
-/// Where an edge comes from: the first reference found (file relative to `src`, and the path as
-/// written).
+/// Where an edge comes from: the first reference found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Evidence {
     /// The file, relative to the `src` directory.
     pub file: PathBuf,
     /// The path as written (`crate::tools::ToolHost`).
     pub path: String,
+    /// Whether it is an intra-doc link rather than code.
+    pub in_doc: bool,
 }
 
-/// A crate's top-level modules and the references between them.
+/// The children of one module and the references between them. A node is named by its path from
+/// the crate root (`tools`, `detect::address`).
 #[derive(Clone, Debug, Default)]
 pub struct ModuleGraph {
-    /// Every top-level module.
+    /// Every child module.
     pub modules: BTreeSet<String>,
     /// `(from, to)` for every reference, with the first one found.
     pub edges: BTreeMap<(String, String), Evidence>,
@@ -81,9 +95,10 @@ impl ModuleGraph {
             let _ = writeln!(out, "module cycle: {}", cycle.path.join(" -> "));
             for pair in cycle.path.windows(2) {
                 if let Some(e) = self.edges.get(&(pair[0].clone(), pair[1].clone())) {
+                    let how = if e.in_doc { "links to" } else { "uses" };
                     let _ = writeln!(
                         out,
-                        "  {} -> {}: {} uses `{}`",
+                        "  {} -> {}: {} {how} `{}`",
                         pair[0],
                         pair[1],
                         e.file.display(),
@@ -111,98 +126,153 @@ pub struct Cycle {
     pub members: BTreeSet<String>,
 }
 
-/// Read the graph of the crate whose sources are in `src`. An unreadable or unparsable file is an
-/// error naming it.
-pub fn module_graph(src: &Path) -> Result<ModuleGraph, String> {
+/// Every level of a crate's module tree.
+#[derive(Clone, Debug, Default)]
+pub struct CrateGraph {
+    /// For each module with children, keyed by its path (`""` for the crate root, `detect::ner`),
+    /// the graph among its children.
+    pub levels: BTreeMap<String, ModuleGraph>,
+}
+
+impl CrateGraph {
+    /// The graph among the crate root's children (the top-level modules).
+    pub fn top(&self) -> ModuleGraph {
+        self.levels.get("").cloned().unwrap_or_default()
+    }
+
+    /// The cycles of every level.
+    pub fn cycles(&self) -> Vec<Cycle> {
+        self.levels.values().flat_map(ModuleGraph::cycles).collect()
+    }
+
+    /// Every level's edges as `from -> to` lines, level by level.
+    pub fn edge_lines(&self) -> Vec<String> {
+        self.levels
+            .values()
+            .flat_map(ModuleGraph::edge_lines)
+            .collect()
+    }
+
+    /// The report of every level's cycles (empty when there are none).
+    pub fn describe(&self) -> String {
+        self.levels
+            .values()
+            .map(|level| level.describe(&level.cycles()))
+            .collect()
+    }
+
+    /// Records a reference from module `from` to module `to` (paths from the root) at the level of
+    /// their nearest common ancestor; none when one contains the other.
+    fn add(&mut self, from: &[String], to: &[String], evidence: impl FnOnce() -> Evidence) {
+        let common = from.iter().zip(to).take_while(|(a, b)| a == b).count();
+        if from.len() <= common || to.len() <= common {
+            return;
+        }
+        let level = self.levels.entry(from[..common].join("::")).or_default();
+        level
+            .edges
+            .entry((from[..=common].join("::"), to[..=common].join("::")))
+            .or_insert_with(evidence);
+    }
+}
+
+/// Read every level's graph of the crate whose sources are in `src`. An unreadable or unparsable
+/// file is an error naming it.
+pub fn crate_graph(src: &Path) -> Result<CrateGraph, String> {
     let mut files = Vec::new();
     collect_files(src, src, &mut files)?;
     files.sort();
-    let mut parsed = Vec::new();
+    let mut sources = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(src.join(&file))
             .map_err(|e| format!("{}: cannot read: {e}", src.join(&file).display()))?;
         let ast = syn::parse_file(&text)
             .map_err(|e| format!("{}: cannot parse: {e}", src.join(&file).display()))?;
-        parsed.push((module_path_of(&file), file, ast));
+        sources.push((module_path_of(&file), file, ast));
     }
-    let mut graph = ModuleGraph::default();
-    // Top-level modules: the files' first components, and inline modules of the root.
-    for (path, _, ast) in &parsed {
-        match path.first() {
-            Some(top) => {
-                graph.modules.insert(top.clone());
+    // Files of modules declared under `#[cfg(test)]` (`#[cfg(test)] mod tests;`) are test code.
+    let mut test_only = Vec::new();
+    for (path, _, ast) in &sources {
+        test_modules(&mut path.clone(), &ast.items, &mut test_only);
+    }
+    sources.retain(|(path, _, _)| !test_only.iter().any(|t| path.starts_with(t)));
+
+    // Every module: the files', and the inline ones (outside tests).
+    let mut modules = BTreeSet::new();
+    for (path, _, ast) in &sources {
+        modules.insert(path.clone());
+        walk_items(&mut path.clone(), &ast.items, &mut |module, item| {
+            if let syn::Item::Mod(m) = item {
+                modules.insert(child(module, &m.ident.to_string()));
             }
-            None => {
-                for item in &ast.items {
-                    if let syn::Item::Mod(m) = item
-                        && !is_cfg_test(&m.attrs)
-                    {
-                        graph.modules.insert(m.ident.to_string());
-                    }
-                }
-            }
+        });
+    }
+    let mut graph = CrateGraph::default();
+    for module in &modules {
+        if let Some((_, parent)) = module.split_last() {
+            graph
+                .levels
+                .entry(parent.join("::"))
+                .or_default()
+                .modules
+                .insert(module.join("::"));
         }
     }
-    // What the root re-exports, by name: `crate::Engine` is a reference to `engine`.
-    let mut reexports = HashMap::new();
-    for (path, _, ast) in &parsed {
-        if !path.is_empty() {
-            continue;
-        }
-        for item in &ast.items {
-            if let syn::Item::Use(u) = item
-                && !is_cfg_test(&u.attrs)
-            {
-                let mut uses = Vec::new();
-                use_paths(&u.tree, &mut Vec::new(), &mut uses);
-                for (segments, name) in uses {
-                    if let (Some(first), Some(name)) = (segments.first(), name)
-                        && graph.modules.contains(first)
-                    {
-                        reexports.insert(name, first.clone());
-                    }
-                }
-            }
-        }
+
+    // What each module defines and imports, to follow paths through re-exports.
+    let mut scopes = Scopes {
+        modules,
+        scopes: HashMap::new(),
+    };
+    for (path, _, ast) in &sources {
+        walk_items(&mut path.clone(), &ast.items, &mut |module, item| {
+            scopes.declare(module, item)
+        });
     }
-    for (path, file, ast) in &parsed {
-        let mut visitor = Refs {
+
+    for (path, file, ast) in &sources {
+        let mut refs = Refs {
             module: path.clone(),
             found: Vec::new(),
         };
-        visitor.visit_file(ast);
-        for (module, segments) in visitor.found {
-            let Some(from) = module.first() else { continue };
-            let Some(to) = resolve(&module, &segments, &graph.modules, &reexports) else {
+        refs.visit_file(ast);
+        for found in refs.found {
+            let Some(absolute) = scopes.absolute(&found.module, &found.segments) else {
                 continue;
             };
-            if *from == to {
-                continue;
-            }
-            graph
-                .edges
-                .entry((from.clone(), to))
-                .or_insert_with(|| Evidence {
+            let mut targets = Vec::new();
+            // A doc link is followed as written: through the crate's facade it names the public
+            // API, not the module behind the re-export.
+            let depth = if found.in_doc { REEXPORT_CHAIN } else { 0 };
+            scopes.resolve(&absolute, depth, &mut targets);
+            for to in targets {
+                graph.add(&found.module, &to, || Evidence {
                     file: file.clone(),
-                    path: segments.join("::"),
+                    path: found.segments.join("::"),
+                    in_doc: found.in_doc,
                 });
+            }
         }
     }
     Ok(graph)
 }
 
-/// [`module_graph`], failing when it has a cycle: the error names each cycle and the references
-/// behind it.
-pub fn check(src: &Path) -> Result<ModuleGraph, String> {
-    let graph = module_graph(src)?;
-    let cycles = graph.cycles();
-    if cycles.is_empty() {
+/// The graph among the crate's top-level modules (one level of [`crate_graph`]).
+pub fn module_graph(src: &Path) -> Result<ModuleGraph, String> {
+    crate_graph(src).map(|graph| graph.top())
+}
+
+/// [`crate_graph`], failing when any level has a cycle: the error names each cycle and the
+/// references behind it.
+pub fn check(src: &Path) -> Result<CrateGraph, String> {
+    let graph = crate_graph(src)?;
+    if graph.cycles().is_empty() {
         Ok(graph)
     } else {
         Err(format!(
-            "{}: the top-level modules depend on each other in a cycle\n{}",
+            "{}: modules depend on each other in a cycle\n{}",
             src.display(),
-            graph.describe(&cycles)
+            graph.describe()
         ))
     }
 }
@@ -243,52 +313,210 @@ fn module_path_of(file: &Path) -> Vec<String> {
     path
 }
 
-/// The top-level module a path written in `module` refers to, if it is one of `modules` (directly, or
-/// through a re-export of the root).
-fn resolve(
-    module: &[String],
-    segments: &[String],
-    modules: &BTreeSet<String>,
-    reexports: &HashMap<String, String>,
-) -> Option<String> {
-    let first = segments.first()?;
-    let absolute: Vec<String> = match first.as_str() {
-        "crate" => segments[1..].to_vec(),
-        "super" => {
-            let mut base = module.to_vec();
-            let mut rest = segments;
-            while rest.first().is_some_and(|s| s == "super") {
-                base.pop()?;
-                rest = &rest[1..];
-            }
-            base.extend(rest.iter().cloned());
-            base
+/// `module` with `name` appended.
+fn child(module: &[String], name: &str) -> Vec<String> {
+    let mut path = module.to_vec();
+    path.push(name.to_string());
+    path
+}
+
+/// Calls `f` with every item outside `#[cfg(test)]` and the module it is in, descending into inline
+/// modules (`module` is the path of `items`' module, restored on return).
+fn walk_items(
+    module: &mut Vec<String>,
+    items: &[syn::Item],
+    f: &mut impl FnMut(&[String], &syn::Item),
+) {
+    for item in items {
+        if is_cfg_test(item_attrs(item)) {
+            continue;
         }
-        "self" => module.iter().chain(&segments[1..]).cloned().collect(),
-        // A plain path names a top-level module only in the root, which is not a node.
-        _ => return None,
-    };
-    let top = absolute.first()?;
-    if modules.contains(top) {
-        Some(top.clone())
-    } else {
-        reexports.get(top).cloned()
+        f(module, item);
+        if let syn::Item::Mod(m) = item
+            && let Some((_, inner)) = &m.content
+        {
+            module.push(m.ident.to_string());
+            walk_items(module, inner, f);
+            module.pop();
+        }
     }
 }
 
-/// Collects every path (as segments) written in a file, with the module it is written in.
+/// Pushes to `out` the paths of the modules declared under `#[cfg(test)]` among `items` (those of
+/// `module`) and their inline modules.
+fn test_modules(module: &mut Vec<String>, items: &[syn::Item], out: &mut Vec<Vec<String>>) {
+    for item in items {
+        let syn::Item::Mod(m) = item else { continue };
+        if is_cfg_test(&m.attrs) {
+            out.push(child(module, &m.ident.to_string()));
+        } else if let Some((_, inner)) = &m.content {
+            module.push(m.ident.to_string());
+            test_modules(module, inner, out);
+            module.pop();
+        }
+    }
+}
+
+/// How many re-exports in a row a path is followed through (a bound against `use` loops).
+const REEXPORT_CHAIN: usize = 8;
+
+/// The names a module defines and imports.
+#[derive(Debug, Default)]
+struct Scope {
+    /// Items defined in it (functions, types, traits, constants, macros…).
+    defined: HashSet<String>,
+    /// Names it imports, each with the absolute path it leads to (`X` → `[b, X]`).
+    imported: HashMap<String, Vec<String>>,
+    /// Modules it glob-imports (`use b::*` → `[b]`).
+    globs: Vec<Vec<String>>,
+}
+
+/// Every module of a crate and its scope: what resolves a path to the modules it leads through.
+struct Scopes {
+    modules: BTreeSet<Vec<String>>,
+    scopes: HashMap<Vec<String>, Scope>,
+}
+
+impl Scopes {
+    /// Records what `item`, in `module`, defines or imports.
+    fn declare(&mut self, module: &[String], item: &syn::Item) {
+        let defined = match item {
+            syn::Item::Const(i) => Some(&i.ident),
+            syn::Item::Enum(i) => Some(&i.ident),
+            syn::Item::Fn(i) => Some(&i.sig.ident),
+            syn::Item::Macro(i) => i.ident.as_ref(),
+            syn::Item::Static(i) => Some(&i.ident),
+            syn::Item::Struct(i) => Some(&i.ident),
+            syn::Item::Trait(i) => Some(&i.ident),
+            syn::Item::TraitAlias(i) => Some(&i.ident),
+            syn::Item::Type(i) => Some(&i.ident),
+            syn::Item::Union(i) => Some(&i.ident),
+            syn::Item::Use(u) => {
+                let mut uses = Vec::new();
+                use_paths(&u.tree, &mut Vec::new(), &mut uses);
+                for (segments, bound) in uses {
+                    let Some(target) = self.absolute(module, &segments) else {
+                        continue;
+                    };
+                    let scope = self.scopes.entry(module.to_vec()).or_default();
+                    match bound {
+                        Some(name) if name != "_" => {
+                            scope.imported.insert(name, target);
+                        }
+                        Some(_) => {}
+                        None => scope.globs.push(target),
+                    }
+                }
+                None
+            }
+            _ => None,
+        };
+        if let Some(ident) = defined {
+            self.scopes
+                .entry(module.to_vec())
+                .or_default()
+                .defined
+                .insert(ident.to_string());
+        }
+    }
+
+    /// The absolute path (from the crate root) that `segments`, written in `module`, names: through
+    /// `crate`, `self`, `super`, or a child module's name. `None` for anything else (another crate,
+    /// a local name).
+    fn absolute(&self, module: &[String], segments: &[String]) -> Option<Vec<String>> {
+        let first = segments.first()?;
+        match first.as_str() {
+            "crate" => Some(segments[1..].to_vec()),
+            "self" | "super" => {
+                let mut base = module.to_vec();
+                let mut rest = segments;
+                while let Some(step) = rest.first() {
+                    match step.as_str() {
+                        "self" => {}
+                        "super" => {
+                            base.pop()?;
+                        }
+                        _ => break,
+                    }
+                    rest = &rest[1..];
+                }
+                base.extend_from_slice(rest);
+                Some(base)
+            }
+            name => {
+                let mut path = child(module, name);
+                self.modules.contains(&path).then(|| {
+                    path.extend_from_slice(&segments[1..]);
+                    path
+                })
+            }
+        }
+    }
+
+    /// Pushes to `out` every module the absolute `path` leads through: the deepest module it names,
+    /// and where a segment is a re-export, the module re-exporting it and then where the re-export
+    /// leads. `depth` counts the re-exports followed, up to [`REEXPORT_CHAIN`].
+    fn resolve(&self, path: &[String], depth: usize, out: &mut Vec<Vec<String>>) {
+        let mut at: Vec<String> = Vec::new();
+        for (i, segment) in path.iter().enumerate() {
+            let next = child(&at, segment);
+            if self.modules.contains(&next) {
+                at = next;
+                continue;
+            }
+            if depth < REEXPORT_CHAIN
+                && let Some(scope) = self.scopes.get(&at)
+            {
+                if let Some(target) = scope.imported.get(segment) {
+                    let through: Vec<String> =
+                        target.iter().chain(&path[i + 1..]).cloned().collect();
+                    out.push(at);
+                    return self.resolve(&through, depth + 1, out);
+                }
+                if !scope.defined.contains(segment)
+                    && let Some(glob) = scope.globs.iter().find(|g| self.provides(g, segment))
+                {
+                    let through: Vec<String> = glob.iter().chain(&path[i..]).cloned().collect();
+                    out.push(at);
+                    return self.resolve(&through, depth + 1, out);
+                }
+            }
+            break;
+        }
+        out.push(at);
+    }
+
+    /// Whether `module` has something called `name`: a submodule, an item, or an import.
+    fn provides(&self, module: &[String], name: &str) -> bool {
+        self.modules.contains(&child(module, name))
+            || self.scopes.get(module).is_some_and(|scope| {
+                scope.defined.contains(name) || scope.imported.contains_key(name)
+            })
+    }
+}
+
+/// A path written in a file: the module it is written in, its segments, and whether it is a doc link.
+struct Found {
+    module: Vec<String>,
+    segments: Vec<String>,
+    in_doc: bool,
+}
+
+/// Collects every `crate::` / `super::` / `self::` path (and every `use` path) written in a file,
+/// with the module it is written in.
 struct Refs {
     module: Vec<String>,
-    found: Vec<(Vec<String>, Vec<String>)>,
+    found: Vec<Found>,
 }
 
 impl Refs {
-    fn record(&mut self, segments: Vec<String>) {
-        if segments
-            .first()
-            .is_some_and(|s| s == "crate" || s == "super" || s == "self")
-        {
-            self.found.push((self.module.clone(), segments));
+    fn record(&mut self, segments: Vec<String>, in_doc: bool) {
+        if segments.len() > 1 {
+            self.found.push(Found {
+                module: self.module.clone(),
+                segments,
+                in_doc,
+            });
         }
     }
 
@@ -299,7 +527,7 @@ impl Refs {
         while i < trees.len() {
             match &trees[i] {
                 TokenTree::Group(g) => self.scan_tokens(g.stream()),
-                TokenTree::Ident(id) if ["crate", "super", "self"].contains(&&*id.to_string()) => {
+                TokenTree::Ident(id) if is_anchor(&id.to_string()) => {
                     let mut segments = vec![id.to_string()];
                     let mut j = i + 1;
                     loop {
@@ -315,15 +543,23 @@ impl Refs {
                             _ => break,
                         }
                     }
-                    if segments.len() > 1 {
-                        self.record(segments);
-                    }
+                    self.record(segments, false);
                     i = j.max(i + 1);
                     continue;
                 }
                 _ => {}
             }
             i += 1;
+        }
+    }
+
+    /// The intra-doc links of one doc-comment line.
+    fn scan_doc(&mut self, text: &str) {
+        for link in doc_links(text) {
+            let segments: Vec<String> = link.split("::").map(str::to_string).collect();
+            if is_anchor(&segments[0]) {
+                self.record(segments, true);
+            }
         }
     }
 }
@@ -337,8 +573,19 @@ impl<'ast> Visit<'ast> for Refs {
     }
 
     fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        // Outer docs (`///` above `mod m`) are written in the parent; inner ones (`//!`) in `m`.
+        for attr in &m.attrs {
+            if matches!(attr.style, syn::AttrStyle::Outer) {
+                self.visit_attribute(attr);
+            }
+        }
         if let Some((_, items)) = &m.content {
             self.module.push(m.ident.to_string());
+            for attr in &m.attrs {
+                if matches!(attr.style, syn::AttrStyle::Inner(_)) {
+                    self.visit_attribute(attr);
+                }
+            }
             for item in items {
                 self.visit_item(item);
             }
@@ -359,15 +606,21 @@ impl<'ast> Visit<'ast> for Refs {
     }
 
     fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        for attr in &u.attrs {
+            self.visit_attribute(attr);
+        }
         let mut uses = Vec::new();
         use_paths(&u.tree, &mut Vec::new(), &mut uses);
         for (segments, _) in uses {
-            self.record(segments);
+            self.record(segments, false);
         }
     }
 
     fn visit_path(&mut self, path: &'ast syn::Path) {
-        self.record(path.segments.iter().map(|s| s.ident.to_string()).collect());
+        let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        if segments.first().is_some_and(|s| is_anchor(s)) {
+            self.record(segments, false);
+        }
         syn::visit::visit_path(self, path);
     }
 
@@ -377,11 +630,63 @@ impl<'ast> Visit<'ast> for Refs {
     }
 
     fn visit_attribute(&mut self, attr: &'ast syn::Attribute) {
-        // Doc comments are attributes too: skip them (documentation, not dependencies).
         if !attr.path().is_ident("doc") {
-            syn::visit::visit_attribute(self, attr);
+            return syn::visit::visit_attribute(self, attr);
+        }
+        if let syn::Meta::NameValue(doc) = &attr.meta
+            && let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(text),
+                ..
+            }) = &doc.value
+        {
+            self.scan_doc(&text.value());
         }
     }
+}
+
+/// Whether a path starting with `segment` is one inside the crate.
+fn is_anchor(segment: &str) -> bool {
+    matches!(segment, "crate" | "super" | "self")
+}
+
+/// The targets of the intra-doc links in `text` that look like paths: the label of every `[…]`
+/// (``[`a::B`]``, `[a::B]`), the destination of `[…](…)`, the reference of `[…][…]`, and the
+/// destination of a definition `[…]: …`. Backticks, a disambiguator (`fn@`) and a trailing `()` or
+/// `!` are dropped.
+fn doc_links(text: &str) -> Vec<String> {
+    let mut targets = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(']') else { break };
+        targets.push(&after[..close]);
+        let tail = &after[close + 1..];
+        if let Some(destination) = tail.strip_prefix('(') {
+            targets.push(destination.split(')').next().unwrap_or(""));
+            rest = destination.split_once(')').map_or("", |(_, after)| after);
+        } else if let Some(reference) = tail.strip_prefix('[') {
+            targets.push(reference.split(']').next().unwrap_or(""));
+            rest = reference.split_once(']').map_or("", |(_, after)| after);
+        } else if let Some(definition) = tail.strip_prefix(':') {
+            targets.push(definition.split_whitespace().next().unwrap_or(""));
+            rest = "";
+        } else {
+            rest = tail;
+        }
+    }
+    targets
+        .into_iter()
+        .filter_map(|target| {
+            let target = target.trim().trim_matches('`');
+            let target = target.split_once('@').map_or(target, |(_, path)| path);
+            let end = target
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(target.len());
+            let path = target[..end].trim_end_matches(':');
+            (path.contains("::") && path.split("::").all(|s| !s.is_empty()))
+                .then(|| path.to_string())
+        })
+        .collect()
 }
 
 /// Every path a use tree imports, as segments, with the name it binds (`None` for a glob).
@@ -602,11 +907,27 @@ mod tests {
             ("fn f(_: crate::Thing) {}", "a -> c -> b -> a"),
             // `super::` from an inline submodule of `a`, up to the root and down to `b`.
             ("mod m { fn f() { super::super::b::g(); } }", "a -> b -> a"),
-            // `self::` in the root's inline module is that module: `a` reaches `b` through it.
+            // `self::M`, a name `a` imports from `b`.
             (
                 "use crate::b::N as M; fn f() -> u32 { self::M }",
                 "a -> b -> a",
             ),
+            // Intra-doc links, in each form.
+            ("/// See [`crate::b::N`].\nfn f() {}", "a -> b -> a"),
+            ("/// See [crate::b::g()].\nfn f() {}", "a -> b -> a"),
+            (
+                "/// See [the constant](crate::b::N).\nfn f() {}",
+                "a -> b -> a",
+            ),
+            (
+                "/// See [the constant][crate::b::N].\nfn f() {}",
+                "a -> b -> a",
+            ),
+            (
+                "/// See [n].\n///\n/// [n]: crate::b::N\nfn f() {}",
+                "a -> b -> a",
+            ),
+            ("//! Module doc: [`fn@crate::b::g`].", "a -> b -> a"),
         ];
         for (code, cycle) in cases {
             let a = format!("{code}\npub fn back() {{}}\n");
@@ -628,18 +949,53 @@ mod tests {
     }
 
     #[test]
-    fn comments_strings_docs_and_test_code_do_not_count() {
+    fn a_doc_link_is_named_as_one() {
+        let dir = tree(&[
+            ("lib.rs", ROOT),
+            ("a.rs", "use crate::b::X;\npub fn g() {}\n"),
+            ("b.rs", "/// Called by [`crate::a::g`].\npub struct X;\n"),
+            ("c.rs", "pub struct Thing;\n"),
+        ]);
+        let err = check(dir.path()).unwrap_err();
+        assert!(err.contains("module cycle: a -> b -> a"), "{err}");
+        assert!(err.contains("b -> a: b.rs links to `crate::a::g`"), "{err}");
+    }
+
+    /// Code through the root's re-export reaches `c`; a doc link to the same path names the crate's
+    /// public face (the root), so it is no edge.
+    #[test]
+    fn a_doc_link_is_not_followed_through_a_reexport() {
+        let files = |a: &'static str| {
+            tree(&[
+                ("lib.rs", ROOT),
+                ("a.rs", a),
+                ("b.rs", ""),
+                ("c.rs", "pub struct Thing;\nfn f() { crate::a::g() }\n"),
+            ])
+        };
+        let code = files("pub fn g() {}\nfn h(_: crate::Thing) {}\n");
+        assert!(
+            check(code.path())
+                .unwrap_err()
+                .contains("module cycle: a -> c -> a")
+        );
+        let doc = files("pub fn g() {}\n/// See [`crate::Thing`].\nfn h() {}\n");
+        assert_eq!(check(doc.path()).unwrap().edge_lines(), ["c -> a"]);
+    }
+
+    #[test]
+    fn comments_strings_and_test_code_do_not_count() {
         let dir = tree(&[
             ("lib.rs", ROOT),
             (
                 "a.rs",
                 "use crate::b::X;\npub fn g() {}\n\
-                 /// See [`crate::b::X`].\npub fn h() {}\n",
+                 /// See [`crate::b::X`], and `crate::c` (code, not a link).\npub fn h() {}\n",
             ),
             (
                 "b.rs",
                 "pub struct X;\n\
-                 // use crate::a::g;\n\
+                 // use crate::a::g; and [`crate::a::g`]\n\
                  /* crate::a::g() */\n\
                  pub const S: &str = \"crate::a::g\";\n\
                  #[cfg(test)]\nmod tests { use crate::a::g; }\n\
@@ -650,7 +1006,7 @@ mod tests {
         let graph = check(dir.path()).unwrap();
         assert_eq!(graph.edge_lines(), ["a -> b"]);
         assert_eq!(
-            graph.modules.iter().collect::<Vec<_>>(),
+            graph.top().modules.iter().collect::<Vec<_>>(),
             ["a", "b", "c"].iter().collect::<Vec<_>>()
         );
     }
@@ -669,10 +1025,79 @@ mod tests {
         assert_eq!(cycles[0].path, ["a", "b", "c", "a"]);
     }
 
+    /// The files of one directory module, `d`, in a circle: `d` itself is not in one with anything.
+    #[test]
+    fn a_cycle_between_the_files_of_a_directory_module_is_found() {
+        let dir = tree(&[
+            ("lib.rs", "mod d;\nmod e;\n"),
+            ("d/mod.rs", "mod x;\nmod y;\npub use x::Z;\n"),
+            ("d/x.rs", "pub struct Z;\npub fn f() { super::y::g() }\n"),
+            // Through the parent's re-export: `super::Z` is `x::Z`.
+            ("d/y.rs", "pub fn g() {}\nfn h(_: super::Z) {}\n"),
+            ("e.rs", "use crate::d::Z;\n"),
+        ]);
+        let err = check(dir.path()).unwrap_err();
+        assert!(
+            err.contains("module cycle: d::x -> d::y -> d::x\n"),
+            "{err}"
+        );
+        let y = Path::new("d").join("y.rs");
+        assert!(
+            err.contains(&format!("d::y -> d::x: {} uses `super::Z`", y.display())),
+            "{err}"
+        );
+        let graph = crate_graph(dir.path()).unwrap();
+        assert!(graph.top().cycles().is_empty());
+        assert_eq!(graph.top().edge_lines(), ["e -> d"]);
+    }
+
+    /// Deeper levels count the references of everything under a child: `p::q`'s submodule reaching
+    /// `p::r` is an edge `p::q -> p::r`; references up to an ancestor or down to a descendant are
+    /// not edges.
+    #[test]
+    fn a_level_sees_what_lies_under_each_child() {
+        let dir = tree(&[
+            ("lib.rs", "mod p;\n"),
+            ("p/mod.rs", "mod q;\nmod r;\nuse self::q::deep::F;\n"),
+            ("p/q/mod.rs", "pub mod deep;\nuse super::super::p::G;\n"),
+            (
+                "p/q/deep.rs",
+                "pub struct F;\nfn f() { crate::p::r::h() }\n",
+            ),
+            (
+                "p/r.rs",
+                "pub fn h() {}\n/// [`super::q::deep::F`]\npub struct R;\n",
+            ),
+        ]);
+        let err = check(dir.path()).unwrap_err();
+        assert!(
+            err.contains("module cycle: p::q -> p::r -> p::q\n"),
+            "{err}"
+        );
+        let graph = crate_graph(dir.path()).unwrap();
+        assert_eq!(
+            graph.edge_lines(),
+            ["p::q -> p::r", "p::r -> p::q"],
+            "no edge from p to its children, nor from p::q up to p"
+        );
+    }
+
     #[test]
     fn a_file_that_does_not_parse_is_an_error_naming_it() {
         let dir = tree(&[("lib.rs", "mod a;\n"), ("a.rs", "fn (")]);
         let err = module_graph(dir.path()).unwrap_err();
         assert!(err.contains("a.rs: cannot parse"), "{err}");
+    }
+
+    #[test]
+    fn doc_links_are_read_in_every_form() {
+        assert_eq!(
+            doc_links(
+                "[`crate::a::B`], [crate::a::c()], [text](super::d!), [t][self::e], \
+                 [not a path], [`Vec`], [x](https://example.com/a::b)"
+            ),
+            ["crate::a::B", "crate::a::c", "super::d", "self::e"]
+        );
+        assert_eq!(doc_links("[n]: crate::a::N"), ["crate::a::N"]);
     }
 }

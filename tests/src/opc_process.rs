@@ -145,10 +145,28 @@ impl OpcRun {
         OpcRun::try_start_binary(&opc_binary(), config, env)
     }
 
+    /// [`OpcRun::start`] with more arguments after `opc run --config <config>` (`--listen ADDR`).
+    pub fn start_with_args(config: &Path, args: &[&str], env: &[(&str, &str)]) -> OpcRun {
+        match OpcRun::try_start_args(&opc_binary(), config, args, env) {
+            Ok(run) => run,
+            Err((code, stderr)) => panic!("opc run exited with {code:?} before ready:\n{stderr}"),
+        }
+    }
+
     /// [`OpcRun::try_start`] with another build of `opc` (a benchmark's baseline).
     pub fn try_start_binary(
         binary: &Path,
         config: &Path,
+        env: &[(&str, &str)],
+    ) -> Result<OpcRun, (Option<i32>, String)> {
+        OpcRun::try_start_args(binary, config, &[], env)
+    }
+
+    /// The one way every `OpcRun` starts: `binary run --config <config> ARGS`, up to its ready line.
+    fn try_start_args(
+        binary: &Path,
+        config: &Path,
+        args: &[&str],
         env: &[(&str, &str)],
     ) -> Result<OpcRun, (Option<i32>, String)> {
         let mut command = Command::new(binary);
@@ -156,6 +174,7 @@ impl OpcRun {
             .arg("run")
             .arg("--config")
             .arg(config)
+            .args(args)
             .env_remove("OPC_CONFIG")
             .env("OPC_LOG", "warn")
             // A test never downloads the NER model; it loads it when the cache has it (CI fetches it).

@@ -23,7 +23,7 @@
 //! # }
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -107,6 +107,25 @@ fn llm_provider_yaml(llm_url: &str, models: &str) -> String {
     )
 }
 
+/// Write, as `opc.config.yaml` in `dir`, the smallest org with recall: the CEO alone (recall on, as
+/// by default) with `conversation_search`, at the scripted server `llm_url` ([`framework_yaml`],
+/// privacy off), and the web chat on port 0. Returns the config's path.
+pub fn write_recall_org(dir: &Path, llm_url: &str) -> PathBuf {
+    let frame = framework_yaml(llm_url, false);
+    let yaml = format!(
+        r#"{frame}agents:
+  ceo:
+    role: CEO
+    tools: [conversation_search]
+channels:
+  web: {{ listen: "127.0.0.1:0" }}
+"#
+    );
+    let path = dir.join("opc.config.yaml");
+    std::fs::write(&path, yaml).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    path
+}
+
 /// A scripted manager that delegates `task` to `child`, then answers `prefix` + the child's answer.
 pub fn relay(child: &str, task: &str, prefix: &str) -> Vec<Step> {
     vec![
@@ -115,6 +134,47 @@ pub fn relay(child: &str, task: &str, prefix: &str) -> Vec<Step> {
             serde_json::json!({"agent": child, "task": task}),
         ),
         Step::text(format!("{prefix}{{{{last_result}}}}")),
+    ]
+}
+
+/// The `agents:` entries (indented 2) of a chain of managers, `managers[0]` the root at level 0 and
+/// each the parent of the next, the last the parent of `leaf` (whose own entry the caller writes,
+/// at level `managers.len()`): each manager with `delegate` and `escalate`, recall off.
+pub fn manager_chain_yaml(managers: &[(&str, &str)], leaf: &str) -> String {
+    let mut yaml = String::new();
+    for (level, (id, role)) in managers.iter().enumerate() {
+        let parent = match level {
+            0 => String::new(),
+            _ => format!("    parent: {}\n", managers[level - 1].0),
+        };
+        let child = managers.get(level + 1).map_or(leaf, |(next, _)| next);
+        yaml.push_str(&format!(
+            "  {id}:\n    role: {role}\n    level: {level}\n{parent}    tools: [delegate, escalate]\n    \
+             memory: {{ recall: false }}\n    children: [{child}]\n"
+        ));
+    }
+    yaml
+}
+
+/// The approval chain many tests drive: the CEO relays a refund to VP Ops, who relays it to
+/// Support, who asks a human to approve "Refund $120 for order 7" and answers with the decision
+/// ([`support_asks_approval`]). The final answer is `CEO: VP: SUPPORT: <decision>`.
+pub fn approval_chain() -> Script {
+    Script::new()
+        .agent(marker("ceo"), relay("vp-ops", "refund", "CEO: "))
+        .agent(marker("vp-ops"), relay("support", "refund order 7", "VP: "))
+        .agent(marker("support"), support_asks_approval())
+}
+
+/// Support's part of [`approval_chain`], for a test whose managers above it are scripted otherwise:
+/// ask a human to approve "Refund $120 for order 7", then answer `SUPPORT: <decision>`.
+pub fn support_asks_approval() -> Vec<Step> {
+    vec![
+        Step::tool(
+            "request_approval",
+            serde_json::json!({"summary": "Refund $120 for order 7"}),
+        ),
+        Step::text("SUPPORT: {{last_result}}"),
     ]
 }
 
@@ -403,5 +463,21 @@ agents:
         )
         .await
         .unwrap_or_else(|e| panic!("engine: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manager_chain_is_written_as_a_hand_written_org_would_be() {
+        assert_eq!(
+            manager_chain_yaml(&[("ceo", "CEO"), ("vp", "VP Engineering")], "worker"),
+            "  ceo:\n    role: CEO\n    level: 0\n    tools: [delegate, escalate]\n    \
+             memory: { recall: false }\n    children: [vp]\n  \
+             vp:\n    role: VP Engineering\n    level: 1\n    parent: ceo\n    \
+             tools: [delegate, escalate]\n    memory: { recall: false }\n    children: [worker]\n"
+        );
     }
 }

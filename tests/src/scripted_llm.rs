@@ -653,6 +653,26 @@ impl RecordedRequest {
             .unwrap_or_default()
     }
 
+    /// Every tool result in the request, in the order of its messages: (the result's content as
+    /// sent — a string's text, anything else as its JSON — and its `is_error`). Unlike
+    /// [`RecordedRequest::tool_results`] it looks past the last message, for a test that checks what
+    /// the model had been shown over a whole turn.
+    pub fn all_tool_results(&self) -> Vec<(String, bool)> {
+        let mut out = Vec::new();
+        for message in messages(&self.body) {
+            for block in message["content"].as_array().into_iter().flatten() {
+                if block["type"] == "tool_result" {
+                    let content = match &block["content"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    out.push((content, block["is_error"].as_bool().unwrap_or(false)));
+                }
+            }
+        }
+        out
+    }
+
     /// The lines of the user-side texts that are JSON objects (how memory work lists facts: one
     /// object per line), parsed, in order.
     pub fn json_lines(&self) -> Vec<Value> {

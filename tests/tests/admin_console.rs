@@ -16,14 +16,17 @@ use serde_json::{Value, json};
 
 const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
 
+/// Where the tests that call no model point the org's provider: nothing listens there.
+const NO_LLM: &str = "http://127.0.0.1:9";
+
+/// The test org, with the web chat, pointed at the model at `llm_url`.
+fn org_at(llm_url: &str) -> TestOrg {
+    TestOrg::with_sections(llm_url, Wire::Anthropic, Execution::default(), WEB)
+}
+
 /// The test org (no model is called: these tests only read and validate the config) under `opc run`.
 fn start() -> (TestOrg, OpcRun) {
-    let org = TestOrg::with_sections(
-        "http://127.0.0.1:9",
-        Wire::Anthropic,
-        Execution::default(),
-        WEB,
-    );
+    let org = org_at(NO_LLM);
     let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
     (org, opc)
 }
@@ -82,17 +85,47 @@ async fn validation_answers_what_opc_validate_prints() {
 
 /// `GET` a console endpoint's JSON.
 async fn admin_get(opc: &OpcRun, path: &str) -> Value {
+    let (status, body) = admin_get_status(opc, path).await;
+    assert!((200..300).contains(&status), "GET {path}: {status} {body}");
+    body
+}
+
+/// `GET` `path` on the console: status and JSON answer (an error's body is `{"error": …}`).
+async fn admin_get_status(opc: &OpcRun, path: &str) -> (u16, Value) {
     let response = opc_tests::http_client()
         .get(opc.url(path))
         .send()
         .await
         .unwrap();
-    assert!(
-        response.status().is_success(),
-        "GET {path}: {}",
-        response.status()
-    );
-    response.json().await.unwrap()
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// The agent `id` in `/api/org`'s answer `org`, if it lists one.
+fn agent<'a>(org: &'a Value, id: &str) -> Option<&'a Value> {
+    org["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == id)
+}
+
+/// The Config page's status once the editor's text validates.
+const VALID: &str = "document.getElementById('config-status').textContent.startsWith('Valid')";
+
+/// Wait until the page's JavaScript `condition` holds (or fail after [`WAIT`]).
+async fn wait(browser: &mut Browser, condition: &str) {
+    browser.wait_for(condition, WAIT).await.unwrap();
+}
+
+/// Run the JavaScript `js` on the page (its value unused).
+async fn run(browser: &mut Browser, js: &str) {
+    browser.eval(js).await.unwrap();
+}
+
+/// Click the page's element `element` (a JavaScript expression).
+async fn click(browser: &mut Browser, element: &str) {
+    run(browser, &format!("{element}.click(), true")).await;
 }
 
 /// `POST` `body` as JSON to the console; status and JSON answer.
@@ -219,12 +252,7 @@ async fn a_save_is_checked_atomic_kept_in_history_and_audited() {
 /// a save killed with -9 left behind is settled when `opc run` starts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_config_is_413_on_every_endpoint_and_a_crashed_save_is_settled_at_start() {
-    let org = TestOrg::with_sections(
-        "http://127.0.0.1:9",
-        Wire::Anthropic,
-        Execution::default(),
-        WEB,
-    );
+    let org = org_at(NO_LLM);
     // What a save killed with -9 leaves: its temporary file (of a process that no longer runs: a pid
     // above Linux's largest), and a kept copy not yet recorded.
     let dir = org.config_path().parent().unwrap().to_path_buf();
@@ -288,13 +316,11 @@ async fn a_typo_in_a_childs_name_is_shown_inline_at_its_line() {
 
     // The Org page: the tree, every agent a button.
     browser.navigate(&opc.url("/admin#org")).await.unwrap();
-    browser
-        .wait_for(
-            "document.querySelectorAll('#org-tree button[data-agent]').length > 3",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    wait(
+        &mut browser,
+        "document.querySelectorAll('#org-tree button[data-agent]').length > 3",
+    )
+    .await;
     let root = browser
         .eval("document.querySelector('#org-tree > li > button').dataset.agent")
         .await
@@ -304,14 +330,12 @@ async fn a_typo_in_a_childs_name_is_shown_inline_at_its_line() {
     // The Config page shows the file.
     let text = std::fs::read_to_string(org.config_path()).unwrap();
     browser.navigate(&opc.url("/admin#config")).await.unwrap();
-    browser
-        .wait_for(
-            "document.getElementById('config-text').value.length > 0 \
+    wait(
+        &mut browser,
+        "document.getElementById('config-text').value.length > 0 \
              && document.getElementById('config-status').textContent.startsWith('Valid')",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    )
+    .await;
     let shown = browser
         .eval("document.getElementById('config-text').value")
         .await
@@ -338,26 +362,21 @@ async fn a_typo_in_a_childs_name_is_shown_inline_at_its_line() {
         .sum::<usize>()
         + line.find(child.as_str()).unwrap()
         + child.len();
-    browser
-        .eval(&format!(
+    run(
+        &mut browser,
+        &format!(
             "(() => {{ const t = document.getElementById('config-text'); t.focus(); \
              t.setSelectionRange({at}, {at}); return true; }})()"
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     browser.type_text("x").await.unwrap();
     let line = line_no + 1;
-    browser
-        .wait_for(
-            &format!(
+    wait(&mut browser, &format!(
                 "document.getElementById('config-status').textContent.includes('error') \
                  && [...document.querySelectorAll('#gutter .e')].some(e => e.textContent === '{line}') \
                  && document.querySelectorAll('#notes .note.e').length > 0"
-            ),
-            WAIT,
-        )
-        .await
-        .unwrap();
+            )).await;
     let listed = browser
         .eval("document.getElementById('problems').textContent")
         .await
@@ -367,51 +386,42 @@ async fn a_typo_in_a_childs_name_is_shown_inline_at_its_line() {
     assert!(listed.contains(&format!("{child}x")), "{listed}");
 
     // Fixing it clears the problems.
-    browser
-        .eval(
-            "(() => { const t = document.getElementById('config-text'); \
+    run(
+        &mut browser,
+        "(() => { const t = document.getElementById('config-text'); \
              t.setRangeText('', t.selectionStart - 1, t.selectionStart, 'end'); \
              t.dispatchEvent(new Event('input')); return true; })()",
-        )
-        .await
-        .unwrap();
-    browser
-        .wait_for(
-            "document.getElementById('config-status').textContent.startsWith('Valid') \
+    )
+    .await;
+    wait(
+        &mut browser,
+        "document.getElementById('config-status').textContent.startsWith('Valid') \
              && document.querySelectorAll('#gutter .e').length === 0",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    )
+    .await;
     // Nothing was written: validation never touches the file.
     assert_eq!(std::fs::read_to_string(org.config_path()).unwrap(), text);
 
     // An edit, while someone changes the file on disk: Save shows the diff, then the conflict with
     // the change made on disk, and the file keeps that change.
-    browser
-        .eval(
-            "(() => { const t = document.getElementById('config-text'); \
+    run(
+        &mut browser,
+        "(() => { const t = document.getElementById('config-text'); \
              t.value = '# from the console\\n' + t.value; \
              t.dispatchEvent(new Event('input')); return true; })()",
-        )
-        .await
-        .unwrap();
-    browser
-        .wait_for("!document.getElementById('save').disabled", WAIT)
-        .await
-        .unwrap();
+    )
+    .await;
+    wait(&mut browser, "!document.getElementById('save').disabled").await;
     let on_disk = format!("# from an editor\n{text}");
     std::fs::write(org.config_path(), &on_disk).unwrap();
     save_after_diff(&mut browser, "+# from the console").await;
-    browser
-        .wait_for(
-            "document.getElementById('dialog').open \
+    wait(
+        &mut browser,
+        "document.getElementById('dialog').open \
              && document.getElementById('dialog-title').textContent.includes('changed on disk') \
              && document.getElementById('dialog-diff').textContent.includes('+# from an editor')",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    )
+    .await;
     assert_eq!(std::fs::read_to_string(org.config_path()).unwrap(), on_disk);
     let (code, _) = opc.stop();
     assert_eq!(code, Some(0));
@@ -419,7 +429,7 @@ async fn a_typo_in_a_childs_name_is_shown_inline_at_its_line() {
 
 /// `opc run` of the test org against `llm`, with the web chat.
 fn start_with(llm: &ScriptedLlm) -> (TestOrg, OpcRun) {
-    let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
+    let org = org_at(&llm.url());
     let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
     (org, opc)
 }
@@ -440,25 +450,17 @@ fn with_qa(text: &str, child: &str) -> String {
 
 /// Click Save, check its diff shows `line`, and confirm.
 async fn save_after_diff(browser: &mut Browser, line: &str) {
-    browser
-        .eval("document.getElementById('save').click(), true")
-        .await
-        .unwrap();
-    browser
-        .wait_for(
-            &format!(
-                "document.getElementById('dialog').open \
+    click(browser, "document.getElementById('save')").await;
+    wait(
+        browser,
+        &format!(
+            "document.getElementById('dialog').open \
                  && document.getElementById('dialog-diff').textContent.includes({})",
-                serde_json::to_string(line).unwrap()
-            ),
-            WAIT,
-        )
-        .await
-        .unwrap();
-    browser
-        .eval("document.getElementById('dialog-ok').click(), true")
-        .await
-        .unwrap();
+            serde_json::to_string(line).unwrap()
+        ),
+    )
+    .await;
+    click(browser, "document.getElementById('dialog-ok')").await;
 }
 
 /// Replace `file` as editors do (a new file renamed over it), so the watcher never reads half of it.
@@ -475,7 +477,7 @@ async fn set_editor(browser: &mut Browser, text: &str) {
          t.dispatchEvent(new Event('input')); return true; }})()",
         serde_json::to_string(text).unwrap()
     );
-    browser.eval(&js).await.unwrap();
+    run(browser, &js).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -502,68 +504,44 @@ async fn a_fixed_save_is_applied_live_while_a_conversation_runs() {
 
     // Add an agent with a typo in its parent's children: the error shows inline …
     browser.navigate(&opc.url("/admin#config")).await.unwrap();
-    browser
-        .wait_for(
-            "document.getElementById('config-status').textContent.startsWith('Valid')",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    wait(&mut browser, VALID).await;
     set_editor(&mut browser, &with_qa(&text, "qx")).await;
     let typo_line = with_qa(&text, "qx")
         .lines()
         .position(|l| l.contains("[support, qx]"))
         .unwrap()
         + 1;
-    browser
-        .wait_for(
-            &format!(
+    wait(&mut browser, &format!(
                 "[...document.querySelectorAll('#gutter .e')].some(e => e.textContent === '{typo_line}')"
-            ),
-            WAIT,
-        )
-        .await
-        .unwrap();
+            )).await;
     // … fixed, it validates, and Save (after its diff) applies it to the running process.
     let fixed = with_qa(&text, "qa");
     set_editor(&mut browser, &fixed).await;
-    browser
-        .wait_for(
-            "document.getElementById('config-status').textContent.startsWith('Valid') \
+    wait(
+        &mut browser,
+        "document.getElementById('config-status').textContent.startsWith('Valid') \
              && !document.getElementById('save').disabled",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    )
+    .await;
     save_after_diff(&mut browser, "+  qa:").await;
-    browser
-        .wait_for(
-            "document.getElementById('config-status').textContent.includes('Applied') \
+    wait(
+        &mut browser,
+        "document.getElementById('config-status').textContent.includes('Applied') \
              && document.getElementById('config-status').textContent.includes('added qa')",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    )
+    .await;
     assert_eq!(std::fs::read_to_string(org.config_path()).unwrap(), fixed);
 
     // The Org page shows the new agent, from the same process.
     browser.navigate(&opc.url("/admin#org")).await.unwrap();
-    browser
-        .wait_for(
-            "!!document.querySelector('#org-tree button[data-agent=qa]')",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    wait(
+        &mut browser,
+        "!!document.querySelector('#org-tree button[data-agent=qa]')",
+    )
+    .await;
     let org_now = admin_get(&opc, "/api/org").await;
     assert_eq!(org_now["generation"], 2);
-    assert!(
-        org_now["agents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|a| a["id"] == "qa" && a["parent"] == "vp-ops")
-    );
+    assert!(agent(&org_now, "qa").is_some_and(|a| a["parent"] == "vp-ops"));
 
     // The conversation that was running during the save completes, once.
     llm.release();
@@ -602,13 +580,7 @@ async fn an_invalid_change_on_disk_is_refused_and_the_running_config_stays() {
         org["generation"] == 2
     })
     .await;
-    assert!(
-        applied["agents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|a| a["id"] == "qa")
-    );
+    assert!(agent(&applied, "qa").is_some());
 
     // An invalid one is refused: the org stays, the console's status says why.
     replace_file(&file, &with_qa(&text, "qx"));
@@ -631,13 +603,7 @@ async fn an_invalid_change_on_disk_is_refused_and_the_running_config_stays() {
     );
     let org_now = admin_get(&opc, "/api/org").await;
     assert_eq!(org_now["generation"], 2);
-    assert!(
-        org_now["agents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|a| a["id"] == "qa")
-    );
+    assert!(agent(&org_now, "qa").is_some());
 
     // Back to the original file, by SIGHUP this time (the watcher may see it first: either applies
     // it once).
@@ -652,13 +618,7 @@ async fn an_invalid_change_on_disk_is_refused_and_the_running_config_stays() {
         org["generation"] == 3
     })
     .await;
-    assert!(
-        !back["agents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|a| a["id"] == "qa")
-    );
+    assert!(agent(&back, "qa").is_none());
     let status = admin_get(&opc, "/admin/api/reload").await;
     assert_eq!(status["stale"], false, "{status}");
     let stderr = opc.stderr();
@@ -685,51 +645,34 @@ async fn the_add_agent_action_changes_only_the_lines_it_must() {
     let before = std::fs::read_to_string(&file).unwrap();
 
     browser.navigate(&opc.url("/admin#config")).await.unwrap();
-    browser
-        .wait_for(
-            "document.getElementById('config-status').textContent.startsWith('Valid')",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    wait(&mut browser, VALID).await;
     // The form, filled in as a person would, applied to the editor.
-    browser
-        .eval("document.getElementById('org-action').click(), true")
-        .await
-        .unwrap();
-    browser
-        .wait_for("document.getElementById('edit-dialog').open", WAIT)
-        .await
-        .unwrap();
-    browser
-        .eval(
-            "(() => { \
+    click(&mut browser, "document.getElementById('org-action')").await;
+    wait(&mut browser, "document.getElementById('edit-dialog').open").await;
+    run(
+        &mut browser,
+        "(() => { \
              const set = (id, v) => { const e = document.getElementById(id); e.value = v; \
                e.dispatchEvent(new Event('change')); }; \
              set('edit-kind', 'add_agent'); set('edit-id', 'qa'); set('edit-parent', 'vp-ops'); \
              set('edit-role', 'QA Lead'); set('edit-value', 'escalate'); \
              document.getElementById('edit-ok').click(); return true; })()",
-        )
-        .await
-        .unwrap();
-    browser
-        .wait_for(
-            "!document.getElementById('edit-dialog').open \
+    )
+    .await;
+    wait(
+        &mut browser,
+        "!document.getElementById('edit-dialog').open \
              && document.getElementById('config-text').value.includes('  qa:\\n') \
              && document.getElementById('config-status').textContent.startsWith('Valid') \
              && !document.getElementById('save').disabled",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    )
+    .await;
     save_after_diff(&mut browser, "+  qa:").await;
-    browser
-        .wait_for(
-            "document.getElementById('config-status').textContent.includes('added qa')",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    wait(
+        &mut browser,
+        "document.getElementById('config-status').textContent.includes('added qa')",
+    )
+    .await;
 
     // On disk: every line of the file as it was, byte for byte, except the parent's `children:`
     // line, which gained `qa`; and the new agent's lines.
@@ -760,13 +703,7 @@ async fn the_add_agent_action_changes_only_the_lines_it_must() {
     );
     // And the running org has it.
     let org_now = admin_get(&opc, "/api/org").await;
-    assert!(
-        org_now["agents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|a| a["id"] == "qa" && a["parent"] == "vp-ops")
-    );
+    assert!(agent(&org_now, "qa").is_some_and(|a| a["parent"] == "vp-ops"));
     let (code, _) = opc.stop();
     assert_eq!(code, Some(0));
 }
@@ -789,7 +726,7 @@ async fn open_page(browser: &mut Browser, opc: &OpcRun, page: &str, ready: &str)
         .navigate(&opc.url(&format!("/admin#{page}")))
         .await
         .unwrap();
-    browser.wait_for(ready, WAIT).await.unwrap();
+    wait(browser, ready).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -797,26 +734,9 @@ async fn the_live_pages_follow_a_request_through_an_approval_and_a_cancel() {
     let Some(mut browser) = Browser::for_test().await else {
         return;
     };
-    let script = Script::new()
-        .agent(
-            marker("ceo"),
-            opc_tests::org::relay("vp-ops", "refund", "CEO: "),
-        )
-        .agent(
-            marker("vp-ops"),
-            opc_tests::org::relay("support", "refund order 7", "VP: "),
-        )
-        .agent(
-            marker("support"),
-            vec![
-                Step::tool(
-                    "request_approval",
-                    json!({"summary": "Refund $120 for order 7"}),
-                ),
-                Step::text("SUPPORT: {{last_result}}"),
-            ],
-        );
-    let llm = ScriptedLlm::start(script).await.unwrap();
+    let llm = ScriptedLlm::start(opc_tests::org::approval_chain())
+        .await
+        .unwrap();
     let (_org, opc) = start_with(&llm);
 
     // The event stream is open before anything happens.
@@ -829,22 +749,15 @@ async fn the_live_pages_follow_a_request_through_an_approval_and_a_cancel() {
     .await;
     let (_, mut sse) =
         opc_tests::web_chat::start(&opc, "Refund order 7 for jane.doe@example.com").await;
-    browser
-        .wait_for(
-            "[...document.querySelectorAll('#event-list tr[data-kind=approval_requested]')].length === 1 \
-             && [...document.querySelectorAll('#event-list tr[data-kind=delegated]')].length === 2",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    wait(&mut browser, "[...document.querySelectorAll('#event-list tr[data-kind=approval_requested]')].length === 1 \
+             && [...document.querySelectorAll('#event-list tr[data-kind=delegated]')].length === 2").await;
     // Filtered by agent: only support's events.
-    browser
-        .eval(
-            "(() => { const a = document.getElementById('event-agent'); a.value = 'support'; \
+    run(
+        &mut browser,
+        "(() => { const a = document.getElementById('event-agent'); a.value = 'support'; \
              a.dispatchEvent(new Event('input')); return true; })()",
-        )
-        .await
-        .unwrap();
+    )
+    .await;
     let shown = browser
         .eval(
             "[...document.querySelectorAll('#event-list tbody tr')].filter(r => !r.hidden).map(r => r.dataset.agent)",
@@ -867,17 +780,16 @@ async fn the_live_pages_follow_a_request_through_an_approval_and_a_cancel() {
          && document.querySelector('#org-tree button[data-agent=vp-ops] .state').textContent === 'waiting on children'",
     )
     .await;
-    browser
-        .eval("document.querySelector('#org-tree button[data-agent=support]').click(), true")
-        .await
-        .unwrap();
-    browser
-        .wait_for(
-            "document.getElementById('agent').textContent.includes('Tasks in flight')",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    click(
+        &mut browser,
+        "document.querySelector('#org-tree button[data-agent=support]')",
+    )
+    .await;
+    wait(
+        &mut browser,
+        "document.getElementById('agent').textContent.includes('Tasks in flight')",
+    )
+    .await;
     screenshot(&mut browser, "org", 1280, 800).await;
     screenshot(&mut browser, "org-phone", 390, 844).await;
 
@@ -890,24 +802,19 @@ async fn the_live_pages_follow_a_request_through_an_approval_and_a_cancel() {
     )
     .await;
     screenshot(&mut browser, "approvals", 1280, 800).await;
-    browser
-        .eval("document.querySelector('#approval-list button[data-decide=approve]').click(), true")
-        .await
-        .unwrap();
+    click(
+        &mut browser,
+        "document.querySelector('#approval-list button[data-decide=approve]')",
+    )
+    .await;
     sse.wait_for("message|edit", WAIT, |e| {
         e["text"]
             .as_str()
             .is_some_and(|t| t.starts_with("CEO: VP: SUPPORT:"))
     })
     .await;
-    browser
-        .wait_for(
-            "!document.querySelector('#approval-list button[data-decide]') \
-             && document.getElementById('approval-list').textContent.includes('console (loopback)')",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    wait(&mut browser, "!document.querySelector('#approval-list button[data-decide]') \
+             && document.getElementById('approval-list').textContent.includes('console (loopback)')").await;
 
     // The Tasks page: the request, completed, and its tree with every agent and its calls.
     open_page(
@@ -917,19 +824,14 @@ async fn the_live_pages_follow_a_request_through_an_approval_and_a_cancel() {
         "!!document.querySelector('#task-list tbody tr[data-task]')",
     )
     .await;
-    browser
-        .eval("document.querySelector('#task-list tbody tr[data-task]').click(), true")
-        .await
-        .unwrap();
-    browser
-        .wait_for(
-            "['ceo', 'vp-ops', 'support'].every(a => [...document.querySelectorAll('#task-detail .node .head strong')].some(s => s.textContent === a)) \
+    click(
+        &mut browser,
+        "document.querySelector('#task-list tbody tr[data-task]')",
+    )
+    .await;
+    wait(&mut browser, "['ceo', 'vp-ops', 'support'].every(a => [...document.querySelectorAll('#task-detail .node .head strong')].some(s => s.textContent === a)) \
              && document.getElementById('task-detail').textContent.includes('approval #') \
-             && document.getElementById('task-detail').textContent.includes('completed')",
-            WAIT,
-        )
-        .await
-        .unwrap();
+             && document.getElementById('task-detail').textContent.includes('completed')").await;
     screenshot(&mut browser, "tasks", 1280, 800).await;
 
     // Costs by agent, model and platform; the Channels page counts the web chat's events.
@@ -960,20 +862,9 @@ async fn the_live_pages_follow_a_request_through_an_approval_and_a_cancel() {
         "document.querySelectorAll('#block-list tbody tr').length > 0",
     )
     .await;
-    browser
-        .eval(
-            "(() => { document.getElementById('memory-q').value = 'refund order'; \
-             document.querySelector('#memory-search button[type=submit]').click(); return true; })()",
-        )
-        .await
-        .unwrap();
-    browser
-        .wait_for(
-            "[...document.querySelectorAll('#memory-hits li')].some(li => li.textContent.includes('Refund order 7'))",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    run(&mut browser, "(() => { document.getElementById('memory-q').value = 'refund order'; \
+             document.querySelector('#memory-search button[type=submit]').click(); return true; })()").await;
+    wait(&mut browser, "[...document.querySelectorAll('#memory-hits li')].some(li => li.textContent.includes('Refund order 7'))").await;
     screenshot(&mut browser, "memory", 1280, 800).await;
     // Privacy: the e-mail address in the request was masked in the CEO's calls; the page counts it
     // by type and never shows it.
@@ -991,13 +882,7 @@ async fn the_live_pages_follow_a_request_through_an_approval_and_a_cancel() {
         "no value on the Privacy page"
     );
     screenshot(&mut browser, "privacy", 1280, 800).await;
-    open_page(
-        &mut browser,
-        &opc,
-        "config",
-        "document.getElementById('config-status').textContent.startsWith('Valid')",
-    )
-    .await;
+    open_page(&mut browser, &opc, "config", VALID).await;
     screenshot(&mut browser, "config", 1280, 800).await;
 
     // A request in flight is cancelled from the Tasks page, with its tree.
@@ -1009,31 +894,13 @@ async fn the_live_pages_follow_a_request_through_an_approval_and_a_cancel() {
     .await;
     let row = "[...document.querySelectorAll('#task-list tbody tr[data-task]')].find(r => r.textContent.includes('Refund order 8'))";
     open_page(&mut browser, &opc, "tasks", &format!("!!{row}")).await;
-    browser.eval(&format!("{row}.click(), true")).await.unwrap();
-    browser
-        .wait_for("!!document.getElementById('cancel-task')", WAIT)
-        .await
-        .unwrap();
-    browser
-        .eval("document.getElementById('cancel-task').click(), true")
-        .await
-        .unwrap();
-    browser
-        .wait_for("document.getElementById('dialog').open", WAIT)
-        .await
-        .unwrap();
-    browser
-        .eval("document.getElementById('dialog-ok').click(), true")
-        .await
-        .unwrap();
-    browser
-        .wait_for(
-            "document.getElementById('task-status').textContent.startsWith('Cancelled request') \
-             && document.getElementById('task-detail').textContent.includes('cancelled by a human')",
-            WAIT,
-        )
-        .await
-        .unwrap();
+    run(&mut browser, &format!("{row}.click(), true")).await;
+    wait(&mut browser, "!!document.getElementById('cancel-task')").await;
+    click(&mut browser, "document.getElementById('cancel-task')").await;
+    wait(&mut browser, "document.getElementById('dialog').open").await;
+    click(&mut browser, "document.getElementById('dialog-ok')").await;
+    wait(&mut browser, "document.getElementById('task-status').textContent.startsWith('Cancelled request') \
+             && document.getElementById('task-detail').textContent.includes('cancelled by a human')").await;
     second
         .wait_for("message|edit|notice", WAIT, |e| {
             e["text"]
@@ -1050,17 +917,6 @@ async fn the_live_pages_follow_a_request_through_an_approval_and_a_cancel() {
 fn database(org: &TestOrg) -> std::path::PathBuf {
     let loaded = opc_hierarchy::load(&org.config_path()).unwrap();
     loaded.base_dir.join(&loaded.config.framework.memory.path)
-}
-
-/// `GET` `path` on the console: status and JSON answer (an error's body is `{"error": …}`).
-async fn admin_get_status(opc: &OpcRun, path: &str) -> (u16, Value) {
-    let response = opc_tests::http_client()
-        .get(opc.url(path))
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
 }
 
 /// The Memory page's facts API on the real `opc run`: an agent's facts current, as believed at a
@@ -1201,33 +1057,21 @@ async fn the_memory_page_lists_facts_in_every_view_with_a_facts_history() {
              && document.getElementById('facts-status').textContent.includes('Archival memory is off for ceo')",
         )
         .await;
-        browser
-            .eval(
-                "(() => { const v = document.getElementById('facts-view'); v.value = 'history'; \
+        run(&mut browser, "(() => { const v = document.getElementById('facts-view'); v.value = 'history'; \
                  v.dispatchEvent(new Event('change')); \
-                 document.querySelector('#facts-form button[type=submit]').click(); return true; })()",
-            )
-            .await
-            .unwrap();
-        browser
-            .wait_for(
-                "document.querySelectorAll('#fact-list tbody tr[data-fact]').length === 2",
-                WAIT,
-            )
-            .await
-            .unwrap();
-        browser
-            .eval("document.querySelector('#fact-list tbody tr[data-fact]').click(), true")
-            .await
-            .unwrap();
-        browser
-            .wait_for(
-                "[...document.querySelectorAll('#fact-versions li')].map(li => li.dataset.state).join() === 'closed,current' \
-                 && document.getElementById('fact-history').textContent.includes('reason: moved')",
-                WAIT,
-            )
-            .await
-            .unwrap();
+                 document.querySelector('#facts-form button[type=submit]').click(); return true; })()").await;
+        wait(
+            &mut browser,
+            "document.querySelectorAll('#fact-list tbody tr[data-fact]').length === 2",
+        )
+        .await;
+        click(
+            &mut browser,
+            "document.querySelector('#fact-list tbody tr[data-fact]')",
+        )
+        .await;
+        wait(&mut browser, "[...document.querySelectorAll('#fact-versions li')].map(li => li.dataset.state).join() === 'closed,current' \
+                 && document.getElementById('fact-history').textContent.includes('reason: moved')").await;
         screenshot(&mut browser, "memory-facts", 1280, 800).await;
     }
     drop(store);

@@ -9,10 +9,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use opc_tests::opc_process::OpcRun;
-use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
-use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, approval_chain, marker};
+use opc_tests::scripted_llm::{ScriptedLlm, Step};
 use opc_tests::wait::{WAIT, wait_until};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
 
@@ -93,20 +93,7 @@ fn misdirected(status: u16, body: &Value, host: &str, case: &str) {
 
 /// An org whose support agent asks for approval (so a request waits on it).
 async fn approval_org(sections: &str) -> (ScriptedLlm, TestOrg) {
-    let script = Script::new()
-        .agent(marker("ceo"), relay("vp-ops", "refund", "CEO: "))
-        .agent(marker("vp-ops"), relay("support", "refund order 7", "VP: "))
-        .agent(
-            marker("support"),
-            vec![
-                Step::tool(
-                    "request_approval",
-                    json!({"summary": "Refund $120 for order 7"}),
-                ),
-                Step::text("SUPPORT: {{last_result}}"),
-            ],
-        )
-        .fallback(vec![Step::text("answered")]);
+    let script = approval_chain().fallback(vec![Step::text("answered")]);
     let llm = ScriptedLlm::start(script).await.unwrap();
     let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), sections);
     (llm, org)

@@ -54,6 +54,7 @@ fn card(approval: i64) -> Card {
         path: vec!["ceo".into(), "cfo".into()],
         summary: "Pay the invoice of @everyone?".into(),
         options: vec!["Approve".into(), "Reject".into(), "Ask later".into()],
+        go_ahead: Some(0),
         state: CardState::Pending,
     }
 }

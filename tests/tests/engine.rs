@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use opc_agents::store::{ApprovalState, Decided, StoreError, TaskRecord};
 use opc_agents::{Engine, EngineError, Event, Outcome, RootRun, Store as _, TaskState};
-use opc_tests::org::{Execution, KEY, TestOrg, Wire, marker, relay};
-use opc_tests::scripted_llm::{Fault, Script, Step};
+use opc_tests::org::{Execution, KEY, OrgBuilder, TestOrg, Wire, approval_chain, marker, relay};
+use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
 use opc_tests::wait::{WAIT, next_event, wait_until, within};
 use serde_json::json;
 
@@ -33,6 +33,50 @@ async fn tree(engine: &Engine, root: i64) -> Vec<TaskRecord> {
     engine.store().tree(root).await.unwrap()
 }
 
+/// The task of `agent` in `root`'s tree.
+async fn task_of(engine: &Engine, root: i64, agent: &str) -> Option<TaskRecord> {
+    tree(engine, root)
+        .await
+        .into_iter()
+        .find(|t| t.agent == agent)
+}
+
+/// The scripted LLM and the org `builder` sets up, and an engine on them (streaming or not). Keep
+/// all three for the test's length: the LLM stops, and the org's directory goes, when dropped.
+async fn start(builder: OrgBuilder, streaming: bool) -> (ScriptedLlm, TestOrg, Engine) {
+    let (llm, org) = builder.start().await;
+    let engine = org.engine(TestOrg::options(streaming)).await;
+    (llm, org, engine)
+}
+
+/// Send `text` as a new request and wait for it: the root task's id, and the outcome.
+async fn ask(engine: &Engine, text: &str) -> (i64, Outcome) {
+    let run = engine.send(None, text).await.unwrap();
+    let root = run.task;
+    (root, finish(run).await)
+}
+
+/// The CEO's model call fails with `failure` on each of its 3 attempts (an answer would follow).
+fn ceo_fails_every_attempt(failure: Step) -> Script {
+    Script::new().agent(
+        marker("ceo"),
+        vec![
+            failure.clone(),
+            failure.clone(),
+            failure,
+            Step::text("never"),
+        ],
+    )
+}
+
+/// A manager that delegates `task` to `child` and never gets to answer (the test ends first).
+fn delegate_only(child: &str, task: &str) -> Vec<Step> {
+    vec![
+        Step::tool("delegate", json!({"agent": child, "task": task})),
+        Step::text("unused"),
+    ]
+}
+
 /// The four-level chain: CEO → VP Eng → Backend Lead → Backend Dev, each passing the answer up.
 fn chain_script() -> Script {
     Script::new()
@@ -52,12 +96,9 @@ fn chain_script() -> Script {
 }
 
 async fn chain(wire: Wire, streaming: bool) {
-    let (llm, org) = TestOrg::scripted(chain_script()).wire(wire).start().await;
-    let engine = org.engine(TestOrg::options(streaming)).await;
+    let (llm, _org, engine) = start(TestOrg::scripted(chain_script()).wire(wire), streaming).await;
     let mut events = engine.events().subscribe();
-    let run = engine.send(None, "USER: build the API").await.unwrap();
-    let root = run.task;
-    let outcome = finish(run).await;
+    let (root, outcome) = ask(&engine, "USER: build the API").await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
     assert_eq!(outcome.text, "CEO-FINAL: VP-SAYS: LEAD-SAYS: DEV-RESULT-42");
 
@@ -192,9 +233,8 @@ async fn delegate_parallel_collects_every_childs_result_in_order() {
         vec![Step::text("A-DONE").with_delay_ms(100)],
         vec![Step::text("B-DONE")],
     );
-    let (llm, org) = TestOrg::scripted(script).start().await;
-    let engine = org.engine(TestOrg::options(true)).await;
-    let outcome = finish(engine.send(None, "parallel please").await.unwrap()).await;
+    let (llm, _org, engine) = start(TestOrg::scripted(script), true).await;
+    let (_, outcome) = ask(&engine, "parallel please").await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
     // Results come in the order asked for, whichever child finished first.
     let results: serde_json::Value =
@@ -226,13 +266,7 @@ async fn delegate_parallel_runs_children_concurrently() {
     let engine = org.engine(options).await;
     let run = engine.send(None, "parallel please").await.unwrap();
     let root = run.task;
-    let state_of = async |agent: &str| {
-        tree(&engine, root)
-            .await
-            .into_iter()
-            .find(|t| t.agent == agent)
-            .map(|t| t.state)
-    };
+    let state_of = async |agent: &str| task_of(&engine, root, agent).await.map(|t| t.state);
     // The store is read asynchronously, so the wait polls here (within the same deadline).
     let deadline = tokio::time::Instant::now() + WAIT;
     while state_of("dev-data").await != Some(TaskState::Completed) {
@@ -266,18 +300,14 @@ async fn long_child_results_reach_the_parent_summarised() {
         )
         .agent(marker("ceo"), relay("vp-eng", "go", ""))
         .agent(marker("vp-eng"), relay("lead-backend", "go", ""));
-    let (llm, org) = TestOrg::scripted(script)
+    let builder = TestOrg::scripted(script)
         .wire(Wire::OpenAi)
         .execution(Execution {
             compression_threshold: 100,
             ..Execution::default()
-        })
-        .start()
-        .await;
-    let engine = org.engine(TestOrg::options(false)).await;
-    let run = engine.send(None, "go").await.unwrap();
-    let root = run.task;
-    let outcome = finish(run).await;
+        });
+    let (llm, _org, engine) = start(builder, false).await;
+    let (root, outcome) = ask(&engine, "go").await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
     // The lead's second request has the summary, never the original.
     let lead = llm.requests_for(&marker("lead-backend"));
@@ -293,11 +323,7 @@ async fn long_child_results_reach_the_parent_summarised() {
     assert!(summarizer[0].body.to_string().contains("detail detail"));
     assert_eq!(summarizer[0].body["model"], "test-fast");
     // The original stays in the task record, the summary next to it; the call is in the ledger.
-    let dev = tree(&engine, root)
-        .await
-        .into_iter()
-        .find(|t| t.agent == "dev-backend")
-        .unwrap();
+    let dev = task_of(&engine, root, "dev-backend").await.unwrap();
     assert_eq!(dev.output.as_deref(), Some(long.as_str()));
     assert!(dev.summary.as_deref().unwrap().contains("SHORT-SUMMARY"));
     let calls = engine.store().calls(dev.id).await.unwrap();
@@ -336,11 +362,8 @@ async fn delegation_outside_direct_children_is_a_tool_error_and_creates_no_task(
             marker("ceo"),
             relay("vp-eng", "go", ""),
         );
-    let (llm, org) = TestOrg::scripted(script).start().await;
-    let engine = org.engine(TestOrg::options(false)).await;
-    let run = engine.send(None, "go").await.unwrap();
-    let root = run.task;
-    let outcome = finish(run).await;
+    let (llm, _org, engine) = start(TestOrg::scripted(script), false).await;
+    let (root, outcome) = ask(&engine, "go").await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
     assert_eq!(outcome.text, "VP gave up");
     // No task beyond CEO → VP.
@@ -400,12 +423,9 @@ async fn rate_limits_and_cut_streams_are_retried() {
         ],
     );
     for wire in [Wire::Anthropic, Wire::OpenAi] {
-        let (llm, org) = TestOrg::scripted(script.clone()).wire(wire).start().await;
-        let engine = org.engine(TestOrg::options(true)).await;
+        let (llm, _org, engine) = start(TestOrg::scripted(script.clone()).wire(wire), true).await;
         let mut events = engine.events().subscribe();
-        let run = engine.send(None, "hello").await.unwrap();
-        let root = run.task;
-        let outcome = finish(run).await;
+        let (root, outcome) = ask(&engine, "hello").await;
         assert_eq!(
             outcome.state,
             TaskState::Completed,
@@ -429,20 +449,9 @@ async fn rate_limits_and_cut_streams_are_retried() {
 
 #[tokio::test]
 async fn repeated_server_errors_fail_the_task_with_a_clear_error() {
-    let script = Script::new().agent(
-        marker("ceo"),
-        vec![
-            Step::status(500, None),
-            Step::status(500, None),
-            Step::status(500, None),
-            Step::text("never"),
-        ],
-    );
-    let (llm, org) = TestOrg::scripted(script).start().await;
-    let engine = org.engine(TestOrg::options(false)).await;
-    let run = engine.send(None, "hello").await.unwrap();
-    let root = run.task;
-    let outcome = finish(run).await;
+    let script = ceo_fails_every_attempt(Step::status(500, None));
+    let (llm, _org, engine) = start(TestOrg::scripted(script), false).await;
+    let (root, outcome) = ask(&engine, "hello").await;
     assert_eq!(outcome.state, TaskState::Failed);
     assert!(
         outcome
@@ -471,9 +480,8 @@ async fn repeated_server_errors_fail_the_task_with_a_clear_error() {
         marker("ceo"),
         vec![Step::fault(Fault::Malformed), Step::text("never")],
     );
-    let (llm, org) = TestOrg::scripted(script).wire(Wire::OpenAi).start().await;
-    let engine = org.engine(TestOrg::options(false)).await;
-    let outcome = finish(engine.send(None, "hello").await.unwrap()).await;
+    let (llm, _org, engine) = start(TestOrg::scripted(script).wire(Wire::OpenAi), false).await;
+    let (_, outcome) = ask(&engine, "hello").await;
     assert_eq!(outcome.state, TaskState::Failed);
     assert!(
         outcome.text.contains("sent a malformed response"),
@@ -490,18 +498,13 @@ async fn a_child_timeout_reaches_the_parent_as_a_structured_escalation() {
         .agent(marker("ceo"), relay("vp-ops", "slow thing", "CEO: "))
         .agent(marker("vp-ops"), relay("support", "very slow", "VP: "))
         .agent(marker("support"), vec![Step::fault(Fault::Hang)]);
-    let (llm, org) = TestOrg::scripted(script)
-        .execution(Execution {
-            // Long enough for the managers' own calls on a loaded machine; the leaf hangs for ever.
-            task_timeout: "2s",
-            ..Execution::default()
-        })
-        .start()
-        .await;
-    let engine = org.engine(TestOrg::options(false)).await;
-    let run = engine.send(None, "go").await.unwrap();
-    let root = run.task;
-    let outcome = finish(run).await;
+    let builder = TestOrg::scripted(script).execution(Execution {
+        // Long enough for the managers' own calls on a loaded machine; the leaf hangs for ever.
+        task_timeout: "2s",
+        ..Execution::default()
+    });
+    let (llm, _org, engine) = start(builder, false).await;
+    let (root, outcome) = ask(&engine, "go").await;
     // The VP's second request carries the escalation; its (scripted) answer reaches the CEO in time.
     let vp = llm.requests_for(&marker("vp-ops"));
     assert_eq!(vp.len(), 2, "{}", outcome.text);
@@ -511,11 +514,7 @@ async fn a_child_timeout_reaches_the_parent_as_a_structured_escalation() {
     assert_eq!(escalation["escalated_by"], "support");
     let reason = escalation["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("2s"), "{reason}");
-    let support = tree(&engine, root)
-        .await
-        .into_iter()
-        .find(|t| t.agent == "support")
-        .unwrap();
+    let support = task_of(&engine, root, "support").await.unwrap();
     assert_eq!(support.state, TaskState::Escalated);
     stop(&engine).await;
 }
@@ -525,7 +524,7 @@ async fn escalations_travel_up_one_level_at_a_time() {
     let script = Script::new()
         .agent(
             marker("ceo"),
-            vec![Step::tool("delegate", json!({"agent": "vp-eng", "task": "ship"})), Step::text("unused")],
+            delegate_only("vp-eng", "ship"),
         )
         .agent(
             marker("vp-eng"),
@@ -543,11 +542,8 @@ async fn escalations_travel_up_one_level_at_a_time() {
             vec![Step::tool("escalate", json!({"type": "uncertainty", "reason": "which DB?"}))],
         )
 ;
-    let (llm, org) = TestOrg::scripted(script).wire(Wire::OpenAi).start().await;
-    let engine = org.engine(TestOrg::options(true)).await;
-    let run = engine.send(None, "go").await.unwrap();
-    let root = run.task;
-    let outcome = finish(run).await;
+    let (llm, _org, engine) = start(TestOrg::scripted(script).wire(Wire::OpenAi), true).await;
+    let (root, outcome) = ask(&engine, "go").await;
     // The CEO (root) has no escalate tool: it gets the VP's escalation as its tool result and answers.
     let ceo = llm.requests_for(&marker("ceo"));
     let result: serde_json::Value =
@@ -572,28 +568,33 @@ async fn escalations_travel_up_one_level_at_a_time() {
     stop(&engine).await;
 }
 
-fn approval_script() -> Script {
-    Script::new()
-        .agent(marker("ceo"), relay("vp-ops", "refund", "CEO: "))
-        .agent(marker("vp-ops"), relay("support", "refund order 7", "VP: "))
-        .agent(
-            marker("support"),
-            vec![
-                Step::tool(
-                    "request_approval",
-                    json!({"summary": "Refund $120 for order 7"}),
-                ),
-                Step::text("SUPPORT: {{last_result}}"),
-            ],
-        )
-}
-
 async fn next_approval(events: &mut tokio::sync::broadcast::Receiver<Event>) -> (i64, Vec<String>) {
     next_event(events, WAIT, "an approval request", |event| match event {
         Event::ApprovalRequested { approval, path, .. } => Some((approval, path)),
         _ => None,
     })
     .await
+}
+
+/// Send the approval chain's request to `engine` and wait until Support asks for the approval: the
+/// run, the approval, and the path of agents to it.
+async fn refund_until_approval(engine: &Engine) -> (RootRun, i64, Vec<String>) {
+    let mut events = engine.events().subscribe();
+    let run = engine.send(None, "please refund").await.unwrap();
+    let (approval, path) = next_approval(&mut events).await;
+    (run, approval, path)
+}
+
+/// A new engine on `org`'s database after the last one stopped cleanly: it found no task
+/// interrupted.
+async fn restart(org: &TestOrg, streaming: bool) -> Engine {
+    let engine = org.engine(TestOrg::options(streaming)).await;
+    assert!(
+        engine.recovery().interrupted.is_empty(),
+        "{:?}",
+        engine.recovery()
+    );
+    engine
 }
 
 /// Wait until `agent`'s session has started.
@@ -606,13 +607,11 @@ async fn started(events: &mut tokio::sync::broadcast::Receiver<Event>, agent: &s
 
 #[tokio::test]
 async fn approvals_survive_a_restart_and_are_decided_once() {
-    let (llm, org) = TestOrg::scripted(approval_script()).start().await;
+    let (llm, org) = TestOrg::scripted(approval_chain()).start().await;
 
     let first = org.engine(TestOrg::options(true)).await;
-    let mut events = first.events().subscribe();
-    let run = first.send(None, "please refund").await.unwrap();
+    let (run, approval, path) = refund_until_approval(&first).await;
     let root = run.task;
-    let (approval, path) = next_approval(&mut events).await;
     assert_eq!(path, ["ceo", "vp-ops", "support"]);
     let pending = first.pending_approvals().await.unwrap();
     assert_eq!(pending.len(), 1);
@@ -631,12 +630,7 @@ async fn approvals_survive_a_restart_and_are_decided_once() {
     drop(run);
     drop(first);
 
-    let second = org.engine(TestOrg::options(true)).await;
-    assert!(
-        second.recovery().interrupted.is_empty(),
-        "{:?}",
-        second.recovery()
-    );
+    let second = restart(&org, true).await;
     assert_eq!(second.recovery().pending_approvals.len(), 1);
     let decided = second.decide(approval, "approve", "U-alice").await.unwrap();
     assert!(
@@ -677,7 +671,7 @@ async fn approvals_survive_a_restart_and_are_decided_once() {
 
 #[tokio::test]
 async fn undecided_approvals_are_rejected_at_the_timeout() {
-    let (_llm, org) = TestOrg::scripted(approval_script())
+    let builder = TestOrg::scripted(approval_chain())
         .wire(Wire::OpenAi)
         .execution(Execution {
             approval_timeout: "3s",
@@ -686,13 +680,9 @@ async fn undecided_approvals_are_rejected_at_the_timeout() {
             // machine: the order of the two timeouts is the point, not their length.)
             task_timeout: "2s",
             ..Execution::default()
-        })
-        .start()
-        .await;
-    let engine = org.engine(TestOrg::options(false)).await;
-    let mut events = engine.events().subscribe();
-    let run = engine.send(None, "please refund").await.unwrap();
-    let (approval, _) = next_approval(&mut events).await;
+        });
+    let (_llm, _org, engine) = start(builder, false).await;
+    let (run, approval, _) = refund_until_approval(&engine).await;
     let outcome = finish(run).await;
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
     assert_eq!(
@@ -713,30 +703,11 @@ async fn undecided_approvals_are_rejected_at_the_timeout() {
 #[tokio::test]
 async fn cancelling_a_root_cancels_its_whole_subtree() {
     let script = Script::new()
-        .agent(
-            marker("ceo"),
-            vec![
-                Step::tool("delegate", json!({"agent": "vp-eng", "task": "go"})),
-                Step::text("unused"),
-            ],
-        )
-        .agent(
-            marker("vp-eng"),
-            vec![
-                Step::tool("delegate", json!({"agent": "lead-backend", "task": "go"})),
-                Step::text("unused"),
-            ],
-        )
-        .agent(
-            marker("lead-backend"),
-            vec![
-                Step::tool("delegate", json!({"agent": "dev-backend", "task": "go"})),
-                Step::text("unused"),
-            ],
-        )
+        .agent(marker("ceo"), delegate_only("vp-eng", "go"))
+        .agent(marker("vp-eng"), delegate_only("lead-backend", "go"))
+        .agent(marker("lead-backend"), delegate_only("dev-backend", "go"))
         .agent(marker("dev-backend"), vec![Step::fault(Fault::Hang)]);
-    let (_llm, org) = TestOrg::scripted(script).start().await;
-    let engine = org.engine(TestOrg::options(true)).await;
+    let (_llm, _org, engine) = start(TestOrg::scripted(script), true).await;
     let mut events = engine.events().subscribe();
     let run = engine.send(None, "go").await.unwrap();
     let root = run.task;
@@ -759,9 +730,8 @@ async fn follow_ups_continue_the_root_session_and_crashes_are_reported() {
         marker("ceo"),
         vec![Step::text("first answer"), Step::text("second answer")],
     );
-    let (llm, org) = TestOrg::scripted(script).start().await;
-    let engine = org.engine(TestOrg::options(false)).await;
-    let first = finish(engine.send(None, "question one").await.unwrap()).await;
+    let (llm, _org, engine) = start(TestOrg::scripted(script), false).await;
+    let (_, first) = ask(&engine, "question one").await;
     assert_eq!(first.text, "first answer");
     let second = finish(
         engine
@@ -817,9 +787,8 @@ async fn a_root_escalation_is_shown_to_the_human() {
             json!({"type": "approval_needed", "reason": "budget above my limit", "partial_result": "draft plan"}),
         )],
     );
-    let (_llm, org) = TestOrg::scripted(script).start().await;
-    let engine = org.engine(TestOrg::options(false)).await;
-    let outcome = finish(engine.send(None, "spend $1M").await.unwrap()).await;
+    let (_llm, _org, engine) = start(TestOrg::scripted(script), false).await;
+    let (_, outcome) = ask(&engine, "spend $1M").await;
     assert_eq!(outcome.state, TaskState::Escalated);
     assert_eq!(
         outcome.text,
@@ -841,9 +810,8 @@ async fn a_session_that_never_answers_fails_at_the_turn_limit() {
             )],
         )
         .agent(marker("vp-ops"), vec![Step::text("done")]);
-    let (llm, org) = TestOrg::scripted(script).wire(Wire::OpenAi).start().await;
-    let engine = org.engine(TestOrg::options(false)).await;
-    let outcome = finish(engine.send(None, "loop").await.unwrap()).await;
+    let (llm, _org, engine) = start(TestOrg::scripted(script).wire(Wire::OpenAi), false).await;
+    let (_, outcome) = ask(&engine, "loop").await;
     assert_eq!(outcome.state, TaskState::Failed);
     assert_eq!(
         outcome.text,
@@ -874,8 +842,7 @@ async fn delegating_and_asking_for_approval_in_one_turn_works() {
             marker("support"),
             vec![Step::text("prepared").with_delay_ms(100)],
         );
-    let (llm, org) = TestOrg::scripted(script).start().await;
-    let engine = org.engine(TestOrg::options(false)).await;
+    let (llm, _org, engine) = start(TestOrg::scripted(script), false).await;
     let mut events = engine.events().subscribe();
     let run = engine.send(None, "go").await.unwrap();
     let (approval, _) = next_approval(&mut events).await;
@@ -893,7 +860,7 @@ async fn delegating_and_asking_for_approval_in_one_turn_works() {
 
 #[tokio::test]
 async fn an_approval_that_expires_while_stopped_is_rejected_on_restart() {
-    let (_llm, org) = TestOrg::scripted(approval_script())
+    let (_llm, org) = TestOrg::scripted(approval_chain())
         .execution(Execution {
             // Long enough that the first engine stops well before it (checked below), short enough
             // to wait out.
@@ -903,10 +870,8 @@ async fn an_approval_that_expires_while_stopped_is_rejected_on_restart() {
         .start()
         .await;
     let first = org.engine(TestOrg::options(false)).await;
-    let mut events = first.events().subscribe();
-    let run = first.send(None, "please refund").await.unwrap();
+    let (run, approval, _) = refund_until_approval(&first).await;
     let root = run.task;
-    let (approval, _) = next_approval(&mut events).await;
     stop(&first).await;
     drop((run, first));
     // It expires while nothing runs: still pending in the database, then past its deadline.
@@ -923,12 +888,7 @@ async fn an_approval_that_expires_while_stopped_is_rejected_on_restart() {
     .await;
     drop(store);
 
-    let second = org.engine(TestOrg::options(false)).await;
-    assert!(
-        second.recovery().interrupted.is_empty(),
-        "{:?}",
-        second.recovery()
-    );
+    let second = restart(&org, false).await;
     assert_eq!(second.recovery().expired_approvals.len(), 1);
     assert_eq!(second.recovery().suspended_roots, vec![root]);
     let outcome = finish_root(&second, root).await;
@@ -941,15 +901,13 @@ async fn an_approval_that_expires_while_stopped_is_rejected_on_restart() {
 
 #[tokio::test]
 async fn a_suspended_tree_can_be_cancelled_after_a_restart_and_one_engine_owns_a_database() {
-    let (llm, org) = TestOrg::scripted(approval_script())
+    let (llm, org) = TestOrg::scripted(approval_chain())
         .wire(Wire::OpenAi)
         .start()
         .await;
     let first = org.engine(TestOrg::options(true)).await;
-    let mut events = first.events().subscribe();
-    let run = first.send(None, "please refund").await.unwrap();
+    let (run, approval, _) = refund_until_approval(&first).await;
     let root = run.task;
-    let (approval, _) = next_approval(&mut events).await;
 
     // A second engine on the same database is refused while the first holds it.
     let store = opc_agents::SqliteStore::open(&org.database()).unwrap();
@@ -1010,18 +968,9 @@ async fn a_suspended_tree_can_be_cancelled_after_a_restart_and_one_engine_owns_a
 
 #[tokio::test]
 async fn a_stream_cut_on_every_attempt_fails_cleanly() {
-    let script = Script::new().agent(
-        marker("ceo"),
-        vec![
-            Step::fault(Fault::Cut),
-            Step::fault(Fault::Cut),
-            Step::fault(Fault::Cut),
-            Step::text("never"),
-        ],
-    );
-    let (_llm, org) = TestOrg::scripted(script).wire(Wire::OpenAi).start().await;
-    let engine = org.engine(TestOrg::options(true)).await;
-    let outcome = finish(engine.send(None, "hello").await.unwrap()).await;
+    let script = ceo_fails_every_attempt(Step::fault(Fault::Cut));
+    let (_llm, _org, engine) = start(TestOrg::scripted(script).wire(Wire::OpenAi), true).await;
+    let (_, outcome) = ask(&engine, "hello").await;
     assert_eq!(outcome.state, TaskState::Failed);
     assert!(
         outcome.text.contains("response stream was cut off")

@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use opc_tests::example;
 use opc_tests::opc_process::opc_binary;
-use opc_tests::org::{KEY, KEY_VAR, marker, provider_yaml};
+use opc_tests::org::{KEY, KEY_VAR, marker};
 use opc_tests::sandbox::private_dir;
 use opc_tests::scripted_llm::{RecordedRequest, Script, ScriptedLlm, Step, step_results};
 use opc_tests::wait::{OutputWithin, WAIT, output_within_async};
@@ -79,19 +79,9 @@ impl Org {
     /// The org at `llm`, with the example config's privacy and sandbox settings (as users run it).
     fn write_config(&self, llm: &ScriptedLlm) {
         let (privacy, sandbox) = example::settings();
-        let providers = provider_yaml(&llm.url(), false);
+        let head = example::framework_yaml("Planted Org", &llm.url(), &privacy, &sandbox);
         let yaml = format!(
-            r#"
-framework:
-  name: Planted Org
-{providers}
-  privacy: {privacy}
-  sandbox: {sandbox}
-  memory: {{ consolidation: {{ enabled: false }} }}
-  execution:
-    taskTimeout: 10m
-agents:
-  ceo:
+            r#"{head}  ceo:
     role: CEO
     level: 0
     tools: [delegate, Glob, Grep]

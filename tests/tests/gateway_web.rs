@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use opc_tests::browser::Browser;
 use opc_tests::opc_process::OpcRun;
-use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
+use opc_tests::org::{
+    Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay, support_asks_approval,
+};
 use opc_tests::post_json as post;
 use opc_tests::scripted_llm::{Reply, Script, Step, ToolCall};
 use opc_tests::sse::Sse;
@@ -20,7 +22,7 @@ use serde_json::{Value, json};
 const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
 
 use opc_tests::wait::WAIT;
-use opc_tests::web_chat::{open as new_conversation, say};
+use opc_tests::web_chat::{open as new_conversation, pending_approval, say, start};
 
 /// GET `path` of `opc` as JSON (200 expected).
 async fn get(opc: &OpcRun, path: &str) -> Value {
@@ -129,16 +131,7 @@ async fn an_approval_is_decided_from_the_web_chat_and_the_task_resumes() {
     let script = Script::new()
         .agent(marker("ceo"), ceo_speaks_then_delegates())
         .agent(marker("vp-ops"), vp_ops_after_a_pause())
-        .agent(
-            marker("support"),
-            vec![
-                Step::tool(
-                    "request_approval",
-                    json!({"summary": "Refund $120 for order 7"}),
-                ),
-                Step::text("SUPPORT: {{last_result}}"),
-            ],
-        );
+        .agent(marker("support"), support_asks_approval());
     let (_llm, org) = TestOrg::scripted(script).sections(WEB).start().await;
     let opc = org.run(&[]);
     let (conversation, mut sse) = new_conversation(&opc).await;
@@ -387,28 +380,11 @@ async fn a_web_conversation_and_its_pending_approval_survive_a_restart(down: Dow
     let script = Script::new()
         .agent(marker("ceo"), ceo)
         .agent(marker("vp-ops"), relay("support", "refund order 7", "VP: "))
-        .agent(
-            marker("support"),
-            vec![
-                Step::tool(
-                    "request_approval",
-                    json!({"summary": "Refund $120 for order 7"}),
-                ),
-                Step::text("SUPPORT: {{last_result}}"),
-            ],
-        );
+        .agent(marker("support"), support_asks_approval());
     let (llm, org) = TestOrg::scripted(script).sections(WEB).start().await;
     let opc = org.run(&[]);
-    let (conversation, mut sse) = new_conversation(&opc).await;
-    say(&opc, &conversation, "Refund order 7").await;
-    let card = sse.wait_for("card", WAIT, |_| true).await;
-    let approval = card["card"]["approval"].as_i64().expect("approval id");
-    let approve = card["card"]["options"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .position(|o| o == "approve")
-        .unwrap();
+    let (conversation, mut sse) = start(&opc, "Refund order 7").await;
+    let (approval, approve) = pending_approval(&mut sse).await;
     drop(sse);
     match down {
         Down::Term => assert_eq!(opc.stop().0, Some(0)),
@@ -602,16 +578,7 @@ async fn the_pages_show_the_banner_the_provider_and_the_answer_below_its_card() 
     let script = Script::new()
         .agent(marker("ceo"), ceo_speaks_then_delegates())
         .agent(marker("vp-ops"), vp_ops_after_a_pause())
-        .agent(
-            marker("support"),
-            vec![
-                Step::tool(
-                    "request_approval",
-                    json!({"summary": "Refund $120 for order 7"}),
-                ),
-                Step::text("SUPPORT: {{last_result}}"),
-            ],
-        );
+        .agent(marker("support"), support_asks_approval());
     let (_llm, org) = TestOrg::scripted(script).sections(WEB).start().await;
 
     let keyless = OpcRun::start(&org.config_path(), &[]);

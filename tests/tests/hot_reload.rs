@@ -16,9 +16,9 @@ use std::time::Duration;
 use opc_tests::fake_slack::{FakeSlack, app_mention, envelope};
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker};
+use opc_tests::reload::{generation, replace_file};
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use opc_tests::wait::{WAIT, within};
-use serde_json::Value;
 
 const BOT_VAR: &str = "OPC_TEST_SLACK_BOT";
 const APP_VAR: &str = "OPC_TEST_SLACK_APP";
@@ -48,25 +48,6 @@ fn variant(text: &str) -> String {
         .replace("messages: 1000, per: 1m", "messages: 900, per: 1m");
     assert_ne!(changed, text);
     changed
-}
-
-/// Write `text` over `file` as editors do: a new file renamed over the old one.
-fn replace_file(file: &std::path::Path, text: &str) {
-    let temp = file.with_extension("yaml.saving");
-    std::fs::write(&temp, text).unwrap();
-    std::fs::rename(&temp, file).unwrap();
-}
-
-async fn generation(opc: &OpcRun) -> u64 {
-    let body: Value = opc_tests::http_client()
-        .get(opc.url("/api/org"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    body["generation"].as_u64().unwrap()
 }
 
 /// The final text of every reply in Slack thread `thread` of channel `C1`: each message OPC posted

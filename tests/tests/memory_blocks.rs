@@ -11,9 +11,9 @@ use opc_agents::context::BlockMemory;
 use opc_agents::{Engine, SqliteStore, TaskState};
 use opc_memory::blocks::{Actor, BlockStore, Edit};
 use opc_tests::org::{KEY, KEY_VAR, TestOrg, framework_yaml, marker};
-use opc_tests::scripted_llm::{RecordedRequest, Script, ScriptedLlm, Step};
+use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use opc_tests::wait::{WAIT, wait_until, within};
-use serde_json::{Value, json};
+use serde_json::json;
 
 fn config(llm_url: &str) -> (tempfile::TempDir, opc_hierarchy::Loaded) {
     let frame = framework_yaml(llm_url, false);
@@ -74,23 +74,6 @@ async fn engine(dir: &tempfile::TempDir, loaded: &opc_hierarchy::Loaded) -> Engi
     .unwrap_or_else(|e| panic!("engine: {e}"))
 }
 
-/// The tool results in a request, as `(content, is_error)`.
-fn tool_results(request: &RecordedRequest) -> Vec<(String, bool)> {
-    let mut out = Vec::new();
-    for message in request.body["messages"].as_array().into_iter().flatten() {
-        for block in message["content"].as_array().into_iter().flatten() {
-            if block["type"] == "tool_result" {
-                let content = match &block["content"] {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                out.push((content, block["is_error"].as_bool().unwrap_or(false)));
-            }
-        }
-    }
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn block_edits_reach_the_next_turn_survive_a_restart_and_obey_the_acl() {
     let script = Script::new()
@@ -144,7 +127,7 @@ async fn block_edits_reach_the_next_turn_survive_a_restart_and_obey_the_acl() {
         "{}",
         ceo[0].system
     );
-    let results = tool_results(&ceo[1]);
+    let results = ceo[1].all_tool_results();
     assert_eq!(results.len(), 1);
     assert!(!results[0].1, "the edit failed: {}", results[0].0);
     assert!(
@@ -179,12 +162,12 @@ async fn block_edits_reach_the_next_turn_survive_a_restart_and_obey_the_acl() {
 
     // The manager reads its subordinate's block.
     let mgr = llm.requests_for(&marker("mgr"));
-    let read = &tool_results(&mgr[1])[0];
+    let read = &mgr[1].all_tool_results()[0];
     assert!(!read.1, "{}", read.0);
     assert!(read.0.contains("WORKER-TODO-ITEM"), "{}", read.0);
     // The subordinate's read of its manager's block is a tool error that leaks nothing.
     let worker = llm.requests_for(&marker("worker"));
-    let refused = &tool_results(&worker[1])[0];
+    let refused = &worker[1].all_tool_results()[0];
     assert!(refused.1, "expected a tool error: {}", refused.0);
     assert!(refused.0.contains("is above you"), "{}", refused.0);
     assert!(!refused.0.contains("MGR-PRIVATE-NOTE"), "{}", refused.0);
@@ -245,7 +228,7 @@ async fn a_stale_shared_block_edit_is_refused_with_the_current_value() {
     assert_eq!(outcome.state, TaskState::Completed, "{}", outcome.text);
     // The CEO's model got a tool error carrying the current value …
     let ceo = llm.requests_for(&marker("ceo"));
-    let result = &tool_results(&ceo[1])[0];
+    let result = &ceo[1].all_tool_results()[0];
     assert!(result.1, "expected a stale error: {}", result.0);
     assert!(
         result.0.contains("changed since you read it"),

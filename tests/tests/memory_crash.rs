@@ -9,13 +9,13 @@
 //! `opc memory search` finds the message.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use opc_memory::embed::EmbedSlot;
 use opc_memory::recall::RecallStore;
 use opc_tests::opc_process::{OpcRun, opc_binary};
-use opc_tests::org::{KEY, KEY_VAR, framework_yaml, marker};
+use opc_tests::org::{KEY, KEY_VAR, marker, write_recall_org};
 use opc_tests::post_json as post;
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use opc_tests::sse::Sse;
@@ -23,22 +23,6 @@ use opc_tests::wait::{OutputWithin, WAIT, wait_until};
 use serde_json::json;
 
 const FACT: &str = "Remember this: the launch code word is PAPAYA-7731.";
-
-fn write_config(dir: &Path, llm_url: &str) -> PathBuf {
-    let frame = framework_yaml(llm_url, false);
-    let yaml = format!(
-        r#"{frame}agents:
-  ceo:
-    role: CEO
-    tools: [conversation_search]
-channels:
-  web: {{ listen: "127.0.0.1:0" }}
-"#
-    );
-    let path = dir.join("opc.config.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    path
-}
 
 /// `opc memory search QUERY --agent ceo --mode bm25` on `config`: its stdout.
 fn cli_search(config: &Path, query: &str) -> String {
@@ -69,7 +53,7 @@ async fn a_message_committed_but_not_indexed_when_opc_is_killed_is_searchable_af
     let script = Script::new().agent(marker("ceo"), vec![Step::text("Noted.")]);
     let llm = ScriptedLlm::start(script).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), &llm.url());
+    let config = write_recall_org(dir.path(), &llm.url());
     let db = dir.path().join(".opc/opc.db");
 
     // Before anything is stored, a search says so.

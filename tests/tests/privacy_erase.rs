@@ -20,7 +20,7 @@ use std::process::{Command, Output};
 use opc_memory::embed::EmbedSlot;
 use opc_memory::recall::RecallStore;
 use opc_tests::opc_process::{OpcRun, opc_binary};
-use opc_tests::org::{KEY, KEY_VAR, framework_yaml, marker};
+use opc_tests::org::{KEY, KEY_VAR, marker, write_recall_org};
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use opc_tests::sse::Sse;
 use opc_tests::wait::{OutputWithin, WAIT, wait_until};
@@ -30,22 +30,6 @@ use opc_tests::web_chat::{open as new_conversation, say};
 const EMAIL: &str = "alice.smith@mailhost.test";
 const EMAIL_SHOUTED: &str = "Alice.Smith@MAILHOST.test";
 const ENV: [(&str, &str); 2] = [(KEY_VAR, KEY), ("OPC_MODELS_OFFLINE", "1")];
-
-fn write_config(dir: &Path, llm_url: &str) -> PathBuf {
-    let frame = framework_yaml(llm_url, false);
-    let yaml = format!(
-        r#"{frame}agents:
-  ceo:
-    role: CEO
-    tools: [conversation_search]
-channels:
-  web: {{ listen: "127.0.0.1:0" }}
-"#
-    );
-    let path = dir.join("opc.config.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    path
-}
 
 /// `opc ARGS…` with the test's environment.
 fn opc(args: &[&str]) -> Output {
@@ -161,7 +145,7 @@ async fn an_erased_address_leaves_no_copy_in_the_database_its_log_or_the_index()
     );
     let llm = ScriptedLlm::start(script).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), &llm.url());
+    let config = write_recall_org(dir.path(), &llm.url());
     let db = dir.path().join(".opc/opc.db");
 
     let run = OpcRun::start(&config, &ENV);
@@ -295,7 +279,7 @@ async fn every_table_opc_creates_is_covered() {
     let script = Script::new().agent(marker("ceo"), vec![Step::text("Noted.")]);
     let llm = ScriptedLlm::start(script).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), &llm.url());
+    let config = write_recall_org(dir.path(), &llm.url());
     let db = dir.path().join(".opc/opc.db");
     // `opc run` creates every table it keeps (engine, memory, gateway, web chat).
     let (code, _) = OpcRun::start(&config, &ENV).stop();
@@ -437,7 +421,7 @@ fn empty_and_very_short_values_are_refused() {
 #[test]
 fn values_written_in_the_config_its_prompt_files_or_naming_a_model_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), "http://127.0.0.1:9");
+    let config = write_recall_org(dir.path(), "http://127.0.0.1:9");
     let yaml = std::fs::read_to_string(&config).unwrap().replace(
         "    tools: [conversation_search]\n",
         "    tools: [conversation_search]\n    prompt: file:ceo.md\n    memory:\n      blocks:\n        - { label: contacts, description: who to call, value: \"Escalate to carol@example.org\" }\n",

@@ -10,13 +10,15 @@
 //!   pattern-only masking: the e-mail masked, the name as written.
 //!
 //! The tests that need the model find it in the cache (`OPC_MODELS`, else the user's cache dir, as
-//! `opc models fetch` puts it) and skip with one line when it is absent.
+//! `opc models fetch` puts it); when it is absent they skip with one line, or fail under CI
+//! (`example::models_root`).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use opc_tests::example;
 use opc_tests::opc_process::{OpcRun, opc_binary};
 use opc_tests::org::{Execution, Extras, KEY, KEY_VAR, TestOrg, Wire, marker};
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
@@ -28,15 +30,11 @@ const NAME: &str = "Johanna Whitfield";
 const MESSAGE: &str = "Please email Johanna Whitfield about the renewal.";
 const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
 
-/// The cached NER model's directory, or `None` (and one line saying the test is skipped).
+/// The cached NER model's directory, or `None` when the test is skipped
+/// ([`example::models_root`]).
 fn cached_model(test: &str) -> Option<PathBuf> {
-    let found = opc_models::cache_root()
-        .ok()
-        .and_then(|root| opc_models::RAMPART.locate(&root).ok());
-    if found.is_none() {
-        eprintln!("{test}: skipped, the NER model is not in the cache (run `opc models fetch`)");
-    }
-    found
+    let root = example::models_root(test)?;
+    Some(opc_models::RAMPART.locate(&root).unwrap())
 }
 
 /// The CEO answers every message by quoting it (as the model saw it; the gateway restores it).

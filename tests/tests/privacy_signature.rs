@@ -9,7 +9,7 @@
 //! one line, an extension) cover both address orders.
 //!
 //! The test needs the NER model (names come from it); it finds it in the cache as `opc models fetch`
-//! puts it and skips with one line when it is absent.
+//! puts it; when it is absent the test skips with one line, or fails under CI.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use opc_tests::opc_process::OpcRun;
@@ -77,21 +77,9 @@ fn script() -> Script {
         .fallback(vec![Step::text("Noted.")])
 }
 
-/// The cached model root (`OPC_MODELS` for `opc run`), or `None` with one line saying why.
-fn models_root() -> Option<std::path::PathBuf> {
-    let root = opc_models::cache_root().ok()?;
-    if opc_models::RAMPART.locate(&root).is_err() {
-        eprintln!(
-            "privacy_signature: skipped, the NER model is not in the cache (run `opc models fetch`)"
-        );
-        return None;
-    }
-    Some(root)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_multi_line_signature_block_never_reaches_the_llm_and_comes_back_restored() {
-    let Some(models) = models_root() else {
+    let Some(models) = opc_tests::example::models_root("privacy_signature") else {
         return;
     };
     let llm = ScriptedLlm::start(script()).await.unwrap();

@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{KEY, KEY_VAR, framework_yaml, marker};
-use opc_tests::scripted_llm::{RecordedRequest, Script, ScriptedLlm, Step};
+use opc_tests::reload::{generation, replace_file};
+use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use opc_tests::wait::{WAIT, within};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The org before (`after == false`) or after the reload.
 fn config(llm_url: &str, after: bool) -> String {
@@ -72,42 +73,6 @@ agents:
     )
 }
 
-/// Write `text` over `file` as editors do: a new file renamed over the old one.
-fn replace_file(file: &std::path::Path, text: &str) {
-    let temp = file.with_extension("yaml.saving");
-    std::fs::write(&temp, text).unwrap();
-    std::fs::rename(&temp, file).unwrap();
-}
-
-async fn generation(opc: &OpcRun) -> u64 {
-    let body: Value = opc_tests::http_client()
-        .get(opc.url("/api/org"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    body["generation"].as_u64().unwrap()
-}
-
-/// The tool results in a request, in order, as `(content, is_error)`.
-fn tool_results(request: &RecordedRequest) -> Vec<(String, bool)> {
-    let mut out = Vec::new();
-    for message in request.body["messages"].as_array().into_iter().flatten() {
-        for block in message["content"].as_array().into_iter().flatten() {
-            if block["type"] == "tool_result" {
-                let content = match &block["content"] {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                out.push((content, block["is_error"].as_bool().unwrap_or(false)));
-            }
-        }
-    }
-    out
-}
-
 /// Send `text` in a new web conversation and wait for the CEO's final answer.
 async fn ask(opc: &OpcRun, text: &str) {
     let (_, mut sse) = opc_tests::web_chat::start(opc, text).await;
@@ -125,7 +90,7 @@ fn vp_eng_results(llm: &ScriptedLlm, text: &str) -> Vec<(String, bool)> {
         .into_iter()
         .rfind(|r| r.session == text)
         .unwrap_or_else(|| panic!("vp-eng was never asked {text:?}"));
-    let results = tool_results(&last);
+    let results = last.all_tool_results();
     assert_eq!(results.len(), 3, "{results:#?}");
     results
 }
@@ -212,7 +177,7 @@ async fn a_reload_revokes_a_share_and_gives_an_added_agent_its_blocks() {
         "qa's own block is in its prompt: {}",
         qa[0].system
     );
-    let qa_results = tool_results(qa.last().unwrap());
+    let qa_results = qa.last().unwrap().all_tool_results();
     assert_eq!(qa_results.len(), 1, "{qa_results:#?}");
     assert!(!qa_results[0].1, "qa edits its own block: {qa_results:#?}");
     assert!(!results[1].1, "delegating to qa: {results:#?}");

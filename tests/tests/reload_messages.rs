@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire};
+use opc_tests::reload::replace_file;
 use opc_tests::wait::WAIT;
 use serde_json::Value;
 
@@ -31,13 +32,6 @@ fn start() -> (TestOrg, OpcRun) {
     );
     let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
     (org, opc)
-}
-
-/// Write `text` over `file` as editors do: a new file renamed over the old one.
-fn replace_file(file: &std::path::Path, text: &str) {
-    let temp = file.with_extension("yaml.saving");
-    std::fs::write(&temp, text).unwrap();
-    std::fs::rename(&temp, file).unwrap();
 }
 
 async fn status(opc: &OpcRun) -> Value {

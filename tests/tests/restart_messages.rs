@@ -15,12 +15,12 @@
 use std::time::Duration;
 
 use opc_tests::opc_process::OpcRun;
-use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, marker, relay};
+use opc_tests::org::{Execution, KEY, KEY_VAR, TestOrg, Wire, approval_chain, marker, relay};
 use opc_tests::post_json as post;
 use opc_tests::scripted_llm::{Fault, Script, ScriptedLlm, Step};
 use opc_tests::sse::{Sse, SseEvent};
 use opc_tests::wait::WAIT;
-use opc_tests::web_chat::{open as new_conversation, say};
+use opc_tests::web_chat::{open as new_conversation, pending_approval, say, start};
 use serde_json::json;
 
 const WEB: &str = "channels:\n  web: { listen: \"127.0.0.1:0\" }\n";
@@ -73,32 +73,12 @@ async fn reconnect(opc: &OpcRun, conversation: &str) -> Sse {
 /// A request suspended on an approval, `opc run` taken down and started again: the bot's messages in
 /// the conversation once the approval has completed the request.
 async fn suspended_request_across_a_restart(down: Down) -> (i64, Vec<String>) {
-    let script = Script::new()
-        .agent(marker("ceo"), relay("vp-ops", "refund", "CEO: "))
-        .agent(marker("vp-ops"), relay("support", "refund order 7", "VP: "))
-        .agent(
-            marker("support"),
-            vec![
-                Step::tool(
-                    "request_approval",
-                    json!({"summary": "Refund $120 for order 7"}),
-                ),
-                Step::text("SUPPORT: {{last_result}}"),
-            ],
-        );
+    let script = approval_chain();
     let llm = ScriptedLlm::start(script).await.unwrap();
     let org = TestOrg::with_sections(&llm.url(), Wire::Anthropic, Execution::default(), WEB);
     let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
-    let (conversation, mut sse) = new_conversation(&opc).await;
-    say(&opc, &conversation, "Refund order 7").await;
-    let card = sse.wait_for("card", WAIT, |_| true).await;
-    let approval = card["card"]["approval"].as_i64().expect("approval id");
-    let approve = card["card"]["options"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .position(|o| o == "approve")
-        .unwrap();
+    let (conversation, mut sse) = start(&opc, "Refund order 7").await;
+    let (approval, approve) = pending_approval(&mut sse).await;
     drop(sse);
     take_down(opc, down);
 

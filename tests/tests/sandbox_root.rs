@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use opc_tests::example;
 use opc_tests::opc_process::OpcRun;
-use opc_tests::org::{KEY, KEY_VAR, marker, provider_yaml, relay};
+use opc_tests::org::{KEY, KEY_VAR, manager_chain_yaml, marker, relay};
 use opc_tests::sandbox::{private_dir, running_with};
 use opc_tests::scripted_llm::{
     INPUT_PLACEHOLDER, Script, ScriptedLlm, Step, bash_call, step_results,
@@ -55,9 +55,15 @@ const SANDBOX_UID: u32 = 61000;
 /// The interpreter of step b.
 const PYTHON: &str = "/usr/bin/python3";
 
-/// Skip with one line (`false`), or fail under CI.
-fn skip(why: &str) -> bool {
-    example::skip("sandbox_root", why)
+/// Whether [`PYTHON`] is installed: when not, the test is skipped with one line, or fails under CI
+/// (`opc_testgate`, the programs group).
+fn python_installed() -> bool {
+    let found = if Path::new(PYTHON).is_file() {
+        Ok(())
+    } else {
+        Err(format!("{PYTHON} is not installed"))
+    };
+    opc_testgate::need(opc_testgate::Group::Programs, "sandbox_root", found).is_some()
 }
 
 /// The example config's `framework.privacy` and `framework.sandbox`, checked for what this test is
@@ -72,25 +78,10 @@ fn example_settings() -> (Value, Value) {
 /// ceo → worker at `llm` in `dir`, the worker with Bash and `allow: ["*"]`; the config's path.
 fn write_org(dir: &Path, llm: &ScriptedLlm) -> PathBuf {
     let (privacy, sandbox) = example_settings();
-    let providers = provider_yaml(&llm.url(), false);
+    let head = example::framework_yaml("Sandbox Root Org", &llm.url(), &privacy, &sandbox);
+    let ceo = manager_chain_yaml(&[("ceo", "CEO")], "worker");
     let yaml = format!(
-        r#"
-framework:
-  name: Sandbox Root Org
-{providers}
-  privacy: {privacy}
-  sandbox: {sandbox}
-  memory: {{ consolidation: {{ enabled: false }} }}
-  execution:
-    taskTimeout: 10m
-agents:
-  ceo:
-    role: CEO
-    level: 0
-    tools: [delegate, escalate]
-    memory: {{ recall: false }}
-    children: [worker]
-  worker:
+        r#"{head}{ceo}  worker:
     role: Backend Developer
     level: 1
     parent: ceo
@@ -165,7 +156,7 @@ async fn a_command_sees_only_its_private_root_and_nothing_of_it_outlives_a_kille
     if !example::root("sandbox_root") {
         return;
     }
-    if !Path::new(PYTHON).is_file() && !skip(&format!("{PYTHON} is not installed")) {
+    if !python_installed() {
         return;
     }
     let Some(models) = example::models_root("sandbox_root") else {

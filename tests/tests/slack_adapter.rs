@@ -347,6 +347,7 @@ fn card(state: CardState) -> Card {
         path: vec!["ceo".into(), "ops".into()],
         summary: "Spend **$5,000** on ads?".into(),
         options: vec!["Approve".into(), "Reject".into()],
+        go_ahead: Some(0),
         state,
     }
 }

@@ -109,6 +109,7 @@ async fn echo(
                     path: vec!["ceo".to_string(), "vp-eng".to_string()],
                     summary: "Deploy to **production**?".to_string(),
                     options: vec!["Approve".to_string(), "Reject".to_string()],
+                    go_ahead: Some(0),
                     state: CardState::Pending,
                 };
                 adapter.post_card(place, &card).await.unwrap();
@@ -160,6 +161,7 @@ fn every_trace_kind() -> Vec<Value> {
         json!({"event": "delegated", "task": 1, "child": 2, "from": "ceo", "to": "vp-eng"}),
         json!({"event": "task_created", "task": 2, "parent": 1, "root": 1, "conversation": "c", "agent": "vp-eng"}),
         json!({"event": "tool_called", "task": 2, "agent": "vp-eng", "tool": "memory_read"}),
+        json!({"event": "tool_finished", "task": 2, "agent": "vp-eng", "tool": "bash", "duration_ms": 2500, "outcome": "error", "exit_code": 2, "detail": "cargo"}),
         json!({"event": "privacy_masked", "task": 2, "agent": "vp-eng", "mode": "route", "counts": {"IBAN": 1}, "total": 1, "routed_to": "local/llama"}),
         json!({"event": "privacy_blocked", "task": 2, "agent": "vp-eng", "kind": "CREDIT_CARD"}),
         json!({"event": "escalated", "task": 2, "agent": "vp-eng", "kind": "timeout", "reason": "no answer in 5m"}),
@@ -173,13 +175,14 @@ fn every_trace_kind() -> Vec<Value> {
 }
 
 /// The trace lines the page shows for [`every_trace_kind`], in order.
-const TRACE_WORDS: [&str; 15] = [
+const TRACE_WORDS: [&str; 16] = [
     "request #1 started with ceo",
     "ceo started on task #1",
     "masked 2 personal values (1 email, 1 person name) before ceo's model call",
     "ceo delegated to vp-eng (task #2)",
     "task #2 created for vp-eng",
     "vp-eng used the tool memory_read",
+    "vp-eng's bash (cargo) finished: error, exit 2, 2.5 s",
     "sent vp-eng's model call to local/llama: it carried 1 personal value (1 iban)",
     "stopped vp-eng's model call: it still carried a real credit card value, so nothing was sent",
     "vp-eng escalated after a timeout: no answer in 5m",

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use opc_tests::example;
 use opc_tests::opc_process::OpcRun;
-use opc_tests::org::{KEY, KEY_VAR, marker, provider_yaml, relay};
+use opc_tests::org::{KEY, KEY_VAR, manager_chain_yaml, marker, relay};
 use opc_tests::sandbox::private_dir;
 use opc_tests::scripted_llm::{
     INPUT_PLACEHOLDER, RecordedRequest, Script, ScriptedLlm, Step, bash_call, step_results,
@@ -82,32 +82,10 @@ impl Org {
     fn write(llm: &ScriptedLlm) -> Org {
         let (privacy, sandbox) = example_settings();
         let org = Org { dir: private_dir() };
-        let providers = provider_yaml(&llm.url(), false);
+        let head = example::framework_yaml("Worker Privacy Org", &llm.url(), &privacy, &sandbox);
+        let managers = manager_chain_yaml(&[("ceo", "CEO"), ("lead", "Backend Lead")], "worker");
         let yaml = format!(
-            r#"
-framework:
-  name: Worker Privacy Org
-{providers}
-  privacy: {privacy}
-  sandbox: {sandbox}
-  memory: {{ consolidation: {{ enabled: false }} }}
-  execution:
-    taskTimeout: 10m
-agents:
-  ceo:
-    role: CEO
-    level: 0
-    tools: [delegate, escalate]
-    memory: {{ recall: false }}
-    children: [lead]
-  lead:
-    role: Backend Lead
-    level: 1
-    parent: ceo
-    tools: [delegate, escalate]
-    memory: {{ recall: false }}
-    children: [worker]
-  worker:
+            r#"{head}{managers}  worker:
     role: Backend Developer
     level: 2
     parent: lead

@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use opc_tests::browser::Browser;
 use opc_tests::opc_process::{OpcRun, opc_binary};
-use opc_tests::org::{KEY, KEY_VAR, marker, provider_yaml, relay};
+use opc_tests::org::{KEY, KEY_VAR, manager_chain_yaml, marker, provider_yaml, relay};
 use opc_tests::sandbox::{private_dir, running_with};
 use opc_tests::scripted_llm::{
     RecordedRequest, Script, ScriptedLlm, Step, bash_call, step_results,
@@ -78,6 +78,14 @@ impl Org {
     /// and the outside files.
     fn write(self, llm: &ScriptedLlm, bash: &str) -> Org {
         let providers = provider_yaml(&llm.url(), false);
+        let managers = manager_chain_yaml(
+            &[
+                ("ceo", "CEO"),
+                ("vp", "VP Engineering"),
+                ("lead", "Backend Lead"),
+            ],
+            "worker",
+        );
         let yaml = format!(
             r#"
 framework:
@@ -89,27 +97,7 @@ framework:
     taskTimeout: 10m
     approvalTimeout: 1h
 agents:
-  ceo:
-    role: CEO
-    level: 0
-    tools: [delegate, escalate]
-    memory: {{ recall: false }}
-    children: [vp]
-  vp:
-    role: VP Engineering
-    level: 1
-    parent: ceo
-    tools: [delegate, escalate]
-    memory: {{ recall: false }}
-    children: [lead]
-  lead:
-    role: Backend Lead
-    level: 2
-    parent: vp
-    tools: [delegate, escalate]
-    memory: {{ recall: false }}
-    children: [worker]
-  worker:
+{managers}  worker:
     role: Backend Developer
     level: 3
     parent: lead
@@ -456,23 +444,56 @@ async fn check_escapes(org: &Org, worker: &[RecordedRequest], listener: &std::ne
     );
 }
 
+/// The flow both front ends drive: the worker's happy path then the escape list, under
+/// `allow: ["*"]`, with the links planted and a snapshot of everything outside the workspace.
+struct EscapeFlow {
+    listener: std::net::TcpListener,
+    llm: ScriptedLlm,
+    org: Org,
+    before: BTreeMap<PathBuf, Stat>,
+    steps: usize,
+}
+
+impl EscapeFlow {
+    /// The scripted LLM and the org, ready for `opc` to run the flow.
+    async fn start() -> EscapeFlow {
+        let (listener, port) = listener();
+        let org = Org::dirs();
+        let mut worker = happy_path();
+        worker.extend(escape_steps(&org, port));
+        worker.push(Step::text("WORKER: done"));
+        let steps = worker.len();
+
+        let script = managers(Script::new().agent(marker("worker"), worker), 1);
+        let llm = ScriptedLlm::start(script).await.unwrap();
+        let org = org.write(&llm, r#"{ allow: ["*"] }"#);
+        org.plant_links();
+        let before = org.snapshot();
+        EscapeFlow {
+            listener,
+            llm,
+            org,
+            before,
+            steps,
+        }
+    }
+
+    /// After the flow: every step's result as expected, and nothing outside the workspace changed
+    /// (nor was created there).
+    async fn check(&self) {
+        let worker = self.llm.requests_for(&marker("worker"));
+        assert_eq!(worker.len(), self.steps, "one request per step");
+        check_happy_path(&worker);
+        check_escapes(&self.org, &worker, &self.listener).await;
+        assert_eq!(self.before, self.org.snapshot(), "outside the workspace");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_three_levels_down_uses_its_tools_and_every_escape_is_refused_in_opc_run() {
-    let (listener, port) = listener();
-    let org = Org::dirs();
-    let mut worker = happy_path();
-    worker.extend(escape_steps(&org, port));
-    worker.push(Step::text("WORKER: done"));
-    let steps = worker.len();
-
-    let script = managers(Script::new().agent(marker("worker"), worker), 1);
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = org.write(&llm, r#"{ allow: ["*"] }"#);
-    org.plant_links();
-    let before = org.snapshot();
-
+    let flow = EscapeFlow::start().await;
     let opc = OpcRun::start(
-        &org.config(),
+        &flow.org.config(),
         &[(KEY_VAR, KEY), ("ANTHROPIC_API_KEY", PROVIDER_KEY)],
     );
     let (_conversation, mut sse) = web_chat::start(&opc, "Build the notes").await;
@@ -480,12 +501,7 @@ async fn a_worker_three_levels_down_uses_its_tools_and_every_escape_is_refused_i
         data["text"].as_str() == Some("CEO: VP: LEAD: WORKER: done")
     })
     .await;
-    let worker = llm.requests_for(&marker("worker"));
-    assert_eq!(worker.len(), steps, "one request per step");
-    check_happy_path(&worker);
-    check_escapes(&org, &worker, &listener).await;
-    // Nothing outside the workspace changed (and nothing was created there).
-    assert_eq!(before, org.snapshot(), "outside the workspace");
+    flow.check().await;
     assert_eq!(opc.stop().0, Some(0));
 }
 
@@ -526,19 +542,8 @@ fn text(bytes: &[u8]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_flow_through_opc_chat_refuses_every_escape() {
-    let (listener, port) = listener();
-    let org = Org::dirs();
-    let mut worker = happy_path();
-    worker.extend(escape_steps(&org, port));
-    worker.push(Step::text("WORKER: done"));
-    let steps = worker.len();
-    let script = managers(Script::new().agent(marker("worker"), worker), 1);
-    let llm = ScriptedLlm::start(script).await.unwrap();
-    let org = org.write(&llm, r#"{ allow: ["*"] }"#);
-    org.plant_links();
-    let before = org.snapshot();
-
-    let out = opc(&org, &["chat", "Build the notes"], "", FLOW).await;
+    let flow = EscapeFlow::start().await;
+    let out = opc(&flow.org, &["chat", "Build the notes"], "", FLOW).await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(
@@ -546,11 +551,7 @@ async fn the_same_flow_through_opc_chat_refuses_every_escape() {
         "CEO: VP: LEAD: WORKER: done\n",
         "{stderr}"
     );
-    let worker = llm.requests_for(&marker("worker"));
-    assert_eq!(worker.len(), steps, "one request per step");
-    check_happy_path(&worker);
-    check_escapes(&org, &worker, &listener).await;
-    assert_eq!(before, org.snapshot(), "outside the workspace");
+    flow.check().await;
 }
 
 /// The worker runs `touch marker` (unlisted: it asks) once per request, and reports the result.
@@ -561,6 +562,11 @@ fn asks_to_touch(runs: usize) -> Script {
         steps.push(Step::text("WORKER: {{last_result}}"));
     }
     managers(Script::new().agent(marker("worker"), steps), runs)
+}
+
+/// The page's value of the JavaScript expression `js`, as a `T`.
+async fn eval_as<T: serde::de::DeserializeOwned>(browser: &mut Browser, js: &str) -> T {
+    serde_json::from_value(browser.eval(js).await.unwrap()).unwrap()
 }
 
 const ASK: &str = r#"{ allow: ["echo", "cat"], unlisted: ask }"#;
@@ -591,15 +597,11 @@ async fn a_bash_approval_is_decided_in_the_web_chat() {
         .wait_for(&format!("{open_card}.length === 1"), WAIT)
         .await
         .unwrap();
-    let labels: Vec<String> = serde_json::from_value(
-        browser
-            .eval(&format!(
-                "[...{open_card}[0].querySelectorAll('button')].map(b => b.textContent)"
-            ))
-            .await
-            .unwrap(),
+    let labels: Vec<String> = eval_as(
+        &mut browser,
+        &format!("[...{open_card}[0].querySelectorAll('button')].map(b => b.textContent)"),
     )
-    .unwrap();
+    .await;
     assert_eq!(
         labels,
         [
@@ -609,13 +611,7 @@ async fn a_bash_approval_is_decided_in_the_web_chat() {
         ]
     );
     // The card names the agent, the command and where it runs.
-    let card: String = serde_json::from_value(
-        browser
-            .eval(&format!("{open_card}[0].textContent"))
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let card: String = eval_as(&mut browser, &format!("{open_card}[0].textContent")).await;
     assert!(
         card.contains(&workspace.display().to_string()),
         "the working directory in {card}"
@@ -625,13 +621,7 @@ async fn a_bash_approval_is_decided_in_the_web_chat() {
             "[...{open_card}[0].querySelectorAll('button')].find(b => b.textContent === '{label}').click()"
         )
     };
-    let first: String = serde_json::from_value(
-        browser
-            .eval(&format!("{open_card}[0].dataset.approval"))
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let first: String = eval_as(&mut browser, &format!("{open_card}[0].dataset.approval")).await;
     browser.eval(&click("Reject")).await.unwrap();
     // The card shows the decision in place of its buttons.
     browser

@@ -10,7 +10,8 @@ use crate::{Card, CardState};
 /// Embed description limit (an approval card is an embed).
 pub(super) const EMBED_DESCRIPTION_MAX: usize = 4096;
 
-/// The card's body: an embed with its markdown, and a row of buttons while it is pending.
+/// The card's body: an embed with its markdown, and rows of buttons while it is pending (the
+/// go-ahead's primary, the others secondary).
 pub(super) fn card_body(card: &Card) -> Value {
     let description = crate::text::cut_with_ellipsis(
         &crate::markdown::discord(&card.to_markdown()),
@@ -30,7 +31,7 @@ pub(super) fn card_body(card: &Card) -> Value {
                     .map(|(i, option)| {
                         json!({
                             "type": 2,
-                            "style": if *i == 0 { 1 } else { 2 },
+                            "style": if card.is_primary(*i) { 1 } else { 2 },
                             "label": crate::text::cut_with_ellipsis(option, 80),
                             "custom_id": card.button_id(*i),
                         })
@@ -62,13 +63,20 @@ mod tests {
             role: "CFO".into(),
             path: vec!["ceo".into(), "cfo".into()],
             summary: "Pay?".into(),
-            options: vec!["Approve".into(), "Reject".into()],
+            options: vec!["Reject".into(), "Approve".into()],
+            go_ahead: Some(1),
             state: CardState::Pending,
         };
         let body = card_body(&card);
-        assert_eq!(
-            body["components"][0]["components"][1]["custom_id"],
-            card.button_id(1)
+        let buttons = &body["components"][0]["components"];
+        assert_eq!(buttons[1]["custom_id"], card.button_id(1));
+        // The go-ahead is primary (1) wherever it stands; the others are secondary (2).
+        assert_eq!(buttons[0]["style"], 2);
+        assert_eq!(buttons[1]["style"], 1);
+        let description = body["embeds"][0]["description"].as_str().unwrap();
+        assert!(
+            description.starts_with("**Approval needed**, requested by **cfo** (CFO)"),
+            "{description}"
         );
         card.state = CardState::Decided {
             option: "Approve".into(),

@@ -18,15 +18,9 @@ const MAX_BUTTON_LABEL: usize = 75;
 const MAX_BUTTONS: usize = 25;
 
 /// The Block Kit blocks of an approval card: the request as mrkdwn, then one button per option (the
-/// first primary) while pending, or a context line with the decision.
+/// go-ahead's primary) while pending, or a context line with the decision.
 pub fn card_blocks(card: &Card) -> Value {
-    let header = format!(
-        "**Approval needed** from **{}** ({}) — {}\n\n{}",
-        card.agent,
-        card.role,
-        card.path.join(" › "),
-        card.summary
-    );
+    let header = card.request_markdown();
     let mut blocks = vec![json!({
         "type": "section",
         "block_id": format!("opc-approval-{}", card.approval),
@@ -46,7 +40,7 @@ pub fn card_blocks(card: &Card) -> Value {
                         "text": {"type": "plain_text", "text": crate::text::cut_with_ellipsis(option, MAX_BUTTON_LABEL)},
                         "value": index.to_string(),
                     });
-                    if index == 0 {
+                    if card.is_primary(index) {
                         button["style"] = json!("primary");
                     }
                     button
@@ -104,6 +98,7 @@ mod tests {
             path: vec!["ceo".into(), "ops".into()],
             summary: "Spend **$5k** on <ads>?".into(),
             options: vec!["Approve".into(), "Reject".into()],
+            go_ahead: Some(0),
             state: CardState::Pending,
         };
         let blocks = card_blocks(&card);
@@ -111,6 +106,10 @@ mod tests {
         let text = blocks[0]["text"]["text"].as_str().unwrap();
         assert!(
             text.contains("*$5k*") && text.contains("&lt;ads&gt;"),
+            "{text}"
+        );
+        assert!(
+            text.starts_with("*Approval needed*, requested by *ops* (VP Operations)"),
             "{text}"
         );
         let buttons = blocks[1]["elements"].as_array().unwrap();
@@ -137,5 +136,31 @@ mod tests {
                 .contains("*Approved: Approve* — decided by alice at 2026-01-01T00:00:00Z")
         );
         card_content(&card).unwrap();
+    }
+
+    #[test]
+    fn the_go_ahead_is_the_primary_button_wherever_it_stands() {
+        let mut card = Card {
+            approval: 8,
+            agent: "ops".into(),
+            role: "VP Operations".into(),
+            path: vec!["ceo".into(), "ops".into()],
+            summary: "Ship?".into(),
+            options: vec!["Not now".into(), "Approve".into(), "Ship Friday".into()],
+            go_ahead: Some(1),
+            state: CardState::Pending,
+        };
+        let styles = |card: &Card| -> Vec<Option<String>> {
+            card_blocks(card)[1]["elements"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b.get("style").and_then(Value::as_str).map(str::to_string))
+                .collect()
+        };
+        assert_eq!(styles(&card), [None, Some("primary".into()), None]);
+        // Not known (a card recorded before the go-ahead was): no button is primary.
+        card.go_ahead = None;
+        assert_eq!(styles(&card), [None, None, None]);
     }
 }

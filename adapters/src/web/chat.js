@@ -119,7 +119,7 @@
     node.setAttribute("aria-label", "Approval " + card.approval + " requested by " + card.agent);
     node.dataset.approval = card.approval;
     const path = (card.path || []).join(" › ");
-    node.innerHTML = '<div class="body">' + markdown("**Approval needed** from **" + card.agent + "** (" +
+    node.innerHTML = '<div class="body">' + markdown("**Approval needed**, requested by **" + card.agent + "** (" +
       card.role + ")" + (path ? " — " + path : "") + "\n\n" + card.summary) + "</div>";
     const decided = card.state && card.state.Decided;
     if (decided) {
@@ -174,6 +174,12 @@
       case "delegated": return e.from + " delegated to " + e.to + " (task #" + e.child + ")";
       case "agent_started": return e.agent + " started on task #" + e.task;
       case "tool_called": return e.agent + " used the tool " + e.tool;
+      case "tool_finished": {
+        const secs = e.duration_ms != null ? ", " + (e.duration_ms / 1000).toFixed(1) + " s" : "";
+        const code = e.exit_code != null ? ", exit " + e.exit_code : "";
+        return e.agent + "'s " + e.tool + (e.detail ? " (" + e.detail + ")" : "") + " finished: "
+          + (e.outcome === "ok" ? "ok" : "error") + code + secs;
+      }
       case "privacy_masked": {
         const n = Number(e.total || 0);
         const what = plural(n, "personal value", "personal values") + (n ? " (" + counts(e.counts) + ")" : "");

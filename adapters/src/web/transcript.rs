@@ -20,6 +20,7 @@
 
 use std::path::Path;
 
+use opc_migrate::now_ms;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use serde_json::Value;
 
@@ -158,12 +159,6 @@ pub struct StoredCard {
 /// The transcript's connection.
 pub struct Transcript {
     conn: Connection,
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 impl Transcript {
@@ -441,6 +436,7 @@ mod tests {
             path: vec!["ceo".into(), "support".into()],
             summary: "Refund?".into(),
             options: vec!["approve".into(), "reject".into()],
+            go_ahead: Some(0),
             state: CardState::Pending,
         }
     }

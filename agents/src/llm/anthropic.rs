@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::provider::Endpoint;
+use super::endpoint::{Endpoint, guarded_body};
 use super::sse::{self, SseEvent, SseMachine};
 use super::{
     Content, LlmError, LlmRequest, LlmResponse, LlmService, Role, StopReason, StreamDelta,
@@ -51,7 +51,7 @@ impl LlmService for AnthropicClient {
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let key = self.endpoint.require_key()?;
         let provider = self.endpoint.provider.as_str();
-        let body = super::provider::guarded_body(&request_body(&request), &request, provider)?;
+        let body = guarded_body(&request_body(&request), &request, provider)?;
         let mut http = self
             .client
             .post(&self.url)
@@ -514,7 +514,7 @@ impl SseMachine for StreamState {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::llm::provider::{ApiKey, http_client};
+    use crate::llm::endpoint::{ApiKey, http_client};
     use crate::llm::sse::test_server;
     use crate::llm::{CallMeta, Message, ToolSpec};
 

@@ -11,8 +11,9 @@
 //! - `privacy` (the privacy gateway) sits **above the router and above retry**, once per call whatever
 //!   the provider: the whole request is masked once, the answer restored once, retries replay the
 //!   already-masked request, one vault serves every provider, and its `route` mode can send a request
-//!   to another provider (which only a layer above the router can do). It plugs in through
-//!   [`super::stack::CallStack::with_privacy`], so no agent code changes with it;
+//!   to another provider (which only a layer above the router can do). It plugs in at the call
+//!   stack's privacy position (`CallStack::with_privacy`, in `stack`), so no agent code changes
+//!   with it;
 //! - the `router` sends the request to the stack of the provider it names ([`LlmRequest::provider`]);
 //! - `cost` is at the top of the provider's stack: it prices the final usage once, with the price table
 //!   of the provider that actually answered (which `route` may have changed);

@@ -19,10 +19,12 @@
 //!   provider (privacy, tracing) sits above the router, once.
 
 pub mod anthropic;
+mod endpoint;
 pub mod layers;
 pub mod openai;
 pub mod privacy;
 pub mod provider;
+mod seam;
 mod sse;
 pub mod stack;
 

@@ -1,6 +1,9 @@
 //! Providers: turning `framework.providers` into HTTP-backed [`LlmService`]s, each in its own stack, and
 //! the router that sends a request to the stack of the provider it names ([`LlmRequest::provider`]).
 //!
+//! The endpoint, key and HTTP client the wire clients share live in `endpoint` (a leaf both this
+//! module and the wire clients use), and are re-exported here.
+//!
 //! Invariants:
 //! - API keys are read from the environment variable the config names, once, at construction; they are
 //!   held in [`ApiKey`], whose `Debug` never prints the value, and they are never logged;
@@ -9,92 +12,15 @@
 //!   ([`Providers::missing_keys`]);
 //! - one `reqwest::Client` (connection pool) is shared by every provider.
 
-use std::fmt;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
 use opc_hierarchy::schema::{Provider, ProviderKind};
 
+use super::anthropic::AnthropicClient;
+pub use super::endpoint::{ApiKey, Endpoint, http_client};
+use super::openai::OpenAiClient;
 use super::{LlmError, LlmRequest, LlmResponse, LlmService, SharedLlm, Stack};
-
-/// A secret API key. Its `Debug` and `Display` are redacted so it cannot leak into logs or errors.
-#[derive(Clone)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wrap a key.
-    pub fn new(key: impl Into<String>) -> Self {
-        ApiKey(key.into())
-    }
-
-    /// The key, for the one header that carries it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
-}
-
-/// Where and how to reach one provider.
-#[derive(Clone, Debug)]
-pub struct Endpoint {
-    /// The provider's id in the config (`anthropic`, `local`).
-    pub provider: String,
-    /// Base URL without a trailing slash. Anthropic: `https://api.anthropic.com` (the client appends
-    /// `/v1/messages`). OpenAI-compatible: up to and including the version, e.g.
-    /// `http://127.0.0.1:11434/v1` (the client appends `/chat/completions`).
-    pub base_url: String,
-    /// The key, when one is configured and set.
-    pub key: Option<ApiKey>,
-    /// The variable the key comes from, when the config names one.
-    pub key_var: Option<String>,
-}
-
-impl Endpoint {
-    /// The key, or the error naming the variable to set. `Ok(None)` when the provider needs no key.
-    pub fn require_key(&self) -> Result<Option<&ApiKey>, LlmError> {
-        match (&self.key, &self.key_var) {
-            (Some(key), _) => Ok(Some(key)),
-            (None, Some(var)) => Err(LlmError::MissingKey {
-                provider: self.provider.clone(),
-                var: var.clone(),
-            }),
-            (None, None) => Ok(None),
-        }
-    }
-}
-
-/// The request body as the bytes that will be sent, after the egress guard (when the privacy layer set
-/// one) found no real value in them. Both wire clients send exactly this text.
-pub(crate) fn guarded_body(
-    body: &serde_json::Value,
-    request: &LlmRequest,
-    provider: &str,
-) -> Result<String, LlmError> {
-    let text = serde_json::to_string(body).map_err(|e| LlmError::Malformed {
-        provider: provider.to_string(),
-        message: format!("cannot encode the request: {e}"),
-    })?;
-    if let Some(guard) = &request.guard {
-        guard.check(provider, &text)?;
-    }
-    Ok(text)
-}
-
-/// The process-wide HTTP client. reqwest is built with `rustls-no-provider`, so the ring provider must be
-/// installed before the first client exists; doing it here means no caller can forget.
-pub fn http_client() -> reqwest::Client {
-    // Err only means a provider is already installed, which is what we want.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .user_agent(concat!("opc/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .unwrap_or_else(|_| reqwest::Client::new())
-}
 
 /// Every configured provider, each wrapped in the call stack, by provider id.
 #[derive(Clone)]
@@ -127,14 +53,12 @@ impl Providers {
                 key_var,
             };
             let wire: SharedLlm = match provider.kind {
-                ProviderKind::Anthropic => Arc::new(super::anthropic::AnthropicClient::new(
-                    client.clone(),
-                    endpoint.clone(),
-                )),
-                ProviderKind::OpenAiCompatible => Arc::new(super::openai::OpenAiClient::new(
-                    client.clone(),
-                    endpoint.clone(),
-                )),
+                ProviderKind::Anthropic => {
+                    Arc::new(AnthropicClient::new(client.clone(), endpoint.clone()))
+                }
+                ProviderKind::OpenAiCompatible => {
+                    Arc::new(OpenAiClient::new(client.clone(), endpoint.clone()))
+                }
             };
             services.insert(id.clone(), stack(id, provider).service(wire));
             endpoints.insert(id.clone(), endpoint);

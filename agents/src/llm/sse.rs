@@ -423,7 +423,7 @@ mod tests {
             listener.local_addr().unwrap().port()
         };
         let url = format!("http://127.0.0.1:{port}/x");
-        let client = super::super::provider::http_client();
+        let client = crate::llm::endpoint::http_client();
         let err = send(client.post(&url), "p", "m", &url).await.unwrap_err();
         match err {
             LlmError::Connect {
@@ -448,7 +448,7 @@ mod tests {
             r#"{"error":{"message":"rate limited"}}"#,
         ))
         .await;
-        let client = super::super::provider::http_client();
+        let client = crate::llm::endpoint::http_client();
         let err = send(client.post(&base), "p", "m", &base).await.unwrap_err();
         assert_eq!(
             err,
@@ -470,7 +470,7 @@ mod tests {
             "",
         ))
         .await;
-        let client = super::super::provider::http_client();
+        let client = crate::llm::endpoint::http_client();
         let err = send(client.post(&base), "p", "m", &base).await.unwrap_err();
         match err {
             LlmError::Status {

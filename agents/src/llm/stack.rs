@@ -1,99 +1,28 @@
-//! The engine's whole call stack: one shared stack around the provider router, and the per-root state
-//! its layers keep for a conversation.
+//! The engine's whole call stack: one shared stack around the provider router.
 //!
 //! ```text
 //!   engine ─► trace ─► [privacy] ─► router ─► provider's stack (cost ─► retry ─► limit ─► timeout ─► wire)
 //! ```
 //!
-//! (Why that order: [`super::layers`].)
+//! (Why that order: [`super::layers`].) The layer at the privacy position and the per-root state it
+//! keeps come in a [`Seam`] (see `seam`, re-exported here); the engine drives that state's lifecycle
+//! through the stack (`CallStack::root_started`, `CallStack::root_ended`).
 //!
-//! Per-root state: a layer that keeps state for a conversation (the privacy layer's vault) keeps it in a
-//! [`RootStates`] registry, keyed by the root task id that every call carries ([`super::CallMeta`]). The
-//! engine owns the registries' lifecycle through [`RootLifecycle`]: it opens a root's state when the
-//! root's tree starts running in this process and closes it when the tree has no live task, so the
-//! state lives exactly as long as the conversation's tree and never outlives it.
+//! Who hears what the privacy layer does in a call (the engine's event bus) belongs to the handle the
+//! call is made through, not to the layers: the stack is built before the engine's bus exists, and a
+//! reload hands it to the engine's next state. [`CallStack::call`] hands the handle's listener to the
+//! call's task (`privacy::heard_by`), where the privacy layer finds it.
 //!
-//! Invariants:
-//! - the shared layers run once per call, whatever the provider and however many attempts it takes;
-//! - a registry never creates state on a lookup: a call whose root is not open gets `None`, and the
-//!   layer decides what that means (the privacy layer then uses a vault for that call alone).
+//! Invariant: the shared layers run once per call, whatever the provider and however many attempts it
+//! takes.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::layers::TraceLayer;
+use super::privacy::{PrivacyEvents, heard_by};
 use super::provider::Providers;
-use super::{Layer, LlmError, LlmRequest, LlmResponse, SharedLlm, Stack};
-
-/// Told when a root task's tree starts and stops running in this process.
-pub trait RootLifecycle: Send + Sync {
-    /// Root task `root` of `conversation` starts (or resumes) running here.
-    fn root_started(&self, root: i64, conversation: &str);
-    /// Root task `root`'s tree has no live task left here (finished, suspended to disk, or shut down).
-    fn root_ended(&self, root: i64);
-}
-
-/// Makes a root's state from its id and conversation.
-type MakeState<S> = Box<dyn Fn(i64, &str) -> S + Send + Sync>;
-
-/// State of type `S` per running root task, made by a factory when the root starts and dropped when it
-/// ends. Lookups by root id are cheap and never create state.
-pub struct RootStates<S> {
-    make: MakeState<S>,
-    live: Mutex<HashMap<i64, Arc<S>>>,
-}
-
-impl<S: Send + Sync + 'static> RootStates<S> {
-    /// A registry whose state for a root is `make(root, conversation)`.
-    pub fn new(make: impl Fn(i64, &str) -> S + Send + Sync + 'static) -> Arc<Self> {
-        Arc::new(RootStates {
-            make: Box::new(make),
-            live: Mutex::default(),
-        })
-    }
-
-    /// The state of root `root`, while it runs.
-    pub fn get(&self, root: i64) -> Option<Arc<S>> {
-        self.lock().get(&root).cloned()
-    }
-
-    /// How many roots have state now.
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    /// Whether no root has state now.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Arc<S>>> {
-        self.live.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl<S: Send + Sync + 'static> RootLifecycle for RootStates<S> {
-    fn root_started(&self, root: i64, conversation: &str) {
-        self.lock()
-            .entry(root)
-            .or_insert_with(|| Arc::new((self.make)(root, conversation)));
-    }
-
-    fn root_ended(&self, root: i64) {
-        // Dropped outside the lock (a state may be large); a call still holding its Arc finishes with it.
-        let gone = self.lock().remove(&root);
-        drop(gone);
-    }
-}
-
-/// A layer for the privacy position (between trace and the router), and the per-root registries it
-/// reads, whose lifecycle the engine drives.
-pub struct Seam {
-    /// The layer.
-    pub layer: Box<dyn Layer>,
-    /// Registries the layer keeps per-root state in.
-    pub roots: Vec<Arc<dyn RootLifecycle>>,
-}
+pub use super::seam::{RootLifecycle, RootStates, Seam};
+use super::{LlmError, LlmRequest, LlmResponse, SharedLlm, Stack};
 
 /// What the engine calls: the shared stack (trace, privacy) around the router of `providers`.
 #[derive(Clone)]
@@ -102,6 +31,8 @@ pub struct CallStack {
     service: SharedLlm,
     roots: Arc<Vec<Arc<dyn RootLifecycle>>>,
     order: Arc<Vec<&'static str>>,
+    /// Told what the privacy layer does in calls made through this handle (`None`: nobody).
+    listener: Option<Arc<dyn PrivacyEvents>>,
 }
 
 impl CallStack {
@@ -125,12 +56,25 @@ impl CallStack {
             providers,
             roots: Arc::new(roots),
             order: Arc::new(order),
+            listener: None,
+        }
+    }
+
+    /// This stack, its privacy layer telling `listener` what it does in every call made through the
+    /// returned handle (the engine's event bus). The layers are shared with `self`.
+    pub(crate) fn heard_by(self, listener: Arc<dyn PrivacyEvents>) -> Self {
+        CallStack {
+            listener: Some(listener),
+            ..self
         }
     }
 
     /// Run one call through the whole stack.
     pub async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
-        self.service.call(request).await
+        match &self.listener {
+            Some(listener) => heard_by(listener.clone(), self.service.call(request)).await,
+            None => self.service.call(request).await,
+        }
     }
 
     /// The providers below the router.
@@ -165,8 +109,10 @@ impl From<Providers> for CallStack {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Mutex;
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::time::Duration;
 
@@ -176,7 +122,7 @@ mod tests {
     use super::*;
     use crate::llm::layers::{RetryPolicy, StackOptions, standard_stack};
     use crate::llm::{
-        CallMeta, Content, LlmService, Message, StopReason, StreamDelta, TokenSink, Usage,
+        CallMeta, Content, Layer, LlmService, Message, StopReason, StreamDelta, TokenSink, Usage,
     };
 
     type Log = Arc<Mutex<Vec<String>>>;
@@ -475,26 +421,5 @@ mod tests {
         );
         let plain = CallStack::new(Providers::from_services([]));
         assert_eq!(plain.order(), ["trace", "router"]);
-    }
-
-    #[test]
-    fn root_states_live_from_start_to_end_and_lookups_never_create() {
-        let made = Arc::new(AtomicU32::new(0));
-        let counter = made.clone();
-        let states = RootStates::new(move |root, conversation: &str| {
-            counter.fetch_add(1, Ordering::SeqCst);
-            format!("{root}:{conversation}")
-        });
-        assert!(states.get(7).is_none());
-        states.root_started(7, "c-7");
-        states.root_started(7, "c-7");
-        assert_eq!(made.load(Ordering::SeqCst), 1);
-        let held = states.get(7).unwrap();
-        assert_eq!(held.as_str(), "7:c-7");
-        states.root_ended(7);
-        assert!(states.get(7).is_none());
-        assert!(states.is_empty());
-        // A call still holding the state finishes with it.
-        assert_eq!(held.as_str(), "7:c-7");
     }
 }

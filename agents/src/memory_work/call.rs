@@ -33,15 +33,7 @@ pub(super) async fn call(
     let started = Instant::now();
     let result = rt.llm().call(request).await;
     let duration_ms = started.elapsed().as_millis() as u64;
-    let privacy = match &result {
-        Ok(r) => r.privacy.as_ref().map(CallPrivacy::from),
-        Err(LlmError::Leak { kind, .. }) => Some(CallPrivacy {
-            mode: "blocked".into(),
-            blocked: Some(kind.as_str().to_string()),
-            ..CallPrivacy::default()
-        }),
-        Err(_) => None,
-    };
+    let privacy = CallPrivacy::of(&result);
     if let Some(routed) = privacy.as_ref().and_then(|p| p.routed_to.clone()) {
         model = routed;
     }

@@ -16,6 +16,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use opc_retry::{Jitter, RetryPolicy};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -32,8 +33,16 @@ pub(crate) type Current = Arc<dyn Fn() -> Arc<EngineState> + Send + Sync>;
 /// How long a job in progress may go on after shutdown was asked (its model call usually ends well
 /// within it; past it the job stays queued for the next start).
 pub(crate) const GRACE: Duration = Duration::from_secs(3);
-/// Attempts of a job whose model cannot be reached before it is given up.
-const MAX_ATTEMPTS: u32 = 5;
+/// When a job whose model cannot be reached is tried again: 15 s after its first failed attempt,
+/// doubling up to 15 min, and given up after its fifth. Not jittered: one worker per engine runs
+/// the queue, so there is no crowd to spread.
+const RETRY: RetryPolicy = RetryPolicy {
+    max_attempts: 5,
+    base_delay: Duration::from_secs(15),
+    factor: 2,
+    max_delay: Duration::from_secs(900),
+    jitter: Jitter::None,
+};
 /// The longest the worker sleeps without looking at the queue.
 const POLL: Duration = Duration::from_secs(30);
 /// Wait after a failed read of the queue.
@@ -61,11 +70,6 @@ impl MemoryWorker {
     pub(crate) fn wake(&self) {
         self.wake.notify_one();
     }
-}
-
-/// Backoff before attempt `attempts + 1` of a job: 15 s, 30 s, 1 min, … up to 15 min.
-fn backoff(attempts: u32) -> Duration {
-    Duration::from_secs(15u64.saturating_mul(1 << attempts.min(6)).min(900))
 }
 
 async fn run(current: Current, wake: Arc<Notify>, shutdown: CancellationToken) {
@@ -219,7 +223,7 @@ async fn end(
         }
         JobOutcome::Retry(error) => {
             let attempts = job.attempts + 1;
-            if attempts >= MAX_ATTEMPTS {
+            if !RETRY.allows_another(attempts) {
                 tracing::warn!(job = job.id, agent = %job.agent, attempts, "a memory job gave up");
                 store
                     .end_memory_job(job.id, JobEnd::Failed, Some(&error))
@@ -232,7 +236,7 @@ async fn end(
                     error,
                 });
             } else {
-                let at = now_ms() + backoff(job.attempts).as_millis() as i64;
+                let at = now_ms() + RETRY.delay(attempts, None).as_millis() as i64;
                 store.defer_memory_job(job.id, at, true, &error).await?;
             }
         }
@@ -260,10 +264,17 @@ async fn end(
 mod tests {
     use super::*;
 
+    /// The wait after a job's first, second, … failed attempt.
     #[test]
     fn backoff_doubles_up_to_a_ceiling() {
-        assert_eq!(backoff(0), Duration::from_secs(15));
-        assert_eq!(backoff(1), Duration::from_secs(30));
-        assert_eq!(backoff(10), Duration::from_secs(900));
+        assert_eq!(RETRY.delay(1, None), Duration::from_secs(15));
+        assert_eq!(RETRY.delay(2, None), Duration::from_secs(30));
+        assert_eq!(RETRY.delay(11, None), Duration::from_secs(900));
+    }
+
+    #[test]
+    fn a_job_is_given_up_after_its_fifth_failed_attempt() {
+        assert!((1..5).all(|n| RETRY.allows_another(n)));
+        assert!(!RETRY.allows_another(5));
     }
 }

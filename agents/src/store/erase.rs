@@ -430,9 +430,9 @@ pub fn rewrite(path: &Path, matcher: &Matcher) -> Result<Erasure, EraseError> {
         .map_err(sql("turning foreign keys on"))?;
     // The tables an older build left behind are brought up to date first (the record's table).
     super::schema::migrate(&mut conn, &display)?;
-    opc_memory::schema::migrate(&mut conn).map_err(|source| StoreError::Memory {
+    opc_memory::schema::migrate(&mut conn).map_err(|e| StoreError::Memory {
         path: display.clone(),
-        source,
+        source: super::memory_failure(&e),
     })?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)

@@ -4,16 +4,18 @@
 //! Invariant: a call whose provider sent no token usage is recorded as *unknown* (`usage_unknown`),
 //! and counted per task (`unknown_usage_calls`), so totals over it are lower bounds, shown as such
 //! ([`Totals`], [`tokens_text`]) — never a silent 0 tokens and $0.
+//!
+//! Memory work's calls are rows of the same table (`work = 'memory'`), recorded against the task
+//! they are about but never added to its totals; [`Db::memory_tokens_since`] sums an agent's for
+//! its daily cap.
 
 use rusqlite::params;
 use serde::Serialize;
 
 use std::collections::HashMap;
 
-#[cfg(test)]
 use super::tasks::encode_history;
 use super::{Db, StoreError, TaskId, TaskState, exec, now_ms, row, sql};
-#[cfg(test)]
 use crate::llm::Message;
 use crate::llm::privacy::{PrivacyReport, TypeCounts};
 
@@ -70,6 +72,22 @@ impl From<&PrivacyReport> for CallPrivacy {
     }
 }
 
+impl CallPrivacy {
+    /// What the privacy gateway did to a call that ended with `result`, for its ledger row: its
+    /// report, or `blocked` with the type the egress guard found. `None` when it did not handle it.
+    pub fn of(result: &Result<crate::llm::LlmResponse, crate::llm::LlmError>) -> Option<Self> {
+        match result {
+            Ok(response) => response.privacy.as_ref().map(CallPrivacy::from),
+            Err(crate::llm::LlmError::Leak { kind, .. }) => Some(CallPrivacy {
+                mode: "blocked".into(),
+                blocked: Some(kind.as_str().to_string()),
+                ..CallPrivacy::default()
+            }),
+            Err(_) => None,
+        }
+    }
+}
+
 /// What the privacy gateway did over one task's calls, for `opc tasks --tree`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TaskPrivacy {
@@ -107,7 +125,7 @@ pub fn tokens_text(tokens: u64, unknown_usage_calls: u32) -> String {
 
 /// Insert one `llm_calls` row for `call` (its tool names already encoded), as `work` (`task` or
 /// `memory`); its id. The one place that knows the row's columns, for task and memory calls alike.
-pub(super) fn insert_call(
+fn insert_call(
     conn: &rusqlite::Connection,
     call: &CallRecord,
     tools: &str,
@@ -142,12 +160,26 @@ pub(super) fn insert_call(
 }
 
 /// A call's tool calls as stored (JSON).
-pub(super) fn encode_tools(call: &CallRecord) -> Result<String, StoreError> {
+fn encode_tools(call: &CallRecord) -> Result<String, StoreError> {
     serde_json::to_string(&call.tool_calls).map_err(|e| StoreError::Encode {
         what: "tool calls",
         task: call.task_id,
         message: e.to_string(),
     })
+}
+
+/// A model turn as stored: its call's tool calls, and the session history when given. Encoded before
+/// the transaction (by the async store, on the caller's thread), so nothing is written if either
+/// cannot be.
+pub(super) fn encode_turn(
+    call: &CallRecord,
+    messages: Option<&[Message]>,
+) -> Result<(String, Option<String>), StoreError> {
+    let tools = encode_tools(call)?;
+    let history = messages
+        .map(|m| encode_history(m, call.task_id))
+        .transpose()?;
+    Ok((tools, history))
 }
 
 impl Db {
@@ -168,11 +200,7 @@ impl Db {
         messages: Option<&[Message]>,
         completed: Option<&str>,
     ) -> Result<bool, StoreError> {
-        // Encoded before the transaction: nothing is written if either cannot be.
-        let tools = encode_tools(call)?;
-        let history = messages
-            .map(|m| encode_history(m, call.task_id))
-            .transpose()?;
+        let (tools, history) = encode_turn(call, messages)?;
         self.record_turn_encoded(call, &tools, history.as_deref(), completed)
     }
 
@@ -248,11 +276,7 @@ impl Db {
     }
 
     /// The calls of `task_id` of one kind of work (`task` or `memory`), in order.
-    pub(super) fn calls_of(
-        &self,
-        task_id: TaskId,
-        work: &str,
-    ) -> Result<Vec<CallRecord>, StoreError> {
+    fn calls_of(&self, task_id: TaskId, work: &str) -> Result<Vec<CallRecord>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn
             .prepare_cached(
@@ -366,6 +390,51 @@ impl Db {
             },
         )
         .map_err(sql("summing a task tree"))
+    }
+}
+
+/// Memory work's calls (fact extraction, consolidation): rows of the same table with
+/// `work = 'memory'`, recorded against the task they are about but NOT added to its totals (the
+/// user's request did not spend them).
+impl Db {
+    /// Record one memory-work LLM call (`work = 'memory'`) against its task, WITHOUT adding it to the
+    /// task's totals. Returns the ledger row's id (the facts' provenance names it).
+    pub fn record_memory_call(&self, call: &CallRecord) -> Result<i64, StoreError> {
+        let tools = encode_tools(call)?;
+        let conn = self.conn();
+        insert_call(&conn, call, &tools, "memory").map_err(sql("recording a memory-work call"))
+    }
+
+    /// Tokens (in + out) of `agent`'s memory work recorded since `since_ms`.
+    pub fn memory_tokens_since(&self, agent: &str, since_ms: i64) -> Result<u64, StoreError> {
+        row(
+            &self.conn(),
+            "SELECT COALESCE(SUM(tokens_in + tokens_out), 0) FROM llm_calls \
+             WHERE work = 'memory' AND agent = ?1 AND created_at >= ?2",
+            params![agent, since_ms],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n.max(0) as u64)
+        .map_err(sql("summing memory work"))
+    }
+
+    /// The memory-work calls of task `task_id`, in order.
+    pub fn memory_calls(&self, task_id: TaskId) -> Result<Vec<(i64, CallRecord)>, StoreError> {
+        let ids: Vec<i64> = {
+            let conn = self.conn();
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT id FROM llm_calls WHERE task_id = ?1 AND work = 'memory' ORDER BY id",
+                )
+                .map_err(sql("reading the ledger"))?;
+            let rows = stmt
+                .query_map([task_id], |r| r.get(0))
+                .map_err(sql("reading the ledger"))?;
+            rows.collect::<Result<_, _>>()
+                .map_err(sql("reading the ledger"))?
+        };
+        let calls = self.calls_of(task_id, "memory")?;
+        Ok(ids.into_iter().zip(calls).collect())
     }
 }
 
@@ -516,11 +585,12 @@ impl Db {
     }
 }
 
-/// `YYYY-MM-DD` of day `day` (days since the Unix epoch, UTC).
+/// `YYYY-MM-DD` of day `day` (days since the Unix epoch, UTC; a day before the epoch is its first,
+/// one past what a date can say is the last date there is).
 fn day_text(day: i64) -> String {
-    let secs = u64::try_from(day.max(0) * 86_400).unwrap_or(0);
-    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
-    humantime::format_rfc3339_seconds(at).to_string()[..10].to_string()
+    let at = jiff::Timestamp::from_second(day.max(0).saturating_mul(86_400))
+        .unwrap_or(jiff::Timestamp::MAX);
+    at.to_zoned(jiff::tz::TimeZone::UTC).date().to_string()
 }
 
 #[cfg(test)]
@@ -582,6 +652,42 @@ mod tests {
     }
 
     #[test]
+    fn memory_calls_are_in_the_ledger_but_not_in_the_task_totals() {
+        let store = Db::in_memory().unwrap();
+        let r = root(&store, "c");
+        let call = CallRecord {
+            task_id: r,
+            agent: "ceo".into(),
+            model: "p/fast".into(),
+            tokens_in: 100,
+            tokens_out: 20,
+            cost_usd: 0.25,
+            usage_unknown: false,
+            duration_ms: 3,
+            attempts: 1,
+            tool_calls: vec!["record_facts".into()],
+            error: None,
+            privacy: None,
+        };
+        let id = store.record_memory_call(&call).unwrap();
+        assert!(id > 0);
+        let task = store.task(r).unwrap();
+        assert_eq!((task.tokens_in, task.llm_calls), (0, 0));
+        assert_eq!(store.totals(r).unwrap().tokens_in, 0);
+        assert!(store.calls(r).unwrap().is_empty(), "task calls only");
+        let memory = store.memory_calls(r).unwrap();
+        assert_eq!(memory.len(), 1);
+        assert_eq!(memory[0].0, id);
+        assert_eq!(memory[0].1.tool_calls, ["record_facts"]);
+        assert_eq!(store.memory_tokens_since("ceo", 0).unwrap(), 120);
+        assert_eq!(store.memory_tokens_since("vp", 0).unwrap(), 0);
+        assert_eq!(
+            store.memory_tokens_since("ceo", now_ms() + 60_000).unwrap(),
+            0
+        );
+    }
+
+    #[test]
     fn spend_is_grouped_by_agent_model_and_conversation() {
         let store = Db::in_memory().unwrap();
         let task = root(&store, "c");
@@ -622,5 +728,6 @@ mod tests {
     fn days_are_utc_dates() {
         assert_eq!(day_text(0), "1970-01-01");
         assert_eq!(day_text(20_000), "2024-10-04");
+        assert_eq!(day_text(-3), "1970-01-01");
     }
 }

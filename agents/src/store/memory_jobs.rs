@@ -1,17 +1,16 @@
-//! The durable queue of memory work, and the ledger's memory-work rows.
+//! The durable queue of memory work.
 //!
-//! - **Jobs** (`memory_jobs`): an `extract` job per completed task of a root's tree is inserted in
-//!   the transaction that completes the root ([`enqueue_extractions`], called from the two places a
-//!   task completes: `Db::finish` and `Db::record_turn_encoded`), so a completed root always has its
-//!   jobs and a root that did not complete has none. A `consolidate` job is inserted when an agent
-//!   has `frequency` completed roots consolidation has not seen ([`Db::memory_root_seen`]), or has
-//!   been idle long enough after one ([`Db::idle_consolidations`]). The worker (the engine's
-//!   `memory_work` module) reads the next due job, runs it, and ends it (`done`, `rejected`, `failed`)
-//!   or puts it off (`not_before`): a job interrupted by a stop stays `queued`, so the next start
-//!   runs it.
-//! - **Ledger**: a memory-work call is a row of `llm_calls` with `work = 'memory'`, recorded against
-//!   the task it is about but NOT added to that task's totals (the user's request did not spend it);
-//!   [`Db::memory_tokens_since`] sums an agent's memory work for the daily cap.
+//! An `extract` job per completed task of a root's tree is inserted in the transaction that
+//! completes the root ([`enqueue_extractions`], called from the two places a task completes:
+//! `Db::finish` and `Db::record_turn_encoded`), so a completed root always has its jobs and a root
+//! that did not complete has none. A `consolidate` job is inserted when an agent has `frequency`
+//! completed roots consolidation has not seen ([`Db::memory_root_seen`]), or has been idle long
+//! enough after one ([`Db::idle_consolidations`]). The worker (the engine's `memory_work` module)
+//! reads the next due job, runs it, and ends it (`done`, `rejected`, `failed`) or puts it off
+//! (`not_before`): a job interrupted by a stop stays `queued`, so the next start runs it.
+//!
+//! The memory-work calls themselves are rows of the ledger (the `ledger` file), which queues these
+//! jobs when a root completes; this file needs nothing of it.
 //!
 //! Invariants: every change here is one transaction (a savepoint inside the writer's group commit);
 //! a job's row is never deleted once it ran, except a job the worker skips without any work (its
@@ -20,8 +19,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
-use super::ledger::{encode_tools, insert_call};
-use super::{CallRecord, Db, StoreError, TaskId, TaskState, exec, now_ms, row, sql};
+use super::{Db, StoreError, TaskId, TaskState, exec, now_ms, row, sql};
 
 /// What a memory job does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -243,46 +241,6 @@ impl Db {
         Ok(())
     }
 
-    /// Record one memory-work LLM call (`work = 'memory'`) against its task, WITHOUT adding it to the
-    /// task's totals. Returns the ledger row's id (the facts' provenance names it).
-    pub fn record_memory_call(&self, call: &CallRecord) -> Result<i64, StoreError> {
-        let tools = encode_tools(call)?;
-        let conn = self.conn();
-        insert_call(&conn, call, &tools, "memory").map_err(sql("recording a memory-work call"))
-    }
-
-    /// Tokens (in + out) of `agent`'s memory work recorded since `since_ms`.
-    pub fn memory_tokens_since(&self, agent: &str, since_ms: i64) -> Result<u64, StoreError> {
-        row(
-            &self.conn(),
-            "SELECT COALESCE(SUM(tokens_in + tokens_out), 0) FROM llm_calls \
-             WHERE work = 'memory' AND agent = ?1 AND created_at >= ?2",
-            params![agent, since_ms],
-            |r| r.get::<_, i64>(0),
-        )
-        .map(|n| n.max(0) as u64)
-        .map_err(sql("summing memory work"))
-    }
-
-    /// The memory-work calls of task `task_id`, in order.
-    pub fn memory_calls(&self, task_id: TaskId) -> Result<Vec<(i64, CallRecord)>, StoreError> {
-        let ids: Vec<i64> = {
-            let conn = self.conn();
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT id FROM llm_calls WHERE task_id = ?1 AND work = 'memory' ORDER BY id",
-                )
-                .map_err(sql("reading the ledger"))?;
-            let rows = stmt
-                .query_map([task_id], |r| r.get(0))
-                .map_err(sql("reading the ledger"))?;
-            rows.collect::<Result<_, _>>()
-                .map_err(sql("reading the ledger"))?
-        };
-        let calls = self.calls_of(task_id, "memory")?;
-        Ok(ids.into_iter().zip(calls).collect())
-    }
-
     /// Agent `agent` finished its part of root `root` (its extraction ran): count the root toward
     /// consolidation, once per root. When `frequency` roots are counted, queue a `consolidate` job
     /// (about `task`) and start counting again; returns its id.
@@ -468,42 +426,6 @@ mod tests {
         let r = root(&store, "c");
         store.finish(r, Ending::Failed("boom")).unwrap();
         assert!(store.memory_jobs(10).unwrap().is_empty());
-    }
-
-    #[test]
-    fn memory_calls_are_in_the_ledger_but_not_in_the_task_totals() {
-        let store = Db::in_memory().unwrap();
-        let r = root(&store, "c");
-        let call = CallRecord {
-            task_id: r,
-            agent: "ceo".into(),
-            model: "p/fast".into(),
-            tokens_in: 100,
-            tokens_out: 20,
-            cost_usd: 0.25,
-            usage_unknown: false,
-            duration_ms: 3,
-            attempts: 1,
-            tool_calls: vec!["record_facts".into()],
-            error: None,
-            privacy: None,
-        };
-        let id = store.record_memory_call(&call).unwrap();
-        assert!(id > 0);
-        let task = store.task(r).unwrap();
-        assert_eq!((task.tokens_in, task.llm_calls), (0, 0));
-        assert_eq!(store.totals(r).unwrap().tokens_in, 0);
-        assert!(store.calls(r).unwrap().is_empty(), "task calls only");
-        let memory = store.memory_calls(r).unwrap();
-        assert_eq!(memory.len(), 1);
-        assert_eq!(memory[0].0, id);
-        assert_eq!(memory[0].1.tool_calls, ["record_facts"]);
-        assert_eq!(store.memory_tokens_since("ceo", 0).unwrap(), 120);
-        assert_eq!(store.memory_tokens_since("vp", 0).unwrap(), 0);
-        assert_eq!(
-            store.memory_tokens_since("ceo", now_ms() + 60_000).unwrap(),
-            0
-        );
     }
 
     #[test]

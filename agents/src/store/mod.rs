@@ -7,13 +7,26 @@
 //! today: one SQLite file (rusqlite, bundled, WAL) with a dedicated writer thread that commits the
 //! operations arriving together as one group (a savepoint each), and a separate read connection.
 //!
+//! Errors are backend-neutral ([`error`]): a failure of the database itself is a [`DbFailure`] that
+//! says what it means ([`DbFault`]: unavailable, conflict, corrupt, other), never a driver's type, so
+//! callers match on the same variants whichever backend runs.
+//!
+//! Each operation is written twice, plus one line: its contract once, in the trait (`seam`), and its
+//! SQL once, in an `impl Db` function of the same name and arguments (synchronous, one
+//! connection); `SqliteStore`'s impl of the trait is a macro over one line per operation (`read` runs
+//! the `Db` function inline, on the read connection of a file, `write` carries the arguments owned to the writer
+//! thread, `carry`, and runs it there), and only the operations that do more than forward (encoding
+//! on the caller's thread, two `Db` functions in one job) are written by hand. A natively async
+//! backend implements the trait directly: twice, no line between.
+//!
 //! Below the seam, the SQL lives in `impl Db` blocks over one connection, one concern per file:
 //! - [`schema`]: the versioned migrations (the `agents` row of `schema_versions`), the only place the
 //!   schema changes;
 //! - `state`: [`TaskState`] and its transitions; `tasks`: conversations, task records and histories;
-//! - `lifecycle`: starting, moving, ending and cancelling tasks; `ledger`: LLM calls and totals;
+//! - `lifecycle`: starting, moving, ending and cancelling tasks; `ledger`: LLM calls and totals, and
+//!   memory work's calls (kept out of the tasks' totals);
 //! - `memory_jobs`: the durable queue of memory work (fact extraction, consolidation), queued with a
-//!   root's completion, and the ledger's memory-work rows (kept out of the tasks' totals);
+//!   root's completion;
 //! - `tool_calls`: the tool-call ledger and the Bash commands approved for a conversation;
 //! - `approvals`, `notices`, `recovery` (startup), `lock` (one engine per database),
 //!   `checkpointer` (WAL checkpoints off the writers' path), [`erase`] (`opc privacy erase`: every
@@ -31,13 +44,15 @@
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use rusqlite::{Connection, Row};
 
 mod approvals;
+mod carry;
 mod checkpointer;
 pub mod erase;
+mod error;
 mod ledger;
 mod lifecycle;
 mod lock;
@@ -56,6 +71,7 @@ pub use approvals::{
     Approval, ApprovalOption, ApprovalState, Decided, OfferedOption, OptionOutcome, SystemDecider,
     check_options, resolve_options,
 };
+pub use error::{DbFailure, DbFault, StoreError};
 pub use ledger::{
     CallPrivacy, CallRecord, LatestCall, PrivacyDay, Spend, TaskPrivacy, Totals, tokens_text,
 };
@@ -71,117 +87,6 @@ pub use tasks::{NewTask, TaskRecord};
 pub use tool_calls::{ToolCallRecord, ToolOutcome};
 
 use checkpointer::Checkpointer;
-
-/// Store errors. SQLite failures are wrapped with what the store was doing.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The database could not be opened or migrated.
-    #[error("cannot open the task database {path}: {source}")]
-    Open {
-        /// The file.
-        path: String,
-        /// Why.
-        source: rusqlite::Error,
-    },
-    /// The database was written by a newer OPC, whose schema this build does not know.
-    #[error(
-        "the task database {path} has schema version {found}, newer than this build of OPC knows ({known}); \
-         upgrade OPC, or point `framework.memory.path` at another file"
-    )]
-    TooNew {
-        /// The file.
-        path: String,
-        /// Its `user_version`.
-        found: i64,
-        /// The newest version this build migrates to.
-        known: i64,
-    },
-    /// A schema migration failed (the database keeps its previous version).
-    #[error("cannot upgrade the task database {path} ({what}): {source}")]
-    Migrate {
-        /// The file.
-        path: String,
-        /// The migration.
-        what: &'static str,
-        /// Why.
-        source: rusqlite::Error,
-    },
-    /// The memory tables (recall messages, core blocks) in the same file could not be brought up to
-    /// date; the engine records every turn there, so it does not start without them.
-    #[error("cannot prepare the memory tables in {path}: {source}")]
-    Memory {
-        /// The file.
-        path: String,
-        /// Why.
-        source: opc_memory::schema::SchemaError,
-    },
-    /// A query failed.
-    #[error("task database error while {doing}: {source}")]
-    Sql {
-        /// What the store was doing.
-        doing: &'static str,
-        /// Why.
-        source: rusqlite::Error,
-    },
-    /// A stored JSON column could not be read back.
-    #[error("task database holds unreadable {what} for task {task}: {message}")]
-    Corrupt {
-        /// Which column.
-        what: &'static str,
-        /// The task.
-        task: TaskId,
-        /// The decode error.
-        message: String,
-    },
-    /// Something to be stored could not be encoded as JSON; nothing was written (a history that
-    /// cannot be saved must never replace the saved one).
-    #[error("cannot save the {what} of task {task}: {message}")]
-    Encode {
-        /// What was being saved.
-        what: &'static str,
-        /// The task.
-        task: TaskId,
-        /// The encoder's error.
-        message: String,
-    },
-    /// A transition the lifecycle does not allow.
-    #[error("task {task} cannot go from {from} to {to}")]
-    BadTransition {
-        /// The task.
-        task: TaskId,
-        /// Its current state.
-        from: &'static str,
-        /// The refused state.
-        to: &'static str,
-    },
-    /// No such task.
-    #[error("there is no task {0}")]
-    NoTask(TaskId),
-    /// The conversation's previous request is still running.
-    #[error(
-        "conversation {conversation} is still working on task {task}; wait for it or cancel it"
-    )]
-    Busy {
-        /// The conversation.
-        conversation: String,
-        /// Its running root task.
-        task: TaskId,
-    },
-    /// The store's writer stopped (it panicked, or the store is shutting down); the operation may not
-    /// have been stored.
-    #[error("the task database's writer stopped: {0}")]
-    Writer(String),
-    /// Another OPC process is using this database.
-    #[error(
-        "another OPC process is using {path} (lock file {lock}); stop it first, or point `framework.memory.path` elsewhere"
-    )]
-    Locked {
-        /// The database.
-        path: String,
-        /// The lock file.
-        lock: String,
-    },
-}
 
 /// `execute` through the connection's statement cache: the engine runs the same few statements
 /// thousands of times, and re-parsing SQL was a measurable share of each call.
@@ -200,15 +105,69 @@ fn row<T>(
 }
 
 fn sql(doing: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError {
-    move |source| StoreError::Sql { doing, source }
+    move |e| StoreError::Database {
+        doing,
+        source: failure(&e),
+    }
 }
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+/// The error of opening the database at `path` (for `map_err`).
+fn opening(path: &str) -> impl Fn(rusqlite::Error) -> StoreError + Copy + '_ {
+    move |e| StoreError::Open {
+        path: path.to_string(),
+        source: failure(&e),
+    }
 }
+
+/// What a SQLite error means, in the store's backend-neutral terms (the message kept whole).
+fn failure(e: &rusqlite::Error) -> DbFailure {
+    use rusqlite::ErrorCode as Code;
+    let fault = match e.sqlite_error_code() {
+        Some(
+            Code::DatabaseBusy
+            | Code::DatabaseLocked
+            | Code::CannotOpen
+            | Code::SystemIoFailure
+            | Code::DiskFull
+            | Code::FileLockingProtocolFailed,
+        ) => DbFault::Unavailable,
+        Some(Code::ConstraintViolation) => DbFault::Conflict,
+        Some(Code::DatabaseCorrupt | Code::NotADatabase | Code::TypeMismatch) => DbFault::Corrupt,
+        Some(_) => DbFault::Other,
+        None => match e {
+            rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::InvalidColumnType(..)
+            | rusqlite::Error::IntegralValueOutOfRange(..)
+            | rusqlite::Error::Utf8Error(..) => DbFault::Corrupt,
+            _ => DbFault::Other,
+        },
+    };
+    DbFailure {
+        fault,
+        message: e.to_string(),
+    }
+}
+
+/// Why the memory tables of the file could not be brought up to date, in the store's terms: the
+/// fault of the SQLite error behind it, if any (a newer schema is `Other`), and its whole message.
+fn memory_failure(e: &opc_memory::schema::SchemaError) -> DbFailure {
+    let mut cause = std::error::Error::source(e);
+    let mut fault = DbFault::Other;
+    while let Some(c) = cause {
+        if let Some(sqlite) = c.downcast_ref::<rusqlite::Error>() {
+            fault = failure(sqlite).fault;
+            break;
+        }
+        cause = c.source();
+    }
+    DbFailure {
+        fault,
+        message: e.to_string(),
+    }
+}
+
+/// The time as the store writes it (Unix ms): `opc-migrate`'s one clock for every table.
+pub use opc_migrate::now_ms;
 
 /// One SQLite connection and the SQL of every operation (synchronous). [`SqliteStore`] runs the
 /// writes on its writer thread's `Db` and the reads on a second one (file databases).
@@ -244,13 +203,15 @@ impl Db {
     /// ([`schema::migrate`]).
     fn open(path: &Path) -> Result<Db, StoreError> {
         let display = path.display().to_string();
-        let open_err = |source| StoreError::Open {
-            path: display.clone(),
-            source,
-        };
+        let open_err = opening(&display);
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| open_err(rusqlite::Error::ToSqlConversionFailure(Box::new(e))))?;
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
+                path: display.clone(),
+                source: DbFailure {
+                    fault: DbFault::Unavailable,
+                    message: e.to_string(),
+                },
+            })?;
         }
         let conn = Connection::open(path).map_err(open_err)?;
         let mut store = Self::init(conn, &display)?;
@@ -271,18 +232,12 @@ impl Db {
 
     /// A private in-memory database (tests, benchmarks).
     fn in_memory() -> Result<Db, StoreError> {
-        let conn = Connection::open_in_memory().map_err(|source| StoreError::Open {
-            path: ":memory:".into(),
-            source,
-        })?;
+        let conn = Connection::open_in_memory().map_err(opening(":memory:"))?;
         Self::init(conn, ":memory:")
     }
 
     fn init(mut conn: Connection, path: &str) -> Result<Db, StoreError> {
-        let open_err = |source| StoreError::Open {
-            path: path.to_string(),
-            source,
-        };
+        let open_err = opening(path);
         conn.busy_timeout(Duration::from_secs(5))
             .map_err(open_err)?;
         conn.pragma_update(None, "journal_mode", "WAL")
@@ -295,9 +250,9 @@ impl Db {
         schema::migrate(&mut conn, path)?;
         // Recall memory's tables live in the same file: every turn appends to them in its own
         // transaction (see `recall.rs`), so they must exist before the first task.
-        opc_memory::schema::migrate(&mut conn).map_err(|source| StoreError::Memory {
+        opc_memory::schema::migrate(&mut conn).map_err(|e| StoreError::Memory {
             path: path.to_string(),
-            source,
+            source: memory_failure(&e),
         })?;
         Ok(Db::over(conn))
     }
@@ -316,10 +271,8 @@ impl Db {
     /// A second connection to the file database at `path` (already opened and migrated by
     /// [`Db::open`]), for reads only: in WAL mode it reads the last commit while the writer works.
     fn reader(path: &Path) -> Result<Db, StoreError> {
-        let open_err = |source| StoreError::Open {
-            path: path.display().to_string(),
-            source,
-        };
+        let display = path.display().to_string();
+        let open_err = opening(&display);
         let conn = Connection::open_with_flags(
             path,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
@@ -382,5 +335,44 @@ mod testing {
                 author: None,
             })
             .unwrap()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// SQLite's errors reach callers as what they mean, with SQLite's own words kept whole.
+    #[test]
+    fn sqlite_errors_are_classified_by_meaning() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE t (a INTEGER UNIQUE); INSERT INTO t VALUES (1);")
+            .unwrap();
+
+        let duplicate = exec(&conn, "INSERT INTO t VALUES (1)", []).unwrap_err();
+        let error = sql("adding a row")(duplicate);
+        assert_eq!(error.fault(), Some(DbFault::Conflict));
+        assert_eq!(
+            error.to_string(),
+            "task database error while adding a row: UNIQUE constraint failed: t.a"
+        );
+
+        let text = row(&conn, "SELECT 'x'", [], |r| r.get::<_, i64>(0)).unwrap_err();
+        assert_eq!(failure(&text).fault, DbFault::Corrupt);
+
+        // A second writer, refused at once while the first holds the write lock.
+        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let other = Connection::open(&path).unwrap();
+        other.busy_timeout(Duration::ZERO).unwrap();
+        let busy = exec(&other, "INSERT INTO t VALUES (2)", []).unwrap_err();
+        assert_eq!(failure(&busy).fault, DbFault::Unavailable);
+        assert_eq!(failure(&busy).message, busy.to_string());
+
+        let syntax = exec(&conn, "NOT SQL", []).unwrap_err();
+        assert_eq!(failure(&syntax).fault, DbFault::Other);
+        assert_eq!(StoreError::NoTask(1).fault(), None);
     }
 }

@@ -135,7 +135,7 @@ pub(super) fn migrate(conn: &mut Connection, path: &str) -> Result<(), StoreErro
         Err(MigrateError::Sql { what, source, .. }) => Err(StoreError::Migrate {
             path: path.to_string(),
             what,
-            source,
+            source: super::failure(&source),
         }),
     }
 }

@@ -13,6 +13,8 @@
 //!   ([`StoreError::BadTransition`] otherwise), so two writers cannot both win;
 //! - a read issued after a write resolved sees that write (and every earlier one);
 //! - a failed operation never fails or undoes another caller's;
+//! - a failure of the database itself is reported in backend-neutral terms ([`StoreError::Database`],
+//!   whose [`DbFailure`](super::DbFailure) says what it means), never as a driver's own error type;
 //! - recall rows (instructions, answers, approvals, escalations) are written in the same transaction
 //!   as the change they describe, and the hook of [`Store::on_recall_append`] runs after they commit.
 

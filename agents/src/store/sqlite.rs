@@ -25,6 +25,10 @@
 //! so its reads use the writer's (and may see a group that is still being committed).
 //!
 //! A job sent is run even if its caller stops waiting (a dropped future does not undo a write).
+//!
+//! The [`Store`] impl forwards each operation to the `Db` function of the same name in one line of
+//! `sqlite_store!` (a read inline, a write as a job with its arguments carried owned, `carry.rs`);
+//! only operations that do more than forward are written out.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -35,12 +39,13 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::ledger::encode_tools;
+use super::carry::Carry;
+use super::ledger::encode_turn;
 use super::tasks::encode_history;
 use super::{
-    Approval, CallRecord, Db, Decided, Ending, JobEnd, LatestCall, MemoryJob, NewTask, Notice,
-    OfferedOption, PrivacyDay, Recovery, Spend, Store, StoreError, TaskId, TaskPrivacy, TaskRecord,
-    TaskState, ToolCallRecord, Totals, exec,
+    Approval, CallRecord, Db, DbFailure, Decided, Ending, JobEnd, LatestCall, MemoryJob, NewTask,
+    Notice, OfferedOption, PrivacyDay, Recovery, Spend, Store, StoreError, TaskId, TaskPrivacy,
+    TaskRecord, TaskState, ToolCallRecord, Totals, exec, failure,
 };
 use crate::llm::Message;
 
@@ -162,20 +167,21 @@ impl Drop for SqliteStore {
 /// Commit `group` as one transaction, one savepoint per job, and answer every job.
 fn commit_group(db: &Db, group: Vec<Box<dyn Job>>) {
     if let Err(e) = exec(&db.conn(), "BEGIN IMMEDIATE", []) {
+        let e = failure(&e);
         for job in group {
             job.fail("starting a transaction", &e);
         }
         return;
     }
     let mut ran: Vec<Box<dyn Ran>> = Vec::with_capacity(group.len());
-    let mut broken: Option<rusqlite::Error> = None;
+    let mut broken: Option<DbFailure> = None;
     for job in group {
         if let Some(e) = &broken {
             job.fail("committing", e);
             continue;
         }
         if let Err(e) = exec(&db.conn(), "SAVEPOINT opc_op", []) {
-            job.fail("starting an operation", &e);
+            job.fail("starting an operation", &failure(&e));
             continue;
         }
         let done = job.run(db);
@@ -190,13 +196,15 @@ fn commit_group(db: &Db, group: Vec<Box<dyn Job>>) {
         // A savepoint that cannot be ended means SQLite rolled the whole transaction back (an I/O
         // error, a full disk): nothing of this group can be committed.
         if let Err(e) = end {
-            broken = Some(e);
+            broken = Some(failure(&e));
         }
         ran.push(done);
     }
     let committed = match broken {
         Some(e) => Err(e),
-        None => exec(&db.conn(), "COMMIT", []).map(|_| ()),
+        None => exec(&db.conn(), "COMMIT", [])
+            .map(|_| ())
+            .map_err(|e| failure(&e)),
     };
     match committed {
         Ok(()) => {
@@ -221,26 +229,12 @@ fn commit_group(db: &Db, group: Vec<Box<dyn Job>>) {
     }
 }
 
-/// A copy of a SQLite error, for each job of a group that failed as a whole (`rusqlite::Error` is not
-/// `Clone`).
-fn copy(e: &rusqlite::Error) -> rusqlite::Error {
-    match e {
-        rusqlite::Error::SqliteFailure(code, message) => {
-            rusqlite::Error::SqliteFailure(*code, message.clone())
-        }
-        other => rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
-            Some(other.to_string()),
-        ),
-    }
-}
-
 /// A write waiting for the writer thread.
 trait Job: Send {
     /// Run it (inside its savepoint).
     fn run(self: Box<Self>, db: &Db) -> Box<dyn Ran>;
     /// Answer it with `why` without running it.
-    fn fail(self: Box<Self>, doing: &'static str, why: &rusqlite::Error);
+    fn fail(self: Box<Self>, doing: &'static str, why: &DbFailure);
 }
 
 /// A write that ran, waiting for its group's commit to be answered.
@@ -248,7 +242,7 @@ trait Ran: Send {
     /// Whether the operation succeeded (its savepoint is released, not rolled back).
     fn ok(&self) -> bool;
     /// Answer the caller; `commit_failed` is the group's commit error, if any.
-    fn send(self: Box<Self>, commit_failed: Option<&rusqlite::Error>);
+    fn send(self: Box<Self>, commit_failed: Option<&DbFailure>);
 }
 
 struct Op<T, F> {
@@ -276,10 +270,10 @@ where
         Box::new(Outcome { result, reply })
     }
 
-    fn fail(self: Box<Self>, doing: &'static str, why: &rusqlite::Error) {
-        let _ = self.reply.send(Err(StoreError::Sql {
+    fn fail(self: Box<Self>, doing: &'static str, why: &DbFailure) {
+        let _ = self.reply.send(Err(StoreError::Database {
             doing,
-            source: copy(why),
+            source: why.clone(),
         }));
     }
 }
@@ -289,11 +283,11 @@ impl<T: Send> Ran for Outcome<T> {
         self.result.is_ok()
     }
 
-    fn send(self: Box<Self>, commit_failed: Option<&rusqlite::Error>) {
+    fn send(self: Box<Self>, commit_failed: Option<&DbFailure>) {
         let result = match (self.result, commit_failed) {
-            (Ok(_), Some(e)) => Err(StoreError::Sql {
+            (Ok(_), Some(e)) => Err(StoreError::Database {
                 doing: "committing",
-                source: copy(e),
+                source: e.clone(),
             }),
             (result, _) => result,
         };
@@ -302,399 +296,178 @@ impl<T: Send> Ran for Outcome<T> {
     }
 }
 
-/// How a task ended, owned (to cross to the writer thread).
-enum OwnedEnding {
-    Completed {
-        output: String,
-        summary: Option<String>,
-    },
-    Failed(String),
-    Escalated(String),
-    Cancelled(String),
+/// The [`Store`] impl of [`SqliteStore`]: `read { .. }` ops run [`SqliteStore::read`] inline,
+/// `write { .. }` ops are sent to the writer with their arguments carried (`carry.rs`); each line
+/// forwards to the `Db` function of the same name and arguments. `by_hand { .. }` holds the items
+/// that do more than forward (encoding on the caller's thread, composing two `Db` functions).
+/// One macro emits the whole impl: `#[async_trait]` must see every method written out.
+macro_rules! sqlite_store {
+    (
+        read { $( $r:ident ( $($ra:ident : $rt:ty),* ) -> $rr:ty ; )* }
+        write { $( $w:ident ( $($wa:ident : $wt:ty),* ) -> $wr:ty ; )* }
+        by_hand { $($hand:tt)* }
+    ) => {
+        #[async_trait::async_trait]
+        impl Store for SqliteStore {
+            $($hand)*
+
+            $(
+                async fn $r(&self, $($ra: $rt),*) -> Result<$rr, StoreError> {
+                    self.read(|db| db.$r($($ra),*))
+                }
+            )*
+
+            $(
+                async fn $w(&self, $($wa: $wt),*) -> Result<$wr, StoreError> {
+                    $( let $wa = <$wt as Carry>::carry($wa); )*
+                    self.write(move |db| db.$w($(<$wt as Carry>::lend(&$wa)),*)).await
+                }
+            )*
+        }
+    };
 }
 
-impl OwnedEnding {
-    fn of(ending: Ending<'_>) -> Self {
-        match ending {
-            Ending::Completed { output, summary } => OwnedEnding::Completed {
-                output: output.to_string(),
-                summary: summary.map(str::to_string),
-            },
-            Ending::Failed(e) => OwnedEnding::Failed(e.to_string()),
-            Ending::Escalated(e) => OwnedEnding::Escalated(e.to_string()),
-            Ending::Cancelled(e) => OwnedEnding::Cancelled(e.to_string()),
+sqlite_store! {
+    read {
+        last_root_task(conversation_id: &str) -> Option<TaskRecord>;
+        task(id: TaskId) -> TaskRecord;
+        child_for(parent: TaskId, tool_use_id: &str, index: u32) -> Option<TaskRecord>;
+        messages(id: TaskId) -> Vec<Message>;
+        tree(root_id: TaskId) -> Vec<TaskRecord>;
+        recent_roots(limit: u32) -> Vec<TaskRecord>;
+        live_tasks() -> Vec<TaskRecord>;
+        calls(task_id: TaskId) -> Vec<CallRecord>;
+        privacy_by_task(root_id: TaskId) -> HashMap<TaskId, TaskPrivacy>;
+        tree_totals(root_id: TaskId) -> (u64, u64, f64);
+        totals(root_id: TaskId) -> Totals;
+        privacy_by_day(since_ms: i64) -> Vec<PrivacyDay>;
+        spend_since(since_ms: i64) -> Vec<Spend>;
+        latest_calls(window: u32) -> Vec<LatestCall>;
+        tool_calls(root_id: TaskId) -> Vec<ToolCallRecord>;
+        approval(id: i64) -> Option<Approval>;
+        pending_approvals() -> Vec<Approval>;
+        recent_approvals(limit: u32) -> Vec<Approval>;
+        command_approved(conversation_id: &str, agent: &str, command: &str) -> bool;
+        notices(conversation_id: &str) -> Vec<String>;
+        undelivered_notices() -> Vec<Notice>;
+        next_memory_job(now: i64) -> Option<MemoryJob>;
+        next_memory_job_at() -> Option<i64>;
+        memory_jobs(limit: u32) -> Vec<MemoryJob>;
+        memory_calls(task_id: TaskId) -> Vec<(i64, CallRecord)>;
+        memory_tokens_since(agent: &str, since_ms: i64) -> u64;
+        recall_seqs(task: TaskId, conversation: &str) -> Vec<i64>;
+    }
+    write {
+        recover() -> Recovery;
+        create_conversation(id: &str, root_agent: &str) -> ();
+        begin(id: TaskId) -> (TaskRecord, Vec<Message>);
+        transition(id: TaskId, next: TaskState) -> TaskState;
+        finish(id: TaskId, ending: Ending<'_>) -> bool;
+        cancel_subtree(id: TaskId, reason: &str) -> Vec<TaskId>;
+        cancel_descendants(id: TaskId, reason: &str) -> Vec<TaskId>;
+        record_tool_call(call: &ToolCallRecord) -> ();
+        request_approval(
+            task: &TaskRecord,
+            tool_use_id: &str,
+            summary: &str,
+            options: &[OfferedOption],
+            timeout: Duration
+        ) -> (Approval, bool);
+        decide(id: i64, decision: &str, by: &str) -> Decided;
+        approve_command(conversation_id: &str, agent: &str, command: &str, approval: i64) -> ();
+        add_notice(conversation_id: &str, task_id: Option<TaskId>, text: &str) -> ();
+        mark_notice_delivered(id: i64) -> bool;
+        end_memory_job(id: i64, end: JobEnd, error: Option<&str>) -> bool;
+        drop_memory_job(id: i64) -> ();
+        defer_memory_job(id: i64, not_before: i64, failed_attempt: bool, why: &str) -> ();
+        record_memory_call(call: &CallRecord) -> i64;
+        memory_root_seen(
+            agent: &str,
+            root: TaskId,
+            task: TaskId,
+            conversation: Option<&str>,
+            frequency: u32
+        ) -> Option<i64>;
+        idle_consolidations(idle_before: i64) -> Vec<(String, i64)>;
+    }
+    by_hand {
+        fn lock_exclusive(&self) -> Result<(), StoreError> {
+            self.db.lock_exclusive()
         }
-    }
 
-    fn as_ending(&self) -> Ending<'_> {
-        match self {
-            OwnedEnding::Completed { output, summary } => Ending::Completed {
-                output,
-                summary: summary.as_deref(),
-            },
-            OwnedEnding::Failed(e) => Ending::Failed(e),
-            OwnedEnding::Escalated(e) => Ending::Escalated(e),
-            OwnedEnding::Cancelled(e) => Ending::Cancelled(e),
+        fn on_recall_append(&self, notify: Box<dyn Fn() + Send + Sync>) {
+            let _ = self.db.recall_notify.set(notify);
         }
-    }
-}
 
-#[async_trait::async_trait]
-impl Store for SqliteStore {
-    fn lock_exclusive(&self) -> Result<(), StoreError> {
-        self.db.lock_exclusive()
-    }
-
-    fn on_recall_append(&self, notify: Box<dyn Fn() + Send + Sync>) {
-        let _ = self.db.recall_notify.set(notify);
-    }
-
-    async fn recover(&self) -> Result<Recovery, StoreError> {
-        self.write(|db| db.recover()).await
-    }
-
-    async fn create_conversation(&self, id: &str, root_agent: &str) -> Result<(), StoreError> {
-        let (id, root_agent) = (id.to_string(), root_agent.to_string());
-        self.write(move |db| db.create_conversation(&id, &root_agent))
+        async fn create_task(&self, task: &NewTask<'_>) -> Result<TaskId, StoreError> {
+            // Encoded here, on the caller's thread: the writer thread is the one serial resource.
+            let messages = encode_history(task.messages, task.parent_id.unwrap_or_default())?;
+            let parent_id = task.parent_id;
+            let conversation_id = task.conversation_id.to_string();
+            let agent = task.agent.to_string();
+            let depth = task.depth;
+            let tool_use_id = task.tool_use_id.map(str::to_string);
+            let tool_index = task.tool_index;
+            let input = task.input.to_string();
+            let author = task.author.map(str::to_string);
+            self.write(move |db| {
+                let task = NewTask {
+                    parent_id,
+                    conversation_id: &conversation_id,
+                    agent: &agent,
+                    depth,
+                    tool_use_id: tool_use_id.as_deref(),
+                    tool_index,
+                    input: &input,
+                    messages: &[],
+                    author: author.as_deref(),
+                };
+                db.create_task_encoded(&task, &messages)
+            })
             .await
-    }
+        }
 
-    async fn last_root_task(
-        &self,
-        conversation_id: &str,
-    ) -> Result<Option<TaskRecord>, StoreError> {
-        self.read(|db| db.last_root_task(conversation_id))
-    }
+        async fn save_messages(&self, id: TaskId, messages: &[Message]) -> Result<(), StoreError> {
+            let text = encode_history(messages, id)?;
+            self.write(move |db| db.save_messages_encoded(id, &text))
+                .await
+        }
 
-    async fn create_task(&self, task: &NewTask<'_>) -> Result<TaskId, StoreError> {
-        let messages = encode_history(task.messages, task.parent_id.unwrap_or_default())?;
-        let parent_id = task.parent_id;
-        let conversation_id = task.conversation_id.to_string();
-        let agent = task.agent.to_string();
-        let depth = task.depth;
-        let tool_use_id = task.tool_use_id.map(str::to_string);
-        let tool_index = task.tool_index;
-        let input = task.input.to_string();
-        let author = task.author.map(str::to_string);
-        self.write(move |db| {
-            let task = NewTask {
-                parent_id,
-                conversation_id: &conversation_id,
-                agent: &agent,
-                depth,
-                tool_use_id: tool_use_id.as_deref(),
-                tool_index,
-                input: &input,
-                messages: &[],
-                author: author.as_deref(),
-            };
-            db.create_task_encoded(&task, &messages)
-        })
-        .await
-    }
-
-    async fn task(&self, id: TaskId) -> Result<TaskRecord, StoreError> {
-        self.read(|db| db.task(id))
-    }
-
-    async fn child_for(
-        &self,
-        parent: TaskId,
-        tool_use_id: &str,
-        index: u32,
-    ) -> Result<Option<TaskRecord>, StoreError> {
-        self.read(|db| db.child_for(parent, tool_use_id, index))
-    }
-
-    async fn messages(&self, id: TaskId) -> Result<Vec<Message>, StoreError> {
-        self.read(|db| db.messages(id))
-    }
-
-    async fn save_messages(&self, id: TaskId, messages: &[Message]) -> Result<(), StoreError> {
-        let text = encode_history(messages, id)?;
-        self.write(move |db| db.save_messages_encoded(id, &text))
+        async fn transition_and_save(
+            &self,
+            id: TaskId,
+            next: TaskState,
+            messages: &[Message],
+        ) -> Result<TaskState, StoreError> {
+            let text = encode_history(messages, id)?;
+            // One job, so one savepoint: a refused transition saves nothing.
+            self.write(move |db| {
+                let previous = db.transition(id, next)?;
+                db.save_messages_encoded(id, &text)?;
+                Ok(previous)
+            })
             .await
-    }
+        }
 
-    async fn transition_and_save(
-        &self,
-        id: TaskId,
-        next: TaskState,
-        messages: &[Message],
-    ) -> Result<TaskState, StoreError> {
-        let text = encode_history(messages, id)?;
-        // One job, so one savepoint: a refused transition saves nothing.
-        self.write(move |db| {
-            let previous = db.transition(id, next)?;
-            db.save_messages_encoded(id, &text)?;
-            Ok(previous)
-        })
-        .await
-    }
+        async fn record_call(&self, call: &CallRecord) -> Result<(), StoreError> {
+            self.record_turn(call, None, None).await.map(|_| ())
+        }
 
-    async fn tree(&self, root_id: TaskId) -> Result<Vec<TaskRecord>, StoreError> {
-        self.read(|db| db.tree(root_id))
-    }
-
-    async fn recent_roots(&self, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
-        self.read(|db| db.recent_roots(limit))
-    }
-
-    async fn live_tasks(&self) -> Result<Vec<TaskRecord>, StoreError> {
-        self.read(|db| db.live_tasks())
-    }
-
-    async fn begin(&self, id: TaskId) -> Result<(TaskRecord, Vec<Message>), StoreError> {
-        self.write(move |db| db.begin(id)).await
-    }
-
-    async fn transition(&self, id: TaskId, next: TaskState) -> Result<TaskState, StoreError> {
-        self.write(move |db| db.transition(id, next)).await
-    }
-
-    async fn finish(&self, id: TaskId, ending: Ending<'_>) -> Result<bool, StoreError> {
-        let ending = OwnedEnding::of(ending);
-        self.write(move |db| db.finish(id, ending.as_ending()))
+        async fn record_turn(
+            &self,
+            call: &CallRecord,
+            messages: Option<&[Message]>,
+            completed: Option<&str>,
+        ) -> Result<bool, StoreError> {
+            // Encoded here, on the caller's thread: the writer thread is the one serial resource.
+            let (tools, history) = encode_turn(call, messages)?;
+            let call = call.clone();
+            let completed = completed.map(str::to_string);
+            self.write(move |db| {
+                db.record_turn_encoded(&call, &tools, history.as_deref(), completed.as_deref())
+            })
             .await
-    }
-
-    async fn cancel_subtree(&self, id: TaskId, reason: &str) -> Result<Vec<TaskId>, StoreError> {
-        let reason = reason.to_string();
-        self.write(move |db| db.cancel_subtree(id, &reason)).await
-    }
-
-    async fn cancel_descendants(
-        &self,
-        id: TaskId,
-        reason: &str,
-    ) -> Result<Vec<TaskId>, StoreError> {
-        let reason = reason.to_string();
-        self.write(move |db| db.cancel_descendants(id, &reason))
-            .await
-    }
-
-    async fn record_call(&self, call: &CallRecord) -> Result<(), StoreError> {
-        self.record_turn(call, None, None).await.map(|_| ())
-    }
-
-    async fn record_turn(
-        &self,
-        call: &CallRecord,
-        messages: Option<&[Message]>,
-        completed: Option<&str>,
-    ) -> Result<bool, StoreError> {
-        // Encoded here, on the caller's thread: the writer thread is the one serial resource.
-        let tools = encode_tools(call)?;
-        let history = messages
-            .map(|m| encode_history(m, call.task_id))
-            .transpose()?;
-        let call = call.clone();
-        let completed = completed.map(str::to_string);
-        self.write(move |db| {
-            db.record_turn_encoded(&call, &tools, history.as_deref(), completed.as_deref())
-        })
-        .await
-    }
-
-    async fn calls(&self, task_id: TaskId) -> Result<Vec<CallRecord>, StoreError> {
-        self.read(|db| db.calls(task_id))
-    }
-
-    async fn privacy_by_task(
-        &self,
-        root_id: TaskId,
-    ) -> Result<HashMap<TaskId, TaskPrivacy>, StoreError> {
-        self.read(|db| db.privacy_by_task(root_id))
-    }
-
-    async fn tree_totals(&self, root_id: TaskId) -> Result<(u64, u64, f64), StoreError> {
-        self.read(|db| db.tree_totals(root_id))
-    }
-
-    async fn totals(&self, root_id: TaskId) -> Result<Totals, StoreError> {
-        self.read(|db| db.totals(root_id))
-    }
-
-    async fn privacy_by_day(&self, since_ms: i64) -> Result<Vec<PrivacyDay>, StoreError> {
-        self.read(|db| db.privacy_by_day(since_ms))
-    }
-
-    async fn spend_since(&self, since_ms: i64) -> Result<Vec<Spend>, StoreError> {
-        self.read(|db| db.spend_since(since_ms))
-    }
-
-    async fn latest_calls(&self, window: u32) -> Result<Vec<LatestCall>, StoreError> {
-        self.read(|db| db.latest_calls(window))
-    }
-
-    async fn record_tool_call(&self, call: &ToolCallRecord) -> Result<(), StoreError> {
-        let call = call.clone();
-        self.write(move |db| db.record_tool_call(&call)).await
-    }
-
-    async fn tool_calls(&self, root_id: TaskId) -> Result<Vec<ToolCallRecord>, StoreError> {
-        self.read(|db| db.tool_calls(root_id))
-    }
-
-    async fn request_approval(
-        &self,
-        task: &TaskRecord,
-        tool_use_id: &str,
-        summary: &str,
-        options: &[OfferedOption],
-        timeout: Duration,
-    ) -> Result<(Approval, bool), StoreError> {
-        let task = task.clone();
-        let tool_use_id = tool_use_id.to_string();
-        let summary = summary.to_string();
-        let options = options.to_vec();
-        self.write(move |db| db.request_approval(&task, &tool_use_id, &summary, &options, timeout))
-            .await
-    }
-
-    async fn approval(&self, id: i64) -> Result<Option<Approval>, StoreError> {
-        self.read(|db| db.approval(id))
-    }
-
-    async fn pending_approvals(&self) -> Result<Vec<Approval>, StoreError> {
-        self.read(|db| db.pending_approvals())
-    }
-
-    async fn recent_approvals(&self, limit: u32) -> Result<Vec<Approval>, StoreError> {
-        self.read(|db| db.recent_approvals(limit))
-    }
-
-    async fn decide(&self, id: i64, decision: &str, by: &str) -> Result<Decided, StoreError> {
-        let (decision, by) = (decision.to_string(), by.to_string());
-        self.write(move |db| db.decide(id, &decision, &by)).await
-    }
-
-    async fn command_approved(
-        &self,
-        conversation_id: &str,
-        agent: &str,
-        command: &str,
-    ) -> Result<bool, StoreError> {
-        self.read(|db| db.command_approved(conversation_id, agent, command))
-    }
-
-    async fn approve_command(
-        &self,
-        conversation_id: &str,
-        agent: &str,
-        command: &str,
-        approval: i64,
-    ) -> Result<(), StoreError> {
-        let (conversation_id, agent, command) = (
-            conversation_id.to_string(),
-            agent.to_string(),
-            command.to_string(),
-        );
-        self.write(move |db| db.approve_command(&conversation_id, &agent, &command, approval))
-            .await
-    }
-
-    async fn add_notice(
-        &self,
-        conversation_id: &str,
-        task_id: Option<TaskId>,
-        text: &str,
-    ) -> Result<(), StoreError> {
-        let (conversation_id, text) = (conversation_id.to_string(), text.to_string());
-        self.write(move |db| db.add_notice(&conversation_id, task_id, &text))
-            .await
-    }
-
-    async fn notices(&self, conversation_id: &str) -> Result<Vec<String>, StoreError> {
-        self.read(|db| db.notices(conversation_id))
-    }
-
-    async fn undelivered_notices(&self) -> Result<Vec<Notice>, StoreError> {
-        self.read(|db| db.undelivered_notices())
-    }
-
-    async fn mark_notice_delivered(&self, id: i64) -> Result<bool, StoreError> {
-        self.write(move |db| db.mark_notice_delivered(id)).await
-    }
-
-    async fn next_memory_job(&self, now: i64) -> Result<Option<MemoryJob>, StoreError> {
-        self.read(|db| db.next_memory_job(now))
-    }
-
-    async fn next_memory_job_at(&self) -> Result<Option<i64>, StoreError> {
-        self.read(|db| db.next_memory_job_at())
-    }
-
-    async fn memory_jobs(&self, limit: u32) -> Result<Vec<MemoryJob>, StoreError> {
-        self.read(|db| db.memory_jobs(limit))
-    }
-
-    async fn end_memory_job(
-        &self,
-        id: i64,
-        end: JobEnd,
-        error: Option<&str>,
-    ) -> Result<bool, StoreError> {
-        let error = error.map(str::to_string);
-        self.write(move |db| db.end_memory_job(id, end, error.as_deref()))
-            .await
-    }
-
-    async fn drop_memory_job(&self, id: i64) -> Result<(), StoreError> {
-        self.write(move |db| db.drop_memory_job(id)).await
-    }
-
-    async fn defer_memory_job(
-        &self,
-        id: i64,
-        not_before: i64,
-        failed_attempt: bool,
-        why: &str,
-    ) -> Result<(), StoreError> {
-        let why = why.to_string();
-        self.write(move |db| db.defer_memory_job(id, not_before, failed_attempt, &why))
-            .await
-    }
-
-    async fn record_memory_call(&self, call: &CallRecord) -> Result<i64, StoreError> {
-        let call = call.clone();
-        self.write(move |db| db.record_memory_call(&call)).await
-    }
-
-    async fn memory_calls(&self, task_id: TaskId) -> Result<Vec<(i64, CallRecord)>, StoreError> {
-        self.read(|db| db.memory_calls(task_id))
-    }
-
-    async fn memory_tokens_since(&self, agent: &str, since_ms: i64) -> Result<u64, StoreError> {
-        self.read(|db| db.memory_tokens_since(agent, since_ms))
-    }
-
-    async fn memory_root_seen(
-        &self,
-        agent: &str,
-        root: TaskId,
-        task: TaskId,
-        conversation: Option<&str>,
-        frequency: u32,
-    ) -> Result<Option<i64>, StoreError> {
-        let agent = agent.to_string();
-        let conversation = conversation.map(str::to_string);
-        self.write(move |db| {
-            db.memory_root_seen(&agent, root, task, conversation.as_deref(), frequency)
-        })
-        .await
-    }
-
-    async fn idle_consolidations(
-        &self,
-        idle_before: i64,
-    ) -> Result<Vec<(String, i64)>, StoreError> {
-        self.write(move |db| db.idle_consolidations(idle_before))
-            .await
-    }
-
-    async fn recall_seqs(&self, task: TaskId, conversation: &str) -> Result<Vec<i64>, StoreError> {
-        self.read(|db| db.recall_seqs(task, conversation))
+        }
     }
 }
 

@@ -16,7 +16,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::Admin;
-use crate::commands::validate::validate_text;
+use crate::validation::validate_text;
 
 /// `GET /admin/api/config`: `{"file", "text", "etag"}`, the ETag also as a header.
 pub async fn read(State(admin): State<Arc<Admin>>) -> Response {

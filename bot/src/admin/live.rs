@@ -270,7 +270,7 @@ pub async fn tasks(State(admin): State<Arc<Admin>>) -> Response {
                         "conversation": root.conversation_id,
                         "platform": platforms.get(&root.conversation_id).map_or("cli", String::as_str),
                         "agent": root.agent,
-                        "input": crate::commands::tasks::one_line(&root.input, 120),
+                        "input": crate::term::one_line(&root.input, 120),
                         "state": root.state.as_str(),
                         "live": !root.state.is_terminal(),
                         "created_at": root.created_at,

@@ -41,7 +41,7 @@ pub async fn blocks(State(admin): State<Arc<Admin>>) -> Response {
     let Some(live) = admin.live.get() else {
         return not_running();
     };
-    let database = crate::commands::database_path(&live.get());
+    let database = crate::setup::database_path(&live.get());
     let read = tokio::task::spawn_blocking(move || {
         if !database.exists() {
             return Ok(Vec::new());
@@ -162,7 +162,7 @@ async fn read_facts<T: Send + 'static>(
     let Some(live) = admin.live.get() else {
         return Err(not_running());
     };
-    let database = crate::commands::database_path(&live.get());
+    let database = crate::setup::database_path(&live.get());
     let done = tokio::task::spawn_blocking(move || {
         if !database.exists() {
             return Ok(None);
@@ -216,7 +216,7 @@ pub async fn facts(
     let time = |name: &str, text: Option<String>| -> Result<Option<i64>, String> {
         match text.filter(|t| !t.trim().is_empty()) {
             None => Ok(None),
-            Some(t) => crate::commands::memory_facts::parse_time(&t)
+            Some(t) => opc_memory::facts::time::parse_time(&t)
                 .map(Some)
                 .map_err(|e| format!("`{name}`: {e}")),
         }
@@ -249,7 +249,7 @@ pub async fn facts(
             "agent": agent,
             "archival": archival,
             "view": name,
-            "time": time.map(crate::commands::memory_facts::rfc3339),
+            "time": time.map(opc_memory::facts::time::format_time),
             "facts": found.unwrap_or_default().iter().map(FactVersion::to_json).collect::<Vec<_>>(),
         }))
         .into_response(),

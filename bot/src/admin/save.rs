@@ -33,7 +33,7 @@ use similar::{ChangeTag, TextDiff};
 
 use super::Admin;
 use super::config::{error, etag_of, rejected, too_large};
-use crate::commands::validate::validate_text;
+use crate::validation::validate_text;
 
 /// Where earlier versions and the audit log live, relative to the config file's directory.
 pub(super) const HISTORY_DIR: &str = ".opc/config-history";

@@ -27,7 +27,7 @@ use opc_agents::store::{ApprovalOption, OptionOutcome, resolve_options};
 use opc_agents::{Engine, EngineOptions, Event, Outcome, TaskId, TaskState};
 use tokio::sync::{broadcast, mpsc};
 
-use super::{eprint, print};
+use crate::term::{eprint, print};
 
 /// Options of `opc chat`.
 #[derive(Debug, clap::Args)]
@@ -46,15 +46,15 @@ pub struct ChatArgs {
 }
 
 pub fn run(path: &Path, args: ChatArgs) -> ExitCode {
-    let loaded = match super::load_config(path) {
+    let loaded = match crate::setup::load_config(path) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    let store = match super::open_store(&loaded) {
+    let store = match crate::setup::open_store(&loaded) {
         Ok(store) => store,
         Err(code) => return code,
     };
-    match super::runtime() {
+    match crate::setup::runtime() {
         Ok(runtime) => runtime.block_on(chat(loaded, store, args)),
         Err(code) => code,
     }
@@ -66,7 +66,7 @@ pub async fn engine(
     store: opc_agents::SqliteStore,
     options: EngineOptions,
 ) -> Result<(Engine, RecallParts), String> {
-    if let Some((provider, var)) = missing_key(loaded) {
+    if let Some((provider, var)) = crate::setup::missing_key(loaded) {
         return Err(format!(
             "error: the API key for provider `{provider}` is missing: set the environment variable {var}\n\
              hint: `export {var}=…`, or point the agents at a keyless OpenAI-compatible server \
@@ -97,22 +97,6 @@ pub async fn engine(
     Ok((engine, recall))
 }
 
-/// The first provider the org uses whose key variable is unset: `(provider, variable)`.
-pub fn missing_key(loaded: &opc_hierarchy::Loaded) -> Option<(String, String)> {
-    let used = used_providers(loaded);
-    loaded
-        .config
-        .framework
-        .providers
-        .iter()
-        .filter(|(name, _)| used.contains(name))
-        .find_map(|(name, provider)| {
-            let var = provider.api_key_env.as_ref()?;
-            let set = std::env::var(var.name()).is_ok_and(|v| !v.trim().is_empty());
-            (!set).then(|| (name.clone(), var.name().to_string()))
-        })
-}
-
 /// Recall memory's moving parts, owned by whoever runs the engine: dropping this stops the indexer.
 pub struct RecallParts {
     /// Receives the embedding model when it loads (`opc run` loads it in the background).
@@ -130,7 +114,7 @@ pub async fn build_engine(
     store: opc_agents::SqliteStore,
     options: EngineOptions,
 ) -> Result<(Engine, RecallParts), String> {
-    let db = super::database_path(loaded);
+    let db = crate::setup::database_path(loaded);
     // Recall memory: the engine appends every task and answer in the turn's own transaction; the
     // indexer (woken after each of those commits) keeps BM25 and the vectors caught up.
     let embed = opc_memory::embed::EmbedSlot::new();
@@ -172,7 +156,7 @@ pub async fn build_engine(
     })
     .await
     .map_err(|e| format!("error: {e}\n"))?;
-    eprint(&super::inactive_note(&loaded.config));
+    eprint(&crate::setup::inactive_note(&loaded.config));
     Ok((
         engine,
         RecallParts {
@@ -181,25 +165,6 @@ pub async fn build_engine(
             _indexer: indexer,
         },
     ))
-}
-
-/// Providers that some agent's model, or the fast model, resolves to.
-fn used_providers(loaded: &opc_hierarchy::Loaded) -> Vec<String> {
-    let framework = &loaded.config.framework;
-    let mut models: Vec<&str> = loaded
-        .config
-        .agents
-        .values()
-        .map(|a| a.model.as_deref().unwrap_or(&framework.default_model))
-        .collect();
-    models.push(framework.fast_model());
-    let mut used: Vec<String> = models
-        .into_iter()
-        .filter_map(|m| framework.resolve_model(m).ok().map(|(p, _)| p.to_string()))
-        .collect();
-    used.sort();
-    used.dedup();
-    used
 }
 
 async fn chat(

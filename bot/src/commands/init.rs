@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use super::{eprint, print};
+use crate::term::{eprint, print};
 
 /// (path relative to DIR, contents)
 const FILES: &[(&str, &str)] = &[

@@ -14,7 +14,7 @@ use opc_memory::embed::{EmbedSlot, MiniLm};
 use opc_memory::recall::eval::{self, Config};
 use opc_memory::recall::{Mode, Query, RecallStore, Tuning};
 
-use super::{eprint, print};
+use crate::term::{eprint, print};
 
 /// `opc memory …`
 #[derive(Debug, Subcommand)]
@@ -139,7 +139,7 @@ pub fn run(config: &Path, command: MemoryCommand) -> ExitCode {
 }
 
 fn search(config: &Path, text: &str, agent: &str, mode: Mode, limit: usize) -> ExitCode {
-    let loaded = match super::load_config(config) {
+    let loaded = match crate::setup::load_config(config) {
         Ok(l) => l,
         Err(code) => return code,
     };
@@ -158,7 +158,7 @@ fn search(config: &Path, text: &str, agent: &str, mode: Mode, limit: usize) -> E
     let namespaces =
         opc_memory::acl::Acl::new(&loaded.config, std::sync::Arc::new(loaded.org.clone()))
             .readable(agent);
-    let db = super::database_path(&loaded);
+    let db = crate::setup::database_path(&loaded);
     if !db.exists() {
         // Nothing was ever stored: say so rather than create an empty database the engine did not ask for.
         print(&format!(

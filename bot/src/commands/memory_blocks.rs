@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use opc_memory::blocks::{self, Block, HistoryEntry, SHARED, agent_namespace};
 
-use super::{eprint, print};
+use crate::term::{eprint, print};
 
 /// Options of `opc memory show`.
 #[derive(Debug, clap::Args)]
@@ -32,8 +32,8 @@ pub struct HistoryArgs {
 
 /// Open the database read-only; `Ok(None)` when it or the memory tables do not exist yet.
 fn open(path: &Path) -> Result<Option<(opc_hierarchy::Loaded, rusqlite::Connection)>, ExitCode> {
-    let loaded = super::load_config(path)?;
-    let database = super::database_path(&loaded);
+    let loaded = crate::setup::load_config(path)?;
+    let database = crate::setup::database_path(&loaded);
     if !database.exists() {
         return Ok(None);
     }

@@ -13,12 +13,12 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use opc_memory::embed::EmbedSlot;
-/// TIME on the command line and in the console (RFC 3339 with an offset, or a date: its start, UTC),
-/// and times printed (RFC 3339, UTC): the facts store's own, so what is typed reads as it is stored.
-pub use opc_memory::facts::time::{format_time as rfc3339, parse_time};
+// TIME on the command line (RFC 3339 with an offset, or a date: its start, UTC), and times printed
+// (RFC 3339, UTC): the facts store's own, as the console's are, so what is typed reads as it is stored.
+use opc_memory::facts::time::{format_time as rfc3339, parse_time};
 use opc_memory::facts::{FactStore, FactVersion, View};
 
-use super::{eprint, print};
+use crate::term::{eprint, print};
 
 /// Options of `opc memory facts`.
 #[derive(Debug, clap::Args)]
@@ -66,7 +66,7 @@ impl FactsArgs {
 
 /// `opc memory facts AGENT …`.
 pub fn facts(config: &Path, args: FactsArgs) -> ExitCode {
-    let loaded = match super::load_config(config) {
+    let loaded = match crate::setup::load_config(config) {
         Ok(l) => l,
         Err(code) => return code,
     };
@@ -86,7 +86,7 @@ pub fn facts(config: &Path, args: FactsArgs) -> ExitCode {
         ));
     }
     let view = args.view();
-    let database = super::database_path(&loaded);
+    let database = crate::setup::database_path(&loaded);
     let versions = if database.exists() {
         let store = match FactStore::open_read_only(&database, EmbedSlot::new()) {
             Ok(store) => store,

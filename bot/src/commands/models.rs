@@ -10,7 +10,7 @@ use clap::Subcommand;
 use opc_privacy::detect::ner::{NerLoader, NerState};
 use opc_privacy::detect::{NerSlot, Rampart};
 
-use super::{eprint, print};
+use crate::term::{eprint, print};
 
 /// `opc models …`
 #[derive(Debug, Subcommand)]

@@ -39,7 +39,7 @@ use opc_privacy::detect::{DetectOptions, Detector, NerSlot};
 use opc_privacy::{Entity, EntityType, Style, Vault};
 use serde_json::{Value, json};
 
-use super::eprint;
+use crate::term::eprint;
 
 mod erase;
 
@@ -52,8 +52,9 @@ pub enum PrivacyCommand {
         /// A JSON-lines file; stdin when absent.
         file: Option<PathBuf>,
     },
-    /// Score the detector on labelled JSON-lines files (the ../shared/data/pii shapes, or the generated
-    /// corpus): per-type precision, recall, F1 and F2 at token and span level.
+    /// Score the detector on labelled JSON-lines files, one
+    /// `{"text": …, "entities": [{"type", "start", "end"}]}` per line (offsets in code points):
+    /// per-type precision, recall, F1 and F2 at token and span level.
     Eval {
         /// Files to score.
         #[arg(required = true)]
@@ -200,7 +201,7 @@ fn detector_for(
         }
         return Ok((Detector::new(options, ner), Style::Fake, configured));
     }
-    let mut loaded = super::load_config(config)?;
+    let mut loaded = crate::setup::load_config(config)?;
     let style = match loaded.config.framework.privacy.mode {
         PrivacyMode::Redact => Style::Placeholder,
         PrivacyMode::Mask | PrivacyMode::Route => Style::Fake,
@@ -307,7 +308,12 @@ fn detect(detector: &Detector, file: Option<&Path>) -> ExitCode {
         let line = line.strip_suffix('\n').unwrap_or(&line);
         let line = line.strip_suffix('\r').unwrap_or(line);
         let text = serde_json::from_str::<Value>(line)
-            .map_err(|e| format!("not JSON ({e})"))
+            .map_err(|e| {
+                format!(
+                    "not JSON ({e}): each line is one object like {{\"text\": \"Call Ann on …\"}}; \
+                     for plain text use `opc privacy mask`, or wrap each line with `jq -Rc '{{text: .}}'`"
+                )
+            })
             .and_then(|v| {
                 v.get("text")
                     .and_then(Value::as_str)

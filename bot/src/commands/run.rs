@@ -37,11 +37,11 @@ use opc_hierarchy::Loaded;
 use opc_hierarchy::schema::{EnvVar, SlackMode as ConfigSlackMode};
 use tokio::sync::mpsc;
 
-use super::{eprint, print};
 use crate::gateway::threads::Threads;
 use crate::gateway::{Gateway, Parts};
 use crate::live::LiveConfig;
 use crate::reload::Reloader;
+use crate::term::{eprint, print};
 
 mod routes;
 
@@ -51,7 +51,7 @@ const INBOX_CAPACITY: usize = 4096;
 
 pub fn run(path: &Path, listen: Option<SocketAddr>) -> ExitCode {
     let started = Instant::now();
-    let loaded = match super::load_config(path) {
+    let loaded = match crate::setup::load_config(path) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
@@ -62,7 +62,7 @@ pub fn run(path: &Path, listen: Option<SocketAddr>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match super::runtime() {
+    match crate::setup::runtime() {
         Ok(runtime) => runtime.block_on(serve(Arc::new(loaded), path, address, started)),
         Err(code) => code,
     }
@@ -194,11 +194,11 @@ async fn serve(
             return ExitCode::from(2);
         }
     };
-    let store = match super::open_store(&loaded) {
+    let store = match crate::setup::open_store(&loaded) {
         Ok(store) => store,
         Err(code) => return code,
     };
-    let threads = match Threads::open(&super::database_path(&loaded)) {
+    let threads = match Threads::open(&crate::setup::database_path(&loaded)) {
         Ok(threads) => threads,
         Err(e) => {
             eprint(&format!("error: {e}\n"));
@@ -213,7 +213,7 @@ async fn serve(
             "opc: removed {stale} sandbox scratch dir(s) left by a crashed OPC\n"
         ));
     }
-    let missing_key = super::chat::missing_key(&loaded);
+    let missing_key = crate::setup::missing_key(&loaded);
     let options = EngineOptions {
         // With no key, resumed trees could only fail; they wait for a restart with the key set.
         resume_suspended: missing_key.is_none(),
@@ -259,7 +259,7 @@ async fn serve(
     let web = match WebChat::new(
         WebConfig {
             title: loaded.config.framework.name.clone(),
-            database: Some(super::database_path(&loaded)),
+            database: Some(crate::setup::database_path(&loaded)),
         },
         inbox.clone(),
     ) {

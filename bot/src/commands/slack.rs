@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use opc_adapters::slack::manifest::{self, Delivery};
 use opc_hierarchy::schema::SlackMode;
 
-use super::{eprint, print};
+use crate::term::{eprint, print};
 
 /// `opc slack …`
 #[derive(Debug, clap::Subcommand)]
@@ -46,7 +46,7 @@ pub fn run(config: &Path, command: SlackCommand) -> ExitCode {
 }
 
 fn print_manifest(path: &Path, url: Option<&str>) -> ExitCode {
-    let loaded = match super::load_config(path) {
+    let loaded = match crate::setup::load_config(path) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };

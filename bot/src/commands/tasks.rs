@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use opc_agents::store::{Store as _, TaskPrivacy, TaskRecord, ToolCallRecord, Totals};
 
-use super::{eprint, print};
+use crate::term::{eprint, one_line, print};
 
 /// Options of `opc tasks`.
 #[derive(Debug, clap::Args)]
@@ -26,11 +26,11 @@ pub struct TasksArgs {
 }
 
 pub fn run(path: &Path, args: TasksArgs) -> ExitCode {
-    let loaded = match super::load_config(path) {
+    let loaded = match crate::setup::load_config(path) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    let database = super::database_path(&loaded);
+    let database = crate::setup::database_path(&loaded);
     if !database.exists() {
         print(&format!(
             "No tasks yet ({} does not exist). Start one with `opc chat \"…\"`.\n",
@@ -38,11 +38,11 @@ pub fn run(path: &Path, args: TasksArgs) -> ExitCode {
         ));
         return ExitCode::SUCCESS;
     }
-    let store = match super::open_store(&loaded) {
+    let store = match crate::setup::open_store(&loaded) {
         Ok(store) => store,
         Err(code) => return code,
     };
-    let runtime = match super::runtime() {
+    let runtime = match crate::setup::runtime() {
         Ok(runtime) => runtime,
         Err(code) => return code,
     };
@@ -74,16 +74,6 @@ fn duration(task: &TaskRecord, now: i64) -> String {
         format!("{:.1}s", ms as f64 / 1000.0)
     } else {
         format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60)
-    }
-}
-
-pub(crate) fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        let cut: String = flat.chars().take(max.saturating_sub(1)).collect();
-        format!("{cut}…")
     }
 }
 

@@ -7,11 +7,11 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use opc_hierarchy::{ConfigError, Diagnostic, Inactive, Report};
-use serde_json::{Value, json};
+use opc_hierarchy::{ConfigError, Inactive, Report};
 
-use super::{eprint, print};
 use crate::Format;
+use crate::term::{eprint, print};
+use crate::validation::{report_json, unreadable_json};
 
 const INVALID: u8 = 1;
 const UNREADABLE: u8 = 2;
@@ -24,7 +24,7 @@ pub fn run(path: &Path, format: Format) -> ExitCode {
             match format {
                 Format::Text => {
                     eprint(&loaded.report.render(true));
-                    eprint(&super::inactive_note(&loaded.config));
+                    eprint(&crate::setup::inactive_note(&loaded.config));
                     eprint(&sandbox_note(&loaded.config));
                     print(&format!(
                         "{shown}: valid — {} agents, {} level{}{}\n",
@@ -60,14 +60,14 @@ pub fn run(path: &Path, format: Format) -> ExitCode {
             ExitCode::from(INVALID)
         }
         Err(error @ ConfigError::Unreadable { .. }) => {
+            let (error, hint) = crate::setup::unreadable(
+                path,
+                &error,
+                "pass --config PATH, set $OPC_CONFIG, or run `opc init` to create opc.config.yaml",
+            );
             match format {
-                Format::Text => eprint(&format!(
-                    "error: {error}\nhint: pass --config PATH, set $OPC_CONFIG, or run `opc init` to create opc.config.yaml\n"
-                )),
-                Format::Json => print(&format!(
-                    "{}\n",
-                    json!({"file": shown, "valid": false, "unreadable": error.to_string(), "errors": [], "warnings": [], "inactive": []})
-                )),
+                Format::Text => eprint(&format!("error: {error}\nhint: {hint}\n")),
+                Format::Json => print(&format!("{}\n", unreadable_json(&shown, &error))),
             }
             ExitCode::from(UNREADABLE)
         }
@@ -123,35 +123,4 @@ fn plural_suffix(prefix: &str, count: usize, noun: &str) -> String {
 /// `inactive` is listed only for a valid config: an invalid one runs nothing.
 fn print_json(file: &str, valid: bool, report: &Report, inactive: &[Inactive]) {
     print(&format!("{}\n", report_json(file, valid, report, inactive)));
-}
-
-/// The object `opc validate --format json` prints (the admin console's validation returns the same).
-pub fn report_json(file: &str, valid: bool, report: &Report, inactive: &[Inactive]) -> Value {
-    let list = |items: Vec<&Diagnostic>| serde_json::to_value(items).unwrap_or_default();
-    json!({
-        "file": file,
-        "valid": valid,
-        "unreadable": null,
-        "errors": list(report.errors().collect()),
-        "warnings": list(report.warnings().collect()),
-        "inactive": serde_json::to_value(inactive).unwrap_or_default(),
-    })
-}
-
-/// Validate config `text` as if it were the file `file` (prompt files are looked up in `base_dir`),
-/// with the same checks and the same JSON as `opc validate --format json`.
-pub fn validate_text(file: &str, text: String, base_dir: &Path) -> Value {
-    match opc_hierarchy::parse(file, text, Some(base_dir)) {
-        Ok(loaded) => report_json(
-            file,
-            true,
-            &loaded.report,
-            &opc_hierarchy::inactive(&loaded.config),
-        ),
-        Err(ConfigError::Invalid(report)) => report_json(file, false, &report, &[]),
-        // Text has no file to fail reading; kept total for the type's sake.
-        Err(error @ ConfigError::Unreadable { .. }) => {
-            json!({"file": file, "valid": false, "unreadable": error.to_string(), "errors": [], "warnings": [], "inactive": []})
-        }
-    }
 }

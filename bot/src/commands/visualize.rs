@@ -12,7 +12,7 @@ use anstyle::{AnsiColor, Style};
 use opc_hierarchy::schema::Agent;
 use opc_hierarchy::{ConfigError, Loaded};
 
-use super::{eprint, print};
+use crate::term::{eprint, print};
 
 const ID: Style = Style::new().bold();
 const ROLE: Style = AnsiColor::Cyan.on_default();
@@ -42,15 +42,19 @@ pub fn run(path: &Path) -> ExitCode {
     }
 }
 
-/// The whole picture for stdout: wrapped to the terminal's width when stdout is one, unwrapped when
-/// it is piped (so scripts get one line per agent).
+/// The whole picture for stdout: wrapped to the terminal's width when stdout is one, or to `COLUMNS`
+/// when that is set (a pager or a terminal the size query cannot see, such as some CI logs and
+/// editors' consoles); unwrapped otherwise (so scripts get one line per agent).
 pub fn draw(loaded: &Loaded) -> String {
     use std::io::IsTerminal;
-    let width = std::io::stdout()
+    let terminal = std::io::stdout()
         .is_terminal()
         .then(|| terminal_size::terminal_size().map(|(w, _)| usize::from(w.0)))
         .flatten();
-    draw_to_width(loaded, width)
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok());
+    draw_to_width(loaded, terminal.or(columns).filter(|w| *w > 0))
 }
 
 /// A heading, then the tree from the root down. With a `width`, an agent's description continues on

@@ -8,47 +8,28 @@ use std::sync::Arc;
 
 use opc_adapters::{Action, Adapter, Command, Inbound, Platform, Posted, User};
 use opc_agents::store::{Decided, TaskId};
+use opc_hierarchy::Config;
 use opc_hierarchy::schema::Approver;
 
 use super::Gateway;
 use super::commands;
 
 impl Gateway {
-    /// Whether `user` may decide for `agent` (or, for the root agent, cancel its trees): the global
-    /// approvers plus the agent's own. On the web chat the operator decides: it is bound to loopback
-    /// or guarded by an access token, like the terminal `opc chat` is.
+    /// Whether `user` may decide for `agent` (or, for the root agent, cancel its trees): one of its
+    /// approvers ([`approvers`]). On the web chat the operator decides: it is bound to loopback or
+    /// guarded by an access token, like the terminal `opc chat` is.
     pub(super) fn is_approver(&self, user: &User, platform: Platform, agent: &str) -> bool {
         if platform == Platform::Web {
             return true;
         }
         let loaded = self.inner.live.get();
-        let config = &loaded.config;
-        let own = config
-            .agents
-            .get(agent)
-            .map(|a| a.approvers.as_slice())
-            .unwrap_or_default();
-        config
-            .gateway
-            .approvers
-            .iter()
-            .chain(own)
-            .any(|approver| approver_matches(approver, platform, user))
+        approvers(&loaded.config, agent).any(|approver| approver_matches(approver, platform, user))
     }
 
+    /// Who may decide for `agent`, as the refusal names them: `platform:id` or `platform:role:id`.
     fn approvers_of(&self, agent: &str) -> Vec<String> {
         let loaded = self.inner.live.get();
-        let config = &loaded.config;
-        let own = config
-            .agents
-            .get(agent)
-            .map(|a| a.approvers.as_slice())
-            .unwrap_or_default();
-        config
-            .gateway
-            .approvers
-            .iter()
-            .chain(own)
+        approvers(&loaded.config, agent)
             .map(|a| {
                 format!(
                     "{}:{}{}",
@@ -120,12 +101,12 @@ impl Gateway {
         };
         let by = format!("{} ({platform}:{})", inbound.user.name, inbound.user.id);
         let answer = match engine.decide(approval, &choice, &by).await {
-            Ok(Decided::Recorded(done)) => {
+            // The card itself is redrawn with the decision and who made it (cards.rs, on the
+            // engine's `approval_resolved`), on every platform it was posted to: a notice saying
+            // the same again would only repeat it.
+            Ok(Decided::Recorded(_)) => {
                 tracing::info!(%platform, approval, "approval decided");
-                format!(
-                    "Recorded for approval #{approval}: **{}**.",
-                    done.decision_text().unwrap_or(choice)
-                )
+                return;
             }
             Ok(Decided::AlreadyDecided(done)) | Ok(Decided::Expired(done)) => format!(
                 "Approval #{approval} was already decided: **{}**.",
@@ -185,6 +166,17 @@ impl Gateway {
             Err(_) => format!("There is no task #{task}; `/status` lists the running ones."),
         }
     }
+}
+
+/// The approvers of `agent`: the global ones (`gateway.approvers`), then the agent's own. The one
+/// walk of the chain, so who may decide and who a refusal names cannot disagree.
+fn approvers<'a>(config: &'a Config, agent: &str) -> impl Iterator<Item = &'a Approver> {
+    let own = config
+        .agents
+        .get(agent)
+        .map(|a| a.approvers.as_slice())
+        .unwrap_or_default();
+    config.gateway.approvers.iter().chain(own)
 }
 
 fn approver_matches(approver: &Approver, platform: Platform, user: &User) -> bool {

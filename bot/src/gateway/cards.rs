@@ -64,6 +64,10 @@ impl Gateway {
             path,
             summary: approval.summary.clone(),
             options: approval.labels(),
+            go_ahead: approval
+                .options
+                .iter()
+                .position(|o| o.outcome == opc_agents::store::OptionOutcome::Approve),
             state: CardState::Pending,
         }
     }

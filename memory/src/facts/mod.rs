@@ -13,9 +13,10 @@
 //! - the BM25 index (FTS5) is written in the same transaction as the versions, so it never lags;
 //!   vectors are derived and optional (BM25 alone until the embedder loads).
 //!
-//! Map: [`schema_sql`] (migration 4), [`time`] (RFC 3339), [`entities`] (subjects, aliases),
-//! [`apply`] (a batch in one transaction), [`query`] (the views), [`search`] (hybrid BM25 + vectors),
-//! [`ops`] (the `record_facts` tool), [`prompt`] (the memory calls' text), [`json`] (renderings).
+//! Map: the tables are memory's migration 4 ([`crate::schema::facts`]); [`time`] (RFC 3339),
+//! [`entities`] (subjects, aliases), [`apply`] (a batch in one transaction), [`query`] (the views),
+//! [`search`] (hybrid BM25 + vectors), [`ops`] (the `record_facts` tool), [`prompt`] (the memory
+//! calls' text), [`json`] (renderings).
 
 pub mod apply;
 pub mod entities;
@@ -23,7 +24,6 @@ pub mod json;
 pub mod ops;
 pub mod prompt;
 pub mod query;
-pub mod schema_sql;
 pub mod search;
 pub mod time;
 
@@ -278,12 +278,6 @@ struct Inner {
 /// Current versions embedded after a batch, at most (the rest at the next batch or
 /// [`FactStore::embed_pending`]).
 const BACKFILL: usize = 32;
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
 
 impl FactStore {
     fn db_err(&self, source: rusqlite::Error) -> FactError {
@@ -757,11 +751,6 @@ impl FactStore {
         )
         .map_err(|e| self.db_err(e))?;
         Ok(())
-    }
-
-    /// The current time in Unix ms (for callers that have no clock of their own).
-    pub fn now_ms() -> i64 {
-        now_ms()
     }
 }
 

@@ -1,6 +1,6 @@
 //! The views as SQL over the indexes of migration 4, and reading versions back.
 //!
-//! Each view is one indexed query (see [`super::schema_sql`] for the indexes):
+//! Each view is one indexed query (see [`crate::schema::facts`] for the indexes):
 //! - `Current`: the partial index of current versions, `(namespace, recorded_at)`;
 //! - `BelievedAt(t)`: current versions recorded by t (same index) UNION ALL closed versions with
 //!   `invalidated_at > t` and `recorded_at <= t` (the closed index holds both columns, so versions

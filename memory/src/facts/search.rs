@@ -6,7 +6,7 @@
 //! are plain SQL joined to the match, and a read-only CLI beside a running `opc run` sees exactly
 //! what is committed. The cost: FTS5 scores every matching row (no top-k pruning like tantivy's), so
 //! the current facts have their own index (a tenth of the rows at ten versions a fact) and the
-//! reader's namespaces are ANDed into the match (see [`super::schema_sql`]).
+//! reader's namespaces are ANDed into the match (see [`crate::schema::facts`]).
 //!
 //! Vectors: each version's MiniLM vector is stored as int8 with one scale (`memory_fact_vectors`,
 //! 388 bytes a version). Only the **current** versions' vectors are held in memory (that is what

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::time::parse_time;
 use super::*;
 use crate::embed::{DIM, EmbedError, Embedder};
+use crate::test_support::bag_of_words;
 
 fn store() -> (tempfile::TempDir, FactStore) {
     let dir = tempfile::tempdir().unwrap();
@@ -736,28 +737,14 @@ impl Embedder for BagOfWords {
         Ok(texts
             .iter()
             .map(|t| {
-                let mut v = vec![0f32; DIM];
-                for w in t
-                    .split(|c: char| !c.is_alphanumeric())
-                    .filter(|w| !w.is_empty())
-                {
-                    let w = w.to_lowercase();
+                bag_of_words(t, |w| {
                     // "release" means "launch" to this model: found by meaning, not by words.
-                    let w = if w == "release" {
-                        "launch".to_string()
-                    } else {
-                        w
-                    };
+                    let w = if w == "release" { "launch" } else { w };
                     let h = w
                         .bytes()
                         .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
-                    v[(h % DIM as u64) as usize] += 1.0;
-                }
-                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-                if n > 0.0 {
-                    v.iter_mut().for_each(|x| *x /= n);
-                }
-                v
+                    (h % DIM as u64) as usize
+                })
             })
             .collect())
     }

@@ -1,7 +1,16 @@
-//! Calendar arithmetic for the indexed text (no time-zone database: dates are UTC).
+//! Dates for the indexed text, in UTC (no time-zone database), so "8 May 2023" can be put into the
+//! text that BM25 and the embedder see.
 //!
-//! Days from/to the civil calendar by Howard Hinnant's algorithms (exact for the proleptic Gregorian
-//! calendar), so "8 May 2023" can be put into the text that BM25 and the embedder see.
+//! The calendar is `jiff`'s (the crate facts already use for RFC 3339); this module only knows the
+//! two text shapes: the rendered day, and LoCoMo's session times.
+//!
+//! Invariant: both functions cover jiff's range (years -9999..=9999), which holds every time a clock
+//! or a conversation gives; outside it `render_day` shows the raw number and `parse_locomo` says
+//! `None`, never a wrong date.
+
+use jiff::Timestamp;
+use jiff::civil::Date;
+use jiff::tz::Offset;
 
 const MONTHS: [&str; 12] = [
     "January",
@@ -18,41 +27,26 @@ const MONTHS: [&str; 12] = [
     "December",
 ];
 
-/// Days since 1970-01-01 of a civil date.
-pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
+const MS_PER_DAY: i64 = 86_400_000;
 
-/// Civil date (year, month 1–12, day 1–31) of days since 1970-01-01.
-pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// "8 May 2023" for a time in ms since the epoch.
+/// "8 May 2023" for a time in ms since the epoch (UTC).
 pub fn render_day(time_ms: i64) -> String {
-    let (y, m, d) = civil_from_days(time_ms.div_euclid(86_400_000));
-    let month = MONTHS[(m as usize).saturating_sub(1).min(11)];
-    format!("{d} {month} {y}")
+    match Timestamp::from_millisecond(time_ms) {
+        Ok(ts) => {
+            let date = Offset::UTC.to_datetime(ts).date();
+            let month = MONTHS[usize::try_from(date.month() - 1).unwrap_or(0).min(11)];
+            format!("{} {month} {}", date.day(), date.year())
+        }
+        // Beyond years ±9999: cannot come from a clock or `parse_locomo`; render the number.
+        Err(_) => format!("@{time_ms}ms"),
+    }
 }
 
 /// Parse LoCoMo's "1:56 pm on 8 May, 2023" into ms since the epoch (UTC); `None` when it is not
 /// that shape.
+///
+/// The day and the clock are counted on from the first of the month (as earlier builds did), so
+/// "31 February" is 3 March in a common year, not an error.
 pub fn parse_locomo(s: &str) -> Option<i64> {
     let (clock, day) = s.split_once(" on ")?;
     let mut clock_parts = clock.split_whitespace();
@@ -73,9 +67,13 @@ pub fn parse_locomo(s: &str) -> Option<i64> {
     let m = MONTHS
         .iter()
         .position(|x| x.eq_ignore_ascii_case(month))
-        .and_then(|i| u32::try_from(i + 1).ok())?;
-    let y: i64 = parts.next()?.parse().ok()?;
-    Some((days_from_civil(y, m, d) * 86_400 + h * 3600 + min * 60) * 1000)
+        .and_then(|i| i8::try_from(i + 1).ok())?;
+    let y: i16 = parts.next()?.parse().ok()?;
+    let first = Offset::UTC
+        .to_timestamp(Date::new(y, m, 1).ok()?.at(0, 0, 0, 0))
+        .ok()?
+        .as_millisecond();
+    Some(first + (i64::from(d) - 1) * MS_PER_DAY + (h * 3600 + min * 60) * 1000)
 }
 
 #[cfg(test)]
@@ -83,13 +81,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn round_trips_and_parses_locomo_dates() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(civil_from_days(days_from_civil(2024, 2, 29)), (2024, 2, 29));
-        assert_eq!(
-            civil_from_days(days_from_civil(1999, 12, 31)),
-            (1999, 12, 31)
-        );
+    fn renders_days_and_parses_locomo_dates() {
+        assert_eq!(render_day(0), "1 January 1970");
+        assert_eq!(render_day(-1), "31 December 1969");
+        assert_eq!(render_day(1_709_164_800_000), "29 February 2024");
+        assert_eq!(render_day(946_684_799_999), "31 December 1999");
         let t = parse_locomo("1:56 pm on 8 May, 2023");
         assert_eq!(t, Some(1_683_554_160_000));
         assert_eq!(t.map(render_day).as_deref(), Some("8 May 2023"));
@@ -100,5 +96,17 @@ mod tests {
             Some("1 January 2020")
         );
         assert_eq!(parse_locomo("yesterday"), None);
+    }
+
+    #[test]
+    fn a_day_past_the_month_counts_on_and_the_calendar_ends_are_kept() {
+        assert_eq!(
+            parse_locomo("12:00 am on 31 February, 2023")
+                .map(render_day)
+                .as_deref(),
+            Some("3 March 2023")
+        );
+        assert_eq!(parse_locomo("1:00 pm on 1 May, 10000"), None);
+        assert_eq!(render_day(i64::MAX), format!("@{}ms", i64::MAX));
     }
 }

@@ -16,25 +16,16 @@
 //! and deletes the old segment files, then clears the erasure's `pending` column. A crash before that
 //! leaves `pending` set, and the next `opc privacy erase` finishes it first.
 //!
-//! The record (`recall_erasures`): when, the value's length in characters, and the counts per table.
-//! Never the value, nor a hash of it (a hash of an e-mail address is found again by hashing guesses).
+//! The record (`recall_erasures`, memory's migration 3 in [`crate::schema::erasures`]): when, the
+//! value's length in characters, and the counts per table. Never the value, nor a hash of it (a hash
+//! of an e-mail address is found again by hashing guesses).
 
+use opc_migrate::now_ms;
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::{Message, RecallError, RecallStore, vectors};
-
-/// Memory schema migration 3: the record of erasures.
-pub const V3: &str = "
-CREATE TABLE IF NOT EXISTS recall_erasures (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    at_ms       INTEGER NOT NULL,
-    value_chars INTEGER NOT NULL,
-    counts      TEXT    NOT NULL,
-    pending     TEXT
-);
-";
 
 /// The append-only guard, lifted for one transaction.
 #[must_use = "pass it to finish_rewrite, or the guard is not restored in this transaction"]
@@ -107,12 +98,6 @@ pub fn finish_rewrite(
         tx.execute_batch(&sql)?;
     }
     Ok(id)
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// What [`RecallStore::finish_erasures`] did.

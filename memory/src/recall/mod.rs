@@ -9,7 +9,7 @@
 //!   commit payload, the last vector row), so a crash between a row and its indexing loses nothing:
 //!   on the next start the indexer resumes after the cursor.
 //! - A write is one transaction that assigns the sequence number (the outbox is the range of rows
-//!   after an indexer's cursor, see [`schema_sql`]).
+//!   after an indexer's cursor, see [`crate::schema::recall`]).
 //! - Search never takes the writer's lock: it reads tantivy through its own reader, the vectors
 //!   through a read lock, and SQLite through a pooled read-only connection (WAL lets readers run
 //!   beside the writer).
@@ -22,7 +22,6 @@ pub mod erase;
 pub mod eval;
 pub mod fusion;
 pub mod message;
-pub mod schema_sql;
 pub mod vectors;
 
 use std::path::{Path, PathBuf};

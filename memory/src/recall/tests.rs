@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 
 use super::*;
 use crate::embed::{DIM, EmbedError, Embedder};
+use crate::test_support::bag_of_words;
 
 struct BagOfWords;
 
@@ -16,19 +17,11 @@ impl Embedder for BagOfWords {
         Ok(texts
             .iter()
             .map(|t| {
-                let mut v = vec![0f32; DIM];
-                for w in t
-                    .split(|c: char| !c.is_alphanumeric())
-                    .filter(|w| !w.is_empty())
-                {
-                    let h = w
-                        .to_lowercase()
-                        .bytes()
-                        .fold(5381usize, |h, b| h.wrapping_mul(33) ^ usize::from(b));
-                    v[h % DIM] += 1.0;
-                }
-                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-                v.into_iter().map(|x| x / n).collect()
+                bag_of_words(t, |w| {
+                    w.bytes()
+                        .fold(5381usize, |h, b| h.wrapping_mul(33) ^ usize::from(b))
+                        % DIM
+                })
             })
             .collect())
     }

@@ -6,6 +6,22 @@
 //! text order; the literal fragments are recorded so the tests can check that the tuning and held-out
 //! templates share no phrasing.
 
+/// The type names the templates label with: the config's vocabulary, plus `LOCATION`. Every split
+/// takes them from here, so a label cannot be misspelt in one split only.
+pub mod kind {
+    pub const PERSON_NAME: &str = "PERSON_NAME";
+    pub const ADDRESS: &str = "ADDRESS";
+    pub const LOCATION: &str = "LOCATION";
+    pub const PHONE: &str = "PHONE";
+    pub const EMAIL: &str = "EMAIL";
+    pub const URL: &str = "URL";
+    pub const IP_ADDRESS: &str = "IP_ADDRESS";
+    pub const CREDIT_CARD: &str = "CREDIT_CARD";
+    pub const IBAN: &str = "IBAN";
+    pub const SSN: &str = "SSN";
+    pub const API_KEY: &str = "API_KEY";
+}
+
 /// A gold span: type name and code-point offsets, end exclusive.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Span {

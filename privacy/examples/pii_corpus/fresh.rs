@@ -19,20 +19,12 @@ use fake::locales::{AR_SA, CY_GB, Data, EN, FA_IR, IT_IT, JA_JP, NL_NL, PT_PT, Z
 
 use super::Template;
 use super::doc::Doc;
+use super::doc::kind::{
+    ADDRESS as ADDR, API_KEY as KEY, CREDIT_CARD as CARD, EMAIL as MAIL, IBAN, IP_ADDRESS as IP,
+    LOCATION as LOC, PERSON_NAME as NAME, PHONE as TEL, SSN, URL as LINK,
+};
 use super::pools::{self, Culture};
 use super::values::{Address, Gen, Person, PhoneShapes, iban_from, in_split, luhn};
-
-const NAME: &str = "PERSON_NAME";
-const ADDR: &str = "ADDRESS";
-const LOC: &str = "LOCATION";
-const TEL: &str = "PHONE";
-const MAIL: &str = "EMAIL";
-const LINK: &str = "URL";
-const IP: &str = "IP_ADDRESS";
-const CARD: &str = "CREDIT_CARD";
-const IBAN: &str = "IBAN";
-const SSN: &str = "SSN";
-const KEY: &str = "API_KEY";
 
 /// (id, weight, template). Ids are this split's own (the tests check none is shared).
 pub const TEMPLATES: &[(&str, u32, Template)] = &[

@@ -7,16 +7,11 @@
 //! minutes with attendee lists, incident reports, clinic intake forms, classified ads, calendar
 //! invitations, contact cards, and log lines, invoices and changelogs with no personal data.
 
+use super::Template;
 use super::doc::Doc;
+use super::doc::kind::{ADDRESS as A, EMAIL as E, LOCATION as L, PERSON_NAME as P, PHONE as PH};
+use super::long::{self, Layout};
 use super::values::Gen;
-
-const P: &str = "PERSON_NAME";
-const A: &str = "ADDRESS";
-const L: &str = "LOCATION";
-const PH: &str = "PHONE";
-const E: &str = "EMAIL";
-
-type Template = fn(&mut Gen, &mut Doc);
 
 /// (id, weight, template).
 pub const TEMPLATES: &[(&str, u32, Template)] = &[
@@ -511,11 +506,15 @@ fn story(g: &mut Gen, d: &mut Doc) {
     } else {
         g.below(5) + 5
     };
-    for i in 0..n {
-        if i > 0 {
-            d.lit(if i % 5 == 0 { "\n" } else { " " });
-        }
-        let roll = if long && i < 2 * n / 3 { 9 } else { g.below(7) };
+    let layout = Layout {
+        sentences: n,
+        every: 5,
+        brk: "\n",
+        quiet: if long { 2 * n / 3 } else { 0 },
+        rolls: 7,
+        fillers: &filler,
+    };
+    long::write(g, d, &layout, |g, d, i, roll| {
         match roll {
             0 if i > 1 => {
                 d.lit("Later that week ").ent(P, &people[i % 3].full());
@@ -535,11 +534,10 @@ fn story(g: &mut Gen, d: &mut Doc) {
                     .ent(PH, &g.phone())
                     .lit(".");
             }
-            _ => {
-                d.lit(g.pick(&filler));
-            }
+            _ => return false,
         }
-    }
+        true
+    });
 }
 
 fn logs(g: &mut Gen, d: &mut Doc) {

@@ -9,16 +9,11 @@
 //! issues with reporter and assignee, and negatives of those kinds full of capitalised non-names. The held-out split's templates
 //! (`heldout.rs`) are written separately, with other phrasing, layouts and document kinds.
 
+use super::Template;
 use super::doc::Doc;
+use super::doc::kind::{ADDRESS as A, EMAIL as E, LOCATION as L, PERSON_NAME as P, PHONE as PH};
+use super::long::{self, Layout};
 use super::values::Gen;
-
-const P: &str = "PERSON_NAME";
-const A: &str = "ADDRESS";
-const L: &str = "LOCATION";
-const PH: &str = "PHONE";
-const E: &str = "EMAIL";
-
-type Template = fn(&mut Gen, &mut Doc);
 
 /// (id, weight, template).
 pub const TEMPLATES: &[(&str, u32, Template)] = &[
@@ -404,33 +399,36 @@ fn long_update(g: &mut Gen, d: &mut Doc) {
         g.below(4) + 4
     };
     let people: Vec<_> = (0..3).map(|_| g.person()).collect();
-    for i in 0..n {
-        if i > 0 {
-            d.lit(if i % 6 == 0 { "\n\n" } else { " " });
-        }
-        let roll = if long && i < n / 2 { 9 } else { g.below(6) };
-        match (i, roll) {
-            (_, 0) => {
+    let layout = Layout {
+        sentences: n,
+        every: 6,
+        brk: "\n\n",
+        quiet: if long { n / 2 } else { 0 },
+        rolls: 6,
+        fillers: &fillers,
+    };
+    long::write(g, d, &layout, |g, d, i, roll| {
+        match roll {
+            0 => {
                 d.ent(P, &people[i % 3].full())
                     .lit(" will take over the vendor calls while ");
                 d.ent(P, &people[(i + 1) % 3].short()).lit(" is away.");
             }
-            (_, 1) => {
+            1 => {
                 d.lit("Next week ")
                     .ent(P, &people[i % 3].short())
                     .lit(" flies to ");
                 d.ent(L, &g.place()).lit(" to meet the distributor.");
             }
-            (_, 2) if i > 1 => {
+            2 if i > 1 => {
                 d.lit("If anything urgent comes up, call ")
                     .ent(P, &people[i % 3].full());
                 d.lit(" on ").ent(PH, &g.phone()).lit(".");
             }
-            _ => {
-                d.lit(g.pick(&fillers));
-            }
+            _ => return false,
         }
-    }
+        true
+    });
 }
 
 fn ticket(g: &mut Gen, d: &mut Doc) {

@@ -11,7 +11,9 @@
 //! Every form is found at a digit (a house number, a postcode, a unit number), so the recogniser
 //! runs only on texts with a digit, and looks only around digits that start a word.
 
-use super::address_lines::{self, Part, Piece};
+use super::address_lines;
+use super::address_piece::{Part, Piece};
+use super::address_words::CONTEXT_WORDS;
 use super::military::Military;
 use super::postal::Postal;
 use super::{Pattern, Recognizer, Trigger};
@@ -20,28 +22,6 @@ use crate::{Entity, EntityType};
 /// USPS street suffixes (Publication 28, C1) and their common abbreviations; a few that are mostly
 /// ordinary words after a number ("Union", "Rest", "Well") are left out.
 const SUFFIXES: &str = "Expressway|Extensions|Throughway|Trafficway|Boulevard|Crossroad|Extension|Junctions|Mountains|Stravenue|Underpass|Causeway|Crescent|Crossing|Junction|Motorway|Mountain|Overpass|Parkways|Turnpike|Villages|Centers|Circles|Corners|Estates|Freeway|Gardens|Gateway|Harbors|Heights|Highway|Islands|Landing|Meadows|Mission|Orchard|Parkway|Passage|Prairie|Springs|Squares|Station|Streets|Terrace|Valleys|Viaduct|Village|Avenue|Branch|Bridge|Brooks|Bypass|Canyon|Center|Circle|Cliffs|Common|Corner|Course|Courts|Divide|Drives|Estate|Fields|Forest|Forges|Garden|Greens|Groves|Harbor|Hollow|Island|Knolls|Lights|Manors|Meadow|Plains|Points|Radial|Rapids|Ridges|Shoals|Shores|Skyway|Spring|Square|Stream|Street|Summit|Tunnel|Valley|Alley|Brook|Burgs|Cliff|Close|Court|Coves|Creek|Crest|Curve|Drive|Falls|Ferry|Field|Flats|Fords|Forge|Forks|Glens|Green|Grove|Haven|Hills|Inlet|Knoll|Lakes|Light|Locks|Lodge|Manor|Mills|Mount|Parks|Pines|Place|Plain|Plaza|Point|Ports|Ranch|Rapid|Ridge|River|Roads|Route|Shoal|Shore|Spurs|Trace|Track|Trail|Views|Ville|Vista|Walks|Blvd|Burg|Camp|Cape|Club|Cove|Cres|Dale|Expy|Fall|Flat|Ford|Fork|Fort|Glen|Hill|Isle|Keys|Lake|Land|Lane|Loaf|Lock|Loop|Mall|Mews|Mill|Neck|Oval|Park|Pass|Path|Pike|Pine|Pkwy|Port|Ramp|Road|Spur|Tpke|View|Walk|Wall|Ways|Ave|Cir|Dam|Fwy|Hwy|Key|Row|Rue|Run|Ter|Trl|Via|Way|Av|Ct|Dr|Ln|Pl|Rd|Sq|St";
-
-/// Context words that raise a weak address piece (a postcode alone, `75008 Paris` alone).
-pub(crate) const WORDS: &[&str] = &[
-    "address",
-    "postcode",
-    "post code",
-    "postal",
-    "zip",
-    "live at",
-    "lives at",
-    "located",
-    "ship to",
-    "deliver",
-    "mail to",
-    "send to",
-    "adresse",
-    "anschrift",
-    "plz",
-    "dirección",
-    "indirizzo",
-    "адрес",
-];
 
 /// US state and territory codes, for the `, City, ST 12345` tail.
 const STATES: &str = "AL|AK|AZ|AR|CA|CO|CT|DE|DC|FL|GA|HI|ID|IL|IN|IA|KS|KY|LA|ME|MD|MA|MI|MN|MS|MO|MT|NE|NV|NH|NJ|NM|NY|NC|ND|OH|OK|OR|PA|RI|SC|SD|TN|TX|UT|VT|VA|WA|WV|WI|WY|PR|GU|VI";
@@ -185,7 +165,7 @@ impl Recognizer for AddressRecognizer {
                 start: ms,
                 end,
                 part: Part::Street,
-                score: super::context::score(text, ms, end, 0.85, WORDS),
+                score: super::context::score(text, ms, end, 0.85, CONTEXT_WORDS),
             });
         }
         for &c in &postcodes {
@@ -202,7 +182,7 @@ impl Recognizer for AddressRecognizer {
                 start,
                 end: me,
                 part,
-                score: super::context::score(text, start, me, base, WORDS),
+                score: super::context::score(text, start, me, base, CONTEXT_WORDS),
             });
         }
         address_lines::join(text, pieces, out);

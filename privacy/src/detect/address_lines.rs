@@ -1,7 +1,7 @@
 //! Joining address pieces into `ADDRESS` spans, on one line and across lines (letters, e-mail
 //! signatures, shipping labels).
 //!
-//! The recognisers (`address.rs`, `postal.rs`, `military.rs`) report [`Piece`]s: a street line, a
+//! The recognisers (`address.rs`, `postal.rs`, `military.rs`) report [`Piece`]s (`address_piece.rs`): a street line, a
 //! locality (`Springfield, IL 62704`, `75008 Paris`), a postcode, a unit (`Suite 1120`), a bare building
 //! number line, a military line. This module
 //! 1. merges pieces on one line separated only by commas, spaces or a `|`/`·`/`–` into a run;
@@ -18,56 +18,12 @@
 //! capitalised line in prose is never masked by this module; a piece that is weak alone (a postcode, a
 //! `75008 Paris`) keeps its own score unless it sits in an anchored chain.
 
+use super::address_piece::{Part, Piece, line_end, line_start};
 use super::address_words::{self as words, COUNTRIES, LABELS, REGIONS, UNIT_WORDS};
 use crate::{Entity, EntityType};
 
-/// What a piece of an address is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Part {
-    /// A street with its house number (`1600 Pennsylvania Avenue NW`, `Hauptstraße 12`).
-    Street,
-    /// A military or diplomatic line (`PSC 1234, Box 5678`, `APO AE 09123`).
-    Military,
-    /// A city with a postcode or region code (`Springfield, IL 62704`, `10115 Berlin`).
-    Locality,
-    /// A postcode alone (`SW1A 1AA`, `M5V 2T6`).
-    Postcode,
-    /// A unit (`Suite 1120`, `Apt. 4C`, `Floor 3`, `PO Box 12`).
-    Unit,
-    /// A line that is only a building number (`1200`), kept only before a street line.
-    Building,
-    /// A ship (`USNS Comfort`, `USS Nimitz (CVN 68)`), kept only with a military line.
-    Ship,
-    /// A country line.
-    Country,
-    /// A `City, Region` line without a postcode.
-    Region,
-    /// A line of one to three capitalised words (a city), kept only between two address lines.
-    Place,
-}
-
-impl Part {
-    fn bit(self) -> u16 {
-        1 << self as u16
-    }
-}
-
 const ANCHORS: u16 = 1 << Part::Street as u16 | 1 << Part::Military as u16;
 const LOCAL: u16 = 1 << Part::Locality as u16 | 1 << Part::Postcode as u16;
-
-/// A candidate piece of an address: byte span and the score it would have alone (0 when it is never
-/// reported alone).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Piece {
-    /// Start byte.
-    pub start: usize,
-    /// End byte.
-    pub end: usize,
-    /// What it is.
-    pub part: Part,
-    /// Score when reported alone.
-    pub score: f32,
-}
 
 /// Pieces merged on one line.
 #[derive(Clone, Debug)]
@@ -83,21 +39,6 @@ struct Run {
 impl Run {
     fn only(&self, part: Part) -> bool {
         self.parts == part.bit()
-    }
-}
-
-/// The start of the line holding `pos`.
-pub fn line_start(text: &str, pos: usize) -> usize {
-    memchr::memrchr(b'\n', &text.as_bytes()[..pos]).map_or(0, |i| i + 1)
-}
-
-/// The end of the line holding `pos` (before its `\n` or `\r\n`).
-pub fn line_end(text: &str, pos: usize) -> usize {
-    let end = memchr::memchr(b'\n', &text.as_bytes()[pos..]).map_or(text.len(), |i| pos + i);
-    if end > pos && text.as_bytes()[end - 1] == b'\r' {
-        end - 1
-    } else {
-        end
     }
 }
 

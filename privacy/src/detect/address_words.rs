@@ -314,6 +314,29 @@ pub const UNIT_WORDS: &[&str] = &[
     "этаж",
 ];
 
+/// Context words that raise a weak address piece (a postcode alone, `75008 Paris` alone), for every
+/// address recogniser.
+pub const CONTEXT_WORDS: &[&str] = &[
+    "address",
+    "postcode",
+    "post code",
+    "postal",
+    "zip",
+    "live at",
+    "lives at",
+    "located",
+    "ship to",
+    "deliver",
+    "mail to",
+    "send to",
+    "adresse",
+    "anschrift",
+    "plz",
+    "dirección",
+    "indirizzo",
+    "адрес",
+];
+
 /// Words that label an address field; they are context, never part of the span.
 pub const LABELS: &[&str] = &[
     "address",
@@ -595,6 +618,7 @@ mod tests {
             CONNECTORS,
             NUMBER_MARKERS,
             UNIT_WORDS,
+            CONTEXT_WORDS,
             LABELS,
             REGIONS,
             COUNTRIES,

@@ -11,7 +11,7 @@
 //!
 //! | form | example | made by |
 //! |---|---|---|
-//! | web conversation, as author or user | `web:82bcfadd9458164b` | `adapters/src/web.rs` (`create_conversation`: 16 hex digits), `bot/src/gateway/messages.rs` (`Waiting::author`: `platform:user id`) |
+//! | web conversation, as author or user | `web:82bcfadd9458164b` | `adapters/src/web/api.rs` (`create_conversation`: 16 hex digits), `bot/src/gateway/messages.rs` (`Waiting::author`: `platform:user id`) |
 //! | Slack user, channel, team, bot ids, `:`-joined | `slack:U024BE7LH`, `slack:T0001:C024BE7LR` | `bot/src/gateway/messages.rs` (author, rate-limit keys), `gateway.approvers` in the config |
 //! | Discord snowflakes (15 to 20 digits), `:`-joined | `discord:81384788765712384` | the same, for Discord |
 //! | mentions in message text (the id part only: a `\|name` after it is a display name) | `<@U024BE7LH>`, `<@!81384788765712384>`, `<#C024BE7LR\|general>`, `<@&165511591545143296>` | Slack and Discord, passed through by `adapters/src/slack/events.rs` and `adapters/src/discord/events.rs` |

@@ -8,7 +8,8 @@
 //! alone is not an address ("the USS Enterprise" in a film review); it is reported only next to a
 //! military line (see `address_lines.rs`).
 
-use super::address_lines::{Part, Piece, line_end, line_start};
+use super::address_piece::{Part, Piece, line_end, line_start};
+use super::address_words as words;
 use super::{Pattern, context};
 
 /// The military forms.
@@ -73,7 +74,7 @@ impl Military {
             start: s,
             end: e,
             part: Part::Military,
-            score: context::score(text, s, e, base, super::address::WORDS),
+            score: context::score(text, s, e, base, words::CONTEXT_WORDS),
         });
         // Ships on this line and the lines around it.
         let from = line_start(text, line_start(text, s).saturating_sub(1));

@@ -29,6 +29,7 @@ use std::sync::Arc;
 pub mod address;
 pub mod address_bounds;
 pub mod address_lines;
+pub mod address_piece;
 pub mod address_words;
 pub mod api_key;
 pub mod code;

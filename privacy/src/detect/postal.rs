@@ -14,7 +14,7 @@
 //! word before it, a space and a capital after it, the right digit count), so a number in prose ("in
 //! 2024", "version 12", "room 204") costs a few byte comparisons and at most one short look-up.
 
-use super::address_lines::{Part, Piece, line_start};
+use super::address_piece::{Part, Piece, line_start};
 use super::address_words::{self as words};
 use super::{Pattern, context};
 use rustc_hash::FxHashSet;
@@ -468,7 +468,7 @@ impl Postal {
                 s,
                 e,
                 Part::Street,
-                context::score(text, s, e, 0.85, super::address::WORDS),
+                context::score(text, s, e, 0.85, words::CONTEXT_WORDS),
             ));
             return;
         }
@@ -529,7 +529,7 @@ impl Postal {
                 start,
                 e,
                 Part::Locality,
-                context::score(text, start, e, base, super::address::WORDS),
+                context::score(text, start, e, base, words::CONTEXT_WORDS),
             ));
         }
     }
@@ -615,7 +615,7 @@ impl Postal {
                 s,
                 e,
                 Part::Street,
-                context::score(text, s, e, 0.85, super::address::WORDS),
+                context::score(text, s, e, 0.85, words::CONTEXT_WORDS),
             ));
         }
     }
@@ -651,7 +651,7 @@ impl Postal {
                     s,
                     e,
                     Part::Locality,
-                    context::score(text, s, e, base, super::address::WORDS),
+                    context::score(text, s, e, base, words::CONTEXT_WORDS),
                 ));
                 return true;
             }
@@ -667,7 +667,7 @@ impl Postal {
                 s,
                 after,
                 Part::Locality,
-                context::score(text, s, after, 0.6, super::address::WORDS),
+                context::score(text, s, after, 0.6, words::CONTEXT_WORDS),
             ));
             return true;
         }
@@ -692,7 +692,7 @@ impl Postal {
                     s,
                     e,
                     Part::Locality,
-                    context::score(text, s, e, base, super::address::WORDS),
+                    context::score(text, s, e, base, words::CONTEXT_WORDS),
                 ));
                 return true;
             }
@@ -703,7 +703,7 @@ impl Postal {
     /// A line that is only a house number (`1200`), which may lead a street line.
     fn building_line(&self, text: &str, d: usize, out: &mut Vec<Piece>) {
         if let Some(e) = house_number(text, d)
-            && text[e..super::address_lines::line_end(text, e)]
+            && text[e..super::address_piece::line_end(text, e)]
                 .trim()
                 .is_empty()
         {
@@ -751,14 +751,14 @@ impl Postal {
                 start,
                 e,
                 Part::Locality,
-                context::score(text, start, e, 0.9, super::address::WORDS),
+                context::score(text, start, e, 0.9, words::CONTEXT_WORDS),
             ));
         } else {
             out.push(piece(
                 s,
                 e,
                 Part::Postcode,
-                context::score(text, s, e, 0.5, super::address::WORDS),
+                context::score(text, s, e, 0.5, words::CONTEXT_WORDS),
             ));
         }
     }

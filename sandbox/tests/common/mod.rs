@@ -1,6 +1,10 @@
 //! Shared fixtures: a base directory laid out like an OPC deployment (a workspace, and beside it a
 //! config, a database and another directory with a secret), the test launcher, and deadline-bounded
 //! checks on processes.
+//!
+//! What a test needs from the machine (Landlock and namespaces, root, python3 or git) goes through
+//! `opc_testgate`: skipped with one line on a developer's machine, a failure under CI, and counted
+//! when the test gets past the gate.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::os::unix::fs::PermissionsExt;
@@ -8,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use opc_sandbox::{Output, Policy, Probe, Sandbox, SandboxError};
+use opc_testgate::Group;
 
 pub const SECRET: &str = "the-secret-outside-the-workspace";
 pub const CONFIG: &str = "llm:\n  api_key_env: ANTHROPIC_API_KEY # config-beside-the-workspace\n";
@@ -49,6 +54,13 @@ impl Fixture {
         }
     }
 
+    /// A fixture for `test`, which needs an enforced sandbox: `None` when this kernel lacks a feature
+    /// of the default policy (see [`supported`]).
+    pub fn enforced(test: &str) -> Option<Fixture> {
+        let fx = Fixture::new();
+        supported(test, &fx.policy()).then_some(fx)
+    }
+
     pub fn policy(&self) -> Policy {
         Policy::new(&self.work)
     }
@@ -86,13 +98,25 @@ pub fn sandbox() -> Sandbox {
     Sandbox::new(launcher())
 }
 
-/// Whether this kernel can run an enforced sandbox; prints one line and returns false when not.
-pub fn supported(policy: &Policy) -> bool {
+/// Whether this kernel can run `policy` enforced (the sandbox group): when not, `test` is skipped
+/// with one line, or fails under CI.
+#[track_caller]
+pub fn supported(test: &str, policy: &Policy) -> bool {
     let missing = Probe::detect().missing(policy);
-    if !missing.is_empty() {
-        eprintln!("skipped: this kernel lacks {}", missing.join(", "));
+    if missing.is_empty() {
+        opc_testgate::ran(Group::Sandbox, test);
+        return true;
     }
-    missing.is_empty()
+    let why = format!("this kernel lacks {}", missing.join(", "));
+    opc_testgate::skip(Group::Sandbox, test, &why)
+}
+
+/// Whether OPC runs as root here, so the sandbox drops commands to its own uid: when not, `test`
+/// is skipped with one line, or fails under CI.
+#[track_caller]
+pub fn as_root(test: &str) -> bool {
+    let owner = opc_sandbox::sandbox_owner().ok_or("not root, so no uid drop to test");
+    opc_testgate::need(Group::Root, test, owner).is_some()
 }
 
 pub async fn run(policy: &Policy, command: &str) -> Output {
@@ -150,18 +174,23 @@ pub fn running_with(token: &str) -> Vec<u32> {
     pids
 }
 
-/// The first of `paths` that is installed (inside `/usr`, so the private root has it too); None
-/// with one line saying the test is skipped, and under CI (`CI` set) a failure instead.
-pub fn installed(paths: &[&'static str]) -> Option<&'static str> {
+/// The first of `paths` that is installed (inside `/usr`, so the private root has it too); when
+/// none is, `None` and `test` is skipped with one line, or fails under CI.
+#[track_caller]
+pub fn installed(test: &str, paths: &[&'static str]) -> Option<&'static str> {
     let found = paths.iter().copied().find(|p| Path::new(p).is_file());
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").is_err(),
-            "CI needs one of {paths:?} for this test"
-        );
-        eprintln!("skipped: none of {paths:?} is installed");
+    let found = found.ok_or_else(|| format!("none of {paths:?} is installed"));
+    opc_testgate::need(Group::Programs, test, found)
+}
+
+/// Waits until no process whose command line holds `token` runs, failing with `what` (what
+/// outlived what) after 10 s.
+pub fn none_left_within_deadline(token: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !running_with(token).is_empty() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(20));
     }
-    found
 }
 
 /// A token unique to this call, to find a test's own processes.

@@ -351,7 +351,7 @@
   }
 
   // ---- Events ----
-  const eventKinds = ["task_created", "agent_started", "tool_called", "delegated", "stream_restarted", "privacy_masked",
+  const eventKinds = ["task_created", "agent_started", "tool_called", "tool_finished", "delegated", "stream_restarted", "privacy_masked",
     "privacy_blocked", "agent_finished", "escalated", "approval_requested", "approval_resolved", "config_reloaded", "config_rejected"];
   let paused = false;
   function startEvents() {
@@ -374,6 +374,7 @@
       if (paused) return;
       const agent = data.agent || data.from || "";
       const detail = kind === "delegated" ? `${data.from} → ${data.to} (#${data.child})` : kind === "tool_called" ? data.tool
+        : kind === "tool_finished" ? `${data.tool}${data.detail ? ` (${data.detail})` : ""}: ${data.outcome}${data.exit_code != null ? `, exit ${data.exit_code}` : ""}, ${span(data.duration_ms)}`
         : kind === "agent_finished" ? `${data.state}, ${tokens(data.tokens_in + data.tokens_out)} tokens, ${money(data.cost_usd)}, ${span(data.duration_ms)}`
         : kind === "approval_requested" ? data.summary : kind === "approval_resolved" ? `${data.decision} by ${data.by}`
         : kind === "escalated" ? `${data.kind}: ${data.reason}` : kind === "config_reloaded" ? `generation ${data.generation} (${data.trigger})`

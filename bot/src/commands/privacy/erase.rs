@@ -43,7 +43,7 @@ use opc_memory::recall::{RecallError, RecallStore};
 use opc_privacy::erase::{ERASED, Matcher};
 use serde_json::json;
 
-use crate::commands::{eprint, print};
+use crate::term::{eprint, print};
 
 mod workspaces;
 
@@ -68,7 +68,7 @@ pub fn run(config: &Path, value: &str, dry_run: bool, workspaces: bool) -> ExitC
         eprint(&format!("error: {e}\n"));
         return ExitCode::from(1);
     }
-    let loaded = match super::super::load_config(config) {
+    let loaded = match crate::setup::load_config(config) {
         Ok(l) => l,
         Err(code) => return code,
     };
@@ -118,7 +118,7 @@ pub fn run(config: &Path, value: &str, dry_run: bool, workspaces: bool) -> ExitC
         ));
         return ExitCode::from(1);
     }
-    let db = super::super::database_path(&loaded);
+    let db = crate::setup::database_path(&loaded);
     let spaces = Workspaces::of(&loaded);
     let mode = match (workspaces, dry_run) {
         (false, _) => Mode::List,

@@ -32,6 +32,11 @@ use crate::EntityType;
 /// The default `confidenceThreshold` the knees map onto.
 pub const DEFAULT_THRESHOLD: f32 = 0.85;
 
+/// The score of a name or place a rule found (the rules in `rules.rs`, `fields.rs` and `places.rs`):
+/// a decision, not a probability, set just above [`DEFAULT_THRESHOLD`] so that a user who raises the
+/// threshold to demand more certainty drops these first.
+pub const RULE_SCORE: f32 = 0.9;
+
 /// A strictly increasing, piecewise-linear map of `[0, 1]` onto itself with `knee` ↦
 /// [`DEFAULT_THRESHOLD`].
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -7,7 +7,7 @@
 //!    a capitalised word (any word in an all-lower-case text) with a person reading as faint as
 //!    [`rules::CUE_MIN`] counts too right after a name cue ("by", "thanks,", "Dr.") or right after
 //!    another person token, and such a span is kept whatever its mean (it scores at least
-//!    [`rules::RULE_SCORE`]);
+//!    [`calibration::RULE_SCORE`]);
 //! 2. consecutive labelled tokens of one group (person or address) form a fragment when only
 //!    whitespace (or nothing, inside a word) separates them;
 //! 3. person fragments join across an initial's dot or a hyphen ("Richard M. Nixon", "marta k.
@@ -137,7 +137,7 @@ pub struct RawSpan {
     /// The span, its score the raw mean.
     pub entity: Entity,
     /// A name cue made it count although the model alone would not have: kept at any threshold up
-    /// to [`rules::RULE_SCORE`].
+    /// to [`calibration::RULE_SCORE`].
     pub cued: bool,
 }
 
@@ -418,7 +418,7 @@ pub fn calibrated(span: &RawSpan) -> f32 {
     let e = &span.entity;
     let mut score = calibration::curve(e.kind).apply(e.score);
     if span.cued {
-        score = score.max(rules::RULE_SCORE);
+        score = score.max(calibration::RULE_SCORE);
     }
     if e.score <= NUMBER_SCORE && e.kind == EntityType::Address {
         score = score.min(NUMBER_SCORE);
@@ -549,7 +549,7 @@ pub fn spans(text: &str, tokens: &[TokenPred]) -> Vec<Entity> {
     // the speaker "reed:").
     let names: Vec<(String, f32)> = out
         .iter()
-        .filter(|e| e.kind == EntityType::PersonName && e.score >= rules::RULE_SCORE)
+        .filter(|e| e.kind == EntityType::PersonName && e.score >= calibration::RULE_SCORE)
         .map(|e| (text[e.start..e.end].to_lowercase(), e.score))
         .filter(|(n, _)| n.chars().count() >= 2)
         .collect();
@@ -795,7 +795,7 @@ mod tests {
             show(text, &e),
             vec![("PERSON_NAME".into(), "Ravi Shankar".into())]
         );
-        assert!(e[0].score >= rules::RULE_SCORE);
+        assert!(e[0].score >= calibration::RULE_SCORE);
         // Below the cue's floor, nothing.
         let p = [
             (Other, 0.01),

@@ -25,7 +25,7 @@ use regex::Regex;
 
 use crate::{Entity, EntityType};
 
-use super::rules::RULE_SCORE;
+use super::calibration::RULE_SCORE;
 
 /// In a non-name field's value, a model span counts only at or above this calibrated score (raw
 /// mean 1 − P(O) about 0.9 for names).

@@ -24,13 +24,11 @@ use std::sync::LazyLock;
 use fake::locales::{Data, EN, JA_JP, ZH_CN};
 use regex::Regex;
 
+use super::calibration::RULE_SCORE;
 use crate::{Entity, EntityType};
 
 /// A model reading of a person at least this likely (1 − P(O)) counts after a name cue.
 pub const CUE_MIN: f32 = 0.12;
-
-/// The score of a name or place a rule found (calibrated scale, just above the default 0.85).
-pub const RULE_SCORE: f32 = 0.9;
 
 /// Words after which a capitalised word the model reads as a person, however faintly, is a name.
 const NAME_CUES: &[&str] = &[

@@ -1,425 +1,31 @@
-//! The privacy layer: the one place where requests are masked and answers restored.
+//! The privacy layer ([`PrivacyLayer`]): one call's way through the gateway. It waits at the NER
+//! gate, masks the whole request with the conversation's vault (or, in `route` mode, sends a request
+//! that carries personal data to the trusted model as it is), hands the masked request on with the
+//! egress guard and a restoring sink, restores the answer, reports what it did, and announces it to
+//! the call's listener.
 //!
-//! It sits in the shared part of the call stack, above the router and above retry (see
-//! [`super::layers`]), so each call is handled once whatever the provider and however many attempts
-//! it takes:
-//!
-//! - **on the way out** the whole request is masked with the conversation's vault: the system prompt,
-//!   every text block, every string inside `tool_use` inputs and every `tool_result`. Detection is
-//!   cached per text for the conversation, so a call scans only the text it has not seen. Tool specs
-//!   (the org's text) are not scanned, but values the conversation already holds are swept from them;
-//! - **on the way in** the answer's text and its `tool_use` inputs are restored (a `delegate` carries
-//!   the real value into the engine; the child's request is masked again, with the same vault, so the
-//!   same real value has the same substitute in every agent's request), and streamed deltas are
-//!   restored by a [`StreamRestorer`] wrapped around the request's sink, which never emits half a
-//!   substitute, flushes at the end and drops what it holds on a retry's restart;
-//! - the **egress guard** ([`super::EgressGuard`]) travels with the masked request: the wire client
-//!   checks the exact bytes it is about to send for every real value the vault holds, and fails the
-//!   call closed ([`super::LlmError::Leak`]) on a hit;
-//! - **modes**: `mask` (realistic fakes), `redact` (numbered typed placeholders), `route` (a request
-//!   that carries personal data goes, unmasked, to the trusted `routeModel`; one without goes to its
-//!   own model, guarded);
-//! - **the NER gate** ([`NerGate`]): names and addresses need the NER model, which loads after start
-//!   (and may fail to). When a wanted type needs it and `requireNer` is on (the default), a call waits
-//!   for the model, up to `nerWait`, before anything is masked; past that, or when loading failed, the
-//!   call fails closed ([`LlmError::Privacy`], saying why and how to fix it) and nothing is sent. A
-//!   request masked by patterns alone would carry every name in it. Waiting also starts the load, or
-//!   retries a failed one when due (see [`opc_privacy::detect::ner`]), so a model fetched beside a
-//!   running gateway is picked up by the next call. [`readiness`] says where the gate stands.
-//!
-//! State: one [`PrivacyState`] (the vault and the detection cache) per conversation tree, in a
-//! [`RootStates`] registry keyed by root task, which the engine opens when the root starts and drops
-//! when the tree has no live task. A call outside any tree gets a vault for that call alone.
-//!
-//! Invariants: values never leave this module except restored into answers for the engine; the
-//! layer reports counts by type only ([`PrivacyReport`]), never values, and logs nothing about content.
+//! Invariants:
+//! - nothing is masked before the NER gate passes, and a call it fails sends nothing;
+//! - a call whose root is not open gets a vault for that call alone;
+//! - detection runs on the blocking pool when the NER model is in use, at most one model run per CPU.
 
-use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::Arc;
 
-use opc_hierarchy::Config;
-use opc_hierarchy::schema::PrivacyMode;
-use opc_privacy::detect::ner::{NerState, served_by_ner};
-use opc_privacy::detect::{DetectOptions, Detector, NerSlot};
-use opc_privacy::{Conversation, Counts, EntityType, Held, StreamRestorer, Style, Vault};
-use serde::Serialize;
-use serde_json::Value;
+use opc_privacy::Style;
+use opc_privacy::detect::Detector;
 
-use super::stack::{RootStates, Seam};
-use super::{
-    Content, DeltaSink, EgressGuard, Layer, LeakCheck, LlmError, LlmRequest, LlmResponse,
-    LlmService, SharedLlm, StreamDelta, TokenSink,
+use super::announce::announce;
+use super::cache::DetectCache;
+use super::gate::NerGate;
+use super::masking::{mask_request, restore_response};
+use super::policy::Mode;
+use super::report::{PrivacyReport, TypeCounts};
+use super::restore::RestoringSink;
+use super::state::{PrivacyState, VaultGuard};
+use crate::llm::seam::{RootStates, Seam};
+use crate::llm::{
+    EgressGuard, Layer, LlmError, LlmRequest, LlmResponse, LlmService, SharedLlm, TokenSink,
 };
-
-/// Real values one conversation's vault may hold; past it a call fails closed.
-pub const VAULT_CAPACITY: usize = 10_000;
-
-/// What the layer does with personal data.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Replace with realistic fakes of the same type, restored in answers.
-    Mask,
-    /// Replace with numbered typed placeholders (`[PERSON_NAME_1]`), restored in answers.
-    Redact,
-    /// Send a request that carries personal data, unmasked, to this trusted provider and model.
-    Route {
-        /// Provider id.
-        provider: String,
-        /// Model at that provider.
-        model: String,
-    },
-}
-
-impl Mode {
-    /// The config's name of the mode.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Mode::Mask => "mask",
-            Mode::Redact => "redact",
-            Mode::Route { .. } => "route",
-        }
-    }
-}
-
-/// Counts by type, in the config's order of types, zero counts left out. Serialised as a map
-/// (`{"PERSON_NAME": 2, "EMAIL": 1}`); displayed as `PERSON_NAME 2, EMAIL 1`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TypeCounts(Vec<(EntityType, u32)>);
-
-impl TypeCounts {
-    /// The count of `kind`.
-    pub fn get(&self, kind: EntityType) -> u32 {
-        self.0
-            .iter()
-            .find(|(k, _)| *k == kind)
-            .map_or(0, |(_, n)| *n)
-    }
-
-    /// Set the count of `kind` (0 removes it), keeping the config's order.
-    pub fn set(&mut self, kind: EntityType, n: u32) {
-        self.0.retain(|(k, _)| *k != kind);
-        if n > 0 {
-            self.0.push((kind, n));
-            self.0.sort_by_key(|(k, _)| *k);
-        }
-    }
-
-    /// All occurrences.
-    pub fn total(&self) -> u32 {
-        self.0.iter().map(|(_, n)| n).sum()
-    }
-
-    /// Whether nothing was counted.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// `(type, count)`, in the config's order.
-    pub fn iter(&self) -> impl Iterator<Item = (EntityType, u32)> + '_ {
-        self.0.iter().copied()
-    }
-
-    /// Keep, per type, the larger of this count and `other`'s.
-    pub fn max_with(&mut self, other: &TypeCounts) {
-        for (kind, n) in other.iter() {
-            if n > self.get(kind) {
-                self.set(kind, n);
-            }
-        }
-    }
-
-    /// The counts as a JSON object, for the ledger.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_else(|_| "{}".into())
-    }
-
-    /// Counts from the ledger's JSON object; unknown types and malformed text count as nothing.
-    pub fn from_json(json: &str) -> TypeCounts {
-        let mut counts = TypeCounts::default();
-        if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(json) {
-            for (name, n) in map {
-                if let (Some(kind), Some(n)) = (EntityType::parse(&name), n.as_u64()) {
-                    counts.set(kind, n as u32);
-                }
-            }
-        }
-        counts
-    }
-
-    /// `masked 3 (PERSON_NAME 2, EMAIL 1)`, or `None` when nothing was masked.
-    pub fn summary(&self) -> Option<String> {
-        (!self.is_empty()).then(|| format!("masked {} ({self})", self.total()))
-    }
-}
-
-impl From<&Counts> for TypeCounts {
-    fn from(counts: &Counts) -> Self {
-        TypeCounts(counts.iter().collect())
-    }
-}
-
-impl fmt::Display for TypeCounts {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, (kind, n)) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            write!(f, "{kind} {n}")?;
-        }
-        Ok(())
-    }
-}
-
-impl Serialize for TypeCounts {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (kind, n) in &self.0 {
-            map.serialize_entry(kind.as_str(), n)?;
-        }
-        map.end()
-    }
-}
-
-/// What the privacy layer did to one call (counts by type, never values).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PrivacyReport {
-    /// The mode (`mask`, `redact`, `route`).
-    pub mode: &'static str,
-    /// Personal data found in the request, by type: replaced (mask, redact) or sent to the trusted
-    /// model (route).
-    pub counts: TypeCounts,
-    /// `provider/model` the request was routed to, when `route` sent it there.
-    pub routed_to: Option<String>,
-}
-
-/// One conversation's privacy state: its vault and detection cache.
-pub struct PrivacyState {
-    conversation: Mutex<Conversation>,
-}
-
-impl PrivacyState {
-    /// A fresh state with an empty vault.
-    pub fn new(style: Style) -> Self {
-        PrivacyState {
-            conversation: Mutex::new(Conversation::new(fastrand::u64(..), style, VAULT_CAPACITY)),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Conversation> {
-        self.conversation.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// How many real values the vault holds (for tests and diagnostics; never the values).
-    pub fn vault_len(&self) -> usize {
-        self.lock().vault().len()
-    }
-
-    /// `text` with every substitute replaced by its real value.
-    pub fn restore(&self, text: &str) -> String {
-        self.lock().vault().restore(text).into_owned()
-    }
-}
-
-/// The detector for `config`'s `framework.privacy`: its `detectTypes`, `confidenceThreshold` and
-/// `whitelist`, plus the org's own name, agent ids and roles, which are never personal data.
-pub fn detector(config: &Config, ner: NerSlot) -> Detector {
-    let privacy = &config.framework.privacy;
-    let types = privacy
-        .detect_types
-        .iter()
-        .filter_map(|t| EntityType::parse(t.as_str()))
-        .collect();
-    let mut whitelist = privacy.whitelist.clone();
-    whitelist.push(config.framework.name.clone());
-    for (id, agent) in &config.agents {
-        whitelist.push(id.clone());
-        whitelist.push(agent.role.clone());
-    }
-    Detector::new(
-        DetectOptions {
-            types,
-            whitelist,
-            threshold: privacy.confidence_threshold as f32,
-        },
-        ner,
-    )
-}
-
-/// The mode `config` asks for; `route` resolves `routeModel` to its provider.
-pub fn mode(config: &Config) -> Result<Mode, String> {
-    let privacy = &config.framework.privacy;
-    Ok(match privacy.mode {
-        PrivacyMode::Mask => Mode::Mask,
-        PrivacyMode::Redact => Mode::Redact,
-        PrivacyMode::Route => {
-            let Some(reference) = privacy.route_model.as_deref() else {
-                return Err("privacy mode `route` needs `framework.privacy.routeModel`".into());
-            };
-            let (provider, model) = config
-                .framework
-                .resolve_model(reference)
-                .map_err(|e| format!("framework.privacy.routeModel `{reference}`: {e}"))?;
-            Mode::Route {
-                provider: provider.to_string(),
-                model: model.to_string(),
-            }
-        }
-    })
-}
-
-/// What a call needs from the NER tier before its request is masked (see the module doc).
-#[derive(Clone, Debug)]
-pub struct NerGate {
-    slot: NerSlot,
-    /// Whether a wanted type is one the model serves (else the model is not needed at all).
-    wanted: bool,
-    /// How long a call waits for the model; `None` when pattern-only masking is accepted
-    /// (`requireNer: false`).
-    wait: Option<Duration>,
-}
-
-impl NerGate {
-    /// The gate for `config`'s `framework.privacy` (`detectTypes`, `nerWait`, `requireNer`) on `slot`.
-    pub fn for_config(config: &Config, slot: NerSlot) -> NerGate {
-        let privacy = &config.framework.privacy;
-        NerGate {
-            slot,
-            wanted: needs_ner(config),
-            wait: privacy.require_ner.then_some(privacy.ner_wait),
-        }
-    }
-
-    /// Calls wait up to `wait` for the model in `slot`, and fail closed without it.
-    pub fn required(slot: NerSlot, wait: Duration) -> NerGate {
-        NerGate {
-            slot,
-            wanted: true,
-            wait: Some(wait),
-        }
-    }
-
-    /// Calls never wait: masking uses the model when it is there, patterns alone until then.
-    pub fn optional(slot: NerSlot) -> NerGate {
-        NerGate {
-            slot,
-            wanted: true,
-            wait: None,
-        }
-    }
-
-    /// Start loading the model when it is wanted and not loading yet (a failed load is retried when
-    /// due). Cheap; the privacy layer asks before every call.
-    pub fn kick(&self) {
-        if self.wanted {
-            self.slot.load();
-        }
-    }
-
-    /// `Ok` once the call may be masked: the model is in, or it is not required. Else why not, for
-    /// people: what is missing, that nothing was sent, and how to fix it.
-    async fn pass(&self) -> Result<(), LlmError> {
-        if !self.wanted {
-            return Ok(());
-        }
-        let Some(wait) = self.wait else {
-            self.kick();
-            return Ok(());
-        };
-        if self.slot.get().is_some() {
-            return Ok(());
-        }
-        let state = self.slot.ready_within(wait).await;
-        let why = match state {
-            NerState::Ready => return Ok(()),
-            NerState::Failed(reason) => format!(
-                "the NER model that finds names and addresses could not be loaded ({reason}). Fix: run `opc models fetch` (a running gateway loads it with the next message), or set `framework.privacy.requireNer: false` to accept masking by patterns only (names and addresses then reach the model unmasked)"
-            ),
-            NerState::Idle | NerState::Loading => format!(
-                "the NER model that finds names and addresses was still loading after {} (`framework.privacy.nerWait`). Send the message again in a moment; if this keeps happening, check the log, run `opc models fetch`, raise `nerWait`, or set `framework.privacy.requireNer: false` to accept masking by patterns only (names and addresses then reach the model unmasked)",
-                humantime::format_duration(wait)
-            ),
-        };
-        tracing::warn!(
-            ner = self.slot.state().as_str(),
-            "privacy: an LLM call failed closed: the NER model is not ready"
-        );
-        Err(LlmError::Privacy(why))
-    }
-}
-
-/// Whether `config` asks the privacy gateway for a type only the NER model finds well.
-pub fn needs_ner(config: &Config) -> bool {
-    let privacy = &config.framework.privacy;
-    privacy.enabled
-        && privacy
-            .detect_types
-            .iter()
-            .filter_map(|t| EntityType::parse(t.as_str()))
-            .any(served_by_ner)
-}
-
-/// Where the privacy gateway's NER tier stands, for `/healthz` and the admin console. Reasons name
-/// files and causes, never content.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum Readiness {
-    /// The privacy gateway is off.
-    Off,
-    /// Masking runs on patterns alone, on purpose: no wanted type needs the model, or `requireNer` is
-    /// off and the model did not load.
-    PatternOnly {
-        /// Why.
-        reason: String,
-    },
-    /// The model is loading: calls wait for it (or, with `requireNer: false`, go out masked by
-    /// patterns alone meanwhile).
-    Loading,
-    /// The model is in: every wanted type is detected.
-    Ready,
-    /// The model could not be loaded: calls fail closed until it can (retried with later calls).
-    Failed {
-        /// Why.
-        reason: String,
-    },
-}
-
-impl Readiness {
-    /// `off`, `pattern_only`, `loading`, `ready`, `failed`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Readiness::Off => "off",
-            Readiness::PatternOnly { .. } => "pattern_only",
-            Readiness::Loading => "loading",
-            Readiness::Ready => "ready",
-            Readiness::Failed { .. } => "failed",
-        }
-    }
-}
-
-/// Where `config`'s privacy gateway stands with the NER model in `slot`.
-pub fn readiness(config: &Config, slot: &NerSlot) -> Readiness {
-    let privacy = &config.framework.privacy;
-    if !privacy.enabled {
-        return Readiness::Off;
-    }
-    if !needs_ner(config) {
-        return Readiness::PatternOnly {
-            reason: "no type in `detectTypes` needs the NER model".into(),
-        };
-    }
-    match slot.state() {
-        NerState::Ready => Readiness::Ready,
-        NerState::Idle | NerState::Loading => Readiness::Loading,
-        NerState::Failed(reason) if privacy.require_ner => Readiness::Failed { reason },
-        NerState::Failed(reason) => Readiness::PatternOnly {
-            reason: format!(
-                "`requireNer: false` and the NER model did not load ({reason}): names and addresses reach the model unmasked"
-            ),
-        },
-    }
-}
 
 /// The privacy layer and the registry of its per-conversation state.
 pub struct PrivacyLayer {
@@ -436,50 +42,6 @@ struct Shared {
     /// Model runs at once: one per CPU. Each is CPU-bound for milliseconds; more at once only adds
     /// memory for activations and makes every one of them slower.
     model_runs: tokio::sync::Semaphore,
-}
-
-/// How many texts' detections [`DetectCache`] keeps; past it, it starts again empty.
-const SHARED_CACHE_ENTRIES: usize = 4096;
-
-/// Detections shared by every conversation, for the texts they have in common: each agent's system
-/// prompt and tool descriptions repeat in every conversation, and with the NER model a text costs
-/// milliseconds. Keyed by a keyed hash of the text, its length, and whether the model was in use (a
-/// result from before the model landed must not stand in for one with it). Holds spans, never text.
-struct DetectCache {
-    hasher: std::hash::RandomState,
-    map: Mutex<std::collections::HashMap<CacheKey, Arc<[opc_privacy::Entity]>>>,
-}
-
-/// (keyed hash of the text, its length, whether the model was in use).
-type CacheKey = (u64, usize, bool);
-
-impl DetectCache {
-    fn new() -> Self {
-        DetectCache {
-            hasher: std::hash::RandomState::new(),
-            map: Mutex::new(std::collections::HashMap::new()),
-        }
-    }
-
-    fn detect(&self, detector: &Detector, text: &str) -> Vec<opc_privacy::Entity> {
-        use std::hash::BuildHasher;
-        let key = (
-            self.hasher.hash_one(text),
-            text.len(),
-            detector.uses_model(),
-        );
-        let map = || self.map.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(hit) = map().get(&key) {
-            return hit.to_vec();
-        }
-        let found = detector.detect(text);
-        let mut map = map();
-        if map.len() >= SHARED_CACHE_ENTRIES {
-            map.clear();
-        }
-        map.insert(key, found.clone().into());
-        found
-    }
 }
 
 impl PrivacyLayer {
@@ -539,235 +101,19 @@ struct Privacy {
     shared: Arc<Shared>,
 }
 
-/// Every string inside a JSON value (tool inputs), in order.
-fn json_strings<'a>(value: &'a mut Value, out: &mut Vec<&'a mut String>) {
-    match value {
-        Value::String(text) => out.push(text),
-        Value::Array(items) => items.iter_mut().for_each(|v| json_strings(v, out)),
-        Value::Object(map) => map.values_mut().for_each(|v| json_strings(v, out)),
-        _ => {}
-    }
-}
-
-/// The words the wire clients write around the request's content (Anthropic's and OpenAI's JSON keys
-/// and fixed values). Masking never changes them, so they are the request's structure too.
-const WIRE_WORDS: &str = "model system messages role user assistant tool content type text tool_use \
-    tool_result tool_use_id is_error id name input tools description input_schema tool_choice auto \
-    max_tokens stream stream_options include_usage function arguments parameters tool_calls \
-    tool_call_id object string properties required items enum integer number boolean array null";
-
-/// Every object key in a JSON value, one a line.
-fn json_keys(value: &Value, out: &mut String) {
-    match value {
-        Value::Array(items) => items.iter().for_each(|v| json_keys(v, out)),
-        Value::Object(map) => {
-            for (key, v) in map {
-                out.push_str(key);
-                out.push('\n');
-                json_keys(v, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// The request's structure: what goes on the wire but is not content, so masking cannot replace it —
-/// the model's name, tool names and ids, the keys of tool inputs and schemas, the chosen tool, and
-/// the wire's own words. A value there is the org's or the protocol's word (a tool keyed `path`,
-/// `head_limit`), never a person's.
-fn structure(request: &LlmRequest) -> String {
-    let mut out = format!("{WIRE_WORDS}\n{}\n", request.model);
-    for tool in &request.tools {
-        out.push_str(&tool.name);
-        out.push('\n');
-        json_keys(&tool.input_schema, &mut out);
-    }
-    if let Some(super::ToolChoice::Tool(name)) = &request.tool_choice {
-        out.push_str(name);
-        out.push('\n');
-    }
-    for message in &request.messages {
-        for block in &message.content {
-            match block {
-                Content::Text { .. } => {}
-                Content::ToolUse { id, name, input } => {
-                    out.push_str(&format!("{id}\n{name}\n"));
-                    json_keys(input, &mut out);
-                }
-                Content::ToolResult { tool_use_id, .. } => {
-                    out.push_str(tool_use_id);
-                    out.push('\n');
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Whether `word` stands alone in `structure` (not glued to letters or digits on either side).
-fn in_structure(structure: &str, word: &str) -> bool {
-    let glued = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
-    !word.is_empty()
-        && structure.match_indices(word).any(|(at, _)| {
-            !glued(structure[..at].chars().next_back())
-                && !glued(structure[at + word.len()..].chars().next())
-        })
-}
-
-/// Masks the whole request in place — system prompt, text blocks, every string of the tool inputs,
-/// tool results — in one batch (the vault's indexes are rebuilt at most once per request), each text
-/// detected at most once per conversation.
-///
-/// The masker and the egress guard agree: a value is either replaced everywhere the request carries
-/// it, or not mapped at all. Masking cannot reach the request's [`structure`] (tool names, ids, keys),
-/// so a detection equal to a word there is not mapped, and a value the vault already held that
-/// stands there is left out of this request's guard (returned as [`Held`]).
-fn mask_request(
-    conversation: &mut Conversation,
-    shared: &Shared,
-    request: &mut LlmRequest,
-) -> Result<(Counts, Held), LlmError> {
-    let structure = structure(request);
-    let mut slots: Vec<&mut String> = vec![&mut request.system];
-    for message in &mut request.messages {
-        for block in &mut message.content {
-            match block {
-                Content::Text { text } => slots.push(text),
-                Content::ToolUse { input, .. } => json_strings(input, &mut slots),
-                Content::ToolResult { content, .. } => slots.push(content),
-            }
-        }
-    }
-    slots.retain(|text| !text.is_empty());
-    let masked = {
-        let texts: Vec<&str> = slots.iter().map(|text| text.as_str()).collect();
-        let detect = |text: &str| {
-            let mut found = shared.cache.detect(&shared.detector, text);
-            found.retain(|e| !in_structure(&structure, e.text(text)));
-            found
-        };
-        conversation
-            .mask_texts(&detect, &texts)
-            .map_err(|full| LlmError::Privacy(full.to_string()))?
-    };
-    let mut counts = Counts::default();
-    for (slot, masked) in slots.into_iter().zip(masked) {
-        counts.merge(&masked.counts);
-        *slot = masked.text;
-    }
-    // Tool specs are the org's text, not the user's: nothing is detected in them, but a value the
-    // conversation already holds is swept like anywhere else. Otherwise the egress guard would find it
-    // there and fail every call of the conversation. Not counted: the value was counted where it came in.
-    let mut specs: Vec<&mut String> = Vec::new();
-    for tool in &mut request.tools {
-        specs.push(&mut tool.description);
-        json_strings(&mut tool.input_schema, &mut specs);
-    }
-    specs.retain(|text| !text.is_empty());
-    if !specs.is_empty() && !conversation.vault().is_empty() {
-        let items: Vec<(&str, &[opc_privacy::Entity])> =
-            specs.iter().map(|text| (text.as_str(), &[][..])).collect();
-        let swept = conversation
-            .vault_mut()
-            .mask_batch(&items)
-            .map_err(|full| LlmError::Privacy(full.to_string()))?;
-        for (slot, masked) in specs.into_iter().zip(swept) {
-            *slot = masked.text;
-        }
-    }
-    Ok((counts, conversation.vault().held_in(&structure)))
-}
-
-/// Restores every string in a JSON value (tool inputs the model wrote).
-fn restore_json(vault: &Vault, value: &mut Value) {
-    match value {
-        Value::String(text) => {
-            if let std::borrow::Cow::Owned(restored) = vault.restore(text) {
-                *text = restored;
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| restore_json(vault, v)),
-        Value::Object(map) => map.values_mut().for_each(|v| restore_json(vault, v)),
-        _ => {}
-    }
-}
-
-/// Restores the answer: text blocks and tool inputs.
-fn restore_response(vault: &Vault, response: &mut LlmResponse) {
-    for block in &mut response.content {
-        match block {
-            Content::Text { text } => {
-                if let std::borrow::Cow::Owned(restored) = vault.restore(text) {
-                    *text = restored;
-                }
-            }
-            Content::ToolUse { input, .. } => restore_json(vault, input),
-            Content::ToolResult { content, .. } => {
-                if let std::borrow::Cow::Owned(restored) = vault.restore(content) {
-                    *content = restored;
-                }
-            }
-        }
-    }
-}
-
-/// The guard the masked request carries: every real value of the conversation's vault, but those
-/// the request's structure carries (see [`mask_request`]).
-struct VaultGuard(Arc<PrivacyState>, Held);
-
-impl LeakCheck for VaultGuard {
-    fn leak_in(&self, payload: &str) -> Option<EntityType> {
-        self.0.lock().vault().leak_in_except(payload, &self.1)
-    }
-}
-
-/// The request's sink, wrapped: restores streamed text, holding back only a possible substitute prefix.
-struct RestoringSink {
-    inner: TokenSink,
-    state: Arc<PrivacyState>,
-    restorer: Mutex<StreamRestorer>,
-}
-
-impl RestoringSink {
-    fn restorer(&self) -> MutexGuard<'_, StreamRestorer> {
-        self.restorer.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The end of the stream: hand on what was held back.
-    fn finish(&self) {
-        let rest = {
-            let conversation = self.state.lock();
-            self.restorer().finish(conversation.vault())
-        };
-        if !rest.is_empty() {
-            self.inner.send(StreamDelta::Text(rest));
-        }
-    }
-}
-
-impl DeltaSink for RestoringSink {
-    fn send(&self, delta: StreamDelta) {
-        match delta {
-            StreamDelta::Text(text) => {
-                let ready = {
-                    let conversation = self.state.lock();
-                    self.restorer().push(conversation.vault(), &text)
-                };
-                if !ready.is_empty() {
-                    self.inner.send(StreamDelta::Text(ready));
-                }
-            }
-            StreamDelta::Restart => {
-                self.restorer().reset();
-                self.inner.send(StreamDelta::Restart);
-            }
-        }
-    }
-}
-
 #[async_trait::async_trait]
 impl LlmService for Privacy {
-    async fn call(&self, mut request: LlmRequest) -> Result<LlmResponse, LlmError> {
+    async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        let meta = request.meta.clone();
+        let result = self.handle(request).await;
+        announce(&meta, &result);
+        result
+    }
+}
+
+impl Privacy {
+    /// The call, masked on the way out and restored on the way in (see the module doc).
+    async fn handle(&self, mut request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let shared = &self.shared;
         // Before anything is masked: a request masked without the NER tier it needs would carry names.
         shared.ner.pass().await?;
@@ -790,7 +136,12 @@ impl LlmService for Privacy {
                 .map_err(|e| LlmError::Privacy(format!("the masking queue closed: {e}")))?;
             let (state, shared) = (state.clone(), self.shared.clone());
             let (masked, counts) = tokio::task::spawn_blocking(move || {
-                let counts = mask_request(&mut state.lock(), &shared, &mut request);
+                let counts = mask_request(
+                    &mut state.lock(),
+                    &shared.cache,
+                    &shared.detector,
+                    &mut request,
+                );
                 (request, counts)
             })
             .await
@@ -799,7 +150,12 @@ impl LlmService for Privacy {
             counts?
         } else {
             let mut conversation = state.lock();
-            mask_request(&mut conversation, shared, &mut request)?
+            mask_request(
+                &mut conversation,
+                &shared.cache,
+                &shared.detector,
+                &mut request,
+            )?
         };
         let mut report = PrivacyReport {
             mode: shared.mode.as_str(),
@@ -818,14 +174,11 @@ impl LlmService for Privacy {
             response.privacy = Some(report);
             return Ok(response);
         }
-        request.guard = Some(EgressGuard::new(VaultGuard(state.clone(), held)));
-        let restoring = request.stream.take().map(|inner| {
-            Arc::new(RestoringSink {
-                inner,
-                state: state.clone(),
-                restorer: Mutex::new(StreamRestorer::new()),
-            })
-        });
+        request.guard = Some(EgressGuard::new(VaultGuard::new(state.clone(), held)));
+        let restoring = request
+            .stream
+            .take()
+            .map(|inner| Arc::new(RestoringSink::new(inner, state.clone())));
         if let Some(sink) = &restoring {
             request.stream = Some(TokenSink(sink.clone()));
         }
@@ -838,16 +191,26 @@ impl LlmService for Privacy {
         Ok(response)
     }
 }
-
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use opc_privacy::EntityType;
+    use opc_privacy::detect::ner::NerState;
+    use opc_privacy::detect::{DetectOptions, NerSlot};
     use serde_json::json;
 
     use super::*;
-    use crate::llm::provider::{Providers, guarded_body};
+    use crate::llm::endpoint::guarded_body;
+    use crate::llm::privacy::PrivacyEvents;
+    use crate::llm::provider::Providers;
     use crate::llm::stack::CallStack;
-    use crate::llm::{CallMeta, Message, Role, StopReason, ToolSpec};
+    use crate::llm::{
+        CallMeta, Content, DeltaSink, Message, Role, StopReason, StreamDelta, ToolSpec, Work,
+    };
 
     const ALICE: &str = "alice.smith@example.com";
     const BOB: &str = "bob.jones@example.org";
@@ -1028,49 +391,6 @@ mod tests {
         assert!(!wire.bodies.lock().unwrap()[0].contains(ALICE));
         assert_eq!(slot.state(), NerState::Loading, "the load still runs");
         release.send(true).unwrap();
-    }
-
-    #[test]
-    fn readiness_follows_the_config_and_the_slot() {
-        let config = |privacy: &str| {
-            let yaml = format!(
-                "framework:\n  defaultModel: m\n  providers: {{ p: {{ kind: anthropic, models: {{ m: {{ input: 1, output: 1 }} }} }} }}\n  privacy: {privacy}\nagents:\n  ceo: {{ role: CEO }}\n"
-            );
-            match opc_hierarchy::parse("test.yaml", yaml, None) {
-                Ok(loaded) => loaded.config,
-                Err(e) => panic!("{e:?}"),
-            }
-        };
-        let idle = NerSlot::default();
-        let failed = NerSlot::default();
-        failed.set_loader(Arc::new(|| Err("not fetched".into())));
-        failed.load_blocking();
-        let ready = NerSlot::default();
-        ready.set(Arc::new(OneName(NAME)));
-        assert_eq!(
-            readiness(&config("{ enabled: false }"), &ready),
-            Readiness::Off
-        );
-        assert_eq!(
-            readiness(&config("{ detectTypes: [EMAIL] }"), &idle).as_str(),
-            "pattern_only"
-        );
-        assert_eq!(readiness(&config("{}"), &idle), Readiness::Loading);
-        assert_eq!(readiness(&config("{}"), &ready), Readiness::Ready);
-        assert_eq!(
-            readiness(&config("{}"), &failed),
-            Readiness::Failed {
-                reason: "not fetched".into()
-            }
-        );
-        assert_eq!(
-            readiness(&config("{ requireNer: false }"), &failed).as_str(),
-            "pattern_only"
-        );
-        assert_eq!(
-            serde_json::to_value(readiness(&config("{}"), &failed)).unwrap(),
-            json!({"state": "failed", "reason": "not fetched"})
-        );
     }
 
     /// The wire client's stand-in: the body as a wire client would build it, checked by the guard,
@@ -1421,11 +741,7 @@ mod tests {
         // A restart drops the held prefix instead of emitting it later.
         let state = roots.get(1).unwrap();
         let (sink, mut rx) = TokenSink::channel();
-        let restoring = RestoringSink {
-            inner: sink,
-            state: state.clone(),
-            restorer: Mutex::new(StreamRestorer::new()),
-        };
+        let restoring = RestoringSink::new(sink, state.clone());
         restoring.send(StreamDelta::Text(format!("Hi {a}")));
         restoring.send(StreamDelta::Restart);
         restoring.send(StreamDelta::Text("Bye".into()));
@@ -1619,22 +935,112 @@ mod tests {
         assert!(!wire.bodies.lock().unwrap()[0].contains(ALICE));
     }
 
-    #[test]
-    fn counts_round_trip_through_the_ledger_and_read_as_people_expect() {
-        let mut counts = TypeCounts::default();
-        counts.set(EntityType::Email, 1);
-        counts.set(EntityType::PersonName, 2);
-        assert_eq!(counts.to_string(), "PERSON_NAME 2, EMAIL 1");
+    /// A listener that records what it heard, in order.
+    #[derive(Default)]
+    struct Heard(Mutex<Vec<String>>);
+
+    impl PrivacyEvents for Heard {
+        fn masked(&self, task: i64, agent: &str, report: &PrivacyReport) {
+            let routed = report.routed_to.as_deref().unwrap_or("-");
+            let line = format!(
+                "masked {task} {agent} {} {} {routed}",
+                report.mode, report.counts
+            );
+            self.0.lock().unwrap().push(line);
+        }
+
+        fn blocked(&self, task: i64, agent: &str, kind: EntityType) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("blocked {task} {agent} {kind}"));
+        }
+    }
+
+    #[tokio::test]
+    async fn what_a_tasks_call_masked_is_announced_to_its_listener_and_memory_work_is_not() {
+        let heard = Arc::new(Heard::default());
+        let wire = Wire::new(vec![Content::text("ok")], &[]);
+        let layer = PrivacyLayer::new(Mode::Mask, detector(), patterns_only());
+        let stack = stack(layer, vec![("p", wire)]).heard_by(heard.clone());
+        let with_pii = || request("", vec![Message::user(format!("Write to {ALICE}"))]);
+        stack.call(with_pii()).await.unwrap();
+        // Nothing found: nothing to announce.
+        stack
+            .call(request("", vec![Message::user("What is 2 + 2?")]))
+            .await
+            .unwrap();
+        // Memory work goes to the ledger only.
+        let mut memory = with_pii();
+        memory.meta.work = Work::Memory;
+        stack.call(memory).await.unwrap();
+        // A call outside any task has nothing to announce it for.
+        let mut outside = with_pii();
+        outside.meta.task_id = None;
+        stack.call(outside).await.unwrap();
+        let mut summary = with_pii();
+        summary.meta.agent = "summarizer".into();
+        summary.meta.task_id = Some(3);
+        stack.call(summary).await.unwrap();
         assert_eq!(
-            counts.summary().unwrap(),
-            "masked 3 (PERSON_NAME 2, EMAIL 1)"
+            *heard.0.lock().unwrap(),
+            [
+                "masked 1 ceo mask EMAIL 1 -",
+                "masked 3 summarizer mask EMAIL 1 -"
+            ]
         );
-        assert_eq!(counts.to_json(), r#"{"PERSON_NAME":2,"EMAIL":1}"#);
-        assert_eq!(TypeCounts::from_json(&counts.to_json()), counts);
-        let mut other = TypeCounts::default();
-        other.set(EntityType::Email, 4);
-        counts.max_with(&other);
-        assert_eq!(counts.to_string(), "PERSON_NAME 2, EMAIL 4");
-        assert_eq!(TypeCounts::default().summary(), None);
+    }
+
+    #[tokio::test]
+    async fn a_routed_call_and_one_the_guard_stops_are_announced_by_type_only() {
+        let heard = Arc::new(Heard::default());
+        let mode = Mode::Route {
+            provider: "local".into(),
+            model: "llama".into(),
+        };
+        let layer = PrivacyLayer::new(mode, detector(), patterns_only());
+        let local = Wire::new(vec![Content::text("local")], &[]);
+        let stack = stack(layer, vec![("p", local.clone()), ("local", local)]);
+        // Only the handle given a listener announces.
+        stack
+            .call(request(
+                "",
+                vec![Message::user(format!("Write to {ALICE}"))],
+            ))
+            .await
+            .unwrap();
+        let stack = stack.heard_by(heard.clone());
+        stack
+            .call(request(
+                "",
+                vec![Message::user(format!("Write to {ALICE}"))],
+            ))
+            .await
+            .unwrap();
+
+        let layer = PrivacyLayer::new(Mode::Mask, detector(), patterns_only());
+        let inject: SharedLlm = Arc::new(Inject {
+            part: "system",
+            inner: Wire::new(vec![Content::text("ok")], &[]),
+        });
+        let guarded = CallStack::with_privacy(
+            Providers::from_services([("p".to_string(), inject)]),
+            Some(layer.into_seam()),
+        )
+        .heard_by(heard.clone());
+        let error = guarded
+            .call(request("", vec![Message::user(format!("Hi {ALICE}"))]))
+            .await
+            .unwrap_err();
+        assert!(matches!(error, LlmError::Leak { .. }), "{error:?}");
+        let heard = heard.0.lock().unwrap().clone();
+        assert_eq!(
+            heard,
+            [
+                "masked 1 ceo route EMAIL 1 local/llama",
+                "blocked 1 ceo EMAIL"
+            ]
+        );
+        assert!(!heard.concat().contains(ALICE));
     }
 }

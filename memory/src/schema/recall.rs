@@ -1,5 +1,5 @@
-//! Recall memory's tables: memory schema migration 2 (in `crate::schema::MIGRATIONS`, applied with
-//! the others by `schema::migrate`).
+//! Migration 2: recall memory's tables (applied with the others by [`super::migrate`]; the recall
+//! store only reads and writes them).
 //!
 //! - `recall_messages`: append-only (triggers refuse UPDATE and DELETE). `seq` is the sequence number
 //!   of the write: `AUTOINCREMENT` never reuses a value, and SQLite's single writer commits rows in

@@ -1,10 +1,15 @@
-//! The memory crate's migrations (core blocks, recall, erasures, facts), in the engine's SQLite file.
+//! The memory crate's migrations (core blocks, recall, erasures, facts), in the engine's SQLite file:
+//! the one owner of memory's SQL schema.
 //!
 //! They are the `memory` component of the file's one migration story ([`opc_migrate`]): its version is
 //! the `memory` row of `schema_versions`. Before that table, memory kept its version in
 //! `memory_schema(version)`, one row: a database from then is adopted at that version (nothing
 //! re-runs), and `memory_schema` is kept in step so that those older builds still refuse a database
 //! upgraded past them.
+//!
+//! Map: one file per migration, in order: [`blocks`] (1), [`recall`] (2), [`erasures`] (3), [`facts`]
+//! (4). The features (blocks, recall, facts) call [`migrate`] and [`open`] and depend on this module;
+//! it depends on none of them, so a feature's SQL never reaches back into the list that creates it.
 //!
 //! Invariants:
 //! - all pending migrations run in ONE `BEGIN IMMEDIATE` transaction, together with the version bump,
@@ -13,59 +18,31 @@
 //!   (an older binary must not write tables whose meaning it does not know);
 //! - migrations are append-only: a released migration's SQL is never edited, only followed.
 
+pub mod blocks;
+pub mod erasures;
+pub mod facts;
+pub mod recall;
+
 use opc_migrate::{Component, Legacy, Migration};
 use rusqlite::Connection;
-
-/// Migration 1: core memory blocks and their edit history.
-///
-/// A block is keyed by `(namespace, label)`. `namespace` is `agent/<id>` for an agent's own blocks
-/// and `shared` for `sharedBlocks`. `config_value` is the config value last applied, so a start can
-/// tell an admin's edit of the config (apply it, record it) from the agents' edits since (keep them).
-const V1: &str = "
-CREATE TABLE memory_blocks (
-    namespace    TEXT    NOT NULL,
-    label        TEXT    NOT NULL,
-    description  TEXT    NOT NULL,
-    value        TEXT    NOT NULL,
-    char_limit   INTEGER NOT NULL,
-    read_only    INTEGER NOT NULL,
-    version      INTEGER NOT NULL,
-    config_value TEXT    NOT NULL,
-    updated_ms   INTEGER NOT NULL,
-    PRIMARY KEY (namespace, label)
-) WITHOUT ROWID;
-CREATE TABLE memory_block_history (
-    id         INTEGER PRIMARY KEY AUTOINCREMENT,
-    namespace  TEXT    NOT NULL,
-    label      TEXT    NOT NULL,
-    version    INTEGER NOT NULL,
-    operation  TEXT    NOT NULL,
-    author     TEXT    NOT NULL,
-    task_id    INTEGER,
-    at_ms      INTEGER NOT NULL,
-    old_value  TEXT,
-    new_value  TEXT    NOT NULL
-);
-CREATE INDEX memory_block_history_by_label ON memory_block_history (label, id);
-";
 
 /// Every migration, in order: migration `n` (1-based) brings the memory tables to version `n`.
 pub const MIGRATIONS: &[Migration] = &[
     Migration {
         what: "core memory blocks and their history",
-        sql: V1,
+        sql: blocks::V1,
     },
     Migration {
         what: "recall messages and their vectors",
-        sql: crate::recall::schema_sql::V2,
+        sql: recall::V2,
     },
     Migration {
         what: "the record of recall erasures",
-        sql: crate::recall::erase::V3,
+        sql: erasures::V3,
     },
     Migration {
         what: "facts: bi-temporal versions, entities, their FTS5 index and vectors",
-        sql: crate::facts::schema_sql::V4,
+        sql: facts::V4,
     },
 ];
 
@@ -137,7 +114,7 @@ mod tests {
     fn a_database_with_memory_schema_is_adopted() {
         let dir = tempfile::tempdir().unwrap();
         let mut conn = open(&dir.path().join("db.sqlite")).unwrap();
-        conn.execute_batch(V1).unwrap();
+        conn.execute_batch(blocks::V1).unwrap();
         conn.execute_batch(
             "CREATE TABLE memory_schema (version INTEGER NOT NULL); INSERT INTO memory_schema VALUES (1);
              INSERT INTO memory_blocks VALUES ('shared', 'policy', 'd', 'be kind', 100, 0, 1, 'be kind', 5);",

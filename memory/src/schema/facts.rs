@@ -20,8 +20,8 @@
 //!   versions, so BM25 never lags: `memory_facts_fts` holds every version (past views);
 //!   `memory_facts_fts_current` only the current ones (a closed version is deleted from it, which
 //!   `contentless_delete` allows), so the hot search (current facts) scores a tenth of the rows at
-//!   ten versions a fact. Each row's `ns` column holds one token naming its namespace
-//!   ([`super::search::ns_token`]), so a search ANDs the reader's namespaces into the match instead of
+//!   ten versions a fact. Each row's `ns` column holds one token naming its namespace (the facts
+//!   search's `ns_token`), so a search ANDs the reader's namespaces into the match instead of
 //!   scoring other agents' facts and filtering them out afterwards.
 //! - `memory_fact_vectors` holds a MiniLM vector per version (int8 with one scale; derived, filled
 //!   when the embedder is loaded).
