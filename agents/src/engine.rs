@@ -240,7 +240,7 @@ impl Engine {
                 agent_slots: None,
             },
         )?;
-        store.lock_exclusive()?;
+        store.lock_exclusive().await?;
         let recovery = store.recover().await?;
         let engine = Engine {
             current: Arc::new(RwLock::new(Arc::new(rt))),

@@ -55,4 +55,4 @@ pub mod tools;
 pub use ending::render_escalation;
 pub use engine::{Engine, EngineError, EngineOptions, Outcome, Reloaded, RootRun};
 pub use events::{Event, EventBus};
-pub use store::{SqliteStore, Store, TaskId, TaskState};
+pub use store::{PgStore, SqliteStore, Store, TaskId, TaskState};

@@ -124,6 +124,10 @@ impl Changes {
         let (om, nm) = (&of.memory, &nf.memory);
         section("framework.memory.storage".into(), om.storage != nm.storage);
         section(
+            "framework.memory.postgres".into(),
+            om.postgres != nm.postgres,
+        );
+        section(
             "framework.memory.embedding".into(),
             om.embedding != nm.embedding,
         );
@@ -175,6 +179,16 @@ impl Changes {
             "framework.memory.path",
             om.path != nm.path,
             nm.path == s.framework.memory.path,
+        );
+        restart(
+            "framework.memory.storage",
+            om.storage != nm.storage,
+            nm.storage == s.framework.memory.storage,
+        );
+        restart(
+            "framework.memory.postgres",
+            om.postgres != nm.postgres,
+            nm.postgres == s.framework.memory.postgres,
         );
         changes
     }

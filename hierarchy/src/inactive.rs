@@ -61,7 +61,8 @@ pub fn inactive(config: &Config) -> Vec<Inactive> {
         add(
             KeyPath::of(["framework", "memory", "storage"]),
             "postgres storage",
-            "tasks and the ledger are kept in the SQLite file at `framework.memory.path`",
+            "everything is kept in the SQLite file at `framework.memory.path`: the engine's tables \
+             run on PostgreSQL, but memory, the web transcript and the gateway's threads do not yet",
         );
     }
     let agents = |pick: &dyn Fn(&crate::schema::Agent) -> bool| -> Vec<&str> {

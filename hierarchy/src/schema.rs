@@ -149,7 +149,7 @@ keywords! {
     pub enum Storage {
         /// A local SQLite file (WAL mode).
         Sqlite = "sqlite",
-        /// A PostgreSQL server (reserved; not implemented yet).
+        /// A PostgreSQL server (`framework.memory.postgres`), which several nodes can share.
         Postgres = "postgres",
     }
 }
@@ -177,6 +177,55 @@ pub struct MemorySettings {
     pub graph_enabled: bool,
     /// Sleep-time consolidation.
     pub consolidation: Consolidation,
+    /// The PostgreSQL server, for `storage: postgres`.
+    pub postgres: PostgresSettings,
+}
+
+/// `framework.memory.postgres`: where the PostgreSQL server is. The URL itself (it holds the
+/// password) only ever comes from the environment variable named here.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PostgresSettings {
+    /// The variable holding the connection URL (`postgres://USER:PASSWORD@HOST:PORT/DATABASE`).
+    pub url_env: EnvVar,
+    /// The most connections one node holds.
+    pub max_connections: NonZeroU32,
+}
+
+impl Default for PostgresSettings {
+    fn default() -> Self {
+        PostgresSettings {
+            url_env: EnvVar("DATABASE_URL".to_string()),
+            max_connections: non_zero(16),
+        }
+    }
+}
+
+impl PostgresSettings {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, &["urlEnv", "maxConnections"])?;
+        let d = PostgresSettings::default();
+        if let Some(url) = f.node("urlEnv")
+            && let crate::yaml::Value::Str(text) = &url.value
+            && text.contains("://")
+        {
+            // A URL pasted where the variable's name belongs: it holds the password, so say what
+            // it looks like without repeating it.
+            let shown = text.split("://").next().unwrap_or("postgres");
+            cx.push(
+                Diagnostic::error(
+                    path.key("urlEnv"),
+                    url.span,
+                    format!("`urlEnv` holds a connection URL (`{shown}://…`), which may carry a password, in the config file"),
+                )
+                .with_hint("write the name of the environment variable that holds the URL, e.g. `urlEnv: DATABASE_URL`, and set it where OPC runs: `export DATABASE_URL=postgres://USER:PASSWORD@HOST:5432/opc`"),
+            );
+            return None;
+        }
+        Some(PostgresSettings {
+            url_env: f.or(cx, path, "urlEnv", d.url_env),
+            max_connections: f.or(cx, path, "maxConnections", d.max_connections),
+        })
+    }
 }
 
 /// `framework.memory.embedding`.
@@ -912,13 +961,20 @@ impl Default for MemorySettings {
             embedding: Embedding::default(),
             graph_enabled: false,
             consolidation: Consolidation::default(),
+            postgres: PostgresSettings::default(),
         }
     }
 }
 
 impl MemorySettings {
-    const KEYS: &'static [&'static str] =
-        &["storage", "path", "embedding", "graph", "consolidation"];
+    const KEYS: &'static [&'static str] = &[
+        "storage",
+        "path",
+        "postgres",
+        "embedding",
+        "graph",
+        "consolidation",
+    ];
 
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
         let f = cx.fields(node, path, Self::KEYS)?;
@@ -939,7 +995,12 @@ impl MemorySettings {
             Some(n) => Consolidation::decode(n, path.key("consolidation"), cx).unwrap_or_default(),
             None => Consolidation::default(),
         };
+        let postgres = match f.node("postgres") {
+            Some(n) => PostgresSettings::decode(n, path.key("postgres"), cx).unwrap_or_default(),
+            None => PostgresSettings::default(),
+        };
         Some(MemorySettings {
+            postgres,
             storage: f.or(cx, path, "storage", default.storage),
             path: f
                 .optional::<String>(cx, path, "path")

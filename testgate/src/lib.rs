@@ -1,5 +1,5 @@
 //! Gates for tests that need something a machine may lack: a cached model, a kernel feature, a
-//! browser, a system program.
+//! browser, a system program, a database server.
 //!
 //! Why a crate: such tests live in many crates (the sandbox's, privacy's NER, memory's embedder, the
 //! end-to-end suite), and each used to decide for itself whether a missing part means "skip" or
@@ -35,6 +35,9 @@ pub enum Group {
     /// The shared test data beside the checkout (`../shared/data`: PII cases, Slack's spec), which
     /// CI always has and a clone elsewhere may not.
     SharedData,
+    /// A PostgreSQL server: the Debian server binaries (`initdb`, `pg_ctl`) for a throw-away one, or
+    /// `OPC_TEST_POSTGRES_URL` for one already running.
+    Postgres,
 }
 
 impl Group {
@@ -48,6 +51,7 @@ impl Group {
             Group::Programs => "programs",
             Group::Root => "root",
             Group::SharedData => "shared-data",
+            Group::Postgres => "postgres",
         }
     }
 }
@@ -125,6 +129,7 @@ mod tests {
             Group::Programs,
             Group::Root,
             Group::SharedData,
+            Group::Postgres,
         ];
         let mut names: Vec<&str> = all.iter().map(|g| g.name()).collect();
         names.sort();

@@ -14,6 +14,7 @@ pub mod fresh;
 pub mod module_graph;
 pub mod opc_process;
 pub mod org;
+pub mod postgres;
 pub mod proc_status;
 pub mod reload;
 pub mod sandbox;

@@ -50,7 +50,7 @@ impl ApprovalState {
         }
     }
 
-    fn parse(text: &str) -> Option<Self> {
+    pub(super) fn parse(text: &str) -> Option<Self> {
         ApprovalState::ALL.into_iter().find(|s| s.as_str() == text)
     }
 }
@@ -377,7 +377,7 @@ impl Approval {
 
 /// The decision as recall memory records it: the label, with its outcome when the label does not
 /// say it (`Yes, ship it (approved)`).
-fn recalled_decision(label: &str, state: ApprovalState) -> String {
+pub(super) fn recalled_decision(label: &str, state: ApprovalState) -> String {
     if OptionOutcome::named_by(label).is_some() {
         label.to_string()
     } else {
@@ -418,7 +418,7 @@ fn approval_from_row(row: &Row<'_>) -> rusqlite::Result<Approval> {
     })
 }
 
-const APPROVAL_COLUMNS: &str = "id, task_id, root_id, conversation_id, agent, tool_use_id, summary, options, \
+pub(super) const APPROVAL_COLUMNS: &str = "id, task_id, root_id, conversation_id, agent, tool_use_id, summary, options, \
      state, decision, decided_by, created_at, expires_at, decided_at";
 
 /// The result of trying to decide an approval.

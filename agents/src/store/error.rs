@@ -145,6 +145,15 @@ pub enum StoreError {
         /// The lock file.
         lock: String,
     },
+    /// Another OPC process holds the engine's claim on this PostgreSQL database.
+    #[error(
+        "another OPC process is serving the PostgreSQL database {place} (it holds the engine's advisory lock); \
+         stop it first, or point `framework.memory.postgres.urlEnv` at another database"
+    )]
+    Claimed {
+        /// The database, as `host:port/name`.
+        place: String,
+    },
 }
 
 impl StoreError {

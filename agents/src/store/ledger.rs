@@ -587,7 +587,7 @@ impl Db {
 
 /// `YYYY-MM-DD` of day `day` (days since the Unix epoch, UTC; a day before the epoch is its first,
 /// one past what a date can say is the last date there is).
-fn day_text(day: i64) -> String {
+pub(super) fn day_text(day: i64) -> String {
     let at = jiff::Timestamp::from_second(day.max(0).saturating_mul(86_400))
         .unwrap_or(jiff::Timestamp::MAX);
     at.to_zoned(jiff::tz::TimeZone::UTC).date().to_string()

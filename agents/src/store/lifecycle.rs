@@ -27,6 +27,48 @@ pub enum Ending<'a> {
     Cancelled(&'a str),
 }
 
+/// The columns an ending writes: the state, and the output, summary, error and escalation.
+pub(super) struct EndingRow<'a> {
+    pub(super) state: TaskState,
+    pub(super) output: Option<&'a str>,
+    pub(super) summary: Option<&'a str>,
+    pub(super) error: Option<&'a str>,
+    pub(super) escalation: Option<&'a str>,
+}
+
+impl<'a> Ending<'a> {
+    /// What ending task `id`, now in `current`, this way writes; a completion is refused unless the
+    /// task may pass through RESULT_PROPAGATING (both backends check it with the row locked).
+    pub(super) fn row(self, id: TaskId, current: TaskState) -> Result<EndingRow<'a>, StoreError> {
+        let row = |state, output, summary, error, escalation| EndingRow {
+            state,
+            output,
+            summary,
+            error,
+            escalation,
+        };
+        let row = match self {
+            Ending::Completed { output, summary } => {
+                row(TaskState::Completed, Some(output), summary, None, None)
+            }
+            Ending::Failed(error) => row(TaskState::Failed, None, None, Some(error), None),
+            Ending::Escalated(json) => row(TaskState::Escalated, None, None, None, Some(json)),
+            Ending::Cancelled(reason) => row(TaskState::Cancelled, None, None, Some(reason), None),
+        };
+        if row.state == TaskState::Completed
+            && current != TaskState::ResultPropagating
+            && !current.may_become(TaskState::ResultPropagating)
+        {
+            return Err(StoreError::BadTransition {
+                task: id,
+                from: current.as_str(),
+                to: row.state.as_str(),
+            });
+        }
+        Ok(row)
+    }
+}
+
 impl Db {
     /// Start (or resume) a task's session in one transaction: its record (CREATED becomes ASSIGNED, and
     /// EXECUTING right away when a model turn is next) and its saved history.
@@ -125,24 +167,13 @@ impl Db {
             return Ok(false);
         }
         let now = now_ms();
-        let (state, output, summary, error, escalation) = match ending {
-            Ending::Completed { output, summary } => {
-                (TaskState::Completed, Some(output), summary, None, None)
-            }
-            Ending::Failed(error) => (TaskState::Failed, None, None, Some(error), None),
-            Ending::Escalated(json) => (TaskState::Escalated, None, None, None, Some(json)),
-            Ending::Cancelled(reason) => (TaskState::Cancelled, None, None, Some(reason), None),
-        };
-        if state == TaskState::Completed
-            && current != TaskState::ResultPropagating
-            && !current.may_become(TaskState::ResultPropagating)
-        {
-            return Err(StoreError::BadTransition {
-                task: id,
-                from: current.as_str(),
-                to: state.as_str(),
-            });
-        }
+        let EndingRow {
+            state,
+            output,
+            summary,
+            error,
+            escalation,
+        } = ending.row(id, current)?;
         exec(
             &tx,
             "UPDATE tasks SET state = ?2, output = ?3, summary = ?4, error = ?5, escalation = ?6, \

@@ -40,7 +40,7 @@ impl JobKind {
         }
     }
 
-    fn parse(s: &str) -> Option<JobKind> {
+    pub(super) fn parse(s: &str) -> Option<JobKind> {
         match s {
             "extract" => Some(JobKind::Extract),
             "consolidate" => Some(JobKind::Consolidate),
@@ -97,7 +97,7 @@ pub struct MemoryJob {
     pub error: Option<String>,
 }
 
-const JOB_COLUMNS: &str =
+pub(super) const JOB_COLUMNS: &str =
     "id, kind, agent, task_id, root_id, conversation_id, state, attempts, not_before, error";
 
 fn job_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MemoryJob> {

@@ -35,7 +35,7 @@ pub trait Store: Send + Sync {
 
     /// Claim the database for this process: the engine runs startup recovery and resumes suspended
     /// trees, which must never happen twice over one database. Readers (`opc tasks`) do not lock.
-    fn lock_exclusive(&self) -> Result<(), StoreError>;
+    async fn lock_exclusive(&self) -> Result<(), StoreError>;
 
     /// Call `notify` after every commit that appended to recall memory (`opc run` wakes the recall
     /// indexer with it; without it the indexer finds the rows on its next poll). Set once.

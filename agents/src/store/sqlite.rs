@@ -391,7 +391,7 @@ sqlite_store! {
         idle_consolidations(idle_before: i64) -> Vec<(String, i64)>;
     }
     by_hand {
-        fn lock_exclusive(&self) -> Result<(), StoreError> {
+        async fn lock_exclusive(&self) -> Result<(), StoreError> {
             self.db.lock_exclusive()
         }
 

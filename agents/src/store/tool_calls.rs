@@ -35,7 +35,7 @@ impl ToolOutcome {
         }
     }
 
-    fn parse(text: &str) -> ToolOutcome {
+    pub(super) fn parse(text: &str) -> ToolOutcome {
         if text == "ok" {
             ToolOutcome::Ok
         } else {

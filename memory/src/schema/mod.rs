@@ -21,6 +21,8 @@
 pub mod blocks;
 pub mod erasures;
 pub mod facts;
+/// Memory's tables on PostgreSQL (SQL only).
+pub mod postgres;
 pub mod recall;
 
 use opc_migrate::{Component, Legacy, Migration};

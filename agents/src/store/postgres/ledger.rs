@@ -1,0 +1,423 @@
+//! The ledger on PostgreSQL: one `llm_calls` row per LLM call, added to its task's running totals
+//! in the same transaction. The SQL of `store/ledger.rs`, in PostgreSQL's dialect; its invariants
+//! hold here as there:
+//! - a call whose provider sent no token usage is recorded as *unknown* (`usage_unknown`) and
+//!   counted per task (`unknown_usage_calls`), so totals over it are lower bounds, never a silent 0;
+//! - memory work's calls are rows of the same table (`work = 'memory'`) recorded against the task
+//!   they are about, never added to its totals.
+//!
+//! Locks: [`record_turn_encoded`] adds to the totals with one `UPDATE … SET x = x + $n`, which
+//! PostgreSQL applies to the row's latest committed version under its row lock, so concurrent calls
+//! of one task (from any node) all count. With a final answer, it first locks the task's row
+//! (`SELECT … FOR UPDATE`, before anything else it writes, as the lifecycle does) and checks the
+//! transition on it, so a completion racing a cancellation (or another completion) cannot both win.
+//! [`record_memory_call`] only inserts (no task row locked beyond the reference's key-share lock).
+//!
+//! Days are UTC days of the ms timestamps, cut in Rust with the same `div_euclid` and named by the
+//! SQLite side's `day_text`, so both backends group a call into the same day.
+
+use std::collections::{BTreeMap, HashMap};
+
+use deadpool_postgres::GenericClient;
+use tokio_postgres::Row;
+
+use super::super::ledger::{day_text, encode_turn};
+use super::super::{
+    CallPrivacy, CallRecord, DbFailure, DbFault, LatestCall, PrivacyDay, Spend, StoreError, TaskId,
+    TaskPrivacy, TaskState, Totals, now_ms,
+};
+use super::recall;
+use super::sql::{Tx, exec, get, i64_of, one, rows, u32_of, u64_of};
+use crate::llm::privacy::TypeCounts;
+
+/// One UTC day, in ms.
+const DAY_MS: i64 = 86_400_000;
+
+/// Insert one `llm_calls` row for `call` (its tool names already encoded), as `work` (`task` or
+/// `memory`); its id. The one place that knows the row's columns, for task and memory calls alike.
+async fn insert_call(
+    t: &Tx<'_>,
+    doing: &'static str,
+    call: &CallRecord,
+    tools: &str,
+    work: &str,
+) -> Result<i64, StoreError> {
+    let privacy = call.privacy.as_ref();
+    let row = one(
+        t.c(),
+        doing,
+        "INSERT INTO llm_calls (task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, \
+         attempts, tool_calls, error, created_at, usage_unknown, privacy_mode, privacy_counts, \
+         privacy_routed_to, privacy_blocked, work) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+         RETURNING id",
+        &[
+            &call.task_id,
+            &call.agent,
+            &call.model,
+            &i64_of(call.tokens_in),
+            &i64_of(call.tokens_out),
+            &call.cost_usd,
+            &i64_of(call.duration_ms),
+            &i64::from(call.attempts),
+            &tools,
+            &call.error,
+            &now_ms(),
+            &i64::from(call.usage_unknown),
+            &privacy.map(|p| p.mode.as_str()),
+            &privacy.map(|p| p.counts.to_json()),
+            &privacy.and_then(|p| p.routed_to.as_deref()),
+            &privacy.and_then(|p| p.blocked.as_deref()),
+            &work,
+        ],
+    )
+    .await?;
+    get(&row, 0, doing)
+}
+
+/// Record one LLM call, add it to its task's totals and save the session history that includes its
+/// answer (already encoded) — one transaction per model turn. With `completed`, the answer is final
+/// and the task is completed with it in the same transaction (through RESULT_PROPAGATING), its
+/// answer written to recall memory and its tree's extractions queued; returns whether it was (a task
+/// that already ended, e.g. cancelled, keeps its ending).
+pub(super) async fn record_turn_encoded(
+    t: &Tx<'_>,
+    call: &CallRecord,
+    tools: &str,
+    history: Option<&str>,
+    completed: Option<&str>,
+) -> Result<bool, StoreError> {
+    const DOING: &str = "recording an LLM call";
+    // The task's row is locked first, before the call's row takes its key-share lock on it, so
+    // this transaction and a lifecycle change of the same task queue on one lock in one order.
+    let current = match completed {
+        Some(_) => Some(super::lifecycle::state_in(t, call.task_id).await?),
+        None => None,
+    };
+    insert_call(t, DOING, call, tools, "task").await?;
+    exec(
+        t.c(),
+        DOING,
+        "UPDATE tasks SET tokens_in = tokens_in + $2, tokens_out = tokens_out + $3, \
+         cost_usd = cost_usd + $4, llm_calls = llm_calls + 1, \
+         unknown_usage_calls = unknown_usage_calls + $5 WHERE id = $1",
+        &[
+            &call.task_id,
+            &i64_of(call.tokens_in),
+            &i64_of(call.tokens_out),
+            &call.cost_usd,
+            &i64::from(call.usage_unknown),
+        ],
+    )
+    .await?;
+    if let Some(text) = history {
+        exec(
+            t.c(),
+            "saving a session",
+            "UPDATE tasks SET messages = $2, updated_at = $3 WHERE id = $1",
+            &[&call.task_id, &text, &now_ms()],
+        )
+        .await?;
+    }
+    let (Some(output), Some(current)) = (completed, current) else {
+        return Ok(false);
+    };
+    if current.is_terminal() {
+        return Ok(false);
+    }
+    if !current.may_become(TaskState::ResultPropagating) {
+        return Err(StoreError::BadTransition {
+            task: call.task_id,
+            from: current.as_str(),
+            to: TaskState::Completed.as_str(),
+        });
+    }
+    let now = now_ms();
+    exec(
+        t.c(),
+        "ending a task",
+        "UPDATE tasks SET state = $4, output = $2, updated_at = $3, finished_at = $3 WHERE id = $1",
+        &[&call.task_id, &output, &now, &TaskState::Completed.as_str()],
+    )
+    .await?;
+    recall::answered(t, call.task_id, output, now).await?;
+    super::memory_jobs::enqueue_extractions(t, call.task_id, now).await?;
+    Ok(true)
+}
+
+/// The LLM calls made for a task, in order (its own work: memory work about it is apart, see
+/// [`memory_calls`]).
+pub(super) async fn calls(
+    c: &impl GenericClient,
+    task_id: TaskId,
+) -> Result<Vec<CallRecord>, StoreError> {
+    Ok(calls_of(c, task_id, "task")
+        .await?
+        .into_iter()
+        .map(|(_, call)| call)
+        .collect())
+}
+
+/// The calls of `task_id` of one kind of work (`task` or `memory`), in order, with their ids. One
+/// statement, so the ids and the calls are read from one snapshot.
+async fn calls_of(
+    c: &impl GenericClient,
+    task_id: TaskId,
+    work: &str,
+) -> Result<Vec<(i64, CallRecord)>, StoreError> {
+    rows(
+        c,
+        "reading the ledger",
+        "SELECT id, task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, attempts, \
+         tool_calls, error, usage_unknown, privacy_mode, privacy_counts, privacy_routed_to, \
+         privacy_blocked FROM llm_calls WHERE task_id = $1 AND work = $2 ORDER BY id",
+        &[&task_id, &work],
+    )
+    .await?
+    .iter()
+    .map(call_from_row)
+    .collect()
+}
+
+/// A ledger row (the columns of [`calls_of`], in order) with its id.
+fn call_from_row(row: &Row) -> Result<(i64, CallRecord), StoreError> {
+    const DOING: &str = "reading the ledger";
+    let tools: String = get(row, 9, DOING)?;
+    let tool_calls = serde_json::from_str(&tools).map_err(|e| StoreError::Database {
+        doing: DOING,
+        source: DbFailure {
+            fault: DbFault::Corrupt,
+            message: format!("tool calls: {e}"),
+        },
+    })?;
+    let privacy = match get::<Option<String>>(row, 12, DOING)? {
+        None => None,
+        Some(mode) => Some(CallPrivacy {
+            mode,
+            counts: TypeCounts::from_json(
+                &get::<Option<String>>(row, 13, DOING)?.unwrap_or_default(),
+            ),
+            routed_to: get(row, 14, DOING)?,
+            blocked: get(row, 15, DOING)?,
+        }),
+    };
+    let call = CallRecord {
+        task_id: get(row, 1, DOING)?,
+        agent: get(row, 2, DOING)?,
+        model: get(row, 3, DOING)?,
+        tokens_in: u64_of(get(row, 4, DOING)?),
+        tokens_out: u64_of(get(row, 5, DOING)?),
+        cost_usd: get(row, 6, DOING)?,
+        duration_ms: u64_of(get(row, 7, DOING)?),
+        attempts: u32_of(get(row, 8, DOING)?),
+        tool_calls,
+        error: get(row, 10, DOING)?,
+        usage_unknown: get::<i64>(row, 11, DOING)? != 0,
+        privacy,
+    };
+    Ok((get(row, 0, DOING)?, call))
+}
+
+/// What the privacy gateway did per task of root `root_id`'s tree (tasks it handled no call of are
+/// absent).
+pub(super) async fn privacy_by_task(
+    c: &impl GenericClient,
+    root_id: TaskId,
+) -> Result<HashMap<TaskId, TaskPrivacy>, StoreError> {
+    const DOING: &str = "reading the ledger";
+    let found = rows(
+        c,
+        DOING,
+        "SELECT c.task_id, c.privacy_counts, c.privacy_routed_to, c.privacy_blocked FROM llm_calls c \
+         JOIN tasks t ON t.id = c.task_id \
+         WHERE t.root_id = $1 AND c.privacy_mode IS NOT NULL ORDER BY c.id",
+        &[&root_id],
+    )
+    .await?;
+    let mut out: HashMap<TaskId, TaskPrivacy> = HashMap::new();
+    for row in &found {
+        let task: TaskId = get(row, 0, DOING)?;
+        let counts: Option<String> = get(row, 1, DOING)?;
+        let routed_to: Option<String> = get(row, 2, DOING)?;
+        let blocked: Option<String> = get(row, 3, DOING)?;
+        let entry = out.entry(task).or_default();
+        if blocked.is_some() {
+            entry.blocked += 1;
+        } else if routed_to.is_some() {
+            entry.routed += 1;
+        } else {
+            entry
+                .masked
+                .max_with(&TypeCounts::from_json(counts.as_deref().unwrap_or("{}")));
+        }
+    }
+    Ok(out)
+}
+
+/// Sum of tokens and cost over a tree: `(tokens_in, tokens_out, cost_usd)`. Lower bounds when
+/// some calls' usage is unknown; [`totals`] says how many.
+pub(super) async fn tree_totals(
+    c: &impl GenericClient,
+    root_id: TaskId,
+) -> Result<(u64, u64, f64), StoreError> {
+    let t = totals(c, root_id).await?;
+    Ok((t.tokens_in, t.tokens_out, t.cost_usd))
+}
+
+/// Sum of tokens and cost over a tree, with the number of calls whose usage is unknown (one
+/// statement: one snapshot of the tree's rows).
+pub(super) async fn totals(c: &impl GenericClient, root_id: TaskId) -> Result<Totals, StoreError> {
+    const DOING: &str = "summing a task tree";
+    let row = one(
+        c,
+        DOING,
+        "SELECT COALESCE(SUM(tokens_in), 0)::BIGINT, COALESCE(SUM(tokens_out), 0)::BIGINT, \
+         COALESCE(SUM(cost_usd), 0)::DOUBLE PRECISION, COALESCE(SUM(unknown_usage_calls), 0)::BIGINT \
+         FROM tasks WHERE root_id = $1",
+        &[&root_id],
+    )
+    .await?;
+    Ok(Totals {
+        tokens_in: u64_of(get(&row, 0, DOING)?),
+        tokens_out: u64_of(get(&row, 1, DOING)?),
+        cost_usd: get(&row, 2, DOING)?,
+        unknown_usage_calls: u32_of(get(&row, 3, DOING)?),
+    })
+}
+
+/// What the privacy gateway did per UTC day since `since_ms`, oldest first.
+pub(super) async fn privacy_by_day(
+    c: &impl GenericClient,
+    since_ms: i64,
+) -> Result<Vec<PrivacyDay>, StoreError> {
+    const DOING: &str = "reading the ledger";
+    let found = rows(
+        c,
+        DOING,
+        "SELECT created_at, privacy_counts, privacy_routed_to, privacy_blocked FROM llm_calls \
+         WHERE privacy_mode IS NOT NULL AND created_at >= $1 ORDER BY id",
+        &[&since_ms],
+    )
+    .await?;
+    let mut days: BTreeMap<i64, PrivacyDay> = BTreeMap::new();
+    for row in &found {
+        let at: i64 = get(row, 0, DOING)?;
+        let counts: Option<String> = get(row, 1, DOING)?;
+        let routed_to: Option<String> = get(row, 2, DOING)?;
+        let blocked: Option<String> = get(row, 3, DOING)?;
+        let day = at.div_euclid(DAY_MS);
+        let entry = days.entry(day).or_insert_with(|| PrivacyDay {
+            day: day_text(day),
+            ..PrivacyDay::default()
+        });
+        entry.calls += 1;
+        if blocked.is_some() {
+            entry.blocked += 1;
+        } else if routed_to.is_some() {
+            entry.routed += 1;
+        } else {
+            for (kind, n) in TypeCounts::from_json(counts.as_deref().unwrap_or("{}")).iter() {
+                *entry.masked.entry(kind.to_string()).or_default() += u64::from(n);
+            }
+        }
+    }
+    Ok(days.into_values().collect())
+}
+
+/// Spend since `since_ms` (Unix ms), by agent, model, conversation and work (the conversation's
+/// own, or memory work about it), most expensive first.
+pub(super) async fn spend_since(
+    c: &impl GenericClient,
+    since_ms: i64,
+) -> Result<Vec<Spend>, StoreError> {
+    const DOING: &str = "summing spend";
+    rows(
+        c,
+        DOING,
+        "SELECT c.agent, c.model, t.conversation_id, COUNT(*), SUM(c.tokens_in)::BIGINT, \
+         SUM(c.tokens_out)::BIGINT, SUM(c.cost_usd), c.work \
+         FROM llm_calls c JOIN tasks t ON t.id = c.task_id WHERE c.created_at >= $1 \
+         GROUP BY c.agent, c.model, t.conversation_id, c.work ORDER BY SUM(c.cost_usd) DESC",
+        &[&since_ms],
+    )
+    .await?
+    .iter()
+    .map(|r| {
+        Ok(Spend {
+            agent: get(r, 0, DOING)?,
+            model: get(r, 1, DOING)?,
+            conversation: get(r, 2, DOING)?,
+            work: get(r, 7, DOING)?,
+            calls: u64_of(get(r, 3, DOING)?),
+            tokens_in: u64_of(get(r, 4, DOING)?),
+            tokens_out: u64_of(get(r, 5, DOING)?),
+            cost_usd: get(r, 6, DOING)?,
+        })
+    })
+    .collect()
+}
+
+/// The latest call per `provider/model` among the last `window` calls, newest first: what the
+/// console shows as each provider's last outcome. Bounded by `window`, so a long ledger costs the
+/// same to read. (`DISTINCT ON` keeps each model's newest row, where SQLite relies on the bare
+/// columns of a `MAX()` aggregate.)
+pub(super) async fn latest_calls(
+    c: &impl GenericClient,
+    window: u32,
+) -> Result<Vec<LatestCall>, StoreError> {
+    const DOING: &str = "reading the latest calls";
+    rows(
+        c,
+        DOING,
+        "SELECT model, error, created_at FROM \
+         (SELECT DISTINCT ON (model) id, model, error, created_at FROM \
+          (SELECT id, model, error, created_at FROM llm_calls ORDER BY id DESC LIMIT $1) recent \
+          ORDER BY model, id DESC) latest \
+         ORDER BY id DESC",
+        &[&i64::from(window)],
+    )
+    .await?
+    .iter()
+    .map(|r| {
+        Ok(LatestCall {
+            model: get(r, 0, DOING)?,
+            error: get(r, 1, DOING)?,
+            at: get(r, 2, DOING)?,
+        })
+    })
+    .collect()
+}
+
+/// The memory-work calls of task `task_id`, in order, with their ledger ids.
+pub(super) async fn memory_calls(
+    c: &impl GenericClient,
+    task_id: TaskId,
+) -> Result<Vec<(i64, CallRecord)>, StoreError> {
+    calls_of(c, task_id, "memory").await
+}
+
+/// Tokens (in + out) of `agent`'s memory work recorded since `since_ms`.
+pub(super) async fn memory_tokens_since(
+    c: &impl GenericClient,
+    agent: &str,
+    since_ms: i64,
+) -> Result<u64, StoreError> {
+    const DOING: &str = "summing memory work";
+    let row = one(
+        c,
+        DOING,
+        "SELECT COALESCE(SUM(tokens_in + tokens_out), 0)::BIGINT FROM llm_calls \
+         WHERE work = 'memory' AND agent = $1 AND created_at >= $2",
+        &[&agent, &since_ms],
+    )
+    .await?;
+    Ok(u64_of(get(&row, 0, DOING)?))
+}
+
+/// Record one memory-work LLM call (`work = 'memory'`) against its task, WITHOUT adding it to the
+/// task's totals (the user's request did not spend it). Returns the ledger row's id (the facts'
+/// provenance names it).
+pub(super) async fn record_memory_call(t: &Tx<'_>, call: &CallRecord) -> Result<i64, StoreError> {
+    let (tools, _) = encode_turn(call, None)?;
+    insert_call(t, "recording a memory-work call", call, &tools, "memory").await
+}
