@@ -21,10 +21,6 @@
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
-/// The same story on PostgreSQL, under an advisory lock (`storage: postgres`).
-#[cfg(feature = "postgres")]
-pub mod postgres;
-
 /// One schema change of one component.
 #[derive(Debug)]
 pub struct Migration {

@@ -196,3 +196,45 @@ async fn one_engine_claims_a_database() {
         }
     }
 }
+
+/// A server restarted under a blocking connection (the synchronous components' link): calls made
+/// while it is down fail at once as unavailable, naming the server and never the password, and the
+/// first call after it is back reconnects and works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_connection_reopens_after_the_server_restarts() {
+    let Some(server) = opc_testgate::need(
+        opc_testgate::Group::Postgres,
+        "blocking_reconnect",
+        opc_tests::postgres::PgServer::start(),
+    ) else {
+        return;
+    };
+    let url = server
+        .url("postgres")
+        .replace("postgres@", "postgres:not-the-password@");
+    let conn = tokio::task::spawn_blocking(move || opc_pg::Blocking::connect(&url, "test"))
+        .await
+        .unwrap()
+        .unwrap();
+    let ask = |conn: opc_pg::Blocking| {
+        tokio::task::spawn_blocking(move || {
+            conn.run("asking", |c| {
+                Ok(c.query_one("SELECT 41 + 1", &[])?.get::<_, i32>(0))
+            })
+        })
+    };
+    assert_eq!(ask(conn.clone()).await.unwrap().unwrap(), 42);
+
+    server.stop();
+    let down = ask(conn.clone()).await.unwrap().unwrap_err();
+    assert_eq!(down.fault, opc_pg::Fault::Unavailable, "{down}");
+    let text = down.to_string();
+    assert!(
+        text.contains(&format!("127.0.0.1:{}", server.port())),
+        "{text}"
+    );
+    assert!(!text.contains("not-the-password"), "{text}");
+
+    server.restart().unwrap();
+    assert_eq!(ask(conn).await.unwrap().unwrap(), 42);
+}

@@ -1,5 +1,5 @@
 //! Memory's tables on PostgreSQL (`framework.memory.storage: postgres`), as the `memory` component
-//! of the database's migration story ([`opc_migrate::postgres`]).
+//! of the database's migration story (`opc_pg::migrate`).
 //!
 //! Only the SQL lives here (memory keeps no PostgreSQL client): the engine's PostgreSQL store
 //! applies it beside its own tables, and appends recall rows inside its transactions, as the SQLite

@@ -21,7 +21,7 @@
 //! - recall rows are written in the transaction of the change they describe, and the recall hook
 //!   runs after its commit.
 //!
-//! The URL is never stored or shown: errors name the database as `host:port/name` ([`place`]).
+//! The URL is never stored or shown: errors name the database as `host:port/name` ([`opc_pg::place`]).
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
-use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::config::SslMode;
 
 use super::ledger::encode_turn;
 use super::tasks::encode_history;
@@ -74,39 +74,30 @@ pub struct PgStore {
     claim: tokio::sync::Mutex<Option<deadpool_postgres::ClientWrapper>>,
 }
 
-/// The database a URL names, as `host:port/name`: what messages show (never the user or password).
-pub fn place(config: &tokio_postgres::Config) -> String {
-    let host = match config.get_hosts().first() {
-        Some(Host::Tcp(host)) => host.clone(),
-        Some(Host::Unix(path)) => path.display().to_string(),
-        None => "localhost".to_string(),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    let name = config
-        .get_dbname()
-        .or(config.get_user())
-        .unwrap_or("postgres");
-    format!("{host}:{port}/{name}")
-}
-
 impl PgStore {
     /// Connect to the database `url` names (a pool of at most `max_connections`), check that it
     /// answers within [`CONNECT_DEADLINE`], and bring the engine's and memory's tables up to date.
     /// Errors name the database as `host:port/name`, never the URL.
     pub async fn connect(url: &str, max_connections: u32) -> Result<PgStore, StoreError> {
-        let config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
-            StoreError::Open {
-                path: "(the PostgreSQL URL)".to_string(),
-                source: DbFailure {
-                    fault: DbFault::Other,
-                    // The parser's words name the part it could not read, not the URL's text.
-                    message: format!(
-                        "it is not a PostgreSQL URL ({e}); write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE"
-                    ),
-                },
-            }
+        let place =
+            opc_pg::parse(url)
+                .map(|c| opc_pg::place(&c))
+                .map_err(|e| StoreError::Open {
+                    path: e.place,
+                    source: DbFailure {
+                        fault: DbFault::Other,
+                        message: e.message,
+                    },
+                })?;
+        // It parsed above, so it parses here (the async client's and the blocking client's
+        // configs are the same parser).
+        let config: tokio_postgres::Config = url.parse().map_err(|_| StoreError::Open {
+            path: place.clone(),
+            source: DbFailure {
+                fault: DbFault::Other,
+                message: "not a PostgreSQL URL".into(),
+            },
         })?;
-        let place = place(&config);
         let open = |fault, message: String| StoreError::Open {
             path: format!("PostgreSQL at {place}"),
             source: DbFailure { fault, message },
@@ -135,7 +126,7 @@ impl PgStore {
             .create_timeout(Some(CONNECT_DEADLINE))
             .build()
             .map_err(|e| open(DbFault::Other, e.to_string()))?;
-        let mut client = tokio::time::timeout(CONNECT_DEADLINE, pool.get())
+        let client = tokio::time::timeout(CONNECT_DEADLINE, pool.get())
             .await
             .map_err(|_| {
                 open(
@@ -150,27 +141,38 @@ impl PgStore {
                 },
                 other => other,
             })?;
-        for component in [&schema::COMPONENT, &opc_memory::schema::postgres::COMPONENT] {
-            opc_migrate::postgres::migrate(&mut client, component, &place)
-                .await
-                .map_err(|e| match e {
-                    opc_migrate::postgres::PgMigrateError::TooNew { found, known, .. } => {
-                        StoreError::TooNew {
-                            path: format!("PostgreSQL at {place}"),
-                            found,
-                            known,
-                        }
-                    }
-                    opc_migrate::postgres::PgMigrateError::Sql { what, source, .. } => {
-                        StoreError::Migrate {
-                            path: format!("PostgreSQL at {place}"),
-                            what,
-                            source: sql::failure(&source),
-                        }
-                    }
-                })?;
-        }
         drop(client);
+        // The migrations run on a blocking connection of their own (opc-pg), off the runtime.
+        let url = url.to_string();
+        let migrated = tokio::task::spawn_blocking(move || {
+            let conn = opc_pg::Blocking::connect(&url, "migrate")?;
+            for component in [&schema::COMPONENT, &opc_memory::schema::postgres::COMPONENT] {
+                conn.migrate(component)?;
+            }
+            Ok::<_, opc_pg::PgMigrateError>(())
+        })
+        .await
+        .map_err(|e| open(DbFault::Other, format!("the migration thread failed: {e}")))?;
+        migrated.map_err(|e| match e {
+            opc_pg::PgMigrateError::TooNew { found, known, .. } => StoreError::TooNew {
+                path: format!("PostgreSQL at {place}"),
+                found,
+                known,
+            },
+            opc_pg::PgMigrateError::Pg(e) => StoreError::Migrate {
+                path: format!("PostgreSQL at {place}"),
+                what: e.doing,
+                source: DbFailure {
+                    fault: match e.fault {
+                        opc_pg::Fault::Unavailable => DbFault::Unavailable,
+                        opc_pg::Fault::Conflict => DbFault::Conflict,
+                        opc_pg::Fault::Corrupt => DbFault::Corrupt,
+                        opc_pg::Fault::Other => DbFault::Other,
+                    },
+                    message: e.message,
+                },
+            },
+        })?;
         Ok(PgStore {
             pool,
             place,

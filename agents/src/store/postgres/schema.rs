@@ -1,5 +1,5 @@
 //! The engine's tables on PostgreSQL, as the `agents` component of the database's migration story
-//! ([`opc_migrate::postgres`]: one `schema_versions` row per component, applied under an advisory
+//! (`opc_pg::migrate`: one `schema_versions` row per component, applied under an advisory
 //! lock so nodes starting together do not race).
 //!
 //! Migration 1 is the engine's SQLite schema at its version 7, in PostgreSQL's types: every integer

@@ -1,6 +1,5 @@
-//! The same migration story on PostgreSQL (`framework.memory.storage: postgres`): one
-//! `schema_versions` row per component, pending migrations applied with their version in one
-//! transaction.
+//! A component's migrations on PostgreSQL: one `schema_versions` row per component, pending
+//! migrations applied with their version in one transaction.
 //!
 //! Why a transaction-scoped advisory lock: several `opc run` nodes start at once against one
 //! database, and PostgreSQL has no `BEGIN IMMEDIATE`. The first to take the lock applies the
@@ -8,17 +7,14 @@
 //! every component (they are applied one after another, at start), released by the commit.
 //!
 //! A PostgreSQL database has no legacy: every component's story there starts at its first
-//! PostgreSQL migration, so [`crate::Component::legacy`] is not read.
+//! PostgreSQL migration, so `Component::legacy` is not read. A database whose version is newer than
+//! this build knows is refused, never written.
 
-use tokio_postgres::Client;
+use opc_migrate::{Applied, Component};
 
-use crate::{Applied, Component};
+use crate::error::PgError;
 
-/// The advisory lock key of schema changes ("opc-mig" in ASCII, so it is recognisable in
-/// `pg_locks`).
-pub const MIGRATION_LOCK: i64 = i64::from_be_bytes(*b"\0opc-mig");
-
-/// Why a component's tables on PostgreSQL could not be brought up to date (nothing was changed).
+/// Why a component's tables could not be brought up to date (nothing was changed).
 #[derive(Debug, thiserror::Error)]
 pub enum PgMigrateError {
     /// The database was written by a newer build.
@@ -30,53 +26,33 @@ pub enum PgMigrateError {
     TooNew {
         /// The component.
         component: &'static str,
-        /// The database, as `host:port/name` (never the URL: it may hold a password).
+        /// The database, as `host:port/name`.
         place: String,
         /// The version found.
         found: i64,
         /// The newest version this build knows.
         known: i64,
     },
-    /// PostgreSQL failed while doing `what`.
-    #[error(
-        "cannot upgrade the {component} tables in the PostgreSQL database {place} ({what}): {source}"
-    )]
-    Sql {
-        /// The component.
-        component: &'static str,
-        /// The database, as `host:port/name`.
-        place: String,
-        /// The migration or step.
-        what: &'static str,
-        /// Why.
-        #[source]
-        source: tokio_postgres::Error,
-    },
+    /// PostgreSQL failed.
+    #[error(transparent)]
+    Pg(#[from] PgError),
 }
 
-/// Bring `component`'s tables on PostgreSQL to [`Component::version`] (see the module doc).
-/// `place` names the database in errors.
-pub async fn migrate(
-    client: &mut Client,
+/// The advisory lock key of schema changes ("opc-mig" in ASCII, recognisable in `pg_locks`).
+pub const MIGRATION_LOCK: i64 = i64::from_be_bytes(*b"\0opc-mig");
+
+/// Bring `component`'s tables to its version (see the module doc). `place` names the database.
+pub fn migrate(
+    client: &mut postgres::Client,
     component: &Component,
     place: &str,
 ) -> Result<Applied, PgMigrateError> {
-    let failed = |what: &'static str| {
-        let place = place.to_string();
-        move |source| PgMigrateError::Sql {
-            component: component.name,
-            place,
-            what,
-            source,
-        }
-    };
+    let failed = |doing: &'static str| move |e: postgres::Error| PgError::of(&e, place, doing);
     let known = component.version();
-    let tx = client
+    let mut tx = client
         .transaction()
-        .await
         .map_err(failed("starting the schema transaction"))?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-        .await
         .map_err(failed("waiting for other nodes' migrations"))?;
     tx.batch_execute(
         "CREATE TABLE IF NOT EXISTS schema_versions (
@@ -85,16 +61,15 @@ pub async fn migrate(
              updated_ms  BIGINT NOT NULL
          )",
     )
-    .await
     .map_err(failed("creating schema_versions"))?;
     let from: i64 = tx
         .query_opt(
             "SELECT version FROM schema_versions WHERE component = $1",
             &[&component.name],
         )
-        .await
         .map_err(failed("reading the schema version"))?
-        .map_or(0, |row| row.get(0));
+        .map_or(Ok(0), |row| row.try_get(0))
+        .map_err(failed("reading the schema version"))?;
     if from > known {
         return Err(PgMigrateError::TooNew {
             component: component.name,
@@ -104,9 +79,7 @@ pub async fn migrate(
         });
     }
     if from == known {
-        tx.commit()
-            .await
-            .map_err(failed("ending the schema check"))?;
+        tx.commit().map_err(failed("ending the schema check"))?;
         return Ok(Applied {
             from,
             to: known,
@@ -116,19 +89,15 @@ pub async fn migrate(
     let from_index = usize::try_from(from.max(0)).unwrap_or(0);
     for migration in &component.migrations[from_index..] {
         tx.batch_execute(migration.sql)
-            .await
             .map_err(failed(migration.what))?;
     }
     tx.execute(
         "INSERT INTO schema_versions (component, version, updated_ms) VALUES ($1, $2, $3)
          ON CONFLICT (component) DO UPDATE SET version = excluded.version, updated_ms = excluded.updated_ms",
-        &[&component.name, &known, &crate::now_ms()],
+        &[&component.name, &known, &opc_migrate::now_ms()],
     )
-    .await
     .map_err(failed("recording the schema version"))?;
-    tx.commit()
-        .await
-        .map_err(failed("committing the migrations"))?;
+    tx.commit().map_err(failed("committing the migrations"))?;
     Ok(Applied {
         from,
         to: known,
