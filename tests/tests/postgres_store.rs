@@ -116,7 +116,16 @@ async fn nodes_starting_together_migrate_once() {
     let versions: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     assert_eq!(
         versions,
-        vec![("agents".to_string(), 1), ("memory".to_string(), 1)]
+        vec![
+            (
+                "agents".to_string(),
+                opc_agents::store::postgres::schema::COMPONENT.version()
+            ),
+            (
+                "memory".to_string(),
+                opc_memory::schema::postgres::COMPONENT.version()
+            )
+        ]
     );
 }
 
