@@ -203,7 +203,7 @@ mod tests {
         let (inbox, _inbound) = tokio::sync::mpsc::channel(1);
         let config = crate::web::WebConfig {
             title: "t".into(),
-            database: None,
+            database: crate::web::WebDatabase::Memory,
         };
         let adapter = crate::web::WebChat::new(config, inbox).unwrap_or_else(|e| panic!("{e}"));
         let place = Place {
@@ -230,7 +230,7 @@ mod tests {
         let (inbox, _inbound) = tokio::sync::mpsc::channel(1);
         let config = crate::web::WebConfig {
             title: "t".into(),
-            database: None,
+            database: crate::web::WebDatabase::Memory,
         };
         let adapter = crate::web::WebChat::new(config, inbox).unwrap_or_else(|e| panic!("{e}"));
         let place = Place {

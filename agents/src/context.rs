@@ -128,11 +128,16 @@ impl BlockMemory {
         config: &Config,
         org: Arc<OrgTree>,
     ) -> Result<BlockMemory, opc_memory::blocks::OpenError> {
-        Ok(BlockMemory {
-            blocks: BlockStore::open(path, config, org)?,
+        Ok(BlockMemory::over(BlockStore::open(path, config, org)?))
+    }
+
+    /// Memory over core blocks opened elsewhere (on PostgreSQL: `BlockStore::open_postgres`).
+    pub fn over(blocks: BlockStore) -> BlockMemory {
+        BlockMemory {
+            blocks,
             recall: None,
             facts: None,
-        })
+        }
     }
 
     /// Add the Select step: for agents with `memory.recall` on, the best hits of `store` for each

@@ -155,6 +155,13 @@ enum Command {
         #[command(subcommand)]
         command: commands::memory::MemoryCommand,
     },
+    /// Where the org's state is kept: `copy --to postgres` moves an org from its SQLite file into an
+    /// empty PostgreSQL database (every row, one transaction), to run several nodes on it.
+    ///
+    /// Exit status: 0 copied; 1 the target is not empty, the file is in use or a database error;
+    /// 2 unreadable config, no SQLite file, or the URL variable is unset.
+    #[command(subcommand)]
+    Store(commands::store::StoreCommand),
     /// Draw the org tree: id, role, model, tools, memory and shareWith of every agent.
     ///
     /// Colours are used when stdout is a terminal (set NO_COLOR to turn them off). Exit status: 0,
@@ -223,5 +230,6 @@ fn main() -> ExitCode {
         Command::Models(command) => commands::models::run(command),
         Command::Memory { command } => commands::memory::run(&config, command),
         Command::Slack(command) => commands::slack::run(&config, command),
+        Command::Store(command) => commands::store::run(&config, command),
     }
 }

@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use opc_hierarchy::{ConfigError, DEFAULT_CONFIG_FILE, Loaded};
 
@@ -102,14 +103,98 @@ pub fn database_path(loaded: &Loaded) -> PathBuf {
     loaded.base_dir.join(&loaded.config.framework.memory.path)
 }
 
-/// Open the engine's database, or print why not.
-pub fn open_store(loaded: &Loaded) -> Result<opc_agents::SqliteStore, ExitCode> {
-    opc_agents::SqliteStore::open(&database_path(loaded)).map_err(|e| {
-        eprint(&format!(
-            "error: {e}\nhint: `framework.memory.path` must be a writable file path\n"
-        ));
+/// Where this node keeps its recall search index when the state is in PostgreSQL: beside the
+/// config's `framework.memory.path` (`<path>.pg-index`). The index is derived from the database and
+/// per node; a missing one is rebuilt from the table at start.
+pub fn recall_index_dir(loaded: &Loaded) -> PathBuf {
+    let mut dir = database_path(loaded).into_os_string();
+    dir.push(".pg-index");
+    PathBuf::from(dir)
+}
+
+/// Where the org's state lives (`framework.memory.storage`).
+#[derive(Clone, Debug)]
+pub enum Database {
+    /// The SQLite file at `framework.memory.path` (the embedded default).
+    Sqlite(PathBuf),
+    /// A PostgreSQL server, several nodes sharing it.
+    Postgres {
+        /// The URL, from the variable `framework.memory.postgres.urlEnv` names. Never printed.
+        url: String,
+        /// The server as `host:port/name`, for messages.
+        place: String,
+        /// The variable the URL came from, for hints.
+        url_env: String,
+        /// `framework.memory.postgres.maxConnections`.
+        max_connections: u32,
+    },
+}
+
+/// Where the org's state lives, or print why it cannot be reached (see [`database_choice`]).
+pub fn database(loaded: &Loaded) -> Result<Database, ExitCode> {
+    database_choice(loaded).map_err(|message| {
+        eprint(&format!("error: {message}\n"));
         ExitCode::FAILURE
     })
+}
+
+/// Where the org's state lives, or why it cannot be reached: with `storage: postgres`, the URL
+/// comes from the environment only (a missing or unreadable one is named by its variable, never
+/// shown).
+pub fn database_choice(loaded: &Loaded) -> Result<Database, String> {
+    let memory = &loaded.config.framework.memory;
+    if memory.storage != opc_hierarchy::schema::Storage::Postgres {
+        return Ok(Database::Sqlite(database_path(loaded)));
+    }
+    let var = memory.postgres.url_env.name();
+    let url = match std::env::var(var) {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ => {
+            return Err(format!(
+                "`framework.memory.storage: postgres` takes the PostgreSQL URL from the environment variable {var}, which is not set\n\
+                 hint: `export {var}=postgres://USER:PASSWORD@HOST:5432/DATABASE` (or name another variable in `framework.memory.postgres.urlEnv`)"
+            ));
+        }
+    };
+    let place = opc_pg::parse(&url)
+        .map(|config| opc_pg::place(&config))
+        .map_err(|e| format!("{var}: {}", e.message))?;
+    Ok(Database::Postgres {
+        url,
+        place,
+        url_env: var.to_string(),
+        max_connections: memory.postgres.max_connections.get(),
+    })
+}
+
+/// Open the engine's store on `database`, or print why not. On PostgreSQL this gives up within
+/// about 10 s when the server does not answer, naming it by host, never by password.
+pub async fn open_store(database: &Database) -> Result<Arc<dyn opc_agents::Store>, ExitCode> {
+    match database {
+        Database::Sqlite(path) => match opc_agents::SqliteStore::open(path) {
+            Ok(store) => Ok(Arc::new(store)),
+            Err(e) => {
+                eprint(&format!(
+                    "error: {e}\nhint: `framework.memory.path` must be a writable file path\n"
+                ));
+                Err(ExitCode::FAILURE)
+            }
+        },
+        Database::Postgres {
+            url,
+            place,
+            url_env,
+            max_connections,
+        } => match opc_agents::PgStore::connect(url, *max_connections).await {
+            Ok(store) => Ok(Arc::new(store)),
+            Err(e) => {
+                eprint(&format!(
+                    "error: {e}\nhint: check that PostgreSQL is running and reachable at {place}, and that the URL in ${url_env} names a database OPC may write\n"
+                ));
+                Err(ExitCode::FAILURE)
+            }
+        },
+    }
 }
 
 /// The first provider the org uses whose key variable is unset: `(provider, variable)`.

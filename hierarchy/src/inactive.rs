@@ -60,9 +60,9 @@ pub fn inactive(config: &Config) -> Vec<Inactive> {
     if memory.storage == Storage::Postgres {
         add(
             KeyPath::of(["framework", "memory", "storage"]),
-            "postgres storage",
-            "everything is kept in the SQLite file at `framework.memory.path`: the engine's tables \
-             run on PostgreSQL, but memory, the web transcript and the gateway's threads do not yet",
+            "postgres storage: several nodes, and erasure",
+            "the org's state is kept in PostgreSQL, served by one `opc run` at a time (a second node on \
+             the same database is refused), and `opc privacy erase` refuses to run there",
         );
     }
     let agents = |pick: &dyn Fn(&crate::schema::Agent) -> bool| -> Vec<&str> {

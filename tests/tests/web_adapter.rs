@@ -31,7 +31,7 @@ async fn start(token: Option<&str>) -> Chat {
     let adapter = WebChat::new(
         WebConfig {
             title: "OPC <test>".to_string(),
-            database: None,
+            database: opc_adapters::web::WebDatabase::Memory,
         },
         inbox,
     )
@@ -748,7 +748,7 @@ async fn a_full_inbox_is_answered_503_with_retry_after() {
     let adapter = WebChat::new(
         WebConfig {
             title: "OPC".to_string(),
-            database: None,
+            database: opc_adapters::web::WebDatabase::Memory,
         },
         inbox,
     )

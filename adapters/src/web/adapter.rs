@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::state::{ChatState, Shared, WebEvent, valid_id};
 use super::transcript::{Author, Transcript, TranscriptError};
-use super::{MAX_BODY, WebConfig, api, page};
+use super::{MAX_BODY, WebConfig, WebDatabase, api, page};
 use crate::{
     Adapter, AdapterError, Card, Inbox, Page, Place, Platform, Posted, ReplyHandle, Visibility,
 };
@@ -41,8 +41,12 @@ impl WebChat {
     /// The web chat; inbound events go to `inbox`. Serve [`Adapter::pages`] on the gateway's server.
     /// Fails when the transcript's database cannot be opened.
     pub fn new(config: WebConfig, inbox: Inbox) -> Result<Arc<WebChat>, AdapterError> {
-        let transcript = Transcript::open(config.database.as_deref())
-            .map_err(|e| AdapterError::Invalid(e.to_string()))?;
+        let transcript = match &config.database {
+            WebDatabase::Memory => Transcript::open(None),
+            WebDatabase::Sqlite(path) => Transcript::open(Some(path)),
+            WebDatabase::Postgres(conn) => Transcript::open_postgres(conn.clone()),
+        }
+        .map_err(|e| AdapterError::Invalid(e.to_string()))?;
         let page = page::render(&config.title);
         Ok(Arc::new(WebChat {
             shared: Arc::new(Shared {

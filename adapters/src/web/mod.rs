@@ -71,7 +71,17 @@ pub const SUBSCRIBER_BUFFER: usize = 64;
 pub struct WebConfig {
     /// The page's title.
     pub title: String,
-    /// The SQLite database file holding the transcript (the engine's); `None` keeps it in memory, so
-    /// it ends with the process.
-    pub database: Option<PathBuf>,
+    /// Where the transcript is kept.
+    pub database: WebDatabase,
+}
+
+/// Where the web chat keeps its transcript.
+#[derive(Clone, Debug)]
+pub enum WebDatabase {
+    /// In memory: it ends with the process (tests).
+    Memory,
+    /// The SQLite database file (the engine's).
+    Sqlite(PathBuf),
+    /// The org's PostgreSQL database (`storage: postgres`), over a connection of its own.
+    Postgres(opc_pg::Blocking),
 }

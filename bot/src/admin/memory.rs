@@ -41,18 +41,25 @@ pub async fn blocks(State(admin): State<Arc<Admin>>) -> Response {
     let Some(live) = admin.live.get() else {
         return not_running();
     };
-    let database = crate::setup::database_path(&live.get());
-    let read = tokio::task::spawn_blocking(move || {
-        if !database.exists() {
-            return Ok(Vec::new());
+    let loaded = live.get();
+    let database = crate::setup::database_choice(&loaded);
+    let read = tokio::task::spawn_blocking(move || match database? {
+        crate::setup::Database::Postgres { url, .. } => {
+            let conn = opc_pg::Blocking::connect(&url, "admin").map_err(|e| e.to_string())?;
+            opc_memory::blocks::read_all_postgres(&conn).map_err(|e| e.to_string())
         }
-        let conn = rusqlite::Connection::open_with_flags(
-            &database,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-        )
-        .map_err(|e| e.to_string())?;
-        let _ = conn.busy_timeout(std::time::Duration::from_secs(5));
-        opc_memory::blocks::read_all(&conn).map_err(|e| e.to_string())
+        crate::setup::Database::Sqlite(database) => {
+            if !database.exists() {
+                return Ok(Vec::new());
+            }
+            let conn = rusqlite::Connection::open_with_flags(
+                &database,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+            )
+            .map_err(|e| e.to_string())?;
+            let _ = conn.busy_timeout(std::time::Duration::from_secs(5));
+            opc_memory::blocks::read_all(&conn).map_err(|e| e.to_string())
+        }
     })
     .await;
     match read {
@@ -162,12 +169,21 @@ async fn read_facts<T: Send + 'static>(
     let Some(live) = admin.live.get() else {
         return Err(not_running());
     };
-    let database = crate::setup::database_path(&live.get());
+    let loaded = live.get();
+    let database = crate::setup::database_choice(&loaded);
     let done = tokio::task::spawn_blocking(move || {
-        if !database.exists() {
-            return Ok(None);
-        }
-        let store = FactStore::open_read_only(&database, EmbedSlot::new())?;
+        let store = match database.map_err(opc_memory::facts::FactError::Invalid)? {
+            crate::setup::Database::Postgres { url, .. } => {
+                let conn = opc_pg::Blocking::connect(&url, "admin")?;
+                FactStore::open_postgres_read_only(conn, EmbedSlot::new())?
+            }
+            crate::setup::Database::Sqlite(database) => {
+                if !database.exists() {
+                    return Ok(None);
+                }
+                FactStore::open_read_only(&database, EmbedSlot::new())?
+            }
+        };
         read(&store).map(Some)
     })
     .await;

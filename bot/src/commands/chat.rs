@@ -50,20 +50,27 @@ pub fn run(path: &Path, args: ChatArgs) -> ExitCode {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    let store = match crate::setup::open_store(&loaded) {
-        Ok(store) => store,
+    let database = match crate::setup::database(&loaded) {
+        Ok(database) => database,
         Err(code) => return code,
     };
-    match crate::setup::runtime() {
-        Ok(runtime) => runtime.block_on(chat(loaded, store, args)),
-        Err(code) => code,
-    }
+    let runtime = match crate::setup::runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    runtime.block_on(async move {
+        match crate::setup::open_store(&database).await {
+            Ok(store) => chat(loaded, database, store, args).await,
+            Err(code) => code,
+        }
+    })
 }
 
 /// Build the engine for `opc chat`, refusing to start when a provider the org uses has no key.
 pub async fn engine(
     loaded: &opc_hierarchy::Loaded,
-    store: opc_agents::SqliteStore,
+    database: &crate::setup::Database,
+    store: Arc<dyn opc_agents::Store>,
     options: EngineOptions,
 ) -> Result<(Engine, RecallParts), String> {
     if let Some((provider, var)) = crate::setup::missing_key(loaded) {
@@ -73,7 +80,7 @@ pub async fn engine(
              (`kind: openai-compatible`, `baseUrl: http://127.0.0.1:11434/v1`)\n"
         ));
     }
-    let (engine, recall) = build_engine(loaded, store, options).await?;
+    let (engine, recall) = build_engine(loaded, database, store, options).await?;
     // A chat turn starts at once, so the NER model is loaded now (when cached), not in the background.
     let privacy = &loaded.config.framework.privacy;
     if opc_agents::llm::privacy::needs_ner(&loaded.config) {
@@ -111,29 +118,52 @@ pub struct RecallParts {
 /// (`opc run` builds its engine here too).
 pub async fn build_engine(
     loaded: &opc_hierarchy::Loaded,
-    store: opc_agents::SqliteStore,
+    database: &crate::setup::Database,
+    store: Arc<dyn opc_agents::Store>,
     options: EngineOptions,
 ) -> Result<(Engine, RecallParts), String> {
-    let db = crate::setup::database_path(loaded);
     // Recall memory: the engine appends every task and answer in the turn's own transaction; the
-    // indexer (woken after each of those commits) keeps BM25 and the vectors caught up.
+    // indexer (woken after each of those commits) keeps BM25 and the vectors caught up. Long-term
+    // facts use the same embedder slot; the engine runs its memory worker (extraction,
+    // consolidation) over them and offers the archival tools. Core memory blocks live beside them.
+    // Each part keeps its own connection: the SQLite file's, or one to PostgreSQL (opc-pg).
     let embed = opc_memory::embed::EmbedSlot::new();
-    let recall = opc_memory::recall::RecallStore::open(&db, embed.clone())
-        .map_err(|e| format!("error: {e}\n"))?;
-    let indexer = recall
-        .spawn_indexer()
-        .map_err(|e| format!("error: {e}\n"))?;
+    let org = Arc::new(loaded.org.clone());
+    let failed = |e: &dyn std::fmt::Display| format!("error: {e}\n");
+    let (recall, facts, blocks) = match database {
+        crate::setup::Database::Sqlite(db) => (
+            opc_memory::recall::RecallStore::open(db, embed.clone()).map_err(|e| failed(&e))?,
+            opc_memory::facts::FactStore::open(db, embed.clone()).map_err(|e| failed(&e))?,
+            opc_memory::blocks::BlockStore::open(db, &loaded.config, org)
+                .map_err(|e| failed(&e))?,
+        ),
+        crate::setup::Database::Postgres { url, .. } => {
+            let connect = |what: &str| opc_pg::Blocking::connect(url, what).map_err(|e| failed(&e));
+            let index = crate::setup::recall_index_dir(loaded);
+            (
+                opc_memory::recall::RecallStore::open_postgres(
+                    connect("recall")?,
+                    &index,
+                    embed.clone(),
+                )
+                .map_err(|e| failed(&e))?,
+                opc_memory::facts::FactStore::open_postgres(connect("facts")?, embed.clone())
+                    .map_err(|e| failed(&e))?,
+                opc_memory::blocks::BlockStore::open_postgres(
+                    connect("blocks")?,
+                    &loaded.config,
+                    org,
+                )
+                .map_err(|e| failed(&e))?,
+            )
+        }
+    };
+    let indexer = recall.spawn_indexer().map_err(|e| failed(&e))?;
     {
         let recall = recall.clone();
-        opc_agents::Store::on_recall_append(&store, Box::new(move || recall.notify()));
+        store.on_recall_append(Box::new(move || recall.notify()));
     }
-    // Long-term facts, in the same file and with the same embedder slot as recall: the engine runs
-    // its memory worker (extraction, consolidation) over them and offers the archival tools.
-    let facts = opc_memory::facts::FactStore::open(&db, embed.clone())
-        .map_err(|e| format!("error: {e}\n"))?;
-    // Core memory blocks live in the engine's database, on memory's own connection.
-    let memory = BlockMemory::open(&db, &loaded.config, Arc::new(loaded.org.clone()))
-        .map_err(|e| format!("error: {e}\n"))?
+    let memory = BlockMemory::over(blocks)
         .with_recall(recall.clone(), &loaded.config, RECALL_BUDGET_TOKENS)
         .with_facts(facts, &loaded.config, FACTS_BUDGET_TOKENS);
     // Bash runs under the kernel sandbox, whose launcher is this executable re-entered
@@ -151,7 +181,7 @@ pub async fn build_engine(
             options
         }
     };
-    let engine = Engine::from_config(loaded, Arc::new(store), Arc::new(memory), options, |var| {
+    let engine = Engine::from_config(loaded, store, Arc::new(memory), options, |var| {
         std::env::var(var).ok()
     })
     .await
@@ -169,7 +199,8 @@ pub async fn build_engine(
 
 async fn chat(
     loaded: opc_hierarchy::Loaded,
-    store: opc_agents::SqliteStore,
+    database: crate::setup::Database,
+    store: Arc<dyn opc_agents::Store>,
     args: ChatArgs,
 ) -> ExitCode {
     let options = EngineOptions {
@@ -178,7 +209,7 @@ async fn chat(
         resume_suspended: false,
         ..EngineOptions::default()
     };
-    let (engine, _recall) = match engine(&loaded, store, options).await {
+    let (engine, _recall) = match engine(&loaded, &database, store, options).await {
         Ok(parts) => parts,
         Err(message) => {
             eprint(&message);

@@ -158,16 +158,35 @@ fn search(config: &Path, text: &str, agent: &str, mode: Mode, limit: usize) -> E
     let namespaces =
         opc_memory::acl::Acl::new(&loaded.config, std::sync::Arc::new(loaded.org.clone()))
             .readable(agent);
-    let db = crate::setup::database_path(&loaded);
-    if !db.exists() {
-        // Nothing was ever stored: say so rather than create an empty database the engine did not ask for.
-        print(&format!(
-            "no matches: {} does not exist yet (it is created when `opc run` or `opc chat` first starts)\n",
-            db.display()
-        ));
-        return ExitCode::SUCCESS;
-    }
-    let store = match RecallStore::open(&db, embedder(mode != Mode::Bm25)) {
+    let database = match crate::setup::database(&loaded) {
+        Ok(database) => database,
+        Err(code) => return code,
+    };
+    let opened = match &database {
+        crate::setup::Database::Sqlite(db) => {
+            if !db.exists() {
+                // Nothing was ever stored: say so rather than create an empty database the engine did not ask for.
+                print(&format!(
+                    "no matches: {} does not exist yet (it is created when `opc run` or `opc chat` first starts)\n",
+                    db.display()
+                ));
+                return ExitCode::SUCCESS;
+            }
+            RecallStore::open(db, embedder(mode != Mode::Bm25))
+        }
+        // This node's index beside the config (shared with a running `opc run` here, as the
+        // SQLite file's is).
+        crate::setup::Database::Postgres { url, .. } => opc_pg::Blocking::connect(url, "recall")
+            .map_err(opc_memory::recall::RecallError::from)
+            .and_then(|conn| {
+                RecallStore::open_postgres(
+                    conn,
+                    &crate::setup::recall_index_dir(&loaded),
+                    embedder(mode != Mode::Bm25),
+                )
+            }),
+    };
+    let store = match opened {
         Ok(s) => s,
         Err(e) => {
             eprint(&format!("error: {e}\n"));

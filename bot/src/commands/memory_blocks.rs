@@ -30,10 +30,54 @@ pub struct HistoryArgs {
     pub agent: Option<String>,
 }
 
-/// Open the database read-only; `Ok(None)` when it or the memory tables do not exist yet.
-fn open(path: &Path) -> Result<Option<(opc_hierarchy::Loaded, rusqlite::Connection)>, ExitCode> {
+/// Where the stored blocks are read from.
+enum Source {
+    /// The SQLite file, read-only.
+    Sqlite(rusqlite::Connection),
+    /// The org's PostgreSQL database.
+    Postgres(opc_pg::Blocking),
+}
+
+impl Source {
+    fn read_all(&self) -> Result<Vec<Block>, blocks::BlockError> {
+        match self {
+            Source::Sqlite(conn) => blocks::read_all(conn),
+            Source::Postgres(conn) => blocks::read_all_postgres(conn),
+        }
+    }
+
+    fn read_history(
+        &self,
+        label: &str,
+        namespace: Option<&str>,
+    ) -> Result<Vec<blocks::HistoryEntry>, blocks::BlockError> {
+        match self {
+            Source::Sqlite(conn) => blocks::read_history(conn, label, namespace),
+            Source::Postgres(conn) => blocks::read_history_postgres(conn, label, namespace),
+        }
+    }
+}
+
+/// Open the org's database read-only; `Ok(None)` when it or the memory tables do not exist yet.
+fn open(path: &Path) -> Result<Option<(opc_hierarchy::Loaded, Source)>, ExitCode> {
     let loaded = crate::setup::load_config(path)?;
-    let database = crate::setup::database_path(&loaded);
+    let database = match crate::setup::database(&loaded)? {
+        crate::setup::Database::Sqlite(database) => database,
+        crate::setup::Database::Postgres { url, .. } => {
+            let failed = |e: opc_pg::PgError| {
+                eprint(&format!("error: {e}\n"));
+                ExitCode::FAILURE
+            };
+            let conn = opc_pg::Blocking::connect(&url, "blocks").map_err(failed)?;
+            let has_tables = conn
+                .run("looking for the memory tables", |c| {
+                    c.query_one("SELECT to_regclass('memory_blocks') IS NOT NULL", &[])?
+                        .try_get::<_, bool>(0)
+                })
+                .map_err(failed)?;
+            return Ok(has_tables.then_some((loaded, Source::Postgres(conn))));
+        }
+    };
     if !database.exists() {
         return Ok(None);
     }
@@ -53,7 +97,7 @@ fn open(path: &Path) -> Result<Option<(opc_hierarchy::Loaded, rusqlite::Connecti
             |r| r.get(0),
         )
         .unwrap_or(false);
-    Ok(has_tables.then_some((loaded, conn)))
+    Ok(has_tables.then_some((loaded, Source::Sqlite(conn))))
 }
 
 const EMPTY: &str = "No memory blocks yet: they are created from the config when `opc run` or `opc chat` first starts.\n";
@@ -68,7 +112,7 @@ pub fn show(path: &Path, args: ShowArgs) -> ExitCode {
         }
         Err(code) => return code,
     };
-    let all = match blocks::read_all(&conn) {
+    let all = match conn.read_all() {
         Ok(all) => all,
         Err(e) => {
             eprint(&format!("error: {e}\n"));
@@ -115,7 +159,7 @@ pub fn history(path: &Path, args: HistoryArgs) -> ExitCode {
             agent_namespace(a)
         }
     });
-    match blocks::read_history(&conn, &args.label, namespace.as_deref()) {
+    match conn.read_history(&args.label, namespace.as_deref()) {
         Ok(entries) if entries.is_empty() => {
             print(&format!(
                 "No memory block `{}` has any history.\n",

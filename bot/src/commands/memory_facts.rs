@@ -86,9 +86,24 @@ pub fn facts(config: &Path, args: FactsArgs) -> ExitCode {
         ));
     }
     let view = args.view();
-    let database = crate::setup::database_path(&loaded);
-    let versions = if database.exists() {
-        let store = match FactStore::open_read_only(&database, EmbedSlot::new()) {
+    let database = match crate::setup::database(&loaded) {
+        Ok(database) => database,
+        Err(code) => return code,
+    };
+    let exists = match &database {
+        crate::setup::Database::Sqlite(path) => path.exists(),
+        crate::setup::Database::Postgres { .. } => true,
+    };
+    let versions = if exists {
+        let opened = match &database {
+            crate::setup::Database::Sqlite(path) => {
+                FactStore::open_read_only(path, EmbedSlot::new())
+            }
+            crate::setup::Database::Postgres { url, .. } => opc_pg::Blocking::connect(url, "facts")
+                .map_err(opc_memory::facts::FactError::from)
+                .and_then(|conn| FactStore::open_postgres_read_only(conn, EmbedSlot::new())),
+        };
+        let store = match opened {
             Ok(store) => store,
             Err(e) => {
                 eprint(&format!("error: {e}\n"));
@@ -104,10 +119,12 @@ pub fn facts(config: &Path, args: FactsArgs) -> ExitCode {
         }
     } else {
         // Nothing was ever stored: say so rather than create a database the engine did not ask for.
-        if args.format == FactsFormat::Text {
+        if args.format == FactsFormat::Text
+            && let crate::setup::Database::Sqlite(path) = &database
+        {
             eprint(&format!(
                 "note: {} does not exist yet (it is created when `opc run` or `opc chat` first starts)\n",
-                database.display()
+                path.display()
             ));
         }
         Vec::new()

@@ -11,6 +11,7 @@ pub mod models;
 pub mod privacy;
 pub mod run;
 pub mod slack;
+pub mod store;
 pub mod tasks;
 pub mod validate;
 pub mod visualize;

@@ -194,12 +194,39 @@ async fn serve(
             return ExitCode::from(2);
         }
     };
-    let store = match crate::setup::open_store(&loaded) {
+    let database = match crate::setup::database(&loaded) {
+        Ok(database) => database,
+        Err(code) => return code,
+    };
+    let store = match crate::setup::open_store(&database).await {
         Ok(store) => store,
         Err(code) => return code,
     };
-    let threads = match Threads::open(&crate::setup::database_path(&loaded)) {
-        Ok(threads) => threads,
+    // The gateway's threads and cards, and (below) the web chat's transcript, keep their own
+    // connections to the org's database.
+    let opened = match &database {
+        crate::setup::Database::Sqlite(path) => Threads::open(path).map(|threads| {
+            (
+                threads,
+                opc_adapters::web::WebDatabase::Sqlite(path.clone()),
+            )
+        }),
+        crate::setup::Database::Postgres { url, .. } => {
+            match (
+                opc_pg::Blocking::connect(url, "gateway"),
+                opc_pg::Blocking::connect(url, "web"),
+            ) {
+                (Ok(gateway), Ok(web)) => Threads::open_postgres(gateway)
+                    .map(|threads| (threads, opc_adapters::web::WebDatabase::Postgres(web))),
+                (Err(e), _) | (_, Err(e)) => {
+                    eprint(&format!("error: {e}\n"));
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+    };
+    let (threads, web_database) = match opened {
+        Ok(opened) => opened,
         Err(e) => {
             eprint(&format!("error: {e}\n"));
             return ExitCode::FAILURE;
@@ -219,7 +246,8 @@ async fn serve(
         resume_suspended: missing_key.is_none(),
         ..EngineOptions::default()
     };
-    let (engine, recall) = match super::chat::build_engine(&loaded, store, options).await {
+    let (engine, recall) = match super::chat::build_engine(&loaded, &database, store, options).await
+    {
         Ok(parts) => parts,
         Err(message) => {
             eprint(&message);
@@ -259,7 +287,7 @@ async fn serve(
     let web = match WebChat::new(
         WebConfig {
             title: loaded.config.framework.name.clone(),
-            database: Some(crate::setup::database_path(&loaded)),
+            database: web_database,
         },
         inbox.clone(),
     ) {

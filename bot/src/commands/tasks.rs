@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use std::collections::HashMap;
 
-use opc_agents::store::{Store as _, TaskPrivacy, TaskRecord, ToolCallRecord, Totals};
+use opc_agents::store::{TaskPrivacy, TaskRecord, ToolCallRecord, Totals};
 
 use crate::term::{eprint, one_line, print};
 
@@ -30,24 +30,29 @@ pub fn run(path: &Path, args: TasksArgs) -> ExitCode {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    let database = crate::setup::database_path(&loaded);
-    if !database.exists() {
+    let database = match crate::setup::database(&loaded) {
+        Ok(database) => database,
+        Err(code) => return code,
+    };
+    if let crate::setup::Database::Sqlite(path) = &database
+        && !path.exists()
+    {
         print(&format!(
             "No tasks yet ({} does not exist). Start one with `opc chat \"…\"`.\n",
-            database.display()
+            path.display()
         ));
         return ExitCode::SUCCESS;
     }
-    let store = match crate::setup::open_store(&loaded) {
-        Ok(store) => store,
-        Err(code) => return code,
-    };
     let runtime = match crate::setup::runtime() {
         Ok(runtime) => runtime,
         Err(code) => return code,
     };
+    let store = match runtime.block_on(crate::setup::open_store(&database)) {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
     let now = opc_agents::store::now_ms();
-    let result = runtime.block_on(read(&store, &args, now));
+    let result = runtime.block_on(read(&*store, &args, now));
     match result {
         Ok(text) => {
             print(&text);
@@ -125,7 +130,7 @@ pub fn render_list(roots: &[(TaskRecord, Totals)], now: i64) -> String {
 
 /// What `opc tasks` prints: one tree, or the recent roots with their totals.
 async fn read(
-    store: &opc_agents::SqliteStore,
+    store: &dyn opc_agents::Store,
     args: &TasksArgs,
     now: i64,
 ) -> Result<String, opc_agents::store::StoreError> {

@@ -108,7 +108,7 @@ fn current_target(
     i: usize,
     target: i64,
 ) -> Result<(i64, Option<String>), FactError> {
-    let row: Option<(i64, String, Option<i64>, Option<String>)> = tx
+    let row: Option<TargetRow> = tx
         .query_row(
             "SELECT fact_id, namespace, invalidated_at, subject FROM memory_fact_versions WHERE id = ?1",
             [target],
@@ -116,6 +116,21 @@ fn current_target(
         )
         .optional()
         .map_err(|e| db(tx, e))?;
+    target_state(namespace, i, target, row)
+}
+
+/// A target's row as both backends read it: (fact_id, namespace, invalidated_at, subject).
+pub(super) type TargetRow = (i64, String, Option<i64>, Option<String>);
+
+/// Judge op `i`'s `target` from its row (None: no such version): its fact id and subject when it is
+/// a current version of `namespace`, else the error that fails the batch (shared by both backends,
+/// so they fail a batch with the same words).
+pub(super) fn target_state(
+    namespace: &str,
+    i: usize,
+    target: i64,
+    row: Option<TargetRow>,
+) -> Result<(i64, Option<String>), FactError> {
     match row {
         None => Err(FactError::Invalid(format!(
             "facts[{i}].target: no fact version {target}; target an id that was listed"
@@ -213,13 +228,14 @@ fn record_closing(
     Ok(id)
 }
 
-struct NewVersion<'a> {
-    fact_id: i64,
-    text: &'a str,
-    subject: Option<&'a str>,
-    valid_from: Option<i64>,
-    valid_to: Option<i64>,
-    reason: Option<&'a str>,
+/// A version to open (both backends).
+pub(super) struct NewVersion<'a> {
+    pub(super) fact_id: i64,
+    pub(super) text: &'a str,
+    pub(super) subject: Option<&'a str>,
+    pub(super) valid_from: Option<i64>,
+    pub(super) valid_to: Option<i64>,
+    pub(super) reason: Option<&'a str>,
 }
 
 fn open_version(

@@ -10,31 +10,39 @@
 //! - a batch of operations is applied in ONE transaction: a stale or unknown target fails the whole
 //!   batch and nothing is written (a model's half-understood answer never corrupts the store);
 //! - at most one version of a fact is current (`invalidated_at IS NULL`);
-//! - the BM25 index (FTS5) is written in the same transaction as the versions, so it never lags;
-//!   vectors are derived and optional (BM25 alone until the embedder loads).
+//! - the keyword index (FTS5 on SQLite, the generated `tsv` column on PostgreSQL) is written in the
+//!   same transaction as the versions, so it never lags; vectors are derived and optional (keywords
+//!   alone until the embedder loads);
+//! - on PostgreSQL several nodes share the tables: every read-check-write locks what it checked
+//!   (see `postgres`), so two nodes never both change one current version.
 //!
-//! Map: the tables are memory's migration 4 ([`crate::schema::facts`]); [`time`] (RFC 3339),
-//! [`entities`] (subjects, aliases), [`apply`] (a batch in one transaction), [`query`] (the views),
-//! [`search`] (hybrid BM25 + vectors), [`ops`] (the `record_facts` tool), [`prompt`] (the memory
-//! calls' text), [`json`] (renderings).
+//! Map: two backends behind [`FactStore`], each operation's SQL once per backend: SQLite
+//! (`sqlite`: connections and transactions; the SQL in [`apply`], [`entities`], [`query`],
+//! [`search`]; the tables are memory's migration 4, [`crate::schema::facts`]) and PostgreSQL
+//! (`postgres`; the tables are [`crate::schema::postgres`]'s migration 2). Shared by both:
+//! [`time`] (RFC 3339), [`entities::normalise`] (subjects, aliases), [`apply::validate`] and
+//! `apply::target_state` (a batch's checks), [`search`]'s query words, in-memory vectors and
+//! fusion, [`ops`] (the `record_facts` tool), [`prompt`] (the memory calls' text), [`json`]
+//! (renderings).
 
 pub mod apply;
 pub mod entities;
 pub mod json;
 pub mod ops;
+mod postgres;
 pub mod prompt;
 pub mod query;
 pub mod search;
+mod sqlite;
 pub mod time;
 
 #[cfg(test)]
 mod tests;
 
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-
-use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use std::sync::{Arc, RwLock};
 
 use crate::embed::EmbedSlot;
 use crate::recall::vectors::quantise;
@@ -254,20 +262,23 @@ pub enum FactError {
     /// The embedder failed.
     #[error(transparent)]
     Embed(#[from] crate::embed::EmbedError),
+    /// PostgreSQL failed (the message names the server as `host:port/name`, never its URL).
+    #[error(transparent)]
+    Pg(#[from] opc_pg::PgError),
+    /// Memory's PostgreSQL tables could not be brought up to date, or are newer than this build.
+    #[error(transparent)]
+    PgSchema(#[from] opc_pg::PgMigrateError),
 }
 
-/// Facts over the engine's SQLite file (memory's own connections, WAL). Clone + Send + Sync.
+/// Facts over the engine's SQLite file (memory's own connections, WAL) or PostgreSQL
+/// (`framework.memory.storage: postgres`, shared by every node). Clone + Send + Sync.
 #[derive(Clone)]
 pub struct FactStore {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    path: PathBuf,
-    /// The one writing connection; None when opened read-only.
-    writer: Option<Mutex<Connection>>,
-    /// Read-only connections, checked out for one lookup each.
-    readers: Mutex<Vec<Connection>>,
+    backend: Backend,
     slot: EmbedSlot,
     /// The current versions' vectors (loaded on the first search once the embedder is there).
     vectors: RwLock<CurrentVectors>,
@@ -275,24 +286,36 @@ struct Inner {
     pending: AtomicBool,
 }
 
+/// Where the facts are: each operation's SQL is written once per backend ([`sqlite`],
+/// [`postgres`]); validation, embedding, fusion and the in-memory vectors are shared here.
+enum Backend {
+    Sqlite(sqlite::SqliteFacts),
+    Postgres(postgres::PgFacts),
+}
+
+/// A batch's vectors, by trimmed text: the loaded model's id and each text's int8 vector and scale.
+#[derive(Clone)]
+pub(crate) struct Embedded {
+    model: String,
+    by_text: HashMap<String, (Vec<i8>, f32)>,
+}
+
 /// Current versions embedded after a batch, at most (the rest at the next batch or
 /// [`FactStore::embed_pending`]).
 const BACKFILL: usize = 32;
 
-impl FactStore {
-    fn db_err(&self, source: rusqlite::Error) -> FactError {
-        FactError::Db {
-            path: self.inner.path.display().to_string(),
-            source,
-        }
-    }
+/// The error of a change asked of a store opened read-only.
+fn read_only(place: &str) -> FactError {
+    FactError::Invalid(format!(
+        "{place}: the facts store was opened read-only (beside a running `opc run`); it cannot be changed from here"
+    ))
+}
 
-    fn build(path: &Path, writer: Option<Connection>, slot: EmbedSlot) -> Self {
+impl FactStore {
+    fn build(backend: Backend, slot: EmbedSlot) -> Self {
         FactStore {
             inner: Arc::new(Inner {
-                path: path.to_path_buf(),
-                writer: writer.map(Mutex::new),
-                readers: Mutex::new(Vec::new()),
+                backend,
                 slot,
                 vectors: RwLock::new(CurrentVectors::default()),
                 pending: AtomicBool::new(true),
@@ -302,93 +325,47 @@ impl FactStore {
 
     /// Open (migrating) read-write. `slot` gives the embedder once loaded (hybrid search; BM25 alone until then).
     pub fn open(db_path: &Path, slot: EmbedSlot) -> Result<Self, FactError> {
-        let db = |source| FactError::Db {
-            path: db_path.display().to_string(),
-            source,
-        };
-        let mut conn = crate::schema::open(db_path).map_err(db)?;
-        crate::schema::migrate(&mut conn)?;
-        Ok(Self::build(db_path, Some(conn), slot))
+        Ok(Self::build(
+            Backend::Sqlite(sqlite::SqliteFacts::open(db_path)?),
+            slot,
+        ))
     }
 
     /// Open read-only for the CLI beside a running `opc run` (no migration; refuses a newer schema).
     pub fn open_read_only(db_path: &Path, slot: EmbedSlot) -> Result<Self, FactError> {
-        let path = db_path.display().to_string();
-        let db = |source| FactError::Db {
-            path: path.clone(),
-            source,
-        };
-        let conn = read_conn(db_path).map_err(db)?;
-        let found: Option<i64> = conn
-            .query_row(
-                "SELECT version FROM schema_versions WHERE component = 'memory'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()
-            .or_else(|e| match e {
-                // No `schema_versions` table: nothing was ever migrated in this file.
-                rusqlite::Error::SqliteFailure(_, Some(ref m)) if m.contains("no such table") => {
-                    Ok(None)
-                }
-                e => Err(e),
-            })
-            .map_err(db)?;
-        let known = crate::schema::MIGRATIONS.len() as i64;
-        let found = found.unwrap_or(0);
-        if found > known {
-            return Err(FactError::Schema(
-                opc_migrate::MigrateError::TooNew {
-                    component: "memory",
-                    path,
-                    found,
-                    known,
-                }
-                .into(),
-            ));
-        }
-        if found < 4 {
-            return Err(FactError::Invalid(format!(
-                "{path} has no facts tables yet (memory schema version {found}, facts need 4): \
-                 start `opc run` or `opc chat` with this config once to create them"
-            )));
-        }
-        let store = Self::build(db_path, None, slot);
-        store.put_reader(conn);
-        Ok(store)
+        Ok(Self::build(
+            Backend::Sqlite(sqlite::SqliteFacts::open_read_only(db_path)?),
+            slot,
+        ))
+    }
+
+    /// Open read-write on PostgreSQL, bringing memory's PostgreSQL tables up to date first
+    /// (`conn.migrate(&crate::schema::postgres::COMPONENT)`). Several nodes may share the database.
+    pub fn open_postgres(conn: opc_pg::Blocking, slot: EmbedSlot) -> Result<Self, FactError> {
+        Ok(Self::build(
+            Backend::Postgres(postgres::PgFacts::open(conn)?),
+            slot,
+        ))
+    }
+
+    /// Open read-only on PostgreSQL, for the CLI beside running nodes: no migration; refuses a
+    /// database whose memory tables are newer than this build, or that has no facts tables yet.
+    pub fn open_postgres_read_only(
+        conn: opc_pg::Blocking,
+        slot: EmbedSlot,
+    ) -> Result<Self, FactError> {
+        Ok(Self::build(
+            Backend::Postgres(postgres::PgFacts::open_read_only(conn)?),
+            slot,
+        ))
     }
 
     /// Whether this store was opened read-only.
     pub fn is_read_only(&self) -> bool {
-        self.inner.writer.is_none()
-    }
-
-    fn put_reader(&self, conn: Connection) {
-        if let Ok(mut pool) = self.inner.readers.lock() {
-            pool.push(conn);
+        match &self.inner.backend {
+            Backend::Sqlite(b) => b.is_read_only(),
+            Backend::Postgres(b) => b.is_read_only(),
         }
-    }
-
-    fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, FactError> {
-        let pooled = self.inner.readers.lock().ok().and_then(|mut p| p.pop());
-        let conn = match pooled {
-            Some(c) => c,
-            None => read_conn(&self.inner.path).map_err(|e| self.db_err(e))?,
-        };
-        let out = f(&conn).map_err(|e| self.db_err(e));
-        self.put_reader(conn);
-        out
-    }
-
-    fn writer(&self) -> Result<std::sync::MutexGuard<'_, Connection>, FactError> {
-        let Some(w) = &self.inner.writer else {
-            return Err(FactError::Invalid(format!(
-                "{}: the facts store was opened read-only (beside a running `opc run`); it cannot be changed from here",
-                self.inner.path.display()
-            )));
-        };
-        // A panic while holding the lock leaves SQLite consistent (the transaction rolled back).
-        Ok(w.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
     /// Embed `texts` when the embedder is loaded: (model id, int8 vectors with their scales).
@@ -437,6 +414,9 @@ impl FactStore {
         exchange_hash: Option<&str>,
     ) -> Result<Applied, FactError> {
         apply::validate(namespace, ops)?;
+        if self.is_read_only() {
+            return Err(read_only(&self.place()));
+        }
         // Embed before taking the writer (the slow part; duplicates are embedded for nothing, rarely).
         let texts: Vec<&str> = ops
             .iter()
@@ -445,61 +425,51 @@ impl FactStore {
                 _ => None,
             })
             .collect();
-        let embedded = self.embed(&texts)?;
-        let by_text: std::collections::HashMap<&str, &(Vec<i8>, f32)> = match &embedded {
-            Some((_, v)) => texts.iter().copied().zip(v.iter()).collect(),
-            None => Default::default(),
-        };
-        let mut conn = self.writer()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.db_err(e))?;
-        let (applied, changes) = apply::run(&tx, namespace, ops, provenance, now_ms)?;
-        let e = |err| self.db_err(err);
-        if let Some((model, _)) = &embedded {
-            for o in &changes.opened {
-                if let Some((q, scale)) = by_text.get(o.text.as_str()) {
-                    tx.execute(
-                        "INSERT OR REPLACE INTO memory_fact_vectors (version_id, model, scale, vector)
-                         VALUES (?1, ?2, ?3, ?4)",
-                        rusqlite::params![o.id, model, f64::from(*scale), search::to_blob(q)],
-                    )
-                    .map_err(e)?;
-                }
-            }
-        }
-        if let Some(hash) = exchange_hash {
-            tx.execute(
-                "INSERT OR IGNORE INTO memory_facts_extracted (namespace, exchange_hash, at_ms) VALUES (?1, ?2, ?3)",
-                rusqlite::params![namespace, hash, now_ms],
-            )
-            .map_err(e)?;
-        }
-        let generation: i64 = tx
-            .query_row(
-                "UPDATE memory_facts_meta SET generation = generation + 1 WHERE id = 1 RETURNING generation",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(e)?;
-        tx.commit().map_err(e)?;
-        // The in-memory vectors follow, if they were at the generation just before this one.
-        if let Ok(mut cv) = self.inner.vectors.write() {
-            if cv.generation == Some(generation - 1) {
-                for id in &changes.closed {
-                    cv.remove(*id);
-                }
-                for o in &changes.opened {
-                    if let Some((q, scale)) = by_text.get(o.text.as_str()) {
-                        cv.insert(o.id, &o.namespace, o.recorded_at, q, *scale);
+        let embedded = self.embed(&texts)?.map(|(model, vectors)| Embedded {
+            model: model.to_string(),
+            by_text: texts.iter().map(|t| t.to_string()).zip(vectors).collect(),
+        });
+        let (applied, changes) = match &self.inner.backend {
+            Backend::Sqlite(b) => {
+                let (applied, changes, generation) = b.apply(
+                    namespace,
+                    ops,
+                    provenance,
+                    now_ms,
+                    exchange_hash,
+                    embedded.as_ref(),
+                )?;
+                // The in-memory vectors follow, if they were at the generation just before this one.
+                if let Ok(mut cv) = self.inner.vectors.write() {
+                    if cv.generation == Some(generation - 1) {
+                        for id in &changes.closed {
+                            cv.remove(*id);
+                        }
+                        if let Some(emb) = &embedded {
+                            for o in &changes.opened {
+                                if let Some((q, scale)) = emb.by_text.get(o.text.as_str()) {
+                                    cv.insert(o.id, &o.namespace, o.recorded_at, q, *scale);
+                                }
+                            }
+                        }
+                        cv.generation = Some(generation);
+                    } else {
+                        cv.generation = None;
                     }
                 }
-                cv.generation = Some(generation);
-            } else {
-                cv.generation = None;
+                (applied, changes)
             }
-        }
-        drop(conn);
+            // The in-memory vectors follow the table in commit order at the next search (they
+            // are never edited from here: another node may have changed the same rows since).
+            Backend::Postgres(b) => b.apply(
+                namespace,
+                ops,
+                provenance,
+                now_ms,
+                exchange_hash,
+                embedded.as_ref(),
+            )?,
+        };
         if embedded.is_none() && !changes.opened.is_empty() {
             self.inner.pending.store(true, Ordering::Relaxed);
         } else if embedded.is_some() && self.inner.pending.load(Ordering::Relaxed) {
@@ -509,28 +479,27 @@ impl FactStore {
         Ok(applied)
     }
 
+    /// Where the facts are, for messages (a file, or PostgreSQL's `host:port/name`).
+    fn place(&self) -> String {
+        match &self.inner.backend {
+            Backend::Sqlite(b) => b.place(),
+            Backend::Postgres(b) => b.place(),
+        }
+    }
+
     /// Embed up to `limit` current versions that have no vector of the loaded model yet (written
     /// before it loaded); returns how many. Nothing to do (0) when the embedder is not loaded.
     pub fn embed_pending(&self, limit: usize) -> Result<usize, FactError> {
         let Some(model) = self.inner.slot.get().map(|m| m.model_id()) else {
             return Ok(0);
         };
-        if self.inner.writer.is_none() {
+        if self.is_read_only() {
             return Ok(0);
         }
-        let todo: Vec<(i64, String)> = self.read(|c| {
-            let mut stmt = c.prepare(
-                "SELECT v.id, v.text FROM memory_fact_versions v
-                 WHERE v.invalidated_at IS NULL AND NOT EXISTS (
-                     SELECT 1 FROM memory_fact_vectors x WHERE x.version_id = v.id AND x.model = ?1)
-                 LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(
-                rusqlite::params![model, i64::try_from(limit).unwrap_or(i64::MAX)],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?;
-            rows.collect()
-        })?;
+        let todo = match &self.inner.backend {
+            Backend::Sqlite(b) => b.unembedded(model, limit)?,
+            Backend::Postgres(b) => b.unembedded(model, limit)?,
+        };
         if todo.len() < limit {
             self.inner.pending.store(false, Ordering::Relaxed);
         }
@@ -541,28 +510,20 @@ impl FactStore {
         let Some((model, vectors)) = self.embed(&texts)? else {
             return Ok(0);
         };
-        let mut conn = self.writer()?;
-        let e = |err| self.db_err(err);
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(e)?;
-        for ((id, _), (q, scale)) in todo.iter().zip(&vectors) {
-            tx.execute(
-                "INSERT OR REPLACE INTO memory_fact_vectors (version_id, model, scale, vector) VALUES (?1, ?2, ?3, ?4)",
-                rusqlite::params![id, model, f64::from(*scale), search::to_blob(q)],
-            )
-            .map_err(e)?;
-        }
-        // Other processes holding vectors in memory reload them (the generation moved).
-        tx.execute(
-            "UPDATE memory_facts_meta SET generation = generation + 1 WHERE id = 1",
-            [],
-        )
-        .map_err(e)?;
-        tx.commit().map_err(e)?;
-        // This one too, at its next search.
-        if let Ok(mut cv) = self.inner.vectors.write() {
-            cv.generation = None;
+        let rows: Vec<(i64, Vec<i8>, f32)> = todo
+            .iter()
+            .zip(vectors)
+            .map(|((id, _), (q, scale))| (*id, q, scale))
+            .collect();
+        match &self.inner.backend {
+            Backend::Sqlite(b) => {
+                b.store_vectors(model, &rows)?;
+                // This process reloads too, at its next search.
+                if let Ok(mut cv) = self.inner.vectors.write() {
+                    cv.generation = None;
+                }
+            }
+            Backend::Postgres(b) => b.store_vectors(model, &rows)?,
         }
         Ok(todo.len())
     }
@@ -588,37 +549,43 @@ impl FactStore {
     /// Versions of `namespace` in `view`, newest first (History: facts newest first, each fact's
     /// versions oldest first).
     pub fn list(&self, namespace: &str, view: View) -> Result<Vec<FactVersion>, FactError> {
-        self.read(|c| query::list(c, namespace, view))
+        match &self.inner.backend {
+            Backend::Sqlite(b) => b.list(namespace, view),
+            Backend::Postgres(b) => b.list(namespace, view),
+        }
     }
 
     /// Every version of one fact, oldest first.
     pub fn history(&self, fact_id: i64) -> Result<Vec<FactVersion>, FactError> {
-        self.read(|c| query::history(c, fact_id))
+        match &self.inner.backend {
+            Backend::Sqlite(b) => b.history(fact_id),
+            Backend::Postgres(b) => b.history(fact_id),
+        }
     }
 
-    /// The current vectors at the database's generation (reloaded when another process wrote).
+    /// The current vectors, up to date with the database: on SQLite reloaded when the generation
+    /// moved (another process wrote); on PostgreSQL followed in commit order.
     fn current_vectors(
         &self,
         model: &str,
     ) -> Result<std::sync::RwLockReadGuard<'_, CurrentVectors>, FactError> {
-        let generation: i64 = self.read(|c| {
-            c.query_row(
-                "SELECT generation FROM memory_facts_meta WHERE id = 1",
-                [],
-                |r| r.get(0),
-            )
-        })?;
-        let fresh = self
-            .inner
-            .vectors
-            .read()
-            .map(|cv| cv.generation == Some(generation))
-            .unwrap_or(false);
-        if !fresh {
-            let loaded = self.read(|c| CurrentVectors::load(c, model, generation))?;
-            if let Ok(mut cv) = self.inner.vectors.write() {
-                *cv = loaded;
+        match &self.inner.backend {
+            Backend::Sqlite(b) => {
+                let generation = b.generation()?;
+                let fresh = self
+                    .inner
+                    .vectors
+                    .read()
+                    .map(|cv| cv.generation == Some(generation))
+                    .unwrap_or(false);
+                if !fresh {
+                    let loaded = b.load_vectors(model, generation)?;
+                    if let Ok(mut cv) = self.inner.vectors.write() {
+                        *cv = loaded;
+                    }
+                }
             }
+            Backend::Postgres(b) => b.follow(&self.inner.vectors, model)?,
         }
         self.inner
             .vectors
@@ -633,8 +600,10 @@ impl FactStore {
             return Ok(Vec::new());
         }
         let pool = search::POOL.max(query.limit);
-        let bm25 =
-            self.read(|c| search::bm25(c, &query.text, &query.namespaces, query.view, pool))?;
+        let bm25 = match &self.inner.backend {
+            Backend::Sqlite(b) => b.bm25(&query.text, &query.namespaces, query.view, pool)?,
+            Backend::Postgres(b) => b.bm25(&query.text, &query.namespaces, query.view, pool)?,
+        };
         let recorded_by = match query.view {
             View::Current => Some(i64::MAX),
             View::BelievedAt(t) => Some(t),
@@ -656,18 +625,24 @@ impl FactStore {
                 best.offer(s, vid);
             }
             if let View::BelievedAt(t) = query.view {
-                self.read(|c| search::score_past(c, id, &q, &query.namespaces, t, &mut best))?;
+                match &self.inner.backend {
+                    Backend::Sqlite(b) => b.score_past(id, &q, &query.namespaces, t, &mut best)?,
+                    Backend::Postgres(b) => {
+                        b.score_past(id, &q, &query.namespaces, t, &mut best)?
+                    }
+                }
             }
             vector = best.into_list();
         }
         let mut fused = search::fuse(&bm25, &vector);
         fused.truncate(query.limit);
         let ids: Vec<i64> = fused.iter().map(|f| f.0).collect();
-        let mut versions: std::collections::HashMap<i64, FactVersion> = self
-            .read(|c| query::by_ids(c, &ids))?
-            .into_iter()
-            .map(|v| (v.id, v))
-            .collect();
+        let found = match &self.inner.backend {
+            Backend::Sqlite(b) => b.by_ids(&ids)?,
+            Backend::Postgres(b) => b.by_ids(&ids)?,
+        };
+        let mut versions: HashMap<i64, FactVersion> =
+            found.into_iter().map(|v| (v.id, v)).collect();
         Ok(fused
             .into_iter()
             .filter_map(|(id, score)| {
@@ -686,15 +661,10 @@ impl FactStore {
         subject: &str,
         view: View,
     ) -> Result<Vec<FactVersion>, FactError> {
-        self.read(|c| {
-            let mut ids = Vec::new();
-            for ns in namespaces {
-                if let Some(id) = entities::find(c, ns, subject)? {
-                    ids.push(id);
-                }
-            }
-            query::by_entities(c, &ids, view)
-        })
+        match &self.inner.backend {
+            Backend::Sqlite(b) => b.about(namespaces, subject, view),
+            Backend::Postgres(b) => b.about(namespaces, subject, view),
+        }
     }
 
     /// Make `alias` name the same entity as `entity` in `namespace` ("Orion" for "the Orion
@@ -706,10 +676,11 @@ impl FactStore {
         alias: &str,
         now_ms: i64,
     ) -> Result<i64, FactError> {
-        let conn = self.writer()?;
-        match entities::add_alias(&conn, namespace, entity, alias, now_ms)
-            .map_err(|e| self.db_err(e))?
-        {
+        let added = match &self.inner.backend {
+            Backend::Sqlite(b) => b.alias(namespace, entity, alias, now_ms)?,
+            Backend::Postgres(b) => b.alias(namespace, entity, alias, now_ms)?,
+        };
+        match added {
             Ok(id) => Ok(id),
             Err(entities::AliasError::UnknownEntity) => Err(FactError::Invalid(format!(
                 "no subject {entity:?} in {namespace}: alias a subject some fact already names"
@@ -725,15 +696,10 @@ impl FactStore {
 
     /// Whether an exchange with this content hash was already extracted for `namespace` (skip the call).
     pub fn extracted(&self, namespace: &str, exchange_hash: &str) -> Result<bool, FactError> {
-        self.read(|c| {
-            c.query_row(
-                "SELECT 1 FROM memory_facts_extracted WHERE namespace = ?1 AND exchange_hash = ?2",
-                [namespace, exchange_hash],
-                |_| Ok(()),
-            )
-            .optional()
-            .map(|r| r.is_some())
-        })
+        match &self.inner.backend {
+            Backend::Sqlite(b) => b.extracted(namespace, exchange_hash),
+            Backend::Postgres(b) => b.extracted(namespace, exchange_hash),
+        }
     }
 
     /// Record that an exchange was extracted for `namespace` (prefer [`FactStore::apply_marking`],
@@ -744,22 +710,9 @@ impl FactStore {
         exchange_hash: &str,
         now_ms: i64,
     ) -> Result<(), FactError> {
-        let conn = self.writer()?;
-        conn.execute(
-            "INSERT OR IGNORE INTO memory_facts_extracted (namespace, exchange_hash, at_ms) VALUES (?1, ?2, ?3)",
-            rusqlite::params![namespace, exchange_hash, now_ms],
-        )
-        .map_err(|e| self.db_err(e))?;
-        Ok(())
+        match &self.inner.backend {
+            Backend::Sqlite(b) => b.mark_extracted(namespace, exchange_hash, now_ms),
+            Backend::Postgres(b) => b.mark_extracted(namespace, exchange_hash, now_ms),
+        }
     }
-}
-
-/// A read-only connection (WAL lets it read beside the writer, even in another process).
-fn read_conn(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))?;
-    Ok(conn)
 }

@@ -45,12 +45,13 @@ const STOP_WORDS: &[&str] = &[
 /// Namespaces at most whose tokens go into the FTS5 match (more are filtered in the join).
 pub const NS_IN_MATCH: usize = 4;
 /// Query terms at most.
-const MAX_TERMS: usize = 32;
+pub const MAX_TERMS: usize = 32;
 
-/// The FTS5 MATCH expression for free text: its words (stop words dropped unless nothing else is
-/// left), each quoted (so no user text is ever FTS5 syntax), joined with OR. None when there is no
-/// word at all.
-pub fn match_expr(text: &str) -> Option<String> {
+/// The words a keyword search looks for, on either backend: the text split at every
+/// non-alphanumeric character (as FTS5's `unicode61` tokenizer splits it), lowercased, stop words
+/// dropped unless nothing else is left, each once, at most [`MAX_TERMS`]. Empty when there is no
+/// word at all. Every word is alphanumeric only, so it is never query syntax on either backend.
+pub fn query_words(text: &str) -> Vec<String> {
     let words: Vec<String> = text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -64,10 +65,18 @@ pub fn match_expr(text: &str) -> Option<String> {
         kept = words.iter().collect();
     }
     let mut seen = std::collections::HashSet::new();
-    let terms: Vec<String> = kept
-        .into_iter()
+    kept.into_iter()
         .filter(|w| seen.insert(w.as_str()))
         .take(MAX_TERMS)
+        .cloned()
+        .collect()
+}
+
+/// The FTS5 MATCH expression for free text: its [`query_words`], each quoted (so no user text is
+/// ever FTS5 syntax), joined with OR. None when there is no word at all.
+pub fn match_expr(text: &str) -> Option<String> {
+    let terms: Vec<String> = query_words(text)
+        .into_iter()
         .map(|w| format!("\"{w}\""))
         .collect();
     (!terms.is_empty()).then(|| terms.join(" OR "))

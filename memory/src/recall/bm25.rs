@@ -4,9 +4,11 @@
 //! time (to filter), and its indexed text (see [`super::Message::indexed_text`]). Text is not stored
 //! here: SQLite is the truth, hits are read back from it.
 //!
-//! Invariant: the last `seq` indexed is the commit's payload, written atomically with the documents,
+//! Invariant: the indexer's cursor is the commit's payload, written atomically with the documents,
 //! so after a crash the index resumes exactly where its last commit ended (rows after it are indexed
-//! again; rows before it are never lost). A missing or unreadable index is rebuilt from sequence 0.
+//! again; rows before it are never lost). A missing or unreadable index is rebuilt from the start.
+//! On SQLite the cursor is the last `seq` indexed ([`Bm25::cursor`]); on PostgreSQL it is a position
+//! in commit order (`super::tail`), kept as the payload's text ([`Bm25::payload`], [`Bm25::add_at`]).
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -159,12 +161,18 @@ impl Bm25 {
     /// now on: the reader is brought up to the commit read here (the committing thread reloads it
     /// too, but only after its commit is already on disk, where another caller may read it first).
     pub fn cursor(&self) -> Result<i64, RecallError> {
-        let metas = self.index.load_metas().map_err(idx_err)?;
-        self.reader.reload().map_err(idx_err)?;
-        Ok(metas
-            .payload
+        Ok(self
+            .payload()?
             .and_then(|p| p.trim().parse::<i64>().ok())
             .unwrap_or(0))
+    }
+
+    /// The last commit's payload as written (`None` before the first commit), made visible to
+    /// searches as [`Self::cursor`] does.
+    pub fn payload(&self) -> Result<Option<String>, RecallError> {
+        let metas = self.index.load_metas().map_err(idx_err)?;
+        self.reader.reload().map_err(idx_err)?;
+        Ok(metas.payload)
     }
 
     /// Add `messages` (in seq order) and commit with the last seq as the payload, then make them
@@ -173,6 +181,17 @@ impl Bm25 {
         let Some(last) = messages.last() else {
             return Ok(());
         };
+        self.add_at(writer, messages, &last.seq.to_string())
+    }
+
+    /// Add `messages` (any order) and commit with `payload` (the cursor after them), then make them
+    /// visible to searches. Documents already there (a resumed batch) are replaced, not doubled.
+    pub fn add_at(
+        &self,
+        writer: &mut IndexWriter,
+        messages: &[Message],
+        payload: &str,
+    ) -> Result<(), RecallError> {
         let f = self.fields;
         for m in messages {
             let seq = u64::try_from(m.seq).unwrap_or(0);
@@ -188,7 +207,7 @@ impl Bm25 {
                 .map_err(idx_err)?;
         }
         let mut commit = writer.prepare_commit().map_err(idx_err)?;
-        commit.set_payload(&last.seq.to_string());
+        commit.set_payload(payload);
         commit.commit().map_err(idx_err)?;
         self.reader.reload().map_err(idx_err)?;
         Ok(())
@@ -205,7 +224,8 @@ impl Bm25 {
             return Ok(());
         }
         let f = self.fields;
-        let cursor = self.cursor()?;
+        // Kept as written: on PostgreSQL the cursor is not a number.
+        let cursor = self.payload()?.unwrap_or_default();
         for m in messages {
             let seq = u64::try_from(m.seq).unwrap_or(0);
             writer.delete_term(Term::from_field_u64(f.seq, seq));
@@ -220,7 +240,7 @@ impl Bm25 {
                 .map_err(idx_err)?;
         }
         let mut commit = writer.prepare_commit().map_err(idx_err)?;
-        commit.set_payload(&cursor.to_string());
+        commit.set_payload(&cursor);
         commit.commit().map_err(idx_err)?;
         self.reader.reload().map_err(idx_err)?;
         Ok(())

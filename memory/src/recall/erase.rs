@@ -148,19 +148,11 @@ impl RecallStore {
     /// Compacts the index even when nothing is pending (deleted documents of earlier updates may
     /// still hold old text). Call [`Self::claim_index`] first.
     pub fn finish_erasures(&self) -> Result<Finished, RecallError> {
-        let pending: Vec<(i64, Value)> = self.with_reader(|c| {
-            let mut stmt = c.prepare(
-                "SELECT id, pending FROM recall_erasures WHERE pending IS NOT NULL ORDER BY id",
-            )?;
-            stmt.query_map([], |r| {
-                let text: String = r.get(1)?;
-                Ok((
-                    r.get(0)?,
-                    serde_json::from_str(&text).unwrap_or(Value::Null),
-                ))
-            })?
-            .collect()
-        })?;
+        let pending: Vec<(i64, Value)> = self
+            .pending_erasures()?
+            .into_iter()
+            .map(|(id, text)| (id, serde_json::from_str(&text).unwrap_or(Value::Null)))
+            .collect();
         let mut index: Vec<i64> = pending.iter().flat_map(|(_, p)| seqs(p, "index")).collect();
         let mut embed: Vec<i64> = pending.iter().flat_map(|(_, p)| seqs(p, "embed")).collect();
         index.sort_unstable();
@@ -184,8 +176,7 @@ impl RecallStore {
             };
             // Rows after the cursor are not in the index yet: they are indexed later, from the
             // rewritten text.
-            let cursor = self.inner.bm25.cursor()?;
-            let behind: Vec<i64> = index.iter().copied().filter(|s| *s <= cursor).collect();
+            let behind = self.indexed_already(&index)?;
             let messages = self.load(&behind)?;
             self.inner.bm25.replace(writer, &messages)?;
             done.reindexed = messages.len();
@@ -204,32 +195,20 @@ impl RecallStore {
                     let texts: Vec<String> = messages.iter().map(Message::indexed_text).collect();
                     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                     let vecs = model.embed(&refs)?;
-                    let mut conn = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner());
-                    let tx = conn.transaction().map_err(self.db_err())?;
-                    for (m, v) in messages.iter().zip(&vecs) {
-                        tx.execute(
-                            "INSERT OR REPLACE INTO recall_vectors (seq, model, vector) VALUES (?1, ?2, ?3)",
-                            params![m.seq, model.model_id(), vectors::to_blob(v)],
-                        )
-                        .map_err(self.db_err())?;
-                    }
-                    tx.commit().map_err(self.db_err())?;
+                    let rows: Vec<(i64, Vec<u8>)> = messages
+                        .iter()
+                        .zip(&vecs)
+                        .map(|(m, v)| (m.seq, vectors::to_blob(v)))
+                        .collect();
+                    self.replace_vectors(model.model_id(), rows)?;
                     done.reembedded = messages.len();
                 }
                 None => done.vectors_dropped = embed.len(),
             }
         }
         if !pending.is_empty() {
-            let mut conn = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner());
-            let tx = conn.transaction().map_err(self.db_err())?;
-            for (id, _) in &pending {
-                tx.execute(
-                    "UPDATE recall_erasures SET pending = NULL WHERE id = ?1",
-                    [id],
-                )
-                .map_err(self.db_err())?;
-            }
-            tx.commit().map_err(self.db_err())?;
+            let ids: Vec<i64> = pending.iter().map(|(id, _)| *id).collect();
+            self.clear_erasures(&ids)?;
         }
         Ok(done)
     }

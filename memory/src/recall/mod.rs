@@ -1,20 +1,30 @@
 //! # Recall memory: every message, searchable by BM25 and by meaning
 //!
-//! Role: append messages with provenance to SQLite (the truth), keep two derived indexes — tantivy
-//! BM25 in `<db>.index/` and MiniLM vectors (stored in SQLite, searched in memory) — and answer
-//! searches filtered to the namespaces an agent may read (the caller passes the ACL's answer).
+//! Role: append messages with provenance to the database (the truth: the engine's SQLite file, or
+//! PostgreSQL shared by every node), keep two derived indexes — tantivy BM25 in a directory of this
+//! node's (`<db>.index/` beside a SQLite file) and MiniLM vectors (stored in the database, searched in
+//! memory) — and answer searches filtered to the namespaces an agent may read (the caller passes the
+//! ACL's answer).
+//!
+//! Map: this file is the store (its API and everything both backends share: indexing, embedding,
+//! search, fusion); `sqlite.rs` and `postgres.rs` hold each backend's SQL, `tail.rs` PostgreSQL's
+//! commit-order cursor; [`bm25`] and [`vectors`] the two indexes; [`erase`] erasure.
 //!
 //! Invariants (and why):
-//! - SQLite is the truth; both indexes are derived and catch up from their own cursor (the BM25
-//!   commit payload, the last vector row), so a crash between a row and its indexing loses nothing:
-//!   on the next start the indexer resumes after the cursor.
+//! - The database is the truth; both indexes are derived and catch up from their own cursor, so a
+//!   crash between a row and its indexing loses nothing: on the next start the indexer resumes after
+//!   the cursor. On SQLite a cursor is a `seq` (one writer: rows commit in `seq` order); on PostgreSQL
+//!   it is a position in commit order (`tail`), since there a row with a smaller `seq` may commit
+//!   later. The BM25 cursor is the index's commit payload; the vectors' is rebuilt at open from the
+//!   stored vectors.
 //! - A write is one transaction that assigns the sequence number (the outbox is the range of rows
 //!   after an indexer's cursor, see [`crate::schema::recall`]).
 //! - Search never takes the writer's lock: it reads tantivy through its own reader, the vectors
-//!   through a read lock, and SQLite through a pooled read-only connection (WAL lets readers run
-//!   beside the writer).
+//!   through a read lock, and the database through a read-only connection (SQLite) or the one
+//!   connection, between the indexer's short statements (PostgreSQL).
 //! - Embedding is slow (~100 sentences/s), so it runs in the background indexer; messages not yet
 //!   embedded are still found by BM25, and until the model has loaded every search is BM25 only.
+//!   On PostgreSQL a row is embedded once for all nodes: a vector another node stored is loaded.
 
 pub mod bm25;
 pub mod date;
@@ -22,21 +32,26 @@ pub mod erase;
 pub mod eval;
 pub mod fusion;
 pub mod message;
+mod postgres;
+mod sqlite;
+mod tail;
 pub mod vectors;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, params};
-
 pub use fusion::Fusion;
 pub use message::{Hit, Message, NewMessage};
+pub use sqlite::append_in;
 
 use crate::embed::EmbedSlot;
 use bm25::Bm25;
+use postgres::Postgres;
+use sqlite::Sqlite;
+use tail::Position;
 use vectors::VectorIndex;
 
 /// Rows indexed by BM25 per commit.
@@ -99,6 +114,12 @@ pub enum RecallError {
     /// The memory tables could not be brought up to date.
     #[error(transparent)]
     Schema(#[from] crate::schema::SchemaError),
+    /// PostgreSQL failed (the database is named as `host:port/name`, never by its URL).
+    #[error("recall memory: {0}")]
+    Postgres(#[from] opc_pg::PgError),
+    /// Memory's PostgreSQL tables could not be brought up to date.
+    #[error("recall memory: {0}")]
+    PgSchema(#[from] opc_pg::PgMigrateError),
 }
 
 /// Which lists a search uses.
@@ -186,22 +207,30 @@ impl Query {
     }
 }
 
+/// Where the truth is kept.
+enum Backend {
+    /// The engine's SQLite file.
+    Sqlite(Sqlite),
+    /// PostgreSQL, shared by every node.
+    Postgres(Postgres),
+}
+
 struct Inner {
-    db_path: PathBuf,
-    /// The one writing connection (appends and vector rows).
-    writer: Mutex<Connection>,
-    /// Read-only connections for searches, checked out for the length of one lookup.
-    readers: Mutex<Vec<Connection>>,
+    backend: Backend,
     bm25: Bm25,
     /// The BM25 writer; held only by an indexer (catch-up), never by a search.
     index_writer: Mutex<Option<tantivy::IndexWriter>>,
     vectors: RwLock<VectorIndex>,
+    /// Held by the vector half of a catch-up: two at once would embed the same rows and push them
+    /// into the index twice.
+    embedding: Mutex<()>,
     slot: EmbedSlot,
     /// Set when there may be work for the indexer.
     wake: (Mutex<bool>, Condvar),
 }
 
-/// Recall memory over one SQLite file; cheap to clone, shareable across threads.
+/// Recall memory over one database (a SQLite file, or PostgreSQL); cheap to clone, shareable across
+/// threads.
 #[derive(Clone)]
 pub struct RecallStore {
     inner: Arc<Inner>,
@@ -216,161 +245,91 @@ pub struct CatchUp {
     pub embedded: usize,
 }
 
-fn open_conn(path: &Path, flags: OpenFlags) -> Result<Connection, RecallError> {
-    let db = |source| RecallError::Db {
-        path: path.display().to_string(),
-        source,
-    };
-    let conn = Connection::open_with_flags(path, flags).map_err(db)?;
-    conn.busy_timeout(Duration::from_secs(5)).map_err(db)?;
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(db)?;
-    conn.pragma_update(None, "synchronous", "NORMAL")
-        .map_err(db)?;
-    // Searches read a few hundred rows scattered over the file (hits and their neighbours): map it
-    // rather than copy each page through a syscall, and keep more pages cached (measured at 1M rows,
-    // see the recall bench).
-    conn.pragma_update(None, "mmap_size", 1i64 << 30)
-        .map_err(db)?;
-    conn.pragma_update(None, "cache_size", -16_384i64)
-        .map_err(db)?;
-    Ok(conn)
-}
-
-const MESSAGE_COLUMNS: &str =
-    "seq, namespace, author, conversation, task, thread, source_id, time_ms, content_hash, text";
-
-fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<Message> {
-    Ok(Message {
-        seq: r.get(0)?,
-        namespace: r.get(1)?,
-        author: r.get(2)?,
-        conversation: r.get(3)?,
-        task: r.get(4)?,
-        thread: r.get(5)?,
-        source_id: r.get(6)?,
-        time_ms: r.get(7)?,
-        content_hash: r.get(8)?,
-        text: r.get(9)?,
-    })
-}
-
-/// Append `msg` inside the caller's transaction or savepoint (so the engine can write a turn and its recall row
-/// atomically on its own connection); its sequence number. Call [`RecallStore::notify`] after the
-/// commit so the indexer picks it up without waiting for its poll.
-pub fn append_in(tx: &rusqlite::Connection, msg: &NewMessage) -> rusqlite::Result<i64> {
-    tx.execute(
-        "INSERT INTO recall_messages (namespace, author, conversation, task, thread, source_id,
-             time_ms, content_hash, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        params![
-            msg.namespace,
-            msg.author,
-            msg.conversation,
-            msg.task,
-            msg.thread,
-            msg.source_id,
-            msg.time_ms,
-            msg.content_hash(),
-            msg.text
-        ],
-    )?;
-    Ok(tx.last_insert_rowid())
-}
+/// A pair of messages of one conversation and thread, for the neighbour boost: `(conversation,
+/// thread, earlier seq, later seq)`.
+type Pair = (String, Option<String>, i64, i64);
 
 impl RecallStore {
     /// Open (creating when needed) recall memory in the SQLite file `db_path`, with its BM25 index in
     /// `<db_path>.index/`. Loads the stored vectors into memory; does not index (call
     /// [`Self::catch_up`] or [`Self::spawn_indexer`]). `slot` receives the embedder when it loads.
     pub fn open(db_path: &Path, slot: EmbedSlot) -> Result<Self, RecallError> {
-        let db = |source| RecallError::Db {
-            path: db_path.display().to_string(),
-            source,
-        };
-        let mut writer = open_conn(
-            db_path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
-        )?;
-        // Memory's migrations (core blocks, then these recall tables), in one transaction.
-        crate::schema::migrate(&mut writer)?;
+        let db = Sqlite::open(db_path)?;
         let mut index_dir = db_path.as_os_str().to_owned();
         index_dir.push(".index");
         let bm25 = Bm25::open(Path::new(&index_dir))?;
         let mut vectors = VectorIndex::default();
-        {
-            let mut stmt = writer
-                .prepare(
-                    "SELECT v.seq, m.namespace, m.time_ms, v.vector FROM recall_vectors v
-                     JOIN recall_messages m ON m.seq = v.seq ORDER BY v.seq",
-                )
-                .map_err(db)?;
-            let mut rows = stmt.query([]).map_err(db)?;
-            while let Some(r) = rows.next().map_err(db)? {
-                let seq: i64 = r.get(0).map_err(db)?;
-                let ns: String = r.get(1).map_err(db)?;
-                let time: i64 = r.get(2).map_err(db)?;
-                let blob: Vec<u8> = r.get(3).map_err(db)?;
-                if let Some(v) = vectors::from_blob(&blob) {
-                    vectors.push(seq, &ns, time, &v)?;
-                }
-            }
-        }
-        Ok(Self {
+        db.stored_vectors(
+            |seq, namespace, time, blob| match vectors::from_blob(&blob) {
+                Some(v) => vectors.push(seq, &namespace, time, &v),
+                None => Ok(()),
+            },
+        )?;
+        Ok(Self::assemble(
+            Backend::Sqlite(db),
+            bm25,
+            RwLock::new(vectors),
+            slot,
+        ))
+    }
+
+    /// Open recall memory in PostgreSQL over `conn` (applying memory's migrations), with this node's
+    /// BM25 index in `index_dir` (each node keeps its own; the database is shared). Loads the stored
+    /// vectors into memory; does not index (call [`Self::catch_up`] or [`Self::spawn_indexer`]).
+    /// `slot` receives the embedder when it loads. The indexer finds rows whoever wrote them: this
+    /// store, the engine's transactions, other nodes.
+    pub fn open_postgres(
+        conn: opc_pg::Blocking,
+        index_dir: &Path,
+        slot: EmbedSlot,
+    ) -> Result<Self, RecallError> {
+        let db = Postgres::open(conn)?;
+        let bm25 = Bm25::open(index_dir)?;
+        let vectors = RwLock::new(VectorIndex::default());
+        db.follow_vectors(&vectors)?;
+        Ok(Self::assemble(Backend::Postgres(db), bm25, vectors, slot))
+    }
+
+    fn assemble(
+        backend: Backend,
+        bm25: Bm25,
+        vectors: RwLock<VectorIndex>,
+        slot: EmbedSlot,
+    ) -> Self {
+        Self {
             inner: Arc::new(Inner {
-                db_path: db_path.to_path_buf(),
-                writer: Mutex::new(writer),
-                readers: Mutex::new(Vec::new()),
+                backend,
                 bm25,
                 // Taken by the first catch-up: a process that only searches never locks the index.
                 index_writer: Mutex::new(None),
-                vectors: RwLock::new(vectors),
+                vectors,
+                embedding: Mutex::new(()),
                 slot,
                 wake: (Mutex::new(false), Condvar::new()),
             }),
-        })
-    }
-
-    fn db_err(&self) -> impl Fn(rusqlite::Error) -> RecallError + '_ {
-        move |source| RecallError::Db {
-            path: self.inner.db_path.display().to_string(),
-            source,
         }
     }
 
     /// Append one message (one transaction); its sequence number. Wakes the indexer.
     pub fn append(&self, msg: &NewMessage) -> Result<i64, RecallError> {
-        let seq = {
-            let mut conn = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner());
-            let tx = conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-                .map_err(self.db_err())?;
-            let seq = append_in(&tx, msg).map_err(self.db_err())?;
-            tx.commit().map_err(self.db_err())?;
-            seq
-        };
-        self.notify();
-        Ok(seq)
+        let seqs = self.append_all(std::slice::from_ref(msg))?;
+        seqs.first()
+            .copied()
+            .ok_or_else(|| RecallError::Invalid("the append returned no sequence number".into()))
     }
 
     /// Append many messages in one transaction; their sequence numbers. Wakes the indexer.
     pub fn append_all(&self, msgs: &[NewMessage]) -> Result<Vec<i64>, RecallError> {
-        let seqs = {
-            let mut conn = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner());
-            let tx = conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-                .map_err(self.db_err())?;
-            let seqs = msgs
-                .iter()
-                .map(|m| append_in(&tx, m))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(self.db_err())?;
-            tx.commit().map_err(self.db_err())?;
-            seqs
+        let seqs = match &self.inner.backend {
+            Backend::Sqlite(db) => db.append_all(msgs)?,
+            Backend::Postgres(db) => db.append_all(msgs)?,
         };
         self.notify();
         Ok(seqs)
     }
 
-    /// Tell the indexer there is work (after an [`append_in`] on another connection).
+    /// Tell the indexer there is work (after an [`append_in`] on another connection, or a row the
+    /// engine appended to PostgreSQL).
     pub fn notify(&self) {
         let (flag, cv) = &self.inner.wake;
         *flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
@@ -382,123 +341,155 @@ impl RecallStore {
         self.inner.slot.get().is_some()
     }
 
-    /// (BM25 cursor, vector cursor, last seq): how far each index is behind the truth.
+    /// (BM25 cursor, vector cursor, last seq): how far each index is behind the truth. An index is
+    /// caught up when its cursor is the last seq. On PostgreSQL a cursor is the largest seq below
+    /// which every committed row is in that index (rows commit out of `seq` order there, so a cursor
+    /// steps back when a row with a smaller seq commits after a larger one was indexed).
     pub fn cursors(&self) -> Result<(i64, i64, i64), RecallError> {
-        let last = self.with_reader(|c| {
-            c.query_row(
-                "SELECT COALESCE(MAX(seq), 0) FROM recall_messages",
-                [],
-                |r| r.get(0),
-            )
-        })?;
-        let vec = self
-            .inner
-            .vectors
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .cursor;
-        Ok((self.inner.bm25.cursor()?, vec, last))
+        match &self.inner.backend {
+            Backend::Sqlite(db) => {
+                let last = db.last_seq()?;
+                let vec = self
+                    .inner
+                    .vectors
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .cursor;
+                Ok((self.inner.bm25.cursor()?, vec, last))
+            }
+            Backend::Postgres(db) => db.cursors(self.bm25_position()?),
+        }
     }
 
-    /// Run `f` on a pooled read-only connection.
-    fn with_reader<T>(
-        &self,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-    ) -> Result<T, RecallError> {
-        let pooled = self
-            .inner
-            .readers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop();
-        let conn = match pooled {
-            Some(c) => c,
-            None => open_conn(&self.inner.db_path, OpenFlags::SQLITE_OPEN_READ_ONLY)?,
-        };
-        let out = f(&conn).map_err(self.db_err());
-        self.inner
-            .readers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(conn);
-        out
-    }
-
-    fn messages_after(&self, after: i64, limit: i64) -> Result<Vec<Message>, RecallError> {
-        self.with_reader(|c| {
-            let mut stmt = c.prepare_cached(&format!(
-                "SELECT {MESSAGE_COLUMNS} FROM recall_messages WHERE seq > ?1 ORDER BY seq LIMIT ?2"
-            ))?;
-            stmt.query_map(params![after, limit], row_to_message)?
-                .collect()
-        })
+    /// PostgreSQL: the BM25 index's position in commit order (its commit payload).
+    fn bm25_position(&self) -> Result<Position, RecallError> {
+        Ok(Position::from_payload(
+            self.inner.bm25.payload()?.as_deref(),
+        ))
     }
 
     /// Bring both indexes up to the last row: BM25 first (cheap), then vectors when the embedder is
     /// loaded. `stop` is checked between batches. The background indexer calls this; tests and the
     /// eval call it directly.
     pub fn catch_up(&self, stop: &AtomicBool) -> Result<CatchUp, RecallError> {
-        let mut done = CatchUp::default();
-        {
-            let mut writer = self
-                .inner
-                .index_writer
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            if writer.is_none() {
-                *writer = Some(self.inner.bm25.writer()?);
-            }
-            let Some(writer) = writer.as_mut() else {
-                return Ok(done);
-            };
-            loop {
-                let batch = self.messages_after(self.inner.bm25.cursor()?, BM25_BATCH)?;
-                if batch.is_empty() || stop.load(Ordering::Relaxed) {
-                    break;
+        let mut done = CatchUp {
+            indexed: self.catch_up_bm25(stop)?,
+            embedded: 0,
+        };
+        done.embedded = self.catch_up_vectors(stop)?;
+        Ok(done)
+    }
+
+    /// The BM25 half of [`Self::catch_up`]: batches after the index's cursor, each committed with the
+    /// cursor after it. The rows indexed.
+    fn catch_up_bm25(&self, stop: &AtomicBool) -> Result<usize, RecallError> {
+        let mut indexed = 0;
+        let mut writer = self
+            .inner
+            .index_writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if writer.is_none() {
+            *writer = Some(self.inner.bm25.writer()?);
+        }
+        let Some(writer) = writer.as_mut() else {
+            return Ok(indexed);
+        };
+        let bm25 = &self.inner.bm25;
+        loop {
+            let added = match &self.inner.backend {
+                Backend::Sqlite(db) => {
+                    let batch = db.messages_after(bm25.cursor()?, BM25_BATCH)?;
+                    if batch.is_empty() || stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    bm25.add(writer, &batch)?;
+                    batch.len()
                 }
-                self.inner.bm25.add(writer, &batch)?;
-                done.indexed += batch.len();
-            }
+                Backend::Postgres(db) => {
+                    let window = db.messages(&self.bm25_position()?, BM25_BATCH)?;
+                    // An empty window moves nothing worth a commit: the rows between the stored
+                    // position and the horizon it reached are none, and reading them again is free.
+                    if window.rows.is_empty() || stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    bm25.add_at(writer, &window.rows, &window.next.to_payload())?;
+                    window.rows.len()
+                }
+            };
+            indexed += added;
+        }
+        Ok(indexed)
+    }
+
+    /// The vector half of [`Self::catch_up`]: on PostgreSQL first the vectors other nodes stored
+    /// (whether or not the embedder has loaded here), then, once it has, every row still without one,
+    /// embedded in rounds of [`EMBED_BATCH`] (one write transaction each). The rows embedded here.
+    fn catch_up_vectors(&self, stop: &AtomicBool) -> Result<usize, RecallError> {
+        let _one = self
+            .inner
+            .embedding
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Backend::Postgres(db) = &self.inner.backend {
+            db.follow_vectors(&self.inner.vectors)?;
         }
         let Some(model) = self.inner.slot.get().cloned() else {
-            return Ok(done);
+            return Ok(0);
         };
+        let mut embedded = 0;
         loop {
-            let cursor = self
-                .inner
-                .vectors
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .cursor;
-            let batch = self.messages_after(cursor, EMBED_BATCH)?;
+            let batch = match &self.inner.backend {
+                Backend::Sqlite(db) => {
+                    let cursor = self
+                        .inner
+                        .vectors
+                        .read()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .cursor;
+                    db.messages_after(cursor, EMBED_BATCH)?
+                }
+                Backend::Postgres(db) => db.to_embed(EMBED_BATCH as usize, &self.inner.vectors)?,
+            };
             if batch.is_empty() || stop.load(Ordering::Relaxed) {
                 break;
             }
             let texts: Vec<String> = batch.iter().map(embedded_text).collect();
-            let vecs = embed_grouped(model.as_ref(), &texts)?;
-            {
-                let mut conn = self.inner.writer.lock().unwrap_or_else(|e| e.into_inner());
-                let tx = conn.transaction().map_err(self.db_err())?;
-                for (m, v) in batch.iter().zip(&vecs) {
-                    tx.execute(
-                        "INSERT OR REPLACE INTO recall_vectors (seq, model, vector) VALUES (?1, ?2, ?3)",
-                        params![m.seq, model.model_id(), vectors::to_blob(v)],
-                    )
-                    .map_err(self.db_err())?;
+            let mut vecs = embed_grouped(model.as_ref(), &texts)?;
+            let rows: Vec<(i64, Vec<u8>)> = batch
+                .iter()
+                .zip(&vecs)
+                .map(|(m, v)| (m.seq, vectors::to_blob(v)))
+                .collect();
+            match &self.inner.backend {
+                Backend::Sqlite(db) => db.put_vectors(model.model_id(), &rows)?,
+                Backend::Postgres(db) => {
+                    // Rows another node embedded first keep its vector, here as in the table.
+                    let theirs = db.put_vectors(model.model_id(), rows)?;
+                    for (m, v) in batch.iter().zip(vecs.iter_mut()) {
+                        if let Some(stored) = theirs.get(&m.seq).and_then(|b| vectors::from_blob(b))
+                        {
+                            *v = stored;
+                        }
+                    }
                 }
-                tx.commit().map_err(self.db_err())?;
             }
-            let mut index = self
-                .inner
-                .vectors
-                .write()
-                .unwrap_or_else(|e| e.into_inner());
-            for (m, v) in batch.iter().zip(&vecs) {
-                index.push(m.seq, &m.namespace, m.time_ms, v)?;
+            {
+                let mut index = self
+                    .inner
+                    .vectors
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner());
+                for (m, v) in batch.iter().zip(&vecs) {
+                    index.push(m.seq, &m.namespace, m.time_ms, v)?;
+                }
             }
-            done.embedded += batch.len();
+            if let Backend::Postgres(db) = &self.inner.backend {
+                db.embedded(batch.iter().map(|m| m.seq));
+            }
+            embedded += batch.len();
         }
-        Ok(done)
+        Ok(embedded)
     }
 
     /// Start the background indexer: it catches up now, then whenever woken (or every
@@ -627,22 +618,48 @@ impl RecallStore {
 
     /// The messages with these seqs (any order), in one query.
     fn load(&self, seqs: &[i64]) -> Result<Vec<Message>, RecallError> {
-        if seqs.is_empty() {
-            return Ok(Vec::new());
+        match &self.inner.backend {
+            Backend::Sqlite(db) => db.load(seqs),
+            Backend::Postgres(db) => db.load(seqs),
         }
-        // Integers only, so the list is written into the statement (one query instead of one per
-        // hit: a search loads up to 200).
-        let list = seqs
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
-        self.with_reader(|c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {MESSAGE_COLUMNS} FROM recall_messages WHERE seq IN ({list})"
-            ))?;
-            stmt.query_map([], row_to_message)?.collect()
-        })
+    }
+
+    /// The erasures whose indexing is still pending: `(id, pending)` in id order ([`erase`]).
+    fn pending_erasures(&self) -> Result<Vec<(i64, String)>, RecallError> {
+        match &self.inner.backend {
+            Backend::Sqlite(db) => db.pending_erasures(),
+            Backend::Postgres(db) => db.pending_erasures(),
+        }
+    }
+
+    /// Of the rows `seqs`, those the BM25 index has already taken ([`erase`] replaces them; the
+    /// others are indexed later, from their rewritten text). On PostgreSQL the index follows commit
+    /// order, not `seq`, so every row is taken as indexed: replacing one the index has not reached
+    /// yet adds it now, and reaching it later replaces it again (never doubles it).
+    fn indexed_already(&self, seqs: &[i64]) -> Result<Vec<i64>, RecallError> {
+        match &self.inner.backend {
+            Backend::Sqlite(_) => {
+                let cursor = self.inner.bm25.cursor()?;
+                Ok(seqs.iter().copied().filter(|s| *s <= cursor).collect())
+            }
+            Backend::Postgres(_) => Ok(seqs.to_vec()),
+        }
+    }
+
+    /// Store vectors `(seq, blob)` of `model`, replacing any there (an erasure rewrote the rows).
+    fn replace_vectors(&self, model: &str, rows: Vec<(i64, Vec<u8>)>) -> Result<(), RecallError> {
+        match &self.inner.backend {
+            Backend::Sqlite(db) => db.put_vectors(model, &rows),
+            Backend::Postgres(db) => db.replace_vectors(model, rows),
+        }
+    }
+
+    /// Mark the erasures `ids` done.
+    fn clear_erasures(&self, ids: &[i64]) -> Result<(), RecallError> {
+        match &self.inner.backend {
+            Backend::Sqlite(db) => db.clear_erasures(ids),
+            Backend::Postgres(db) => db.clear_erasures(ids),
+        }
     }
 
     /// For each message, the previous and next message of its conversation and thread — as far as
@@ -659,27 +676,32 @@ impl RecallStore {
                 .or_default()
                 .push(i);
         }
-        self.with_reader(|c| {
-            let mut between = c.prepare_cached(
-                "SELECT EXISTS(SELECT 1 FROM recall_messages WHERE conversation = ?1 AND thread IS ?2
-                 AND seq > ?3 AND seq < ?4)",
-            )?;
-            for ((conversation, thread), mut members) in threads {
-                members.sort_by_key(|&i| msgs[i].seq);
-                for pair in members.windows(2) {
-                    let (a, b) = (pair[0], pair[1]);
-                    let gap: bool = between.query_row(
-                        params![conversation, thread, msgs[a].seq, msgs[b].seq],
-                        |r| r.get(0),
-                    )?;
-                    if !gap {
-                        out[a].1 = Some(msgs[b].seq);
-                        out[b].0 = Some(msgs[a].seq);
-                    }
-                }
+        let mut pairs: Vec<Pair> = Vec::new();
+        let mut members_of: Vec<(usize, usize)> = Vec::new();
+        for ((conversation, thread), mut members) in threads {
+            members.sort_by_key(|&i| msgs[i].seq);
+            for pair in members.windows(2) {
+                let (a, b) = (pair[0], pair[1]);
+                pairs.push((
+                    conversation.to_string(),
+                    thread.map(str::to_string),
+                    msgs[a].seq,
+                    msgs[b].seq,
+                ));
+                members_of.push((a, b));
             }
-            Ok(out)
-        })
+        }
+        let gaps = match &self.inner.backend {
+            Backend::Sqlite(db) => db.gaps(&pairs)?,
+            Backend::Postgres(db) => db.gaps(&pairs)?,
+        };
+        for ((a, b), gap) in members_of.into_iter().zip(gaps) {
+            if !gap {
+                out[a].1 = Some(msgs[b].seq);
+                out[b].0 = Some(msgs[a].seq);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -766,5 +788,8 @@ impl Drop for Indexer {
     }
 }
 
+/// The unit tests open the SQLite file directly (`super::*`).
+#[cfg(test)]
+use rusqlite::Connection;
 #[cfg(test)]
 mod tests;

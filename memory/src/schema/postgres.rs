@@ -54,9 +54,16 @@ CREATE TABLE recall_vectors (
 
 /// Migration 2: memory's other tables, as SQLite's migrations 1, 3 and 4 define them, in
 /// PostgreSQL's types. Facts' keyword search is PostgreSQL's full-text search: a `tsvector` of the
-/// subject and text (the `english` configuration: Porter stemming, as SQLite's FTS5 `porter`
-/// tokenizer), generated with the row, so it is written in the same transaction as the fact, and a
-/// GIN index over the current versions.
+/// text (weight A) and the subject (weight B, so a search can count the subject half, as FTS5's
+/// column weights do), with the `english` configuration (Snowball stemming, as SQLite's FTS5
+/// `porter` tokenizer), generated with the row, so it is written in the same transaction as the
+/// fact, and GIN indexes over every version and over the current ones. ASCII punctuation becomes a
+/// space before parsing: FTS5's `unicode61` splits words at every non-alphanumeric character, and
+/// so does the search's query (`facts::search::query_words`), whereas PostgreSQL's parser keeps
+/// `2026-05-17` as `2026`, `-05`, `-17` and `alice@example.com` whole, which no query word would
+/// match. `xid` on a version is the last transaction that wrote the row (its insert, its closing,
+/// or the embedding of its vector), so a node's in-memory vectors follow every change in commit
+/// order (`facts::postgres`).
 const V2: &str = "
 CREATE TABLE memory_blocks (
     namespace    TEXT    NOT NULL,
@@ -142,8 +149,12 @@ CREATE TABLE memory_fact_versions (
     closed_model        TEXT,
     closed_ledger_id    BIGINT,
     xid                 xid8   NOT NULL DEFAULT pg_current_xact_id(),
-    tsv                 tsvector GENERATED ALWAYS AS
-                            (to_tsvector('english', coalesce(subject, '') || ' ' || text)) STORED
+    tsv                 tsvector GENERATED ALWAYS AS (
+                            setweight(to_tsvector('english',
+                                regexp_replace(text, '[[:punct:]]+', ' ', 'g')), 'A')
+                            || setweight(to_tsvector('english',
+                                regexp_replace(coalesce(subject, ''), '[[:punct:]]+', ' ', 'g')), 'B')
+                        ) STORED
 );
 CREATE INDEX memory_fact_versions_current ON memory_fact_versions (namespace, recorded_at)
     WHERE invalidated_at IS NULL;

@@ -118,6 +118,13 @@ pub fn run(config: &Path, value: &str, dry_run: bool, workspaces: bool) -> ExitC
         ));
         return ExitCode::from(1);
     }
+    if loaded.config.framework.memory.storage == opc_hierarchy::schema::Storage::Postgres {
+        eprint(
+            "error: `opc privacy erase` rewrites the SQLite file only, and this org keeps its state in \
+             PostgreSQL (`framework.memory.storage: postgres`); erasing there is not built yet. Nothing was changed\n",
+        );
+        return ExitCode::from(1);
+    }
     let db = crate::setup::database_path(&loaded);
     let spaces = Workspaces::of(&loaded);
     let mode = match (workspaces, dry_run) {

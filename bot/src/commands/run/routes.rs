@@ -218,7 +218,7 @@ mod tests {
         let web = WebChat::new(
             WebConfig {
                 title: "walk".into(),
-                database: None,
+                database: opc_adapters::web::WebDatabase::Memory,
             },
             inbox,
         )

@@ -7,41 +7,53 @@
 //! admin who changes the value in the config means it: on the next start that value is applied and
 //! recorded in the history (author `admin`). Description, limit and readOnly always follow the config.
 //!
+//! Storage: SQLite (memory's own connection to the engine's file, WAL, busy timeout 5 s — never the
+//! engine store's) or PostgreSQL (`framework.memory.storage: postgres`, an [`opc_pg::Blocking`]
+//! connection, possibly shared by several nodes). This file holds the rules, written once; the SQL
+//! is in [`sqlite`] and [`postgres`], one file per backend, each using this file's items (never each
+//! other's).
+//!
 //! Invariants:
 //! - every read and edit goes through the [`Acl`] before storage is touched;
-//! - every edit is one `BEGIN IMMEDIATE` transaction that checks the version, writes the value and
-//!   appends a history row (who, task, when, old → new) — so an edit and its record never diverge;
+//! - every edit is one transaction that checks the version, writes the value and appends a history
+//!   row (who, task, when, old → new) — so an edit and its record never diverge. The transaction
+//!   holds the block against other writers while it checks: SQLite's `BEGIN IMMEDIATE` (the whole
+//!   file), PostgreSQL's `SELECT … FOR UPDATE` (the block's row), so two nodes editing from one
+//!   version cannot both succeed;
 //! - optimistic concurrency: an edit names the version it read; a stale edit fails with the current
 //!   value and version ([`BlockError::Stale`]), so a lost update is impossible (the writer learns
 //!   about the other edit and can redo its own on top of it);
 //! - a value never exceeds its block's limit (in characters) through an edit;
+//! - seeding a config is one transaction, and nodes seeding at once seed each block once (one `seed`
+//!   history row) and apply an admin's change once;
 //! - errors carry what the model needs to fix its call: the current size, value or version.
-//!
-//! Blocks are stored on memory's own connection (WAL, busy timeout 5 s), never the engine store's.
 //!
 //! A hot reload ([`BlockStore::for_config`], then [`BlockStore::apply`]): the store is built per config,
 //! like the engine's runtime — its views (which blocks an agent sees) and its ACL are those of the
 //! config it was built for, so a tree started after a reload sees the new org (an agent the reload
 //! added uses its own blocks, its manager reads them), and a tree in flight keeps the org it started
 //! with. Grants follow the tree; **revocations do not wait for it**: every store built from one
-//! [`BlockStore::open`] shares the newest applied ACL, and a read by another agent, or of a shared
-//! block, must be allowed by the store's own ACL *and* by the newest one. Why: a reload that removes a
-//! `shareWith` or a `sharedBlocks` reference is how an operator closes a leak, and a long tree (one
-//! suspended on an approval for a day) must not keep reading what was taken away. An agent's own
-//! blocks stay its own while its tree runs, even when the reload removed the agent, so its task
-//! finishes as it began (nobody else can reach them through the newest ACL).
+//! [`BlockStore::open`] (or [`BlockStore::open_postgres`]) shares the newest applied ACL, and a read
+//! by another agent, or of a shared block, must be allowed by the store's own ACL *and* by the newest
+//! one. Why: a reload that removes a `shareWith` or a `sharedBlocks` reference is how an operator
+//! closes a leak, and a long tree (one suspended on an approval for a day) must not keep reading what
+//! was taken away. An agent's own blocks stay its own while its tree runs, even when the reload
+//! removed the agent, so its task finishes as it began (nobody else can reach them through the newest
+//! ACL).
 //!
 //! [`BlockStore::apply`] is the reload's commit: the new config's blocks are seeded (and admin changes
 //! applied) in one transaction, and only once it has committed does the config's ACL become the
 //! newest. When it fails, nothing was written and the previous ACL stays in force.
+
+mod postgres;
+mod sqlite;
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
 use opc_hierarchy::{Config, OrgTree};
-use opc_migrate::now_ms;
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::Connection;
 
 use crate::acl::{Acl, AclError};
 use crate::schema::{self, SchemaError};
@@ -238,6 +250,10 @@ pub enum BlockError {
     /// SQLite failed.
     #[error("memory storage failed: {0}")]
     Storage(#[from] rusqlite::Error),
+    /// PostgreSQL failed, or holds what this build cannot read (the error names the server as
+    /// `host:port/db`, never the URL).
+    #[error("memory storage failed: {0}")]
+    Postgres(#[from] opc_pg::PgError),
 }
 
 /// Why the block store could not open.
@@ -254,6 +270,13 @@ pub enum OpenError {
         /// Why.
         source: rusqlite::Error,
     },
+    /// Memory's PostgreSQL tables could not be migrated (a newer build wrote them, or the server
+    /// failed).
+    #[error("cannot open the memory tables: {0}")]
+    PostgresSchema(#[from] opc_pg::PgMigrateError),
+    /// PostgreSQL failed while seeding the config's blocks.
+    #[error("cannot open the memory tables: {0}")]
+    Postgres(#[from] opc_pg::PgError),
 }
 
 /// A block as the config defines it, for one namespace (what [`BlockStore::apply`] seeds).
@@ -295,10 +318,201 @@ fn configured(config: &Config) -> Vec<Configured> {
     out
 }
 
-/// The core blocks of one org, as one config defines it, in the engine's database. Cheap to clone.
+/// What a configured block's row holds before seeding: the value, the config value last applied,
+/// and the version.
+struct Stored {
+    value: String,
+    applied: String,
+    version: u64,
+}
+
+/// What seeding does with one configured block, given what is stored.
+enum Seeding {
+    /// Not stored: insert it at version 1 (history: `seed` by `config`).
+    Insert(HistoryEntry),
+    /// The config's value changed since it was last applied: an admin means it. Write it at the
+    /// entry's version (history: `config` by `admin`).
+    Admin(HistoryEntry),
+    /// Otherwise only description, limit and readOnly follow the config.
+    Describe,
+}
+
+/// The rule of seeding (see the module doc), for both backends.
+fn seeding(c: &Configured, stored: Option<Stored>, now: i64) -> Seeding {
+    let entry = |version, operation: &str, author: &str, old_value| HistoryEntry {
+        namespace: c.namespace.clone(),
+        label: c.label.clone(),
+        version,
+        operation: operation.to_string(),
+        author: author.to_string(),
+        task: None,
+        at_ms: now,
+        old_value,
+        new_value: c.value.clone(),
+    };
+    match stored {
+        None => Seeding::Insert(entry(1, "seed", "config", None)),
+        Some(s) if s.applied != c.value => {
+            Seeding::Admin(entry(s.version + 1, "config", "admin", Some(s.value)))
+        }
+        Some(_) => Seeding::Describe,
+    }
+}
+
+/// What an edit asks of storage, once the ACL has passed: which block, by whom, what, and the
+/// version the editor read.
+#[derive(Clone, Debug)]
+struct EditRequest {
+    namespace: String,
+    label: String,
+    /// Whether the actor may write the block (own blocks: yes; shared: both ACLs' `may_write_shared`).
+    writable: bool,
+    edit: Edit,
+    read_version: Option<u64>,
+    author: String,
+    task: Option<i64>,
+}
+
+impl EditRequest {
+    /// The block when it is missing.
+    fn missing(&self) -> BlockError {
+        BlockError::NotFound {
+            label: self.label.clone(),
+            owner: None,
+            available: Vec::new(),
+        }
+    }
+
+    /// The rule of an edit, for both backends: given the block as stored (and held by the
+    /// transaction), the block after the edit and its history row, or why the edit does not apply
+    /// (read-only, stale, not applicable, over the limit).
+    fn decide(&self, current: Block, now: i64) -> Result<(Block, HistoryEntry), BlockError> {
+        let label = || self.label.clone();
+        if current.read_only || !self.writable {
+            return Err(BlockError::ReadOnly {
+                label: label(),
+                value: current.value,
+            });
+        }
+        if let Some(read) = self.read_version
+            && read != current.version
+        {
+            return Err(BlockError::Stale {
+                label: label(),
+                read,
+                current: current.version,
+                value: current.value,
+            });
+        }
+        let new_value = apply(&current, &self.edit)?;
+        let new_size = new_value.chars().count();
+        if new_size > current.limit as usize {
+            return Err(BlockError::OverLimit {
+                label: label(),
+                limit: current.limit,
+                new_size,
+                current_size: current.size(),
+            });
+        }
+        let version = current.version + 1;
+        let entry = HistoryEntry {
+            namespace: self.namespace.clone(),
+            label: label(),
+            version,
+            operation: self.edit.operation().to_string(),
+            author: self.author.clone(),
+            task: self.task,
+            at_ms: now,
+            old_value: Some(current.value.clone()),
+            new_value: new_value.clone(),
+        };
+        Ok((
+            Block {
+                value: new_value,
+                version,
+                ..current
+            },
+            entry,
+        ))
+    }
+}
+
+/// Where the blocks are stored. Cheap to clone: clones share the connection.
+#[derive(Clone)]
+enum Backend {
+    /// Memory's SQLite connection; the mutex orders the store's users on it.
+    Sqlite(Arc<Mutex<Connection>>),
+    /// A PostgreSQL connection (its own thread orders the calls).
+    Postgres(opc_pg::Blocking),
+}
+
+impl Backend {
+    /// The SQLite connection, held for one operation (a panic elsewhere leaves it usable: every
+    /// change is a transaction, rolled back if it did not commit).
+    fn locked(conn: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connection> {
+        conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn load(&self, namespace: &str, label: &str) -> Result<Option<Block>, BlockError> {
+        match self {
+            Backend::Sqlite(conn) => Ok(sqlite::load(&Backend::locked(conn), namespace, label)?),
+            Backend::Postgres(conn) => {
+                let keys = vec![(namespace.to_string(), label.to_string())];
+                Ok(postgres::load_each(conn, keys)?.pop().flatten())
+            }
+        }
+    }
+
+    /// The blocks `keys` name, in order (`None` where there is none).
+    fn load_each(&self, keys: Vec<(String, String)>) -> Result<Vec<Option<Block>>, BlockError> {
+        match self {
+            Backend::Sqlite(conn) => {
+                let conn = Backend::locked(conn);
+                keys.iter()
+                    .map(|(namespace, label)| Ok(sqlite::load(&conn, namespace, label)?))
+                    .collect()
+            }
+            Backend::Postgres(conn) => Ok(postgres::load_each(conn, keys)?),
+        }
+    }
+
+    fn sync(&self, configured: &Arc<Vec<Configured>>) -> Result<(), BlockError> {
+        match self {
+            Backend::Sqlite(conn) => Ok(sqlite::sync(&mut Backend::locked(conn), configured)?),
+            Backend::Postgres(conn) => Ok(postgres::sync(conn, configured.clone())?),
+        }
+    }
+
+    fn edit(&self, request: EditRequest) -> Result<Block, BlockError> {
+        match self {
+            Backend::Sqlite(conn) => sqlite::edit(&mut Backend::locked(conn), &request),
+            Backend::Postgres(conn) => postgres::edit(conn, request),
+        }
+    }
+
+    fn all(&self) -> Result<Vec<Block>, BlockError> {
+        match self {
+            Backend::Sqlite(conn) => read_all(&Backend::locked(conn)),
+            Backend::Postgres(conn) => read_all_postgres(conn),
+        }
+    }
+
+    fn history(
+        &self,
+        label: &str,
+        namespace: Option<&str>,
+    ) -> Result<Vec<HistoryEntry>, BlockError> {
+        match self {
+            Backend::Sqlite(conn) => read_history(&Backend::locked(conn), label, namespace),
+            Backend::Postgres(conn) => read_history_postgres(conn, label, namespace),
+        }
+    }
+}
+
+/// The core blocks of one org, as one config defines it, in memory's database. Cheap to clone.
 #[derive(Clone)]
 pub struct BlockStore {
-    conn: Arc<Mutex<Connection>>,
+    backend: Backend,
     /// The ACL of the config this store was built for.
     acl: Acl,
     /// The ACL of the newest applied config, shared by every store of one [`BlockStore::open`]:
@@ -311,49 +525,60 @@ pub struct BlockStore {
     configured: Arc<Vec<Configured>>,
 }
 
-const COLUMNS: &str = "namespace, label, description, value, char_limit, read_only, version";
-
-fn row_block(row: &rusqlite::Row<'_>) -> rusqlite::Result<Block> {
-    Ok(Block {
-        namespace: row.get(0)?,
-        label: row.get(1)?,
-        description: row.get(2)?,
-        value: row.get(3)?,
-        limit: row.get(4)?,
-        read_only: row.get(5)?,
-        version: row.get::<_, i64>(6)? as u64,
-    })
-}
-
-fn load(conn: &Connection, namespace: &str, label: &str) -> rusqlite::Result<Option<Block>> {
-    conn.query_row(
-        &format!("SELECT {COLUMNS} FROM memory_blocks WHERE namespace = ?1 AND label = ?2"),
-        params![namespace, label],
-        row_block,
-    )
-    .optional()
-}
-
 impl BlockStore {
     /// Open the blocks in the database at `path` (migrating the memory schema), and bring them in
     /// line with `config`: seed new blocks, apply values an admin changed in the config.
     pub fn open(path: &Path, config: &Config, org: Arc<OrgTree>) -> Result<BlockStore, OpenError> {
-        let sqlite = |source| OpenError::Sqlite {
+        let failed = |source| OpenError::Sqlite {
             path: path.display().to_string(),
             source,
         };
-        let mut conn = schema::open(path).map_err(sqlite)?;
+        let mut conn = schema::open(path).map_err(failed)?;
         schema::migrate(&mut conn)?;
+        let configured = configured(config);
+        sqlite::sync(&mut conn, &configured).map_err(failed)?;
+        Ok(BlockStore::new(
+            Backend::Sqlite(Arc::new(Mutex::new(conn))),
+            config,
+            org,
+            configured,
+        ))
+    }
+
+    /// Open the blocks on PostgreSQL (`framework.memory.storage: postgres`): apply memory's
+    /// PostgreSQL migrations on `conn` (once, however many nodes start together), then bring the
+    /// blocks in line with `config` as [`BlockStore::open`] does. Nodes opening at once on one
+    /// database seed each block once.
+    pub fn open_postgres(
+        conn: opc_pg::Blocking,
+        config: &Config,
+        org: Arc<OrgTree>,
+    ) -> Result<BlockStore, OpenError> {
+        conn.migrate(&schema::postgres::COMPONENT)?;
+        let configured = Arc::new(configured(config));
+        postgres::sync(&conn, configured.clone())?;
+        Ok(BlockStore::new(
+            Backend::Postgres(conn),
+            config,
+            org,
+            configured,
+        ))
+    }
+
+    fn new(
+        backend: Backend,
+        config: &Config,
+        org: Arc<OrgTree>,
+        configured: impl Into<Arc<Vec<Configured>>>,
+    ) -> BlockStore {
         let acl = Acl::new(config, org);
-        let store = BlockStore {
-            conn: Arc::new(Mutex::new(conn)),
+        BlockStore {
+            backend,
             newest: Arc::new(RwLock::new(acl.clone())),
             acl,
             views: Arc::new(views(config)),
-            configured: Arc::new(configured(config)),
-        };
-        store.sync_config().map_err(sqlite)?;
-        Ok(store)
+            configured: configured.into(),
+        }
     }
 
     /// The store for a reloaded `config` (validated): the same database and the same newest ACL,
@@ -361,7 +586,7 @@ impl BlockStore {
     /// [`BlockStore::apply`]; until then the blocks of agents `config` adds are missing.
     pub fn for_config(&self, config: &Config, org: Arc<OrgTree>) -> BlockStore {
         BlockStore {
-            conn: self.conn.clone(),
+            backend: self.backend.clone(),
             newest: self.newest.clone(),
             acl: Acl::new(config, org),
             views: Arc::new(views(config)),
@@ -420,74 +645,10 @@ impl BlockStore {
         self.acl.may_write_shared(agent, label) && self.newest().may_write_shared(agent, label)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Seed blocks the database does not have; apply config values that changed since last applied.
     /// One transaction: all of it or none.
-    fn sync_config(&self) -> rusqlite::Result<()> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let now = now_ms();
-        for c in self.configured.iter() {
-            let stored: Option<(String, String, i64)> = tx
-                .query_row(
-                    "SELECT value, config_value, version FROM memory_blocks WHERE namespace = ?1 AND label = ?2",
-                    params![c.namespace, c.label],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .optional()?;
-            match stored {
-                None => {
-                    tx.execute(
-                        "INSERT INTO memory_blocks (namespace, label, description, value, char_limit, read_only, version, config_value, updated_ms)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?4, ?7)",
-                        params![c.namespace, c.label, c.description, c.value, c.limit, c.read_only, now],
-                    )?;
-                    history(
-                        &tx,
-                        &c.namespace,
-                        &c.label,
-                        1,
-                        "seed",
-                        "config",
-                        None,
-                        now,
-                        None,
-                        &c.value,
-                    )?;
-                }
-                Some((value, applied, version)) if applied != c.value => {
-                    let version = version + 1;
-                    tx.execute(
-                        "UPDATE memory_blocks SET description = ?3, value = ?4, char_limit = ?5, read_only = ?6,
-                         version = ?7, config_value = ?4, updated_ms = ?8 WHERE namespace = ?1 AND label = ?2",
-                        params![c.namespace, c.label, c.description, c.value, c.limit, c.read_only, version, now],
-                    )?;
-                    history(
-                        &tx,
-                        &c.namespace,
-                        &c.label,
-                        version as u64,
-                        "config",
-                        "admin",
-                        None,
-                        now,
-                        Some(&value),
-                        &c.value,
-                    )?;
-                }
-                Some(_) => {
-                    tx.execute(
-                        "UPDATE memory_blocks SET description = ?3, char_limit = ?4, read_only = ?5
-                         WHERE namespace = ?1 AND label = ?2",
-                        params![c.namespace, c.label, c.description, c.limit, c.read_only],
-                    )?;
-                }
-            }
-        }
-        tx.commit()
+    fn sync_config(&self) -> Result<(), BlockError> {
+        self.backend.sync(&self.configured)
     }
 
     /// Resolve `label` among the blocks `agent` sees (own first, then referenced shared blocks).
@@ -515,17 +676,19 @@ impl BlockStore {
     pub fn blocks_of(&self, agent: &str) -> Result<Vec<Block>, BlockError> {
         let view = self.views.get(agent).map(Vec::as_slice).unwrap_or(&[]);
         let newest = self.newest();
-        let conn = self.lock();
-        let mut out = Vec::with_capacity(view.len());
-        for (namespace, label) in view {
-            if namespace == SHARED && !newest.may_read_shared(agent, label) {
-                continue;
-            }
-            if let Some(block) = load(&conn, namespace, label)? {
-                out.push(block);
-            }
-        }
-        Ok(out)
+        let keys: Vec<(String, String)> = view
+            .iter()
+            .filter(|(namespace, label)| {
+                namespace != SHARED || newest.may_read_shared(agent, label)
+            })
+            .cloned()
+            .collect();
+        Ok(self
+            .backend
+            .load_each(keys)?
+            .into_iter()
+            .flatten()
+            .collect())
     }
 
     /// `reader` reads one of its own (or its shared) blocks.
@@ -536,11 +699,13 @@ impl BlockStore {
         } else {
             self.check_read(reader, reader)?;
         }
-        load(&self.lock(), &namespace, &label)?.ok_or(BlockError::NotFound {
-            label,
-            owner: None,
-            available: Vec::new(),
-        })
+        self.backend
+            .load(&namespace, &label)?
+            .ok_or(BlockError::NotFound {
+                label,
+                owner: None,
+                available: Vec::new(),
+            })
     }
 
     /// `reader` reads `owner`'s own block `label`, if the ACL allows it.
@@ -550,7 +715,7 @@ impl BlockStore {
         }
         self.check_read(reader, owner)?;
         let namespace = agent_namespace(owner);
-        match load(&self.lock(), &namespace, label)? {
+        match self.backend.load(&namespace, label)? {
             Some(block) => Ok(block),
             None => Err(BlockError::NotFound {
                 label: label.to_string(),
@@ -585,6 +750,10 @@ impl BlockStore {
     /// [`BlockStore::edit`] with the history's author given apart from the actor whose permissions
     /// apply: a consolidation run edits an agent's blocks under that agent's ACL and is recorded as
     /// `consolidation`.
+    ///
+    /// One transaction, holding the block while it checks the version: on SQLite the whole file
+    /// (`BEGIN IMMEDIATE`), on PostgreSQL the block's row (`SELECT … FOR UPDATE`), so of two edits
+    /// from one version exactly one succeeds and the other is [`BlockError::Stale`].
     pub fn edit_by(
         &self,
         actor: Actor<'_>,
@@ -599,77 +768,22 @@ impl BlockStore {
         } else {
             self.acl.check_write(actor.agent, actor.agent)?;
         }
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let Some(current) = load(&tx, &namespace, &label)? else {
-            return Err(BlockError::NotFound {
-                label,
-                owner: None,
-                available: Vec::new(),
-            });
-        };
-        if current.read_only || (namespace == SHARED && !self.may_write_shared(actor.agent, &label))
-        {
-            return Err(BlockError::ReadOnly {
-                label,
-                value: current.value,
-            });
-        }
-        if let Some(read) = read_version
-            && read != current.version
-        {
-            return Err(BlockError::Stale {
-                label,
-                read,
-                current: current.version,
-                value: current.value,
-            });
-        }
-        let new_value = apply(&current, edit)?;
-        let new_size = new_value.chars().count();
-        if new_size > current.limit as usize {
-            return Err(BlockError::OverLimit {
-                label,
-                limit: current.limit,
-                new_size,
-                current_size: current.size(),
-            });
-        }
-        let version = current.version + 1;
-        let now = now_ms();
-        tx.execute(
-            "UPDATE memory_blocks SET value = ?3, version = ?4, updated_ms = ?5 WHERE namespace = ?1 AND label = ?2",
-            params![namespace, label, new_value, version as i64, now],
-        )?;
-        history(
-            &tx,
-            &namespace,
-            &label,
-            version,
-            edit.operation(),
-            author,
-            actor.task,
-            now,
-            Some(&current.value),
-            &new_value,
-        )?;
-        tx.commit()?;
-        Ok(Block {
-            value: new_value,
-            version,
-            ..current
+        let writable = namespace != SHARED || self.may_write_shared(actor.agent, &label);
+        self.backend.edit(EditRequest {
+            namespace,
+            label,
+            writable,
+            edit: edit.clone(),
+            read_version,
+            author: author.to_string(),
+            task: actor.task,
         })
     }
 
     /// Every stored block (for `opc memory show`), by namespace and label. No ACL: this is the
     /// operator's view, not an agent's.
     pub fn all(&self) -> Result<Vec<Block>, BlockError> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {COLUMNS} FROM memory_blocks ORDER BY namespace, label"
-        ))?;
-        let rows = stmt.query_map([], row_block)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.backend.all()
     }
 
     /// The history of every block labelled `label` (in any namespace, or only `namespace`), oldest
@@ -679,65 +793,41 @@ impl BlockStore {
         label: &str,
         namespace: Option<&str>,
     ) -> Result<Vec<HistoryEntry>, BlockError> {
-        read_history(&self.lock(), label, namespace)
+        self.backend.history(label, namespace)
     }
 }
 
-/// The history of `label` on a bare connection (`opc memory history` opens the database read-only,
-/// without the config).
+/// The history of `label` on a bare SQLite connection (`opc memory history` opens the database
+/// read-only, without the config).
 pub fn read_history(
     conn: &Connection,
     label: &str,
     namespace: Option<&str>,
 ) -> Result<Vec<HistoryEntry>, BlockError> {
-    let mut stmt = conn.prepare(
-        "SELECT namespace, label, version, operation, author, task_id, at_ms, old_value, new_value
-         FROM memory_block_history WHERE label = ?1 AND (?2 IS NULL OR namespace = ?2) ORDER BY id",
-    )?;
-    let rows = stmt.query_map(params![label, namespace], |r| {
-        Ok(HistoryEntry {
-            namespace: r.get(0)?,
-            label: r.get(1)?,
-            version: r.get::<_, i64>(2)? as u64,
-            operation: r.get(3)?,
-            author: r.get(4)?,
-            task: r.get(5)?,
-            at_ms: r.get(6)?,
-            old_value: r.get(7)?,
-            new_value: r.get(8)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    Ok(sqlite::history(conn, label, namespace)?)
 }
 
-/// Every stored block on a bare connection (`opc memory show`).
+/// Every stored block on a bare SQLite connection (`opc memory show`).
 pub fn read_all(conn: &Connection) -> Result<Vec<Block>, BlockError> {
-    let mut stmt = conn.prepare(&format!(
-        "SELECT {COLUMNS} FROM memory_blocks ORDER BY namespace, label"
-    ))?;
-    let rows = stmt.query_map([], row_block)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    Ok(sqlite::all(conn)?)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn history(
-    tx: &Connection,
-    namespace: &str,
+/// [`read_history`] on PostgreSQL (memory's tables must exist: nothing is migrated).
+pub fn read_history_postgres(
+    conn: &opc_pg::Blocking,
     label: &str,
-    version: u64,
-    operation: &str,
-    author: &str,
-    task: Option<i64>,
-    at_ms: i64,
-    old: Option<&str>,
-    new: &str,
-) -> rusqlite::Result<()> {
-    tx.execute(
-        "INSERT INTO memory_block_history (namespace, label, version, operation, author, task_id, at_ms, old_value, new_value)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        params![namespace, label, version as i64, operation, author, task, at_ms, old, new],
-    )?;
-    Ok(())
+    namespace: Option<&str>,
+) -> Result<Vec<HistoryEntry>, BlockError> {
+    Ok(postgres::history(
+        conn,
+        label.to_string(),
+        namespace.map(str::to_string),
+    )?)
+}
+
+/// [`read_all`] on PostgreSQL (memory's tables must exist: nothing is migrated).
+pub fn read_all_postgres(conn: &opc_pg::Blocking) -> Result<Vec<Block>, BlockError> {
+    Ok(postgres::all(conn)?)
 }
 
 /// The value after `edit`, or why the edit does not apply.
