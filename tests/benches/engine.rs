@@ -756,6 +756,7 @@ async fn concurrent_roots(
     chain: bool,
     in_process: bool,
     memory_store: bool,
+    postgres: Option<&str>,
     roots: usize,
     warm_up: usize,
     diagnose: bool,
@@ -775,7 +776,18 @@ async fn concurrent_roots(
     let (engine, in_process_arrivals, _org) = match &server {
         Some(server) => {
             let org = TestOrg::new(&server.url, Wire::Anthropic, execution);
-            (org.engine(TestOrg::options(false)).await, None, org)
+            let engine = match postgres {
+                // The store on PostgreSQL (a pool of 16, `maxConnections`' default).
+                Some(url) => {
+                    let store = opc_agents::PgStore::connect(url, 16)
+                        .await
+                        .expect("connect to the benchmark's PostgreSQL");
+                    org.engine_on(Arc::new(store), TestOrg::options(false))
+                        .await
+                }
+                None => org.engine(TestOrg::options(false)).await,
+            };
+            (engine, None, org)
         }
         None => {
             let org = TestOrg::new("http://127.0.0.1:9", Wire::Anthropic, execution);
@@ -938,6 +950,7 @@ async fn concurrent_roots(
                 "single turn (root answers directly)"
             },
             match (in_process, memory_store) {
+                (false, _) if postgres.is_some() => ", store on PostgreSQL",
                 (false, _) => "",
                 (true, false) => ", in-process model (diagnostic)",
                 (true, true) => ", in-process model, in-memory database (diagnostic)",
@@ -1108,9 +1121,22 @@ const RESULT_PREFIX: &str = "@@engine-bench-result ";
 
 /// Runs a concurrency scenario in a fresh copy of this binary and returns its result.
 fn concurrent_in_child(scenario: &str, roots: usize, diagnose: bool) -> LoadStats {
+    concurrent_in_child_on(scenario, roots, diagnose, None)
+}
+
+/// [`concurrent_in_child`], the store on the PostgreSQL database `postgres` names.
+fn concurrent_in_child_on(
+    scenario: &str,
+    roots: usize,
+    diagnose: bool,
+    postgres: Option<&str>,
+) -> LoadStats {
     let exe = std::env::current_exe().expect("path of this benchmark binary");
     let mut command = Command::new(exe);
     command.args(["--scenario", scenario, "--roots", &roots.to_string()]);
+    if let Some(url) = postgres {
+        command.args(["--postgres", url]);
+    }
     command.arg("--bench");
     if diagnose {
         command.arg("--diagnose");
@@ -1130,6 +1156,29 @@ fn concurrent_in_child(scenario: &str, roots: usize, diagnose: bool) -> LoadStat
         .find_map(|line| line.strip_prefix(RESULT_PREFIX))
         .unwrap_or_else(|| panic!("scenario {scenario} printed no result:\n{stdout}"));
     serde_json::from_str(json).expect("parse the scenario result")
+}
+
+/// Issue 36: 1,000 single-turn roots with the store on PostgreSQL, wall / ideal, within this factor of
+/// SQLite's in the same run.
+const TARGET_POSTGRES_VS_SQLITE: f64 = 1.15;
+
+/// A fresh database for the PostgreSQL row: on `OPC_TEST_POSTGRES_URL`'s server, else on a
+/// throw-away one started here (kept alive by the returned guard); `None` without a server.
+fn postgres_database() -> Option<(String, Option<opc_tests::postgres::PgServer>)> {
+    let (admin, server) = match std::env::var("OPC_TEST_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => (url, None),
+        _ => match opc_tests::postgres::PgServer::start() {
+            Ok(server) => (server.url("postgres"), Some(server)),
+            Err(why) => {
+                eprintln!("engine bench: no PostgreSQL row ({why})");
+                return None;
+            }
+        },
+    };
+    let url = runtime()
+        .block_on(opc_tests::postgres::create_database(&admin, "engine_bench"))
+        .expect("create the benchmark's database");
+    Some((url, server))
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -1173,8 +1222,9 @@ fn main() {
 
     // Child mode: one concurrency scenario in a fresh process.
     if let Some(scenario) = value_of("--scenario") {
+        let postgres = value_of("--postgres");
         let (chain, in_process, memory_store) = match scenario.as_str() {
-            "single" => (false, false, false),
+            "single" | "single-postgres" => (false, false, false),
             "chain" => (true, false, false),
             "single-in-process" => (false, true, false),
             "chain-in-process" => (true, true, false),
@@ -1189,6 +1239,7 @@ fn main() {
             chain,
             in_process,
             memory_store,
+            postgres.as_deref(),
             roots,
             warm_up,
             diagnose,
@@ -1247,6 +1298,17 @@ fn main() {
     single.print();
     let chain = concurrent_in_child("chain", roots, diagnose);
     chain.print();
+    // The same single-turn roots with the store on PostgreSQL (issue 36's target: within 1.15× of
+    // SQLite's wall / ideal, measured side by side in this run). A throw-away server, or the one
+    // `OPC_TEST_POSTGRES_URL` names; a fresh database each run.
+    let postgres = postgres_database();
+    let on_postgres = postgres
+        .as_ref()
+        .map(|(url, _)| concurrent_in_child_on("single-postgres", roots, diagnose, Some(url)));
+    match &on_postgres {
+        Some(stats) => stats.print(),
+        None => println!("  (no PostgreSQL server here: the PostgreSQL row is skipped)"),
+    }
     if diagnose {
         println!();
         println!("   Diagnostics (--diagnose)");
@@ -1284,6 +1346,16 @@ fn main() {
             s.ratio(),
             target,
             verdict(s.ratio() <= target)
+        );
+    }
+    if let Some(pg) = &on_postgres {
+        let relative = pg.ratio() / single.ratio();
+        println!(
+            "  {:<66} {:>11.3}× {:>9}×  {}",
+            "PostgreSQL / SQLite, wall / ideal of single-turn roots",
+            relative,
+            TARGET_POSTGRES_VS_SQLITE,
+            verdict(relative <= TARGET_POSTGRES_VS_SQLITE)
         );
     }
     println!(

@@ -454,13 +454,18 @@ agents:
     /// An engine on the org's database, with the test key in its environment.
     pub async fn engine(&self, options: EngineOptions) -> Engine {
         let store = SqliteStore::open(&self.database()).unwrap_or_else(|e| panic!("store: {e}"));
-        Engine::from_config(
-            &self.loaded,
-            Arc::new(store),
-            Arc::new(NoMemory),
-            options,
-            |var| (var == KEY_VAR).then(|| KEY.to_string()),
-        )
+        self.engine_on(Arc::new(store), options).await
+    }
+
+    /// An engine for this org over `store` (a PostgreSQL one, say), no memory.
+    pub async fn engine_on(
+        &self,
+        store: Arc<dyn opc_agents::Store>,
+        options: EngineOptions,
+    ) -> Engine {
+        Engine::from_config(&self.loaded, store, Arc::new(NoMemory), options, |var| {
+            (var == KEY_VAR).then(|| KEY.to_string())
+        })
         .await
         .unwrap_or_else(|e| panic!("engine: {e}"))
     }

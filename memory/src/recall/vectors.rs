@@ -113,7 +113,8 @@ impl VectorIndex {
         self.seqs.is_empty()
     }
 
-    /// Append one message's vector (seq must exceed every earlier one).
+    /// Append one message's vector. Each seq once; any order (on PostgreSQL rows arrive in commit
+    /// order, which is not seq order): search ranks by score, and hits carry their seq.
     pub fn push(
         &mut self,
         seq: i64,
