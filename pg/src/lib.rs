@@ -22,7 +22,7 @@ mod migrate;
 mod place;
 
 pub use blocking::Blocking;
-pub use error::{Fault, PgError};
+pub use error::{Fault, PgError, fault, message};
 pub use migrate::{MIGRATION_LOCK, PgMigrateError, migrate};
 pub use place::{parse, place};
 

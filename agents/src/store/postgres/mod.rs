@@ -163,12 +163,7 @@ impl PgStore {
                 path: format!("PostgreSQL at {place}"),
                 what: e.doing,
                 source: DbFailure {
-                    fault: match e.fault {
-                        opc_pg::Fault::Unavailable => DbFault::Unavailable,
-                        opc_pg::Fault::Conflict => DbFault::Conflict,
-                        opc_pg::Fault::Corrupt => DbFault::Corrupt,
-                        opc_pg::Fault::Other => DbFault::Other,
-                    },
+                    fault: sql::fault_of(e.fault),
                     message: e.message,
                 },
             },

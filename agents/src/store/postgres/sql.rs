@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
-use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
 use super::super::{DbFailure, DbFault, StoreError};
@@ -16,57 +15,23 @@ use super::super::{DbFailure, DbFault, StoreError};
 /// Parameters of one statement.
 pub(super) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
-/// What a PostgreSQL error means (the message kept whole; a server error's message and detail are
-/// the server's words, which never hold the connection URL).
+/// What a PostgreSQL error means, in the store's terms (`opc_pg`'s one classification: the message
+/// kept whole, a server error's message and detail being the server's words, never the URL).
 pub(crate) fn failure(e: &tokio_postgres::Error) -> DbFailure {
-    let fault = match e.code() {
-        Some(code) => {
-            let class = &code.code()[..2];
-            if *code == SqlState::UNIQUE_VIOLATION
-                || *code == SqlState::FOREIGN_KEY_VIOLATION
-                || *code == SqlState::EXCLUSION_VIOLATION
-                || *code == SqlState::T_R_SERIALIZATION_FAILURE
-                || *code == SqlState::T_R_DEADLOCK_DETECTED
-            {
-                DbFault::Conflict
-            } else if matches!(class, "08" | "53" | "57" | "58") {
-                // Connection exceptions, insufficient resources, operator intervention (a shutdown,
-                // a restart), system errors: the server may serve the operation later.
-                DbFault::Unavailable
-            } else if matches!(class, "22" | "XX") {
-                DbFault::Corrupt
-            } else {
-                DbFault::Other
-            }
-        }
-        // No SQLSTATE: the connection (closed, reset, timed out: an I/O error underneath), or the
-        // client's own refusal (a value that does not fit its column's type).
-        None if e.is_closed() || io_underneath(e) => DbFault::Unavailable,
-        None => DbFault::Other,
-    };
-    let message = match e.as_db_error() {
-        Some(db) => match db.detail() {
-            Some(detail) => format!("{}: {detail}", db.message()),
-            None => db.message().to_string(),
-        },
-        None => match std::error::Error::source(e) {
-            Some(source) => format!("{e}: {source}"),
-            None => e.to_string(),
-        },
-    };
-    DbFailure { fault, message }
+    DbFailure {
+        fault: fault_of(opc_pg::fault(e)),
+        message: opc_pg::message(e),
+    }
 }
 
-/// Whether an I/O error lies under `e` (the connection failed, not the statement).
-fn io_underneath(e: &tokio_postgres::Error) -> bool {
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        if c.is::<std::io::Error>() {
-            return true;
-        }
-        cause = c.source();
+/// `opc_pg`'s fault as the store's.
+pub(crate) fn fault_of(fault: opc_pg::Fault) -> DbFault {
+    match fault {
+        opc_pg::Fault::Unavailable => DbFault::Unavailable,
+        opc_pg::Fault::Conflict => DbFault::Conflict,
+        opc_pg::Fault::Corrupt => DbFault::Corrupt,
+        opc_pg::Fault::Other => DbFault::Other,
     }
-    false
 }
 
 /// The error of an operation that failed while `doing` (for `map_err`).
