@@ -358,6 +358,7 @@ impl MemoryHooks for BlockMemory {
 }
 
 /// Builds system prompts and first messages. Prompt files are read once, when the engine starts.
+#[derive(Clone)]
 pub struct ContextBuilder {
     /// Static part of each agent's system prompt (prompt + org position), by agent id.
     static_prompts: HashMap<String, String>,

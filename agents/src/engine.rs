@@ -20,6 +20,12 @@
 //!   its root started with (its [`EngineState`]), so trees in flight finish as they began — with one
 //!   exception, memory permissions taken away: a revocation reaches trees in flight at once (see
 //!   [`Engine::reload`]);
+//! - in a cluster ([`EngineOptions::cluster`]) a new root is queued in the database and runs on
+//!   whichever node claims it (this one first, when it has room), under a lease whose token fences
+//!   every write of its sessions; a caller waits for the root's outcome wherever it runs (the
+//!   database says when it ended); a tree whose node stopped or lost its lease is taken over by
+//!   another node from its last checkpoint (`crate::node`), and a clean shutdown hands this node's
+//!   trees over at once; no startup recovery runs, since other nodes are running;
 //! - a root the engine stopped for (shutdown) has no outcome: [`RootRun::outcome`] says so, and the
 //!   tree stays in the database as it was — suspended on an approval (resumed at the next start) or
 //!   running (marked interrupted at the next start, with one notice to its conversation).
@@ -45,8 +51,8 @@ use crate::memory_work::MemoryWorker;
 pub use crate::state::EngineOptions;
 use crate::state::{EngineState, StateParts};
 use crate::store::{
-    Approval, Decided, NewTask, Recovery, Store, StoreError, SystemDecider, TaskId, TaskRecord,
-    TaskState,
+    Approval, Claimed, Cluster, Decided, NewTask, Recovery, Store, StoreError, SystemDecider,
+    TaskId, TaskRecord, TaskState,
 };
 use opc_privacy::detect::NerSlot;
 
@@ -169,6 +175,34 @@ struct Runs {
     shutdown: CancellationToken,
     /// The memory worker, when memory keeps facts: woken when a root completes.
     memory: std::sync::OnceLock<MemoryWorker>,
+    /// Cluster mode: the trees this node runs under a lease, by root.
+    leased: Mutex<HashMap<TaskId, Leased>>,
+    /// Cluster mode: held across a claim and its entry in `leased`, and across a heartbeat (see
+    /// `crate::node::NodeHost::claims`).
+    claiming: Arc<tokio::sync::Mutex<()>>,
+    /// Cluster mode: callers here waiting for roots that may run on any node, by root. An entry
+    /// lives until the root's outcome is sent (or the engine stops).
+    waiters: Mutex<HashMap<TaskId, watch::Sender<Option<Outcome>>>>,
+}
+
+/// A tree this node runs under a lease.
+struct Leased {
+    /// The lease's fencing token.
+    token: i64,
+    /// Cancelled when the lease moved to another node: the run stops here, writing nothing.
+    lost: CancellationToken,
+}
+
+impl Runs {
+    fn leased(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, Leased>> {
+        self.leased.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn waiters(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<TaskId, watch::Sender<Option<Outcome>>>> {
+        self.waiters.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// The agents engine. Cheap to clone.
@@ -186,6 +220,8 @@ pub struct Engine {
     /// The privacy detector's NER slot (an unused empty one when the engine was built without
     /// privacy).
     ner: Arc<Mutex<NerSlot>>,
+    /// The cluster this engine is a node of ([`EngineOptions::cluster`]).
+    cluster: Option<Arc<dyn Cluster>>,
 }
 
 /// The privacy layer for `config`, at the privacy position, when `framework.privacy.enabled`.
@@ -225,6 +261,8 @@ impl Engine {
         options: EngineOptions,
     ) -> Result<Engine, EngineError> {
         let events = EventBus::default();
+        let cluster = options.cluster.clone();
+        let slots_total = config.framework.execution.max_concurrent_agents.get();
         let rt = build_state(
             config,
             org,
@@ -240,8 +278,16 @@ impl Engine {
                 agent_slots: None,
             },
         )?;
-        store.lock_exclusive().await?;
-        let recovery = store.recover().await?;
+        // One process alone on its database claims it and recovers what the last one left. A
+        // cluster node does neither: other nodes are running, and a tree whose node stopped is
+        // taken over through its lease instead (see `crate::node`).
+        let recovery = match &cluster {
+            None => {
+                store.lock_exclusive().await?;
+                store.recover().await?
+            }
+            Some(_) => Recovery::default(),
+        };
         let engine = Engine {
             current: Arc::new(RwLock::new(Arc::new(rt))),
             store,
@@ -252,9 +298,13 @@ impl Engine {
                 tracker: TaskTracker::new(),
                 shutdown: CancellationToken::new(),
                 memory: std::sync::OnceLock::new(),
+                leased: Mutex::default(),
+                claiming: Arc::default(),
+                waiters: Mutex::default(),
             }),
             recovery: Arc::new(recovery),
             ner: Arc::default(),
+            cluster,
         };
         // Memory work (fact extraction, consolidation) when memory keeps facts: the worker starts
         // with the jobs a stopped process left queued, and stops with the engine.
@@ -267,7 +317,17 @@ impl Engine {
             );
             let _ = engine.runs.memory.set(worker);
         }
-        if engine.rt().options().resume_suspended {
+        if let Some(cluster) = &engine.cluster {
+            crate::node::start(
+                cluster.clone(),
+                Arc::new(engine.clone()),
+                slots_total,
+                engine.events.clone(),
+                &engine.runs.tracker,
+                engine.runs.shutdown.clone(),
+            )
+            .await?;
+        } else if engine.rt().options().resume_suspended {
             for root in engine.recovery.suspended_roots.clone() {
                 engine.spawn_root(root);
             }
@@ -499,12 +559,129 @@ impl Engine {
             conversation: conversation.clone(),
             agent: root_agent,
         });
-        let done = self.spawn_root(task);
+        let done = self.start_root(task).await;
         Ok(RootRun {
             conversation,
             task,
             done,
         })
+    }
+
+    /// Run a new root: here, in the background; in a cluster, here when this node has room (it is
+    /// queued in the database either way, and any node with room claims it otherwise).
+    async fn start_root(&self, task: TaskId) -> watch::Receiver<Option<Outcome>> {
+        let Some(cluster) = &self.cluster else {
+            return self.spawn_root(task);
+        };
+        let done = self.waiter(task);
+        if !self.serves() || crate::node::NodeHost::room(self) > 0 {
+            let _no_heartbeat = self.runs.claiming.clone().lock_owned().await;
+            match cluster.claim_root(task).await {
+                Ok(Some(claimed)) => self.run_leased(claimed),
+                // Another node claimed it first.
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(root = task, error = %e, "cannot claim a new root here; it stays queued for any node")
+                }
+            }
+        }
+        done
+    }
+
+    /// The outcome channel of root `task` for a caller on this node (cluster mode).
+    fn waiter(&self, task: TaskId) -> watch::Receiver<Option<Outcome>> {
+        let mut waiters = self.runs.waiters();
+        match waiters.get(&task) {
+            Some(tx) => tx.subscribe(),
+            None => {
+                let (tx, rx) = watch::channel(None);
+                waiters.insert(task, tx);
+                rx
+            }
+        }
+    }
+
+    /// Answer this node's waiters of root `task` if the database says it ended (cluster mode).
+    async fn resolve(&self, task: TaskId) {
+        if !self.runs.waiters().contains_key(&task) {
+            return;
+        }
+        let record = match self.store.task(task).await {
+            Ok(record) if record.state.is_terminal() => record,
+            Ok(_) => return,
+            Err(e) => {
+                tracing::warn!(root = task, error = %e, "cannot read a root's outcome; retrying on the next tick");
+                return;
+            }
+        };
+        let outcome = outcome_of(&*self.store, &record)
+            .await
+            .unwrap_or_else(|e| failed_outcome(task, &e));
+        if let Some(tx) = self.runs.waiters().remove(&task) {
+            let _ = tx.send(Some(outcome));
+        }
+    }
+
+    /// Run a tree this node holds the lease of (cluster mode), once: its sessions write through a
+    /// store fenced by the lease's token. When it ends, the database says how: ended → the lease
+    /// is released and the waiters answered; still live (a write failed: the database was
+    /// unreachable, or the lease moved on) → the lease is handed back, and whichever node claims
+    /// the tree resumes it from its checkpoint.
+    fn run_leased(&self, claim: Claimed) {
+        let Some(cluster) = self.cluster.clone() else {
+            return;
+        };
+        let lost = CancellationToken::new();
+        {
+            let mut leased = self.runs.leased();
+            if leased.contains_key(&claim.root) {
+                return;
+            }
+            leased.insert(
+                claim.root,
+                Leased {
+                    token: claim.token,
+                    lost: lost.clone(),
+                },
+            );
+        }
+        let task = claim.root;
+        let rt = Arc::new(self.rt().with_store(cluster.fenced(task, claim.token)));
+        let engine = self.clone();
+        let shutdown = self.runs.shutdown.clone();
+        self.runs.tracker.spawn(async move {
+            let run = async {
+                let _scope = RootScope::open(&rt, task).await;
+                crate::session::run_root(rt.clone(), task, claim.takeover).await;
+            };
+            let finished = tokio::select! {
+                _ = run => true,
+                // Shutdown leaves the lease to `leave`, which hands every tree over at once.
+                _ = shutdown.cancelled() => false,
+                // Another node holds the tree now.
+                _ = lost.cancelled() => false,
+            };
+            engine.runs.leased().remove(&task);
+            if !finished {
+                return;
+            }
+            let ended = matches!(engine.store.task(task).await, Ok(r) if r.state.is_terminal());
+            if let Err(e) = cluster.release(task, claim.token).await {
+                tracing::warn!(root = task, error = %e, "cannot release a tree's lease; it expires on its own");
+            }
+            if ended {
+                engine.resolve(task).await;
+                if let Some(memory) = engine.runs.memory.get() {
+                    memory.wake();
+                }
+            }
+        });
+    }
+
+    /// Whether this node claims work it did not queue ([`EngineOptions::resume_suspended`]: `opc
+    /// run` does, a one-off `opc chat` runs only its own roots).
+    fn serves(&self) -> bool {
+        self.rt().options().resume_suspended
     }
 
     /// Start (or resume) the session of root task `task` in the background, once.
@@ -526,7 +703,7 @@ impl Engine {
                     // runs here, and is dropped however the run ends (finished, suspended, shut
                     // down), before the outcome is sent.
                     let _scope = RootScope::open(&rt, task).await;
-                    crate::session::run_root(rt.clone(), task).await;
+                    crate::session::run_root(rt.clone(), task, false).await;
                 }
                 match rt.store().task(task).await {
                     Ok(record) => outcome_of(&**rt.store(), &record)
@@ -559,6 +736,13 @@ impl Engine {
 
     /// Wait for root task `task`: its outcome if it is running here, else what the database says.
     pub async fn wait_root(&self, task: TaskId) -> Result<Outcome, EngineError> {
+        if self.cluster.is_some() {
+            let record = self.store.task(task).await?;
+            return Ok(self
+                .root_outcome(task)
+                .await?
+                .unwrap_or_else(|| lost(task, &record.conversation_id)));
+        }
         let running = self
             .runs
             .roots
@@ -578,6 +762,13 @@ impl Engine {
     /// [`Engine::wait_root`], or `None` when the engine stopped before the root ended (see
     /// [`RootRun::outcome`]).
     pub async fn root_outcome(&self, task: TaskId) -> Result<Option<Outcome>, EngineError> {
+        if self.cluster.is_some() {
+            // Whichever node runs it: registered first, so an end landing meanwhile is not missed.
+            let mut done = self.waiter(task);
+            self.store.task(task).await?;
+            self.resolve(task).await;
+            return Ok(wait_outcome(&mut done).await);
+        }
         let running = self
             .runs
             .roots
@@ -646,7 +837,9 @@ impl Engine {
             decision: approval.decision.clone().unwrap_or_default(),
             by: approval.decided_by.clone().unwrap_or_default(),
         });
-        if !rt.approvals().wake(approval.id) {
+        // A tree suspended with no session waiting here resumes: in a cluster its owner is woken by
+        // the database (or, if it has none, the next node with room claims it).
+        if !rt.approvals().wake(approval.id) && self.cluster.is_none() {
             self.spawn_root(approval.root_id);
         }
     }
@@ -664,6 +857,98 @@ impl Engine {
         self.runs.shutdown.cancel();
         self.runs.tracker.close();
         self.runs.tracker.wait().await;
+        // A cluster node hands its trees over at once rather than after a lease.
+        if let Some(cluster) = &self.cluster
+            && let Err(e) = cluster.leave().await
+        {
+            tracing::warn!(error = %e, "cannot hand this node's trees over; they move when their leases expire");
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::node::NodeHost for Engine {
+    fn room(&self) -> usize {
+        let total = self
+            .rt()
+            .config()
+            .framework
+            .execution
+            .max_concurrent_agents
+            .get() as usize;
+        // A tree suspended on a human holds no slot: it does not count against the room.
+        let busy = self
+            .runs
+            .leased()
+            .len()
+            .saturating_sub(self.rt().approvals().len());
+        total.saturating_sub(busy)
+    }
+
+    fn load(&self) -> (u32, Vec<(TaskId, i64)>) {
+        let rt = self.rt();
+        let total = rt.config().framework.execution.max_concurrent_agents.get();
+        let free = u32::try_from(rt.agent_slots().available_permits()).unwrap_or(u32::MAX);
+        let held = self
+            .runs
+            .leased()
+            .iter()
+            .map(|(root, l)| (*root, l.token))
+            .collect();
+        (total.saturating_sub(free), held)
+    }
+
+    fn run(&self, claim: Claimed) {
+        self.run_leased(claim);
+    }
+
+    fn lost(&self, root: TaskId) {
+        if let Some(leased) = self.runs.leased().get(&root) {
+            leased.lost.cancel();
+        }
+    }
+
+    async fn ended(&self, root: TaskId) {
+        self.resolve(root).await;
+    }
+
+    async fn catch_up(&self) {
+        let waiting: Vec<TaskId> = self.runs.waiters().keys().copied().collect();
+        for root in &waiting {
+            self.resolve(*root).await;
+        }
+        self.rt().approvals().wake_all();
+        // A node that claims only its own roots retries those still queued (their first claim
+        // failed, or their node stopped).
+        if !self.serves()
+            && let Some(cluster) = &self.cluster
+        {
+            for root in waiting {
+                let _no_heartbeat = self.runs.claiming.clone().lock_owned().await;
+                if self.runs.waiters().contains_key(&root)
+                    && !self.runs.leased().contains_key(&root)
+                    && let Ok(Some(claimed)) = cluster.claim_root(root).await
+                {
+                    self.run_leased(claimed);
+                }
+            }
+        }
+    }
+
+    async fn claims(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        self.runs.claiming.clone().lock_owned().await
+    }
+
+    fn decided(&self, approval: i64) {
+        self.rt().approvals().wake(approval);
+    }
+
+    fn cancelled(&self, task: TaskId) {
+        self.rt().tokens().cancel(&[task]);
+    }
+
+    fn serves(&self) -> bool {
+        Engine::serves(self)
     }
 }
 
@@ -763,6 +1048,7 @@ fn call_stack(
             max_concurrent: p.max_concurrent_requests.map(|n| n.get() as usize),
             requests_per_minute: p.requests_per_minute,
             prices: p.models.clone(),
+            shared: None,
         })
     });
     let seam = privacy_seam(config, ner)?;

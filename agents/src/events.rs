@@ -9,14 +9,14 @@
 //! (streamed tokens, final answers, approval summaries). They are for display, never for logs.
 
 use opc_privacy::EntityType;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
 use crate::llm::privacy::{PrivacyEvents, PrivacyReport};
 use crate::store::TaskId;
 
 /// One thing that happened.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     /// A task was recorded.
@@ -260,9 +260,14 @@ pub enum Event {
 }
 
 /// The bus: clone it freely; every clone publishes to the same subscribers.
+///
+/// Two streams: everything ([`EventBus::subscribe`]: what consumers display), and what happened in
+/// this process only ([`EventBus::subscribe_local`]: what a cluster node relays to the others, so a
+/// relayed event never travels back).
 #[derive(Clone, Debug)]
 pub struct EventBus {
     sender: broadcast::Sender<Event>,
+    local: broadcast::Sender<Event>,
 }
 
 impl EventBus {
@@ -270,17 +275,31 @@ impl EventBus {
     pub fn new(capacity: usize) -> Self {
         EventBus {
             sender: broadcast::channel(capacity.max(16)).0,
+            local: broadcast::channel(capacity.max(16)).0,
         }
     }
 
-    /// Publish; having no subscriber is fine.
+    /// Publish something that happened here; having no subscriber is fine.
     pub fn publish(&self, event: Event) {
+        if self.local.receiver_count() > 0 {
+            let _ = self.local.send(event.clone());
+        }
         let _ = self.sender.send(event);
     }
 
-    /// Subscribe to events published from now on.
+    /// Publish something that happened on another node of the cluster (relayed to this one).
+    pub fn publish_remote(&self, event: Event) {
+        let _ = self.sender.send(event);
+    }
+
+    /// Subscribe to every event published from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.sender.subscribe()
+    }
+
+    /// Subscribe to the events that happen in this process from now on.
+    pub fn subscribe_local(&self) -> broadcast::Receiver<Event> {
+        self.local.subscribe()
     }
 }
 

@@ -17,11 +17,14 @@
 //! - `memory_work`: the background memory worker (fact extraction after each completed root,
 //!   sleep-time consolidation), over a durable queue, through the same call stack, never holding an
 //!   agent slot;
+//! - `node`: a cluster node's background work (`storage: postgres` under `opc run`): the heartbeat
+//!   that renews its tree leases, and the dispatcher that claims queued or orphaned trees while the
+//!   node has room; it reaches the engine only through its own `NodeHost` trait;
 //! - `ending`: how a task ends ([`render_escalation`], the escalation types), a leaf;
 //! - [`store`]: SQLite (tasks, ledger, approvals); [`events`]: the live event bus; [`clock`]: deadlines.
 //!
 //! Module dependencies point one way (an arrow is "uses"). In order:
-//! `engine` → `memory_work` → `session` → `approval` → `state` → `tools` → `store` → `llm` (`memory_work`
+//! `engine` → `node` (uses `store`), `engine` → `memory_work` → `session` → `approval` → `state` → `tools` → `store` → `llm` (`memory_work`
 //! uses `state` and below, not `session`); beside them `context` (uses
 //! `llm`), `events` (uses `store`, `llm`), and the leaves `ending`, `clock` and `llm`, each used only
 //! from above. No module uses one above it: the tools reach the session only through `ToolHost`, which
@@ -47,6 +50,7 @@ pub mod llm;
 mod memory_work;
 #[cfg(test)]
 mod memory_work_tests;
+mod node;
 mod session;
 mod state;
 pub mod store;

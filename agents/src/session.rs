@@ -57,13 +57,19 @@ pub(crate) struct Scope {
     token: CancellationToken,
     /// The chain of deadlines from the root down to the task: an approval pauses them all.
     clocks: Arc<Vec<Clock>>,
+    /// The tree was taken over from another process (a cluster node that died or lost its lease):
+    /// a resumed session answers the tool calls that were in flight there "interrupted", never runs
+    /// them again.
+    takeover: bool,
 }
 
-/// Run (or resume) a root task to its end; the outcome is then read from the store.
-pub(crate) async fn run_root(rt: Arc<EngineState>, task: TaskId) -> TaskEnd {
+/// Run (or resume) a root task to its end; the outcome is then read from the store. `takeover`:
+/// the tree was running in another process, which stopped (see [`Scope`]).
+pub(crate) async fn run_root(rt: Arc<EngineState>, task: TaskId, takeover: bool) -> TaskEnd {
     let scope = Scope {
         token: CancellationToken::new(),
         clocks: Arc::new(Vec::new()),
+        takeover,
     };
     run_task(rt, task, scope).await
 }
@@ -89,6 +95,7 @@ fn run_task(rt: Arc<EngineState>, task: TaskId, parent: Scope) -> BoxFuture<'sta
         let scope = Scope {
             token: token.clone(),
             clocks: Arc::new(chain),
+            takeover: parent.takeover,
         };
         let started = Instant::now();
 
@@ -267,6 +274,13 @@ async fn session_inner(
     let mut turns = 0u32;
     // Tracked here so each model turn does not need its own state write.
     let mut executing = record.state == TaskState::Executing;
+    // A taken-over session's first tool calls may have run (or be running) in the process that
+    // lost the tree: those not known to be safe to repeat are answered "interrupted".
+    let mut interrupted = if scope.takeover {
+        in_flight(rt, record, messages.last()).await?
+    } else {
+        std::collections::HashSet::new()
+    };
 
     loop {
         let pending_tools = messages
@@ -286,7 +300,8 @@ async fn session_inner(
                     return Ok(TaskEnd::Escalated(end));
                 }
                 let (results, waited) =
-                    run_tools(rt, record, &last, &offered, scope, &seen).await?;
+                    run_tools(rt, record, &last, &offered, scope, &seen, &interrupted).await?;
+                interrupted.clear();
                 messages.push(Message {
                     role: Role::User,
                     content: results,
@@ -534,6 +549,7 @@ async fn run_tools(
     offered: &[Arc<dyn ToolHandler>],
     scope: &Scope,
     seen: &SeenVersions,
+    interrupted: &std::collections::HashSet<String>,
 ) -> Result<(Vec<Content>, bool), StoreError> {
     let calls: Vec<(String, String, serde_json::Value)> = message
         .tool_uses()
@@ -559,8 +575,11 @@ async fn run_tools(
             tool: name.clone(),
         });
         let started = Instant::now();
-        let (content, is_error, note) =
-            run_tool(rt, record, &id, &name, &input, offered, scope, seen).await?;
+        let (content, is_error, note) = if interrupted.contains(&id) {
+            (INTERRUPTED.to_string(), true, CallNote::default())
+        } else {
+            run_tool(rt, record, &id, &name, &input, offered, scope, seen).await?
+        };
         // Every call is an event and a ledger row (a call dropped by a cancellation has neither:
         // its task's record says it was cancelled).
         let outcome = if is_error {
@@ -600,6 +619,51 @@ async fn run_tools(
     // together with saving the results.
     let results: Result<Vec<Content>, StoreError> = results.into_iter().collect();
     Ok((results?, waits))
+}
+
+/// What the model is told about a tool call that was in flight in a process that stopped.
+pub(crate) const INTERRUPTED: &str = "interrupted; not known whether it completed (the node running this task stopped while the tool ran; check its effects before running it again)";
+
+/// The tool calls of `last` (a taken-over session's pending turn) that may have run in the process
+/// that lost the tree, and so must not run again. Safe to repeat, because they find what their first
+/// run recorded: delegations (their children), `request_approval` (its approval) and `escalate`; and a
+/// tool still waiting for a pending approval (it had not started: it waits again). Everything else —
+/// a command whose approval was decided, any other tool — is answered [`INTERRUPTED`].
+async fn in_flight(
+    rt: &EngineState,
+    record: &TaskRecord,
+    last: Option<&Message>,
+) -> Result<std::collections::HashSet<String>, StoreError> {
+    let Some(last) = last.filter(|m| m.role == Role::Assistant) else {
+        return Ok(std::collections::HashSet::new());
+    };
+    let repeatable = [
+        Tool::Delegate,
+        Tool::DelegateParallel,
+        Tool::RequestApproval,
+        Tool::Escalate,
+    ];
+    let candidates: Vec<&str> = last
+        .tool_uses()
+        .filter(|(_, name, _)| !repeatable.iter().any(|t| t.wire_name() == *name))
+        .map(|(id, _, _)| id)
+        .collect();
+    if candidates.is_empty() {
+        return Ok(std::collections::HashSet::new());
+    }
+    let waiting: std::collections::HashSet<String> = rt
+        .store()
+        .pending_approvals()
+        .await?
+        .into_iter()
+        .filter(|a| a.task_id == record.id)
+        .map(|a| a.tool_use_id)
+        .collect();
+    Ok(candidates
+        .into_iter()
+        .filter(|id| !waiting.contains(*id))
+        .map(str::to_string)
+        .collect())
 }
 
 /// One tool call → `(content, is_error, what the tool noted for the ledger)`, through the registry.

@@ -113,6 +113,27 @@ impl EngineState {
         }
     }
 
+    /// This state with `store` in place of the shared one: the state of one leased tree, whose
+    /// sessions write through a fenced store (see [`crate::store::Cluster::fenced`]). Everything else
+    /// (registries, slots, the call stack) stays shared.
+    pub(crate) fn with_store(&self, store: Arc<dyn Store>) -> EngineState {
+        EngineState {
+            config: self.config.clone(),
+            org: self.org.clone(),
+            llm: self.llm.clone(),
+            context: self.context.clone(),
+            store,
+            events: self.events.clone(),
+            agent_slots: self.agent_slots.clone(),
+            options: self.options.clone(),
+            models: self.models.clone(),
+            fast_model: self.fast_model.clone(),
+            approvals: self.approvals.clone(),
+            tokens: self.tokens.clone(),
+            tools: self.tools.clone(),
+        }
+    }
+
     /// The config this state was built from.
     pub(crate) fn config(&self) -> &Arc<Config> {
         &self.config
@@ -276,6 +297,19 @@ impl ApprovalWaiters {
         }
     }
 
+    /// How many sessions wait here for a human.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Wake every session waiting here, so each re-reads its approval (a cluster node that may
+    /// have missed a decision taken on another node).
+    pub(crate) fn wake_all(&self) {
+        for waiter in self.lock().values() {
+            let _ = waiter.send(true);
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, watch::Sender<bool>>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -312,6 +346,11 @@ pub struct EngineOptions {
     /// What runs `Bash` commands (`opc` gives every engine one, over its own executable). `None`:
     /// the engine offers no `Bash` tool.
     pub sandbox: Option<std::sync::Arc<opc_sandbox::Sandbox>>,
+    /// The cluster this engine is a node of (`storage: postgres` under `opc run`): roots are queued
+    /// in the database and run by whichever node claims them, under a lease (see
+    /// [`crate::store::cluster`]). `None`: this process owns its database alone (SQLite, or a one-off
+    /// command), and runs the roots it starts.
+    pub cluster: Option<std::sync::Arc<dyn crate::store::Cluster>>,
 }
 
 impl Default for EngineOptions {
@@ -324,6 +363,7 @@ impl Default for EngineOptions {
             retry: RetryPolicy::default(),
             resume_suspended: true,
             sandbox: None,
+            cluster: None,
         }
     }
 }

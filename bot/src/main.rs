@@ -27,6 +27,7 @@ mod live;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod log;
+mod node;
 mod reload;
 mod setup;
 mod term;
@@ -96,13 +97,19 @@ enum Command {
     /// one is refused and the running one stays.
     ///
     /// Exit status: 0 after a clean stop; 1 invalid config, a database error or an address that
-    /// cannot be bound; 2 unreadable config, a bad `--listen` or `publicUrl`, a platform token that is
-    /// unset or refused.
+    /// cannot be bound; 2 unreadable config, a bad `--listen`, `--node` (or `OPC_NODE`) or `publicUrl`, a
+    /// platform token that is unset or refused.
     Run {
         /// Serve on this address instead of `channels.web.listen` (e.g. 127.0.0.1:8080). As in the
         /// config, an address other machines can reach needs `channels.web.accessTokenEnv`.
         #[arg(long, value_name = "IP:PORT")]
         listen: Option<SocketAddr>,
+        /// This node's name among the `opc run` processes sharing one PostgreSQL database
+        /// (`framework.memory.storage: postgres`): 1–64 characters of letters, digits, `.`, `_`
+        /// and `-`. Default: $OPC_NODE, else `<host>-<pid>`. Shown by `opc tasks nodes` and the
+        /// console; on SQLite it is not used.
+        #[arg(long, value_name = "NAME")]
+        node: Option<String>,
     },
     /// Send a message to the root agent and print its answer; without a message, chat interactively.
     ///
@@ -117,10 +124,12 @@ enum Command {
         #[command(flatten)]
         args: commands::chat::ChatArgs,
     },
-    /// List recent requests, or show one delegation tree with state, time, tokens and cost per task.
+    /// List recent requests, or show one delegation tree with state, time, tokens and cost per task;
+    /// `nodes` lists the nodes serving the org on PostgreSQL.
     ///
-    /// Read-only: safe beside a running `opc run`. Exit status: 0, 1 invalid config or a database
-    /// error, 2 unreadable config.
+    /// On PostgreSQL the list names the node that ran each request. Read-only: safe beside a
+    /// running `opc run`. Exit status: 0, 1 invalid config or a database error, 2 unreadable config.
+    #[command(args_conflicts_with_subcommands = true)]
     Tasks {
         #[command(flatten)]
         args: commands::tasks::TasksArgs,
@@ -223,7 +232,7 @@ fn main() -> ExitCode {
         },
         Command::Validate { format } => commands::validate::run(&config, format),
         Command::Visualize => commands::visualize::run(&config),
-        Command::Run { listen } => commands::run::run(&config, listen),
+        Command::Run { listen, node } => commands::run::run(&config, listen, node.as_deref()),
         Command::Chat { args } => commands::chat::run(&config, args),
         Command::Tasks { args } => commands::tasks::run(&config, args),
         Command::Privacy { command } => commands::privacy::run(&config, command),

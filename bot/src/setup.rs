@@ -106,9 +106,13 @@ pub fn database_path(loaded: &Loaded) -> PathBuf {
 /// Where this node keeps its recall search index when the state is in PostgreSQL: beside the
 /// config's `framework.memory.path` (`<path>.pg-index`). The index is derived from the database and
 /// per node; a missing one is rebuilt from the table at start.
-pub fn recall_index_dir(loaded: &Loaded) -> PathBuf {
+pub fn recall_index_dir(loaded: &Loaded, node: Option<&str>) -> PathBuf {
     let mut dir = database_path(loaded).into_os_string();
     dir.push(".pg-index");
+    if let Some(node) = node {
+        dir.push("-");
+        dir.push(node);
+    }
     PathBuf::from(dir)
 }
 
@@ -167,12 +171,36 @@ pub fn database_choice(loaded: &Loaded) -> Result<Database, String> {
     })
 }
 
+/// The engine's store as opened: the seam every command uses, and on PostgreSQL the store itself,
+/// for what only it has (the cluster of several nodes, [`Opened::cluster`]).
+pub struct Opened {
+    /// The store behind the seam.
+    pub store: Arc<dyn opc_agents::Store>,
+    /// The same store (sharing its pool) when it is PostgreSQL's.
+    pub postgres: Option<opc_agents::PgStore>,
+}
+
+impl Opened {
+    /// The cluster seam on this database for node `node` with leases of `lease_ttl`; `None` on
+    /// SQLite, where one process owns the file.
+    pub fn cluster(
+        &self,
+        node: opc_agents::store::NodeIdentity,
+        lease_ttl: std::time::Duration,
+    ) -> Option<Arc<dyn opc_agents::store::Cluster>> {
+        self.postgres.as_ref().map(|pg| pg.cluster(node, lease_ttl))
+    }
+}
+
 /// Open the engine's store on `database`, or print why not. On PostgreSQL this gives up within
 /// about 10 s when the server does not answer, naming it by host, never by password.
-pub async fn open_store(database: &Database) -> Result<Arc<dyn opc_agents::Store>, ExitCode> {
+pub async fn open(database: &Database) -> Result<Opened, ExitCode> {
     match database {
         Database::Sqlite(path) => match opc_agents::SqliteStore::open(path) {
-            Ok(store) => Ok(Arc::new(store)),
+            Ok(store) => Ok(Opened {
+                store: Arc::new(store),
+                postgres: None,
+            }),
             Err(e) => {
                 eprint(&format!(
                     "error: {e}\nhint: `framework.memory.path` must be a writable file path\n"
@@ -186,7 +214,10 @@ pub async fn open_store(database: &Database) -> Result<Arc<dyn opc_agents::Store
             url_env,
             max_connections,
         } => match opc_agents::PgStore::connect(url, *max_connections).await {
-            Ok(store) => Ok(Arc::new(store)),
+            Ok(store) => Ok(Opened {
+                store: Arc::new(store.clone()),
+                postgres: Some(store),
+            }),
             Err(e) => {
                 eprint(&format!(
                     "error: {e}\nhint: check that PostgreSQL is running and reachable at {place}, and that the URL in ${url_env} names a database OPC may write\n"

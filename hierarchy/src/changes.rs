@@ -7,7 +7,7 @@
 //! beside it is where to say whether a reload reports it.
 //!
 //! Invariants: a setting a running process cannot swap in (the web listener, Slack, Discord, the
-//! database path) counts as needing a restart only when this change touched it and it now differs
+//! database and where it is, the cluster's lease) counts as needing a restart only when this change touched it and it now differs
 //! from the value the process started with, so setting one back is not reported; agents and sections
 //! are listed in file order; a prompt file counts as changed only when the agent's `prompt` key did
 //! not (which is reported instead).
@@ -190,6 +190,13 @@ impl Changes {
             om.postgres != nm.postgres,
             nm.postgres == s.framework.memory.postgres,
         );
+        // A node's leases are renewed on the lease it joined with; the other nodes still run on
+        // theirs, so a new `leaseTtl` takes effect as each node restarts.
+        restart(
+            "framework.cluster",
+            of.cluster != nf.cluster,
+            nf.cluster == s.framework.cluster,
+        );
         changes
     }
 
@@ -344,5 +351,24 @@ mod tests {
             "changed channels.web (applies at restart)"
         );
         assert_eq!(between(&moved, &started, &started), Changes::default());
+    }
+
+    /// A new lease needs a restart, like the storage it applies to; it is not applied live.
+    #[test]
+    fn a_changed_lease_needs_a_restart() {
+        let started = config("  memory: { storage: postgres }\n", ORG);
+        let longer = config(
+            "  memory: { storage: postgres }\n  cluster: { leaseTtl: 30s }\n",
+            ORG,
+        );
+        let changes = between(&started, &longer, &started);
+        assert_eq!(changes.restart_needed, ["framework.cluster"]);
+        assert!(changes.sections.is_empty(), "{changes:?}");
+        assert_eq!(
+            changes.describe(),
+            "changed framework.cluster (applies at restart)"
+        );
+        // Set back to the running lease: nothing to restart for.
+        assert_eq!(between(&longer, &started, &started), Changes::default());
     }
 }

@@ -60,9 +60,8 @@ pub fn inactive(config: &Config) -> Vec<Inactive> {
     if memory.storage == Storage::Postgres {
         add(
             KeyPath::of(["framework", "memory", "storage"]),
-            "postgres storage: several nodes, and erasure",
-            "the org's state is kept in PostgreSQL, served by one `opc run` at a time (a second node on \
-             the same database is refused), and `opc privacy erase` refuses to run there",
+            "postgres storage: erasure",
+            "`opc privacy erase` refuses to run on PostgreSQL (it erases from the SQLite file only)",
         );
     }
     let agents = |pick: &dyn Fn(&crate::schema::Agent) -> bool| -> Vec<&str> {
@@ -165,6 +164,19 @@ mod tests {
             .config;
         let features: Vec<String> = inactive(&c).into_iter().map(|i| i.feature).collect();
         assert_eq!(features, ["graph memory"]);
+    }
+
+    /// On PostgreSQL, several nodes run (`framework.cluster`); only erasure is still not built there.
+    #[test]
+    fn postgres_lists_erasure_only() {
+        let text = "framework:\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n  privacy: { enabled: false }\n  memory: { storage: postgres, consolidation: { enabled: false } }\nagents:\n  ceo: { role: CEO, memory: { recall: false } }\n";
+        let c = crate::parse("t.yaml", text.to_string(), None)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .config;
+        let listed = inactive(&c);
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        assert_eq!(listed[0].feature, "postgres storage: erasure");
+        assert!(!listed[0].effect.contains("node"), "{:?}", listed[0]);
     }
 
     /// Every tool the schema knows is executed: none is "configured but not active".

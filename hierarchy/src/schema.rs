@@ -56,6 +56,18 @@ pub struct Framework {
     pub workspace: WorkspaceSettings,
     /// How Bash commands are confined (`framework.sandbox`).
     pub sandbox: SandboxSettings,
+    /// Several `opc run` nodes on one PostgreSQL database (`framework.cluster`).
+    pub cluster: ClusterSettings,
+}
+
+/// `framework.cluster` — how several `opc run` nodes share one org on PostgreSQL
+/// (`framework.memory.storage: postgres`); with SQLite one process owns the file and this has no
+/// effect.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClusterSettings {
+    /// How long a node's lease on a tree lasts without renewal (`leaseTtl`): when a node dies, its
+    /// trees run again elsewhere after about this long. At least [`ClusterSettings::MIN_LEASE_TTL`].
+    pub lease_ttl: Duration,
 }
 
 /// `framework.workspace` — the directory under which every agent's workspace lies.
@@ -714,6 +726,7 @@ impl Framework {
         "privacy",
         "workspace",
         "sandbox",
+        "cluster",
     ];
 
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
@@ -747,6 +760,9 @@ impl Framework {
         let sandbox = f
             .node("sandbox")
             .and_then(|n| SandboxSettings::decode(n, path.key("sandbox"), cx));
+        let cluster = f
+            .node("cluster")
+            .and_then(|n| ClusterSettings::decode(n, path.key("cluster"), cx));
         Some(Framework {
             name: f.or(cx, path, "name", "OPC".to_string()),
             default_model: default_model?,
@@ -758,6 +774,7 @@ impl Framework {
             privacy: privacy.unwrap_or_default(),
             workspace: workspace.unwrap_or_default(),
             sandbox: sandbox.unwrap_or_default(),
+            cluster: cluster.unwrap_or_default(),
         })
     }
 
@@ -1065,6 +1082,45 @@ impl Consolidation {
             max_tokens_per_day: f.or(cx, path, "maxTokensPerDay", d.max_tokens_per_day),
             idle_after: f.or(cx, path, "idleAfter", d.idle_after),
         })
+    }
+}
+
+impl Default for ClusterSettings {
+    fn default() -> Self {
+        ClusterSettings {
+            lease_ttl: Duration::from_secs(15),
+        }
+    }
+}
+
+impl ClusterSettings {
+    /// The shortest lease accepted: a node renews its leases with each heartbeat (a fraction of the
+    /// lease), and a shorter one would let a garbage-collection pause, a slow disk or one retried
+    /// query hand a healthy node's trees to another node.
+    pub const MIN_LEASE_TTL: Duration = Duration::from_secs(3);
+
+    const KEYS: &'static [&'static str] = &["leaseTtl"];
+
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, Self::KEYS)?;
+        let d = ClusterSettings::default();
+        let lease_ttl = f.or(cx, path, "leaseTtl", d.lease_ttl);
+        if lease_ttl < Self::MIN_LEASE_TTL {
+            cx.push(
+                Diagnostic::error(
+                    path.key("leaseTtl"),
+                    f.node("leaseTtl").map_or(node.span, |n| n.span),
+                    format!(
+                        "a lease of {} is too short: the shortest is {}",
+                        humantime::format_duration(lease_ttl),
+                        humantime::format_duration(Self::MIN_LEASE_TTL)
+                    ),
+                )
+                .with_hint("a node renews its leases with every heartbeat, so a pause shorter than the lease must not move its trees; write e.g. `leaseTtl: 15s` (the default), or `5s` for faster failover"),
+            );
+            return None;
+        }
+        Some(ClusterSettings { lease_ttl })
     }
 }
 

@@ -10,7 +10,8 @@
 //! agree), `tools` (delegation tools, Bash allow-lists a manager narrows), `sandbox` (workspaces inside
 //! the root and apart, sandbox settings), `memory` (blocks, shared blocks, shareWith, consolidation),
 //! `prompts` (prompt files), `models` (providers and prices), `privacy`, `channels` (the web
-//! listener's exposure: a `publicUrl` needs an access token) and `credentials` (no secret anywhere in
+//! listener's exposure: a `publicUrl` needs an access token), `cluster` (`framework.cluster` has
+//! an effect only on PostgreSQL) and `credentials` (no secret anywhere in
 //! the file). [`check`] runs them in a fixed order, so diagnostics at the same position keep it.
 //!
 //! An unknown key that stands for `parent:` or `children:` (module `misspelt`, found when the checker
@@ -19,6 +20,7 @@
 
 mod channels;
 mod checker;
+mod cluster;
 mod credentials;
 mod memory;
 mod misspelt;
@@ -51,6 +53,7 @@ pub(crate) fn check(config: &Config, doc: &Node, base_dir: Option<&FsPath>) -> V
     checker.sandbox();
     checker.memory(&depths);
     checker.consolidation();
+    checker.cluster();
     if let Some(base_dir) = base_dir {
         checker.prompts(base_dir);
     }

@@ -296,6 +296,7 @@ async fn instant_engine(
         max_concurrent: None,
         requests_per_minute: None,
         prices,
+        shared: None,
     });
     let service: SharedLlm = stack.service(Arc::new(llm));
     let providers = Providers::from_services([(provider.to_string(), service)]);

@@ -7,6 +7,7 @@
 //! Invariant: nothing in this crate talks to any host other than the loopback interface.
 
 pub mod browser;
+pub mod cluster;
 pub mod example;
 pub mod fake_discord;
 pub mod fake_slack;

@@ -448,6 +448,7 @@ agents:
             },
             resume_suspended: true,
             sandbox: None,
+            cluster: None,
         }
     }
 

@@ -275,6 +275,7 @@ async fn engine_with_ner(org: &TestOrg, inject: Option<&'static str>, ner: NerSl
                 max_concurrent: None,
                 requests_per_minute: None,
                 prices: p.models.clone(),
+                shared: None,
             });
             match inject {
                 Some(part) => opc_agents::llm::Stack::new()

@@ -209,6 +209,7 @@ async fn a_layer_at_the_privacy_position_sees_each_call_once_scoped_to_its_root(
         max_concurrent: None,
         requests_per_minute: None,
         prices: loaded.config.framework.providers["llm"].models.clone(),
+        shared: None,
     })
     .service(model.clone());
     let roots = RootStates::new(|root, conversation: &str| RootState {

@@ -51,6 +51,9 @@ pub struct StackOptions {
     pub requests_per_minute: Option<NonZeroU32>,
     /// Price table for the cost layer: model → USD per million tokens.
     pub prices: IndexMap<String, ModelPrice>,
+    /// Count `max_concurrent` and `requests_per_minute` across a cluster of nodes rather than in
+    /// this process ([`SharedLimits`]); `None`: this process alone.
+    pub shared: Option<Arc<dyn SharedLimits>>,
 }
 
 /// Build the standard stack of one provider (below the router) in the documented order:
@@ -63,6 +66,7 @@ pub fn standard_stack(options: StackOptions) -> Stack {
         max_concurrent,
         requests_per_minute,
         prices,
+        shared,
     } = options;
     Stack::new()
         .layer(CostLayer {
@@ -70,7 +74,12 @@ pub fn standard_stack(options: StackOptions) -> Stack {
             prices: Arc::new(prices),
         })
         .layer(RetryLayer(retry))
-        .layer(LimitLayer::new(max_concurrent, requests_per_minute))
+        .layer(LimitLayer::new(max_concurrent, requests_per_minute).shared(
+            shared,
+            &provider,
+            max_concurrent,
+            requests_per_minute,
+        ))
         .layer(TimeoutLayer {
             provider,
             after: attempt_timeout,
@@ -209,10 +218,62 @@ impl LlmService for Retry {
 // ---------------------------------------------------------------------------------------------------
 // per-provider concurrency and rate limit
 
-/// Bounds calls in flight (a semaphore) and calls started per minute (governor) for one provider.
+/// Limits that hold for a whole cluster of nodes (issue 36: a provider's `maxConcurrentRequests`
+/// and `requestsPerMinute` are the provider's, not each node's). Owned here, where the limit layer
+/// uses it; the PostgreSQL store implements it over rows every node shares.
+#[async_trait::async_trait]
+pub trait SharedLimits: Send + Sync {
+    /// Wait until a call to `provider` may start with at most `max_concurrent` calls in flight and
+    /// `per_minute` starts per minute, counted over every node; the call's slot is held until the
+    /// returned [`SharedSlot`] drops. An error (the database is unreachable) says why.
+    async fn admit(
+        &self,
+        provider: &str,
+        max_concurrent: Option<u32>,
+        per_minute: Option<u32>,
+    ) -> Result<SharedSlot, String>;
+}
+
+/// A call's place under [`SharedLimits`], given back when dropped.
+pub struct SharedSlot(Option<Box<dyn FnOnce() + Send>>);
+
+impl SharedSlot {
+    /// A slot that runs `release` when dropped (once).
+    pub fn new(release: impl FnOnce() + Send + 'static) -> SharedSlot {
+        SharedSlot(Some(Box::new(release)))
+    }
+
+    /// A slot with nothing to give back (no concurrency limit).
+    pub fn none() -> SharedSlot {
+        SharedSlot(None)
+    }
+}
+
+impl Drop for SharedSlot {
+    fn drop(&mut self) {
+        if let Some(release) = self.0.take() {
+            release();
+        }
+    }
+}
+
+/// Bounds calls in flight (a semaphore) and calls started per minute (governor) for one provider;
+/// in a cluster, through [`SharedLimits`] instead, falling back to this process's limits (with a
+/// warning) while the shared ones cannot be reached.
 pub struct LimitLayer {
     slots: Option<Arc<Semaphore>>,
     rate: Option<Arc<DefaultDirectRateLimiter>>,
+    shared: Option<Arc<Shared>>,
+}
+
+/// The cluster-wide form of one provider's limits.
+struct Shared {
+    limits: Arc<dyn SharedLimits>,
+    provider: String,
+    max_concurrent: Option<u32>,
+    per_minute: Option<u32>,
+    /// Set while the shared limits fail, so the fallback is warned about once per outage.
+    failing: AtomicBool,
 }
 
 impl LimitLayer {
@@ -221,7 +282,31 @@ impl LimitLayer {
         LimitLayer {
             slots: max_concurrent.map(|n| Arc::new(Semaphore::new(n.max(1)))),
             rate: per_minute.map(|n| Arc::new(RateLimiter::direct(Quota::per_minute(n)))),
+            shared: None,
         }
+    }
+
+    /// Count the limits across the cluster through `limits` (when given and there is a limit).
+    pub fn shared(
+        mut self,
+        limits: Option<Arc<dyn SharedLimits>>,
+        provider: &str,
+        max_concurrent: Option<usize>,
+        per_minute: Option<NonZeroU32>,
+    ) -> Self {
+        if max_concurrent.is_none() && per_minute.is_none() {
+            return self;
+        }
+        self.shared = limits.map(|limits| {
+            Arc::new(Shared {
+                limits,
+                provider: provider.to_string(),
+                max_concurrent: max_concurrent.map(|n| u32::try_from(n.max(1)).unwrap_or(u32::MAX)),
+                per_minute: per_minute.map(NonZeroU32::get),
+                failing: AtomicBool::new(false),
+            })
+        });
+        self
     }
 }
 
@@ -229,6 +314,7 @@ struct Limit {
     inner: SharedLlm,
     slots: Option<Arc<Semaphore>>,
     rate: Option<Arc<DefaultDirectRateLimiter>>,
+    shared: Option<Arc<Shared>>,
 }
 
 impl Layer for LimitLayer {
@@ -241,6 +327,7 @@ impl Layer for LimitLayer {
             inner,
             slots: self.slots.clone(),
             rate: self.rate.clone(),
+            shared: self.shared.clone(),
         })
     }
 }
@@ -248,6 +335,25 @@ impl Layer for LimitLayer {
 #[async_trait::async_trait]
 impl LlmService for Limit {
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        if let Some(shared) = &self.shared {
+            match shared
+                .limits
+                .admit(&shared.provider, shared.max_concurrent, shared.per_minute)
+                .await
+            {
+                Ok(_slot) => {
+                    if shared.failing.swap(false, Ordering::Relaxed) {
+                        tracing::info!(provider = %shared.provider, "cluster-wide provider limits apply again");
+                    }
+                    return self.inner.call(request).await;
+                }
+                Err(error) => {
+                    if !shared.failing.swap(true, Ordering::Relaxed) {
+                        tracing::warn!(provider = %shared.provider, %error, "cannot reach the cluster-wide provider limits; this node applies them on its own until they answer again");
+                    }
+                }
+            }
+        }
         // The semaphore is never closed, so acquire cannot fail; treat a failure as "no limit".
         let _slot = match &self.slots {
             Some(slots) => slots.acquire().await.ok(),

@@ -269,6 +269,7 @@ mod tests {
                     output: 0.0,
                 },
             )]),
+            shared: None,
         })
     }
 

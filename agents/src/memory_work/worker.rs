@@ -7,7 +7,8 @@
 //!
 //! Shutdown: the engine's token. A job in progress (its model call is what takes time) gets
 //! [`GRACE`] to finish; past it, or when no job runs, the worker stops at once. A job stopped
-//! mid-way stays queued and runs at the next start; its batch was written whole or not at all (the
+//! mid-way stays queued, due at once (on a shared database another node takes it; else it runs at
+//! the next start); its batch was written whole or not at all (the
 //! apply runs to its end on the blocking pool, in one transaction).
 //!
 //! Invariant: the worker holds no agent slot and never waits on a session, so it can neither delay
@@ -133,7 +134,18 @@ async fn run(current: Current, wake: Arc<Notify>, shutdown: CancellationToken) {
                             tracing::error!(job = job.id, error = %e, "cannot record a memory job's end");
                         }
                     }
-                    Err(_) => tracing::info!(job = job.id, "memory job stopped by shutdown; it stays queued"),
+                    Err(_) => {
+                        // Due again at once: on a shared database the job was claimed for a
+                        // while (`next_memory_job`), and another node can take it now.
+                        if let Err(e) = rt
+                            .store()
+                            .defer_memory_job(job.id, now_ms(), false, "stopped by shutdown")
+                            .await
+                        {
+                            tracing::warn!(job = job.id, error = %e, "cannot hand a memory job back; it is due again when its claim runs out");
+                        }
+                        tracing::info!(job = job.id, "memory job stopped by shutdown; it stays queued");
+                    }
                 }
                 return;
             }

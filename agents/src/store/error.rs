@@ -154,6 +154,15 @@ pub enum StoreError {
         /// The database, as `host:port/name`.
         place: String,
     },
+    /// A write for a tree whose lease this node no longer holds (it was paused or cut off past
+    /// `framework.cluster.leaseTtl`, and another node took the tree over): refused, nothing written.
+    #[error(
+        "tree {root} moved to another node (this node's lease on it expired); nothing was written"
+    )]
+    Fenced {
+        /// The tree's root task.
+        root: TaskId,
+    },
 }
 
 impl StoreError {

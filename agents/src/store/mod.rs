@@ -51,6 +51,7 @@ use rusqlite::{Connection, Row};
 mod approvals;
 mod carry;
 mod checkpointer;
+pub mod cluster;
 pub mod erase;
 mod error;
 mod ledger;
@@ -72,6 +73,7 @@ pub use approvals::{
     Approval, ApprovalOption, ApprovalState, Decided, OfferedOption, OptionOutcome, SystemDecider,
     check_options, resolve_options,
 };
+pub use cluster::{Claimed, Cluster, NodeIdentity, NodeRow, RELAY_LIMIT, Wake};
 pub use error::{DbFailure, DbFault, StoreError};
 pub use ledger::{
     CallPrivacy, CallRecord, LatestCall, PrivacyDay, Spend, TaskPrivacy, Totals, tokens_text,

@@ -233,7 +233,9 @@ pub trait Store: Send + Sync {
 
     /// The next queued memory job due at `now` (Unix ms), oldest first. A completed root's
     /// `extract` jobs are queued by the operation that completes it ([`Store::finish`],
-    /// [`Store::record_turn`]), atomically with it.
+    /// [`Store::record_turn`]), atomically with it. On a backend several nodes share (PostgreSQL),
+    /// the job is claimed: it is not handed out again until the worker ends it or puts it off, or
+    /// until a claim window (10 minutes) has passed, so a second call returns the next job.
     async fn next_memory_job(&self, now: i64) -> Result<Option<MemoryJob>, StoreError>;
 
     /// When the next queued memory job is due, if any is queued.

@@ -57,6 +57,9 @@ pub struct TaskRecord {
     pub llm_calls: u32,
     /// Of those, calls whose token usage the provider did not report (the sums are lower bounds).
     pub unknown_usage_calls: u32,
+    /// The cluster node that ran it last (PostgreSQL with several nodes); always `None` on SQLite,
+    /// where one process owns the file.
+    pub node: Option<String>,
 }
 
 pub(super) const TASK_COLUMNS: &str = "id, parent_id, root_id, conversation_id, agent, depth, tool_use_id, tool_index, \
@@ -88,6 +91,7 @@ pub(super) fn task_from_row(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         cost_usd: row.get(19)?,
         llm_calls: row.get(20)?,
         unknown_usage_calls: row.get(21)?,
+        node: None,
     })
 }
 

@@ -1,5 +1,6 @@
 //! The console's live pages: agents with their state and spend today, each model provider's state
-//! (its key, its last call's outcome), recent conversations and
+//! (its key, its last call's outcome), the cluster's nodes (PostgreSQL), recent conversations (with
+//! the node that ran each) and
 //! one conversation's delegation tree, approvals (decided here too), costs by agent, model and
 //! platform, each platform's activity, and the engine's event stream.
 //!
@@ -234,6 +235,61 @@ fn state_of(tasks: &[&TaskRecord]) -> &'static str {
     }
 }
 
+/// `GET /admin/api/nodes`: on PostgreSQL, every node of the cluster this process is one of, alive
+/// or not: name, address, start, last heartbeat, trees it holds, slots in use, and its config
+/// digest, flagged when it differs from the newest live node's (`config_differs`: a node still
+/// running an older config, or a newer one the others have not restarted into). `cluster: false`
+/// and no nodes on SQLite, where one process owns the file.
+pub async fn nodes(State(admin): State<Arc<Admin>>) -> Response {
+    let Some(cluster) = admin.cluster.clone() else {
+        return Json(json!({"cluster": false, "nodes": []})).into_response();
+    };
+    let ttl = cluster.lease_ttl();
+    let me = cluster.node().id.clone();
+    let rows = match tokio::spawn(async move { cluster.nodes().await }).await {
+        Ok(Ok(rows)) => rows,
+        Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "the read did not finish"),
+    };
+    Json(nodes_json(&rows, &me, ttl, now_ms())).into_response()
+}
+
+/// The nodes table as the console shows it (see [`nodes`]), at `now`.
+fn nodes_json(rows: &[opc_agents::store::NodeRow], me: &str, ttl: Duration, now: i64) -> Value {
+    let newest = crate::node::newest_digest(rows, now, ttl);
+    let list: Vec<Value> = rows
+        .iter()
+        .map(|n| {
+            let alive = n.alive(now, ttl);
+            json!({
+                "id": n.id,
+                "address": n.address,
+                "host": n.host,
+                "pid": n.pid,
+                "started_ms": n.started_ms,
+                "heartbeat_ms": n.heartbeat_ms,
+                "heartbeat_age": crate::node::age(n.heartbeat_ms, now),
+                "alive": alive,
+                "stopped": n.stopped,
+                "state": if alive { "alive" } else if n.stopped { "stopped" } else { "lost" },
+                "trees": n.trees,
+                "slots_in_use": n.slots_in_use,
+                "slots_total": n.slots_total,
+                "config_digest": n.config_digest,
+                "config_differs": newest.is_some_and(|d| d != n.config_digest),
+                "this": n.id == me,
+            })
+        })
+        .collect();
+    json!({
+        "cluster": true,
+        "this": me,
+        "lease_ms": ttl.as_millis() as u64,
+        "newest_digest": newest,
+        "nodes": list,
+    })
+}
+
 /// Midnight UTC today, in Unix ms.
 fn start_of_day() -> i64 {
     let now = now_ms();
@@ -241,13 +297,15 @@ fn start_of_day() -> i64 {
 }
 
 /// `GET /admin/api/tasks`: recent conversations' requests (root tasks), newest first, each with its
-/// whole tree's totals (live while it runs) and its platform.
+/// whole tree's totals (live while it runs), its platform, and the node that ran it (`cluster`:
+/// whether this process is a node of one, so the page shows the column).
 pub async fn tasks(State(admin): State<Arc<Admin>>) -> Response {
     let Some(gateway) = admin.gateway.get() else {
         return not_running();
     };
     let engine = gateway.engine().clone();
     let platforms = gateway.platforms();
+    let cluster = admin.cluster.is_some();
     let read = tokio::spawn(async move {
         let store = engine.store();
         let roots = store.recent_roots(RECENT).await?;
@@ -268,6 +326,7 @@ pub async fn tasks(State(admin): State<Arc<Admin>>) -> Response {
                     json!({
                         "id": root.id,
                         "conversation": root.conversation_id,
+                        "node": root.node,
                         "platform": platforms.get(&root.conversation_id).map_or("cli", String::as_str),
                         "agent": root.agent,
                         "input": crate::term::one_line(&root.input, 120),
@@ -282,7 +341,7 @@ pub async fn tasks(State(admin): State<Arc<Admin>>) -> Response {
                     })
                 })
                 .collect();
-            Json(json!({"tasks": list})).into_response()
+            Json(json!({"cluster": cluster, "tasks": list})).into_response()
         }
         Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the read did not finish"),
@@ -607,7 +666,71 @@ pub async fn events(State(admin): State<Arc<Admin>>) -> Response {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
+
+    fn row(
+        id: &str,
+        started: i64,
+        heartbeat: i64,
+        stopped: bool,
+        digest: &str,
+    ) -> opc_agents::store::NodeRow {
+        opc_agents::store::NodeRow {
+            id: id.into(),
+            address: Some(format!("10.0.0.1:{}", 7000 + started / 1000)),
+            host: "box".into(),
+            pid: 42,
+            started_ms: started,
+            heartbeat_ms: heartbeat,
+            stopped,
+            trees: 2,
+            slots_total: 4,
+            slots_in_use: 1,
+            config_digest: digest.into(),
+        }
+    }
+
+    /// Every node is listed with its state; a differing config is flagged against the newest live
+    /// node's, and this process's node is marked.
+    #[test]
+    fn nodes_are_listed_with_their_state_and_config() {
+        let ttl = Duration::from_secs(15);
+        let rows = [
+            row("a", 1_000, 99_000, false, "aaaaaaaaaaaa"),
+            row("b", 2_000, 98_000, false, "bbbbbbbbbbbb"),
+            row("c", 3_000, 50_000, false, "aaaaaaaaaaaa"),
+            row("d", 4_000, 60_000, true, "aaaaaaaaaaaa"),
+        ];
+        let v = nodes_json(&rows, "a", ttl, 100_000);
+        assert_eq!(v["cluster"], true);
+        assert_eq!(v["newest_digest"], "bbbbbbbbbbbb");
+        let states: Vec<(&str, &str, bool, bool)> = v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| {
+                (
+                    n["id"].as_str().unwrap(),
+                    n["state"].as_str().unwrap(),
+                    n["config_differs"].as_bool().unwrap(),
+                    n["this"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            states,
+            [
+                ("a", "alive", true, true),
+                ("b", "alive", false, false),
+                ("c", "lost", true, false),
+                ("d", "stopped", true, false),
+            ]
+        );
+        assert_eq!(v["nodes"][0]["heartbeat_age"], "1s");
+        assert_eq!(v["nodes"][0]["slots_in_use"], 1);
+        assert_eq!(v["nodes"][0]["address"], "10.0.0.1:7001");
+    }
 
     #[test]
     fn failed_calls_are_named_by_their_kind() {

@@ -1,6 +1,7 @@
 //! The admin console, served by `opc run` under `/admin` on the web listener (the chat stays at `/`).
 //!
-//! Pages: **Org** (the tree with each agent's live state), **Tasks** (recent requests and one
+//! Pages: **Org** (the tree with each agent's live state, the model providers, and on PostgreSQL
+//! the cluster's nodes), **Tasks** (recent requests and one
 //! request's delegation tree, with cancel), **Approvals** (decided here too), **Costs**, **Channels**,
 //! **Events** (live), **Memory**, **Privacy** ([`live`], [`memory`]) and **Config** — the text of
 //! `opc.config.yaml` validated as you type ([`config`]), structured edits as minimal text edits, and a
@@ -64,6 +65,9 @@ pub struct Admin {
     feed: std::sync::OnceLock<tokio::sync::broadcast::Sender<live::ConsoleEvent>>,
     /// Cancelled when `opc run` stops: ends the console's event streams.
     closing: tokio_util::sync::CancellationToken,
+    /// The cluster this process is a node of (PostgreSQL), for the Org page's nodes table; `None`
+    /// on SQLite.
+    cluster: Option<Arc<dyn opc_agents::store::Cluster>>,
 }
 
 impl std::fmt::Debug for Admin {
@@ -75,8 +79,14 @@ impl std::fmt::Debug for Admin {
 }
 
 impl Admin {
-    /// The console for the config at `config_path` (relative paths in it resolve against `base_dir`).
-    pub fn new(config_path: PathBuf, base_dir: PathBuf, org_name: &str) -> Arc<Admin> {
+    /// The console for the config at `config_path` (relative paths in it resolve against `base_dir`),
+    /// of a process that is a node of `cluster` when it has one.
+    pub fn new(
+        config_path: PathBuf,
+        base_dir: PathBuf,
+        org_name: &str,
+        cluster: Option<Arc<dyn opc_agents::store::Cluster>>,
+    ) -> Arc<Admin> {
         let title = format!("{org_name} — OPC admin");
         let page = PAGE
             .replace("{{TITLE}}", &html_escape::encode_text(&title))
@@ -93,6 +103,7 @@ impl Admin {
             recall: std::sync::OnceLock::new(),
             feed: std::sync::OnceLock::new(),
             closing: tokio_util::sync::CancellationToken::new(),
+            cluster,
         })
     }
 
@@ -143,6 +154,7 @@ impl Admin {
                 live::providers,
                 self.clone(),
             ),
+            Page::new(Method::GET, "/admin/api/nodes", live::nodes, self.clone()),
             Page::new(Method::GET, "/admin/api/tasks", live::tasks, self.clone()),
             Page::new(
                 Method::GET,
@@ -276,7 +288,7 @@ mod tests {
 
     #[test]
     fn the_page_is_whole_and_loads_nothing_from_elsewhere() {
-        let admin = Admin::new("opc.config.yaml".into(), ".".into(), "Acme <Labs>");
+        let admin = Admin::new("opc.config.yaml".into(), ".".into(), "Acme <Labs>", None);
         assert!(
             admin.page.contains("{{NONCE}}"),
             "the nonce is filled per response"

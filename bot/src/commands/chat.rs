@@ -59,11 +59,27 @@ pub fn run(path: &Path, args: ChatArgs) -> ExitCode {
         Err(code) => return code,
     };
     runtime.block_on(async move {
-        match crate::setup::open_store(&database).await {
-            Ok(store) => chat(loaded, database, store, args).await,
+        match crate::setup::open(&database).await {
+            Ok(opened) => {
+                let cluster = chat_node(&loaded, &opened);
+                chat(loaded, database, opened.store, cluster, args).await
+            }
             Err(code) => code,
         }
     })
+}
+
+/// On PostgreSQL, `opc chat` is a node of its own (`<host>-<pid>-chat`, no address): its roots are
+/// queued and leased like any node's, it runs only the roots it queued itself, and it never
+/// recovers the trees of the `opc run` nodes serving the same database. `None` on SQLite.
+fn chat_node(
+    loaded: &opc_hierarchy::Loaded,
+    opened: &crate::setup::Opened,
+) -> Option<Arc<dyn opc_agents::store::Cluster>> {
+    opened.postgres.as_ref()?;
+    let name = crate::node::default_name(&crate::node::hostname(), std::process::id(), "-chat");
+    let identity = crate::node::identity(name, None, loaded.report.source.as_bytes());
+    opened.cluster(identity, loaded.config.framework.cluster.lease_ttl)
 }
 
 /// Build the engine for `opc chat`, refusing to start when a provider the org uses has no key.
@@ -139,7 +155,14 @@ pub async fn build_engine(
         ),
         crate::setup::Database::Postgres { url, .. } => {
             let connect = |what: &str| opc_pg::Blocking::connect(url, what).map_err(|e| failed(&e));
-            let index = crate::setup::recall_index_dir(loaded);
+            // A node named by hand (`--node`, `OPC_NODE`) keeps its own index, so several nodes
+            // can run from one directory; one named by default shares the directory's.
+            let named = options
+                .cluster
+                .as_ref()
+                .map(|c| c.node().id.clone())
+                .filter(|id| !crate::node::is_default_name(id, std::process::id()));
+            let index = crate::setup::recall_index_dir(loaded, named.as_deref());
             (
                 opc_memory::recall::RecallStore::open_postgres(
                     connect("recall")?,
@@ -201,12 +224,15 @@ async fn chat(
     loaded: opc_hierarchy::Loaded,
     database: crate::setup::Database,
     store: Arc<dyn opc_agents::Store>,
+    cluster: Option<Arc<dyn opc_agents::store::Cluster>>,
     args: ChatArgs,
 ) -> ExitCode {
     let options = EngineOptions {
         streaming: !args.no_stream,
-        // Trees of other conversations suspended on approvals are left for `opc run`.
+        // Trees of other conversations suspended on approvals are left for `opc run` (in a
+        // cluster, this also keeps the node to the roots it queued itself).
         resume_suspended: false,
+        cluster,
         ..EngineOptions::default()
     };
     let (engine, _recall) = match engine(&loaded, &database, store, options).await {

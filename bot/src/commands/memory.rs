@@ -181,7 +181,7 @@ fn search(config: &Path, text: &str, agent: &str, mode: Mode, limit: usize) -> E
             .and_then(|conn| {
                 RecallStore::open_postgres(
                     conn,
-                    &crate::setup::recall_index_dir(&loaded),
+                    &crate::setup::recall_index_dir(&loaded, None),
                     embedder(mode != Mode::Bm25),
                 )
             }),

@@ -4,7 +4,14 @@
 //! Start-up order is chosen so that the main job starts on a fresh machine and fails early otherwise:
 //! config → platform secrets (a missing one is an error naming its variable) → database and engine (a
 //! missing LLM key only warns: every message is then answered with a notice naming the variable) →
-//! listening socket → platform connections → ready line on stdout.
+//! listening socket → platform connections → ready line on stdout. A cluster node (PostgreSQL) binds
+//! its socket before the engine starts, since it records where it serves when it joins.
+//!
+//! On PostgreSQL, `opc run` is a node of a cluster (issue 36 §2): named by `--node NAME`, else
+//! `OPC_NODE`, else `<host>-<pid>` ([`crate::node`]), it passes the cluster to the engine, which
+//! queues every root in the database and runs those this node claims, under a lease of
+//! `framework.cluster.leaseTtl`. Start-up says so in one line on stderr. On SQLite there is no
+//! cluster: one process owns the file.
 //!
 //! `--listen IP:PORT` serves on another address than `channels.web.listen`, under the config's rule: an
 //! address other machines can reach needs `channels.web.accessTokenEnv` (else `opc run` refuses, exit
@@ -49,7 +56,7 @@ mod routes;
 /// chat, a logged drop on platforms that already got their ack).
 const INBOX_CAPACITY: usize = 4096;
 
-pub fn run(path: &Path, listen: Option<SocketAddr>) -> ExitCode {
+pub fn run(path: &Path, listen: Option<SocketAddr>, node: Option<&str>) -> ExitCode {
     let started = Instant::now();
     let loaded = match crate::setup::load_config(path) {
         Ok(loaded) => loaded,
@@ -62,10 +69,38 @@ pub fn run(path: &Path, listen: Option<SocketAddr>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let node = match node_name(&loaded, node) {
+        Ok(node) => node,
+        Err(message) => {
+            eprint(&message);
+            return ExitCode::from(2);
+        }
+    };
     match crate::setup::runtime() {
-        Ok(runtime) => runtime.block_on(serve(Arc::new(loaded), path, address, started)),
+        Ok(runtime) => runtime.block_on(serve(Arc::new(loaded), path, address, node, started)),
         Err(code) => code,
     }
+}
+
+/// This node's name on PostgreSQL (`--node`, else `OPC_NODE`, else `<host>-<pid>`); `None` on
+/// SQLite, where `--node` is noted as having no effect and `OPC_NODE` is not read.
+fn node_name(loaded: &Loaded, flag: Option<&str>) -> Result<Option<String>, String> {
+    if loaded.config.framework.memory.storage != opc_hierarchy::schema::Storage::Postgres {
+        if flag.is_some() {
+            eprint(
+                "note: --node has no effect with `framework.memory.storage: sqlite`: one `opc run` owns the SQLite file\n",
+            );
+        }
+        return Ok(None);
+    }
+    let env = std::env::var(crate::node::NODE_ENV).ok();
+    crate::node::resolve_name(
+        flag,
+        env.as_deref(),
+        &crate::node::hostname(),
+        std::process::id(),
+    )
+    .map(Some)
 }
 
 /// The address to serve on: `--listen` when given, else `channels.web.listen`. `--listen` follows the
@@ -182,6 +217,7 @@ async fn serve(
     loaded: Arc<Loaded>,
     path: &Path,
     address: SocketAddr,
+    node: Option<String>,
     started: Instant,
 ) -> ExitCode {
     // serenity, slack-morphism and reqwest all use rustls; one process-wide provider must be chosen
@@ -198,8 +234,8 @@ async fn serve(
         Ok(database) => database,
         Err(code) => return code,
     };
-    let store = match crate::setup::open_store(&database).await {
-        Ok(store) => store,
+    let engine_store = match crate::setup::open(&database).await {
+        Ok(opened) => opened,
         Err(code) => return code,
     };
     // The gateway's threads and cards, and (below) the web chat's transcript, keep their own
@@ -240,20 +276,45 @@ async fn serve(
             "opc: removed {stale} sandbox scratch dir(s) left by a crashed OPC\n"
         ));
     }
+    // On PostgreSQL this process is a node of the org's cluster (see the module doc): its socket
+    // first, so the node joins with the address it serves on.
+    let early = match &node {
+        Some(_) => match bind(address).await {
+            Ok(listener) => Some(listener),
+            Err(code) => return code,
+        },
+        None => None,
+    };
     let missing_key = crate::setup::missing_key(&loaded);
+    let lease = loaded.config.framework.cluster.lease_ttl;
+    let cluster = node.and_then(|name| {
+        let serves = early
+            .as_ref()
+            .map(|l| l.local_addr().unwrap_or(address).to_string());
+        let identity = crate::node::identity(name, serves, loaded.report.source.as_bytes());
+        engine_store.cluster(identity, lease)
+    });
     let options = EngineOptions {
         // With no key, resumed trees could only fail; they wait for a restart with the key set.
         resume_suspended: missing_key.is_none(),
+        cluster: cluster.clone(),
         ..EngineOptions::default()
     };
-    let (engine, recall) = match super::chat::build_engine(&loaded, &database, store, options).await
-    {
-        Ok(parts) => parts,
-        Err(message) => {
-            eprint(&message);
-            return ExitCode::from(2);
-        }
-    };
+    let (engine, recall) =
+        match super::chat::build_engine(&loaded, &database, engine_store.store, options).await {
+            Ok(parts) => parts,
+            Err(message) => {
+                eprint(&message);
+                return ExitCode::from(2);
+            }
+        };
+    if let (Some(cluster), crate::setup::Database::Postgres { place, .. }) = (&cluster, &database) {
+        eprint(&format!(
+            "opc: node {} joined the cluster on PostgreSQL at {place} (lease {})\n",
+            cluster.node().id,
+            humantime::format_duration(lease)
+        ));
+    }
     if let Some((provider, var)) = &missing_key {
         eprint(&format!(
             "warning: the API key for provider `{provider}` is missing: set {var} and restart; \
@@ -261,14 +322,12 @@ async fn serve(
         ));
     }
 
-    let listener = match tokio::net::TcpListener::bind(address).await {
-        Ok(listener) => listener,
-        Err(e) => {
-            eprint(&format!(
-                "error: cannot listen on {address}: {e}\nhint: stop whatever uses that port, or change `channels.web.listen` (or pass --listen IP:PORT)\n"
-            ));
-            return ExitCode::FAILURE;
-        }
+    let listener = match early {
+        Some(listener) => listener,
+        None => match bind(address).await {
+            Ok(listener) => listener,
+            Err(code) => return code,
+        },
     };
     let bound = listener.local_addr().unwrap_or(address);
     // The names the listener answers to (its `Host` check): known once the port is bound.
@@ -324,6 +383,7 @@ async fn serve(
         path.to_path_buf(),
         loaded.base_dir.clone(),
         &loaded.config.framework.name,
+        cluster,
     );
     // A save cut short by a crash (kill -9, power loss) left a temporary file or an unrecorded copy.
     for note in admin.recover() {
@@ -444,6 +504,16 @@ async fn serve(
             ExitCode::FAILURE
         }
     }
+}
+
+/// The web listener on `address`, or the printed error (exit 1).
+async fn bind(address: SocketAddr) -> Result<tokio::net::TcpListener, ExitCode> {
+    tokio::net::TcpListener::bind(address).await.map_err(|e| {
+        eprint(&format!(
+            "error: cannot listen on {address}: {e}\nhint: stop whatever uses that port, or change `channels.web.listen` (or pass --listen IP:PORT)\n"
+        ));
+        ExitCode::FAILURE
+    })
 }
 
 async fn platform_failed(

@@ -110,6 +110,21 @@ impl Serialize for TypeCounts {
     }
 }
 
+/// Read back as [`TypeCounts::from_json`] reads the ledger: unknown types count as nothing (an
+/// event relayed from a node that knows a type this one does not).
+impl<'de> serde::Deserialize<'de> for TypeCounts {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let map = std::collections::BTreeMap::<String, u32>::deserialize(deserializer)?;
+        let mut counts = TypeCounts::default();
+        for (name, n) in map {
+            if let Some(kind) = EntityType::parse(&name) {
+                counts.set(kind, n);
+            }
+        }
+        Ok(counts)
+    }
+}
+
 /// What the privacy layer did to one call (counts by type, never values).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PrivacyReport {

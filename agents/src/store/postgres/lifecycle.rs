@@ -14,10 +14,9 @@
 //!   while the cancel waited for its lock is re-checked by PostgreSQL and left with its ending.
 
 use super::super::lifecycle::EndingRow;
-use super::super::tasks::TASK_COLUMNS;
 use super::super::{Ending, StoreError, SystemDecider, TaskId, TaskRecord, TaskState, now_ms};
 use super::sql::{Tx, exec, get, opt, rows};
-use super::tasks::task_from_row;
+use super::tasks::{TASK_COLUMN_COUNT, task_columns, task_from_row};
 use crate::llm::Message;
 
 /// Start (or resume) a task's session: its record (CREATED becomes ASSIGNED, and EXECUTING right
@@ -27,17 +26,20 @@ pub(super) async fn begin(
     id: TaskId,
 ) -> Result<(TaskRecord, Vec<Message>), StoreError> {
     const DOING: &str = "starting a task";
-    // The history is the column after TASK_COLUMNS (index 22): one locked read for both.
+    // The history is the column after the task's: one locked read for both.
     let row = opt(
         t.c(),
         DOING,
-        &format!("SELECT {TASK_COLUMNS}, messages FROM tasks WHERE id = $1 FOR UPDATE"),
+        &format!(
+            "SELECT {}, messages FROM tasks WHERE id = $1 FOR UPDATE",
+            task_columns()
+        ),
         &[&id],
     )
     .await?
     .ok_or(StoreError::NoTask(id))?;
     let mut record = task_from_row(&row)?;
-    let text: String = get(&row, 22, DOING)?;
+    let text: String = get(&row, TASK_COLUMN_COUNT, DOING)?;
     let messages: Vec<Message> = serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
         what: "session history",
         task: id,

@@ -7,14 +7,28 @@
 //! has `frequency` roots consolidation has not seen ([`memory_root_seen`]) or has been idle after
 //! one ([`idle_consolidations`]); a job ends at most once (`UPDATE … WHERE state = 'queued'`).
 //!
-//! Locks, because two nodes may finish roots of one agent, or look for idle agents, at once:
-//! - [`memory_root_seen`] counts with one upsert on the agent's `memory_agents` row, which holds
-//!   that row's lock to the commit; the check of the count and the consolidation it queues happen
-//!   under that lock, so a second caller waits, then counts from the reset value: exactly one
-//!   consolidation per `frequency` roots.
+//! What differs from SQLite, because several nodes' workers read one queue:
+//! - [`next_memory_job`] *claims* the job it hands out: one statement pushes the job's `not_before`
+//!   [`CLAIM_WINDOW_MS`] ahead, picking it `FOR UPDATE SKIP LOCKED`, so two workers never get one
+//!   job and neither waits for the other. The worker then ends it or puts it off (which sets
+//!   `not_before` again); a worker that died with it, or was stopped in the middle of it, leaves it
+//!   queued, and it is due again when the window has passed (not at once, as on SQLite). A second
+//!   call therefore hands out the *next* job, never the same one.
+//! - [`memory_root_seen`] and [`idle_consolidations`] run one at a time across the cluster, under
+//!   the transaction-scoped advisory lock [`CONSOLIDATION_LOCK`], taken by their first statement.
+//!   Why not row locks alone: `idle_consolidations` reads "no consolidation queued for this agent"
+//!   (`NOT EXISTS` over `memory_jobs`); when its `FOR UPDATE` meets an agent row another node changed
+//!   and committed meanwhile, PostgreSQL re-checks the new row version, but the `NOT EXISTS` still
+//!   reads the statement's old snapshot and misses the consolidation the other node just queued.
+//!   Under the lock, each caller's statements start after the previous caller's commit and see it.
+//!   One key for the whole concern, not one per agent: these are short, rare transactions, and one
+//!   key cannot deadlock with itself.
+//!
+//! Locks that remain, because two nodes may finish roots of one agent at once:
+//! - [`memory_root_seen`] counts with one upsert on the agent's `memory_agents` row and queues the
+//!   consolidation in the same transaction: exactly one consolidation per `frequency` roots.
 //! - [`idle_consolidations`] locks the `memory_agents` rows it picks (`FOR UPDATE SKIP LOCKED`) and
-//!   resets their count before its commit: a concurrent caller skips the rows held, and after the
-//!   commit no longer finds them pending, so each idle agent gets one consolidation.
+//!   resets their count before its commit: each idle agent gets one consolidation.
 //! - [`end_memory_job`], [`drop_memory_job`] and [`defer_memory_job`] are single conditional
 //!   statements on the job's row (`state = 'queued'`), so a job ended by one node is not ended,
 //!   dropped or put off again by another.
@@ -29,6 +43,28 @@ use super::super::{
     DbFailure, DbFault, JobEnd, JobKind, MemoryJob, StoreError, TaskId, TaskState, now_ms,
 };
 use super::sql::{Tx, exec, get, one, opt, rows, u32_of, u64_of};
+
+/// How long a job handed out by [`next_memory_job`] stays claimed (10 minutes): longer than a job
+/// runs (an extraction is one call, a consolidation a short loop, each under the retry layer's
+/// deadlines), short enough that a job whose worker died is run elsewhere soon after.
+pub(super) const CLAIM_WINDOW_MS: i64 = 10 * 60 * 1000;
+
+/// The advisory lock (one `bigint` key) under which consolidations are counted and queued ("opc-con"
+/// in ASCII, recognisable in `pg_locks`; distinct from the engine's and the migrations' keys, and
+/// from memory's two-key locks, which PostgreSQL keeps in a separate key space).
+pub(super) const CONSOLIDATION_LOCK: i64 = i64::from_be_bytes(*b"\0opc-con");
+
+/// Take [`CONSOLIDATION_LOCK`] for the rest of the transaction (waits for the node holding it).
+async fn lock_consolidations(t: &Tx<'_>, doing: &'static str) -> Result<(), StoreError> {
+    exec(
+        t.c(),
+        doing,
+        "SELECT pg_advisory_xact_lock($1)",
+        &[&CONSOLIDATION_LOCK],
+    )
+    .await?;
+    Ok(())
+}
 
 /// A job row (the columns of [`JOB_COLUMNS`], in order). An unknown kind is corrupt: the worker
 /// would not know what to run.
@@ -55,19 +91,23 @@ fn job_from_row(row: &Row) -> Result<MemoryJob, StoreError> {
     })
 }
 
-/// The next queued job due at `now` (oldest first), if any.
+/// Claim the next queued job due at `now` (oldest first), if any: its `not_before` moves to `now` +
+/// [`CLAIM_WINDOW_MS`] (the job returned carries that value), so no other worker gets it until the
+/// window passes. One statement, so the pick and the claim commit together; `SKIP LOCKED`, so a
+/// job another worker is claiming at this instant is passed over, not waited for.
 pub(super) async fn next_memory_job(
     c: &impl GenericClient,
     now: i64,
 ) -> Result<Option<MemoryJob>, StoreError> {
     opt(
         c,
-        "reading the memory queue",
+        "claiming a job from the memory queue",
         &format!(
-            "SELECT {JOB_COLUMNS} FROM memory_jobs WHERE state = 'queued' AND not_before <= $1 \
-             ORDER BY not_before, id LIMIT 1"
+            "UPDATE memory_jobs SET not_before = $2 WHERE id = (SELECT id FROM memory_jobs \
+             WHERE state = 'queued' AND not_before <= $1 ORDER BY not_before, id LIMIT 1 \
+             FOR UPDATE SKIP LOCKED) RETURNING {JOB_COLUMNS}"
         ),
-        &[&now],
+        &[&now, &now.saturating_add(CLAIM_WINDOW_MS)],
     )
     .await?
     .as_ref()
@@ -185,9 +225,10 @@ pub(super) async fn defer_memory_job(
 /// consolidation, once per root. When `frequency` roots are counted, queue a `consolidate` job
 /// (about `task`) and start counting again; returns its id.
 ///
-/// Why one upsert with `RETURNING`: it leaves the agent's row locked to the commit, so the count it
-/// returns is this transaction's alone until the consolidation is queued and the count reset; a
-/// second node counting a root of the same agent waits, then counts from the reset value.
+/// Runs under [`CONSOLIDATION_LOCK`] (a second node counting waits, then counts from the value this
+/// one committed). The upsert's `RETURNING` leaves the agent's row locked to the commit as well, so
+/// the count it returns is this transaction's alone until the consolidation is queued and the
+/// count reset.
 pub(super) async fn memory_root_seen(
     t: &Tx<'_>,
     agent: &str,
@@ -197,6 +238,7 @@ pub(super) async fn memory_root_seen(
     frequency: u32,
 ) -> Result<Option<i64>, StoreError> {
     const DOING: &str = "counting work for consolidation";
+    lock_consolidations(t, DOING).await?;
     let now = now_ms();
     let row = one(
         t.c(),
@@ -223,14 +265,16 @@ pub(super) async fn memory_root_seen(
 /// Queue a `consolidate` job for every agent idle since `idle_before` (Unix ms) with roots
 /// consolidation has not seen, and no consolidation queued. Returns `(agent, job)` pairs.
 ///
-/// Why `FOR UPDATE SKIP LOCKED`: the agents picked stay locked until this transaction commits with
-/// their counts reset, so a second node looking at once skips them instead of queueing a second
-/// consolidation (and, not waiting, cannot deadlock with this one).
+/// Runs under [`CONSOLIDATION_LOCK`]: a second node looking at once waits, and its look starts after
+/// this commit, seeing the counts reset and the consolidations queued (see the module doc for why
+/// the row locks alone do not do it). The rows picked are still locked (`FOR UPDATE SKIP LOCKED`)
+/// so that no other writer changes an agent's count between the look and the reset.
 pub(super) async fn idle_consolidations(
     t: &Tx<'_>,
     idle_before: i64,
 ) -> Result<Vec<(String, i64)>, StoreError> {
     const DOING: &str = "queueing idle consolidations";
+    lock_consolidations(t, DOING).await?;
     let idle = rows(
         t.c(),
         DOING,

@@ -21,10 +21,19 @@
 //! - recall rows are written in the transaction of the change they describe, and the recall hook
 //!   runs after its commit.
 //!
+//! Several nodes (issue 36 §2): [`PgStore::cluster`] is the cluster seam on this database
+//! (`cluster`: nodes, tree leases, wake-ups). A tree's sessions write through a *fenced* clone of
+//! the store, which checks the tree's lease token first in every write transaction (the `write` arm
+//! of `pg_store!` and every write by hand) and refuses with [`StoreError::Fenced`] once another
+//! node took the tree over; its `create_task` stamps `tasks.node`. Reads are not fenced. A store
+//! without a fence (SQLite's peer, one engine per database) writes exactly as before.
+//!
 //! The URL is never stored or shown: errors name the database as `host:port/name` ([`opc_pg::place`]).
+//! The parsed connection settings are kept (private, never printed) for the wake-up listener's
+//! own connection.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
@@ -41,6 +50,7 @@ use super::{
 use crate::llm::Message;
 
 mod approvals;
+mod cluster;
 mod ledger;
 mod lifecycle;
 mod memory_jobs;
@@ -53,6 +63,8 @@ mod tail;
 mod tasks;
 mod tool_calls;
 
+use cluster::Fence;
+pub use cluster::WakeListener;
 use sql::{Tx, pg, pool_failure};
 pub use tail::{RecallTail, has_commit_order};
 
@@ -63,15 +75,23 @@ pub const CONNECT_DEADLINE: Duration = Duration::from_secs(8);
 /// migrations' ("opc-eng" in ASCII).
 const ENGINE_LOCK: i64 = i64::from_be_bytes(*b"\0opc-eng");
 
-/// The [`Store`] over a PostgreSQL database.
+/// The [`Store`] over a PostgreSQL database. Cloning is cheap and shares the pool, the recall hook
+/// and the engine's claim; a fenced clone ([`Cluster::fenced`](super::Cluster::fenced)) adds its
+/// tree's lease.
+#[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
     /// `host:port/name`, for messages.
     place: String,
+    /// The parsed connection settings (with the URL's password: never printed), for connections
+    /// outside the pool (the wake-up listener's).
+    config: tokio_postgres::Config,
     /// Called after a commit that appended to recall memory.
-    recall_notify: OnceLock<Box<dyn Fn() + Send + Sync>>,
+    recall_notify: Arc<OnceLock<Box<dyn Fn() + Send + Sync>>>,
     /// The connection holding [`ENGINE_LOCK`], once claimed (released when it closes).
-    claim: tokio::sync::Mutex<Option<deadpool_postgres::ClientWrapper>>,
+    claim: Arc<tokio::sync::Mutex<Option<deadpool_postgres::ClientWrapper>>>,
+    /// The lease every write checks first, in a tree's store; `None` in the shared store.
+    fence: Option<Fence>,
 }
 
 impl PgStore {
@@ -113,7 +133,7 @@ impl PgStore {
         let mut config = config;
         config.connect_timeout(CONNECT_DEADLINE);
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -171,8 +191,10 @@ impl PgStore {
         Ok(PgStore {
             pool,
             place,
-            recall_notify: OnceLock::new(),
-            claim: tokio::sync::Mutex::new(None),
+            config,
+            recall_notify: Arc::new(OnceLock::new()),
+            claim: Arc::new(tokio::sync::Mutex::new(None)),
+            fence: None,
         })
     }
 
@@ -188,6 +210,20 @@ impl PgStore {
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(pool_failure)
+    }
+
+    /// Open a write transaction on `c`; in a fenced store, its first statement checks the tree's
+    /// lease ([`StoreError::Fenced`] when it moved on, and nothing is written).
+    async fn write<'c>(&self, c: &'c mut deadpool_postgres::Object) -> Result<Tx<'c>, StoreError> {
+        let tx = Tx::new(
+            c.transaction()
+                .await
+                .map_err(pg("starting a transaction"))?,
+        );
+        if let Some(fence) = &self.fence {
+            fence.check(&tx).await?;
+        }
+        Ok(tx)
     }
 
     /// Wake the recall indexer after a commit that appended to recall memory.
@@ -222,7 +258,7 @@ macro_rules! pg_store {
             $(
                 async fn $w(&self, $($wa: $wt),*) -> Result<$wr, StoreError> {
                     let mut c = self.client().await?;
-                    let tx = Tx::new(c.transaction().await.map_err(pg("starting a transaction"))?);
+                    let tx = self.write(&mut c).await?;
                     let out = $wm::$w(&tx, $($wa),*).await?;
                     let recall = tx.commit().await?;
                     self.committed(recall);
@@ -324,8 +360,9 @@ pg_store! {
         async fn create_task(&self, task: &NewTask<'_>) -> Result<TaskId, StoreError> {
             let messages = encode_history(task.messages, task.parent_id.unwrap_or_default())?;
             let mut c = self.client().await?;
-            let tx = Tx::new(c.transaction().await.map_err(pg("starting a transaction"))?);
-            let id = tasks::create_task_encoded(&tx, task, &messages).await?;
+            let tx = self.write(&mut c).await?;
+            let node = self.fence.as_ref().map(|f| &*f.node);
+            let id = tasks::create_task_encoded(&tx, task, &messages, node).await?;
             let recall = tx.commit().await?;
             self.committed(recall);
             Ok(id)
@@ -333,8 +370,15 @@ pg_store! {
 
         async fn save_messages(&self, id: TaskId, messages: &[Message]) -> Result<(), StoreError> {
             let text = encode_history(messages, id)?;
-            let c = self.client().await?;
-            tasks::save_messages_encoded(&c, id, &text).await
+            let mut c = self.client().await?;
+            if self.fence.is_none() {
+                // One statement: no transaction needed (as before the cluster).
+                return tasks::save_messages_encoded(&c, id, &text).await;
+            }
+            let tx = self.write(&mut c).await?;
+            tasks::save_messages_encoded(tx.c(), id, &text).await?;
+            tx.commit().await?;
+            Ok(())
         }
 
         async fn transition_and_save(
@@ -345,7 +389,7 @@ pg_store! {
         ) -> Result<TaskState, StoreError> {
             let text = encode_history(messages, id)?;
             let mut c = self.client().await?;
-            let tx = Tx::new(c.transaction().await.map_err(pg("starting a transaction"))?);
+            let tx = self.write(&mut c).await?;
             let previous = lifecycle::transition(&tx, id, next).await?;
             tasks::save_messages_encoded(tx.c(), id, &text).await?;
             let recall = tx.commit().await?;
@@ -365,7 +409,7 @@ pg_store! {
         ) -> Result<bool, StoreError> {
             let (tools, history) = encode_turn(call, messages)?;
             let mut c = self.client().await?;
-            let tx = Tx::new(c.transaction().await.map_err(pg("starting a transaction"))?);
+            let tx = self.write(&mut c).await?;
             let done =
                 ledger::record_turn_encoded(&tx, call, &tools, history.as_deref(), completed).await?;
             let recall = tx.commit().await?;

@@ -6,14 +6,30 @@
 //! is `BIGINT` (the store reads them as `i64`), every real `DOUBLE PRECISION`, JSON stays `TEXT`
 //! (the store encodes and decodes it, as on SQLite). To change the schema, append a migration here
 //! and one to the SQLite story; never edit a published one.
+//!
+//! Migration 2 is PostgreSQL's alone (SQLite has no cluster): the cluster's tables (nodes, tree
+//! leases and their token sequence), the node that ran each task, and the triggers that wake other
+//! nodes (`NOTIFY opc_cluster`). Why triggers rather than engine code: a trigger's notification is
+//! sent by the transaction that made the change and delivered at its commit (never for a rolled-back
+//! one), whichever code path made it. The payloads: `work` (a root task was inserted),
+//! `ended:<id>` (a root task's state became terminal), `cancelled:<id>` (any task's state became
+//! CANCELLED), `approval:<id>` (an approval left `pending`). The state names are
+//! `TaskState::as_str`'s and `ApprovalState::as_str`'s, written out here because a migration is
+//! fixed text; a unit test holds them to the enums.
 
 use opc_migrate::{Component, Legacy, Migration};
 
 /// Every migration, in order.
-const MIGRATIONS: &[Migration] = &[Migration {
-    what: "the engine's tables",
-    sql: V1,
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        what: "the engine's tables",
+        sql: V1,
+    },
+    Migration {
+        what: "the cluster's tables and wake-up triggers",
+        sql: V2,
+    },
+];
 
 /// The engine's tables on PostgreSQL: its `schema_versions` row is `agents`.
 pub const COMPONENT: Component = Component {
@@ -150,3 +166,98 @@ CREATE TABLE memory_agents (
     last_seen_at     BIGINT NOT NULL
 );
 ";
+
+/// The cluster (issue 36): nodes, tree leases, `tasks.node`, the `opc_cluster` triggers, and an
+/// index of the live roots (every node looks for one to claim at every wake-up; the tasks table
+/// keeps every ended task). Every lease time is the database's clock (Unix ms), so nodes with
+/// skewed clocks agree on expiry.
+const V2: &str = "
+CREATE TABLE cluster_nodes (
+    id              TEXT PRIMARY KEY,
+    instance        BIGINT NOT NULL,
+    address         TEXT,
+    host            TEXT NOT NULL,
+    pid             BIGINT NOT NULL,
+    started_ms      BIGINT NOT NULL,
+    heartbeat_ms    BIGINT NOT NULL,
+    stopped         BOOLEAN NOT NULL DEFAULT FALSE,
+    slots_total     BIGINT NOT NULL DEFAULT 0,
+    slots_in_use    BIGINT NOT NULL DEFAULT 0,
+    config_digest   TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE tree_leases (
+    root_id     BIGINT PRIMARY KEY REFERENCES tasks(id),
+    node        TEXT NOT NULL,
+    instance    BIGINT NOT NULL,
+    token       BIGINT NOT NULL,
+    expires_ms  BIGINT NOT NULL
+);
+CREATE INDEX tree_leases_instance ON tree_leases(instance);
+CREATE SEQUENCE tree_lease_tokens;
+ALTER TABLE tasks ADD COLUMN node TEXT;
+CREATE INDEX tasks_live_roots ON tasks(id)
+    WHERE parent_id IS NULL AND state NOT IN ('COMPLETED', 'FAILED', 'ESCALATED', 'CANCELLED');
+CREATE FUNCTION opc_cluster_task_wake() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.parent_id IS NULL THEN
+            PERFORM pg_notify('opc_cluster', 'work');
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF NEW.state = 'CANCELLED' THEN
+        PERFORM pg_notify('opc_cluster', 'cancelled:' || NEW.id);
+    END IF;
+    IF NEW.parent_id IS NULL
+       AND NEW.state IN ('COMPLETED', 'FAILED', 'ESCALATED', 'CANCELLED')
+       AND OLD.state NOT IN ('COMPLETED', 'FAILED', 'ESCALATED', 'CANCELLED') THEN
+        PERFORM pg_notify('opc_cluster', 'ended:' || NEW.id);
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER tasks_wake_inserted AFTER INSERT ON tasks
+    FOR EACH ROW EXECUTE FUNCTION opc_cluster_task_wake();
+CREATE TRIGGER tasks_wake_state AFTER UPDATE OF state ON tasks
+    FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state)
+    EXECUTE FUNCTION opc_cluster_task_wake();
+CREATE FUNCTION opc_cluster_approval_wake() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('opc_cluster', 'approval:' || NEW.id);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER approvals_wake_decided AFTER UPDATE OF state ON approvals
+    FOR EACH ROW WHEN (OLD.state = 'pending' AND NEW.state <> 'pending')
+    EXECUTE FUNCTION opc_cluster_approval_wake();
+";
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::{ApprovalState, TaskState};
+    use super::*;
+
+    /// The triggers' state names are the enums': the terminal list is `terminal_sql`'s, and the
+    /// cancelled and pending names are `as_str`'s.
+    #[test]
+    fn the_triggers_name_the_states_as_the_store_writes_them() {
+        let terminal = TaskState::terminal_sql();
+        let lists: Vec<&str> = V2
+            .match_indices(" IN (")
+            .map(|(i, _)| &V2[i + 4..])
+            .collect();
+        assert_eq!(
+            lists.len(),
+            3,
+            "the ended-root trigger's two lists and the index's"
+        );
+        for list in lists {
+            assert!(list.starts_with(terminal), "{list}");
+        }
+        assert!(V2.contains(&format!("NEW.state = '{}'", TaskState::Cancelled.as_str())));
+        let pending = ApprovalState::Pending.as_str();
+        assert!(V2.contains(&format!(
+            "OLD.state = '{pending}' AND NEW.state <> '{pending}'"
+        )));
+    }
+}

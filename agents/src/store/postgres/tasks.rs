@@ -1,6 +1,9 @@
 //! Conversations and task records on PostgreSQL: creating tasks (one live root per conversation,
 //! across every node), reading them back, and their saved session histories. The SQL of
-//! `store/tasks.rs`, in PostgreSQL's dialect.
+//! `store/tasks.rs`, in PostgreSQL's dialect, plus the `node` column (the cluster node that ran
+//! the task), which SQLite has not: every read here selects [`task_columns`].
+
+use std::sync::OnceLock;
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
@@ -11,7 +14,18 @@ use super::recall;
 use super::sql::{Tx, exec, get, one, opt, rows, u32_of, u64_of};
 use crate::llm::Message;
 
-/// A task row (the columns of [`TASK_COLUMNS`], in order).
+/// The columns of a task row on PostgreSQL: SQLite's [`TASK_COLUMNS`] (one list for both), then
+/// `node` (index 22).
+pub(super) fn task_columns() -> &'static str {
+    static COLUMNS: OnceLock<String> = OnceLock::new();
+    COLUMNS.get_or_init(|| format!("{TASK_COLUMNS}, node"))
+}
+
+/// How many columns [`task_columns`] selects: a query that selects more after them reads those from
+/// this index on.
+pub(super) const TASK_COLUMN_COUNT: usize = 23;
+
+/// A task row (the columns of [`task_columns`], in order).
 pub(super) fn task_from_row(row: &Row) -> Result<TaskRecord, StoreError> {
     const DOING: &str = "reading a task";
     let state: String = get(row, 8, DOING)?;
@@ -38,6 +52,7 @@ pub(super) fn task_from_row(row: &Row) -> Result<TaskRecord, StoreError> {
         cost_usd: get(row, 19, DOING)?,
         llm_calls: u32_of(get(row, 20, DOING)?),
         unknown_usage_calls: u32_of(get(row, 21, DOING)?),
+        node: get(row, TASK_COLUMN_COUNT - 1, DOING)?,
     })
 }
 
@@ -67,8 +82,9 @@ pub(super) async fn last_root_task(
         c,
         "finding a conversation's last task",
         &format!(
-            "SELECT {TASK_COLUMNS} FROM tasks WHERE conversation_id = $1 AND parent_id IS NULL \
-             ORDER BY id DESC LIMIT 1"
+            "SELECT {columns} FROM tasks WHERE conversation_id = $1 AND parent_id IS NULL \
+             ORDER BY id DESC LIMIT 1",
+            columns = task_columns()
         ),
         &[&conversation_id],
     )
@@ -78,12 +94,14 @@ pub(super) async fn last_root_task(
     .transpose()
 }
 
-/// Record a new task with its history already encoded (`task.messages` is not read). A root task
-/// locks its conversation's row first, so two nodes cannot both start a root in one conversation.
+/// Record a new task with its history already encoded (`task.messages` is not read), run by cluster
+/// node `node` when a node's fenced store creates it. A root task locks its conversation's row
+/// first, so two nodes cannot both start a root in one conversation.
 pub(super) async fn create_task_encoded(
     t: &Tx<'_>,
     task: &NewTask<'_>,
     messages: &str,
+    node: Option<&str>,
 ) -> Result<TaskId, StoreError> {
     const DOING: &str = "creating a task";
     let now = now_ms();
@@ -145,8 +163,8 @@ pub(super) async fn create_task_encoded(
         t.c(),
         DOING,
         "INSERT INTO tasks (parent_id, root_id, conversation_id, agent, depth, tool_use_id, tool_index, \
-         state, input, messages, created_at, updated_at) \
-         VALUES ($1, COALESCE($2::BIGINT, 0), $3, $4, $5, $6, $7, $11, $8, $9, $10, $10) RETURNING id",
+         state, input, messages, created_at, updated_at, node) \
+         VALUES ($1, COALESCE($2::BIGINT, 0), $3, $4, $5, $6, $7, $11, $8, $9, $10, $10, $12) RETURNING id",
         &[
             &task.parent_id,
             &root_id,
@@ -159,6 +177,7 @@ pub(super) async fn create_task_encoded(
             &messages,
             &now,
             &TaskState::Created.as_str(),
+            &node,
         ],
     )
     .await?;
@@ -194,7 +213,7 @@ pub(super) async fn task(c: &impl GenericClient, id: TaskId) -> Result<TaskRecor
     let row = opt(
         c,
         "reading a task",
-        &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = $1"),
+        &format!("SELECT {} FROM tasks WHERE id = $1", task_columns()),
         &[&id],
     )
     .await?
@@ -213,7 +232,8 @@ pub(super) async fn child_for(
         c,
         "finding a child task",
         &format!(
-            "SELECT {TASK_COLUMNS} FROM tasks WHERE parent_id = $1 AND tool_use_id = $2 AND tool_index = $3"
+            "SELECT {columns} FROM tasks WHERE parent_id = $1 AND tool_use_id = $2 AND tool_index = $3",
+            columns = task_columns()
         ),
         &[&parent, &tool_use_id, &i64::from(index)],
     )
@@ -263,7 +283,10 @@ pub(super) async fn tree(
 ) -> Result<Vec<TaskRecord>, StoreError> {
     list(
         c,
-        &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE root_id = $1 ORDER BY id"),
+        &format!(
+            "SELECT {} FROM tasks WHERE root_id = $1 ORDER BY id",
+            task_columns()
+        ),
         &[&root_id],
     )
     .await
@@ -277,7 +300,8 @@ pub(super) async fn recent_roots(
     list(
         c,
         &format!(
-            "SELECT {TASK_COLUMNS} FROM tasks WHERE parent_id IS NULL ORDER BY id DESC LIMIT $1"
+            "SELECT {columns} FROM tasks WHERE parent_id IS NULL ORDER BY id DESC LIMIT $1",
+            columns = task_columns()
         ),
         &[&i64::from(limit)],
     )
@@ -289,8 +313,9 @@ pub(super) async fn live_tasks(c: &impl GenericClient) -> Result<Vec<TaskRecord>
     list(
         c,
         &format!(
-            "SELECT {TASK_COLUMNS} FROM tasks WHERE state NOT IN {} ORDER BY id",
-            TaskState::terminal_sql()
+            "SELECT {columns} FROM tasks WHERE state NOT IN {} ORDER BY id",
+            TaskState::terminal_sql(),
+            columns = task_columns()
         ),
         &[],
     )
@@ -307,4 +332,16 @@ async fn list(
         .iter()
         .map(task_from_row)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The count the readers index by is the list's.
+    #[test]
+    fn the_column_count_is_the_lists() {
+        assert_eq!(task_columns().split(',').count(), TASK_COLUMN_COUNT);
+        assert!(task_columns().ends_with(", node"));
+    }
 }

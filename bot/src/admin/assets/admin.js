@@ -92,9 +92,12 @@
     try {
       const r = await api("/admin/api/tasks");
       const body = $("task-list").tBodies[0];
+      // On PostgreSQL, which node ran each request (`-`: none has claimed it yet).
+      for (const th of $("task-list").querySelectorAll("th[data-node-column]")) th.hidden = !r.cluster;
       body.replaceChildren(...r.tasks.map((t) => {
+        const node = r.cluster ? [el("td", { "data-task-node": t.node || "" }, t.node || "-")] : [];
         const tr = el("tr", { class: "pick", tabindex: "0", "data-task": String(t.id), "aria-selected": String(openTask === t.id) },
-          el("td", {}, "#" + t.id), el("td", {}, badge(t.state)), el("td", {}, t.platform),
+          el("td", {}, "#" + t.id), el("td", {}, badge(t.state)), el("td", {}, t.platform), ...node,
           el("td", {}, t.input), el("td", { class: "num" }, span(t.duration_ms)),
           el("td", { class: "num" }, tokens(t.tokens_in + t.tokens_out) + (t.unknown_usage_calls ? "+" : "")),
           el("td", { class: "num" }, money(t.cost_usd)));
@@ -103,7 +106,7 @@
         tr.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); pick(); } });
         return tr;
       }));
-      if (!r.tasks.length) body.append(el("tr", {}, el("td", { colspan: "7", class: "muted" }, "No requests yet.")));
+      if (!r.tasks.length) body.append(el("tr", {}, el("td", { colspan: r.cluster ? "8" : "7", class: "muted" }, "No requests yet.")));
       if (openTask) loadTask(openTask);
     } catch (e) { banner(e.message); }
   }
@@ -132,7 +135,8 @@
         const kids = (byParent.get(t.id) || []).map(node);
         return el("div", { class: "node" },
           el("div", { class: "head" }, el("strong", {}, t.agent), badge(n.state), el("span", { class: "muted" },
-            `#${t.id} · ${span((t.finished_at || now) - t.created_at)} · ${tokens(t.tokens_in + t.tokens_out)} tokens · ${money(t.cost_usd)}`)),
+            `#${t.id} · ${span((t.finished_at || now) - t.created_at)} · ${tokens(t.tokens_in + t.tokens_out)} tokens · ${money(t.cost_usd)}` +
+            (t.node ? ` · on ${t.node}` : ""))),
           ...calls, ...tools, ...approvals, ...(end && !kids.length || (end && t.id === root.task.id) ? [el("div", { class: "answer" }, end)] : []), ...kids);
       };
       const live = root && !/COMPLETED|FAILED|CANCELLED|ESCALATED/.test(root.state);
@@ -437,6 +441,26 @@
       }));
     } catch (e) { /* the tree itself still shows */ }
   }
+  // The cluster's nodes (PostgreSQL): shown only when this process is one of them.
+  async function loadNodes() {
+    try {
+      const r = await api("/admin/api/nodes");
+      $("nodes").hidden = !r.cluster;
+      if (!r.cluster) return;
+      const body = $("node-list").tBodies[0];
+      body.replaceChildren(...r.nodes.map((n) => {
+        const state = n.state === "alive" ? el("span", { class: "status ok" }, "alive")
+          : el("span", { class: n.state === "lost" ? "status bad" : "muted" }, n.state === "lost" ? "lost (no heartbeat)" : "stopped");
+        const config = n.config_differs
+          ? el("span", { class: "status bad", title: `the newest live node runs ${r.newest_digest}` }, n.config_digest + " differs")
+          : el("span", { class: "muted" }, n.config_digest);
+        return el("tr", { "data-node": n.id, "data-state": n.state, "data-config": n.config_differs ? "differs" : "same" },
+          el("td", {}, el("strong", {}, n.id), n.this ? el("span", { class: "muted" }, " (this console)") : "", " ", el("span", { class: "muted" }, `${n.host}, pid ${n.pid}`)),
+          el("td", {}, n.address || "—"), el("td", {}, when(n.started_ms)), el("td", {}, n.heartbeat_age + " ago"), el("td", {}, state),
+          el("td", { class: "num" }, String(n.trees)), el("td", { class: "num" }, `${n.slots_in_use}/${n.slots_total}`), el("td", {}, config));
+      }));
+    } catch (e) { /* the tree itself still shows */ }
+  }
   // Live state per agent, from the running engine.
   let states = new Map(), chosen = null;
   async function loadStates() {
@@ -451,6 +475,7 @@
       }
       if (chosen) details(chosen);
       loadProviders();
+      loadNodes();
     } catch (e) { /* the tree itself still shows */ }
   }
   function choose(a, button) {

@@ -226,7 +226,7 @@ mod tests {
         let adapters: Vec<Arc<dyn Adapter>> = vec![web];
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let admin = Admin::new(org.config_path(), loaded.base_dir.clone(), "walk");
+        let admin = Admin::new(org.config_path(), loaded.base_dir.clone(), "walk", None);
         let names = Names::new(listener.local_addr().unwrap(), None).unwrap();
         let ner = opc_privacy::detect::NerSlot::new();
         let app = app(

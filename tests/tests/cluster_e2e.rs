@@ -1,0 +1,670 @@
+//! Several `opc run` nodes serving one org on one PostgreSQL database (issue 36 §2), end to end: two
+//! real `opc run --node NAME` processes on one config file and one `DATABASE_URL`, the scripted LLM,
+//! the web chat over loopback, and the database read back to see which node ran what.
+//! - every request sent to one node still uses both nodes' slots;
+//! - a node killed with `kill -9` in mid-delegation: the other takes its trees over, re-issues the
+//!   model call that was in flight, and every conversation gets exactly one answer, no "failed";
+//! - an approval asked on one node is decided through the other node's web API, both ways, and
+//!   each answer reaches the page its request came from;
+//! - PostgreSQL restarted under traffic (a server of the test's own): the request in flight is
+//!   answered once, every other one is answered once or refused (or noticed) with a clear error,
+//!   the nodes keep running, and nothing is left half-written.
+//!
+//! The tests of this file run one at a time ([`SERIAL`]): each runs two nodes with a 3 s lease,
+//! and two such clusters side by side on two busy cores would test the machine, not the product.
+//! Without a PostgreSQL server they skip with one line (`opc-testgate`), and fail under CI. A
+//! failing test prints every node's stderr and the cluster's tables; `OPC_TEST_NODE_LOG=info`
+//! makes the nodes say more.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use opc_tests::cluster::{Cluster, Db, Root, Said, poll};
+use opc_tests::org::{Execution, marker, relay, support_asks_approval};
+use opc_tests::postgres::{PgServer, create_database, fresh_database};
+use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
+use opc_tests::sse::Sse;
+use opc_tests::wait::{Deadline, WAIT, wait_until};
+use opc_tests::web_chat::start;
+use opc_tests::{http_client, post_json};
+use serde_json::{Value, json};
+
+const A: &str = "node-a";
+const B: &str = "node-b";
+
+/// The deadline of an answer that may wait for a failover (a lease to lapse, the other node to
+/// claim the tree, a model call re-issued) or for PostgreSQL to come back.
+const FAILOVER: Duration = Duration::from_secs(60);
+
+/// One cluster at a time (see the module doc).
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn slots(n: u32) -> Execution {
+    Execution {
+        max_concurrent_agents: n,
+        ..Execution::default()
+    }
+}
+
+/// Wait on `sse` for a message (or its last edit) reading exactly `text`.
+async fn answered(sse: &mut Sse, text: &str, limit: Duration) {
+    sse.wait_for("message|edit", limit, |data| {
+        data["text"].as_str() == Some(text)
+    })
+    .await;
+}
+
+/// The one answer conversation `conversation` must show: its transcript holds exactly one bot
+/// message that is not an approval card, `expected`, and nothing (answer or notice) says the request failed or was interrupted.
+async fn answered_once(db: &Db, conversation: &str, expected: &str) {
+    let said = db.transcript(conversation).await;
+    let bot: Vec<&Said> = said
+        .iter()
+        .filter(|s| s.author == "bot" && !s.card)
+        .collect();
+    assert!(
+        bot.len() == 1 && bot[0].text == expected,
+        "conversation {conversation}: expected one answer {expected:?}, the transcript is {said:#?}"
+    );
+    let alarming = said.iter().find(|s| {
+        let text = s.text.to_lowercase();
+        s.author != "user" && (text.contains("fail") || text.contains("interrupt"))
+    });
+    assert!(
+        alarming.is_none(),
+        "conversation {conversation} was told something went wrong: {alarming:?} (transcript {said:#?})"
+    );
+}
+
+/// The root whose input holds `text` (the request's message); exactly one must.
+fn root_of<'a>(roots: &'a [Root], text: &str) -> &'a Root {
+    let found: Vec<&Root> = roots.iter().filter(|r| r.input.contains(text)).collect();
+    assert_eq!(found.len(), 1, "roots asking {text:?}: {roots:#?}");
+    found[0]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_sent_to_one_node_still_uses_both_nodes_slots() {
+    let Some(url) = fresh_database("cluster_slots").await else {
+        return;
+    };
+    let _serial = SERIAL.lock().await;
+    let llm = ScriptedLlm::start(
+        Script::new().agent(marker("ceo"), vec![Step::text("Answer to {{input}}")]),
+    )
+    .await
+    .unwrap();
+    // Shown when the test fails: which agent was asked what, in order.
+    llm.log_requests(true);
+    let mut cluster = Cluster::new(&llm.url(), &url, slots(2));
+    cluster.start(A);
+    cluster.start(B);
+
+    // Every model call is held, so no tree ends while the eight requests arrive at A: A has room
+    // for two of them, and the rest wait in the database for a node with room.
+    llm.hold();
+    let mut chats = Vec::new();
+    for i in 1..=8 {
+        let text = format!("Request {i} of 8");
+        let (conversation, sse) = start(cluster.node(A), &text).await;
+        chats.push((text, conversation, sse));
+    }
+    let running = poll(WAIT, "trees running on both nodes", || async {
+        let roots = cluster.db.roots().await;
+        let on = |node: &str| {
+            roots
+                .iter()
+                .filter(|r| !r.ended() && r.node.as_deref() == Some(node))
+                .count()
+        };
+        (on(A) > 0 && on(B) > 0).then_some(roots)
+    })
+    .await;
+    // Neither node runs more trees than it has slots.
+    for node in [A, B] {
+        let trees = running
+            .iter()
+            .filter(|r| !r.ended() && r.node.as_deref() == Some(node))
+            .count();
+        assert!(
+            trees <= 2,
+            "{node} runs {trees} trees with 2 slots: {running:#?}"
+        );
+    }
+
+    llm.release();
+    for (text, _, sse) in &mut chats {
+        answered(sse, &format!("Answer to {text}"), FAILOVER).await;
+    }
+    for (text, conversation, _) in &chats {
+        answered_once(&cluster.db, conversation, &format!("Answer to {text}")).await;
+    }
+    // The database says which node ran each: both did, and every request ended once, completed.
+    let roots = cluster.db.roots().await;
+    assert_eq!(roots.len(), 8, "{roots:#?}");
+    assert!(roots.iter().all(|r| r.state == "COMPLETED"), "{roots:#?}");
+    let nodes: BTreeSet<&str> = roots.iter().filter_map(|r| r.node.as_deref()).collect();
+    assert_eq!(nodes, BTreeSet::from([A, B]), "{roots:#?}");
+    let distinct: BTreeSet<String> = cluster
+        .db
+        .rows(
+            "SELECT DISTINCT node FROM tasks WHERE node IS NOT NULL",
+            &[],
+        )
+        .await
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(distinct, BTreeSet::from([A.to_string(), B.to_string()]));
+
+    // `opc tasks` names the node of each request, and `opc tasks nodes` lists both nodes.
+    let (code, list, err) = cluster.cli(&["tasks"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(list.contains(A) && list.contains(B), "{list}");
+    let (code, nodes, err) = cluster.cli(&["tasks", "nodes"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(nodes.contains(A) && nodes.contains(B), "{nodes}");
+}
+
+/// How long the first model call of each vp-eng session takes: long enough that the one a test
+/// sees in flight on B is still in flight when B is killed a moment later (checked afterwards from
+/// when the scripted LLM answered it), short enough that A's own trees soon free their slots.
+const SLOW_MS: u64 = 8_000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_killed_in_mid_delegation_leaves_every_conversation_answered_once() {
+    let Some(url) = fresh_database("cluster_kill").await else {
+        return;
+    };
+    let _serial = SERIAL.lock().await;
+    // The CEO delegates to VP Engineering and relays its answer. VP Engineering's first call per
+    // task is slow; the same call issued again (by the node that took the tree over) is answered
+    // at once.
+    let script = Script::new()
+        .agent(marker("ceo"), relay("vp-eng", "Handle: {{input}}", "CEO: "))
+        .agent(
+            marker("vp-eng"),
+            vec![
+                Step::text("Done for {{input}}").with_delay_ms(SLOW_MS),
+                Step::text("Done for {{input}}"),
+            ],
+        );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    // Shown when the test fails: which agent was asked what, in order.
+    llm.log_requests(true);
+    let mut cluster = Cluster::new(&llm.url(), &url, slots(2));
+    cluster.start(A);
+    cluster.start(B);
+
+    // Four requests at A, which has room for two trees: B claims the others.
+    let mut chats = Vec::new();
+    for i in 1..=4 {
+        let text = format!("Ship feature {i}");
+        let (conversation, sse) = start(cluster.node(A), &text).await;
+        chats.push((text, conversation, sse));
+    }
+    let vp_eng = marker("vp-eng");
+    // A tree B runs, whose delegated task's model call is in flight (asked, not answered yet).
+    let victim = poll(WAIT, "a tree on B in mid-delegation", || async {
+        let roots = cluster.db.roots().await;
+        let requests = llm.requests_for(&vp_eng);
+        roots.into_iter().find(|r| {
+            !r.ended()
+                && r.node.as_deref() == Some(B)
+                && requests
+                    .iter()
+                    .any(|q| q.session.contains(&r.input) && q.answered_at.is_none())
+        })
+    })
+    .await;
+    let killed_at = cluster.kill9(B);
+    // Every tree B held when it died (the one seen in flight among them).
+    let orphans: Vec<Root> = cluster
+        .db
+        .roots()
+        .await
+        .into_iter()
+        .filter(|r| !r.ended() && r.node.as_deref() == Some(B))
+        .collect();
+    assert!(
+        orphans.iter().any(|r| r.id == victim.id),
+        "{victim:?} is not among B's trees after the kill: {orphans:#?}"
+    );
+
+    // Every conversation is answered on A, exactly once, with what its own tree produced.
+    for (text, _, sse) in &mut chats {
+        answered(sse, &format!("CEO: Done for Handle: {text}"), FAILOVER).await;
+    }
+    for (text, conversation, _) in &chats {
+        answered_once(
+            &cluster.db,
+            conversation,
+            &format!("CEO: Done for Handle: {text}"),
+        )
+        .await;
+    }
+
+    // B's trees were finished by A.
+    let roots = cluster.db.roots().await;
+    assert_eq!(roots.len(), 4, "{roots:#?}");
+    for orphan in &orphans {
+        let now = roots.iter().find(|r| r.id == orphan.id).unwrap();
+        assert_eq!(now.state, "COMPLETED", "{now:?}");
+        assert_eq!(now.node.as_deref(), Some(A), "B's tree ended on {now:?}");
+    }
+    // The model call in flight on B when it died was issued again, after the kill, and only once
+    // more: the first ask was still unanswered when B was killed.
+    let asked: Vec<_> = llm
+        .requests_for(&vp_eng)
+        .into_iter()
+        .filter(|q| q.session.contains(&victim.input))
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:#?}");
+    assert!(
+        asked[0].answered_at.is_none_or(|at| at > killed_at),
+        "the call was answered before B was killed, so B did not die in mid-delegation: {asked:#?}"
+    );
+    assert!(asked[1].received_at > killed_at, "{asked:#?}");
+    // The CEO of that tree asked the model twice: its delegation, then its answer (nothing asked
+    // again above the call that was in flight).
+    let ceo_asked = llm
+        .requests_for(&marker("ceo"))
+        .into_iter()
+        .filter(|q| victim.input.contains(&q.session) || q.session.contains(&victim.input))
+        .count();
+    assert_eq!(ceo_asked, 2, "the CEO of {victim:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_asked_on_one_node_is_decided_on_the_other() {
+    let Some(url) = fresh_database("cluster_approval").await else {
+        return;
+    };
+    let _serial = SERIAL.lock().await;
+    // The approval chain (CEO → VP Operations → Support, who asks a human), with each task naming
+    // its request, so two requests in flight at once walk the script apart.
+    let script = Script::new()
+        .agent(
+            marker("ceo"),
+            relay("vp-ops", "refund for {{input}}", "CEO: "),
+        )
+        .agent(
+            marker("vp-ops"),
+            relay("support", "handle {{input}}", "VP: "),
+        )
+        .agent(marker("support"), support_asks_approval());
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    // Shown when the test fails: which agent was asked what, in order.
+    llm.log_requests(true);
+    // One tree slot a node, so a node running one tree has no room for another.
+    let mut cluster = Cluster::new(&llm.url(), &url, slots(1));
+    cluster.start(A);
+    cluster.start(B);
+
+    // One request at each node, the second sent while the first's tree holds its node's only
+    // slot (its model call held): so each node runs one of the two trees, and each approval is
+    // decided through the node that does not run it — both ways.
+    llm.hold();
+    let mut chats = Vec::new();
+    for node in [A, B] {
+        let text = format!("Refund order 7, asked at {node}");
+        let (conversation, sse) = start(cluster.node(node), &text).await;
+        poll(WAIT, &format!("a node running {text:?}"), || async {
+            let roots = cluster.db.roots().await;
+            roots
+                .iter()
+                .any(|r| r.input == text && r.node.is_some())
+                .then_some(())
+        })
+        .await;
+        chats.push((node, text, conversation, sse));
+    }
+    let roots = cluster.db.roots().await;
+    let nodes: BTreeSet<&str> = roots.iter().filter_map(|r| r.node.as_deref()).collect();
+    assert_eq!(nodes, BTreeSet::from([A, B]), "{roots:#?}");
+    llm.release();
+
+    for (asked_at, text, conversation, sse) in &mut chats {
+        // The approval its support agent asked for, and the node its tree runs on.
+        let (approval, owner) = poll(WAIT, &format!("the approval of {text:?}"), || async {
+            cluster
+                .db
+                .rows(
+                    "SELECT a.id, r.node FROM approvals a JOIN tasks r ON r.id = a.root_id \
+                     WHERE a.state = 'pending' AND r.input = $1",
+                    &[&*text],
+                )
+                .await
+                .first()
+                .and_then(|row| Some((row.get::<_, i64>(0), row.get::<_, Option<String>>(1)?)))
+        })
+        .await;
+        let other = if owner == A { B } else { A };
+        eprintln!("{text:?}: its tree runs on {owner}, decided through {other}");
+        // Decided through the web API of the node that does not run the tree.
+        let (status, body) = post_json(
+            &cluster
+                .node(other)
+                .url(&format!("/api/approvals/{approval}")),
+            json!({ "option": "approve" }),
+        )
+        .await;
+        assert_eq!(
+            status, 202,
+            "deciding approval {approval} (tree on {owner}) through {other}: {body}"
+        );
+
+        // The tree resumed where it runs and ended there, and its answer reached the page of the
+        // node the request was sent to.
+        let root = poll(WAIT, &format!("the tree of {text:?} to end"), || async {
+            let roots = cluster.db.roots().await;
+            Some(root_of(&roots, text).clone()).filter(Root::ended)
+        })
+        .await;
+        assert_eq!(root.state, "COMPLETED", "{root:?}");
+        assert_eq!(
+            root.node.as_deref(),
+            Some(owner.as_str()),
+            "the tree moved although its node kept running: {root:?}"
+        );
+        let answer = root.output.clone().unwrap_or_default();
+        assert!(
+            answer.starts_with("CEO: VP: SUPPORT: approved by operator"),
+            "{root:?}"
+        );
+        answered(sse, &answer, WAIT).await;
+        answered_once(&cluster.db, conversation, &answer).await;
+        let decided = cluster
+            .db
+            .rows("SELECT state FROM approvals WHERE id = $1", &[&approval])
+            .await;
+        assert_eq!(
+            decided[0].get::<_, String>(0),
+            "approved",
+            "approval {approval} of the request sent to {asked_at}"
+        );
+    }
+}
+
+/// What became of a request sent as a new conversation.
+#[derive(Debug)]
+enum Asked {
+    /// Accepted (201), then answered: the conversation must hold that one answer.
+    Answered { text: String, conversation: String },
+    /// Accepted (201), then told with a notice that it could not be done (the notice's text).
+    Noticed {
+        text: String,
+        conversation: String,
+        notice: String,
+    },
+    /// Refused at once: the status and the error shown.
+    Refused {
+        text: String,
+        status: u16,
+        error: String,
+    },
+}
+
+impl Asked {
+    fn text(&self) -> &str {
+        match self {
+            Asked::Answered { text, .. }
+            | Asked::Noticed { text, .. }
+            | Asked::Refused { text, .. } => text,
+        }
+    }
+}
+
+/// Send `text` as a new conversation to `node` (`POST /api/conversations` with the text) and see
+/// what becomes of it on that node's page: answered (`Answer to <text>`), or told why not by a
+/// notice, or refused at once. Nothing else may happen within [`FAILOVER`]: a request accepted and
+/// then never answered nor noticed is a silent loss, and fails the test here. A refusal or a notice
+/// must be clear: a 5xx with an `error`, a notice with words in it.
+async fn ask(cluster: &Cluster, node: &'static str, text: &str) -> Asked {
+    let url = cluster.node(node).url("/api/conversations");
+    let response = http_client()
+        .post(&url)
+        .json(&json!({ "text": text }))
+        .send()
+        .await;
+    let (status, body) = match response {
+        Ok(response) => {
+            let status = response.status().as_u16();
+            (status, response.json().await.unwrap_or(Value::Null))
+        }
+        Err(e) => panic!("POST {url} ({node}) got no answer at all: {e}"),
+    };
+    if status != 201 {
+        let error = body["error"].as_str().unwrap_or_default().to_string();
+        assert!(
+            (500..600).contains(&status) && !error.trim().is_empty(),
+            "{node} refused {text:?} without a clear error: {status} {body}"
+        );
+        return Asked::Refused {
+            text: text.to_string(),
+            status,
+            error,
+        };
+    }
+    let conversation = body["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id in {body}"))
+        .to_string();
+    // The page replays what happened so far, then follows it.
+    let mut sse = Sse::connect(
+        &cluster
+            .node(node)
+            .url(&format!("/api/conversations/{conversation}/events")),
+        None,
+    )
+    .await;
+    let expected = format!("Answer to {text}");
+    let deadline = Deadline::after(
+        FAILOVER,
+        format!("an answer or a notice for {text:?} on {node}"),
+    );
+    loop {
+        deadline
+            .run(sse.wait_for("message|edit|notice", FAILOVER, |_| true))
+            .await;
+        let event = sse.seen.last().expect("the event just seen");
+        let shown = event.data["text"].as_str().unwrap_or_default().to_string();
+        if event.name == "notice" {
+            assert!(
+                !shown.trim().is_empty(),
+                "{node} noticed {text:?} with an empty notice"
+            );
+            return Asked::Noticed {
+                text: text.to_string(),
+                conversation,
+                notice: shown,
+            };
+        }
+        if shown == expected {
+            return Asked::Answered {
+                text: text.to_string(),
+                conversation,
+            };
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_restarted_under_traffic_loses_nothing_and_half_writes_nothing() {
+    let Some(server) = opc_testgate::need(
+        opc_testgate::Group::Postgres,
+        "cluster_postgres_restart",
+        PgServer::start(),
+    ) else {
+        return;
+    };
+    let _serial = SERIAL.lock().await;
+    let url = create_database(&server.url("postgres"), "cluster_restart")
+        .await
+        .unwrap();
+    let llm = ScriptedLlm::start(
+        Script::new().agent(marker("ceo"), vec![Step::text("Answer to {{input}}")]),
+    )
+    .await
+    .unwrap();
+    // Shown when the test fails: which agent was asked what, in order.
+    llm.log_requests(true);
+    let mut cluster = Cluster::new(&llm.url(), &url, Execution::default());
+    cluster.start(A);
+    cluster.start(B);
+    let mut asked = Vec::new();
+
+    // Before: both nodes answer.
+    for (node, text) in [
+        (A, "Before the restart, at A"),
+        (B, "Before the restart, at B"),
+    ] {
+        let reply = ask(&cluster, node, text).await;
+        assert!(
+            matches!(reply, Asked::Answered { .. }),
+            "with the database up: {reply:?}"
+        );
+        asked.push(reply);
+    }
+
+    // In flight: a request whose model call is held when the server goes down. Its page is
+    // followed from now on (its outcome is read after the restart).
+    llm.hold();
+    let in_flight = "In flight at A";
+    let (flight_conversation, mut flight_page) = start(cluster.node(A), in_flight).await;
+    wait_until(WAIT, "the in-flight request's model call", || {
+        llm.requests_for(&marker("ceo"))
+            .iter()
+            .any(|q| q.session == in_flight)
+    })
+    .await;
+
+    tokio::task::block_in_place(|| server.stop());
+    // The held call is answered while the database is down: its node cannot record it.
+    llm.release();
+    wait_until(WAIT, "the in-flight call answered", || {
+        llm.requests_for(&marker("ceo"))
+            .iter()
+            .any(|q| q.session == in_flight && q.answered_at.is_some())
+    })
+    .await;
+    // During the outage: each request is refused clearly, or accepted and then answered or
+    // noticed (`ask` waits for that, so these are sent in the background while the server is down).
+    let during = {
+        let a = ask(&cluster, A, "During the outage, at A");
+        let b = ask(&cluster, B, "During the outage, at B");
+        async move { (a.await, b.await) }
+    };
+    let restart = async {
+        // Down longer than a lease, so every lease has lapsed when the server is back: the
+        // nodes must sort out among themselves who finishes the tree that was in flight.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        tokio::task::block_in_place(|| server.restart()).unwrap();
+    };
+    let ((during_a, during_b), ()) = tokio::join!(during, restart);
+    asked.push(during_a);
+    asked.push(during_b);
+
+    // The request that was in flight is answered once, as if nothing had happened.
+    answered(
+        &mut flight_page,
+        &format!("Answer to {in_flight}"),
+        FAILOVER,
+    )
+    .await;
+
+    // After: each node answers requests again. One refused or noticed while the node reconnects
+    // is a clear error (`ask` checks); the person sends again, as they would.
+    for node in [A, B] {
+        let deadline = tokio::time::Instant::now() + FAILOVER;
+        for attempt in 1.. {
+            let text = format!("After the restart, at {node}, attempt {attempt}");
+            let reply = ask(&cluster, node, &text).await;
+            let answered = matches!(reply, Asked::Answered { .. });
+            asked.push(reply);
+            if answered {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{node} answered no request for {FAILOVER:?} after PostgreSQL came back: {asked:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    // What a person was told instead of an answer (shown with the output of a failing run).
+    for reply in &asked {
+        match reply {
+            Asked::Noticed { text, notice, .. } => eprintln!("{text:?}: notice {notice:?}"),
+            Asked::Refused {
+                text,
+                status,
+                error,
+            } => eprintln!("{text:?}: refused, {status} {error:?}"),
+            Asked::Answered { .. } => {}
+        }
+    }
+
+    // Nothing is left half-done: every task ended; each answered request has one completed tree
+    // and one answer; a refused or noticed one left no task and no answer.
+    poll(WAIT, "every task ended", || async {
+        let states = cluster.db.rows("SELECT id, state FROM tasks", &[]).await;
+        states
+            .iter()
+            .all(|row| opc_tests::cluster::ended(&row.get::<_, String>(1)))
+            .then_some(())
+    })
+    .await;
+    let roots = cluster.db.roots().await;
+    let flight_root = root_of(&roots, in_flight);
+    assert_eq!(flight_root.state, "COMPLETED", "{flight_root:?}");
+    answered_once(
+        &cluster.db,
+        &flight_conversation,
+        &format!("Answer to {in_flight}"),
+    )
+    .await;
+    for reply in &asked {
+        let text = reply.text();
+        match reply {
+            Asked::Answered { conversation, .. } => {
+                let root = root_of(&roots, text);
+                assert_eq!(root.state, "COMPLETED", "{root:?}");
+                answered_once(&cluster.db, conversation, &format!("Answer to {text}")).await;
+            }
+            Asked::Noticed { conversation, .. } => {
+                assert!(
+                    roots.iter().all(|r| !r.input.contains(text)),
+                    "{reply:?} has a task: {roots:#?}"
+                );
+                let said = cluster.db.transcript(conversation).await;
+                assert!(
+                    !said.iter().any(|s| s.author == "bot"),
+                    "{reply:?} was answered too: {said:#?}"
+                );
+            }
+            Asked::Refused { .. } => {
+                assert!(
+                    roots.iter().all(|r| !r.input.contains(text)),
+                    "{reply:?} has a task: {roots:#?}"
+                );
+                let kept = cluster
+                    .db
+                    .rows(
+                        "SELECT conversation FROM web_messages WHERE text = $1",
+                        &[&text],
+                    )
+                    .await;
+                assert!(kept.is_empty(), "{reply:?} is in the transcript");
+            }
+        }
+    }
+    let answered = asked
+        .iter()
+        .filter(|a| matches!(a, Asked::Answered { .. }))
+        .count();
+    assert_eq!(roots.len(), answered + 1, "{roots:#?}");
+    // Both nodes kept running through the outage, and stop cleanly.
+    cluster.stop_all();
+}
