@@ -123,6 +123,11 @@ pub struct Inbound {
     pub reply: ReplyHandle,
     /// What happened.
     pub kind: InboundKind,
+    /// The platform's id of this delivery (`slack:event:<event_id>`, `slack:interactive:<trigger_id>/…`,
+    /// `discord:m<message id>`, `discord:i<interaction id>`), the one [`Dedup`] checks in process:
+    /// several nodes of a cluster check it once more across the cluster, so an event delivered to two
+    /// of them is handled by one. `None` where a delivery cannot repeat (the web chat).
+    pub delivery: Option<String>,
 }
 
 /// The kinds of inbound event.

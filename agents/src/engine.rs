@@ -567,8 +567,9 @@ impl Engine {
         })
     }
 
-    /// Run a new root: here, in the background; in a cluster, here when this node has room (it is
-    /// queued in the database either way, and any node with room claims it otherwise).
+    /// Run a new root: here, in the background; in a cluster, it is queued in the database, and
+    /// this node claims it at once when it has room (another node with room may be quicker; with
+    /// none here, any node with room claims it).
     async fn start_root(&self, task: TaskId) -> watch::Receiver<Option<Outcome>> {
         let Some(cluster) = &self.cluster else {
             return self.spawn_root(task);
@@ -1048,7 +1049,7 @@ fn call_stack(
             max_concurrent: p.max_concurrent_requests.map(|n| n.get() as usize),
             requests_per_minute: p.requests_per_minute,
             prices: p.models.clone(),
-            shared: None,
+            shared: options.cluster.as_ref().map(|c| c.limits()),
         })
     });
     let seam = privacy_seam(config, ner)?;

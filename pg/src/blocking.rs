@@ -9,7 +9,8 @@
 //! - closures run one at a time, in the order they were sent, each on the one connection (so a
 //!   closure's transaction is never interleaved with another's);
 //! - a connection that was lost (a restarted server, a cut network) is reopened before the next
-//!   closure runs; while the server cannot be reached, every call fails at once with
+//!   closure runs (one that sat idle is checked first, so a restart while it was idle costs no
+//!   caller an error); while the server cannot be reached, every call fails at once with
 //!   [`Fault::Unavailable`](crate::Fault::Unavailable) and the next call tries again;
 //! - the thread ends when the last handle is dropped, after the closures already sent.
 
@@ -22,6 +23,15 @@ use crate::error::{Fault, PgError};
 
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// A connection idle this long is checked (an empty query) before the next closure runs: the
+/// client learns that the server went away (a restart) only when it next talks to it, and the
+/// closure that finds out would fail although a new connection would serve it. Under steady use no
+/// check is made.
+const CHECK_AFTER_IDLE: Duration = Duration::from_secs(1);
+
+/// How long that check may take before the connection counts as lost.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 type Job = Box<dyn FnOnce(Result<&mut Client, PgError>) + Send>;
 
@@ -68,7 +78,15 @@ impl Blocking {
                         return;
                     }
                 };
+                let mut used = std::time::Instant::now();
                 while let Ok(job) = queue.recv() {
+                    if used.elapsed() >= CHECK_AFTER_IDLE
+                        && let Some(c) = client.as_mut()
+                        && c.is_valid(CHECK_TIMEOUT).is_err()
+                    {
+                        client = None;
+                    }
+                    used = std::time::Instant::now();
                     if client.as_ref().is_none_or(Client::is_closed) {
                         client = None;
                         match open(&config) {

@@ -6,6 +6,7 @@
 //!   model call that was in flight, and every conversation gets exactly one answer, no "failed";
 //! - an approval asked on one node is decided through the other node's web API, both ways, and
 //!   each answer reaches the page its request came from;
+//! - a web page on one node follows a tree running on the other (its trace, then its answer);
 //! - PostgreSQL restarted under traffic (a server of the test's own): the request in flight is
 //!   answered once, every other one is answered once or refused (or noticed) with a clear error,
 //!   the nodes keep running, and nothing is left half-written.
@@ -666,5 +667,78 @@ async fn postgres_restarted_under_traffic_loses_nothing_and_half_writes_nothing(
         .count();
     assert_eq!(roots.len(), answered + 1, "{roots:#?}");
     // Both nodes kept running through the outage, and stop cleanly.
+    cluster.stop_all();
+}
+
+/// A web page on one node follows a tree that runs on the other: the trace (the delegation) and
+/// the answer reach the page of the node the request was sent to, the trace first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_on_one_node_follows_a_tree_running_on_the_other() {
+    let Some(url) = fresh_database("cluster_stream").await else {
+        return;
+    };
+    let _serial = SERIAL.lock().await;
+    let llm = ScriptedLlm::start(
+        Script::new()
+            .agent(
+                marker("ceo"),
+                relay("vp-eng", "plan for {{input}}", "CEO: "),
+            )
+            .agent(marker("vp-eng"), vec![Step::text("Answer to {{input}}")]),
+    )
+    .await
+    .unwrap();
+    llm.log_requests(true);
+    // One tree slot a node: the node holding the first request has no room for the second.
+    let mut cluster = Cluster::new(&llm.url(), &url, slots(1));
+    cluster.start(A);
+    cluster.start(B);
+    llm.hold();
+    let (_, _filler_sse) = start(cluster.node(A), "Filler").await;
+    let busy = poll(WAIT, "a node running the filler", || async {
+        cluster
+            .db
+            .roots()
+            .await
+            .iter()
+            .find(|r| r.input == "Filler")
+            .and_then(|r| r.node.clone())
+    })
+    .await;
+    let (page, other) = if busy == A { (A, B) } else { (B, A) };
+    // Sent to the busy node: it runs on the other one, and the page stays on the busy one.
+    let text = "Streamed across";
+    let (_, mut sse) = start(cluster.node(page), text).await;
+    let runs_on = poll(WAIT, "a node running the streamed request", || async {
+        cluster
+            .db
+            .roots()
+            .await
+            .iter()
+            .find(|r| r.input == text)
+            .and_then(|r| r.node.clone())
+    })
+    .await;
+    assert_eq!(runs_on, other, "{}", cluster.db.dump_blocking());
+    llm.release();
+    let expected = format!("CEO: Answer to plan for {text}");
+    answered(&mut sse, &expected, FAILOVER).await;
+    let delegated = sse
+        .seen
+        .iter()
+        .position(|e| e.name == "progress" && e.data["event"] == "delegated");
+    let answer = sse
+        .seen
+        .iter()
+        .position(|e| e.data["text"].as_str() == Some(expected.as_str()));
+    assert!(
+        matches!((delegated, answer), (Some(d), Some(a)) if d < a),
+        "the page on {page} never showed the delegation made on {other} before the answer: {:?}\n{}",
+        sse.seen
+            .iter()
+            .map(|e| (&e.name, &e.data))
+            .collect::<Vec<_>>(),
+        cluster.stderr()
+    );
     cluster.stop_all();
 }

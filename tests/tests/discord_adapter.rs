@@ -366,6 +366,8 @@ async fn a_button_click_is_acknowledged_then_delivered_with_roles() {
     assert_eq!(event.user.id, USER_ID);
     assert_eq!(event.user.roles, vec![APPROVER_ROLE.to_string()]);
     assert_eq!(event.place.workspace, GUILD_ID);
+    // The key a cluster checks once more across its nodes: the interaction's id.
+    assert_eq!(event.delivery, Some(format!("discord:i{interaction}")));
 
     // The clicker can be answered (ephemeral follow-up).
     adapter

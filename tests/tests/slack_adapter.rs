@@ -154,6 +154,7 @@ async fn a_full_inbox_still_acks_at_once() {
             text: "filler".into(),
             continues: "0".into(),
         },
+        delivery: None,
     };
     tx.send(filler.clone()).await.unwrap();
 
@@ -185,7 +186,11 @@ async fn a_redelivered_event_reaches_the_inbox_once() {
         "a redelivery is acked too"
     );
 
-    assert_eq!(mention_text(&recv(&mut rx).await), "once");
+    let event = recv(&mut rx).await;
+    assert_eq!(mention_text(&event), "once");
+    // The key a cluster checks once more across its nodes: the event's id.
+    let event_id = first["payload"]["event_id"].as_str().unwrap();
+    assert_eq!(event.delivery, Some(format!("slack:event:{event_id}")));
     let word = push_sentinel(&fake, "sentinel").await;
     assert_eq!(
         mention_text(&recv(&mut rx).await),

@@ -139,6 +139,7 @@ impl Shared {
             user,
             reply,
             kind,
+            delivery: Some(format!("discord:m{}", message.id)),
         })
     }
 
@@ -280,6 +281,7 @@ pub(super) fn command_inbound(command: &CommandInteraction) -> Inbound {
         user: interaction_user(&command.user, command.member.as_deref()),
         reply: interaction_reply(command.application_id, &command.token, true),
         kind: InboundKind::Command(Command::parse(&command.data.name, &args)),
+        delivery: Some(format!("discord:i{}", command.id)),
     }
 }
 
@@ -297,5 +299,6 @@ pub(super) fn component_inbound(component: &ComponentInteraction, action: Action
                 id: component.message.id.to_string(),
             },
         },
+        delivery: Some(format!("discord:i{}", component.id)),
     }
 }

@@ -11,7 +11,8 @@
 //! /channels/{id}`) and remembers it. In DMs the conversation lives in the DM channel itself.
 //!
 //! Layout, one concern per file: `interactions` (the HTTP interactions endpoint and its Ed25519
-//! check), `gateway` (serenity's event handler), `events` (messages and interactions →
+//! check), `connection` (the gateway websocket, opened and closed on demand: a node of a cluster
+//! holds it only while it holds the cluster's Discord singleton), `gateway` (serenity's event handler), `events` (messages and interactions →
 //! [`Inbound`]), `rest` (REST calls, threads, and their errors), `cards` (approval cards as
 //! embeds); this file holds the configuration, the adapter and its [`Adapter`] implementation.
 //!
@@ -32,6 +33,7 @@
 //!   template, status and Discord's error code only), and neither is message text.
 
 mod cards;
+mod connection;
 mod events;
 mod gateway;
 mod interactions;
@@ -45,8 +47,7 @@ use axum::body::Bytes;
 use axum::http::HeaderMap;
 use serde_json::{Value, json};
 use serenity::all::{
-    ApplicationId, ChannelId, ClientBuilder, GatewayIntents, Http, LightMethod, MessageId, Route,
-    ShardManager, UserId, Verifier,
+    ApplicationId, ChannelId, Http, LightMethod, MessageId, Route, UserId, Verifier,
 };
 
 use crate::{
@@ -55,9 +56,9 @@ use crate::{
 };
 
 use cards::card_body;
-use gateway::Handler;
+use connection::{Connection, State};
 use interactions::parse_public_key;
-use rest::{api_error, build_http, error_kind, reply_field, snowflake};
+use rest::{api_error, build_http, reply_field, snowflake};
 
 /// Discord's own API base URL (the default of [`DiscordConfig::api_base_url`]).
 pub const DISCORD_API: &str = "https://discord.com/api";
@@ -117,7 +118,8 @@ impl std::fmt::Debug for DiscordConfig {
 /// The Discord adapter: see the module documentation.
 pub struct DiscordAdapter {
     shared: Arc<Shared>,
-    shards: Arc<ShardManager>,
+    /// The gateway websocket, open or not (`connection`).
+    connection: Arc<Connection>,
     verifier: Option<Arc<Verifier>>,
 }
 
@@ -160,6 +162,19 @@ impl DiscordAdapter {
         config: DiscordConfig,
         inbox: Inbox,
     ) -> Result<Arc<DiscordAdapter>, AdapterError> {
+        let adapter = DiscordAdapter::standby(config, inbox).await?;
+        adapter.open_gateway().await?;
+        tracing::info!(bot = ?adapter.bot_user_id(), "discord connected");
+        Ok(adapter)
+    }
+
+    /// Validate the token and be ready to post and to serve the HTTP interactions endpoint, without
+    /// the gateway connection: [`DiscordAdapter::open_gateway`] opens it (a node of a cluster, while
+    /// it holds the Discord singleton).
+    pub async fn standby(
+        config: DiscordConfig,
+        inbox: Inbox,
+    ) -> Result<Arc<DiscordAdapter>, AdapterError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let verifier = match &config.public_key {
             Some(key) => Some(Arc::new(parse_public_key(key)?)),
@@ -187,48 +202,14 @@ impl DiscordAdapter {
                 .application_id
                 .set(ApplicationId::from(snowflake(id)?));
         }
-
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-        let handler = Handler {
-            shared: shared.clone(),
-            ready: Mutex::new(Some(ready_tx)),
-        };
-        let intents = GatewayIntents::GUILD_MESSAGES
-            | GatewayIntents::DIRECT_MESSAGES
-            | GatewayIntents::MESSAGE_CONTENT;
-        let mut client = ClientBuilder::new_with_http(build_http(&config), intents)
-            .event_handler(handler)
-            .await
-            .map_err(|e| api_error("GET /gateway", e))?;
-        let shards = client.shard_manager.clone();
-        tokio::spawn(async move {
-            if let Err(error) = client.start().await {
-                tracing::error!(error = %error_kind(&error), "discord gateway stopped");
-            }
-        });
-        let ready = match tokio::time::timeout(READY_TIMEOUT, ready_rx).await {
-            Ok(Ok(ready)) => ready,
-            Ok(Err(_)) | Err(_) => {
-                shards.shutdown_all().await;
-                return Err(AdapterError::Transport {
-                    platform: Platform::Discord,
-                    method: "gateway READY".into(),
-                    error: format!("no READY within {} s", READY_TIMEOUT.as_secs()),
-                });
-            }
-        };
-        let _ = shared.application_id.set(ready);
-        let adapter = Arc::new(DiscordAdapter {
+        Ok(Arc::new(DiscordAdapter {
             shared,
-            shards,
+            connection: Arc::new(Connection {
+                config,
+                state: tokio::sync::Mutex::new(State::default()),
+            }),
             verifier,
-        });
-        if let Err(error) = adapter.register_commands().await {
-            adapter.shards.shutdown_all().await;
-            return Err(error);
-        }
-        tracing::info!(bot = %me.id, "discord connected");
-        Ok(adapter)
+        }))
     }
 
     /// The bot's user id.
@@ -388,7 +369,7 @@ impl Adapter for DiscordAdapter {
         }
         let adapter = DiscordAdapter {
             shared: self.shared.clone(),
-            shards: self.shards.clone(),
+            connection: self.connection.clone(),
             verifier: self.verifier.clone(),
         };
         let adapter = Arc::new(adapter);
@@ -402,7 +383,7 @@ impl Adapter for DiscordAdapter {
     }
 
     async fn shutdown(&self) {
-        self.shards.shutdown_all().await;
+        self.close_for_good().await;
     }
 }
 

@@ -104,14 +104,15 @@ impl Receiver {
         if !self.first(&format!("event:{id}")) {
             return;
         }
+        let delivery = format!("slack:event:{id}");
         let event = body.get("event").unwrap_or(&Value::Null);
         let team = str_at(body, &["team_id"])
             .or_else(|| str_at(event, &["team"]))
             .unwrap_or(&self.team)
             .to_string();
         match str_at(event, &["type"]) {
-            Some("app_mention") => self.mention(event, team),
-            Some("message") => self.message(event, team),
+            Some("app_mention") => self.mention(event, team, delivery),
+            Some("message") => self.message(event, team, delivery),
             other => debug!(kind = other.unwrap_or("-"), "slack event ignored"),
         }
     }
@@ -138,16 +139,17 @@ impl Receiver {
         Some((user, channel, ts, thread_ts, text))
     }
 
-    pub(super) fn mention(&self, event: &Value, team: String) {
+    pub(super) fn mention(&self, event: &Value, team: String, delivery: String) {
         if self.is_own(event) {
             return;
         }
         let Some((user, channel, ts, thread_ts, text)) = self.message_parts(event) else {
             return;
         };
-        self.deliver_mention(team, user, channel, ts, thread_ts, text);
+        self.deliver_mention(team, user, channel, ts, thread_ts, text, delivery);
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn deliver_mention(
         &self,
         team: String,
@@ -156,6 +158,7 @@ impl Receiver {
         ts: &str,
         thread_ts: Option<&str>,
         text: &str,
+        delivery: String,
     ) {
         let thread = thread_ts.unwrap_or(ts);
         self.deliver(
@@ -178,12 +181,13 @@ impl Receiver {
                     text: strip_mention(text, &self.bot_user),
                     continues: thread_ts.map(str::to_string),
                 },
+                delivery: Some(delivery),
             },
             "mention",
         );
     }
 
-    pub(super) fn message(&self, event: &Value, team: String) {
+    pub(super) fn message(&self, event: &Value, team: String, delivery: String) {
         // Edits, deletions, joins, bot messages …: only what a person wrote counts.
         if let Some(subtype) = str_at(event, &["subtype"])
             && !matches!(subtype, "thread_broadcast" | "file_share" | "me_message")
@@ -199,7 +203,7 @@ impl Receiver {
         };
         // Direct messages carry no app_mention: every one is addressed to the bot.
         if str_at(event, &["channel_type"]) == Some("im") {
-            self.deliver_mention(team, user, channel, ts, thread_ts, text);
+            self.deliver_mention(team, user, channel, ts, thread_ts, text, delivery);
             return;
         }
         if text.contains(&format!("<@{}>", self.bot_user))
@@ -231,6 +235,7 @@ impl Receiver {
                     text: text.to_string(),
                     continues: thread_ts.to_string(),
                 },
+                delivery: Some(delivery),
             },
             "message",
         );
@@ -281,7 +286,8 @@ impl Receiver {
             .map(Vec::as_slice)
             .unwrap_or_default();
         for action in actions {
-            let Some(decoded) = str_at(action, &["action_id"]).and_then(Action::decode) else {
+            let action_id = str_at(action, &["action_id"]);
+            let Some(decoded) = action_id.and_then(Action::decode) else {
                 debug!("slack action not ours ignored");
                 continue;
             };
@@ -307,6 +313,11 @@ impl Receiver {
                             id: message_ts.to_string(),
                         },
                     },
+                    // One key per button of the payload (Slack sends one; each is its own event).
+                    delivery: Some(format!(
+                        "slack:interactive:{id}/{}",
+                        action_id.unwrap_or_default()
+                    )),
                 },
                 "action",
             );
@@ -358,6 +369,7 @@ impl Receiver {
                 },
                 reply: ReplyHandle(reply),
                 kind: InboundKind::Command(Command::parse(command, text)),
+                delivery: Some(format!("slack:command:{id}")),
             },
             "command",
         );

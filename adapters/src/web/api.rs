@@ -172,6 +172,7 @@ fn inbound_for(conversation: &str, text: &str) -> Inbound {
         user: operator(conversation),
         reply: reply_handle(conversation),
         kind,
+        delivery: None,
     }
 }
 
@@ -323,6 +324,7 @@ pub(super) async fn decide(
                 id: stored.number.to_string(),
             },
         },
+        delivery: None,
     };
     match shared.inbox.try_send(inbound) {
         Ok(()) => {

@@ -169,6 +169,8 @@ async fn dispatch(
                 host.cancelled(task);
                 false
             }
+            // The bot follows saved configs itself (it subscribes to the wake-ups): nothing here.
+            Ok(Wake::Config(_)) => false,
             Ok(Wake::Events(payload)) => {
                 relay::relay_in(&bus, instance, &payload);
                 false

@@ -28,7 +28,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use opc_hierarchy::schema::Rate;
+
 use super::{Store, StoreError, TaskId};
+use crate::llm::layers::SharedLimits;
 
 /// The largest payload [`Cluster::relay`] takes (PostgreSQL's NOTIFY allows just under 8000
 /// bytes).
@@ -101,6 +104,23 @@ pub struct Claimed {
     pub takeover: bool,
 }
 
+/// A config saved in the cluster's history (any node's console): what every node follows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SavedConfig {
+    /// Its id: ids grow with every save, so a greater id is a later save.
+    pub id: i64,
+    /// When it was saved (Unix ms, the database's clock).
+    pub saved_ms: i64,
+    /// The node whose console saved it.
+    pub node: String,
+    /// Who saved it there, when known (`console (access token)`, …).
+    pub by: Option<String>,
+    /// The digest of its text (as [`NodeIdentity::config_digest`]).
+    pub digest: String,
+    /// The config file's text (empty in [`Cluster::config_history`], which lists without it).
+    pub text: String,
+}
+
 /// A cross-node wake-up. A hint: the tables hold the truth.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Wake {
@@ -112,12 +132,46 @@ pub enum Wake {
     Approval(i64),
     /// A task was cancelled (any node): its owner cancels it and its subtree.
     Cancelled(TaskId),
+    /// A config was saved (any node): its id in the config history. Every node compares the newest
+    /// saved config with the one it runs.
+    Config(i64),
     /// Events another node relayed (its live trace and streamed tokens, see [`Cluster::relay`]): the
     /// payload as sent.
     Events(String),
     /// Nothing in particular: re-read the tables (sent at least every poll interval, and after the
     /// wake-up connection was lost and came back).
     Tick,
+}
+
+/// Which of the gateway's rate limits (`gateway.rateLimit`) a [`SharedRates`] count is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateScope {
+    /// `perUser`: one sender's messages.
+    User,
+    /// `perChannel`: every message in one channel.
+    Channel,
+}
+
+impl RateScope {
+    /// The prefix of its keys in the shared table (`user:<key>`, `channel:<key>`).
+    pub fn prefix(self) -> &'static str {
+        match self {
+            RateScope::User => "user",
+            RateScope::Channel => "channel",
+        }
+    }
+}
+
+/// The gateway's per-user and per-channel rate limits counted over every node of a cluster (issue
+/// 36 §2), so a sender who writes to several nodes gets the configured rate in all, not per node.
+/// The gateway (in `opc-bot`) uses it through [`Cluster::rates`]; without a cluster it counts in its
+/// own process.
+#[async_trait::async_trait]
+pub trait SharedRates: Send + Sync {
+    /// Count one message against `key`'s limit of `rate` in `scope` (GCRA: a burst of
+    /// `rate.messages`, then one every `rate.per / rate.messages`): `true` when it conforms (and
+    /// was counted), `false` when it is over the limit (and nothing was counted).
+    async fn take(&self, scope: RateScope, key: &str, rate: Rate) -> Result<bool, StoreError>;
 }
 
 /// The cluster operations of a shared database (see the module doc).
@@ -128,6 +182,14 @@ pub trait Cluster: Send + Sync + std::fmt::Debug {
 
     /// How long a lease lasts without renewal (`framework.cluster.leaseTtl`).
     fn lease_ttl(&self) -> Duration;
+
+    /// The providers' `maxConcurrentRequests` and `requestsPerMinute`, counted over every node: the
+    /// engine's call stack admits each LLM call through it. A slot a node holds is renewed by its
+    /// heartbeat and freed when the call ends, or a lease after the node died.
+    fn limits(&self) -> Arc<dyn SharedLimits>;
+
+    /// The gateway's rate limits (`gateway.rateLimit`), counted over every node.
+    fn rates(&self) -> Arc<dyn SharedRates>;
 
     /// Record this node in the nodes table (replacing a stopped or dead row of the same name).
     async fn join(&self, slots_total: u32) -> Result<(), StoreError>;
@@ -173,6 +235,38 @@ pub trait Cluster: Send + Sync + std::fmt::Debug {
     /// misses them still has the durable record (tasks, transcript).
     async fn relay(&self, payload: &str) -> Result<(), StoreError>;
 
+    /// Record `text` (whose digest is `digest`), saved on this node by `by`, as the newest config of
+    /// the cluster, and wake every node with [`Wake::Config`] (sent when the row is committed).
+    /// Returns its id.
+    async fn save_config(
+        &self,
+        text: &str,
+        digest: &str,
+        by: Option<&str>,
+    ) -> Result<i64, StoreError>;
+
+    /// The newest saved config, text included; `None` before the first save.
+    async fn latest_config(&self) -> Result<Option<SavedConfig>, StoreError>;
+
+    /// The newest `limit` saved configs, newest first, without their text (for the console).
+    async fn config_history(&self, limit: u32) -> Result<Vec<SavedConfig>, StoreError>;
+
+    /// Record in this node's row the digest of the config it runs now (after a reload applied).
+    async fn set_config_digest(&self, digest: &str) -> Result<(), StoreError>;
+
     /// Wake-ups from every node (LISTEN/NOTIFY), with a [`Wake::Tick`] at least every `poll`.
     fn wakes(&self) -> tokio::sync::broadcast::Receiver<Wake>;
+
+    /// Record that a platform delivered `key` (`slack:<event_id>`, …): `true` for the first
+    /// delivery anywhere in the cluster, `false` for a repeat (whichever node saw it first). Keys are
+    /// remembered for two hours, longer than the platforms retry.
+    async fn first_delivery(&self, key: &str) -> Result<bool, StoreError>;
+
+    /// Take, or renew, the named singleton `name` (`discord-gateway`) for this instance for
+    /// [`lease_ttl`](Cluster::lease_ttl): `true` when this instance holds it afterwards. Held by
+    /// another instance and not expired: `false`, and nothing changes.
+    async fn hold(&self, name: &str) -> Result<bool, StoreError>;
+
+    /// Give up `name` now if this instance holds it, so another node may take it at once.
+    async fn let_go(&self, name: &str) -> Result<(), StoreError>;
 }

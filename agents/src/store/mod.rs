@@ -73,7 +73,7 @@ pub use approvals::{
     Approval, ApprovalOption, ApprovalState, Decided, OfferedOption, OptionOutcome, SystemDecider,
     check_options, resolve_options,
 };
-pub use cluster::{Claimed, Cluster, NodeIdentity, NodeRow, RELAY_LIMIT, Wake};
+pub use cluster::{Claimed, Cluster, NodeIdentity, NodeRow, RELAY_LIMIT, SavedConfig, Wake};
 pub use error::{DbFailure, DbFault, StoreError};
 pub use ledger::{
     CallPrivacy, CallRecord, LatestCall, PrivacyDay, Spend, TaskPrivacy, Totals, tokens_text,

@@ -15,7 +15,11 @@
 //!   appended and synced, and only then the copy is renamed to its listed name. A crash (kill -9,
 //!   power loss) at any point leaves at most a hidden copy and the save's temporary file
 //!   (`.<config>.saving-<pid>`), which [`recover`] settles when `opc run` starts;
-//! - saves are serialised: two consoles cannot interleave a check and a write.
+//! - saves are serialised: two consoles cannot interleave a check and a write;
+//! - on a cluster (PostgreSQL), a save applied here (or already running here) is also recorded in
+//!   the database's config history ([`opc_agents::store::Cluster::save_config`]), from which every
+//!   other node writes and applies it ([`crate::reload::Reloader::follow`]); a save this node did
+//!   not apply is not shared. The answer's `cluster` says which: the history's id, or why not.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -211,6 +215,7 @@ pub async fn save(
     let history = admin.base_dir.join(HISTORY_DIR);
     let by = who(&headers);
     let new_etag = etag_of(request.text.as_bytes());
+    let shared_text = admin.cluster.as_ref().map(|_| request.text.clone());
     let new_text = request.text;
     // Held from before the write to the reload, so the watcher cannot apply the file first.
     let held = match admin.reloader.get() {
@@ -235,6 +240,14 @@ pub async fn save(
                 None => json!({"outcome": "not_running"}),
             };
             let applied = reload["outcome"] == "applied" || reload["outcome"] == "unchanged";
+            let cluster = match (&admin.cluster, shared_text) {
+                (Some(cluster), Some(text)) if applied => share(&**cluster, &text, by).await,
+                (Some(_), _) => json!({
+                    "shared": false,
+                    "error": "not applied on this node, so not sent to the other nodes",
+                }),
+                (None, _) => Value::Null,
+            };
             Json(json!({
                 "saved": true,
                 "etag": new_etag,
@@ -244,6 +257,7 @@ pub async fn save(
                 "diff": summary,
                 "applied": applied,
                 "reload": reload,
+                "cluster": cluster,
             }))
             .into_response()
         }
@@ -264,6 +278,26 @@ pub async fn save(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the save did not finish; the file on disk is unchanged or whole",
         ),
+    }
+}
+
+/// Record `text`, saved here by `by`, in the cluster's config history: every other node applies it.
+/// What the answer's `cluster` says: `{"shared": true, "id"}` or `{"shared": false, "error"}` (the
+/// file here is saved and applied either way).
+async fn share(cluster: &dyn opc_agents::store::Cluster, text: &str, by: &str) -> Value {
+    let digest = crate::node::config_digest(text.as_bytes());
+    match cluster.save_config(text, &digest, Some(by)).await {
+        Ok(id) => {
+            tracing::info!(id, digest, "config recorded in the cluster's history");
+            json!({ "shared": true, "id": id, "digest": digest })
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "config saved here, but not recorded in the cluster's history");
+            json!({
+                "shared": false,
+                "error": format!("saved and applied on this node, but not sent to the other nodes: {e}; save it again once the database answers"),
+            })
+        }
     }
 }
 

@@ -367,8 +367,23 @@ async fn serve(
             }
         }
     }
+    // Discord: alone, the gateway connection opens now; in a cluster only the node holding the
+    // cluster's Discord singleton opens it (`gateway::discord_hold`), and every node serves REST and
+    // the interactions endpoint.
+    let mut discord_hold = None;
     if let Some(config) = secrets.discord {
-        match DiscordAdapter::connect(config, inbox.clone()).await {
+        let connected = match &cluster {
+            Some(cluster) => DiscordAdapter::standby(config, inbox.clone())
+                .await
+                .inspect(|discord| {
+                    discord_hold = Some(crate::gateway::discord_hold::DiscordHold::spawn(
+                        discord.clone(),
+                        cluster.clone(),
+                    ));
+                }),
+            None => DiscordAdapter::connect(config, inbox.clone()).await,
+        };
+        match connected {
             Ok(discord) => adapters.push(discord),
             Err(e) => {
                 return platform_failed("Discord", &e.to_string(), "channels.discord", &adapters)
@@ -383,7 +398,7 @@ async fn serve(
         path.to_path_buf(),
         loaded.base_dir.clone(),
         &loaded.config.framework.name,
-        cluster,
+        cluster.clone(),
     );
     // A save cut short by a crash (kill -9, power loss) left a temporary file or an unrecorded copy.
     for note in admin.recover() {
@@ -435,6 +450,7 @@ async fn serve(
         missing_key,
         adapters: adapters.clone(),
         threads,
+        cluster: cluster.clone(),
     });
     gateway.start(inbound).await;
     // Hot reload: saves from the console, changes on disk, SIGHUP.
@@ -447,6 +463,8 @@ async fn serve(
     });
     reloader.on_sighup();
     let watcher = reloader.watch();
+    // On a cluster, configs saved in other nodes' consoles are written here and applied.
+    let _follower = cluster.as_ref().map(|c| reloader.follow(c.clone()));
     // Listen for signals before saying "ready": a SIGTERM sent the moment the ready line appears must
     // stop OPC gracefully, not kill it with the default action.
     let stop = StopSignals::register();
@@ -490,6 +508,10 @@ async fn serve(
     })
     .await;
     drop(watcher);
+    // The Discord connection closed with the adapters; give its hold back for another node.
+    if let Some(hold) = discord_hold {
+        hold.stop().await;
+    }
     gateway.shutdown().await;
     drop(ner);
     // Stops the recall indexer (it finishes the batch it is on; the rest is caught up at next start).

@@ -16,17 +16,25 @@
 //!   one per refused user: hundreds of notices in a burst would hit the platform's own limits);
 //! - an episode ends when a message of that sender (or in that channel) is accepted again, or when it
 //!   has been quiet for a whole period of its limit (the limiter is full again by then);
-//! - memory is bounded: keys idle long enough to be full again are dropped by [`RateLimits::tidy`].
+//! - memory is bounded: keys idle long enough to be full again are dropped by [`RateLimits::tidy`];
+//! - in a cluster (PostgreSQL, [`RateLimits::with_shared`]) the counts are the cluster's: the same
+//!   GCRA, kept in the database ([`SharedRates`]), so a sender or channel gets the configured rate
+//!   over all nodes together, not per node. Episodes (who was told) stay per node: a flood spread
+//!   over several nodes gets at most one notice from each. While the database cannot be reached,
+//!   each node counts on its own (warned about once per outage), so a message is never refused for
+//!   want of a database.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use governor::clock::Clock;
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
+use opc_agents::store::cluster::{RateScope, SharedRates};
 use opc_hierarchy::schema::{Rate, RateLimit};
 use tokio::time::Instant;
 
@@ -70,6 +78,10 @@ pub struct RateLimits {
     channels: Limiter,
     config: RateLimit,
     episodes: Mutex<Episodes>,
+    /// The cluster's counts, when this node is one of several ([`RateLimits::with_shared`]).
+    shared: Option<Arc<dyn SharedRates>>,
+    /// Set while the cluster's counts fail, so the fallback is warned about once per outage.
+    failing: AtomicBool,
 }
 
 fn quota(rate: Rate) -> Quota {
@@ -96,26 +108,47 @@ impl RateLimits {
             channels: RateLimiter::dashmap_with_clock(quota(config.per_channel), TokioClock),
             config: config.clone(),
             episodes: Mutex::new(Episodes::default()),
+            shared: None,
+            failing: AtomicBool::new(false),
         }
     }
 
-    /// Check (and count) one message from `user` in `channel`; keys are platform-qualified by the caller.
+    /// Check (and count) one message from `user` in `channel` in this process's limiters; keys are
+    /// platform-qualified by the caller.
     pub fn check(&self, user: &str, channel: &str) -> Verdict {
-        let refused = if self.users.check_key(&user.to_string()).is_err() {
-            Some(format!(
-                "You're sending messages faster than this workspace allows ({}). \
-                 I've skipped the extra ones — please wait a little and send again.",
-                describe(self.config.per_user)
-            ))
+        let refused = self.refused_here(user, channel);
+        self.verdict(user, channel, refused)
+    }
+
+    fn user_notice(&self) -> String {
+        format!(
+            "You're sending messages faster than this workspace allows ({}). \
+             I've skipped the extra ones — please wait a little and send again.",
+            describe(self.config.per_user)
+        )
+    }
+
+    fn channel_notice(&self) -> String {
+        format!(
+            "This channel is sending messages faster than this workspace allows ({}). \
+             I've skipped yours — please wait a little and send it again.",
+            describe(self.config.per_channel)
+        )
+    }
+
+    /// The notice for a message over this process's limits (user first, see the module doc).
+    fn refused_here(&self, user: &str, channel: &str) -> Option<String> {
+        if self.users.check_key(&user.to_string()).is_err() {
+            Some(self.user_notice())
         } else if self.channels.check_key(&channel.to_string()).is_err() {
-            Some(format!(
-                "This channel is sending messages faster than this workspace allows ({}). \
-                 I've skipped yours — please wait a little and send it again.",
-                describe(self.config.per_channel)
-            ))
+            Some(self.channel_notice())
         } else {
             None
-        };
+        }
+    }
+
+    /// The verdict on a message refused with `refused` (or let through), keeping the episodes.
+    fn verdict(&self, user: &str, channel: &str, refused: Option<String>) -> Verdict {
         let mut episodes = self.episodes.lock().unwrap_or_else(|p| p.into_inner());
         let Some(notice) = refused else {
             episodes.users.remove(user);
@@ -160,6 +193,60 @@ impl RateLimits {
             .retain(|_, refused| now.duration_since(*refused) < channel_period);
         episodes.users.shrink_to_fit();
         episodes.channels.shrink_to_fit();
+    }
+}
+
+impl RateLimits {
+    /// Count in the cluster's database through `shared` (when given) rather than in this process:
+    /// [`RateLimits::admit`] then holds the limits over every node.
+    pub fn with_shared(mut self, shared: Option<Arc<dyn SharedRates>>) -> RateLimits {
+        self.shared = shared;
+        self
+    }
+
+    /// Check (and count) one message from `user` in `channel`: over the cluster when this node is
+    /// one ([`RateLimits::with_shared`]), else as [`RateLimits::check`].
+    pub async fn admit(&self, user: &str, channel: &str) -> Verdict {
+        let Some(shared) = &self.shared else {
+            return self.check(user, channel);
+        };
+        let refused = match self.refused_shared(shared.as_ref(), user, channel).await {
+            Ok(refused) => {
+                if self.failing.swap(false, Ordering::Relaxed) {
+                    tracing::info!("cluster-wide message rate limits apply again");
+                }
+                refused
+            }
+            Err(error) => {
+                if !self.failing.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(%error, "cannot reach the cluster-wide message rate limits; this node applies them on its own until they answer again");
+                }
+                self.refused_here(user, channel)
+            }
+        };
+        self.verdict(user, channel, refused)
+    }
+
+    /// The notice for a message over the cluster's limits (user first, as here).
+    async fn refused_shared(
+        &self,
+        shared: &dyn SharedRates,
+        user: &str,
+        channel: &str,
+    ) -> Result<Option<String>, opc_agents::store::StoreError> {
+        if !shared
+            .take(RateScope::User, user, self.config.per_user)
+            .await?
+        {
+            Ok(Some(self.user_notice()))
+        } else if !shared
+            .take(RateScope::Channel, channel, self.config.per_channel)
+            .await?
+        {
+            Ok(Some(self.channel_notice()))
+        } else {
+            Ok(None)
+        }
     }
 }
 
@@ -266,6 +353,108 @@ mod tests {
         tokio::time::advance(MINUTE).await;
         assert_eq!(limits.check("u1", "c1"), Verdict::Allowed);
         assert!(matches!(limits.check("u1", "c1"), Verdict::Notify(_)));
+    }
+
+    /// The cluster's counts in memory: a burst of `rate.messages` per key and no refill, or an
+    /// unreachable database.
+    #[derive(Default)]
+    struct Counts {
+        taken: Mutex<HashMap<String, u32>>,
+        down: AtomicBool,
+    }
+
+    impl Counts {
+        fn count(
+            &self,
+            scope: RateScope,
+            key: &str,
+            rate: Rate,
+        ) -> Result<bool, opc_agents::store::StoreError> {
+            if self.down.load(Ordering::Relaxed) {
+                return Err(opc_agents::store::StoreError::Database {
+                    doing: "counting a message",
+                    source: opc_agents::store::DbFailure {
+                        fault: opc_agents::store::DbFault::Unavailable,
+                        message: "connection refused".into(),
+                    },
+                });
+            }
+            let mut taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());
+            let count = taken
+                .entry(format!("{}:{key}", scope.prefix()))
+                .or_default();
+            if *count >= rate.messages.get() {
+                return Ok(false);
+            }
+            *count += 1;
+            Ok(true)
+        }
+    }
+
+    // The trait's `#[async_trait]` signature written out (this crate does not use the macro).
+    impl SharedRates for Counts {
+        fn take<'life0, 'life1, 'async_trait>(
+            &'life0 self,
+            scope: RateScope,
+            key: &'life1 str,
+            rate: Rate,
+        ) -> std::pin::Pin<
+            Box<
+                dyn std::future::Future<Output = Result<bool, opc_agents::store::StoreError>>
+                    + Send
+                    + 'async_trait,
+            >,
+        >
+        where
+            'life0: 'async_trait,
+            'life1: 'async_trait,
+            Self: 'async_trait,
+        {
+            Box::pin(std::future::ready(self.count(scope, key, rate)))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn two_nodes_sharing_the_counts_hold_one_limit_together() {
+        let counts = Arc::new(Counts::default());
+        let shared = || Some(counts.clone() as Arc<dyn SharedRates>);
+        let (a, b) = (
+            limits(3, 10).with_shared(shared()),
+            limits(3, 10).with_shared(shared()),
+        );
+        let mut verdicts = Vec::new();
+        for i in 0..10 {
+            let node = if i % 2 == 0 { &a } else { &b };
+            verdicts.push(node.admit("slack:U1", "slack:C1").await);
+        }
+        assert_eq!(allowed(&verdicts), 3, "{verdicts:?}");
+        // Episodes are per node: each node tells the sender once.
+        assert_eq!(notices(&verdicts), 2, "{verdicts:?}");
+        // The channel's count is shared too: 3 of U1's and 7 more reach its 10.
+        for i in 0..7 {
+            let user = format!("slack:U{}", i + 2);
+            assert_eq!(a.admit(&user, "slack:C1").await, Verdict::Allowed);
+        }
+        assert!(
+            matches!(a.admit("slack:U9", "slack:C1").await, Verdict::Notify(text) if text.contains("channel"))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_the_cluster_counts_a_node_limits_on_its_own() {
+        let counts = Arc::new(Counts::default());
+        counts.down.store(true, Ordering::Relaxed);
+        let a = limits(2, 10).with_shared(Some(counts.clone() as Arc<dyn SharedRates>));
+        let verdicts = [
+            a.admit("u", "c").await,
+            a.admit("u", "c").await,
+            a.admit("u", "c").await,
+        ];
+        assert_eq!(allowed(&verdicts), 2, "{verdicts:?}");
+        assert!(matches!(verdicts[2], Verdict::Notify(_)));
+        // Back: the cluster's counts apply again (they start from nothing here).
+        counts.down.store(false, Ordering::Relaxed);
+        assert_eq!(a.admit("u", "c").await, Verdict::Allowed);
     }
 
     #[tokio::test(start_paused = true)]

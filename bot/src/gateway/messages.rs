@@ -80,7 +80,7 @@ impl Gateway {
             "{platform}:{}:{}",
             inbound.place.workspace, inbound.place.channel
         );
-        match self.limits().check(&user_key, &channel_key) {
+        match self.limits().admit(&user_key, &channel_key).await {
             Verdict::Allowed => {}
             Verdict::Notify(notice) => {
                 tracing::info!(%platform, "rate limit reached; message skipped");

@@ -34,13 +34,17 @@
 //! each inbound event; [`messages`] starts and queues requests, [`streaming`] streams their answers,
 //! [`resume`] picks up requests suspended across a restart, [`cards`] posts and redraws approval
 //! cards, [`actions`] handles button clicks and slash commands (with the approver check),
-//! [`commands`] renders the commands' answers, and [`queue`], [`limits`], [`threads`], [`channels`]
+//! [`commands`] renders the commands' answers, [`deliveries`] drops a platform delivery another
+//! node of the cluster already handled, [`discord_hold`] keeps the Discord gateway connection on
+//! one node of a cluster, and [`queue`], [`limits`], [`threads`], [`channels`]
 //! and [`notices`] are the parts they share.
 
 mod actions;
 mod cards;
 pub mod channels;
 pub mod commands;
+mod deliveries;
+pub mod discord_hold;
 pub mod limits;
 mod messages;
 pub mod notices;
@@ -80,6 +84,9 @@ pub struct Parts {
     pub adapters: Vec<Arc<dyn Adapter>>,
     /// The thread map.
     pub threads: Threads,
+    /// The cluster this node serves in (PostgreSQL), if any: platform deliveries are then checked
+    /// across it, so an event that reached two nodes is handled once ([`deliveries`]).
+    pub cluster: Option<Arc<dyn opc_agents::store::Cluster>>,
 }
 
 /// The running gateway. Cheap to clone.
@@ -102,6 +109,8 @@ struct Inner {
     missing_key: RwLock<Option<(String, String)>>,
     adapters: HashMap<Platform, Arc<dyn Adapter>>,
     threads: Threads,
+    /// The cluster, if this node serves in one.
+    cluster: Option<Arc<dyn opc_agents::store::Cluster>>,
     /// Replaced when a reload changes `gateway.rateLimit` (the new limits apply at once; counts
     /// start again).
     limits: RwLock<Arc<RateLimits>>,
@@ -115,7 +124,9 @@ struct Inner {
 impl Gateway {
     /// Assemble the gateway; nothing runs until [`Gateway::start`].
     pub fn new(parts: Parts) -> Gateway {
-        let limits = RateLimits::new(&parts.live.get().config.gateway.rate_limit);
+        // In a cluster the counts are the cluster's (`gateway.rateLimit` holds over every node).
+        let limits = RateLimits::new(&parts.live.get().config.gateway.rate_limit)
+            .with_shared(parts.cluster.as_ref().map(|c| c.rates()));
         let gateway = Gateway {
             inner: Arc::new(Inner {
                 adapters: parts
@@ -127,6 +138,7 @@ impl Gateway {
                 engine: parts.engine,
                 missing_key: RwLock::new(parts.missing_key),
                 threads: parts.threads,
+                cluster: parts.cluster,
                 limits: RwLock::new(Arc::new(limits)),
                 queues: Queues::new(WAITING_MAX),
                 channels: channels::Channels::default(),
@@ -203,8 +215,10 @@ impl Gateway {
     /// and the missing-key notice follows the new providers.
     pub fn apply_config(&self, old: &Loaded, new: &Loaded, missing_key: Option<(String, String)>) {
         if old.config.gateway.rate_limit != new.config.gateway.rate_limit {
-            *self.inner.limits.write().unwrap_or_else(|p| p.into_inner()) =
-                Arc::new(RateLimits::new(&new.config.gateway.rate_limit));
+            *self.inner.limits.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(
+                RateLimits::new(&new.config.gateway.rate_limit)
+                    .with_shared(self.inner.cluster.as_ref().map(|c| c.rates())),
+            );
         }
         *self
             .inner
@@ -290,6 +304,9 @@ impl Gateway {
 
     /// Route one event. Quick: anything slow is spawned.
     async fn handle(&self, inbound: Inbound) {
+        if !deliveries::first(self.inner.cluster.as_deref(), &inbound).await {
+            return;
+        }
         self.inner.channels.event(inbound.place.platform);
         let Some(adapter) = self.adapter(inbound.place.platform) else {
             tracing::warn!(platform = %inbound.place.platform, "event from a platform that is not running");

@@ -33,9 +33,17 @@ impl Gateway {
         let mut reply = StreamingReply::new(adapter.clone(), place.clone());
         let mut tree: HashSet<TaskId> = HashSet::from([root]);
         let mut events_open = true;
+        // After a failed update, the next try waits a second (the platform or the database is
+        // down: trying at every token would flood the log and the platform), and only the first
+        // failure of a run is logged.
+        let mut retry_at: Option<tokio::time::Instant> = None;
+        let mut failed = false;
         tokio::pin!(outcome);
         let outcome = loop {
-            let due = reply.due();
+            let due = reply.due().map(|due| match retry_at {
+                Some(retry) => due.max(retry),
+                None => due,
+            });
             tokio::select! {
                 outcome = &mut outcome => break outcome,
                 event = events.recv(), if events_open => match event {
@@ -44,9 +52,16 @@ impl Gateway {
                     Err(broadcast::error::RecvError::Closed) => events_open = false,
                 },
                 () = sleep_until(due), if due.is_some() => {
-                    if let Err(e) = reply.flush_if_due().await {
-                        tracing::warn!(platform = %adapter.platform(), error = %e, "could not update a streaming reply");
-                self.inner.channels.error(adapter.platform(), "updating a streaming reply", &e);
+                    match reply.flush_if_due().await {
+                        Ok(_) => retry_at = None,
+                        Err(e) => {
+                            retry_at = Some(tokio::time::Instant::now() + std::time::Duration::from_secs(1));
+                            if !failed {
+                                failed = true;
+                                tracing::warn!(platform = %adapter.platform(), error = %e, "could not update a streaming reply; retrying every second");
+                            }
+                            self.inner.channels.error(adapter.platform(), "updating a streaming reply", &e);
+                        }
                     }
                 }
             }

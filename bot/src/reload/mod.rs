@@ -1,5 +1,6 @@
 //! Hot reload of `opc.config.yaml` in `opc run`: a save from the admin console, a change to the file
-//! or to a prompt file on disk (watched, debounced), or `SIGHUP`.
+//! or to a prompt file on disk (watched, debounced), `SIGHUP`, or — on a cluster — a config saved in
+//! another node's console ([`Reloader::follow`]).
 //!
 //! A reload reads the file, validates it exactly as `opc validate` does, and only then applies it:
 //! the engine builds a new runtime for roots started from then on ([`opc_agents::Engine::reload`]),
@@ -24,11 +25,13 @@
 //!   goes away.
 //!
 //! One concern a file, none of them reaching back: `outcome` (what a reload reports), `files` (the
-//! digests and the watched paths), `reloader` (the reload itself, on those two), and the two ways a
-//! reload is asked for besides the console, `watcher` and `signal` (on the reloader). The diff of two
+//! digests and the watched paths), `reloader` (the reload itself, on those two), and the three ways a
+//! reload is asked for besides the console (on the reloader): `watcher`, `signal`, and `follow`,
+//! which writes the cluster's newest saved config to the file and reloads it. The diff of two
 //! configs is `opc_hierarchy::changes`, a pure function with its tests.
 
 mod files;
+mod follow;
 mod outcome;
 mod reloader;
 mod signal;

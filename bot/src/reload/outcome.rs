@@ -21,6 +21,8 @@ pub enum Trigger {
     File,
     /// `SIGHUP`.
     Signal,
+    /// A config saved on another node of the cluster, written here from the database.
+    Cluster,
 }
 
 impl Trigger {
@@ -30,6 +32,7 @@ impl Trigger {
             Trigger::Console => "console",
             Trigger::File => "file",
             Trigger::Signal => "signal",
+            Trigger::Cluster => "cluster",
         }
     }
 }

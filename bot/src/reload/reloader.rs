@@ -3,7 +3,9 @@
 //!
 //! Invariants: reloads run one at a time (the running snapshot's lock is held for a whole reload, and
 //! a console save takes it before it writes); the files already running are never applied again;
-//! an invalid config is never applied, and the same refused files are reported once to the watcher.
+//! an invalid config is never applied, and the same refused files are reported once to the watcher;
+//! on a cluster, every applied reload (whatever asked for it) records the running config's digest in
+//! the node's row, so the console's Nodes table shows which nodes run another config.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -33,6 +35,10 @@ pub struct Reloader {
     refused: Mutex<Option<[u8; 32]>>,
     last: Mutex<Option<Report>>,
     checked: std::sync::atomic::AtomicU64,
+    /// The digest of the running config's text ([`crate::node::config_digest`]).
+    digest: Mutex<String>,
+    /// The cluster this process is a node of, once [`Reloader::follow`] started.
+    pub(super) cluster: std::sync::OnceLock<Arc<dyn opc_agents::store::Cluster>>,
 }
 
 impl std::fmt::Debug for Reloader {
@@ -52,6 +58,7 @@ impl Reloader {
         gateway: Gateway,
     ) -> Arc<Reloader> {
         let running = snapshot(&path, &live.get()).unwrap_or_default();
+        let digest = crate::node::config_digest(live.get().report.source.as_bytes());
         Arc::new(Reloader {
             path,
             live,
@@ -61,7 +68,17 @@ impl Reloader {
             refused: Mutex::new(None),
             last: Mutex::new(None),
             checked: std::sync::atomic::AtomicU64::new(0),
+            digest: Mutex::new(digest),
+            cluster: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The digest of the running config's text (as the nodes table shows it).
+    pub fn digest(&self) -> String {
+        self.digest
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// What the console shows: the generation, the last reload, and whether a refused change is
@@ -92,6 +109,9 @@ impl Reloader {
     /// [`Reloader::reload`] under a hold already taken.
     pub async fn reload_held(&self, held: Held<'_>, trigger: Trigger) -> Report {
         let report = self.reload_inner(held, trigger).await;
+        if let (Report::Applied { .. }, Some(cluster)) = (&report, self.cluster.get()) {
+            self.publish_digest(&**cluster).await;
+        }
         // Counted after the outcome is printed and recorded, so a client that waits for the count
         // finds both.
         self.checked
@@ -181,6 +201,8 @@ impl Reloader {
             eprint(&new.report.render(true));
         }
         let generation = self.live.set(new.clone());
+        *self.digest.lock().unwrap_or_else(|p| p.into_inner()) =
+            crate::node::config_digest(new.report.source.as_bytes());
         let changes = Changes::between(
             (&old.config, &running.prompts),
             (&new.config, &snapshot.prompts),
@@ -246,6 +268,26 @@ impl Reloader {
         report
     }
 
+    /// Record the running config's digest in this node's row (bounded: a database that does not
+    /// answer delays nothing but this; the row is corrected by the next applied reload).
+    async fn publish_digest(&self, cluster: &dyn opc_agents::store::Cluster) {
+        const WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+        let digest = self.digest();
+        match tokio::time::timeout(WAIT, cluster.set_config_digest(&digest)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(
+                error = %e,
+                "the config reloaded, but its digest is not recorded in the nodes table; the \
+                 console shows this node's earlier config until the next reload"
+            ),
+            Err(_) => tracing::warn!(
+                "the config reloaded, but recording its digest in the nodes table took over {}s; \
+                 the console may show this node's earlier config until the next reload",
+                WAIT.as_secs()
+            ),
+        }
+    }
+
     /// The files are the running ones. After a refusal that means they were put back: the refusal
     /// is withdrawn (the console's banner clears) and that is said whatever the trigger. Otherwise it
     /// is said only to `SIGHUP`, whose sender is waiting for an answer.
@@ -275,7 +317,7 @@ impl Reloader {
         report
     }
 
-    fn rejected(
+    pub(super) fn rejected(
         &self,
         trigger: Trigger,
         message: String,

@@ -17,6 +17,11 @@
 //! `TaskState::as_str`'s and `ApprovalState::as_str`'s, written out here because a migration is
 //! fixed text; a unit test holds them to the enums.
 
+//! Migration 3 is what the nodes share besides trees: platform deliveries seen (a Slack event
+//! handled once whichever node it reached), singleton holds (one node holds the Discord gateway),
+//! provider limits counted across the cluster (calls in flight and the rate's theoretical arrival
+//! time), and the config history (a config saved on any node reaches every node).
+
 use opc_migrate::{Component, Legacy, Migration};
 
 /// Every migration, in order.
@@ -28,6 +33,10 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         what: "the cluster's tables and wake-up triggers",
         sql: V2,
+    },
+    Migration {
+        what: "the cluster's shared records: platform deliveries, singleton holds, provider limits, config history",
+        sql: V3,
     },
 ];
 
@@ -230,6 +239,40 @@ $$;
 CREATE TRIGGER approvals_wake_decided AFTER UPDATE OF state ON approvals
     FOR EACH ROW WHEN (OLD.state = 'pending' AND NEW.state <> 'pending')
     EXECUTE FUNCTION opc_cluster_approval_wake();
+";
+
+const V3: &str = "
+CREATE TABLE cluster_deliveries (
+    key             TEXT PRIMARY KEY,
+    seen_ms         BIGINT NOT NULL
+);
+CREATE INDEX cluster_deliveries_seen ON cluster_deliveries (seen_ms);
+CREATE TABLE cluster_holds (
+    name            TEXT PRIMARY KEY,
+    node            TEXT NOT NULL,
+    instance        BIGINT NOT NULL,
+    expires_ms      BIGINT NOT NULL
+);
+CREATE TABLE provider_slots (
+    id              BIGSERIAL PRIMARY KEY,
+    provider        TEXT NOT NULL,
+    instance        BIGINT NOT NULL,
+    expires_ms      BIGINT NOT NULL
+);
+CREATE INDEX provider_slots_provider ON provider_slots (provider);
+CREATE INDEX provider_slots_instance ON provider_slots (instance);
+CREATE TABLE provider_rates (
+    key             TEXT PRIMARY KEY,
+    tat_ms          BIGINT NOT NULL
+);
+CREATE TABLE config_history (
+    id              BIGSERIAL PRIMARY KEY,
+    saved_ms        BIGINT NOT NULL,
+    node            TEXT NOT NULL,
+    by_whom         TEXT,
+    digest          TEXT NOT NULL,
+    text            TEXT NOT NULL
+);
 ";
 
 #[cfg(test)]

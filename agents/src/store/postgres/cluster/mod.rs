@@ -3,6 +3,9 @@
 //! - `nodes`: the nodes table (join, heartbeat row, leave, the console's list);
 //! - `leases`: tree leases (claim, renew, release, hand back) and their fencing tokens;
 //! - `fence`: the check every write of a fenced store makes first;
+//! - `limits`: provider limits and gateway rates counted over every node (slots, GCRA rows);
+//! - `config`: the config history every node follows, and each node's running config digest;
+//! - `platforms`: platform deliveries seen once per cluster, and named singleton holds;
 //! - `wakes`: the `LISTEN opc_cluster` connection and the ticker.
 //!
 //! Invariants (the seam's, and how they hold here):
@@ -14,9 +17,12 @@
 //! - `heartbeat` renews, in one transaction with the node's row, exactly the leases of this
 //!   instance's running trees, hands its other leases back, and returns the renewed ones (a takeover in flight holds the row: the renewal waits, then no longer matches it).
 
+mod config;
 mod fence;
 mod leases;
+mod limits;
 mod nodes;
+mod platforms;
 mod wakes;
 
 use std::collections::HashMap;
@@ -26,7 +32,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
-use super::super::cluster::RELAY_LIMIT;
+use super::super::cluster::{RELAY_LIMIT, SavedConfig};
 use super::super::{
     Claimed, Cluster, DbFailure, DbFault, NodeIdentity, NodeRow, Store, StoreError, TaskId, Wake,
 };
@@ -109,6 +115,14 @@ impl Cluster for PgCluster {
         self.lease_ttl
     }
 
+    fn limits(&self) -> Arc<dyn crate::llm::layers::SharedLimits> {
+        limits::limits(&self.store, self.node.instance, self.ttl_ms())
+    }
+
+    fn rates(&self) -> Arc<dyn super::super::cluster::SharedRates> {
+        limits::rates(&self.store)
+    }
+
     async fn join(&self, slots_total: u32) -> Result<(), StoreError> {
         let c = self.store.client().await?;
         nodes::join(&c, &self.node, slots_total).await
@@ -123,6 +137,8 @@ impl Cluster for PgCluster {
         let tx = Tx::new(c.transaction().await.map_err(pg("starting a heartbeat"))?);
         nodes::beat(&tx, &self.node, slots_in_use).await?;
         leases::drop_ended(&tx).await?;
+        platforms::forget_deliveries(tx.c()).await?;
+        limits::renew(&tx, self.node.instance, self.ttl_ms()).await?;
         let held = leases::renew(&tx, self.node.instance, self.ttl_ms(), running).await?;
         tx.commit().await?;
         Ok(held)
@@ -215,5 +231,52 @@ impl Cluster for PgCluster {
 
     fn wakes(&self) -> broadcast::Receiver<Wake> {
         self.wakes.subscribe()
+    }
+
+    async fn save_config(
+        &self,
+        text: &str,
+        digest: &str,
+        by: Option<&str>,
+    ) -> Result<i64, StoreError> {
+        let mut c = self.store.client().await?;
+        let tx = Tx::new(
+            c.transaction()
+                .await
+                .map_err(pg("starting to save a config"))?,
+        );
+        let id = config::save(&tx, &self.node, text, digest, by).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    async fn latest_config(&self) -> Result<Option<SavedConfig>, StoreError> {
+        let c = self.store.client().await?;
+        config::latest(&c).await
+    }
+
+    async fn config_history(&self, limit: u32) -> Result<Vec<SavedConfig>, StoreError> {
+        let c = self.store.client().await?;
+        config::history(&c, limit).await
+    }
+
+    async fn set_config_digest(&self, digest: &str) -> Result<(), StoreError> {
+        let c = self.store.client().await?;
+        config::set_digest(&c, &self.node, digest).await
+    }
+
+    async fn first_delivery(&self, key: &str) -> Result<bool, StoreError> {
+        let c = self.store.client().await?;
+        platforms::first_delivery(&c, key).await
+    }
+
+    async fn hold(&self, name: &str) -> Result<bool, StoreError> {
+        let c = self.store.client().await?;
+        platforms::hold(&c, &self.node, self.ttl_ms(), name).await
+    }
+
+    async fn let_go(&self, name: &str) -> Result<(), StoreError> {
+        let c = self.store.client().await?;
+        platforms::let_go(&c, &self.node, name).await
     }
 }

@@ -24,7 +24,7 @@
 //!   listener never outlives its owner.
 //!
 //! The payloads ([`payload`], [`parse`]): `work`, `ended:<task>`, `approval:<id>`,
-//! `cancelled:<task>`, and `events:<text>` (another node's relayed live events, the text as sent).
+//! `cancelled:<task>`, `config:<id>` (a config saved in the history), and `events:<text>` (another node's relayed live events, the text as sent).
 
 use std::future::poll_fn;
 use std::time::Duration;
@@ -76,6 +76,7 @@ pub(crate) fn payload(wake: &Wake) -> Option<String> {
         Wake::RootEnded(id) => Some(format!("ended:{id}")),
         Wake::Approval(id) => Some(format!("approval:{id}")),
         Wake::Cancelled(id) => Some(format!("cancelled:{id}")),
+        Wake::Config(id) => Some(format!("config:{id}")),
         Wake::Events(text) => Some(format!("events:{text}")),
         Wake::Tick => None,
     }
@@ -96,6 +97,7 @@ pub(crate) fn parse(payload: &str) -> Option<Wake> {
         "ended" => Some(Wake::RootEnded(id)),
         "approval" => Some(Wake::Approval(id)),
         "cancelled" => Some(Wake::Cancelled(id)),
+        "config" => Some(Wake::Config(id)),
         _ => None,
     }
 }
@@ -390,6 +392,7 @@ mod tests {
         assert_eq!(parse("ended:7"), Some(Wake::RootEnded(7)));
         assert_eq!(parse("approval:12"), Some(Wake::Approval(12)));
         assert_eq!(parse("cancelled:3"), Some(Wake::Cancelled(3)));
+        assert_eq!(parse("config:5"), Some(Wake::Config(5)));
         assert_eq!(parse("ended:-1"), Some(Wake::RootEnded(-1)));
         assert_eq!(
             parse(r#"events:{"a":"b:c"}"#),
@@ -414,6 +417,8 @@ mod tests {
             "moved:7",
             ":7",
             "Events:x",
+            "config:",
+            "config:x",
             "events",
         ] {
             assert_eq!(parse(unknown), None, "{unknown:?}");
@@ -427,6 +432,7 @@ mod tests {
             Wake::RootEnded(41),
             Wake::Approval(i64::MAX),
             Wake::Cancelled(0),
+            Wake::Config(9),
             Wake::Events("ended:7".to_string()),
         ] {
             let text = payload(&wake).unwrap_or_else(|| panic!("{wake:?} has a payload"));
