@@ -7,6 +7,8 @@
 //! - an approval asked on one node is decided through the other node's web API, both ways, and
 //!   each answer reaches the page its request came from;
 //! - a web page on one node follows a tree running on the other (its trace, then its answer);
+//! - a node paused (SIGSTOP) past its lease: the other takes the tree over; resumed, the paused
+//!   node writes nothing into it and goes on serving;
 //! - PostgreSQL restarted under traffic (a server of the test's own): the request in flight is
 //!   answered once, every other one is answered once or refused (or noticed) with a clear error,
 //!   the nodes keep running, and nothing is left half-written.
@@ -740,5 +742,133 @@ async fn a_page_on_one_node_follows_a_tree_running_on_the_other() {
             .collect::<Vec<_>>(),
         cluster.stderr()
     );
+    cluster.stop_all();
+}
+
+/// `kill -STOP`/`-CONT` the node `name` (a pause: the process keeps its sockets and its state).
+fn signal(cluster: &Cluster, name: &str, signal: &str) {
+    let pid = cluster.node(name).pid();
+    let status = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("kill {signal} {pid}: {e}"));
+    assert!(status.success(), "kill {signal} {pid} ({name}): {status}");
+}
+
+/// A node paused (SIGSTOP) past its lease in mid-delegation: the other node takes the tree over and
+/// answers it; resumed, the paused node gets its late model answer, notices it lost the tree, and
+/// writes nothing into it (the delegated task keeps the one model call the new owner made, the
+/// conversation its one answer), and it goes on running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_paused_past_its_lease_writes_nothing_into_the_tree_it_lost() {
+    let Some(url) = fresh_database("cluster_pause").await else {
+        return;
+    };
+    let _serial = SERIAL.lock().await;
+    let script = Script::new()
+        .agent(marker("ceo"), relay("vp-eng", "Handle: {{input}}", "CEO: "))
+        .agent(
+            marker("vp-eng"),
+            vec![
+                Step::text("Done for {{input}}").with_delay_ms(SLOW_MS),
+                Step::text("Done for {{input}}"),
+            ],
+        );
+    let llm = ScriptedLlm::start(script).await.unwrap();
+    llm.log_requests(true);
+    // One tree a node: of two requests sent to A, B runs one.
+    let mut cluster = Cluster::new(&llm.url(), &url, slots(1));
+    cluster.start(A);
+    cluster.start(B);
+    let mut chats = Vec::new();
+    for i in 1..=2 {
+        let text = format!("Pause test {i}");
+        let (conversation, sse) = start(cluster.node(A), &text).await;
+        chats.push((text, conversation, sse));
+    }
+    let vp_eng = marker("vp-eng");
+    let victim = poll(WAIT, "a tree on B in mid-delegation", || async {
+        let roots = cluster.db.roots().await;
+        let requests = llm.requests_for(&vp_eng);
+        roots.into_iter().find(|r| {
+            !r.ended()
+                && r.node.as_deref() == Some(B)
+                && requests
+                    .iter()
+                    .any(|q| q.session.contains(&r.input) && q.answered_at.is_none())
+        })
+    })
+    .await;
+    signal(&cluster, B, "-STOP");
+    let resumed = async {
+        for (text, _, sse) in &mut chats {
+            answered(sse, &format!("CEO: Done for Handle: {text}"), FAILOVER).await;
+        }
+    };
+    resumed.await;
+    let taken = cluster
+        .db
+        .roots()
+        .await
+        .into_iter()
+        .find(|r| r.id == victim.id)
+        .unwrap();
+    assert_eq!(
+        (taken.state.as_str(), taken.node.as_deref()),
+        ("COMPLETED", Some(A)),
+        "{taken:?}"
+    );
+    let calls = |id: i64| {
+        let db = &cluster.db;
+        async move {
+            db.rows(
+                "SELECT llm_calls, output FROM tasks WHERE root_id = $1 AND agent = 'vp-eng'",
+                &[&id],
+            )
+            .await
+            .iter()
+            .map(|r| (r.get::<_, i64>(0), r.get::<_, Option<String>>(1)))
+            .collect::<Vec<_>>()
+        }
+    };
+    let before = calls(victim.id).await;
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(before[0].0, 1, "the new owner's one call: {before:?}");
+
+    // B wakes up: its late model answer arrives (the scripted LLM sent it while B was stopped), and
+    // its heartbeat finds the lease gone.
+    signal(&cluster, B, "-CONT");
+    poll(FAILOVER, "B to notice it lost the tree", || async {
+        let stderr = cluster.stderr();
+        // The heartbeat's warning, or a refused write's error: both say so.
+        stderr.contains("moved to another node").then_some(())
+    })
+    .await;
+    // Past B's late answer: it arrived SLOW_MS after it was asked, and B has had a heartbeat since.
+    poll(FAILOVER, "B's late model answer to be sent", || async {
+        llm.requests_for(&vp_eng)
+            .iter()
+            .filter(|q| q.session.contains(&victim.input))
+            .all(|q| q.answered_at.is_some())
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        calls(victim.id).await,
+        before,
+        "B wrote into the tree it lost"
+    );
+    for (text, conversation, _) in &chats {
+        answered_once(
+            &cluster.db,
+            conversation,
+            &format!("CEO: Done for Handle: {text}"),
+        )
+        .await;
+    }
+    // B is still serving: a new request sent to it is answered.
+    let (_, mut sse) = start(cluster.node(B), "After the pause").await;
+    answered(&mut sse, "CEO: Done for Handle: After the pause", FAILOVER).await;
     cluster.stop_all();
 }
