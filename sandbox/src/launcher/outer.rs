@@ -20,7 +20,7 @@
 //! command's children that double-fork can outlive a crash of OPC (docs/sandbox.md says so).
 
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -117,13 +117,10 @@ fn talk(ours: &UnixStream, spec: &Spec, child: &Child, user: (u32, u32)) -> Resu
     writer
         .write_all(&line)
         .map_err(|e| Failure::setup(format!("handing the policy to the inner stage: {e}")))?;
-    let mut reader = BufReader::new(ours);
     loop {
-        let mut line = Vec::new();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| Failure::setup(format!("reading the inner stage: {e}")))?;
-        if n == 0 {
+        let line =
+            read_line(ours).map_err(|e| Failure::setup(format!("reading the inner stage: {e}")))?;
+        if line.is_empty() {
             return Err(Failure::setup(
                 "the inner stage exited without a word (see the output)",
             ));
@@ -143,6 +140,27 @@ fn talk(ours: &UnixStream, spec: &Spec, child: &Child, user: (u32, u32)) -> Resu
     }
 }
 
+/// One line from the inner stage, with its `\n` (empty at EOF), read a byte at a time: a buffered
+/// reader could take the next line too (the verdict of a command that ended at once arrives with
+/// `READY`) and drop it with the buffer, and the command's exit code would be lost.
+fn read_line(mut stream: &UnixStream) -> std::io::Result<Vec<u8>> {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    loop {
+        match stream.read(&mut byte) {
+            Ok(0) => return Ok(line),
+            Ok(_) => {
+                line.push(byte[0]);
+                if byte[0] == b'\n' {
+                    return Ok(line);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Tell OPC, close its socket (so it sees EOF while the command runs), wait for the inner stage
 /// and end as bash ended.
 fn relay_and_wait(mut socket: UnixStream, mut child: Child, inner: UnixStream) -> Failure {
@@ -155,8 +173,7 @@ fn relay_and_wait(mut socket: UnixStream, mut child: Child, inner: UnixStream) -
     if let Ok(null) = std::fs::File::open("/dev/null") {
         let _ = rustix::stdio::dup2_stdin(&null);
     }
-    let mut line = Vec::new();
-    let _ = BufReader::new(&inner).read_until(b'\n', &mut line);
+    let line = read_line(&inner).unwrap_or_default();
     let status = child.wait();
     match serde_json::from_slice::<Ended>(&line) {
         Ok(Ended::Code(code)) => std::process::exit(code),
@@ -237,4 +254,29 @@ fn exec_off(socket: &mut UnixStream, spec: &Spec) -> Failure {
         .stdin(Stdio::null())
         .exec();
     Failure::setup(format!("executing {}: {error}", spec.bash.display()))
+}
+
+#[cfg(test)]
+mod read_line_tests {
+    use super::*;
+
+    /// The inner stage's `READY` and the verdict of a command that ended at once can arrive in one
+    /// read: each is read on its own, and the verdict is not lost.
+    #[test]
+    fn two_lines_sent_together_are_read_one_at_a_time() {
+        let (mut inner, outer) = UnixStream::pair().expect("a socket pair");
+        let mut verdict = serde_json::to_vec(&Ended::Code(7)).expect("encode");
+        verdict.push(b'\n');
+        inner.write_all(READY).expect("write READY");
+        inner.write_all(&verdict).expect("write the verdict");
+        drop(inner);
+        assert_eq!(read_line(&outer).expect("first"), READY);
+        let second = read_line(&outer).expect("second");
+        assert_eq!(second, verdict);
+        assert!(matches!(
+            serde_json::from_slice::<Ended>(&second),
+            Ok(Ended::Code(7))
+        ));
+        assert_eq!(read_line(&outer).expect("at EOF"), b"");
+    }
 }
