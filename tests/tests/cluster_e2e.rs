@@ -175,16 +175,10 @@ async fn every_request_sent_to_one_node_still_uses_both_nodes_slots() {
 /// when the scripted LLM answered it), short enough that A's own trees soon free their slots.
 const SLOW_MS: u64 = 8_000;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_node_killed_in_mid_delegation_leaves_every_conversation_answered_once() {
-    let Some(url) = fresh_database("cluster_kill").await else {
-        return;
-    };
-    let _serial = SERIAL.lock().await;
-    // The CEO delegates to VP Engineering and relays its answer. VP Engineering's first call per
-    // task is slow; the same call issued again (by the node that took the tree over) is answered
-    // at once.
-    let script = Script::new()
+/// The CEO delegates to VP Engineering and relays its answer. VP Engineering's first call per task
+/// is slow; the same call issued again (by a node that took the tree over) is answered at once.
+fn slow_delegation() -> Script {
+    Script::new()
         .agent(marker("ceo"), relay("vp-eng", "Handle: {{input}}", "CEO: "))
         .agent(
             marker("vp-eng"),
@@ -192,7 +186,33 @@ async fn a_node_killed_in_mid_delegation_leaves_every_conversation_answered_once
                 Step::text("Done for {{input}}").with_delay_ms(SLOW_MS),
                 Step::text("Done for {{input}}"),
             ],
-        );
+        )
+}
+
+/// A tree node B runs whose delegated task's model call is in flight (asked, not answered yet).
+async fn in_mid_delegation_on_b(cluster: &Cluster, llm: &ScriptedLlm) -> Root {
+    let vp_eng = marker("vp-eng");
+    poll(WAIT, "a tree on B in mid-delegation", || async {
+        let roots = cluster.db.roots().await;
+        let requests = llm.requests_for(&vp_eng);
+        roots.into_iter().find(|r| {
+            !r.ended()
+                && r.node.as_deref() == Some(B)
+                && requests
+                    .iter()
+                    .any(|q| q.session.contains(&r.input) && q.answered_at.is_none())
+        })
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_killed_in_mid_delegation_leaves_every_conversation_answered_once() {
+    let Some(url) = fresh_database("cluster_kill").await else {
+        return;
+    };
+    let _serial = SERIAL.lock().await;
+    let script = slow_delegation();
     let llm = ScriptedLlm::start(script).await.unwrap();
     // Shown when the test fails: which agent was asked what, in order.
     llm.log_requests(true);
@@ -209,18 +229,7 @@ async fn a_node_killed_in_mid_delegation_leaves_every_conversation_answered_once
     }
     let vp_eng = marker("vp-eng");
     // A tree B runs, whose delegated task's model call is in flight (asked, not answered yet).
-    let victim = poll(WAIT, "a tree on B in mid-delegation", || async {
-        let roots = cluster.db.roots().await;
-        let requests = llm.requests_for(&vp_eng);
-        roots.into_iter().find(|r| {
-            !r.ended()
-                && r.node.as_deref() == Some(B)
-                && requests
-                    .iter()
-                    .any(|q| q.session.contains(&r.input) && q.answered_at.is_none())
-        })
-    })
-    .await;
+    let victim = in_mid_delegation_on_b(&cluster, &llm).await;
     let killed_at = cluster.kill9(B);
     // Every tree B held when it died (the one seen in flight among them).
     let orphans: Vec<Root> = cluster
@@ -765,15 +774,7 @@ async fn a_node_paused_past_its_lease_writes_nothing_into_the_tree_it_lost() {
         return;
     };
     let _serial = SERIAL.lock().await;
-    let script = Script::new()
-        .agent(marker("ceo"), relay("vp-eng", "Handle: {{input}}", "CEO: "))
-        .agent(
-            marker("vp-eng"),
-            vec![
-                Step::text("Done for {{input}}").with_delay_ms(SLOW_MS),
-                Step::text("Done for {{input}}"),
-            ],
-        );
+    let script = slow_delegation();
     let llm = ScriptedLlm::start(script).await.unwrap();
     llm.log_requests(true);
     // One tree a node: of two requests sent to A, B runs one.
@@ -787,18 +788,7 @@ async fn a_node_paused_past_its_lease_writes_nothing_into_the_tree_it_lost() {
         chats.push((text, conversation, sse));
     }
     let vp_eng = marker("vp-eng");
-    let victim = poll(WAIT, "a tree on B in mid-delegation", || async {
-        let roots = cluster.db.roots().await;
-        let requests = llm.requests_for(&vp_eng);
-        roots.into_iter().find(|r| {
-            !r.ended()
-                && r.node.as_deref() == Some(B)
-                && requests
-                    .iter()
-                    .any(|q| q.session.contains(&r.input) && q.answered_at.is_none())
-        })
-    })
-    .await;
+    let victim = in_mid_delegation_on_b(&cluster, &llm).await;
     signal(&cluster, B, "-STOP");
     let resumed = async {
         for (text, _, sse) in &mut chats {
