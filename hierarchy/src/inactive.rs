@@ -11,7 +11,7 @@
 //! user relying on the default is exactly the one who would be misled.
 
 use crate::diagnostic::KeyPath;
-use crate::schema::{Config, Storage, Tool};
+use crate::schema::{Config, Tool};
 
 /// A configured feature that does nothing in this build.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -57,13 +57,6 @@ pub fn inactive(config: &Config) -> Vec<Inactive> {
     };
     let framework = &config.framework;
     let memory = &framework.memory;
-    if memory.storage == Storage::Postgres {
-        add(
-            KeyPath::of(["framework", "memory", "storage"]),
-            "postgres storage: erasure",
-            "`opc privacy erase` refuses to run on PostgreSQL (it erases from the SQLite file only)",
-        );
-    }
     let agents = |pick: &dyn Fn(&crate::schema::Agent) -> bool| -> Vec<&str> {
         config
             .agents
@@ -166,17 +159,16 @@ mod tests {
         assert_eq!(features, ["graph memory"]);
     }
 
-    /// On PostgreSQL, several nodes run (`framework.cluster`); only erasure is still not built there.
+    /// On PostgreSQL, several nodes run (`framework.cluster`) and `opc privacy erase` works: nothing
+    /// is listed.
     #[test]
-    fn postgres_lists_erasure_only() {
+    fn postgres_lists_nothing() {
         let text = "framework:\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n  privacy: { enabled: false }\n  memory: { storage: postgres, consolidation: { enabled: false } }\nagents:\n  ceo: { role: CEO, memory: { recall: false } }\n";
         let c = crate::parse("t.yaml", text.to_string(), None)
             .unwrap_or_else(|e| panic!("{e}"))
             .config;
         let listed = inactive(&c);
-        assert_eq!(listed.len(), 1, "{listed:?}");
-        assert_eq!(listed[0].feature, "postgres storage: erasure");
-        assert!(!listed[0].effect.contains("node"), "{:?}", listed[0]);
+        assert!(listed.is_empty(), "{listed:?}");
     }
 
     /// Every tool the schema knows is executed: none is "configured but not active".

@@ -13,6 +13,9 @@
 //!   with its `schema_versions` row in one transaction, under a transaction-scoped advisory lock, so
 //!   nodes starting together migrate once.
 //!
+//! - [`session_options`]: what every session carries (a paused node's transaction cannot hold its
+//!   locks past [`IDLE_IN_TRANSACTION`]).
+//!
 //! Invariants: no message, log line or error holds the URL; a lost connection is reopened on the
 //! next use (a restarted server costs the calls made while it was down, never the component).
 
@@ -20,11 +23,13 @@ mod blocking;
 mod error;
 mod migrate;
 mod place;
+mod session;
 
 pub use blocking::Blocking;
 pub use error::{Fault, PgError, fault, message};
 pub use migrate::{MIGRATION_LOCK, PgMigrateError, migrate};
 pub use place::{parse, place};
+pub use session::{IDLE_IN_TRANSACTION, session_options};
 
 /// The blocking client's types, for the components' SQL (rows, transactions, parameters).
 pub use postgres;

@@ -20,8 +20,9 @@ pub fn place(config: &postgres::Config) -> String {
 }
 
 /// Parse a connection URL; the error describes what is wrong without repeating the URL.
+/// The config carries OPC's session settings ([`crate::session_options`]).
 pub fn parse(url: &str) -> Result<postgres::Config, PgError> {
-    url.parse::<postgres::Config>().map_err(|e| PgError {
+    let mut config = url.parse::<postgres::Config>().map_err(|e| PgError {
         place: "(the PostgreSQL URL)".to_string(),
         doing: "reading the connection URL",
         fault: Fault::Other,
@@ -29,5 +30,8 @@ pub fn parse(url: &str) -> Result<postgres::Config, PgError> {
         message: format!(
             "it is not a PostgreSQL URL ({e}); write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE"
         ),
-    })
+    })?;
+    let options = crate::session_options(config.get_options());
+    config.options(&options);
+    Ok(config)
 }

@@ -23,7 +23,11 @@
 //!   a second initial response → 400 with code 40060;
 //! - Discord "receives" an HTTP interaction's initial response when [`FakeDiscord::deliver_interaction`]
 //!   has read the HTTP answer, and a gateway interaction's when its callback arrives;
-//! - plain JSON text frames: serenity asks for no transport compression (its URL is `?v=10`).
+//! - plain JSON text frames: serenity asks for no transport compression (its URL is `?v=10`);
+//! - READY follows IDENTIFY at once, unless withheld ([`FakeDiscord::withhold_ready`]) until
+//!   [`FakeDiscord::release_ready`]; [`FakeDiscord::close_sessions`] ends every ready session with a
+//!   close code, as Discord does when it closes a connection for good (4004 authentication failed,
+//!   4014 disallowed intents); [`FakeDiscord::open_sockets`] counts the gateway websockets open.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -61,6 +65,8 @@ const GUILD_FORUM: u64 = 15;
 const TIMESTAMP: &str = "2025-01-01T00:00:00.000000+00:00";
 /// Heartbeat interval announced in HELLO (Discord's usual value).
 const HEARTBEAT_MS: u64 = 41_250;
+/// The key of the in-process frame telling a session to close with a code (never sent as is).
+const CLOSE: &str = "fake-close";
 
 /// One REST call the fake received.
 #[derive(Clone, Debug)]
@@ -177,6 +183,10 @@ struct Inner {
     next_id: AtomicU64,
     seq: AtomicU64,
     recorded: Mutex<Recorded>,
+    /// `true` while READY is withheld.
+    ready_gate: tokio::sync::watch::Sender<bool>,
+    /// Gateway websockets open now.
+    sockets: AtomicU64,
 }
 
 impl Inner {
@@ -288,6 +298,8 @@ impl FakeDiscord {
             next_id: AtomicU64::new(1),
             seq: AtomicU64::new(0),
             recorded: Mutex::new(Recorded::default()),
+            ready_gate: tokio::sync::watch::Sender::new(false),
+            sockets: AtomicU64::new(0),
         });
         {
             let mut recorded = inner.recorded();
@@ -580,6 +592,35 @@ impl FakeDiscord {
     /// Every interaction callback so far.
     pub fn callbacks(&self) -> Vec<Callback> {
         self.inner.recorded().callbacks.clone()
+    }
+
+    /// From now on, answer IDENTIFY with READY only once [`FakeDiscord::release_ready`] is called (a
+    /// slow Discord). Heartbeats are still answered meanwhile.
+    pub fn withhold_ready(&self) {
+        self.inner.ready_gate.send_replace(true);
+    }
+
+    /// Send the READY withheld since [`FakeDiscord::withhold_ready`], and answer IDENTIFY at once again.
+    pub fn release_ready(&self) {
+        self.inner.ready_gate.send_replace(false);
+    }
+
+    /// How many gateway websockets are open now.
+    pub fn open_sockets(&self) -> u64 {
+        self.inner.sockets.load(Ordering::SeqCst)
+    }
+
+    /// Close every ready gateway session with close `code` (4014: disallowed intents, a close
+    /// serenity does not reconnect after). Returns how many sessions were told.
+    pub fn close_sessions(&self, code: u16) -> usize {
+        let mut recorded = self.inner.recorded();
+        let told = recorded
+            .sessions
+            .iter()
+            .filter(|s| s.send(json!({ CLOSE: code })).is_ok())
+            .count();
+        recorded.sessions.clear();
+        told
     }
 
     /// Every IDENTIFY payload (`d`) received on the gateway.
@@ -900,7 +941,45 @@ fn apply_edit(message: &mut Value, body: &Value) {
 }
 
 async fn gateway(State(inner): State<Arc<Inner>>, upgrade: WebSocketUpgrade) -> Response {
-    upgrade.on_upgrade(move |socket| session(inner, socket))
+    upgrade.on_upgrade(move |socket| async move {
+        inner.sockets.fetch_add(1, Ordering::SeqCst);
+        let counted = Counted(inner.clone());
+        session(inner, socket).await;
+        drop(counted);
+    })
+}
+
+/// Counts a gateway websocket open until dropped (also when its task is aborted).
+struct Counted(Arc<Inner>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.sockets.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Wait while READY is withheld, answering heartbeats; `false` when the client went away.
+async fn ready_released(inner: &Inner, socket: &mut WebSocket) -> bool {
+    let mut gate = inner.ready_gate.subscribe();
+    loop {
+        if !*gate.borrow_and_update() {
+            return true;
+        }
+        tokio::select! {
+            changed = gate.changed() => if changed.is_err() { return true },
+            message = socket.recv() => match message {
+                Some(Ok(WsMessage::Text(text))) => {
+                    let heartbeat = serde_json::from_str::<Value>(text.as_str())
+                        .is_ok_and(|frame| frame["op"] == 1);
+                    if heartbeat && !send(socket, &json!({"op": 11})).await {
+                        return false;
+                    }
+                }
+                Some(Ok(WsMessage::Close(_))) | Some(Err(_)) | None => return false,
+                Some(Ok(_)) => {}
+            },
+        }
+    }
 }
 
 async fn send(socket: &mut WebSocket, frame: &Value) -> bool {
@@ -926,6 +1005,13 @@ async fn session(inner: Arc<Inner>, mut socket: WebSocket) {
         tokio::select! {
             frame = rx.recv() => {
                 let Some(frame) = frame else { return };
+                if let Some(code) = frame[CLOSE].as_u64() {
+                    let _ = socket.send(WsMessage::Close(Some(axum::extract::ws::CloseFrame {
+                        code: u16::try_from(code).unwrap_or(4000),
+                        reason: "Closed by the fake Discord.".into(),
+                    }))).await;
+                    return;
+                }
                 if !send(&mut socket, &frame).await { return; }
             }
             message = socket.recv() => {
@@ -948,6 +1034,7 @@ async fn session(inner: Arc<Inner>, mut socket: WebSocket) {
                             }))).await;
                             return;
                         }
+                        if !ready_released(&inner, &mut socket).await { return; }
                         let ready = json!({
                             "op": 0, "t": "READY", "s": 1,
                             "d": {

@@ -23,6 +23,7 @@ pub mod scripted_llm;
 pub mod sse;
 pub mod wait;
 pub mod web_chat;
+pub mod word_vectors;
 
 /// A reqwest client for tests. reqwest is built without a default TLS provider (the product picks
 /// ring once at start-up), so the provider is installed here first, once per process.

@@ -7,7 +7,11 @@
 //! - an invalid config put in the history directly is neither written nor applied by B (which keeps
 //!   running the config it had, and says so once), and B follows the next valid save;
 //! - a node started with a file other than the newest saved config keeps its file (the operator
-//!   may have deployed it on purpose) and says it differs.
+//!   may have deployed it on purpose) and says it differs;
+//! - the Config page lists the cluster's history (`GET /admin/api/config/cluster`, and in headless
+//!   Chromium the rows' `data-config-version` hooks): newest first, the node each was saved on, its
+//!   digest, and the live nodes running it; a digest no save has (the file B was started with) is
+//!   listed apart. Alone (SQLite), the page shows no cluster history: the file's is the history.
 //!
 //! Without a PostgreSQL server the test skips with one line (`opc-testgate`), and fails under CI.
 //! A failing test prints both nodes' stderr.
@@ -15,6 +19,7 @@
 
 use std::path::PathBuf;
 
+use opc_tests::browser::Browser;
 use opc_tests::cluster::{Db, WEB, framework_yaml, poll};
 use opc_tests::opc_process::OpcRun;
 use opc_tests::org::{Execution, Extras, KEY, KEY_VAR, TestOrg, Wire};
@@ -230,6 +235,85 @@ async fn a_config_saved_on_one_node_runs_on_every_node_and_an_invalid_one_nowher
     let said = nodes.node(B).stderr().matches("is not written to").count();
     assert_eq!(said, 1, "{}", nodes.node(B).stderr());
 
+    // B's Config page lists the cluster's history, though B saved none of it: newest first, the
+    // node each was saved on and its digest; both nodes run the newest, none the others.
+    let history = poll(WAIT, "both nodes beside the newest save", || async {
+        let history = get(nodes.node(B), "/admin/api/config/cluster").await;
+        (history["versions"][0]["running"] == json!([A, B])).then_some(history)
+    })
+    .await;
+    let listed: Vec<(Value, Value, Value)> = history["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["node"].clone(), v["digest"].clone(), v["running"].clone()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (json!(A), json!(digest(&second)), json!([A, B])),
+            (json!("by-hand"), json!(digest(&broken)), json!([])),
+            (json!(A), json!(digest(&first)), json!([])),
+        ],
+        "{history}"
+    );
+    let ids: Vec<i64> = history["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_i64().unwrap())
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] > w[1]), "newest first: {ids:?}");
+    assert_eq!(
+        (&history["this"], &history["unlisted"]),
+        (&json!(B), &json!([])),
+        "{history}"
+    );
+    // The page shows those rows, with their hooks.
+    if let Some(mut browser) = Browser::for_test().await {
+        browser
+            .navigate(&nodes.node(B).url("/admin#config"))
+            .await
+            .unwrap();
+        browser
+            .wait_for(
+                "document.querySelector('[data-config-history]').dataset.cluster === 'true' \
+                 && document.querySelectorAll('tr[data-config-version]').length === 3",
+                WAIT,
+            )
+            .await
+            .unwrap();
+        let rows = browser
+            .eval(
+                "!document.querySelector('[data-config-history]').hidden \
+                 && JSON.stringify([...document.querySelectorAll('tr[data-config-version]')] \
+                 .map((r) => [r.dataset.configVersion, r.dataset.savedOn, r.dataset.digest, r.dataset.running]))",
+            )
+            .await
+            .unwrap();
+        let want: Vec<Value> = history["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                let running: Vec<&str> = v["running"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|n| n.as_str().unwrap())
+                    .collect();
+                json!([
+                    v["id"].to_string(),
+                    v["node"],
+                    v["digest"],
+                    running.join(" ")
+                ])
+            })
+            .collect();
+        let shown: Value = serde_json::from_str(rows.as_str().unwrap_or("null")).unwrap();
+        assert_eq!(shown, Value::Array(want), "the page's rows");
+    }
+
     // A node started with another file keeps it: only configs saved after its start are pulled.
     nodes.stop(B);
     nodes.start(B, &original);
@@ -248,8 +332,53 @@ async fn a_config_saved_on_one_node_runs_on_every_node_and_an_invalid_one_nowher
     .await;
     assert_eq!(file_of(&mut nodes, B), original, "B's file is kept");
     runs(&nodes, &db, B, &original, "Support Agent").await;
+    // No save has B's digest: the history lists it apart, and B no longer beside the newest.
+    poll(WAIT, "B's digest listed apart", || async {
+        let history = get(nodes.node(A), "/admin/api/config/cluster").await;
+        (history["unlisted"] == json!([{"digest": digest(&original), "running": [B]}])
+            && history["versions"][0]["running"] == json!([A]))
+        .then_some(())
+    })
+    .await;
     let saved_path = nodes.file(A);
     assert_eq!(std::fs::read_to_string(saved_path).unwrap(), second);
     nodes.stop(A);
     nodes.stop(B);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alone_the_config_history_is_the_files() {
+    let org = TestOrg::with_sections(
+        "http://127.0.0.1:9",
+        Wire::Anthropic,
+        Execution::default(),
+        WEB,
+    );
+    let opc = OpcRun::start(&org.config_path(), &[(KEY_VAR, KEY)]);
+    let history = get(&opc, "/admin/api/config/cluster").await;
+    assert_eq!(
+        history,
+        json!({"cluster": false, "history": ".opc/config-history"})
+    );
+    // The page says where the history is, and shows no cluster history (not an empty table).
+    let Some(mut browser) = Browser::for_test().await else {
+        return;
+    };
+    browser.navigate(&opc.url("/admin#config")).await.unwrap();
+    browser
+        .wait_for(
+            "document.querySelector('[data-config-history]').dataset.cluster === 'false'",
+            WAIT,
+        )
+        .await
+        .unwrap();
+    let shown = browser
+        .eval(
+            "[document.querySelector('[data-config-history]').hidden, \
+              document.querySelectorAll('tr[data-config-version]').length, \
+              document.getElementById('page-config').textContent.includes('.opc/config-history/')]",
+        )
+        .await
+        .unwrap();
+    assert_eq!(shown, json!([true, 0, true]));
 }

@@ -9,6 +9,12 @@
 //!   send) before a deadline of the lease plus a margin, holds the singleton, and a mention sent
 //!   through the fake afterwards is answered once (one reply posted, one model call).
 //!
+//! - a slow READY (withheld by the fake for longer than the lease) does not let the hold lapse:
+//!   the node opening the connection renews its hold while it waits, so no second node
+//!   IDENTIFIES, and once READY comes it is connected;
+//! - a connection Discord closes for good (close 4014, after which serenity's client stops) is
+//!   opened again by the node still holding the hold, and a mention is then answered once.
+//!
 //! Which node connected is judged by causality, not by the fake (whose IDENTIFY payloads do not
 //! name a node): the hold row names the holder; killing it must end the only connection, or the
 //! survivor, already connected, would never IDENTIFY again.
@@ -29,6 +35,7 @@ use opc_tests::org::{Execution, Extras, KEY, KEY_VAR, TestOrg, Wire, marker};
 use opc_tests::postgres::fresh_database;
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use opc_tests::wait::WAIT;
+use serde_json::Value;
 
 const A: &str = "node-a";
 const B: &str = "node-b";
@@ -48,6 +55,9 @@ const MARGIN: Duration = Duration::from_secs(12);
 /// Renewals of the holder's hold seen before the other node is judged to have been refused: each
 /// comes a third of a lease after the last, and the other node asks as often, so three span a lease.
 const RENEWALS: usize = 3;
+/// Renewals seen while READY is withheld: more than a lease's worth, so a hold not renewed during
+/// the open would have lapsed and the other node taken it.
+const RENEWALS_WHILE_OPENING: usize = RENEWALS + 2;
 
 /// The nodes of the test, shown when it fails.
 struct Nodes {
@@ -170,12 +180,9 @@ fn dead(pid: u32) -> bool {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_node_holds_the_discord_gateway_and_another_takes_over_when_it_dies() {
-    let Some(url) = fresh_database("cluster_discord").await else {
-        return;
-    };
-    let discord = FakeDiscord::start().await;
+/// The scripted LLM, the test org (Discord through `discord`, on the cluster at `url`), and the
+/// nodes A and B started on it. Keep the org until the nodes are gone (it holds the config).
+async fn start_cluster(url: &str, discord: FakeDiscord) -> (Nodes, ScriptedLlm, TestOrg) {
     let llm = ScriptedLlm::start(
         Script::new().agent(marker("ceo"), vec![Step::text("Answer to {{input}}")]),
     )
@@ -198,16 +205,18 @@ async fn one_node_holds_the_discord_gateway_and_another_takes_over_when_it_dies(
         },
     );
     let bot = discord.bot_token();
-    // The hold task's own lines (took the hold, closed the connection) are shown on failure.
-    let log = std::env::var("OPC_TEST_NODE_LOG")
-        .unwrap_or_else(|_| "warn,opc_bot::gateway::discord_hold=info".to_string());
+    // The hold task's and the connection's own lines (took the hold, closed or reopened the
+    // connection) are shown on failure.
+    let log = std::env::var("OPC_TEST_NODE_LOG").unwrap_or_else(|_| {
+        "warn,opc_bot::gateway::discord_hold=info,opc_adapters::discord=info".to_string()
+    });
     let start = |name: &str| {
         let run = OpcRun::start_with_args(
             &org.config_path(),
             &["--node", name],
             &[
                 (KEY_VAR, KEY),
-                ("DATABASE_URL", url.as_str()),
+                ("DATABASE_URL", url),
                 (BOT_VAR, bot.as_str()),
                 ("OPC_LOG", log.as_str()),
             ],
@@ -216,11 +225,132 @@ async fn one_node_holds_the_discord_gateway_and_another_takes_over_when_it_dies(
     };
     let mut nodes = Nodes {
         runs: Vec::new(),
-        db: Db::new(&url),
+        db: Db::new(url),
         discord,
     };
     nodes.runs.push(start(A));
     nodes.runs.push(start(B));
+    (nodes, llm, org)
+}
+
+/// A mention of `question` sent through the fake is answered once across the cluster: one reply
+/// posted (streamed: posted, then edited to the answer) in the thread started from it, none in the
+/// channel, one model call; and the holder `holding` goes on renewing its hold meanwhile.
+async fn answered_once(nodes: &Nodes, llm: &ScriptedLlm, holding: &Held, question: &str) {
+    let discord = &nodes.discord;
+    let answer = format!("Answer to {question}");
+    let mention = format!("<@{}> {question}", discord.bot_user_id());
+    let thread = discord.dispatch_message_create(
+        CHANNEL_ID,
+        Some(GUILD_ID),
+        &Author::user("1300000000000000001", "alice"),
+        &mention,
+        true,
+    );
+    assert!(
+        discord.wait_for_message(&thread, &answer, WAIT).await,
+        "no answer in thread {thread}"
+    );
+    let still = renewed(&nodes.db, holding, 1).await;
+    let posted = discord.calls_matching("POST", &format!("/api/v10/channels/{thread}/messages"));
+    let in_channel =
+        discord.calls_matching("POST", &format!("/api/v10/channels/{CHANNEL_ID}/messages"));
+    let posted = posted.len() + in_channel.len();
+    let shown: Vec<String> = discord
+        .messages_in(&thread)
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        posted == 1 && shown == vec![answer.clone()],
+        "one reply posted: {posted} posts, thread {thread} shows {shown:?} ({still:?})"
+    );
+    let asked = llm
+        .requests()
+        .iter()
+        .filter(|r| r.session.contains(question))
+        .count();
+    assert_eq!(asked, 1, "{question:?} was run once across the cluster");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_ready_keeps_the_hold_and_a_gateway_closed_for_good_is_opened_again() {
+    let Some(url) = fresh_database("cluster_discord_ready").await else {
+        return;
+    };
+    let discord = FakeDiscord::start().await;
+    discord.withhold_ready();
+    let (nodes, llm, _org) = start_cluster(&url, discord).await;
+    let db = nodes.db.clone();
+    let discord = &nodes.discord;
+
+    // 1. One node IDENTIFIES and waits for READY, withheld for more than a lease: it keeps
+    // renewing its hold meanwhile, so the other node is refused and opens no second connection.
+    poll(WAIT, "a first IDENTIFY", || async {
+        (!discord.identifies().is_empty()).then_some(())
+    })
+    .await;
+    let holder = poll(WAIT, "the discord-gateway hold", || held(&db)).await;
+    let kept = renewed(&db, &holder, RENEWALS_WHILE_OPENING).await;
+    let identified = discord.identifies();
+    assert_eq!(
+        (identified.len(), discord.open_sockets()),
+        (1, 1),
+        "one IDENTIFY and one websocket while {} waited for READY ({kept:?}): {identified:#?}",
+        holder.node
+    );
+    // READY comes: the holder registers the commands (its open is done) and stays the only one.
+    discord.release_ready();
+    poll(
+        WAIT,
+        "the slash commands registered after READY",
+        || async {
+            (!discord
+                .calls_matching("PUT", "/api/v10/applications/*/commands")
+                .is_empty())
+            .then_some(())
+        },
+    )
+    .await;
+    let kept = renewed(&db, &kept, RENEWALS).await;
+    assert_eq!(discord.identifies().len(), 1, "{:#?}", discord.identifies());
+
+    // 2. Discord closes the connection for good: the holder, still holding, opens it again.
+    assert_eq!(
+        discord.close_sessions(4014),
+        1,
+        "one ready session to close"
+    );
+    poll(lease() + MARGIN, "the holder to IDENTIFY again", || async {
+        (discord.identifies().len() >= 2).then_some(())
+    })
+    .await;
+    let now = held(&db).await;
+    assert!(
+        now.as_ref()
+            .is_some_and(|h| (&h.node, h.instance) == (&holder.node, holder.instance)),
+        "the connection was opened again, but the hold is {now:?} (was {kept:?})"
+    );
+    // Opened again (READY, commands), it answers a mention once.
+    poll(WAIT, "the commands registered again", || async {
+        (discord
+            .calls_matching("PUT", "/api/v10/applications/*/commands")
+            .len()
+            >= 2)
+            .then_some(())
+    })
+    .await;
+    answered_once(&nodes, &llm, now.as_ref().unwrap(), "Is the gateway back?").await;
+    let identified: Vec<Value> = discord.identifies();
+    assert_eq!(identified.len(), 2, "{identified:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_node_holds_the_discord_gateway_and_another_takes_over_when_it_dies() {
+    let Some(url) = fresh_database("cluster_discord").await else {
+        return;
+    };
+    let (nodes, llm, _org) = start_cluster(&url, FakeDiscord::start().await).await;
     let db = nodes.db.clone();
     let discord = &nodes.discord;
 
@@ -264,43 +394,7 @@ async fn one_node_holds_the_discord_gateway_and_another_takes_over_when_it_dies(
     );
 
     // A mention sent now is answered once, in the thread started from it.
-    let question = "What is our runway?";
-    let answer = format!("Answer to {question}");
-    let mention = format!("<@{}> {question}", discord.bot_user_id());
-    let thread = discord.dispatch_message_create(
-        CHANNEL_ID,
-        Some(GUILD_ID),
-        &Author::user("1300000000000000001", "alice"),
-        &mention,
-        true,
-    );
-    assert!(
-        discord.wait_for_message(&thread, &answer, WAIT).await,
-        "no answer in thread {thread}"
-    );
-    // The survivor goes on holding (renewing) its hold, and nothing else was posted meanwhile.
-    let still = renewed(&db, now.as_ref().unwrap(), 1).await;
-    // One message posted (streamed: posted, then edited to the answer), in the thread, and none
-    // in the channel; it shows the answer.
-    let posted = discord.calls_matching("POST", &format!("/api/v10/channels/{thread}/messages"));
-    let in_channel =
-        discord.calls_matching("POST", &format!("/api/v10/channels/{CHANNEL_ID}/messages"));
-    let posted = posted.len() + in_channel.len();
-    let shown: Vec<String> = discord
-        .messages_in(&thread)
-        .iter()
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-        .collect();
-    assert!(
-        posted == 1 && shown == vec![answer.clone()],
-        "one reply posted: {posted} posts, thread {thread} shows {shown:?} ({still:?})"
-    );
-    let asked = llm
-        .requests()
-        .iter()
-        .filter(|r| r.session.contains(question))
-        .count();
-    assert_eq!(asked, 1, "{question:?} was run once across the cluster");
+    answered_once(&nodes, &llm, now.as_ref().unwrap(), "What is our runway?").await;
     let identified = discord.identifies();
     assert_eq!(identified.len(), 2, "{identified:#?}");
 }

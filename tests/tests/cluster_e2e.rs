@@ -4,6 +4,9 @@
 //! - every request sent to one node still uses both nodes' slots;
 //! - a node killed with `kill -9` in mid-delegation: the other takes its trees over, re-issues the
 //!   model call that was in flight, and every conversation gets exactly one answer, no "failed";
+//! - the node that received the requests killed with `kill -9`: the other posts their answers
+//!   (of the trees it took over and of those it ran already), each once, where a page that
+//!   reconnects to it sees them;
 //! - an approval asked on one node is decided through the other node's web API, both ways, and
 //!   each answer reaches the page its request came from;
 //! - a web page on one node follows a tree running on the other (its trace, then its answer);
@@ -191,18 +194,28 @@ fn slow_delegation() -> Script {
 
 /// A tree node B runs whose delegated task's model call is in flight (asked, not answered yet).
 async fn in_mid_delegation_on_b(cluster: &Cluster, llm: &ScriptedLlm) -> Root {
+    in_mid_delegation_on(cluster, llm, B).await
+}
+
+/// A tree node `node` runs whose delegated task's model call is in flight (asked, not answered
+/// yet).
+async fn in_mid_delegation_on(cluster: &Cluster, llm: &ScriptedLlm, node: &str) -> Root {
     let vp_eng = marker("vp-eng");
-    poll(WAIT, "a tree on B in mid-delegation", || async {
-        let roots = cluster.db.roots().await;
-        let requests = llm.requests_for(&vp_eng);
-        roots.into_iter().find(|r| {
-            !r.ended()
-                && r.node.as_deref() == Some(B)
-                && requests
-                    .iter()
-                    .any(|q| q.session.contains(&r.input) && q.answered_at.is_none())
-        })
-    })
+    poll(
+        WAIT,
+        &format!("a tree on {node} in mid-delegation"),
+        || async {
+            let roots = cluster.db.roots().await;
+            let requests = llm.requests_for(&vp_eng);
+            roots.into_iter().find(|r| {
+                !r.ended()
+                    && r.node.as_deref() == Some(node)
+                    && requests
+                        .iter()
+                        .any(|q| q.session.contains(&r.input) && q.answered_at.is_none())
+            })
+        },
+    )
     .await
 }
 
@@ -286,6 +299,166 @@ async fn a_node_killed_in_mid_delegation_leaves_every_conversation_answered_once
         .filter(|q| victim.input.contains(&q.session) || q.session.contains(&victim.input))
         .count();
     assert_eq!(ceo_asked, 2, "the CEO of {victim:?}");
+}
+
+/// The node that received four requests (two trees on it, two on the other node) is killed in
+/// mid-delegation: the survivor takes its trees over and the duty of posting every answer, and each
+/// conversation gets exactly one answer, seen by a page that reconnects to the survivor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_that_received_requests_dies_and_the_other_posts_their_answers() {
+    let Some(url) = fresh_database("cluster_reply_duty").await else {
+        return;
+    };
+    let _serial = SERIAL.lock().await;
+    let llm = ScriptedLlm::start(slow_delegation()).await.unwrap();
+    llm.log_requests(true);
+    let mut cluster = Cluster::new(&llm.url(), &url, slots(2));
+    cluster.start(A);
+    cluster.start(B);
+    // Four requests at A, which has room for two trees: B runs the others.
+    let mut chats = Vec::new();
+    for i in 1..=4 {
+        let text = format!("Reply duty {i}");
+        let (conversation, _sse) = start(cluster.node(A), &text).await;
+        chats.push((text, conversation));
+    }
+    let on_a = in_mid_delegation_on(&cluster, &llm, A).await;
+    let on_b = in_mid_delegation_on(&cluster, &llm, B).await;
+    // A streams every answer: it holds each reply's duty.
+    let duties = || async {
+        cluster
+            .db
+            .rows(
+                "SELECT name, node FROM cluster_holds WHERE name LIKE 'reply:%' ORDER BY name",
+                &[],
+            )
+            .await
+            .iter()
+            .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+            .collect::<Vec<_>>()
+    };
+    // (Taken as each answer's stream starts: the last may come a moment after its tree did.)
+    let held = poll(WAIT, "A to hold the four replies' duties", || async {
+        let held = duties().await;
+        (held.len() == 4).then_some(held)
+    })
+    .await;
+    assert!(
+        held.iter().all(|(_, node)| node == A),
+        "A should hold the four replies' duties: {held:?}"
+    );
+    cluster.kill9(A);
+
+    // The page reconnects to B (a load balancer's next pick): each answer shows there, once.
+    for (text, conversation) in &chats {
+        let mut sse = Sse::connect(
+            &cluster
+                .node(B)
+                .url(&format!("/api/conversations/{conversation}/events")),
+            None,
+        )
+        .await;
+        answered(&mut sse, &format!("CEO: Done for Handle: {text}"), FAILOVER).await;
+    }
+    for (text, conversation) in &chats {
+        answered_once(
+            &cluster.db,
+            conversation,
+            &format!("CEO: Done for Handle: {text}"),
+        )
+        .await;
+    }
+    let roots = cluster.db.roots().await;
+    for root in [&on_a, &on_b] {
+        let now = roots.iter().find(|r| r.id == root.id).unwrap();
+        assert_eq!(
+            (now.state.as_str(), now.node.as_deref()),
+            ("COMPLETED", Some(B)),
+            "{now:?}"
+        );
+    }
+    // Every duty done, none left for another node to take up.
+    poll(WAIT, "every reply duty to be done", || async {
+        duties().await.is_empty().then_some(())
+    })
+    .await;
+    cluster.stop_all();
+}
+
+/// The node that received a request is paused (SIGSTOP) past its lease while the other node runs
+/// the tree: the other node posts the answer; resumed, the paused node posts nothing (its duty
+/// moved on), and the conversation keeps its one answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiving_node_paused_past_its_lease_does_not_post_the_answer_again() {
+    let Some(url) = fresh_database("cluster_reply_pause").await else {
+        return;
+    };
+    let _serial = SERIAL.lock().await;
+    let llm = ScriptedLlm::start(slow_delegation()).await.unwrap();
+    llm.log_requests(true);
+    // One tree a node: of two requests sent to A, B runs one.
+    let mut cluster = Cluster::new(&llm.url(), &url, slots(1));
+    cluster.start(A);
+    cluster.start(B);
+    let mut chats = Vec::new();
+    for i in 1..=2 {
+        let text = format!("Paused receiver {i}");
+        let (conversation, _sse) = start(cluster.node(A), &text).await;
+        chats.push((text, conversation));
+    }
+    // Both trees in mid-delegation (A's own too: a CEO call re-issued by the node taking over
+    // would be the script's next step, not the same one).
+    in_mid_delegation_on(&cluster, &llm, A).await;
+    let on_b = in_mid_delegation_on_b(&cluster, &llm).await;
+    signal(&cluster, A, "-STOP");
+    let (text, conversation) = chats
+        .iter()
+        .find(|(text, _)| on_b.input.contains(text.as_str()))
+        .unwrap();
+    let expected = format!("CEO: Done for Handle: {text}");
+    let mut sse = Sse::connect(
+        &cluster
+            .node(B)
+            .url(&format!("/api/conversations/{conversation}/events")),
+        None,
+    )
+    .await;
+    answered(&mut sse, &expected, FAILOVER).await;
+    signal(&cluster, A, "-CONT");
+    // A wakes up streaming both answers: for each, its next renewal (every second) or its check
+    // before posting finds the duty gone, and says so; B's answers stay the only ones.
+    let lost = || {
+        cluster
+            .stderr()
+            .matches("another node has this reply's duty now")
+            .count()
+    };
+    poll(FAILOVER, "A to notice both replies moved on", || async {
+        (lost() >= 2).then_some(())
+    })
+    .await;
+    // Both conversations end answered once (A's own tree resumes on whichever node holds it).
+    for (text, conversation) in &chats {
+        let mut sse = Sse::connect(
+            &cluster
+                .node(B)
+                .url(&format!("/api/conversations/{conversation}/events")),
+            None,
+        )
+        .await;
+        answered(&mut sse, &format!("CEO: Done for Handle: {text}"), FAILOVER).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(lost(), 2, "said once per duty: {}", cluster.stderr());
+    for (text, conversation) in &chats {
+        answered_once(
+            &cluster.db,
+            conversation,
+            &format!("CEO: Done for Handle: {text}"),
+        )
+        .await;
+    }
+    cluster.stop_all();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,8 @@
 //! The Discord adapter against the fake Discord over loopback: gateway (READY, messages,
 //! interactions), REST (posts, threads, edits, cards, follow-ups), the signed HTTP interactions
-//! endpoint, and a refused token. The inbox is a plain channel; no gateway, no agents.
+//! endpoint, and a refused token; the connection's life: one Discord closes for good is opened
+//! again (a node alone), and an open abandoned or dropped while READY is awaited leaves no
+//! websocket behind. The inbox is a plain channel; no gateway, no agents.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::sync::Arc;
@@ -12,7 +14,7 @@ use opc_adapters::{
     Visibility,
 };
 use opc_tests::fake_discord::{Author, CHANNEL_ID, FakeDiscord, GUILD_ID, USER_ID};
-use opc_tests::wait::WAIT;
+use opc_tests::wait::{WAIT, wait_until};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -711,5 +713,102 @@ async fn replies_to_http_interactions_find_their_webhook() {
     replied.expect("the follow-up found the interaction's webhook");
     let followup = fake.calls_matching("POST", "/api/v10/webhooks/*/*");
     assert_eq!((followup.len(), followup[0].status), (1, 200));
+    adapter.shutdown().await;
+}
+
+fn config_for(fake: &FakeDiscord) -> DiscordConfig {
+    DiscordConfig {
+        bot_token: fake.bot_token(),
+        public_key: None,
+        application_id: None,
+        api_base_url: fake.api_url(),
+    }
+}
+
+/// Wait until the adapter says its gateway connection is open.
+async fn until_open(adapter: &DiscordAdapter) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !adapter.gateway_open().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the gateway connection is not open after {WAIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_gateway_discord_closes_for_good_is_opened_again() {
+    let fake = FakeDiscord::start().await;
+    let (adapter, mut rx) = connect(&fake, None).await;
+    // 4014 (disallowed intents): serenity's client does not reconnect after it, and stops.
+    assert_eq!(fake.close_sessions(4014), 1, "one ready session to close");
+    wait_until(WAIT, "a second IDENTIFY after the close", || {
+        fake.identifies().len() >= 2
+    })
+    .await;
+    until_open(&adapter).await;
+    let dm = "1600000000000000009";
+    fake.dispatch_message_create(dm, None, &Author::user(USER_ID, "alice"), "again", false);
+    let event = next(&mut rx).await;
+    assert!(
+        matches!(event.kind, InboundKind::Mention { ref text, .. } if text == "again"),
+        "{event:?}"
+    );
+    assert_eq!(fake.identifies().len(), 2, "opened again once");
+    // Shut down, it stays closed: the connection goes and nothing opens it again.
+    adapter.shutdown().await;
+    wait_until(WAIT, "no gateway websocket left after shutdown", || {
+        fake.open_sockets() == 0
+    })
+    .await;
+    assert!(!adapter.gateway_open().await);
+    assert_eq!(fake.identifies().len(), 2);
+}
+
+#[tokio::test]
+async fn an_open_abandoned_or_dropped_before_ready_leaves_no_connection() {
+    let fake = FakeDiscord::start().await;
+    let (tx, _rx) = mpsc::channel(64);
+    let adapter = DiscordAdapter::standby(config_for(&fake), tx)
+        .await
+        .expect("standby");
+    fake.withhold_ready();
+
+    // Abandoned (the cluster's hold is lost) once IDENTIFY is in: an error, and no websocket left.
+    let identified = |n: usize| {
+        let fake = &fake;
+        async move {
+            wait_until(WAIT, "an IDENTIFY", || fake.identifies().len() >= n).await;
+        }
+    };
+    let opened = tokio::time::timeout(WAIT, adapter.open_gateway_unless(identified(1)))
+        .await
+        .expect("the open ends once abandoned");
+    let error = opened.expect_err("an abandoned open is an error");
+    assert!(error.to_string().contains("abandoned"), "{error}");
+    assert!(!adapter.gateway_open().await);
+    wait_until(WAIT, "the abandoned websocket closed", || {
+        fake.open_sockets() == 0
+    })
+    .await;
+
+    // Dropped (its caller went away) once IDENTIFY is in: no websocket left either.
+    tokio::select! {
+        opened = adapter.open_gateway() => panic!("READY is withheld, yet the open ended: {opened:?}"),
+        () = identified(2) => {}
+    }
+    wait_until(WAIT, "the dropped open's websocket closed", || {
+        fake.open_sockets() == 0
+    })
+    .await;
+    assert!(!adapter.gateway_open().await);
+
+    // With READY sent again, an open works.
+    fake.release_ready();
+    adapter.open_gateway().await.expect("open");
+    assert!(adapter.gateway_open().await);
+    assert_eq!(fake.identifies().len(), 3);
+    assert_eq!(fake.open_sockets(), 1);
     adapter.shutdown().await;
 }

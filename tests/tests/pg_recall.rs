@@ -19,10 +19,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use opc_memory::embed::{DIM, EmbedError, EmbedSlot, Embedder};
+use opc_memory::embed::{EmbedError, EmbedSlot, Embedder};
 use opc_memory::recall::{CatchUp, Mode, NewMessage, Query, RecallStore};
 use opc_pg::postgres::{self, NoTls};
 use opc_tests::postgres::fresh_database;
+use opc_tests::word_vectors::words;
 
 static NEVER: AtomicBool = AtomicBool::new(false);
 
@@ -63,22 +64,6 @@ impl Embedder for Words {
     fn model_id(&self) -> &'static str {
         "test-words"
     }
-}
-
-fn words(text: &str) -> Vec<f32> {
-    let mut v = vec![0f32; DIM];
-    for w in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
-        let h = w
-            .to_lowercase()
-            .bytes()
-            .fold(5381usize, |h, b| h.wrapping_mul(33) ^ usize::from(b));
-        v[h % DIM] += 1.0;
-    }
-    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-    v.into_iter().map(|x| x / n).collect()
 }
 
 /// Catch up until both indexes hold every committed row (a transaction still open anywhere on the

@@ -2,7 +2,8 @@
 //! the shared parsing in [`super::events`].
 //!
 //! Invariants: the handler never blocks the shard: each event is parsed and sent to the inbox (a
-//! bounded queue the gateway drains); READY is reported once, to [`super::DiscordAdapter::connect`].
+//! bounded queue the gateway drains); READY is reported once per client, to the open that started it
+//! ([`super::DiscordAdapter::open_gateway`]).
 
 use std::sync::{Arc, Mutex};
 

@@ -12,7 +12,8 @@
 //!
 //! Layout, one concern per file: `interactions` (the HTTP interactions endpoint and its Ed25519
 //! check), `connection` (the gateway websocket, opened and closed on demand: a node of a cluster
-//! holds it only while it holds the cluster's Discord singleton), `gateway` (serenity's event handler), `events` (messages and interactions →
+//! holds it only while it holds the cluster's Discord singleton; a node alone reopens it when it
+//! stops by itself), `gateway` (serenity's event handler), `events` (messages and interactions →
 //! [`Inbound`]), `rest` (REST calls, threads, and their errors), `cards` (approval cards as
 //! embeds); this file holds the configuration, the adapter and its [`Adapter`] implementation.
 //!
@@ -56,7 +57,7 @@ use crate::{
 };
 
 use cards::card_body;
-use connection::{Connection, State};
+use connection::Connection;
 use interactions::parse_public_key;
 use rest::{api_error, build_http, reply_field, snowflake};
 
@@ -157,13 +158,16 @@ fn remember<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, V>, key: K, value: 
     map.insert(key, value);
 }
 impl DiscordAdapter {
-    /// Validate the token, start the gateway, wait for READY, register the slash commands.
+    /// Validate the token, start the gateway, wait for READY, register the slash commands; from then
+    /// on the connection is reopened (with a backoff) whenever it stops by itself. For a node alone:
+    /// a node of a cluster uses [`DiscordAdapter::standby`].
     pub async fn connect(
         config: DiscordConfig,
         inbox: Inbox,
     ) -> Result<Arc<DiscordAdapter>, AdapterError> {
         let adapter = DiscordAdapter::standby(config, inbox).await?;
         adapter.open_gateway().await?;
+        adapter.keep_open();
         tracing::info!(bot = ?adapter.bot_user_id(), "discord connected");
         Ok(adapter)
     }
@@ -204,10 +208,7 @@ impl DiscordAdapter {
         }
         Ok(Arc::new(DiscordAdapter {
             shared,
-            connection: Arc::new(Connection {
-                config,
-                state: tokio::sync::Mutex::new(State::default()),
-            }),
+            connection: Arc::new(Connection::new(config)),
             verifier,
         }))
     }

@@ -269,4 +269,23 @@ pub trait Cluster: Send + Sync + std::fmt::Debug {
 
     /// Give up `name` now if this instance holds it, so another node may take it at once.
     async fn let_go(&self, name: &str) -> Result<(), StoreError>;
+
+    /// The duty `name` stands for is done: forget it if this instance holds it, so no node takes
+    /// it over (unlike [`let_go`](Cluster::let_go), which hands it on).
+    async fn hold_done(&self, name: &str) -> Result<(), StoreError>;
+
+    /// Renew `name` only if this instance holds it still: `false` when another instance took it
+    /// over or its duty was done ([`hold_done`](Cluster::hold_done)). Unlike
+    /// [`hold`](Cluster::hold), it never takes a hold that is not there.
+    async fn renew_hold(&self, name: &str) -> Result<bool, StoreError>;
+
+    /// Up to `limit` holds whose name starts with `prefix` and whose holder let them go or stopped
+    /// renewing them (expired on the database's clock): duties another node may take over with
+    /// [`take_lapsed`](Cluster::take_lapsed).
+    async fn lapsed_holds(&self, prefix: &str, limit: u32) -> Result<Vec<String>, StoreError>;
+
+    /// Take hold `name` over for this instance only if it is there and lapsed: `false` when
+    /// another instance holds it or it was done meanwhile (never recreated, so a duty done by one
+    /// node is not taken up again by another).
+    async fn take_lapsed(&self, name: &str) -> Result<bool, StoreError>;
 }

@@ -82,6 +82,20 @@ pub enum EraseError {
         /// Why.
         source: rusqlite::Error,
     },
+    /// PostgreSQL failed (`framework.memory.storage: postgres`; the database named as
+    /// `host:port/name`, never by its URL). Nothing was changed unless the rewrite's commit said so.
+    #[error("erasing in PostgreSQL at {place} while {doing}: {source}")]
+    Postgres {
+        /// The database, as `host:port/name`.
+        place: String,
+        /// What was being done.
+        doing: String,
+        /// Why.
+        source: super::DbFailure,
+        /// Whether it was a conflict with a concurrent writer (a serialization failure, a deadlock)
+        /// that a new attempt may get past.
+        retry: bool,
+    },
     /// The schema could not be brought up to date first.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -134,6 +148,11 @@ pub struct Erasure {
     pub recall_seqs: Vec<i64>,
     /// The erasure's record in `recall_erasures` (a rewrite only).
     pub record: Option<i64>,
+    /// PostgreSQL: the tasks that held the value and had not ended, with the node running them
+    /// (`tasks.node`): that node holds their session in memory and may save the value again.
+    /// Always empty on SQLite, where the erasure refuses to run beside `opc run`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub running: Vec<(i64, Option<String>)>,
 }
 
 impl Erasure {

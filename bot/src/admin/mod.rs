@@ -6,7 +6,8 @@
 //! **Events** (live), **Memory**, **Privacy** ([`live`], [`memory`]) and **Config** — the text of
 //! `opc.config.yaml` validated as you type ([`config`]), structured edits as minimal text edits, and a
 //! save with the diff first, an ETag check, an atomic write, the previous version kept and an audit
-//! line ([`save`]), then applied to the running process ([`crate::reload`]).
+//! line ([`save`]), then applied to the running process ([`crate::reload`]); on PostgreSQL it also
+//! lists the cluster's config history with the nodes running each version ([`cluster`]).
 //!
 //! Invariants:
 //! - every endpoint is a [`Page`], so it sits behind the listener's one access check (loopback, or the
@@ -15,6 +16,7 @@
 //!   in one response under a per-response CSP nonce;
 //! - validating text never touches the file on disk or the running config.
 
+mod cluster;
 mod config;
 mod live;
 mod memory;
@@ -65,8 +67,8 @@ pub struct Admin {
     feed: std::sync::OnceLock<tokio::sync::broadcast::Sender<live::ConsoleEvent>>,
     /// Cancelled when `opc run` stops: ends the console's event streams.
     closing: tokio_util::sync::CancellationToken,
-    /// The cluster this process is a node of (PostgreSQL), for the Org page's nodes table; `None`
-    /// on SQLite.
+    /// The cluster this process is a node of (PostgreSQL), for the Org page's nodes table and the
+    /// Config page's cluster history; `None` on SQLite.
     cluster: Option<Arc<dyn opc_agents::store::Cluster>>,
 }
 
@@ -243,6 +245,12 @@ impl Admin {
                 Method::GET,
                 "/admin/api/config/history",
                 save::list,
+                self.clone(),
+            ),
+            Page::new(
+                Method::GET,
+                "/admin/api/config/cluster",
+                cluster::cluster_history,
                 self.clone(),
             ),
             Page::new(

@@ -20,8 +20,8 @@
 //!
 //! - `opc privacy erase VALUE [--dry-run] [--workspaces]`: every stored copy of VALUE (database
 //!   tables, the recall search index and vectors, and with `--workspaces` the agents' workspace
-//!   files) replaced by `[erased]`; see [`erase`]. It needs the config (for the database's and the
-//!   workspaces' paths) and no detector.
+//!   files) replaced by `[erased]`, on SQLite or PostgreSQL; see [`erase`]. It needs the config (for
+//!   the database and the workspaces' paths) and no detector.
 //!
 //! The others use the config's `framework.privacy` (`detectTypes`, `whitelist`, `confidenceThreshold`; the
 //! org's name, agent ids and roles are always whitelisted) when a config is found by the usual
@@ -86,8 +86,9 @@ pub enum PrivacyCommand {
     /// no old bytes remain. Also lists the files in the agents' workspaces that hold it (written by
     /// the Write tool or Bash); `--workspaces` replaces it in them too. Matches the value in any
     /// case, its JSON-escaped forms, at word boundaries. Values shorter than 4 characters are
-    /// refused. Stop `opc run` first (it refuses while `opc run` holds the database); `--dry-run`
-    /// works beside it.
+    /// refused. On SQLite, stop `opc run` first (it refuses while `opc run` holds the database;
+    /// `--dry-run` works beside it); on PostgreSQL the nodes keep running and their search indexes
+    /// re-read the rewritten rows.
     Erase {
         /// The exact value, e.g. an e-mail address or a full name.
         value: String,

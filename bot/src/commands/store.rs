@@ -167,8 +167,13 @@ fn copy(file: &Path, url: &str) -> Result<String, String> {
     let summary = pg
         .run("copying the org", move |client| {
             let mut tx = client.transaction()?;
-            // The one row migrations seed (the facts' generation counter) is replaced by the copy.
-            tx.batch_execute("DELETE FROM memory_facts_meta")?;
+            // A copy of a large org may pause between tables longer than a node's sessions may sit
+            // idle in a transaction (opc_pg::IDLE_IN_TRANSACTION): this one is a person's, not a
+            // node's. The one row migrations seed (the facts' generation counter) is replaced by
+            // the copy.
+            tx.batch_execute(
+                "SET LOCAL idle_in_transaction_session_timeout = 0; DELETE FROM memory_facts_meta",
+            )?;
             let mut summary = Vec::with_capacity(plan.len());
             for (table, columns) in &plan {
                 let names: Vec<String> =

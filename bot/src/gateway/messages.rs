@@ -243,7 +243,9 @@ impl Gateway {
             // `None` when OPC stops first: the request did not fail, so nothing is posted now (the
             // restart says what became of it).
             let outcome = run.outcome();
-            this.stream_reply(waiting.adapter, waiting.place, root, events, outcome)
+            // In a cluster, recorded first: if this node dies, another posts the answer.
+            let duty = this.take_duty(root).await;
+            this.stream_reply(waiting.adapter, waiting.place, root, events, outcome, duty)
                 .await;
             this.next_in(&conversation).await;
         });

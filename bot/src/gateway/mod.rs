@@ -35,7 +35,8 @@
 //! [`resume`] picks up requests suspended across a restart, [`cards`] posts and redraws approval
 //! cards, [`actions`] handles button clicks and slash commands (with the approver check),
 //! [`commands`] renders the commands' answers, [`deliveries`] drops a platform delivery another
-//! node of the cluster already handled, [`discord_hold`] keeps the Discord gateway connection on
+//! node of the cluster already handled, [`reply_duty`] lets another node of the cluster post an
+//! answer when the node that streamed it stops, [`discord_hold`] keeps the Discord gateway connection on
 //! one node of a cluster, and [`queue`], [`limits`], [`threads`], [`channels`]
 //! and [`notices`] are the parts they share.
 
@@ -49,6 +50,7 @@ pub mod limits;
 mod messages;
 pub mod notices;
 pub mod queue;
+mod reply_duty;
 mod resume;
 mod streaming;
 pub mod threads;
@@ -115,6 +117,8 @@ struct Inner {
     /// start again).
     limits: RwLock<Arc<RateLimits>>,
     queues: Queues<Waiting>,
+    /// The reply duties this node holds in its cluster ([`reply_duty`]).
+    duties: reply_duty::Duties,
     /// What each platform has been doing (the console's Channels page).
     channels: channels::Channels,
     tracker: TaskTracker,
@@ -141,6 +145,7 @@ impl Gateway {
                 cluster: parts.cluster,
                 limits: RwLock::new(Arc::new(limits)),
                 queues: Queues::new(WAITING_MAX),
+                duties: reply_duty::Duties::default(),
                 channels: channels::Channels::default(),
                 tracker: TaskTracker::new(),
                 stop: CancellationToken::new(),
@@ -198,6 +203,12 @@ impl Gateway {
         self.inner
             .tracker
             .spawn(async move { this.drain(inbox).await });
+        if let Some(cluster) = self.inner.cluster.clone() {
+            let this = self.clone();
+            self.inner
+                .tracker
+                .spawn(async move { this.keep_duties(cluster).await });
+        }
         let this = self.clone();
         self.inner.tracker.spawn(async move {
             let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));

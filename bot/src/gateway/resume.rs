@@ -80,8 +80,9 @@ impl Gateway {
                 this.inner.tracker.spawn(async move {
                     let engine = follow.inner.engine.clone();
                     let outcome = async move { engine.root_outcome(root).await.ok().flatten() };
+                    let duty = follow.take_duty(root).await;
                     follow
-                        .stream_reply(adapter, place, root, events, outcome)
+                        .stream_reply(adapter, place, root, events, outcome, duty)
                         .await;
                     follow.next_in(&conversation).await;
                 });

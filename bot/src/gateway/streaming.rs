@@ -7,7 +7,9 @@
 //! - a streamed answer that waited for an approval is posted below the approval card, not above it
 //!   ([`StreamingReply::seal`]);
 //! - events published before the outcome are shown before the answer;
-//! - a request OPC stopped for (no outcome) gets no message: the restart says what became of it.
+//! - a request OPC stopped for (no outcome) gets no message: the restart says what became of it
+//!   (alone), or the node that takes its reply duty over posts it (in a cluster, [`super::reply_duty`]);
+//! - in a cluster, the answer is posted only while this node holds the reply's duty.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use opc_agents::{Event, Outcome, TaskState};
 use tokio::sync::broadcast;
 
 use super::Gateway;
+use super::reply_duty::Duty;
 
 impl Gateway {
     /// Stream root task `root`'s answer into `place`, then show its outcome exactly. Progress events of
@@ -29,6 +32,7 @@ impl Gateway {
         root: TaskId,
         mut events: broadcast::Receiver<Event>,
         outcome: impl Future<Output = Option<Outcome>>,
+        duty: Option<Duty>,
     ) {
         let mut reply = StreamingReply::new(adapter.clone(), place.clone());
         let mut tree: HashSet<TaskId> = HashSet::from([root]);
@@ -46,6 +50,8 @@ impl Gateway {
             });
             tokio::select! {
                 outcome = &mut outcome => break outcome,
+                // Another node took the reply over: it posts the answer.
+                () = lost(duty.as_ref()) => break None,
                 event = events.recv(), if events_open => match event {
                     Ok(event) => follow(&adapter, &place, root, &mut tree, &mut reply, event).await,
                     Err(broadcast::error::RecvError::Lagged(_)) => {}
@@ -75,12 +81,27 @@ impl Gateway {
                 Err(_) => break,
             }
         }
-        let Some(outcome) = outcome else { return };
+        let Some(outcome) = outcome else {
+            // OPC stops (or the duty moved on): another node of the cluster posts the answer.
+            if let Some(duty) = duty {
+                duty.hand_over().await;
+            }
+            return;
+        };
+        if let Some(duty) = &duty
+            && !duty.confirm().await
+        {
+            // (`confirm` said so.)
+            return;
+        }
         if let Err(e) = reply.finish(&final_text(&outcome)).await {
             tracing::warn!(platform = %adapter.platform(), error = %e, "could not post an answer");
             self.inner
                 .channels
                 .error(adapter.platform(), "posting an answer", &e);
+        }
+        if let Some(duty) = duty {
+            duty.done().await;
         }
     }
 }
@@ -167,6 +188,14 @@ fn final_text(outcome: &Outcome) -> String {
         TaskState::Cancelled => format!("**Cancelled.** {}", outcome.text),
         TaskState::Escalated => outcome.text.clone(),
         _ => format!("**This request failed.** {}", outcome.text),
+    }
+}
+
+/// Resolves when `duty` was taken over by another node; never without a duty.
+async fn lost(duty: Option<&Duty>) {
+    match duty {
+        Some(duty) => duty.lost().cancelled().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -523,7 +523,15 @@ impl FactStore {
                     cv.generation = None;
                 }
             }
-            Backend::Postgres(b) => b.store_vectors(model, &rows)?,
+            Backend::Postgres(b) => {
+                // With the text each vector is of: one erased meanwhile is not stored.
+                let rows: Vec<(i64, String, Vec<i8>, f32)> = todo
+                    .iter()
+                    .zip(rows)
+                    .map(|((_, text), (id, q, scale))| (id, text.clone(), q, scale))
+                    .collect();
+                b.store_vectors(model, &rows)?
+            }
         }
         Ok(todo.len())
     }

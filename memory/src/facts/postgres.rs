@@ -189,10 +189,14 @@ impl PgFacts {
     /// Store vectors of `model` for existing versions in one transaction, and move those versions'
     /// `xid` to it so that every node's vectors pick them up. Locks the version rows (in id order,
     /// so two nodes embedding the same versions never deadlock with each other).
+    ///
+    /// Each row comes with the text it was computed from: a version whose text changed since (an
+    /// `opc privacy erase` committed meanwhile) gets no vector, so no node adopts a vector of the
+    /// erased text; it is embedded again from its new text.
     pub(super) fn store_vectors(
         &self,
         model: &str,
-        rows: &[(i64, Vec<i8>, f32)],
+        rows: &[(i64, String, Vec<i8>, f32)],
     ) -> Result<(), FactError> {
         self.writable()?;
         let model = model.to_string();
@@ -201,11 +205,21 @@ impl PgFacts {
             retrying(c, |c| {
                 let mut tx = c.transaction()?;
                 let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
-                tx.execute(
-                    "SELECT id FROM memory_fact_versions WHERE id = ANY($1) ORDER BY id FOR UPDATE",
-                    &[&ids],
-                )?;
-                for (id, q, scale) in &rows {
+                let now: std::collections::HashMap<i64, String> = tx
+                    .query(
+                        "SELECT id, text FROM memory_fact_versions WHERE id = ANY($1) \
+                         ORDER BY id FOR UPDATE",
+                        &[&ids],
+                    )?
+                    .iter()
+                    .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+                    .collect::<Result<_, postgres::Error>>()?;
+                let ids: Vec<i64> = rows
+                    .iter()
+                    .filter(|(id, text, ..)| now.get(id) == Some(text))
+                    .map(|r| r.0)
+                    .collect();
+                for (id, _, q, scale) in rows.iter().filter(|r| ids.contains(&r.0)) {
                     upsert_vector(&mut tx, *id, &model, q, *scale)?;
                 }
                 tx.execute(

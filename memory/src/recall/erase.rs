@@ -213,3 +213,38 @@ impl RecallStore {
         Ok(done)
     }
 }
+
+/// Erasure on PostgreSQL (`framework.memory.storage: postgres`): the SQL the engine's PostgreSQL
+/// erasure (`opc_agents::store::postgres::erase`) runs inside its one transaction for recall's
+/// tables, kept here beside SQLite's because the rules are recall's.
+///
+/// What differs from SQLite, and why: nodes still running keep their own BM25 index and in-memory
+/// vectors, fed by tailing `recall_messages` in commit order (`xid`, see `tail.rs`). So a rewritten
+/// row's `xid` is moved to the erasing transaction ([`postgres::REWRITTEN`]): every node's tail
+/// reads it again after the commit, its BM25 document is replaced by `seq` and its vector dropped
+/// (the stored one is deleted here; a node embeds the new text and the others load that vector).
+/// Nothing is left for the erasing command to re-index, so the record's `pending` is NULL.
+pub mod postgres {
+    /// Lift the append-only guard (its trigger) for the erasing transaction: `ALTER TABLE` is
+    /// transactional in PostgreSQL, so other connections never see the table unguarded, and its lock
+    /// holds recall's appenders back until the commit.
+    pub const LIFT_GUARD: &str = "ALTER TABLE recall_messages DISABLE TRIGGER USER";
+
+    /// Put the guard back, in the same transaction.
+    pub const RESTORE_GUARD: &str = "ALTER TABLE recall_messages ENABLE TRIGGER USER";
+
+    /// After the rows `$1` (seqs) were rewritten: their content hashes recomputed from the new text
+    /// (SHA-256 of its UTF-8, lower-case hex, as `NewMessage::content_hash`), and their `xid` moved
+    /// to this transaction so that every node's tail reads them again.
+    pub const REWRITTEN: &str = "UPDATE recall_messages \
+         SET content_hash = encode(sha256(convert_to(text, 'UTF8')), 'hex'), xid = pg_current_xact_id() \
+         WHERE seq = ANY($1)";
+
+    /// The rewritten rows' vectors (an embedding of the old text is a copy of it in another form).
+    pub const DROP_VECTORS: &str = "DELETE FROM recall_vectors WHERE seq = ANY($1)";
+
+    /// The record (`$1` at_ms, `$2` value_chars, `$3` counts as JSON text); returns its id. Nothing
+    /// is pending: the nodes' tails re-index.
+    pub const RECORD: &str = "INSERT INTO recall_erasures (at_ms, value_chars, counts, pending) \
+         VALUES ($1, $2, $3, NULL) RETURNING id";
+}

@@ -14,6 +14,11 @@
 //!   that nobody had embedded yet ([`Feed::missing`]); both are rebuilt at open, as SQLite's vectors
 //!   are loaded at open: the stored vectors are the persistent state.
 //! - Each node keeps its own BM25 index directory; its position is that index's commit payload.
+//! - A row is read again when a later transaction rewrote it (`opc privacy erase` moves its `xid`,
+//!   see `opc_memory::recall::erase::postgres`): BM25 replaces its document by `seq`, the vector
+//!   index replaces or drops its vector, so no node keeps what the row said before. A vector computed
+//!   from text read before such a rewrite is not stored ([`Postgres::put_vectors`] checks the row's
+//!   content hash), so no node adopts it.
 //!
 //! Invariants: every write is one transaction; nothing here takes a lock on a row that another
 //! writer waits for, except the `recall_vectors` row two nodes insert at once (the second waits for
@@ -39,6 +44,9 @@ struct Feed {
     at: Position,
     /// Rows seen without a stored vector and not embedded here yet.
     missing: BTreeSet<i64>,
+    /// The content hash of each row handed out to embed ([`Postgres::to_embed`]) and not stored
+    /// yet: its vector is stored only while the row still has that text.
+    handed: HashMap<i64, String>,
 }
 
 /// Recall's connection to PostgreSQL and the vector follower's state.
@@ -168,6 +176,9 @@ impl Postgres {
                             loaded += 1;
                         }
                         None => {
+                            // Read again without a vector (rewritten by an erasure): the vector
+                            // of its old text goes, and the row is embedded again.
+                            index.remove(row.seq);
                             feed.missing.insert(row.seq);
                         }
                     }
@@ -233,6 +244,9 @@ impl Postgres {
                     feed.missing.remove(seq);
                 }
             }
+            for m in &messages {
+                feed.handed.insert(m.seq, m.content_hash.clone());
+            }
             if !messages.is_empty() {
                 return Ok(messages);
             }
@@ -242,22 +256,32 @@ impl Postgres {
     /// Store the vectors `(seq, blob)` this node computed, in one transaction; a row another node
     /// stored first is kept as it is (`ON CONFLICT DO NOTHING`: the insert waits for that node's
     /// commit, then does nothing). Returns the stored vectors of those rows, for the caller to use in
-    /// place of its own.
+    /// place of its own. A row whose text changed since [`Self::to_embed`] read it (an erasure
+    /// committed meanwhile) gets no vector: the vector is of the old text; the follower reads the
+    /// row again and it is embedded anew.
     pub fn put_vectors(
         &self,
         model: &str,
         rows: Vec<(i64, Vec<u8>)>,
     ) -> Result<HashMap<i64, Vec<u8>>, RecallError> {
         let model = model.to_string();
+        let hashes: Vec<Option<String>> = {
+            let mut feed = self.feed();
+            rows.iter()
+                .map(|(seq, _)| feed.handed.remove(seq))
+                .collect()
+        };
         Ok(self.conn.run("storing recall vectors", move |c| {
             let mut tx = c.transaction()?;
             let insert = tx.prepare(
-                "INSERT INTO recall_vectors (seq, model, vector) VALUES ($1, $2, $3) \
+                "INSERT INTO recall_vectors (seq, model, vector) SELECT $1::BIGINT, $2::TEXT, $3::BYTEA \
+                 WHERE $4::text IS NULL OR EXISTS (SELECT 1 FROM recall_messages \
+                 WHERE seq = $1::BIGINT AND content_hash = $4::text) \
                  ON CONFLICT (seq) DO NOTHING",
             )?;
             let mut taken = Vec::new();
-            for (seq, blob) in &rows {
-                if tx.execute(&insert, &[seq, &model, blob])? == 0 {
+            for ((seq, blob), hash) in rows.iter().zip(&hashes) {
+                if tx.execute(&insert, &[seq, &model, blob, hash])? == 0 {
                     taken.push(*seq);
                 }
             }

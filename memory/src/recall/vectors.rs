@@ -16,7 +16,9 @@
 //! from the query despite a high cosine can be missed. The filter (namespaces, time) applies in the
 //! first pass, so a filtered search never returns fewer rows than the filter allows.
 //!
-//! Invariant: rows are appended in `seq` order; `cursor` is the last seq appended.
+//! Invariants: each seq is held once — a vector pushed for a seq already held replaces it, and
+//! [`VectorIndex::remove`] drops one (on PostgreSQL a row rewritten by `opc privacy erase` comes back
+//! through the tail, and its old vector must not stay searchable); `cursor` is the largest seq pushed.
 
 use std::collections::HashMap;
 
@@ -49,9 +51,16 @@ pub struct VectorIndex {
     times: Vec<i64>,
     /// Namespace name → small id.
     ns_ids: HashMap<String, u32>,
+    /// One bit per seq held (seqs are dense identity values): tells a new seq from one held without
+    /// scanning `seqs`, which only a replacement or a removal does.
+    held: Vec<u64>,
     /// The last seq appended (0 when empty).
     pub cursor: i64,
 }
+
+/// Seqs at or above this are not tracked in `held` (a bitmap that large is not worth keeping):
+/// they are looked up by a scan.
+const HELD_LIMIT: i64 = 1 << 31;
 
 /// Quantise a unit vector: components scaled so the largest magnitude is 127.
 pub fn quantise(v: &[f32]) -> (Vec<i8>, f32) {
@@ -113,8 +122,69 @@ impl VectorIndex {
         self.seqs.is_empty()
     }
 
-    /// Append one message's vector. Each seq once; any order (on PostgreSQL rows arrive in commit
-    /// order, which is not seq order): search ranks by score, and hits carry their seq.
+    /// Whether `seq` may be held: exact below [`HELD_LIMIT`], conservatively true above it.
+    fn maybe_held(&self, seq: i64) -> bool {
+        match usize::try_from(seq) {
+            Ok(s) if seq < HELD_LIMIT => self
+                .held
+                .get(s / 64)
+                .is_some_and(|w| w & (1 << (s % 64)) != 0),
+            Ok(_) => true,
+            Err(_) => self.seqs.contains(&seq),
+        }
+    }
+
+    fn set_held(&mut self, seq: i64, on: bool) {
+        if let Ok(s) = usize::try_from(seq)
+            && seq < HELD_LIMIT
+        {
+            if self.held.len() <= s / 64 {
+                if !on {
+                    return;
+                }
+                self.held.resize(s / 64 + 1, 0);
+            }
+            if on {
+                self.held[s / 64] |= 1 << (s % 64);
+            } else {
+                self.held[s / 64] &= !(1 << (s % 64));
+            }
+        }
+    }
+
+    /// The row holding `seq`, if any (a scan, done only when the bitmap says it may be held).
+    fn row_of(&self, seq: i64) -> Option<usize> {
+        if !self.maybe_held(seq) {
+            return None;
+        }
+        self.seqs.iter().rposition(|s| *s == seq)
+    }
+
+    /// Drop the vector of `seq` (no-op when it is not held); whether one was dropped. The last row
+    /// takes its place, so row order changes (search does not depend on it).
+    pub fn remove(&mut self, seq: i64) -> bool {
+        let Some(i) = self.row_of(seq) else {
+            return false;
+        };
+        let last = self.len() - 1;
+        if i != last {
+            self.data.copy_within(last * DIM..(last + 1) * DIM, i * DIM);
+            self.bits
+                .copy_within(last * WORDS..(last + 1) * WORDS, i * WORDS);
+        }
+        self.data.truncate(last * DIM);
+        self.bits.truncate(last * WORDS);
+        self.scales.swap_remove(i);
+        self.seqs.swap_remove(i);
+        self.namespaces.swap_remove(i);
+        self.times.swap_remove(i);
+        self.set_held(seq, false);
+        true
+    }
+
+    /// Add one message's vector, or replace the one held for its seq (each seq once). Any order (on
+    /// PostgreSQL rows arrive in commit order, which is not seq order): search ranks by score, and
+    /// hits carry their seq.
     pub fn push(
         &mut self,
         seq: i64,
@@ -131,12 +201,21 @@ impl VectorIndex {
         let next = u32::try_from(self.ns_ids.len()).unwrap_or(u32::MAX);
         let ns = *self.ns_ids.entry(namespace.to_string()).or_insert(next);
         let (q, scale) = quantise(vector);
+        if let Some(i) = self.row_of(seq) {
+            self.bits[i * WORDS..(i + 1) * WORDS].copy_from_slice(&sign_bits(&q));
+            self.data[i * DIM..(i + 1) * DIM].copy_from_slice(&q);
+            self.scales[i] = scale;
+            self.namespaces[i] = ns;
+            self.times[i] = time_ms;
+            return Ok(());
+        }
         self.bits.extend_from_slice(&sign_bits(&q));
         self.data.extend_from_slice(&q);
         self.scales.push(scale);
         self.seqs.push(seq);
         self.namespaces.push(ns);
         self.times.push(time_ms);
+        self.set_held(seq, true);
         self.cursor = self.cursor.max(seq);
         Ok(())
     }
@@ -386,5 +465,33 @@ mod tests {
         let got = idx.search(&a, &["n".into()], (i64::MIN, i64::MAX), 1)[0].1;
         assert!((got - exact).abs() < 0.01, "{got} vs {exact}");
         assert_eq!(from_blob(&to_blob(&a)).unwrap(), a);
+    }
+
+    #[test]
+    fn a_seq_pushed_again_replaces_its_vector_and_a_removed_one_is_never_found() {
+        let mut idx = VectorIndex::default();
+        for i in 1..=20 {
+            idx.push(i, "n", i, &unit(i as u32)).unwrap();
+        }
+        // Seq 5 rewritten (an erasure): its new vector replaces the old one, once.
+        idx.push(5, "n", 5, &unit(500)).unwrap();
+        assert_eq!(idx.len(), 20);
+        let all = (i64::MIN, i64::MAX);
+        assert_ne!(idx.search(&unit(5), &["n".into()], all, 1)[0].0, 5);
+        assert_eq!(idx.search(&unit(500), &["n".into()], all, 1)[0].0, 5);
+        // Removed (its vector dropped, not recomputed yet): no search finds it.
+        assert!(idx.remove(5));
+        assert!(!idx.remove(5));
+        assert_eq!(idx.len(), 19);
+        assert!(
+            idx.search(&unit(500), &["n".into()], all, 20)
+                .iter()
+                .all(|h| h.0 != 5)
+        );
+        // The row that took its place is still found as itself.
+        assert_eq!(idx.search(&unit(20), &["n".into()], all, 1)[0].0, 20);
+        idx.push(5, "n", 5, &unit(5)).unwrap();
+        assert_eq!(idx.search(&unit(5), &["n".into()], all, 1)[0].0, 5);
+        assert_eq!(idx.len(), 20);
     }
 }

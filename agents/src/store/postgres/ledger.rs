@@ -6,7 +6,7 @@
 //! - memory work's calls are rows of the same table (`work = 'memory'`) recorded against the task
 //!   they are about, never added to its totals.
 //!
-//! Locks: [`record_turn_encoded`] adds to the totals with one `UPDATE … SET x = x + $n`, which
+//! Locks: [`record_turn`] adds to the totals with one `UPDATE … SET x = x + $n`, which
 //! PostgreSQL applies to the row's latest committed version under its row lock, so concurrent calls
 //! of one task (from any node) all count. With a final answer, it first locks the task's row
 //! (`SELECT … FOR UPDATE`, before anything else it writes, as the lifecycle does) and checks the
@@ -17,9 +17,11 @@
 //! SQLite side's `day_text`, so both backends group a call into the same day.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use super::super::ledger::{day_text, encode_turn};
 use super::super::{
@@ -27,103 +29,171 @@ use super::super::{
     TaskPrivacy, TaskState, Totals, now_ms,
 };
 use super::recall;
-use super::sql::{Tx, exec, get, i64_of, one, rows, u32_of, u64_of};
+use super::sql::{Lease, Step, Tx, atomic, get, i64_of, one, rows, u32_of, u64_of};
 use crate::llm::privacy::TypeCounts;
 
 /// One UTC day, in ms.
 const DAY_MS: i64 = 86_400_000;
 
-/// Insert one `llm_calls` row for `call` (its tool names already encoded), as `work` (`task` or
-/// `memory`); its id. The one place that knows the row's columns, for task and memory calls alike.
-async fn insert_call(
-    t: &Tx<'_>,
-    doing: &'static str,
-    call: &CallRecord,
-    tools: &str,
-    work: &str,
-) -> Result<i64, StoreError> {
-    let privacy = call.privacy.as_ref();
-    let row = one(
-        t.c(),
-        doing,
-        "INSERT INTO llm_calls (task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, \
-         attempts, tool_calls, error, created_at, usage_unknown, privacy_mode, privacy_counts, \
-         privacy_routed_to, privacy_blocked, work) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
-         RETURNING id",
-        &[
-            &call.task_id,
-            &call.agent,
-            &call.model,
-            &i64_of(call.tokens_in),
-            &i64_of(call.tokens_out),
-            &call.cost_usd,
-            &i64_of(call.duration_ms),
-            &i64::from(call.attempts),
-            &tools,
-            &call.error,
-            &now_ms(),
-            &i64::from(call.usage_unknown),
-            &privacy.map(|p| p.mode.as_str()),
-            &privacy.map(|p| p.counts.to_json()),
-            &privacy.and_then(|p| p.routed_to.as_deref()),
-            &privacy.and_then(|p| p.blocked.as_deref()),
-            &work,
-        ],
-    )
-    .await?;
-    get(&row, 0, doing)
+/// The columns of one `llm_calls` row, in [`CallRow::params`]' order. The one place that knows
+/// them, for task and memory calls alike.
+const CALL_COLUMNS: &str = "task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, \
+     attempts, tool_calls, error, created_at, usage_unknown, privacy_mode, privacy_counts, \
+     privacy_routed_to, privacy_blocked, work";
+
+/// The insert of one `llm_calls` row ([`CallRow`]'s parameters), answering its id.
+fn insert_call_sql() -> &'static str {
+    static SQL: OnceLock<String> = OnceLock::new();
+    SQL.get_or_init(|| {
+        let values: Vec<String> = (1..=17).map(|i| format!("${i}")).collect();
+        format!(
+            "INSERT INTO llm_calls ({CALL_COLUMNS}) VALUES ({}) RETURNING id",
+            values.join(", ")
+        )
+    })
+}
+
+/// The values of one `llm_calls` row for `call` (its tool names already encoded), as `work` (`task`
+/// or `memory`), in [`CALL_COLUMNS`]' order.
+struct CallRow<'a> {
+    call: &'a CallRecord,
+    tools: &'a str,
+    work: &'a str,
+    tokens_in: i64,
+    tokens_out: i64,
+    duration_ms: i64,
+    attempts: i64,
+    now: i64,
+    usage_unknown: i64,
+    mode: Option<&'a str>,
+    counts: Option<String>,
+    routed_to: Option<&'a str>,
+    blocked: Option<&'a str>,
+}
+
+impl<'a> CallRow<'a> {
+    fn new(call: &'a CallRecord, tools: &'a str, work: &'a str) -> Self {
+        let privacy = call.privacy.as_ref();
+        CallRow {
+            call,
+            tools,
+            work,
+            tokens_in: i64_of(call.tokens_in),
+            tokens_out: i64_of(call.tokens_out),
+            duration_ms: i64_of(call.duration_ms),
+            attempts: i64::from(call.attempts),
+            now: now_ms(),
+            usage_unknown: i64::from(call.usage_unknown),
+            mode: privacy.map(|p| p.mode.as_str()),
+            counts: privacy.map(|p| p.counts.to_json()),
+            routed_to: privacy.and_then(|p| p.routed_to.as_deref()),
+            blocked: privacy.and_then(|p| p.blocked.as_deref()),
+        }
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 17] {
+        [
+            &self.call.task_id,
+            &self.call.agent,
+            &self.call.model,
+            &self.tokens_in,
+            &self.tokens_out,
+            &self.call.cost_usd,
+            &self.duration_ms,
+            &self.attempts,
+            &self.tools,
+            &self.call.error,
+            &self.now,
+            &self.usage_unknown,
+            &self.mode,
+            &self.counts,
+            &self.routed_to,
+            &self.blocked,
+            &self.work,
+        ]
+    }
 }
 
 /// Record one LLM call, add it to its task's totals and save the session history that includes its
 /// answer (already encoded) — one transaction per model turn. With `completed`, the answer is final
 /// and the task is completed with it in the same transaction (through RESULT_PROPAGATING), its
 /// answer written to recall memory and its tree's extractions queued; returns whether it was (a task
-/// that already ended, e.g. cancelled, keeps its ending).
-pub(super) async fn record_turn_encoded(
-    t: &Tx<'_>,
+/// that already ended, e.g. cancelled, keeps its ending), and whether it appended to recall memory.
+///
+/// One statement ([`record_turn_sql`]), so one round trip and no BEGIN/COMMIT (two round trips under a
+/// lease: the lease is checked first). It locks the task's row first (`FOR UPDATE`, before the call's
+/// row takes its key-share lock on it, so this write and a lifecycle change of the same task queue on
+/// one lock in one order) and decides from the state it locked, which is the row's latest committed
+/// one: PostgreSQL re-reads a row it had to wait for. The lifecycle's answer is given to the
+/// statement as lists of states: the states that may complete, and the ended ones (a task that ended
+/// meanwhile keeps its ending; the call still counts). In any other state the statement writes
+/// nothing and the state it found is the refusal.
+pub(super) async fn record_turn(
+    c: deadpool_postgres::Object,
+    lease: Option<Lease>,
     call: &CallRecord,
     tools: &str,
     history: Option<&str>,
     completed: Option<&str>,
-) -> Result<bool, StoreError> {
+) -> Result<(bool, bool), StoreError> {
     const DOING: &str = "recording an LLM call";
-    // The task's row is locked first, before the call's row takes its key-share lock on it, so
-    // this transaction and a lifecycle change of the same task queue on one lock in one order.
-    let current = match completed {
-        Some(_) => Some(super::lifecycle::state_in(t, call.task_id).await?),
-        None => None,
+    let row = CallRow::new(call, tools, "task");
+    let completing: Vec<&str> = match completed {
+        Some(_) => TaskState::ALL
+            .into_iter()
+            .filter(|s| s.may_become(TaskState::ResultPropagating))
+            .map(TaskState::as_str)
+            .collect(),
+        None => Vec::new(),
     };
-    insert_call(t, DOING, call, tools, "task").await?;
-    exec(
-        t.c(),
-        DOING,
-        "UPDATE tasks SET tokens_in = tokens_in + $2, tokens_out = tokens_out + $3, \
-         cost_usd = cost_usd + $4, llm_calls = llm_calls + 1, \
-         unknown_usage_calls = unknown_usage_calls + $5 WHERE id = $1",
-        &[
-            &call.task_id,
-            &i64_of(call.tokens_in),
-            &i64_of(call.tokens_out),
-            &call.cost_usd,
-            &i64::from(call.usage_unknown),
-        ],
+    // Without a final answer, any state takes the call (as on SQLite: no state is read).
+    let ended: Vec<&str> = TaskState::ALL
+        .into_iter()
+        .filter(|s| completed.is_none() || s.is_terminal())
+        .map(TaskState::as_str)
+        .collect();
+    let recall_text = completed.filter(|t| !t.trim().is_empty());
+    let recall_hash = recall_text.map(recall::hash_of);
+    let completed_state = TaskState::Completed.as_str();
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+        &row.tokens_in,
+        &row.tokens_out,
+        &call.cost_usd,
+        &row.usage_unknown,
+        &history,
+        &row.now,
+        &completed_state,
+        &completed,
+        &completing,
+        &ended,
+        &recall_text,
+        &recall_hash,
+    ];
+    let call_params = row.params();
+    params.extend_from_slice(&call_params);
+    let rows = atomic(
+        c,
+        lease,
+        &[Step {
+            doing: DOING,
+            sql: record_turn_sql(),
+            params: &params,
+        }],
     )
     .await?;
-    if let Some(text) = history {
-        exec(
-            t.c(),
-            "saving a session",
-            "UPDATE tasks SET messages = $2, updated_at = $3 WHERE id = $1",
-            &[&call.task_id, &text, &now_ms()],
-        )
-        .await?;
-    }
-    let (Some(output), Some(current)) = (completed, current) else {
-        return Ok(false);
-    };
-    if current.is_terminal() {
-        return Ok(false);
+    let found = rows
+        .first()
+        .and_then(|r| r.first())
+        .ok_or(StoreError::NoTask(call.task_id))?;
+    let state: Option<String> = get(found, 0, DOING)?;
+    let state = state.ok_or(StoreError::NoTask(call.task_id))?;
+    let current = TaskState::parse(&state).ok_or(StoreError::Corrupt {
+        what: "state",
+        task: call.task_id,
+        message: state,
+    })?;
+    if completed.is_none() || current.is_terminal() {
+        return Ok((false, false));
     }
     if !current.may_become(TaskState::ResultPropagating) {
         return Err(StoreError::BadTransition {
@@ -132,17 +202,51 @@ pub(super) async fn record_turn_encoded(
             to: TaskState::Completed.as_str(),
         });
     }
-    let now = now_ms();
-    exec(
-        t.c(),
-        "ending a task",
-        "UPDATE tasks SET state = $4, output = $2, updated_at = $3, finished_at = $3 WHERE id = $1",
-        &[&call.task_id, &output, &now, &TaskState::Completed.as_str()],
-    )
-    .await?;
-    recall::answered(t, call.task_id, output, now).await?;
-    super::memory_jobs::enqueue_extractions(t, call.task_id, now).await?;
-    Ok(true)
+    Ok((true, recall_text.is_some()))
+}
+
+/// [`record_turn`]'s statement. `$13` is the task (the call row's first value; `$13`–`$29` are a
+/// [`CallRow`]'s parameters); `$1`–`$4` its tokens in, out, cost and unknown usage; `$5` the
+/// history to save (or NULL); `$6` the time; `$7` the completed state's name and `$8` the answer
+/// (NULL: not final); `$9` the states that complete with it, `$10` the states that only take the
+/// call; `$11` and `$12` the answer's recall text and hash (NULL: none). Answers the state it found
+/// (NULL: no such task).
+fn record_turn_sql() -> &'static str {
+    static SQL: OnceLock<String> = OnceLock::new();
+    SQL.get_or_init(|| {
+        let values: Vec<String> = (13..=29).map(|i| format!("${i}")).collect();
+        format!(
+            "WITH cur AS (SELECT id, state, agent, conversation_id, parent_id IS NULL AS is_root \
+             FROM tasks WHERE id = $13 FOR UPDATE), \
+             ok AS (SELECT cur.*, cur.state = ANY($9::TEXT[]) AS completes FROM cur \
+             WHERE cur.state = ANY($9::TEXT[]) OR cur.state = ANY($10::TEXT[])), \
+             call AS (INSERT INTO llm_calls ({CALL_COLUMNS}) SELECT {values} FROM ok), \
+             saved AS (UPDATE tasks t SET tokens_in = t.tokens_in + $1, \
+             tokens_out = t.tokens_out + $2, cost_usd = t.cost_usd + $3, llm_calls = t.llm_calls + 1, \
+             unknown_usage_calls = t.unknown_usage_calls + $4, \
+             messages = COALESCE($5::TEXT, t.messages), \
+             updated_at = CASE WHEN ok.completes OR $5::TEXT IS NOT NULL THEN $6 ELSE t.updated_at END, \
+             state = CASE WHEN ok.completes THEN $7::TEXT ELSE t.state END, \
+             output = CASE WHEN ok.completes THEN $8::TEXT ELSE t.output END, \
+             finished_at = CASE WHEN ok.completes THEN $6 ELSE t.finished_at END \
+             FROM ok WHERE t.id = ok.id), \
+             recall AS (INSERT INTO recall_messages ({recall_columns}) \
+             SELECT ok.agent, ok.agent, ok.conversation_id, ok.id::TEXT, ok.conversation_id, NULL, \
+             $6, $12::TEXT, $11::TEXT FROM ok WHERE ok.completes AND $11::TEXT IS NOT NULL), \
+             jobs AS ({jobs}) \
+             SELECT (SELECT state FROM cur)",
+            values = values.join(", "),
+            recall_columns = recall::COLUMNS,
+            // The tree's completed tasks, this root among them: the statement reads the rows as
+            // they were before it, so the root is named by its id.
+            jobs = "INSERT INTO memory_jobs (kind, agent, task_id, root_id, conversation_id, \
+                    state, attempts, not_before, created_at, updated_at) \
+                    SELECT 'extract', x.agent, x.id, x.root_id, x.conversation_id, 'queued', 0, \
+                    $6, $6, $6 FROM tasks x, ok \
+                    WHERE ok.completes AND ok.is_root AND x.root_id = ok.id \
+                    AND (x.state = $7::TEXT OR x.id = ok.id) ORDER BY x.id",
+        )
+    })
 }
 
 /// The LLM calls made for a task, in order (its own work: memory work about it is apart, see
@@ -418,6 +522,14 @@ pub(super) async fn memory_tokens_since(
 /// task's totals (the user's request did not spend it). Returns the ledger row's id (the facts'
 /// provenance names it).
 pub(super) async fn record_memory_call(t: &Tx<'_>, call: &CallRecord) -> Result<i64, StoreError> {
+    const DOING: &str = "recording a memory-work call";
     let (tools, _) = encode_turn(call, None)?;
-    insert_call(t, "recording a memory-work call", call, &tools, "memory").await
+    let row = one(
+        t.c(),
+        DOING,
+        insert_call_sql(),
+        &CallRow::new(call, &tools, "memory").params(),
+    )
+    .await?;
+    get(&row, 0, DOING)
 }

@@ -1,13 +1,15 @@
 //! Moving tasks along their lifecycle on PostgreSQL: starting a session, state transitions, endings
 //! and cancellation of a subtree. The SQL of `store/lifecycle.rs`, in PostgreSQL's dialect, each
-//! operation inside the store's write transaction ([`Tx`]).
+//! operation inside the store's write transaction ([`Tx`]), but `begin`, which is pipelined
+//! (`sql.rs`: a read and a version-checked update, or the locked way).
 //!
 //! Why row locks: several nodes share the database, so "read the state, check
 //! [`TaskState::may_become`], write the next one" must not interleave with another node's. Every
 //! operation here locks the row(s) it checked until its commit:
-//! - `begin`, `transition`, `finish` lock the task's row (`FOR UPDATE`) before reading its state, so
-//!   of two writers racing from one state the second sees the first's result (and is refused, or
-//!   finds the task already ended);
+//! - `transition`, `finish` lock the task's row (`FOR UPDATE`) before reading its state, so of two
+//!   writers racing from one state the second sees the first's result (and is refused, or finds the
+//!   task already ended); `begin` writes only onto the row version it read (`xmin`), which another
+//!   writer's change replaces, and then takes the locked way;
 //! - `cancel_subtree` / `cancel_descendants` lock the named task's row, then the subtree's live rows
 //!   in ascending id order (a parent's id is below its children's, so two overlapping cancels, or a
 //!   cancel and a transition, take their locks in one order and cannot deadlock). A row that ended
@@ -15,57 +17,120 @@
 
 use super::super::lifecycle::EndingRow;
 use super::super::{Ending, StoreError, SystemDecider, TaskId, TaskRecord, TaskState, now_ms};
-use super::sql::{Tx, exec, get, opt, rows};
+use super::sql::{Lease, Pipe, Step, Tx, exec, get, opt, rows};
 use super::tasks::{TASK_COLUMN_COUNT, task_columns, task_from_row};
 use crate::llm::Message;
 
 /// Start (or resume) a task's session: its record (CREATED becomes ASSIGNED, and EXECUTING right
-/// away when a model turn is next) and its saved history. Locks the task's row.
+/// away when a model turn is next) and its saved history.
+///
+/// In the shared store, optimistically: a plain read, then (when the state moves) an `UPDATE` that
+/// applies only if the row is still the version read (`xmin`, the transaction that wrote that
+/// version: any later write of the row, committed before or while the update waits for it, gives it
+/// another), two statements and no transaction around them. A read with no change to make is the
+/// locked read-and-commit's answer without its lock. When the row changed in between, it is done
+/// the locked way, as in a fenced store: the row read `FOR UPDATE` in a pipelined transaction (after
+/// the lease check), the state change sent with the COMMIT.
 pub(super) async fn begin(
-    t: &Tx<'_>,
+    c: deadpool_postgres::Object,
+    lease: Option<Lease>,
     id: TaskId,
 ) -> Result<(TaskRecord, Vec<Message>), StoreError> {
     const DOING: &str = "starting a task";
-    // The history is the column after the task's: one locked read for both.
-    let row = opt(
-        t.c(),
-        DOING,
-        &format!(
-            "SELECT {}, messages FROM tasks WHERE id = $1 FOR UPDATE",
+    const MOVE: &str = "UPDATE tasks SET state = $2, updated_at = $3 WHERE id = $1";
+    if lease.is_none() {
+        // The history is the column after the task's, the row's version the one after it.
+        let read = format!(
+            "SELECT {}, messages, xmin::TEXT FROM tasks WHERE id = $1",
             task_columns()
-        ),
-        &[&id],
+        );
+        let row = opt(&c, DOING, &read, &[&id])
+            .await?
+            .ok_or(StoreError::NoTask(id))?;
+        let (mut record, messages) = begun(&row, id)?;
+        let Some(next) = next_of(&record, &messages) else {
+            return Ok((record, messages));
+        };
+        let version: String = get(&row, TASK_COLUMN_COUNT + 1, DOING)?;
+        let moved = exec(
+            &c,
+            DOING,
+            &format!("{MOVE} AND xmin::TEXT = $4"),
+            &[&id, &next.as_str(), &now_ms(), &version],
+        )
+        .await?;
+        if moved == 1 {
+            record.state = next;
+            return Ok((record, messages));
+        }
+    }
+    let read = format!(
+        "SELECT {}, messages FROM tasks WHERE id = $1 FOR UPDATE",
+        task_columns()
+    );
+    let (pipe, rows) = Pipe::open(
+        c,
+        lease,
+        &[Step {
+            doing: DOING,
+            sql: &read,
+            params: &[&id],
+        }],
     )
-    .await?
-    .ok_or(StoreError::NoTask(id))?;
-    let mut record = task_from_row(&row)?;
-    let text: String = get(&row, TASK_COLUMN_COUNT, DOING)?;
-    let messages: Vec<Message> = serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+    .await?;
+    let read = rows
+        .first()
+        .and_then(|r| r.first())
+        .ok_or(StoreError::NoTask(id))
+        .and_then(|row| begun(row, id));
+    let (mut record, messages) = match read {
+        Ok(read) => read,
+        Err(e) => {
+            pipe.rollback().await;
+            return Err(e);
+        }
+    };
+    match next_of(&record, &messages) {
+        Some(next) => {
+            pipe.commit(&[Step {
+                doing: DOING,
+                sql: MOVE,
+                params: &[&id, &next.as_str(), &now_ms()],
+            }])
+            .await?;
+            record.state = next;
+        }
+        None => {
+            pipe.commit(&[]).await?;
+        }
+    }
+    Ok((record, messages))
+}
+
+/// The task and its history, from a row of [`task_columns`] then `messages`.
+fn begun(row: &tokio_postgres::Row, id: TaskId) -> Result<(TaskRecord, Vec<Message>), StoreError> {
+    let record = task_from_row(row)?;
+    let text: String = get(row, TASK_COLUMN_COUNT, "starting a task")?;
+    let messages = serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
         what: "session history",
         task: id,
         message: e.to_string(),
     })?;
-    // A new task is assigned; if its next step is a model turn (the history ends with the task or
-    // tool results), it is executing from here on — one commit instead of two.
+    Ok((record, messages))
+}
+
+/// The state a task's session starts in, when it moves: a new task is assigned; if its next step is
+/// a model turn (the history ends with the task or tool results), it is executing from here on —
+/// one write instead of two.
+fn next_of(record: &TaskRecord, messages: &[Message]) -> Option<TaskState> {
     let next_is_turn = messages
         .last()
         .is_some_and(|m| m.role == crate::llm::Role::User);
-    let next = match record.state {
+    match record.state {
         TaskState::Created | TaskState::Assigned if next_is_turn => Some(TaskState::Executing),
         TaskState::Created => Some(TaskState::Assigned),
         _ => None,
-    };
-    if let Some(next) = next {
-        exec(
-            t.c(),
-            DOING,
-            "UPDATE tasks SET state = $2, updated_at = $3 WHERE id = $1",
-            &[&id, &next.as_str(), &now_ms()],
-        )
-        .await?;
-        record.state = next;
     }
-    Ok((record, messages))
 }
 
 /// Move a task to `next`, if the lifecycle allows it from its current state (read on the task's

@@ -340,6 +340,13 @@ async fn queue_consolidation(
     get(&row, 0, DOING)
 }
 
+/// Queue an extraction for every completed task of root `$1`'s tree, at `$2` (`$3`: the completed
+/// state's name); the completing write's pipelined statement too (`ledger.rs`).
+pub(super) const ENQUEUE_EXTRACTIONS: &str = "INSERT INTO memory_jobs (kind, agent, task_id, root_id, \
+     conversation_id, state, attempts, not_before, created_at, updated_at) \
+     SELECT 'extract', agent, id, root_id, conversation_id, 'queued', 0, $2, $2, $2 \
+     FROM tasks WHERE root_id = $1 AND state = $3 ORDER BY id";
+
 /// Inside the transaction that completes task `id`: when it is a root, queue an `extract` job for
 /// every completed task of its tree (the root included). How many were queued.
 pub(super) async fn enqueue_extractions(
@@ -365,10 +372,7 @@ pub(super) async fn enqueue_extractions(
     let n = exec(
         t.c(),
         DOING,
-        "INSERT INTO memory_jobs (kind, agent, task_id, root_id, conversation_id, state, attempts, \
-         not_before, created_at, updated_at) \
-         SELECT 'extract', agent, id, root_id, conversation_id, 'queued', 0, $2, $2, $2 \
-         FROM tasks WHERE root_id = $1 AND state = $3 ORDER BY id",
+        ENQUEUE_EXTRACTIONS,
         &[&id, &now, &TaskState::Completed.as_str()],
     )
     .await?;

@@ -7,6 +7,10 @@
 //! Shape: a pool of connections (`deadpool-postgres`, at most `maxConnections`, each with its own
 //! statement cache). A read takes a connection and runs one concern's query on it; a write takes a
 //! connection, opens a transaction, runs the concern's function inside it ([`sql::Tx`]) and commits.
+//! The writes every root makes (`create_task`, `begin`, `record_turn`) are pipelined instead
+//! ([`sql::Pipe`], [`sql::atomic`]): their statements, BEGIN and COMMIT travel together, one round
+//! trip (two for a write that decides in Rust from what it read), where a [`sql::Tx`] pays one per
+//! statement.
 //! The SQL lives in one file per concern, mirroring the SQLite store's: `tasks`, `lifecycle`,
 //! `ledger`, `approvals`, `notices`, `tool_calls`, `memory_jobs`, `recovery`, `recall`; [`schema`]
 //! is the engine's migrations, applied with memory's at [`PgStore::connect`].
@@ -25,7 +29,8 @@
 //! (`cluster`: nodes, tree leases, wake-ups). A tree's sessions write through a *fenced* clone of
 //! the store, which checks the tree's lease token first in every write transaction (the `write` arm
 //! of `pg_store!` and every write by hand) and refuses with [`StoreError::Fenced`] once another
-//! node took the tree over; its `create_task` stamps `tasks.node`. Reads are not fenced. A store
+//! node took the tree over; its `create_task` stamps `tasks.node`. A pipelined write sends the same
+//! check as its first statement ([`sql::Lease`]). Reads are not fenced. A store
 //! without a fence (SQLite's peer, one engine per database) writes exactly as before.
 //!
 //! The URL is never stored or shown: errors name the database as `host:port/name` ([`opc_pg::place`]).
@@ -51,6 +56,7 @@ use crate::llm::Message;
 
 mod approvals;
 mod cluster;
+pub mod erase;
 mod ledger;
 mod lifecycle;
 mod memory_jobs;
@@ -132,6 +138,9 @@ impl PgStore {
         }
         let mut config = config;
         config.connect_timeout(CONNECT_DEADLINE);
+        // A paused node's open transaction must not hold its locks past a takeover (opc-pg).
+        let options = opc_pg::session_options(config.get_options());
+        config.options(&options);
         let manager = Manager::from_config(
             config.clone(),
             NoTls,
@@ -226,6 +235,14 @@ impl PgStore {
         Ok(tx)
     }
 
+    /// The lease a pipelined write of a fenced store checks first (`None` in the shared store).
+    fn lease(&self) -> Option<sql::Lease> {
+        self.fence.as_ref().map(|f| sql::Lease {
+            root: f.root,
+            token: f.token,
+        })
+    }
+
     /// Wake the recall indexer after a commit that appended to recall memory.
     fn committed(&self, recall: bool) {
         if recall && let Some(notify) = self.recall_notify.get() {
@@ -302,7 +319,6 @@ pg_store! {
     write {
         recovery::recover() -> Recovery;
         tasks::create_conversation(id: &str, root_agent: &str) -> ();
-        lifecycle::begin(id: TaskId) -> (TaskRecord, Vec<Message>);
         lifecycle::transition(id: TaskId, next: TaskState) -> TaskState;
         lifecycle::finish(id: TaskId, ending: Ending<'_>) -> bool;
         lifecycle::cancel_subtree(id: TaskId, reason: &str) -> Vec<TaskId>;
@@ -359,13 +375,16 @@ pg_store! {
 
         async fn create_task(&self, task: &NewTask<'_>) -> Result<TaskId, StoreError> {
             let messages = encode_history(task.messages, task.parent_id.unwrap_or_default())?;
-            let mut c = self.client().await?;
-            let tx = self.write(&mut c).await?;
+            let c = self.client().await?;
             let node = self.fence.as_ref().map(|f| &*f.node);
-            let id = tasks::create_task_encoded(&tx, task, &messages, node).await?;
-            let recall = tx.commit().await?;
-            self.committed(recall);
+            let id = tasks::create_task(c, self.lease(), task, &messages, node).await?;
+            // Its instructions went to recall memory with it (unless blank).
+            self.committed(!task.input.trim().is_empty());
             Ok(id)
+        }
+
+        async fn begin(&self, id: TaskId) -> Result<(TaskRecord, Vec<Message>), StoreError> {
+            lifecycle::begin(self.client().await?, self.lease(), id).await
         }
 
         async fn save_messages(&self, id: TaskId, messages: &[Message]) -> Result<(), StoreError> {
@@ -408,11 +427,16 @@ pg_store! {
             completed: Option<&str>,
         ) -> Result<bool, StoreError> {
             let (tools, history) = encode_turn(call, messages)?;
-            let mut c = self.client().await?;
-            let tx = self.write(&mut c).await?;
-            let done =
-                ledger::record_turn_encoded(&tx, call, &tools, history.as_deref(), completed).await?;
-            let recall = tx.commit().await?;
+            let c = self.client().await?;
+            let (done, recall) = ledger::record_turn(
+                c,
+                self.lease(),
+                call,
+                &tools,
+                history.as_deref(),
+                completed,
+            )
+            .await?;
             self.committed(recall);
             Ok(done)
         }

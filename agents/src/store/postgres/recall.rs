@@ -2,9 +2,12 @@
 //! (`store/recall.rs`: instructions, answers, approvals asked and decided, escalations), appended to
 //! memory's `recall_messages` **inside the transaction that records the change**, so a turn and its
 //! recall row commit together or not at all. The row's `xid` column (its transaction) is filled by
-//! the table's default; readers tail by it (see `opc_memory::schema::postgres`).
+//! the table's default; readers tail by it (see `opc_memory::schema::postgres`). A task's
+//! instructions and a completing turn's answer are written by the statement that makes the change
+//! (`tasks.rs`, `ledger.rs`), with [`COLUMNS`] and [`hash_of`] from here.
 
 use opc_memory::recall::NewMessage;
+use tokio_postgres::types::ToSql;
 
 use super::super::recall::USER_AUTHOR;
 use super::super::{StoreError, TaskId};
@@ -13,17 +16,80 @@ use super::sql::{Tx, exec, get, opt};
 /// The author of a person's message (re-exported for the concern files).
 pub(super) const USER: &str = USER_AUTHOR;
 
-/// Record task `id`'s instructions: `text`, given to `agent` in `conversation` by `author`.
-pub(super) async fn given(
-    t: &Tx<'_>,
-    id: TaskId,
-    agent: &str,
-    conversation: &str,
-    author: &str,
-    text: &str,
-    now: i64,
-) -> Result<(), StoreError> {
-    append(t, id, agent, conversation, author, text, now).await
+/// The columns of a recall row the engine writes (all but `seq` and `xid`, the table's own), in the
+/// order of [`Entry::params`].
+pub(super) const COLUMNS: &str =
+    "namespace, author, conversation, task, thread, source_id, time_ms, content_hash, text";
+
+/// The insert of one [`Entry`].
+const INSERT: &str = "INSERT INTO recall_messages (namespace, author, conversation, task, thread, \
+     source_id, time_ms, content_hash, text) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+
+/// The content hash of a recall row of `text` (memory's, for the statements that write the row's
+/// other columns themselves).
+pub(super) fn hash_of(text: &str) -> String {
+    NewMessage {
+        namespace: String::new(),
+        author: String::new(),
+        conversation: String::new(),
+        task: None,
+        thread: None,
+        source_id: None,
+        time_ms: 0,
+        text: text.to_string(),
+    }
+    .content_hash()
+}
+
+/// One recall row: the row [`append`] writes.
+pub(super) struct Entry {
+    msg: NewMessage,
+    hash: String,
+}
+
+impl Entry {
+    /// Task `id`'s row: `text`, in `agent`'s namespace and `conversation`, written by `author`;
+    /// `None` for a blank text (nothing to recall, as [`append`] skips it).
+    pub(super) fn new(
+        id: TaskId,
+        agent: &str,
+        conversation: &str,
+        author: &str,
+        text: &str,
+        now: i64,
+    ) -> Option<Entry> {
+        if text.trim().is_empty() {
+            return None;
+        }
+        let msg = NewMessage {
+            namespace: agent.to_string(),
+            author: author.to_string(),
+            conversation: conversation.to_string(),
+            task: Some(id.to_string()),
+            thread: Some(conversation.to_string()),
+            source_id: None,
+            time_ms: now,
+            text: text.to_string(),
+        };
+        let hash = msg.content_hash();
+        Some(Entry { msg, hash })
+    }
+
+    /// The parameters of its insert, in [`COLUMNS`]' order.
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 9] {
+        let m = &self.msg;
+        [
+            &m.namespace,
+            &m.author,
+            &m.conversation,
+            &m.task,
+            &m.thread,
+            &m.source_id,
+            &m.time_ms,
+            &self.hash,
+            &m.text,
+        ]
+    }
 }
 
 /// Record task `id`'s result (`text`, written by its agent).
@@ -98,20 +164,6 @@ async fn task_of(t: &Tx<'_>, id: TaskId) -> Result<(String, String), StoreError>
     Ok((get(&row, 0, DOING)?, get(&row, 1, DOING)?))
 }
 
-/// The agent of task `id` (the author of its children's instructions).
-pub(super) async fn agent_of(t: &Tx<'_>, id: TaskId) -> Result<String, StoreError> {
-    const DOING: &str = "recording a task in recall memory";
-    let row = opt(
-        t.c(),
-        DOING,
-        "SELECT agent FROM tasks WHERE id = $1",
-        &[&id],
-    )
-    .await?
-    .ok_or(StoreError::NoTask(id))?;
-    get(&row, 0, DOING)
-}
-
 async fn append(
     t: &Tx<'_>,
     id: TaskId,
@@ -121,37 +173,10 @@ async fn append(
     text: &str,
     now: i64,
 ) -> Result<(), StoreError> {
-    if text.trim().is_empty() {
+    let Some(entry) = Entry::new(id, agent, conversation, author, text, now) else {
         return Ok(());
-    }
-    let msg = NewMessage {
-        namespace: agent.to_string(),
-        author: author.to_string(),
-        conversation: conversation.to_string(),
-        task: Some(id.to_string()),
-        thread: Some(conversation.to_string()),
-        source_id: None,
-        time_ms: now,
-        text: text.to_string(),
     };
-    exec(
-        t.c(),
-        "appending to recall memory",
-        "INSERT INTO recall_messages (namespace, author, conversation, task, thread, source_id, \
-         time_ms, content_hash, text) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        &[
-            &msg.namespace,
-            &msg.author,
-            &msg.conversation,
-            &msg.task,
-            &msg.thread,
-            &msg.source_id,
-            &msg.time_ms,
-            &msg.content_hash(),
-            &msg.text,
-        ],
-    )
-    .await?;
+    exec(t.c(), "appending to recall memory", INSERT, &entry.params()).await?;
     t.recall_appended();
     Ok(())
 }

@@ -7,11 +7,12 @@ use std::sync::OnceLock;
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use super::super::tasks::TASK_COLUMNS;
 use super::super::{NewTask, StoreError, TaskId, TaskRecord, TaskState, now_ms};
 use super::recall;
-use super::sql::{Tx, exec, get, one, opt, rows, u32_of, u64_of};
+use super::sql::{Lease, Step, Tx, atomic, exec, get, opt, rows, u32_of, u64_of};
 use crate::llm::Message;
 
 /// The columns of a task row on PostgreSQL: SQLite's [`TASK_COLUMNS`] (one list for both), then
@@ -95,117 +96,184 @@ pub(super) async fn last_root_task(
 }
 
 /// Record a new task with its history already encoded (`task.messages` is not read), run by cluster
-/// node `node` when a node's fenced store creates it. A root task locks its conversation's row
-/// first, so two nodes cannot both start a root in one conversation.
-pub(super) async fn create_task_encoded(
-    t: &Tx<'_>,
+/// node `node` when a node's fenced store creates it (under `lease`); its id. One pipelined write
+/// ([`atomic`]): one round trip, two under a lease.
+///
+/// A root task first locks its conversation's row (created if new), held to the commit, so two
+/// senders (on two nodes) cannot both start a root in one conversation: the statement that looks
+/// for a live root and inserts the new one starts after the lock is held, so it sees any root a
+/// sender before it committed. A child holds its parent's row (shared) to the commit: a cancel of
+/// its subtree on another node, which locks it for update, then either runs first or sees this
+/// child. The task's id is drawn in the insert itself, so a root's `root_id` is written with it, and
+/// its instructions' recall row is written by the same statement.
+pub(super) async fn create_task(
+    c: deadpool_postgres::Object,
+    lease: Option<Lease>,
     task: &NewTask<'_>,
     messages: &str,
     node: Option<&str>,
 ) -> Result<TaskId, StoreError> {
     const DOING: &str = "creating a task";
     let now = now_ms();
-    let root_id: Option<TaskId> = match task.parent_id {
-        Some(parent) => {
-            // The parent's row is held (shared) to the commit: a cancel of its subtree on another
-            // node, which locks it for update, then either runs first or sees this child.
-            let row = opt(
-                t.c(),
-                DOING,
-                "SELECT root_id FROM tasks WHERE id = $1 FOR SHARE",
-                &[&parent],
-            )
-            .await?
-            .ok_or(StoreError::NoTask(parent))?;
-            Some(get(&row, 0, DOING)?)
-        }
-        None => {
-            exec(
-                t.c(),
-                DOING,
-                "INSERT INTO conversations (id, root_agent, created_at) VALUES ($1, $2, $3) \
-                 ON CONFLICT (id) DO NOTHING",
-                &[&task.conversation_id, &task.agent, &now],
-            )
-            .await?;
-            // One request at a time per conversation: the conversation's row is the lock, held to
-            // the commit, so two senders (on two nodes) cannot both start a root.
-            exec(
-                t.c(),
-                DOING,
-                "SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE",
-                &[&task.conversation_id],
-            )
-            .await?;
-            let live = opt(
-                t.c(),
-                DOING,
-                &format!(
-                    "SELECT id FROM tasks WHERE conversation_id = $1 AND parent_id IS NULL \
-                     AND state NOT IN {} LIMIT 1",
-                    TaskState::terminal_sql()
-                ),
-                &[&task.conversation_id],
-            )
-            .await?;
-            if let Some(live) = live {
-                return Err(StoreError::Busy {
-                    conversation: task.conversation_id.to_string(),
-                    task: get(&live, 0, DOING)?,
-                });
-            }
-            None
-        }
-    };
     let depth = i64::from(task.depth);
     let tool_index = i64::from(task.tool_index);
-    let row = one(
-        t.c(),
-        DOING,
-        "INSERT INTO tasks (parent_id, root_id, conversation_id, agent, depth, tool_use_id, tool_index, \
-         state, input, messages, created_at, updated_at, node) \
-         VALUES ($1, COALESCE($2::BIGINT, 0), $3, $4, $5, $6, $7, $11, $8, $9, $10, $10, $12) RETURNING id",
-        &[
-            &task.parent_id,
-            &root_id,
-            &task.conversation_id,
-            &task.agent,
-            &depth,
-            &task.tool_use_id,
-            &tool_index,
-            &task.input,
-            &messages,
-            &now,
-            &TaskState::Created.as_str(),
-            &node,
-        ],
-    )
-    .await?;
-    let id: TaskId = get(&row, 0, DOING)?;
-    if root_id.is_none() {
-        exec(
-            t.c(),
-            DOING,
-            "UPDATE tasks SET root_id = id WHERE id = $1",
-            &[&id],
-        )
-        .await?;
-    }
+    let created = TaskState::Created.as_str();
+    // The recall row of its instructions: the statement writes the new id as its task (see
+    // `recall_values`).
     let author = match task.parent_id {
-        Some(parent) => recall::agent_of(t, parent).await?,
-        None => task.author.unwrap_or(recall::USER).to_string(),
+        Some(_) => "",
+        None => task.author.unwrap_or(recall::USER),
     };
-    recall::given(
-        t,
-        id,
-        task.agent,
-        task.conversation_id,
-        &author,
-        task.input,
-        now,
+    let entry = recall::Entry::new(0, task.agent, task.conversation_id, author, task.input, now);
+    let recall_params = entry.as_ref().map(recall::Entry::params);
+    let recall_params = recall_params.as_ref().map_or(&[][..], |p| &p[..]);
+    let with_recall = entry.is_some();
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+        &task.conversation_id,
+        &task.agent,
+        &depth,
+        &task.tool_use_id,
+        &tool_index,
+        &created,
+        &task.input,
+        &messages,
+        &now,
+        &node,
+        &with_recall,
+    ];
+    let rows = match task.parent_id {
+        None => {
+            let lock_params: [&(dyn ToSql + Sync); 3] = [&task.conversation_id, &task.agent, &now];
+            params.extend_from_slice(recall_or_nulls(recall_params));
+            let rows = atomic(
+                c,
+                lease,
+                &[
+                    // Created if new, locked either way (a conflict's `DO UPDATE` locks the row as
+                    // `FOR UPDATE` does; a new row is this transaction's until it commits).
+                    Step {
+                        doing: DOING,
+                        sql: "INSERT INTO conversations (id, root_agent, created_at) \
+                              VALUES ($1, $2, $3) \
+                              ON CONFLICT (id) DO UPDATE SET root_agent = conversations.root_agent",
+                        params: &lock_params,
+                    },
+                    Step {
+                        doing: DOING,
+                        sql: create_root_sql(),
+                        params: &params,
+                    },
+                ],
+            )
+            .await?;
+            let row = rows.get(1).and_then(|r| r.first()).ok_or_else(no_answer)?;
+            if let Some(live) = get::<Option<TaskId>>(row, 1, DOING)? {
+                return Err(StoreError::Busy {
+                    conversation: task.conversation_id.to_string(),
+                    task: live,
+                });
+            }
+            return get::<Option<TaskId>>(row, 0, DOING)?.ok_or_else(no_answer);
+        }
+        Some(parent) => {
+            params.extend_from_slice(recall_or_nulls(recall_params));
+            params.push(&parent);
+            atomic(
+                c,
+                lease,
+                &[Step {
+                    doing: DOING,
+                    sql: create_child_sql(),
+                    params: &params,
+                }],
+            )
+            .await?
+        }
+    };
+    let row = rows
+        .first()
+        .and_then(|r| r.first())
+        .ok_or(StoreError::NoTask(task.parent_id.unwrap_or_default()))?;
+    get(row, 0, DOING)
+}
+
+/// The recall row's parameters, or as many NULLs when there is none (blank instructions: the
+/// statement then inserts no recall row).
+fn recall_or_nulls<'a>(recall: &'a [&'a (dyn ToSql + Sync)]) -> &'a [&'a (dyn ToSql + Sync)] {
+    const TEXT: Option<&str> = None;
+    const NUMBER: Option<i64> = None;
+    static NULLS: [&(dyn ToSql + Sync); 9] = [
+        &TEXT, &TEXT, &TEXT, &TEXT, &TEXT, &TEXT, &NUMBER, &TEXT, &TEXT,
+    ];
+    if recall.is_empty() { &NULLS } else { recall }
+}
+
+/// A statement that should have answered one row answered none (a bug, never a panic).
+fn no_answer() -> StoreError {
+    StoreError::Database {
+        doing: "creating a task",
+        source: super::super::DbFailure {
+            fault: super::super::DbFault::Other,
+            message: "the insert answered no row".into(),
+        },
+    }
+}
+
+/// The columns a new task is inserted with (`$1`–`$10` of [`create_root_sql`] and
+/// [`create_child_sql`], after the id and the root id), and its recall row's (`$12`–`$20`: a
+/// [`recall::Entry`]'s parameters, `$15` its task standing in for the new id).
+const NEW_TASK: &str = "conversation_id, agent, depth, tool_use_id, tool_index, state, input, \
+     messages, created_at, updated_at, node";
+
+/// The values of [`NEW_TASK`].
+const NEW_TASK_VALUES: &str = "$1::TEXT, $2::TEXT, $3::BIGINT, $4::TEXT, $5::BIGINT, $6::TEXT, \
+     $7::TEXT, $8::TEXT, $9::BIGINT, $9::BIGINT, $10::TEXT";
+
+/// The recall row of a new task `fresh.id` (when `$11`), written by `author` (an SQL expression).
+/// `$15`, the entry's task, is not written but must be read for its type to be known.
+fn recall_values(author: &str) -> String {
+    format!(
+        "INSERT INTO recall_messages ({columns}) \
+         SELECT $12::TEXT, {author}, $14::TEXT, COALESCE(fresh.id::TEXT, $15::TEXT), $16::TEXT, \
+         $17::TEXT, $18::BIGINT, $19::TEXT, $20::TEXT",
+        columns = recall::COLUMNS,
     )
-    .await?;
-    Ok(id)
+}
+
+/// A root: no live root in its conversation (the one found is answered instead), a new id that is
+/// also its root id; answers `(new id, live root id)`, one of them NULL.
+fn create_root_sql() -> &'static str {
+    static SQL: OnceLock<String> = OnceLock::new();
+    SQL.get_or_init(|| {
+        format!(
+            "WITH live AS (SELECT id FROM tasks WHERE conversation_id = $1 AND parent_id IS NULL \
+             AND state NOT IN {terminal} LIMIT 1), \
+             fresh AS (INSERT INTO tasks (id, parent_id, root_id, {NEW_TASK}) \
+             SELECT n.id, NULL, n.id, {NEW_TASK_VALUES} \
+             FROM (SELECT nextval(pg_get_serial_sequence('tasks', 'id')) AS id) n \
+             WHERE NOT EXISTS (SELECT 1 FROM live) RETURNING id), \
+             recall AS ({recall} FROM fresh WHERE $11) \
+             SELECT (SELECT id FROM fresh), (SELECT id FROM live)",
+            terminal = TaskState::terminal_sql(),
+            recall = recall_values("$13::TEXT"),
+        )
+    })
+}
+
+/// A child of `$21` (held `FOR SHARE`): its root id and its instructions' author are the parent's
+/// (`$13` is not read); answers the new id, or no row when the parent does not exist.
+fn create_child_sql() -> &'static str {
+    static SQL: OnceLock<String> = OnceLock::new();
+    SQL.get_or_init(|| {
+        format!(
+            "WITH parent AS (SELECT root_id, agent FROM tasks WHERE id = $21 FOR SHARE), \
+             fresh AS (INSERT INTO tasks (parent_id, root_id, {NEW_TASK}) \
+             SELECT $21::BIGINT, parent.root_id, {NEW_TASK_VALUES} FROM parent RETURNING id), \
+             recall AS ({recall} FROM fresh, parent WHERE $11) \
+             SELECT id FROM fresh",
+            recall = recall_values("COALESCE(parent.agent, $13::TEXT)"),
+        )
+    })
 }
 
 /// One task.

@@ -33,7 +33,8 @@
   let current = "org";
   // Pages that show live data are refreshed while they are shown (the Events page streams instead).
   const refresh = { org: () => loadStates(), tasks: () => loadTasks(), approvals: () => loadApprovals(),
-    costs: () => loadCosts(), channels: () => loadChannels(), privacy: () => loadPrivacy() };
+    costs: () => loadCosts(), channels: () => loadChannels(), privacy: () => loadPrivacy(),
+    config: () => loadClusterHistory() };
   function show() {
     const name = pages.includes(location.hash.slice(1)) ? location.hash.slice(1) : "org";
     current = name;
@@ -629,6 +630,7 @@
       status.textContent = "Saved. " + describeReload(body.reload);
       status.className = "status " + (body.applied ? "ok" : "error");
       loadHistory();
+      loadClusterHistory();
       watchReloads();
     } catch (e) { banner(e.message); }
   }
@@ -649,6 +651,30 @@
         el("button", { type: "button", onclick: () => showVersion(v.name, true) }, "Restore…"))));
       if (!h.versions.length) list.append(el("li", { class: "muted none" }, "No earlier versions yet: each save keeps the one it replaces."));
     } catch (e) { banner(e.message); }
+  }
+  // The cluster's config history (PostgreSQL): shown only when this process is a node of one;
+  // alone, the file's history above is the whole history.
+  async function loadClusterHistory() {
+    try {
+      const r = await api("/admin/api/config/cluster");
+      $("cluster-history").hidden = !r.cluster;
+      $("cluster-history").dataset.cluster = String(!!r.cluster);
+      if (!r.cluster) return;
+      const nodes = (ids) => ids.length ? ids.map((id) => id === r.this ? id + " (this console)" : id).join(", ") : "—";
+      const rows = r.versions.map((v) => el("tr", { "data-config-version": String(v.id), "data-digest": v.digest, "data-saved-on": v.node, "data-running": v.running.join(" ") },
+        el("td", { class: "num" }, String(v.id)),
+        el("td", { title: v.saved_age + " ago" }, when(v.saved_ms)),
+        el("td", {}, el("strong", {}, v.node), v.by ? el("span", { class: "muted" }, " by " + v.by) : ""),
+        el("td", {}, el("code", {}, v.digest)),
+        el("td", {}, nodes(v.running))));
+      for (const u of r.unlisted) {
+        rows.push(el("tr", { "data-config-version": "unlisted", "data-digest": u.digest, "data-running": u.running.join(" ") },
+          el("td", { class: "num" }, "—"), el("td", { class: "muted" }, "not saved in the cluster"), el("td", {}, "—"),
+          el("td", {}, el("code", {}, u.digest)), el("td", {}, nodes(u.running))));
+      }
+      if (!rows.length) rows.push(el("tr", { class: "muted none" }, el("td", { colspan: "5" }, "Nothing saved in the cluster yet: a save here is recorded, and every node follows it.")));
+      $("cluster-history-list").tBodies[0].replaceChildren(...rows);
+    } catch (e) { /* the editor still works; the next refresh tries again */ }
   }
   async function showVersion(name, restore) {
     try {
@@ -815,6 +841,7 @@
       buttons();
       validate();
       loadHistory();
+      loadClusterHistory();
     } catch (e) { loaded.config = false; $("config-status").textContent = e.message; banner(e.message); }
   }
 

@@ -28,6 +28,9 @@
 //! workspace files (with `--workspaces`, what would be replaced in them): nothing is locked or
 //! written, so it also works beside a running `opc run`.
 //!
+//! On PostgreSQL (`framework.memory.storage: postgres`) steps 2 to 6 are [`postgres`]'s: one
+//! transaction while the nodes keep running, their search indexes re-reading the rewritten rows.
+//!
 //! Exit status: 0 when everything asked was done — without `--workspaces`, workspace files that hold
 //! the value are listed and the status is still 0; with it, 1 when a copy the command found (or could
 //! not search) is left in a workspace: a binary or oversized file, a file with several names, a name,
@@ -45,6 +48,7 @@ use serde_json::json;
 
 use crate::term::{eprint, print};
 
+mod postgres;
 mod workspaces;
 
 use workspaces::{Mode, Workspaces};
@@ -118,20 +122,19 @@ pub fn run(config: &Path, value: &str, dry_run: bool, workspaces: bool) -> ExitC
         ));
         return ExitCode::from(1);
     }
-    if loaded.config.framework.memory.storage == opc_hierarchy::schema::Storage::Postgres {
-        eprint(
-            "error: `opc privacy erase` rewrites the SQLite file only, and this org keeps its state in \
-             PostgreSQL (`framework.memory.storage: postgres`); erasing there is not built yet. Nothing was changed\n",
-        );
-        return ExitCode::from(1);
-    }
-    let db = crate::setup::database_path(&loaded);
-    let spaces = Workspaces::of(&loaded);
     let mode = match (workspaces, dry_run) {
         (false, _) => Mode::List,
         (true, true) => Mode::DryRun,
         (true, false) => Mode::Redact,
     };
+    let db = match crate::setup::database(&loaded) {
+        Ok(crate::setup::Database::Sqlite(db)) => db,
+        Ok(crate::setup::Database::Postgres { url, .. }) => {
+            return postgres::run(&loaded, &url, &matcher, dry_run, mode);
+        }
+        Err(code) => return code,
+    };
+    let spaces = Workspaces::of(&loaded);
     let no_database = || {
         format!(
             "nothing stored in the database: {} does not exist yet (it is created when `opc run` or `opc chat` \
@@ -142,7 +145,7 @@ pub fn run(config: &Path, value: &str, dry_run: bool, workspaces: bool) -> ExitC
     if dry_run {
         if db.exists() {
             match erase::scan(&db, &matcher) {
-                Ok(found) => print(&report(&db, &found, true)),
+                Ok(found) => print(&report(&db.display().to_string(), &found, true, false)),
                 Err(e) => {
                     eprint(&format!("error: {e}\n"));
                     return ExitCode::from(1);
@@ -166,10 +169,32 @@ pub fn run(config: &Path, value: &str, dry_run: bool, workspaces: bool) -> ExitC
     };
     let found = spaces.scan(&matcher, mode);
     out.push_str(&found.render(mode));
+    finish(
+        &loaded,
+        &db.display().to_string(),
+        &matcher,
+        database.as_ref(),
+        &found,
+        mode,
+        out,
+    )
+}
+
+/// Steps 7 and 8 of the module doc, after the database: the audit line (when anything was erased),
+/// the report printed, and the exit status (1 when `--workspaces` left copies).
+fn finish(
+    loaded: &opc_hierarchy::Loaded,
+    place: &str,
+    matcher: &Matcher,
+    database: Option<&DatabaseErased>,
+    found: &workspaces::Found,
+    mode: Mode,
+    mut out: String,
+) -> ExitCode {
     let replaced = found.replaced();
     if database.is_some() || replaced.0 > 0 {
         let audit = loaded.base_dir.join(AUDIT);
-        match write_audit(&audit, &db, &matcher, database.as_ref(), replaced) {
+        match write_audit(&audit, place, matcher, database, replaced) {
             Ok(()) => out.push_str(&format!("audit: one line in {}\n", audit.display())),
             Err(e) => {
                 print(&out);
@@ -279,7 +304,7 @@ fn erase_now(
     if let Err(e) = erase::scrub(db) {
         return fail(&e);
     }
-    let mut out = report(db, &done, false);
+    let mut out = report(&db.display().to_string(), &done, false, false);
     let mut index_dir = db.as_os_str().to_owned();
     index_dir.push(".index");
     out.push_str(&format!(
@@ -317,14 +342,15 @@ fn erase_now(
     ))
 }
 
-/// The per-table report.
-fn report(db: &Path, found: &Erasure, dry_run: bool) -> String {
+/// The per-table report; `place` is the database (a file, or PostgreSQL's `host:port/name`), and
+/// `postgres` says how recall's indexes follow the rewrite.
+fn report(place: &str, found: &Erasure, dry_run: bool, postgres: bool) -> String {
     let occurrences: usize = found.tables.iter().map(|t| t.occurrences).sum();
     let mut out = format!(
         "{} {occurrences} occurrence(s) in {} row(s) of {}{}\n",
         if dry_run { "would replace" } else { "replaced" },
         found.rows(),
-        db.display(),
+        place,
         if occurrences > 0 {
             format!(" with {ERASED}:")
         } else {
@@ -354,9 +380,15 @@ fn report(db: &Path, found: &Erasure, dry_run: bool) -> String {
     }
     if !found.recall_seqs.is_empty() {
         out.push_str(&format!(
-            "recall rows {}: {} (their search index documents and vectors are rebuilt)\n",
+            "recall rows {}: {} ({})\n",
             if dry_run { "to rewrite" } else { "rewritten" },
-            found.recall_seqs.len()
+            found.recall_seqs.len(),
+            if postgres {
+                "every node's search index reads them again and replaces their documents; their vectors \
+                 are deleted and computed again by the nodes"
+            } else {
+                "their search index documents and vectors are rebuilt"
+            }
         ));
     }
     out
@@ -367,7 +399,7 @@ fn report(db: &Path, found: &Erasure, dry_run: bool) -> String {
 /// `workspace` is (files, occurrences) replaced there.
 fn write_audit(
     audit: &Path,
-    db: &Path,
+    place: &str,
     matcher: &Matcher,
     database: Option<&DatabaseErased>,
     (workspace_files, workspace_occurrences): (usize, usize),
@@ -385,7 +417,7 @@ fn write_audit(
         "at": humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
         "event": "privacy.erase",
         "by": std::env::var("USER").unwrap_or_default(),
-        "database": database.map(|_| db.display().to_string()),
+        "database": database.map(|_| place.to_string()),
         "value_chars": matcher.chars(),
         "rows": database.map_or(0, |d| d.done.rows()),
         "tables": tables,

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use super::super::super::{StoreError, TaskId};
-use super::super::sql::{Tx, opt};
+use super::super::sql::{LEASE_CHECK, Tx, opt};
 
 /// The lease a fenced store writes under, and the node it stamps on the tasks it creates.
 #[derive(Clone, Debug)]
@@ -36,7 +36,7 @@ impl Fence {
         let held = opt(
             t.c(),
             "checking the tree's lease",
-            "SELECT 1 FROM tree_leases WHERE root_id = $1 AND token = $2 FOR SHARE",
+            LEASE_CHECK,
             &[&self.root, &self.token],
         )
         .await?;

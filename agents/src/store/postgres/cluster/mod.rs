@@ -279,4 +279,24 @@ impl Cluster for PgCluster {
         let c = self.store.client().await?;
         platforms::let_go(&c, &self.node, name).await
     }
+
+    async fn hold_done(&self, name: &str) -> Result<(), StoreError> {
+        let c = self.store.client().await?;
+        platforms::hold_done(&c, &self.node, name).await
+    }
+
+    async fn renew_hold(&self, name: &str) -> Result<bool, StoreError> {
+        let c = self.store.client().await?;
+        platforms::renew_hold(&c, &self.node, self.ttl_ms(), name).await
+    }
+
+    async fn lapsed_holds(&self, prefix: &str, limit: u32) -> Result<Vec<String>, StoreError> {
+        let c = self.store.client().await?;
+        platforms::lapsed_holds(&c, prefix, limit).await
+    }
+
+    async fn take_lapsed(&self, name: &str) -> Result<bool, StoreError> {
+        let c = self.store.client().await?;
+        platforms::take_lapsed(&c, &self.node, self.ttl_ms(), name).await
+    }
 }
