@@ -240,6 +240,7 @@ mod tests {
 
     fn row(id: &str, started: i64, heartbeat: i64, stopped: bool, digest: &str) -> NodeRow {
         NodeRow {
+            instance: 1,
             id: id.into(),
             address: None,
             host: "h".into(),

@@ -6,7 +6,8 @@
 //!   model call that was in flight, and every conversation gets exactly one answer, no "failed";
 //! - the node that received the requests killed with `kill -9`: the other posts their answers
 //!   (of the trees it took over and of those it ran already), each once, where a page that
-//!   reconnects to it sees them;
+//!   reconnects to it sees them; a follow-up that waited on the dead node for its conversation is
+//!   answered by the other, after the answer it waited for;
 //! - an approval asked on one node is decided through the other node's web API, both ways, and
 //!   each answer reaches the page its request came from;
 //! - a web page on one node follows a tree running on the other (its trace, then its answer);
@@ -32,7 +33,7 @@ use opc_tests::postgres::{PgServer, create_database, fresh_database};
 use opc_tests::scripted_llm::{Script, ScriptedLlm, Step};
 use opc_tests::sse::Sse;
 use opc_tests::wait::{Deadline, WAIT, wait_until};
-use opc_tests::web_chat::start;
+use opc_tests::web_chat::{say, start};
 use opc_tests::{http_client, post_json};
 use serde_json::{Value, json};
 
@@ -192,6 +193,27 @@ fn slow_delegation() -> Script {
         )
 }
 
+/// Wait until every unfinished tree `node` runs has delegated (its delegated task asked the
+/// model): a CEO call re-issued by the node taking a tree over would get the script's next step (a
+/// scripted session counts its calls), not the same answer.
+async fn every_tree_in_mid_delegation(cluster: &Cluster, llm: &ScriptedLlm, node: &str) {
+    let vp_eng = marker("vp-eng");
+    poll(
+        WAIT,
+        &format!("every tree on {node} in mid-delegation"),
+        || async {
+            let roots = cluster.db.roots().await;
+            let requests = llm.requests_for(&vp_eng);
+            roots
+                .iter()
+                .filter(|r| !r.ended() && r.node.as_deref() == Some(node))
+                .all(|r| requests.iter().any(|q| q.session.contains(&r.input)))
+                .then_some(())
+        },
+    )
+    .await;
+}
+
 /// A tree node B runs whose delegated task's model call is in flight (asked, not answered yet).
 async fn in_mid_delegation_on_b(cluster: &Cluster, llm: &ScriptedLlm) -> Root {
     in_mid_delegation_on(cluster, llm, B).await
@@ -243,6 +265,7 @@ async fn a_node_killed_in_mid_delegation_leaves_every_conversation_answered_once
     let vp_eng = marker("vp-eng");
     // A tree B runs, whose delegated task's model call is in flight (asked, not answered yet).
     let victim = in_mid_delegation_on_b(&cluster, &llm).await;
+    every_tree_in_mid_delegation(&cluster, &llm, B).await;
     let killed_at = cluster.kill9(B);
     // Every tree B held when it died (the one seen in flight among them).
     let orphans: Vec<Root> = cluster
@@ -324,6 +347,7 @@ async fn the_node_that_received_requests_dies_and_the_other_posts_their_answers(
     }
     let on_a = in_mid_delegation_on(&cluster, &llm, A).await;
     let on_b = in_mid_delegation_on(&cluster, &llm, B).await;
+    every_tree_in_mid_delegation(&cluster, &llm, A).await;
     // A streams every answer: it holds each reply's duty.
     let duties = || async {
         cluster
@@ -382,6 +406,95 @@ async fn the_node_that_received_requests_dies_and_the_other_posts_their_answers(
         duties().await.is_empty().then_some(())
     })
     .await;
+    cluster.stop_all();
+}
+
+/// A follow-up that waited on node A for its busy conversation (kept in the database) is answered
+/// by node B after A is killed with `kill -9`: B posts the running request's answer, then answers
+/// the follow-up, each once, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_waiting_on_a_dead_node_is_answered_by_the_other() {
+    let Some(url) = fresh_database("cluster_waiting").await else {
+        return;
+    };
+    let _serial = SERIAL.lock().await;
+    let llm = ScriptedLlm::start(slow_delegation()).await.unwrap();
+    llm.log_requests(true);
+    let mut cluster = Cluster::new(&llm.url(), &url, slots(2));
+    cluster.start(A);
+    cluster.start(B);
+    let first = "Waiting first";
+    let (conversation, _sse) = start(cluster.node(A), first).await;
+    // (On either node: A received it, and whichever node claims a queued root first runs it.)
+    let node = poll(WAIT, "a node running the first request", || async {
+        cluster
+            .db
+            .roots()
+            .await
+            .iter()
+            .find(|r| r.input == first)
+            .and_then(|r| r.node.clone())
+    })
+    .await;
+    in_mid_delegation_on(&cluster, &llm, &node).await;
+    // The follow-up waits on A behind the first request, kept in the database.
+    let second = "Waiting second";
+    say(cluster.node(A), &conversation, second).await;
+    let kept = || async {
+        cluster
+            .db
+            .rows("SELECT conversation FROM gateway_waiting", &[])
+            .await
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect::<Vec<_>>()
+    };
+    poll(WAIT, "the follow-up kept in the database", || async {
+        (kept().await.len() == 1).then_some(())
+    })
+    .await;
+    cluster.kill9(A);
+
+    let mut sse = Sse::connect(
+        &cluster
+            .node(B)
+            .url(&format!("/api/conversations/{conversation}/events")),
+        None,
+    )
+    .await;
+    let answers = poll(FAILOVER, "both answers on B's page", || async {
+        let said = cluster.db.transcript(&conversation).await;
+        let bot: Vec<String> = said
+            .iter()
+            .filter(|s| s.author == "bot" && !s.card)
+            .map(|s| s.text.clone())
+            .collect();
+        (bot.len() >= 2).then_some(said)
+    })
+    .await;
+    let order: Vec<(&str, &str)> = answers
+        .iter()
+        .map(|s| (s.author.as_str(), s.text.as_str()))
+        .collect();
+    let first_answer = format!("CEO: Done for Handle: {first}");
+    assert_eq!(
+        order.first(),
+        Some(&("user", first)),
+        "the transcript: {order:?}"
+    );
+    assert_eq!(order.get(1), Some(&("user", second)), "{order:?}");
+    assert_eq!(
+        order.get(2),
+        Some(&("bot", first_answer.as_str())),
+        "the first request's answer comes first: {order:?}"
+    );
+    assert_eq!(order.len(), 4, "one answer each: {order:?}");
+    assert!(
+        order[3].0 == "bot" && order[3].1.starts_with("CEO: ") && !order[3].1.contains("fail"),
+        "the follow-up's answer: {order:?}"
+    );
+    answered(&mut sse, order[3].1, WAIT).await;
+    assert!(kept().await.is_empty(), "nothing left waiting");
     cluster.stop_all();
 }
 

@@ -62,6 +62,8 @@ pub struct NodeIdentity {
 pub struct NodeRow {
     /// The node's name.
     pub id: String,
+    /// The running process's instance (a restart under the same name is a new one).
+    pub instance: i64,
     /// Where it serves.
     pub address: Option<String>,
     /// Host and pid.
@@ -280,9 +282,13 @@ pub trait Cluster: Send + Sync + std::fmt::Debug {
     async fn renew_hold(&self, name: &str) -> Result<bool, StoreError>;
 
     /// Up to `limit` holds whose name starts with `prefix` and whose holder let them go or stopped
-    /// renewing them (expired on the database's clock): duties another node may take over with
-    /// [`take_lapsed`](Cluster::take_lapsed).
-    async fn lapsed_holds(&self, prefix: &str, limit: u32) -> Result<Vec<String>, StoreError>;
+    /// renewing them (expired on the database's clock), each with its holder's instance: duties
+    /// another node may take over with [`take_lapsed`](Cluster::take_lapsed).
+    async fn lapsed_holds(
+        &self,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, i64)>, StoreError>;
 
     /// Take hold `name` over for this instance only if it is there and lapsed: `false` when
     /// another instance holds it or it was done meanwhile (never recreated, so a duty done by one

@@ -129,6 +129,7 @@ mod tests {
 
     fn node(id: &str, digest: &str, heartbeat_ms: i64) -> NodeRow {
         NodeRow {
+            instance: 1,
             id: id.into(),
             address: None,
             host: "h".into(),

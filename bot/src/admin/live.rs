@@ -677,6 +677,7 @@ mod tests {
         digest: &str,
     ) -> opc_agents::store::NodeRow {
         opc_agents::store::NodeRow {
+            instance: 1,
             id: id.into(),
             address: Some(format!("10.0.0.1:{}", 7000 + started / 1000)),
             host: "box".into(),

@@ -538,6 +538,7 @@ mod tests {
 
     fn node(id: &str, started: i64, heartbeat: i64, stopped: bool, digest: &str) -> NodeRow {
         NodeRow {
+            instance: 1,
             id: id.into(),
             address: (!stopped).then(|| "10.0.0.5:7421".to_string()),
             host: "box".into(),

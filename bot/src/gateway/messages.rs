@@ -28,6 +28,8 @@ pub(super) struct Waiting {
     pub(super) inbound: Inbound,
     pub(super) text: String,
     pub(super) place: Place,
+    /// Its row in the database while it waits in a cluster (see `parked.rs`).
+    pub(super) parked: Option<i64>,
 }
 
 impl Waiting {
@@ -115,17 +117,37 @@ impl Gateway {
             inbound: inbound.clone(),
             text: text.to_string(),
             place,
+            parked: None,
         };
         let Some(conversation) = conversation else {
             self.start_new(waiting).await;
             return;
         };
+        self.admit_waiting(conversation, waiting).await;
+    }
+
+    /// Start `waiting` in `conversation`, or queue it behind the request running there (kept in
+    /// the database in a cluster), or refuse it when too many already wait.
+    pub(super) async fn admit_waiting(&self, conversation: String, mut waiting: Waiting) {
+        let inner = &self.inner;
+        let platform = waiting.place.platform;
+        if inner.queues.is_busy(&conversation) {
+            // Kept before it waits: if this node dies, another answers it.
+            self.park(&conversation, &mut waiting);
+        }
         match inner.queues.admit(&conversation, waiting) {
-            Admit::Start(waiting) => self.start_in(conversation, waiting).await,
+            Admit::Start(waiting) => {
+                if self.unpark(&waiting) {
+                    self.start_in(conversation, waiting).await;
+                } else {
+                    self.next_in(&conversation).await;
+                }
+            }
             Admit::Queued { position } => {
                 tracing::info!(%platform, position, "conversation busy; message queued");
             }
             Admit::Full(waiting) => {
+                self.unpark(&waiting);
                 tracing::info!(%platform, "conversation busy and its queue full; message refused");
                 self.respond(
                     &waiting.adapter,
@@ -197,7 +219,7 @@ impl Gateway {
                     };
                     if !ended {
                         // Cannot follow that request: refuse the message rather than spin on it.
-                        if let Some(waiting) = this.inner.queues.next(&conversation) {
+                        if let Some(waiting) = this.next_waiting(&conversation) {
                             this.respond(
                                 &waiting.adapter,
                                 &waiting.inbound,
@@ -262,7 +284,7 @@ impl Gateway {
             if self.inner.stop.is_cancelled() {
                 return;
             }
-            if let Some(waiting) = self.inner.queues.next(conversation) {
+            if let Some(waiting) = self.next_waiting(conversation) {
                 self.start_in(conversation.to_string(), waiting).await;
             }
         })

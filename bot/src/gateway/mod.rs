@@ -13,7 +13,9 @@
 //!   continue it; messages in threads that are not ours are ignored;
 //! - a conversation answers one message at a time: a message that arrives while its conversation is
 //!   busy waits in [`queue`] and is answered after the current one, in order; past the bound it is
-//!   refused with a notice saying so (waiting messages live in memory: a restart forgets them);
+//!   refused with a notice saying so (waiting messages live in memory: alone, a restart forgets
+//!   them and a clean stop tells their senders; in a cluster they are also kept in the database,
+//!   [`parked`], and another node answers them if this one stops or dies);
 //! - only approvers decide approvals and cancel trees; an approval is decided once (the engine's
 //!   transaction), and its cards are redrawn with who decided and when;
 //! - notices the engine wrote while OPC was down (interrupted requests) are posted to their threads
@@ -36,7 +38,8 @@
 //! cards, [`actions`] handles button clicks and slash commands (with the approver check),
 //! [`commands`] renders the commands' answers, [`deliveries`] drops a platform delivery another
 //! node of the cluster already handled, [`reply_duty`] lets another node of the cluster post an
-//! answer when the node that streamed it stops, [`discord_hold`] keeps the Discord gateway connection on
+//! answer when the node that streamed it stops, [`parked`] keeps waiting messages in the database
+//! so another node answers them, [`discord_hold`] keeps the Discord gateway connection on
 //! one node of a cluster, and [`queue`], [`limits`], [`threads`], [`channels`]
 //! and [`notices`] are the parts they share.
 
@@ -49,6 +52,7 @@ pub mod discord_hold;
 pub mod limits;
 mod messages;
 pub mod notices;
+mod parked;
 pub mod queue;
 mod reply_duty;
 mod resume;
@@ -276,7 +280,19 @@ impl Gateway {
         self.inner.stop.cancel();
         // Messages still waiting for their conversation are not kept across a restart: tell each
         // sender, so none is lost without a word.
-        let dropped = self.inner.queues.drain();
+        // In a cluster, the ones kept in the database are left to the other nodes (`parked`).
+        let (handed_on, dropped): (Vec<_>, Vec<_>) = self
+            .inner
+            .queues
+            .drain()
+            .into_iter()
+            .partition(|w| w.parked.is_some());
+        if !handed_on.is_empty() {
+            tracing::info!(
+                messages = handed_on.len(),
+                "stopping: messages waiting for their conversation are left to the other nodes"
+            );
+        }
         if !dropped.is_empty() {
             tracing::warn!(
                 messages = dropped.len(),

@@ -70,6 +70,11 @@ impl<T> Queues<T> {
         }
     }
 
+    /// Whether `conversation` is busy (a message admitted now would wait).
+    pub fn is_busy(&self, conversation: &str) -> bool {
+        self.lock().contains_key(conversation)
+    }
+
     /// Mark `conversation` busy (a request started in it without [`Queues::admit`]: a new
     /// conversation, a request resumed after a restart).
     pub fn mark_busy(&self, conversation: &str) {

@@ -16,7 +16,9 @@
 //!   anyway — a duplicate answer beats a lost one;
 //! - a hold whose deletion failed stays registered and is deleted at a later renewal, never left to
 //!   lapse (a lapsed hold would be posted again by another node);
-//! - a duty is taken over only by a node that runs the thread's platform; the others leave it;
+//! - a duty is taken over only from a node that is gone (no heartbeat for two leases, or stopped)
+//!   and only by a node that runs the thread's platform; a holder that merely lost the database
+//!   for a while renews its own duties when it is back;
 //! - the streamed message of a node that died stays as it was; the node that takes over posts the
 //!   answer as a new message of the thread (and, in the web chat, in the shared transcript).
 
@@ -35,6 +37,11 @@ const PREFIX: &str = "reply:";
 /// or cut off past the lease): said once per duty, whichever notices first, the renewal or the
 /// check before posting.
 pub(super) const LOST: &str = "another node has this reply's duty now (this node was paused or cut off past the lease): it posts the answer";
+
+/// How many leases without a heartbeat make a node gone, for its duties and waiting messages:
+/// more than one, so that a database outage a little longer than the lease (every node's
+/// heartbeat stopped alike) does not move duties between nodes that are all running.
+const GONE_AFTER_LEASES: u32 = 2;
 
 /// How many lapsed duties one scan takes over at most (the next scan takes the rest).
 const SCAN_LIMIT: u32 = 16;
@@ -167,7 +174,8 @@ impl Gateway {
     }
 
     /// Every `leaseTtl / 3` until the gateway stops: renew this node's reply duties (a duty another
-    /// node has taken over is stopped here), and take over the duties of nodes that died.
+    /// node has taken over is stopped here), take over the duties of nodes that died, then the
+    /// messages that waited on them (`parked.rs`).
     pub(super) async fn keep_duties(self, cluster: Arc<dyn Cluster>) {
         let every = cluster.lease_ttl() / 3;
         let mut failing = false;
@@ -176,7 +184,9 @@ impl Gateway {
                 () = tokio::time::sleep(every) => {}
                 () = self.inner.stop.cancelled() => break,
             }
-            let ok = self.renew(&*cluster).await && self.adopt(&cluster).await;
+            let ok = self.renew(&*cluster).await
+                && self.adopt(&cluster).await
+                && self.adopt_waiting(&cluster).await;
             if !ok && !failing {
                 tracing::warn!("cannot renew or share reply duties across the cluster; retrying");
             }
@@ -234,7 +244,18 @@ impl Gateway {
             Ok(lapsed) => lapsed,
             Err(_) => return false,
         };
-        for name in lapsed {
+        if lapsed.is_empty() {
+            return true;
+        }
+        // Only a gone node's duties: a holder that merely could not reach the database for a
+        // while (an outage every node saw) renews its own when it is back, and keeps its pages.
+        let Some(live) = self.live_instances(cluster).await else {
+            return false;
+        };
+        for (name, holder) in lapsed {
+            if live.contains(&holder) {
+                continue;
+            }
             let Some(root) = root_of(&name) else { continue };
             if self.inner.duties.lock().contains_key(&root) {
                 // Ours, lapsed while the database was away: the next renewal takes it back.
@@ -273,6 +294,22 @@ impl Gateway {
             });
         }
         true
+    }
+
+    /// The instances of the nodes that count as running: heartbeat within [`GONE_AFTER_LEASES`]
+    /// leases (by this node's clock) and not stopped, this node included; `None` when the database
+    /// failed.
+    pub(super) async fn live_instances(&self, cluster: &Arc<dyn Cluster>) -> Option<Vec<i64>> {
+        let nodes = cluster.nodes().await.ok()?;
+        let now = opc_agents::store::now_ms();
+        let grace = cluster.lease_ttl() * GONE_AFTER_LEASES;
+        let mut live: Vec<i64> = nodes
+            .iter()
+            .filter(|n| n.alive(now, grace))
+            .map(|n| n.instance)
+            .collect();
+        live.push(cluster.node().instance);
+        Some(live)
     }
 
     /// Root `root`'s conversation, thread and adapter on this node; `None` (said once in the log

@@ -177,6 +177,51 @@ impl Threads {
     }
 }
 
+/// Messages waiting for a busy conversation, kept in the database so that another node answers
+/// them if the node holding them dies (a cluster, PostgreSQL). With SQLite there is one node and
+/// nothing to share: nothing is kept (a stop tells each sender to send again).
+impl Threads {
+    /// Keep `message` (the waiting message, as JSON) for node instance `instance`; its id, or
+    /// `None` with SQLite.
+    pub fn park(
+        &self,
+        conversation: &str,
+        instance: i64,
+        platform: Platform,
+        message: String,
+    ) -> Result<Option<i64>, ThreadsError> {
+        match &self.backend {
+            Backend::Sqlite(_) => Ok(None),
+            Backend::Postgres(conn) => {
+                postgres::park(conn, conversation, instance, platform.as_str(), message).map(Some)
+            }
+        }
+    }
+
+    /// Take kept message `id` to answer it: `false` when another node took it first (it answers
+    /// it).
+    pub fn unpark(&self, id: i64) -> Result<bool, ThreadsError> {
+        match &self.backend {
+            Backend::Sqlite(_) => Ok(true),
+            Backend::Postgres(conn) => postgres::unpark(conn, id),
+        }
+    }
+
+    /// Take up to `limit` kept messages of `platforms` whose node instance is not in `live`
+    /// (it died, or stopped and handed them on), oldest first: `(conversation, message)`.
+    pub fn orphans(
+        &self,
+        live: Vec<i64>,
+        platforms: Vec<String>,
+        limit: i64,
+    ) -> Result<Vec<(String, String)>, ThreadsError> {
+        match &self.backend {
+            Backend::Sqlite(_) => Ok(Vec::new()),
+            Backend::Postgres(conn) => postgres::orphans(conn, live, platforms, limit),
+        }
+    }
+}
+
 /// The SQLite connection; a poisoned lock is taken over (every write is one statement, so a panic
 /// cannot have left one half done).
 fn lock(conn: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connection> {

@@ -20,10 +20,16 @@ use opc_pg::Blocking;
 use super::{Binding, Key, StoredCard, ThreadsError};
 
 /// The gateway's migrations on PostgreSQL, in order (append only; never edit a published one).
-const MIGRATIONS: &[opc_migrate::Migration] = &[opc_migrate::Migration {
-    what: "chat threads and approval cards",
-    sql: V1,
-}];
+const MIGRATIONS: &[opc_migrate::Migration] = &[
+    opc_migrate::Migration {
+        what: "chat threads and approval cards",
+        sql: V1,
+    },
+    opc_migrate::Migration {
+        what: "messages waiting for a busy conversation, per node instance",
+        sql: V2,
+    },
+];
 
 /// The gateway's tables in a PostgreSQL database: its `schema_versions` row is `gateway`, as on
 /// SQLite.
@@ -50,6 +56,21 @@ CREATE TABLE gateway_cards (
     card      TEXT NOT NULL,
     PRIMARY KEY (approval, posted)
 );
+";
+
+/// A message waiting for its busy conversation, kept by the node instance whose memory queue holds
+/// it: whoever deletes the row answers the message (that node when it starts it, or another node
+/// when that instance died).
+const V2: &str = "
+CREATE TABLE gateway_waiting (
+    id            BIGSERIAL PRIMARY KEY,
+    conversation  TEXT NOT NULL,
+    instance      BIGINT NOT NULL,
+    platform      TEXT NOT NULL,
+    message       TEXT NOT NULL,
+    created_at    BIGINT NOT NULL
+);
+CREATE INDEX gateway_waiting_by_instance ON gateway_waiting (instance);
 ";
 
 const CONVERSATION: &str = "SELECT conversation, place FROM gateway_threads \
@@ -147,5 +168,58 @@ pub(super) fn cards(conn: &Blocking, approval: i64) -> Result<Vec<(String, Strin
             .iter()
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
             .collect()
+    })?)
+}
+
+/// Keep a waiting message for `instance`; its row id.
+pub(super) fn park(
+    conn: &Blocking,
+    conversation: &str,
+    instance: i64,
+    platform: &'static str,
+    message: String,
+) -> Result<i64, ThreadsError> {
+    let conversation = conversation.to_string();
+    Ok(conn.run("keeping a waiting message", move |client| {
+        client
+            .query_one(
+                "INSERT INTO gateway_waiting (conversation, instance, platform, message, created_at) \
+                 VALUES ($1, $2, $3, $4, $5) RETURNING id",
+                &[&conversation, &instance, &platform, &message, &now_ms()],
+            )?
+            .try_get(0)
+    })?)
+}
+
+/// Delete waiting row `id`; `true` when this call deleted it (nobody else took it).
+pub(super) fn unpark(conn: &Blocking, id: i64) -> Result<bool, ThreadsError> {
+    Ok(conn.run("taking a waiting message", move |client| {
+        Ok(client.execute("DELETE FROM gateway_waiting WHERE id = $1", &[&id])? == 1)
+    })?)
+}
+
+/// Take (delete and return) up to `limit` waiting rows of `platforms` kept by instances not in
+/// `live`, oldest first: `(conversation, message)`.
+pub(super) fn orphans(
+    conn: &Blocking,
+    live: Vec<i64>,
+    platforms: Vec<String>,
+    limit: i64,
+) -> Result<Vec<(String, String)>, ThreadsError> {
+    Ok(conn.run("taking over waiting messages", move |client| {
+        let mut rows: Vec<(i64, String, String)> = client
+            .query(
+                "DELETE FROM gateway_waiting WHERE id IN ( \
+                     SELECT id FROM gateway_waiting \
+                     WHERE NOT (instance = ANY($1)) AND platform = ANY($2) \
+                     ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED) \
+                 RETURNING id, conversation, message",
+                &[&live, &platforms, &limit],
+            )?
+            .iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+            .collect::<Result<_, opc_pg::postgres::Error>>()?;
+        rows.sort_by_key(|r| r.0);
+        Ok(rows.into_iter().map(|(_, c, m)| (c, m)).collect())
     })?)
 }

@@ -290,7 +290,11 @@ impl Cluster for PgCluster {
         platforms::renew_hold(&c, &self.node, self.ttl_ms(), name).await
     }
 
-    async fn lapsed_holds(&self, prefix: &str, limit: u32) -> Result<Vec<String>, StoreError> {
+    async fn lapsed_holds(
+        &self,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
         let c = self.store.client().await?;
         platforms::lapsed_holds(&c, prefix, limit).await
     }

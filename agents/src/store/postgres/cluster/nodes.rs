@@ -88,7 +88,7 @@ pub(super) async fn list(c: &impl GenericClient) -> Result<Vec<NodeRow>, StoreEr
             "SELECT n.id, n.address, n.host, n.pid, n.started_ms, n.heartbeat_ms, n.stopped, \
              (SELECT count(*) FROM tree_leases l WHERE l.instance = n.instance AND l.node = n.id \
               AND l.expires_ms >= {DB_NOW}), \
-             n.slots_total, n.slots_in_use, n.config_digest \
+             n.slots_total, n.slots_in_use, n.config_digest, n.instance \
              FROM cluster_nodes n ORDER BY n.id"
         ),
         &[],
@@ -108,6 +108,7 @@ pub(super) async fn list(c: &impl GenericClient) -> Result<Vec<NodeRow>, StoreEr
             slots_total: u32_of(get(row, 8, DOING)?),
             slots_in_use: u32_of(get(row, 9, DOING)?),
             config_digest: get(row, 10, DOING)?,
+            instance: get(row, 11, DOING)?,
         })
     })
     .collect()

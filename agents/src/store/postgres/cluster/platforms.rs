@@ -115,17 +115,18 @@ pub(super) async fn lapsed_holds(
     c: &impl GenericClient,
     prefix: &str,
     limit: u32,
-) -> Result<Vec<String>, StoreError> {
+) -> Result<Vec<(String, i64)>, StoreError> {
+    const DOING: &str = "listing lapsed cluster holds";
     // `starts_with`, not LIKE: a prefix holding `%` or `_` means itself.
     let sql = format!(
-        "SELECT name FROM cluster_holds WHERE starts_with(name, $1) AND expires_ms < {DB_NOW} \
-         ORDER BY expires_ms LIMIT $2"
+        "SELECT name, instance FROM cluster_holds WHERE starts_with(name, $1) \
+         AND expires_ms < {DB_NOW} ORDER BY expires_ms LIMIT $2"
     );
     let limit = i64::from(limit);
-    rows(c, "listing lapsed cluster holds", &sql, &[&prefix, &limit])
+    rows(c, DOING, &sql, &[&prefix, &limit])
         .await?
         .iter()
-        .map(|row| get(row, 0, "listing lapsed cluster holds"))
+        .map(|row| Ok((get(row, 0, DOING)?, get(row, 1, DOING)?)))
         .collect()
 }
 
