@@ -60,6 +60,9 @@ fn root_of(name: &str) -> Option<TaskId> {
 enum State {
     /// The answer is being streamed; cancelled when another node took the duty over.
     Streaming(CancellationToken),
+    /// Streamed, but the database could not record the hold when it started: the next renewal
+    /// takes it ([`Cluster::hold`]) instead of renewing one that is not there.
+    Unrecorded(CancellationToken),
     /// The answer was posted; the hold's deletion failed and is retried at the next renewal.
     Posted,
 }
@@ -97,7 +100,17 @@ impl Duty {
         if self.lost.is_cancelled() {
             return false;
         }
-        match self.cluster.renew_hold(&hold_name(self.root)).await {
+        let unrecorded = matches!(
+            self.gateway.inner.duties.lock().get(&self.root),
+            Some(State::Unrecorded(_))
+        );
+        let name = hold_name(self.root);
+        let held = if unrecorded {
+            self.cluster.hold(&name).await
+        } else {
+            self.cluster.renew_hold(&name).await
+        };
+        match held {
             Ok(true) => true,
             Ok(false) => {
                 self.lost.cancel();
@@ -146,6 +159,7 @@ impl Gateway {
     pub(super) async fn take_duty(&self, root: TaskId) -> Option<Duty> {
         let cluster = self.inner.cluster.clone()?;
         let lost = CancellationToken::new();
+        let mut state = State::Streaming(lost.clone());
         match cluster.hold(&hold_name(root)).await {
             Ok(true) => {}
             Ok(false) => {
@@ -158,13 +172,11 @@ impl Gateway {
                 });
             }
             Err(error) => {
-                tracing::warn!(task = root, %error, "could not record this node's reply duty in the cluster; if this node dies, the answer is not posted by another");
+                tracing::warn!(task = root, %error, "could not record this node's reply duty in the cluster yet; retrying with the next renewal");
+                state = State::Unrecorded(lost.clone());
             }
         }
-        self.inner
-            .duties
-            .lock()
-            .insert(root, State::Streaming(lost.clone()));
+        self.inner.duties.lock().insert(root, state);
         Some(Duty {
             cluster,
             gateway: self.clone(),
@@ -196,14 +208,15 @@ impl Gateway {
 
     /// Renew every duty held; `false` when the database failed.
     async fn renew(&self, cluster: &dyn Cluster) -> bool {
-        let roots: Vec<(TaskId, Option<CancellationToken>)> = self
+        let roots: Vec<(TaskId, Option<(CancellationToken, bool)>)> = self
             .inner
             .duties
             .lock()
             .iter()
             .map(|(root, state)| {
                 let token = match state {
-                    State::Streaming(token) => Some(token.clone()),
+                    State::Streaming(token) => Some((token.clone(), true)),
+                    State::Unrecorded(token) => Some((token.clone(), false)),
                     State::Posted => None,
                 };
                 (*root, token)
@@ -212,7 +225,7 @@ impl Gateway {
         let mut ok = true;
         for (root, streaming) in roots {
             let name = hold_name(root);
-            let Some(token) = streaming else {
+            let Some((token, recorded)) = streaming else {
                 match cluster.hold_done(&name).await {
                     Ok(()) => {
                         self.inner.duties.lock().remove(&root);
@@ -221,7 +234,20 @@ impl Gateway {
                 }
                 continue;
             };
-            match cluster.renew_hold(&name).await {
+            let held = if recorded {
+                cluster.renew_hold(&name).await
+            } else {
+                cluster.hold(&name).await
+            };
+            match held {
+                Ok(true) if !recorded => {
+                    // Recorded now (unless the answer was posted meanwhile).
+                    if let Some(state @ State::Unrecorded(_)) =
+                        self.inner.duties.lock().get_mut(&root)
+                    {
+                        *state = State::Streaming(token);
+                    }
+                }
                 Ok(true) => {}
                 Ok(false) => {
                     // A warning: this node was paused or cut off past the lease.
