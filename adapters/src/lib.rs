@@ -128,6 +128,10 @@ pub struct Inbound {
     /// several nodes of a cluster check it once more across the cluster, so an event delivered to two
     /// of them is handled by one. `None` where a delivery cannot repeat (the web chat).
     pub delivery: Option<String>,
+    /// The W3C trace context (`traceparent`) the platform's request carried: the web chat's HTTP
+    /// header, so a request traced by the caller joins that trace. `None` for Slack and Discord
+    /// (their events carry none). Kept as the raw header: the gateway checks it.
+    pub traceparent: Option<String>,
 }
 
 /// The kinds of inbound event.

@@ -53,9 +53,14 @@ pub(crate) async fn ask(
         .request_approval(record, tool_use_id, summary, options, timeout)
         .await?;
     if approval.state != ApprovalState::Pending {
+        // Decided while this tree was suspended (or in another process): the wait ends here.
+        observe(&approval);
         return Ok(approval);
     }
     let result = wait(rt, record, &approval, created, clocks).await;
+    if let Ok(decided) = &result {
+        observe(decided);
+    }
     if result.is_err()
         && let Err(e) = store
             .decide(approval.id, "reject", SystemDecider::Error.as_str())
@@ -72,6 +77,20 @@ pub(crate) async fn ask(
         );
     }
     result
+}
+
+/// The wait for a decided approval, as a span under the asking tool call and a metric.
+fn observe(approval: &Approval) {
+    let Some(decided_ms) = approval.decided_at else {
+        return;
+    };
+    crate::spans::approval_waited(&crate::spans::ApprovalWait {
+        id: approval.id,
+        option: approval.decision.as_deref().unwrap_or("reject"),
+        decided_by: approval.decided_by.as_deref().unwrap_or("unknown"),
+        asked_ms: approval.created_at,
+        decided_ms,
+    });
 }
 
 async fn wait(

@@ -16,8 +16,10 @@
 //! LLM server can tell sessions apart without parsing prose. The memory hooks are async and called from
 //! the sessions only (never from `Engine::send`, which the gateway's drain loop calls).
 
+use opc_telemetry::conventions::SEARCH_MEMORY;
 use std::collections::HashMap;
 use std::sync::Arc;
+use tracing::Instrument;
 
 use opc_hierarchy::{Config, OrgTree};
 use opc_memory::blocks::{Block, BlockStore};
@@ -255,7 +257,11 @@ impl MemoryHooks for BlockMemory {
             RECALL_HITS,
         );
         let store = recall.store.clone();
-        let hits = match tokio::task::spawn_blocking(move || store.search(&query)).await {
+        let span = crate::spans::memory_span(SEARCH_MEMORY, "recall");
+        let hits = match tokio::task::spawn_blocking(move || store.search(&query))
+            .instrument(span.clone())
+            .await
+        {
             Ok(Ok(hits)) => hits,
             Ok(Err(e)) => {
                 tracing::error!(agent, error = %e, "recall search failed; the task runs without it");
@@ -283,6 +289,7 @@ impl MemoryHooks for BlockMemory {
             used += cost;
             out.push(line);
         }
+        crate::spans::memory_results(&span, out.len());
         out
     }
     fn blocks(&self) -> Option<BlockStore> {
@@ -313,7 +320,11 @@ impl MemoryHooks for BlockMemory {
             limit: FACT_HITS,
         };
         let store = facts.store.clone();
-        let hits = match tokio::task::spawn_blocking(move || store.search(&query)).await {
+        let span = crate::spans::memory_span(SEARCH_MEMORY, "facts");
+        let hits = match tokio::task::spawn_blocking(move || store.search(&query))
+            .instrument(span.clone())
+            .await
+        {
             Ok(Ok(hits)) => hits,
             Ok(Err(e)) => {
                 tracing::error!(agent, error = %e, "facts search failed; the task runs without facts");
@@ -335,6 +346,7 @@ impl MemoryHooks for BlockMemory {
             used += cost;
             out.push(line);
         }
+        crate::spans::memory_results(&span, out.len());
         out
     }
     fn for_config(&self, config: &Config, org: Arc<OrgTree>) -> Option<Arc<dyn MemoryHooks>> {

@@ -550,6 +550,9 @@ impl Engine {
                 input: text,
                 messages: &history,
                 author,
+                // The inbound message's span (the gateway sends from inside it), so the tree joins
+                // the trace of the request that started it.
+                trace: opc_telemetry::carry::current().as_deref(),
             })
             .await?;
         rt.events().publish(Event::TaskCreated {

@@ -52,6 +52,7 @@ mod memory_work;
 mod memory_work_tests;
 mod node;
 mod session;
+mod spans;
 mod state;
 pub mod store;
 pub mod tools;

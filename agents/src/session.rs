@@ -30,12 +30,14 @@ use std::time::Instant;
 use futures_util::future::{BoxFuture, FutureExt, join_all};
 use opc_hierarchy::schema::Tool;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::clock::Clock;
 use crate::context::{estimate_tokens, summary_request, with_recall};
 use crate::ending::{Escalation, EscalationKind, TaskEnd};
 use crate::events::Event;
 use crate::llm::{CallMeta, Content, LlmError, LlmRequest, Message, Role, StreamDelta, TokenSink};
+use crate::spans;
 use crate::state::EngineState;
 use crate::store::{
     Approval, CallPrivacy, CallRecord, Ending, NewTask, OfferedOption, StoreError, TaskId,
@@ -85,70 +87,88 @@ fn run_task(rt: Arc<EngineState>, task: TaskId, parent: Scope) -> BoxFuture<'sta
         if record.state.is_terminal() {
             return stored_end(&record);
         }
-        let token = parent.token.child_token();
-        // Registered for `Engine::cancel`, and removed however this future ends — also when an
-        // ancestor's cancellation drops it.
-        let _registered = rt.tokens().register(task, token.clone());
-        let clock = Clock::start(rt.config().framework.execution.task_timeout);
-        let mut chain = (*parent.clocks).clone();
-        chain.push(clock.clone());
-        let scope = Scope {
-            token: token.clone(),
-            clocks: Arc::new(chain),
-            takeover: parent.takeover,
-        };
-        let started = Instant::now();
-
-        let end = tokio::select! {
-            end = session(rt.clone(), record.clone(), messages, scope) => end,
-            _ = token.cancelled() => {
-                // Usually already recorded (`Engine::cancel` writes before it cancels tokens); this
-                // records an ancestor's cancellation reaching this task. If the write fails the task
-                // stays live in the database and startup recovery marks it interrupted: log it, and
-                // report the cancellation that did happen here.
-                if let Err(e) = rt.store().cancel_subtree(task, "cancelled").await {
-                    tracing::error!(task, error = %e, "cannot record a task's cancellation");
-                }
-                TaskEnd::Cancelled(rt.store().task(task).await.ok().and_then(|t| t.error).unwrap_or_else(|| "cancelled".into()))
-            }
-            _ = clock.expired() => {
-                let escalation = Escalation {
-                    kind: EscalationKind::Timeout,
-                    reason: format!(
-                        "{} did not finish within the task timeout of {}",
-                        record.agent,
-                        humantime::format_duration(clock.budget())
-                    ),
-                    partial_result: None,
-                };
-                // The subtree below is abandoned: cancel it, then record the escalation on this task.
-                // Its futures are dropped with this session's either way; if the write fails they
-                // stay live in the database until startup recovery marks them interrupted.
-                match rt.store().cancel_descendants(task, "cancelled: the task above it timed out").await {
-                    Ok(ids) => rt.tokens().cancel(&ids),
-                    Err(e) => tracing::error!(task, error = %e, "cannot cancel the subtree of a timed-out task"),
-                }
-                let json = serde_json::to_string(&escalation).unwrap_or_default();
-                match rt.store().finish(task, Ending::Escalated(&json)).await {
-                    Ok(true) => TaskEnd::Escalated(escalation),
-                    // Ended meanwhile (cancelled): its first ending stands.
-                    Ok(false) => match rt.store().task(task).await {
-                        Ok(current) => stored_end(&current),
-                        Err(_) => TaskEnd::Escalated(escalation),
-                    },
-                    // The parent must not act on an escalation the database does not hold: it gets a
-                    // failure that says why (the task stays live until startup recovery ends it).
-                    Err(e) => {
-                        tracing::error!(task, error = %e, "cannot record a timed-out task's escalation");
-                        TaskEnd::Failed(format!("{}; recording the escalation failed: {e}", escalation.reason))
-                    }
-                }
-            }
-        };
-        finish(&rt, &record, &end, started).await;
+        let role = rt.org().role(&record.agent).unwrap_or_default().to_string();
+        let span = spans::agent_span(&record, &role);
+        let root = record.parent_id.is_none();
+        let end = run_started(rt, record, messages, parent)
+            .instrument(span.clone())
+            .await;
+        spans::agent_end(&span, &end, root);
         end
     }
     .boxed()
+}
+
+/// The run of a task that `run_task` found live, inside its `invoke_agent` span.
+async fn run_started(
+    rt: Arc<EngineState>,
+    record: TaskRecord,
+    messages: Vec<Message>,
+    parent: Scope,
+) -> TaskEnd {
+    let task = record.id;
+    let token = parent.token.child_token();
+    // Registered for `Engine::cancel`, and removed however this future ends — also when an
+    // ancestor's cancellation drops it.
+    let _registered = rt.tokens().register(task, token.clone());
+    let clock = Clock::start(rt.config().framework.execution.task_timeout);
+    let mut chain = (*parent.clocks).clone();
+    chain.push(clock.clone());
+    let scope = Scope {
+        token: token.clone(),
+        clocks: Arc::new(chain),
+        takeover: parent.takeover,
+    };
+    let started = Instant::now();
+
+    let end = tokio::select! {
+        end = session(rt.clone(), record.clone(), messages, scope) => end,
+        _ = token.cancelled() => {
+            // Usually already recorded (`Engine::cancel` writes before it cancels tokens); this
+            // records an ancestor's cancellation reaching this task. If the write fails the task
+            // stays live in the database and startup recovery marks it interrupted: log it, and
+            // report the cancellation that did happen here.
+            if let Err(e) = rt.store().cancel_subtree(task, "cancelled").await {
+                tracing::error!(task, error = %e, "cannot record a task's cancellation");
+            }
+            TaskEnd::Cancelled(rt.store().task(task).await.ok().and_then(|t| t.error).unwrap_or_else(|| "cancelled".into()))
+        }
+        _ = clock.expired() => {
+            let escalation = Escalation {
+                kind: EscalationKind::Timeout,
+                reason: format!(
+                    "{} did not finish within the task timeout of {}",
+                    record.agent,
+                    humantime::format_duration(clock.budget())
+                ),
+                partial_result: None,
+            };
+            // The subtree below is abandoned: cancel it, then record the escalation on this task.
+            // Its futures are dropped with this session's either way; if the write fails they
+            // stay live in the database until startup recovery marks them interrupted.
+            match rt.store().cancel_descendants(task, "cancelled: the task above it timed out").await {
+                Ok(ids) => rt.tokens().cancel(&ids),
+                Err(e) => tracing::error!(task, error = %e, "cannot cancel the subtree of a timed-out task"),
+            }
+            let json = serde_json::to_string(&escalation).unwrap_or_default();
+            match rt.store().finish(task, Ending::Escalated(&json)).await {
+                Ok(true) => TaskEnd::Escalated(escalation),
+                // Ended meanwhile (cancelled): its first ending stands.
+                Ok(false) => match rt.store().task(task).await {
+                    Ok(current) => stored_end(&current),
+                    Err(_) => TaskEnd::Escalated(escalation),
+                },
+                // The parent must not act on an escalation the database does not hold: it gets a
+                // failure that says why (the task stays live until startup recovery ends it).
+                Err(e) => {
+                    tracing::error!(task, error = %e, "cannot record a timed-out task's escalation");
+                    TaskEnd::Failed(format!("{}; recording the escalation failed: {e}", escalation.reason))
+                }
+            }
+        }
+    };
+    finish(&rt, &record, &end, started).await;
+    end
 }
 
 /// Publish the end of a task (the database already records it).
@@ -575,11 +595,15 @@ async fn run_tools(
             tool: name.clone(),
         });
         let started = Instant::now();
+        let span = spans::tool_span(&name, &id);
         let (content, is_error, note) = if interrupted.contains(&id) {
             (INTERRUPTED.to_string(), true, CallNote::default())
         } else {
-            run_tool(rt, record, &id, &name, &input, offered, scope, seen).await?
+            run_tool(rt, record, &id, &name, &input, offered, scope, seen)
+                .instrument(span.clone())
+                .await?
         };
+        spans::tool_end(&span, is_error);
         // Every call is an event and a ledger row (a call dropped by a cancellation has neither:
         // its task's record says it was cancelled).
         let outcome = if is_error {
@@ -695,7 +719,15 @@ async fn run_tool(
     };
     let host = Host { rt, record, scope };
     let cx = ToolContext::new(&host, tool_use_id, seen);
-    let (content, is_error) = tool.run(&cx, input).await?;
+    let (content, is_error) = match spans::memory_operation(name) {
+        // A memory tool is also a memory operation of the conventions, inside its tool span.
+        Some((operation, store)) => {
+            tool.run(&cx, input)
+                .instrument(spans::memory_span(operation, store))
+                .await?
+        }
+        None => tool.run(&cx, input).await?,
+    };
     Ok((content, is_error, cx.take_note()))
 }
 
@@ -848,6 +880,9 @@ async fn delegate(
                     input: &args.task,
                     messages: std::slice::from_ref(&first),
                     author: None,
+                    // This delegation's `execute_tool` span: the child's `invoke_agent` is its child,
+                    // wherever and whenever the child runs.
+                    trace: opc_telemetry::carry::current().as_deref(),
                 })
                 .await?;
             rt.events().publish(Event::TaskCreated {

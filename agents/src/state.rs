@@ -190,8 +190,12 @@ impl EngineState {
 
     /// Wait for an agent slot (`maxConcurrentAgents`), held until the permit drops. `None` only if
     /// the semaphore were closed, which it never is.
-    pub(crate) async fn agent_slot(&self) -> Option<SemaphorePermit<'_>> {
-        self.agent_slots.acquire().await.ok()
+    pub(crate) async fn agent_slot(&self) -> Option<AgentSlot<'_>> {
+        let permit = self.agent_slots.acquire().await.ok()?;
+        opc_telemetry::metrics::instruments()
+            .slots_in_use
+            .add(1, &[]);
+        Some(AgentSlot { _permit: permit })
     }
 
     /// The agent slots, for the state a reload builds while `maxConcurrentAgents` is unchanged.
@@ -365,5 +369,18 @@ impl Default for EngineOptions {
             sandbox: None,
             cluster: None,
         }
+    }
+}
+
+/// A held agent slot; counted in `opc.agent.slots.in_use` while it lives.
+pub(crate) struct AgentSlot<'a> {
+    _permit: SemaphorePermit<'a>,
+}
+
+impl Drop for AgentSlot<'_> {
+    fn drop(&mut self) {
+        opc_telemetry::metrics::instruments()
+            .slots_in_use
+            .add(-1, &[]);
     }
 }

@@ -1,18 +1,29 @@
 //! Diagnostics on stderr: `tracing` events from the libraries (retries, failures), never message content
-//! or keys.
+//! or keys; and, beside them, the OpenTelemetry export of the spans meant for it (issue 37).
 //!
 //! Two shapes. `opc chat` shows the delegation trace on stderr, so a retry there is one more trace line
 //! (`  ↻ vp-eng: claude-sonnet-4-5 call failed (HTTP 529); retrying in 1.2s, attempt 2`), named by the
 //! agent whose call it was, instead of a raw `WARN` log record between trace lines. Every other
 //! command, and `opc chat` when `OPC_LOG` asks for more, gets the ordinary log lines filtered by
 //! `OPC_LOG` (`warn` by default; e.g. `OPC_LOG=debug` or `OPC_LOG=warn,opc_agents=debug`).
+//!
+//! Telemetry: [`telemetry`] resolves the `OTEL_*` variables over the config's `framework.telemetry`
+//! and builds the exporters before the logger exists, so the export layer is one more layer of the
+//! same subscriber. Each layer filters for itself: the stderr logger never shows the spans of
+//! [`opc_telemetry::TARGET`] (not even when `OPC_LOG` names that target), and the export layer
+//! takes only those (so no log event is exported).
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::Path;
+use std::process::ExitCode;
 
+use opc_telemetry::Telemetry;
 use tracing::field::{Field, Visit};
+use tracing::level_filters::LevelFilter;
 use tracing::span::{Attributes, Id};
-use tracing::{Event, Level, Subscriber};
+use tracing::{Event, Level, Metadata, Subscriber};
+use tracing_subscriber::Registry;
 use tracing_subscriber::filter::{Targets, filter_fn};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
@@ -21,30 +32,88 @@ use tracing_subscriber::util::SubscriberInitExt;
 /// The span the agents' call stack opens around every LLM call (see `opc_agents::llm::layers`).
 const CALL_SPAN: &str = "llm_call";
 
-/// Install the stderr logger; `trace_style` for `opc chat`.
-pub fn init(trace_style: bool) {
+/// The export layer [`init`] adds beside the stderr logger (from [`Telemetry::layer`]).
+pub type ExportLayer = Box<dyn Layer<Registry> + Send + Sync + 'static>;
+
+/// Install the stderr logger; `trace_style` for `opc chat`; `export`, when telemetry is on.
+pub fn init(trace_style: bool, export: Option<ExportLayer>) {
     let spec = std::env::var("OPC_LOG")
         .ok()
         .and_then(|spec| spec.parse::<Targets>().ok());
+    let logged = |meta: &Metadata<'_>| meta.target() != opc_telemetry::TARGET;
     if trace_style && spec.is_none() {
-        let only_warnings_and_calls = filter_fn(|meta| {
-            (meta.is_span() && meta.name() == CALL_SPAN) || *meta.level() <= Level::WARN
+        let only_warnings_and_calls = filter_fn(move |meta| {
+            logged(meta)
+                && ((meta.is_span() && meta.name() == CALL_SPAN) || *meta.level() <= Level::WARN)
         });
         let _ = tracing_subscriber::registry()
+            .with(export)
             .with(TraceStyle.with_filter(only_warnings_and_calls))
             .try_init();
         return;
     }
-    let filter = spec.unwrap_or_else(|| Targets::new().with_default(Level::WARN));
+    let targets = spec.unwrap_or_else(|| Targets::new().with_default(Level::WARN));
+    // The most verbose level any directive enables: with it, a `debug!` the filter refuses costs
+    // one comparison, as it did when the filter was global.
+    let most = targets
+        .iter()
+        .map(|(_, level)| level)
+        .chain(targets.default_level())
+        .max()
+        .unwrap_or(LevelFilter::OFF);
+    let filter =
+        filter_fn(move |meta| logged(meta) && targets.would_enable(meta.target(), meta.level()))
+            .with_max_level_hint(most);
     let _ = tracing_subscriber::registry()
+        .with(export)
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
                 .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-                .with_target(false),
+                .with_target(false)
+                .with_filter(filter),
         )
-        .with(filter)
         .try_init();
+}
+
+/// `framework.telemetry` as the telemetry crate takes it.
+pub fn from_config(
+    section: &opc_hierarchy::schema::TelemetrySettings,
+) -> opc_telemetry::FromConfig {
+    opc_telemetry::FromConfig {
+        endpoint: section.endpoint.clone(),
+        protocol: section.protocol.map(|p| p.as_str().to_string()),
+        headers_env: section.headers_env.as_ref().map(|v| v.name().to_string()),
+        capture_content: section.capture_content,
+    }
+}
+
+/// The telemetry settings of the config at `path` and this process's `OTEL_*` variables. A config
+/// that does not load counts as having no `framework.telemetry` (the command reports it itself).
+pub fn settings(path: &Path) -> Result<opc_telemetry::Settings, opc_telemetry::settings::Problems> {
+    let section = opc_hierarchy::load(path)
+        .map(|loaded| from_config(&loaded.config.framework.telemetry))
+        .unwrap_or_default();
+    opc_telemetry::settings::resolve(|name| std::env::var(name).ok(), &section)
+}
+
+/// Telemetry for a command that runs agents (`opc run`, `opc chat`): `None` when off; a bad value
+/// or an exporter that cannot be built is printed with its fix, and is exit status 2 (like every
+/// start-up error).
+pub fn telemetry(path: &Path) -> Result<Option<Telemetry>, ExitCode> {
+    let settings = match settings(path) {
+        Ok(settings) => settings,
+        Err(problems) => {
+            crate::term::eprint(&problems.to_string());
+            return Err(ExitCode::from(2));
+        }
+    };
+    opc_telemetry::install(&settings).map_err(|e| {
+        crate::term::eprint(&format!(
+            "error: {e}\nhint: check OTEL_EXPORTER_OTLP_ENDPOINT (or `framework.telemetry.endpoint`), or unset it to run without telemetry\n"
+        ));
+        ExitCode::from(2)
+    })
 }
 
 /// Fields of a span or event, as text.

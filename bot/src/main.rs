@@ -79,6 +79,8 @@ enum Command {
     },
     /// Check a config file and report every problem with file:line:column, key path and a hint.
     ///
+    /// The telemetry settings (`OTEL_*` variables over `framework.telemetry`) are checked too.
+    ///
     /// Exit status: 0 valid (warnings are printed), 1 invalid, 2 unreadable.
     Validate {
         /// Output format.
@@ -98,7 +100,8 @@ enum Command {
     ///
     /// Exit status: 0 after a clean stop; 1 invalid config, a database error or an address that
     /// cannot be bound; 2 unreadable config, a bad `--listen`, `--node` (or `OPC_NODE`) or `publicUrl`, a
-    /// platform token that is unset or refused.
+    /// platform token that is unset or refused, a bad telemetry setting (`OTEL_*`,
+    /// `framework.telemetry`).
     Run {
         /// Serve on this address instead of `channels.web.listen` (e.g. 127.0.0.1:8080). As in the
         /// config, an address other machines can reach needs `channels.web.accessTokenEnv`.
@@ -118,8 +121,8 @@ enum Command {
     /// delegated. Approvals are answered by typing an option, its number, or y / n; end of input
     /// rejects. Retries show as trace lines (`OPC_LOG` gives raw log lines instead).
     ///
-    /// Exit status: 0 answered, 1 failed, 2 not started (config, database, missing API key), 3
-    /// escalated to you, 130 cancelled.
+    /// Exit status: 0 answered, 1 failed, 2 not started (config, database, missing API key, a bad
+    /// telemetry setting), 3 escalated to you, 130 cancelled.
     Chat {
         #[command(flatten)]
         args: commands::chat::ChatArgs,
@@ -215,9 +218,22 @@ fn main() -> ExitCode {
     // marker) restricts itself here and becomes `bash -c`; it never returns then.
     opc_sandbox::enter_if_launcher();
     let cli = Cli::parse();
-    log::init(matches!(cli.command, Command::Chat { .. }));
     let config = cli.config.path();
-    match cli.command {
+    // Telemetry before the logger, for the commands that run agents: its layer is part of the
+    // subscriber, and a bad `OTEL_*` value stops them here, with its fix (exit 2).
+    let telemetry = if matches!(cli.command, Command::Run { .. } | Command::Chat { .. }) {
+        match log::telemetry(&config) {
+            Ok(telemetry) => telemetry,
+            Err(code) => return code,
+        }
+    } else {
+        None
+    };
+    log::init(
+        matches!(cli.command, Command::Chat { .. }),
+        telemetry.as_ref().and_then(|t| t.layer()),
+    );
+    let code = match cli.command {
         Command::Init { dir, config } => match config.or(cli.config.config) {
             None => commands::init::run(&dir),
             Some(path) => {
@@ -232,7 +248,9 @@ fn main() -> ExitCode {
         },
         Command::Validate { format } => commands::validate::run(&config, format),
         Command::Visualize => commands::visualize::run(&config),
-        Command::Run { listen, node } => commands::run::run(&config, listen, node.as_deref()),
+        Command::Run { listen, node } => {
+            commands::run::run(&config, listen, node.as_deref(), telemetry.as_ref())
+        }
         Command::Chat { args } => commands::chat::run(&config, args),
         Command::Tasks { args } => commands::tasks::run(&config, args),
         Command::Privacy { command } => commands::privacy::run(&config, command),
@@ -240,5 +258,13 @@ fn main() -> ExitCode {
         Command::Memory { command } => commands::memory::run(&config, command),
         Command::Slack(command) => commands::slack::run(&config, command),
         Command::Store(command) => commands::store::run(&config, command),
+    };
+    // After the command's own clean stop (the engine has stopped): what is pending goes out,
+    // within 5 s whatever the collector does.
+    if let Some(telemetry) = telemetry
+        && let Err(e) = telemetry.shutdown(std::time::Duration::from_secs(5))
+    {
+        term::eprint(&format!("warning: telemetry at stop: {e}\n"));
     }
+    code
 }

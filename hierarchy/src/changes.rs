@@ -7,7 +7,7 @@
 //! beside it is where to say whether a reload reports it.
 //!
 //! Invariants: a setting a running process cannot swap in (the web listener, Slack, Discord, the
-//! database and where it is, the cluster's lease) counts as needing a restart only when this change touched it and it now differs
+//! database and where it is, the cluster's lease, telemetry) counts as needing a restart only when this change touched it and it now differs
 //! from the value the process started with, so setting one back is not reported; agents and sections
 //! are listed in file order; a prompt file counts as changed only when the agent's `prompt` key did
 //! not (which is reported instead).
@@ -197,6 +197,13 @@ impl Changes {
             of.cluster != nf.cluster,
             nf.cluster == s.framework.cluster,
         );
+        // The exporters are built once, at start, before the logger (the `OTEL_*` variables are
+        // read then too).
+        restart(
+            "framework.telemetry",
+            of.telemetry != nf.telemetry,
+            nf.telemetry == s.framework.telemetry,
+        );
         changes
     }
 
@@ -370,5 +377,19 @@ mod tests {
         );
         // Set back to the running lease: nothing to restart for.
         assert_eq!(between(&longer, &started, &started), Changes::default());
+    }
+
+    /// The exporters are built at start: a telemetry change applies at the next restart.
+    #[test]
+    fn a_changed_telemetry_section_needs_a_restart() {
+        let started = config("", ORG);
+        let exporting = config(
+            "  telemetry: { endpoint: \"http://127.0.0.1:4318\", captureContent: true }\n",
+            ORG,
+        );
+        let changes = between(&started, &exporting, &started);
+        assert_eq!(changes.restart_needed, ["framework.telemetry"]);
+        assert!(changes.sections.is_empty(), "{changes:?}");
+        assert_eq!(between(&exporting, &started, &started), Changes::default());
     }
 }

@@ -58,6 +58,45 @@ pub struct Framework {
     pub sandbox: SandboxSettings,
     /// Several `opc run` nodes on one PostgreSQL database (`framework.cluster`).
     pub cluster: ClusterSettings,
+    /// OpenTelemetry export (`framework.telemetry`); the standard `OTEL_*` variables win over it.
+    pub telemetry: TelemetrySettings,
+}
+
+/// `framework.telemetry` — where traces and metrics go over OTLP/HTTP. Everything is optional and
+/// off by default; the standard `OTEL_*` variables win over these keys (`opc-telemetry` resolves
+/// both). Headers (a hosted backend's API key) are never written here: `headersEnv` names the
+/// variable holding them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TelemetrySettings {
+    /// The collector's base URL (`http://127.0.0.1:4318`); `/v1/traces` and `/v1/metrics` are
+    /// appended. `None`: no export unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+    pub endpoint: Option<String>,
+    /// The OTLP/HTTP encoding; default `http/protobuf`.
+    pub protocol: Option<OtlpProtocol>,
+    /// The variable holding the export's headers (`name=value,name2=value2`).
+    pub headers_env: Option<EnvVar>,
+    /// Record the masked message content on model-call spans.
+    pub capture_content: Option<bool>,
+}
+
+/// The OTLP/HTTP encoding of `framework.telemetry.protocol`. gRPC is not built, and is refused
+/// with that said (see [`OtlpProtocol`]'s decoding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OtlpProtocol {
+    /// `http/protobuf` (the default).
+    HttpProtobuf,
+    /// `http/json`.
+    HttpJson,
+}
+
+impl OtlpProtocol {
+    /// The word that spells this value in `opc.config.yaml` (and in `OTEL_EXPORTER_OTLP_PROTOCOL`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OtlpProtocol::HttpProtobuf => "http/protobuf",
+            OtlpProtocol::HttpJson => "http/json",
+        }
+    }
 }
 
 /// `framework.cluster` — how several `opc run` nodes share one org on PostgreSQL
@@ -727,6 +766,7 @@ impl Framework {
         "workspace",
         "sandbox",
         "cluster",
+        "telemetry",
     ];
 
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
@@ -763,6 +803,9 @@ impl Framework {
         let cluster = f
             .node("cluster")
             .and_then(|n| ClusterSettings::decode(n, path.key("cluster"), cx));
+        let telemetry = f
+            .node("telemetry")
+            .and_then(|n| TelemetrySettings::decode(n, path.key("telemetry"), cx));
         Some(Framework {
             name: f.or(cx, path, "name", "OPC".to_string()),
             default_model: default_model?,
@@ -775,6 +818,7 @@ impl Framework {
             workspace: workspace.unwrap_or_default(),
             sandbox: sandbox.unwrap_or_default(),
             cluster: cluster.unwrap_or_default(),
+            telemetry: telemetry.unwrap_or_default(),
         })
     }
 
@@ -1121,6 +1165,45 @@ impl ClusterSettings {
             return None;
         }
         Some(ClusterSettings { lease_ttl })
+    }
+}
+
+impl TelemetrySettings {
+    const KEYS: &'static [&'static str] = &["endpoint", "protocol", "headersEnv", "captureContent"];
+
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, Self::KEYS)?;
+        Some(TelemetrySettings {
+            endpoint: f.optional::<Url>(cx, path, "endpoint").map(|url| url.0),
+            protocol: f.optional(cx, path, "protocol"),
+            headers_env: f.optional(cx, path, "headersEnv"),
+            capture_content: f.optional(cx, path, "captureContent"),
+        })
+    }
+}
+
+impl Decode for OtlpProtocol {
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        // gRPC is what most examples show, so it gets its own answer: what to write instead.
+        if matches!(&node.value, crate::yaml::Value::Str(text) if text == "grpc") {
+            cx.push(
+                Diagnostic::error(
+                    path,
+                    node.span,
+                    "`grpc` is not supported: this build exports OTLP over HTTP only",
+                )
+                .with_hint("write `protocol: http/protobuf` and point `endpoint` at the collector's OTLP/HTTP port (4318, not gRPC's 4317)"),
+            );
+            return None;
+        }
+        cx.keyword(
+            node,
+            path,
+            &[
+                ("http/protobuf", OtlpProtocol::HttpProtobuf),
+                ("http/json", OtlpProtocol::HttpJson),
+            ],
+        )
     }
 }
 

@@ -17,7 +17,20 @@
 //!    and peak RSS growth (`VmHWM` after resetting it through `/proc/self/clear_refs`) per in-flight
 //!    root task and per in-flight task. Each scenario runs in a fresh copy of this binary, so heap
 //!    left over from earlier work cannot hide its growth.
-//! 3. A summary of the issue's targets with PASS / MISS.
+//! 3. **Telemetry's overhead (issue 37)**, off and on in the same run: the per-turn time of the
+//!    chain with the in-process model, and the wall / ideal ratios of 1,000 single-turn and chain
+//!    roots. Every run is a fresh copy of this binary, in the order off, on, on with content
+//!    capture, off, on, … (so machine noise hits every variant alike), repeated `--reps` times;
+//!    medians are compared. *On* is what a user of `opc run` gets: `opc_telemetry::settings::resolve`
+//!    from the process's variables with `OTEL_EXPORTER_OTLP_ENDPOINT` at a real OTLP/HTTP receiver
+//!    (`opc_tests::otlp`, decoding every export, in this parent process on the same CPUs),
+//!    `opc_telemetry::install`, and its layer on a `tracing_subscriber` registry as the global
+//!    default, all before the engine starts (the metric instruments bind to the global meter
+//!    provider on first use). *Off* is no subscriber at all, so the figure includes the registry's
+//!    own cost too: an upper bound. Every on-run must deliver its spans (and the metrics, and with
+//!    capture the messages) to the receiver, every off-run none, so a broken pipeline fails the
+//!    run instead of looking cheap.
+//! 4. A summary of the issues' targets with PASS / MISS.
 //!
 //! Every chain and every root checks its final answer, so failures are never timed as successes.
 //!
@@ -25,8 +38,11 @@
 //! a smoke run); `--diagnose` (adds when each wave of requests reached the model, the store's cost
 //! per root, the memory of one request, and the concurrency scenarios with an in-process model and
 //! with an in-memory database, to tell the engine's, HTTP's and SQLite's shares apart);
-//! `--roots N` (default 1000). Without `--bench` (which `cargo bench` passes), e.g. under
-//! `cargo test --all-targets`, it only runs a small smoke version of every scenario.
+//! `--roots N` (default 1000); `--telemetry` (only the telemetry comparison, 3, and its targets);
+//! `--reps N` (repetitions of each telemetry variant, default 5, 3 with `--quick`); `--only LIST`
+//! (the comparison's scenarios, of `turns,single,chain`; all by default). Without
+//! `--bench` (which `cargo bench` passes), e.g. under `cargo test --all-targets`, it only runs a
+//! small smoke version of every scenario, telemetry on included.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::future::Future;
@@ -492,9 +508,11 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Per-turn results of one sequential-chain variant.
+/// Per-turn results of one sequential-chain variant (passed from a child process as JSON in the
+/// telemetry comparison).
+#[derive(serde::Serialize, serde::Deserialize)]
 struct TurnStats {
-    label: &'static str,
+    label: String,
     chains: usize,
     p50: Duration,
     p90: Duration,
@@ -677,7 +695,7 @@ async fn sequential_chains(
     let total = started.elapsed();
     per_turn.sort();
     TurnStats {
-        label,
+        label: label.to_string(),
         chains: n,
         p50: percentile(&per_turn, 50.0),
         p90: percentile(&per_turn, 90.0),
@@ -1006,6 +1024,7 @@ async fn store_floor(store: &dyn Store, n: usize) -> Duration {
                 input: &input,
                 messages: &messages,
                 author: None,
+                trace: None,
             })
             .await
             .expect("create_task");
@@ -1115,6 +1134,409 @@ fn print_store_floor(roots: usize) {
 }
 
 // -------------------------------------------------------------------------------------------------
+// Telemetry off and on, side by side (issue 37)
+
+/// Issue 37: telemetry on adds at most this much to the wall / ideal ratios, in percent.
+const TARGET_TELEMETRY_PCT: f64 = 3.0;
+
+/// The child process's scenario that times sequential chains with the in-process model.
+const TURNS_SCENARIO: &str = "turns-in-process";
+
+/// How a run exports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Variant {
+    /// Nothing installed: no subscriber, no pipelines (the instruments are the API's no-ops).
+    Off,
+    /// The `opc run` pipeline, exporting to a receiver.
+    On,
+    /// [`Variant::On`] with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`.
+    Content,
+}
+
+impl Variant {
+    /// The order of the runs within one repetition.
+    const ALL: [Variant; 3] = [Variant::Off, Variant::On, Variant::Content];
+
+    fn arg(self) -> &'static str {
+        match self {
+            Variant::Off => "off",
+            Variant::On => "on",
+            Variant::Content => "content",
+        }
+    }
+
+    fn parse(arg: &str) -> Variant {
+        Variant::ALL
+            .into_iter()
+            .find(|v| v.arg() == arg)
+            .unwrap_or_else(|| panic!("--telemetry {arg:?}: expected off, on or content"))
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Variant::Off => "off",
+            Variant::On => "on",
+            Variant::Content => "on, content capture",
+        }
+    }
+
+    /// For the targets table.
+    fn short(self) -> &'static str {
+        match self {
+            Variant::Off => "off",
+            Variant::On => "on",
+            Variant::Content => "on + capture",
+        }
+    }
+}
+
+/// In a scenario's child process, before any engine work: the pipeline `opc run` builds
+/// (`bot/src/log.rs`, `bot/src/main.rs`) from this process's `OTEL_*` variables, which the parent
+/// set, with its layer on a registry as the global subscriber. First, because the metric
+/// instruments bind to the global meter provider when first used. `None` when off.
+fn install_telemetry(variant: Variant) -> Option<opc_telemetry::Telemetry> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    if variant == Variant::Off {
+        return None;
+    }
+    let settings = opc_telemetry::settings::resolve(
+        |name| std::env::var(name).ok(),
+        &opc_telemetry::FromConfig::default(),
+    )
+    .unwrap_or_else(|problems| panic!("the telemetry settings:\n{problems}"));
+    assert!(
+        settings.is_on(),
+        "telemetry {} but no endpoint: the parent sets OTEL_EXPORTER_OTLP_ENDPOINT",
+        variant.arg()
+    );
+    assert_eq!(settings.capture_content, variant == Variant::Content);
+    let telemetry = opc_telemetry::install(&settings)
+        .expect("build the telemetry pipelines")
+        .expect("telemetry is on");
+    tracing_subscriber::registry()
+        .with(telemetry.layer())
+        .try_init()
+        .expect("set the global subscriber");
+    Some(telemetry)
+}
+
+/// One run of a scenario in its child process, and what reached the receiver.
+struct Run<T> {
+    stats: T,
+    /// CPU time of this (parent) process during the run: the receiver's, as the parent only waits.
+    receiver_cpu: Option<Duration>,
+    /// Spans received.
+    spans: usize,
+}
+
+/// The runs of one scenario, by variant, in the order they ran.
+struct Runs<T> {
+    /// What one run's spans are divided by for "spans per root".
+    roots: usize,
+    runs: Vec<(Variant, Run<T>)>,
+}
+
+impl<T> Runs<T> {
+    fn of(&self, variant: Variant) -> impl Iterator<Item = &Run<T>> {
+        self.runs
+            .iter()
+            .filter(move |(v, _)| *v == variant)
+            .map(|(_, run)| run)
+    }
+
+    fn median(&self, variant: Variant, value: impl Fn(&T) -> f64) -> f64 {
+        median(self.of(variant).map(|r| value(&r.stats)).collect())
+    }
+
+    /// `on`'s median over `off`'s, as percent added.
+    fn added_pct(&self, variant: Variant, value: impl Fn(&T) -> f64 + Copy) -> f64 {
+        let off = self.median(Variant::Off, value);
+        100.0 * (self.median(variant, value) - off) / off
+    }
+
+    /// Median receiver CPU (ms) and spans per root of `variant`'s runs.
+    fn receiver(&self, variant: Variant) -> String {
+        if variant == Variant::Off {
+            return String::new();
+        }
+        let cpu = median(
+            self.of(variant)
+                .filter_map(|r| r.receiver_cpu.map(ms))
+                .collect(),
+        );
+        let spans = median(
+            self.of(variant)
+                .map(|r| r.spans as f64 / self.roots as f64)
+                .collect(),
+        );
+        format!("receiver CPU {cpu:>5.0} ms, {spans:>4.1} spans per root")
+    }
+}
+
+/// The median (the mean of the middle two for an even count); 0 for none.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+/// The scenario runs of the comparison.
+struct TelemetryComparison {
+    reps: usize,
+    turns: Runs<TurnStats>,
+    single: Runs<LoadStats>,
+    chain: Runs<LoadStats>,
+}
+
+/// Runs `scenario` once as `variant` says; an on-run exports to a fresh receiver here, which must
+/// then hold its spans and metrics (and with capture, the messages).
+fn telemetry_run<T: serde::de::DeserializeOwned>(
+    scenario: &str,
+    args: &[String],
+    variant: Variant,
+    delegates: bool,
+) -> Run<T> {
+    if variant == Variant::Off {
+        return Run {
+            stats: in_child(scenario, args, variant, None),
+            receiver_cpu: None,
+            spans: 0,
+        };
+    }
+    // A runtime of one thread for the receiver: this process does nothing else meanwhile.
+    let receiver_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("the receiver's runtime");
+    let receiver = receiver_runtime.block_on(opc_tests::otlp::OtlpReceiver::start());
+    let cpu_before = cpu_time("self");
+    let stats = in_child(scenario, args, variant, Some(&receiver.endpoint()));
+    let receiver_cpu = cpu_time("self")
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
+    // The child flushed before it exited, and the receiver records a request before answering
+    // it: everything is here already.
+    let spans = receiver.spans();
+    let errors = receiver.errors();
+    assert!(
+        errors.is_empty(),
+        "{scenario}: the receiver could not read {errors:?}"
+    );
+    let mut wanted = vec!["invoke_agent ceo"];
+    if delegates {
+        wanted.extend(["invoke_agent dev-backend", "execute_tool delegate"]);
+    }
+    for name in wanted {
+        assert!(
+            spans.iter().any(|s| s.name == name),
+            "{scenario}, telemetry {}: no span {name:?} received; {}",
+            variant.arg(),
+            opc_tests::otlp::span_names(&spans[..spans.len().min(20)])
+        );
+    }
+    let chats: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("chat "))
+        .collect();
+    assert!(!chats.is_empty(), "{scenario}: no chat span received");
+    let captured = chats
+        .iter()
+        .filter(|s| s.attr("gen_ai.input.messages").is_some())
+        .count();
+    match variant {
+        Variant::Content => assert_eq!(
+            captured,
+            chats.len(),
+            "{scenario}: with capture on, every chat span carries its messages"
+        ),
+        _ => assert_eq!(
+            captured, 0,
+            "{scenario}: messages captured with capture off"
+        ),
+    }
+    let metrics = receiver.metric_names();
+    for name in ["gen_ai.client.operation.duration", "opc.requests"] {
+        assert!(
+            metrics.contains(name),
+            "{scenario}: no metric {name} received; received {metrics:?}"
+        );
+    }
+    Run {
+        stats,
+        receiver_cpu,
+        spans: spans.len(),
+    }
+}
+
+/// Runs each scenario `reps` times per variant, alternating off, on, content, off, …
+///
+/// `only` (`--only turns,single,chain`): the scenarios to run, all when `None`.
+fn telemetry_comparison(
+    reps: usize,
+    roots: usize,
+    warmup: usize,
+    chains: usize,
+    only: Option<&str>,
+) -> TelemetryComparison {
+    let runs = |scenario: &str| only.is_none_or(|list| list.split(',').any(|s| s == scenario));
+    let turn_args = [
+        "--warmup".to_string(),
+        warmup.to_string(),
+        "--chains".to_string(),
+        chains.to_string(),
+    ];
+    let root_args = ["--roots".to_string(), roots.to_string()];
+    let mut turns = Runs {
+        roots: warmup + chains,
+        runs: Vec::new(),
+    };
+    // The concurrency scenarios' warm-up roots export too.
+    let mut single = Runs {
+        roots: roots + 4,
+        runs: Vec::new(),
+    };
+    let mut chain = Runs {
+        roots: roots + 4,
+        runs: Vec::new(),
+    };
+    for _ in 0..reps * usize::from(runs("turns")) {
+        for variant in Variant::ALL {
+            turns.runs.push((
+                variant,
+                telemetry_run(TURNS_SCENARIO, &turn_args, variant, true),
+            ));
+        }
+    }
+    for _ in 0..reps * usize::from(runs("single")) {
+        for variant in Variant::ALL {
+            single
+                .runs
+                .push((variant, telemetry_run("single", &root_args, variant, false)));
+        }
+    }
+    for _ in 0..reps * usize::from(runs("chain")) {
+        for variant in Variant::ALL {
+            chain
+                .runs
+                .push((variant, telemetry_run("chain", &root_args, variant, true)));
+        }
+    }
+    TelemetryComparison {
+        reps,
+        turns,
+        single,
+        chain,
+    }
+}
+
+impl TelemetryComparison {
+    fn print(&self) {
+        let turns = &self.turns;
+        if !turns.runs.is_empty() {
+            println!(
+                "  per turn, 4-level chain, in-process model (median over runs of each run's percentile)"
+            );
+            for variant in Variant::ALL {
+                let p50 = turns.median(variant, |t| us(t.p50));
+                let p99 = turns.median(variant, |t| us(t.p99));
+                let added = if variant == Variant::Off {
+                    String::new()
+                } else {
+                    format!(
+                        "p50 {:+6.1} µs ({:+5.1}%)   {}",
+                        p50 - turns.median(Variant::Off, |t| us(t.p50)),
+                        turns.added_pct(variant, |t| us(t.p50)),
+                        turns.receiver(variant)
+                    )
+                };
+                println!(
+                    "    {:<22} p50 {p50:>6.1} µs  p99 {p99:>6.1} µs   {added}",
+                    variant.label()
+                );
+            }
+        }
+        for (name, runs) in [
+            ("single turn (root answers directly)", &self.single),
+            ("4-level chain (7 calls per root)", &self.chain),
+        ] {
+            if runs.runs.is_empty() {
+                continue;
+            }
+            println!(
+                "  {name}, {} roots, wall / ideal (median; each run's ratio in run order)",
+                runs.roots - 4
+            );
+            for variant in Variant::ALL {
+                let ratio = runs.median(variant, LoadStats::ratio);
+                let cpu = runs.median(variant, |s| ms(s.engine_cpu));
+                let each: Vec<String> = runs
+                    .of(variant)
+                    .map(|r| format!("{:.3}", r.stats.ratio()))
+                    .collect();
+                let added = if variant == Variant::Off {
+                    String::new()
+                } else {
+                    format!("({:+5.2}%)", runs.added_pct(variant, LoadStats::ratio))
+                };
+                println!(
+                    "    {:<22} {ratio:.3}× {added:<10} engine CPU {cpu:>6.0} ms  {}  [{}]",
+                    variant.label(),
+                    runs.receiver(variant),
+                    each.join(" ")
+                );
+            }
+        }
+    }
+
+    /// The rows of the targets table.
+    fn print_targets(&self) {
+        for variant in [Variant::On, Variant::Content] {
+            for (name, runs) in [("single turn", &self.single), ("chain", &self.chain)] {
+                if runs.runs.is_empty() {
+                    continue;
+                }
+                let added = runs.added_pct(variant, LoadStats::ratio);
+                println!(
+                    "  {:<66} {:>10.2} % {:>7} %  {}",
+                    format!(
+                        "telemetry {}: added to wall / ideal, {name}",
+                        variant.short()
+                    ),
+                    added,
+                    format!("≤ {TARGET_TELEMETRY_PCT}"),
+                    verdict(added <= TARGET_TELEMETRY_PCT)
+                );
+            }
+        }
+        for variant in [Variant::On, Variant::Content] {
+            let turns = &self.turns;
+            if turns.runs.is_empty() {
+                break;
+            }
+            println!(
+                "  {:<66} {:>10.2} % {:>10}  (no target: zero-latency model)",
+                format!(
+                    "telemetry {}: added to p50 per turn, chain, in-process model",
+                    variant.short()
+                ),
+                turns.added_pct(variant, |t| us(t.p50)),
+                "",
+            );
+        }
+        println!(
+            "  ({} run(s) of each variant, alternating; the receiver shares the machine's {} CPUs)",
+            self.reps,
+            cpus()
+        );
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
 // Main
 
 /// The line prefix a scenario child process puts before its JSON result.
@@ -1132,15 +1554,43 @@ fn concurrent_in_child_on(
     diagnose: bool,
     postgres: Option<&str>,
 ) -> LoadStats {
+    let mut args = vec!["--roots".to_string(), roots.to_string()];
+    if let Some(url) = postgres {
+        args.extend(["--postgres".to_string(), url.to_string()]);
+    }
+    if diagnose {
+        args.push("--diagnose".to_string());
+    }
+    in_child(scenario, &args, Variant::Off, None)
+}
+
+/// Runs `scenario` in a fresh copy of this binary with `args` and telemetry as `variant` says
+/// (exporting to `endpoint`), and returns what it printed after [`RESULT_PREFIX`].
+fn in_child<T: serde::de::DeserializeOwned>(
+    scenario: &str,
+    args: &[String],
+    variant: Variant,
+    endpoint: Option<&str>,
+) -> T {
     let exe = std::env::current_exe().expect("path of this benchmark binary");
     let mut command = Command::new(exe);
-    command.args(["--scenario", scenario, "--roots", &roots.to_string()]);
-    if let Some(url) = postgres {
-        command.args(["--postgres", url]);
+    command
+        .args(["--scenario", scenario, "--telemetry", variant.arg()])
+        .args(args)
+        .arg("--bench");
+    // The child's telemetry is exactly what this run sets: none of the caller's `OTEL_*`
+    // variables (an endpoint, `OTEL_SDK_DISABLED`, a sampler) leaks into either variant.
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("OTEL_") {
+            command.env_remove(name);
+        }
     }
-    command.arg("--bench");
-    if diagnose {
-        command.arg("--diagnose");
+    if variant != Variant::Off {
+        let endpoint = endpoint.expect("a receiver for a telemetry-on run");
+        command.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
+        if variant == Variant::Content {
+            command.env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true");
+        }
     }
     let output = command
         .stderr(Stdio::inherit())
@@ -1149,7 +1599,8 @@ fn concurrent_in_child_on(
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
-        "scenario {scenario} failed ({}):\n{stdout}",
+        "scenario {scenario} (telemetry {}) failed ({}):\n{stdout}",
+        variant.arg(),
         output.status
     );
     let json = stdout
@@ -1221,53 +1672,83 @@ fn main() {
         .map(|r| r.parse().expect("--roots N"))
         .unwrap_or(if smoke { 50 } else { 1000 });
 
-    // Child mode: one concurrency scenario in a fresh process.
+    // Child mode: one scenario in a fresh process, telemetry installed first when asked.
     if let Some(scenario) = value_of("--scenario") {
-        let postgres = value_of("--postgres");
-        let (chain, in_process, memory_store) = match scenario.as_str() {
-            "single" | "single-postgres" => (false, false, false),
-            "chain" => (true, false, false),
-            "single-in-process" => (false, true, false),
-            "chain-in-process" => (true, true, false),
-            "single-in-process-memory-db" => (false, true, true),
-            "chain-in-process-memory-db" => (true, true, true),
-            other => panic!("unknown scenario {other:?}"),
+        let variant = value_of("--telemetry").map_or(Variant::Off, |v| Variant::parse(&v));
+        let telemetry = install_telemetry(variant);
+        let json = if scenario == TURNS_SCENARIO {
+            let count = |name: &str| -> usize {
+                value_of(name)
+                    .unwrap_or_else(|| panic!("{TURNS_SCENARIO} needs {name} N"))
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{name} N"))
+            };
+            let stats = runtime().block_on(turn_overhead_engine_only(
+                false,
+                false,
+                count("--warmup"),
+                count("--chains"),
+            ));
+            serde_json::to_string(&stats)
+        } else {
+            let postgres = value_of("--postgres");
+            let (chain, in_process, memory_store) = match scenario.as_str() {
+                "single" | "single-postgres" => (false, false, false),
+                "chain" => (true, false, false),
+                "single-in-process" => (false, true, false),
+                "chain-in-process" => (true, true, false),
+                "single-in-process-memory-db" => (false, true, true),
+                "chain-in-process-memory-db" => (true, true, true),
+                other => panic!("unknown scenario {other:?}"),
+            };
+            // `--warm N` (a diagnostic): N concurrent warm-up roots, e.g. 200 to open the HTTP
+            // connections the measured run needs before it starts.
+            let warm_up = value_of("--warm").map_or(4, |n| n.parse().expect("--warm N"));
+            let stats = runtime().block_on(concurrent_roots(
+                chain,
+                in_process,
+                memory_store,
+                postgres.as_deref(),
+                roots,
+                warm_up,
+                diagnose,
+            ));
+            serde_json::to_string(&stats)
         };
-        // `--warm N` (a diagnostic): N concurrent warm-up roots, e.g. 200 to open the HTTP
-        // connections the measured run needs before it starts.
-        let warm_up = value_of("--warm").map_or(4, |n| n.parse().expect("--warm N"));
-        let stats = runtime().block_on(concurrent_roots(
-            chain,
-            in_process,
-            memory_store,
-            postgres.as_deref(),
-            roots,
-            warm_up,
-            diagnose,
-        ));
-        println!(
-            "{RESULT_PREFIX}{}",
-            serde_json::to_string(&stats).expect("serialise the result")
-        );
+        // After the measurement: what is pending goes to the receiver (as `opc run` does at a
+        // clean stop), and a pipeline that cannot deliver fails the run.
+        if let Some(telemetry) = telemetry {
+            telemetry
+                .shutdown(Duration::from_secs(30))
+                .expect("flush the telemetry to the receiver");
+        }
+        println!("{RESULT_PREFIX}{}", json.expect("serialise the result"));
+        return;
+    }
+    let telemetry_only = args.iter().any(|a| a == "--telemetry");
+    // `--only turns,single,chain`: which scenarios the telemetry comparison runs (all by default).
+    let only = value_of("--only");
+    let reps: usize = value_of("--reps")
+        .map(|r| r.parse().expect("--reps N"))
+        .unwrap_or(match (smoke, quick) {
+            (true, _) => 1,
+            (false, true) => 3,
+            (false, false) => 5,
+        });
+    if telemetry_only {
+        println!();
+        print_banner(smoke, quick);
+        let comparison = telemetry_section(reps, roots, warmup, chains, only.as_deref());
+        println!();
+        println!("4. Targets");
+        print_targets_header();
+        comparison.print_targets();
+        println!();
         return;
     }
 
     println!();
-    println!(
-        "== opc agents-engine benchmark{} ==",
-        if smoke {
-            " (smoke run, not under `cargo bench`: numbers are not meaningful)"
-        } else if quick {
-            " (--quick)"
-        } else {
-            ""
-        }
-    );
-    println!(
-        "   {} CPUs, tokio multi-thread runtime with 2 workers, scripted server in a separate process",
-        cpus()
-    );
-    println!();
+    print_banner(smoke, quick);
     println!(
         "1. Per-turn overhead, 4-level chain, zero latency ({warmup} warm-up + {chains} measured \
          chains, sequential; per turn = chain time / {CHAIN_CALLS})"
@@ -1326,11 +1807,11 @@ fn main() {
     }
 
     println!();
-    println!("3. Targets");
-    println!(
-        "  {:<66} {:>12} {:>10}  verdict",
-        "measure", "value", "target"
-    );
+    let comparison = telemetry_section(reps, roots, warmup, chains, only.as_deref());
+
+    println!();
+    println!("4. Targets");
+    print_targets_header();
     for t in &turns {
         println!(
             "  {:<66} {:>9.1} µs {:>7} µs  {}",
@@ -1382,5 +1863,56 @@ fn main() {
         chain.kb_per_root(),
         "",
     );
+    comparison.print_targets();
     println!();
+}
+
+/// The run's title and setting.
+fn print_banner(smoke: bool, quick: bool) {
+    println!(
+        "== opc agents-engine benchmark{} ==",
+        if smoke {
+            " (smoke run, not under `cargo bench`: numbers are not meaningful)"
+        } else if quick {
+            " (--quick)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "   {} CPUs, tokio multi-thread runtime with 2 workers, scripted server in a separate process",
+        cpus()
+    );
+    println!();
+}
+
+fn print_targets_header() {
+    println!(
+        "  {:<66} {:>12} {:>10}  verdict",
+        "measure", "value", "target"
+    );
+}
+
+/// Section 3: telemetry off and on, alternating, each run in a fresh process.
+fn telemetry_section(
+    reps: usize,
+    roots: usize,
+    warmup: usize,
+    chains: usize,
+    only: Option<&str>,
+) -> TelemetryComparison {
+    println!(
+        "3. Telemetry's overhead (issue 37): off / on / on with content capture, alternating \
+         (off, on, content, off, …), each run a fresh process, {reps} run(s) of each; medians"
+    );
+    println!(
+        "   on: opc_telemetry's settings from OTEL_EXPORTER_OTLP_ENDPOINT, install(), its layer on a \
+         tracing_subscriber registry; OTLP/HTTP protobuf, default batching, to a receiver in this \
+         parent process that decodes every export (its CPU is on the same {} CPUs); off: no \
+         subscriber at all. Per turn: {warmup} warm-up + {chains} chains per run.",
+        cpus()
+    );
+    let comparison = telemetry_comparison(reps, roots, warmup, chains, only);
+    comparison.print();
+    comparison
 }

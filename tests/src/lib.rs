@@ -15,6 +15,7 @@ pub mod fresh;
 pub mod module_graph;
 pub mod opc_process;
 pub mod org;
+pub mod otlp;
 pub mod postgres;
 pub mod proc_status;
 pub mod reload;

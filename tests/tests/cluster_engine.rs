@@ -171,6 +171,7 @@ async fn a_taken_over_tree_answers_the_tool_call_in_flight_interrupted_and_never
                 input: "run it",
                 messages: &messages,
                 author: None,
+                trace: None,
             })
             .await
             .unwrap();

@@ -81,6 +81,7 @@ async fn root(store: &dyn Store, conversation: &str) -> TaskId {
             input: "do it",
             messages: &[Message::user("do it")],
             author: Some("web:alice"),
+            trace: None,
         })
         .await
         .unwrap()
@@ -104,6 +105,7 @@ async fn child(
             input: "do the part",
             messages: &[],
             author: None,
+            trace: None,
         })
         .await
 }

@@ -42,6 +42,7 @@ async fn root(store: &dyn Store, conversation: &str, agent: &str) -> TaskId {
             input: "work",
             messages: &[Message::user("work")],
             author: Some("web:alice"),
+            trace: None,
         })
         .await
         .unwrap()

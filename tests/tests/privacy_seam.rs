@@ -227,7 +227,10 @@ async fn a_layer_at_the_privacy_position_sees_each_call_once_scoped_to_its_root(
             roots: vec![roots.clone()],
         }),
     );
-    assert_eq!(stack.order(), ["trace", "privacy-probe", "router"]);
+    assert_eq!(
+        stack.order(),
+        ["trace", "privacy-probe", "capture", "router"]
+    );
     let engine = Engine::new(
         Arc::new(loaded.config.clone()),
         Arc::new(loaded.org.clone()),

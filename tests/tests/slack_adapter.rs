@@ -155,6 +155,7 @@ async fn a_full_inbox_still_acks_at_once() {
             continues: "0".into(),
         },
         delivery: None,
+        traceparent: None,
     };
     tx.send(filler.clone()).await.unwrap();
 

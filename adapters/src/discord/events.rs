@@ -140,6 +140,7 @@ impl Shared {
             reply,
             kind,
             delivery: Some(format!("discord:m{}", message.id)),
+            traceparent: None,
         })
     }
 
@@ -282,6 +283,7 @@ pub(super) fn command_inbound(command: &CommandInteraction) -> Inbound {
         reply: interaction_reply(command.application_id, &command.token, true),
         kind: InboundKind::Command(Command::parse(&command.data.name, &args)),
         delivery: Some(format!("discord:i{}", command.id)),
+        traceparent: None,
     }
 }
 
@@ -300,5 +302,6 @@ pub(super) fn component_inbound(component: &ComponentInteraction, action: Action
             },
         },
         delivery: Some(format!("discord:i{}", component.id)),
+        traceparent: None,
     }
 }

@@ -182,6 +182,7 @@ impl Receiver {
                     continues: thread_ts.map(str::to_string),
                 },
                 delivery: Some(delivery),
+                traceparent: None,
             },
             "mention",
         );
@@ -236,6 +237,7 @@ impl Receiver {
                     continues: thread_ts.to_string(),
                 },
                 delivery: Some(delivery),
+                traceparent: None,
             },
             "message",
         );
@@ -318,6 +320,7 @@ impl Receiver {
                         "slack:interactive:{id}/{}",
                         action_id.unwrap_or_default()
                     )),
+                    traceparent: None,
                 },
                 "action",
             );
@@ -370,6 +373,7 @@ impl Receiver {
                 reply: ReplyHandle(reply),
                 kind: InboundKind::Command(Command::parse(command, text)),
                 delivery: Some(format!("slack:command:{id}")),
+                traceparent: None,
             },
             "command",
         );

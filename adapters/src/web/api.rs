@@ -16,7 +16,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::error::TrySendError;
@@ -154,7 +154,7 @@ fn required_text(body: Result<Bytes, BytesRejection>) -> Result<String, Response
 }
 
 /// A user message → the inbound event it means.
-fn inbound_for(conversation: &str, text: &str) -> Inbound {
+fn inbound_for(conversation: &str, text: &str, traceparent: Option<String>) -> Inbound {
     let kind = match text.trim_start().strip_prefix('/') {
         Some(command) => {
             let (name, rest) = command
@@ -173,14 +173,30 @@ fn inbound_for(conversation: &str, text: &str) -> Inbound {
         reply: reply_handle(conversation),
         kind,
         delivery: None,
+        traceparent,
     }
+}
+
+/// The request's W3C `traceparent` header, as sent (at most its spec's 55 characters plus room
+/// for future versions; anything longer or not ASCII is ignored).
+fn traceparent(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get("traceparent")
+        .and_then(|value| value.to_str().ok())
+        .filter(|value| value.len() <= 128)
+        .map(str::to_string)
 }
 
 /// Record the user's message and hand it to the inbox, atomically with respect to `post`. A command is
 /// recorded too, as typed, so the page shows what was asked above the notice that answers it.
 #[allow(clippy::result_large_err)] // the error is the HTTP answer itself; not a hot path
-fn deliver(shared: &Shared, conversation: &str, text: &str) -> Result<(), Response> {
-    let inbound = inbound_for(conversation, text);
+fn deliver(
+    shared: &Shared,
+    conversation: &str,
+    text: &str,
+    headers: &HeaderMap,
+) -> Result<(), Response> {
+    let inbound = inbound_for(conversation, text, traceparent(headers));
     let is_command = matches!(inbound.kind, InboundKind::Command(_));
     // A command's echo is the text trimmed (`/status`, not `  /status\n`); a message is kept as written.
     let shown = if is_command { text.trim() } else { text };
@@ -214,6 +230,7 @@ fn deliver(shared: &Shared, conversation: &str, text: &str) -> Result<(), Respon
 /// `POST /api/conversations`: a new conversation, and its first message if the body has one.
 pub(super) async fn create_conversation(
     State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let body = match read_json(body) {
@@ -232,7 +249,7 @@ pub(super) async fn create_conversation(
         return database_error(&e);
     }
     if let Some(text) = text
-        && let Err(response) = deliver(&shared, &id, &text)
+        && let Err(response) = deliver(&shared, &id, &text, &headers)
     {
         return response;
     }
@@ -243,6 +260,7 @@ pub(super) async fn create_conversation(
 pub(super) async fn send_message(
     State(shared): State<Arc<Shared>>,
     Path(id): Path<String>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let text = match required_text(body) {
@@ -252,7 +270,7 @@ pub(super) async fn send_message(
     if !valid_id(&id) {
         return no_such_conversation();
     }
-    match deliver(&shared, &id, &text) {
+    match deliver(&shared, &id, &text, &headers) {
         Ok(()) => (
             StatusCode::ACCEPTED,
             axum::Json(json!({ "accepted": true })),
@@ -325,6 +343,7 @@ pub(super) async fn decide(
             },
         },
         delivery: None,
+        traceparent: None,
     };
     match shared.inbox.try_send(inbound) {
         Ok(()) => {
@@ -348,12 +367,12 @@ mod tests {
 
     #[test]
     fn slash_text_is_a_command_and_other_text_a_mention() {
-        let inbound = inbound_for("c1", "/cancel 42");
+        let inbound = inbound_for("c1", "/cancel 42", None);
         assert_eq!(
             inbound.kind,
             InboundKind::Command(Command::Cancel("42".into()))
         );
-        let inbound = inbound_for("c1", "hello /status");
+        let inbound = inbound_for("c1", "hello /status", None);
         assert!(
             matches!(inbound.kind, InboundKind::Mention { continues: Some(ref c), .. } if c == "c1")
         );
@@ -362,8 +381,8 @@ mod tests {
     #[test]
     fn each_conversation_is_its_own_user() {
         assert_ne!(
-            inbound_for("c1", "hi").user.id,
-            inbound_for("c2", "hi").user.id
+            inbound_for("c1", "hi", None).user.id,
+            inbound_for("c2", "hi", None).user.id
         );
     }
 }

@@ -49,6 +49,8 @@ impl AnthropicClient {
 #[async_trait::async_trait]
 impl LlmService for AnthropicClient {
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        // The `chat` span of this call is the current span (`super::genai`).
+        tracing::Span::current().record("gen_ai.provider.name", "anthropic");
         let key = self.endpoint.require_key()?;
         let provider = self.endpoint.provider.as_str();
         let body = guarded_body(&request_body(&request), &request, provider)?;

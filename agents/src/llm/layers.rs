@@ -2,12 +2,14 @@
 //!
 //! ```text
 //!                 shared, once per call                       one stack per provider
-//!   engine ─► trace ─► [privacy] ─► router ─┬─► cost ─► retry ─► limit ─► timeout ─► wire client (HTTP)
-//!                                           └─► cost ─► retry ─► …          (picked by request.provider)
+//!   engine ─► trace ─► [privacy] ─► capture ─► router ─┬─► cost ─► retry ─► limit ─► timeout ─► wire client (HTTP)
+//!                                                      └─► cost ─► retry ─► …          (picked by request.provider)
 //! ```
 //!
 //! Why this order:
 //! - `trace` is outermost so its span covers every attempt (and the privacy work) and the total duration;
+//! - `capture` (in `genai`) sits directly above the router, below privacy: with content capture on,
+//!   it records the request and response on the `chat` span as the model saw them (masked);
 //! - `privacy` (the privacy gateway) sits **above the router and above retry**, once per call whatever
 //!   the provider: the whole request is masked once, the answer restored once, retries replay the
 //!   already-masked request, one vault serves every provider, and its `route` mode can send a request
@@ -204,6 +206,7 @@ impl LlmService for Retry {
                         status = error.status(),
                         "LLM call failed; retrying"
                     );
+                    super::genai::retry_event(attempt, &error, delay);
                     if let Some(sink) = &sink {
                         sink.send(StreamDelta::Restart);
                     }
@@ -399,10 +402,21 @@ impl LlmService for Trace {
             root = request.meta.root_id,
             work = request.meta.work.as_str(),
         );
+        // The exported `chat {model}` span (GenAI conventions): entered innermost, so the layers
+        // below find it as the current span (see `genai`).
+        let chat = super::genai::chat_span(&request);
+        let (model, provider) = (request.model.clone(), request.provider.clone());
         let started = Instant::now();
-        let result = self.inner.call(request).instrument(span.clone()).await;
+        let result = self
+            .inner
+            .call(request)
+            .instrument(chat.clone())
+            .instrument(span.clone())
+            .await;
+        let elapsed = started.elapsed();
+        super::genai::record_outcome(&chat, &model, &provider, &result, elapsed);
         let _enter = span.enter();
-        let ms = started.elapsed().as_millis() as u64;
+        let ms = elapsed.as_millis() as u64;
         match &result {
             Ok(r) => tracing::debug!(
                 ms,

@@ -20,6 +20,7 @@
 
 pub mod anthropic;
 mod endpoint;
+pub mod genai;
 pub mod layers;
 pub mod openai;
 pub mod privacy;

@@ -54,6 +54,8 @@ impl OpenAiClient {
 #[async_trait::async_trait]
 impl LlmService for OpenAiClient {
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+        // The `chat` span of this call is the current span (`super::genai`).
+        tracing::Span::current().record("gen_ai.provider.name", "openai");
         let key = self.endpoint.require_key()?;
         let provider = self.endpoint.provider.as_str();
         let body = guarded_body(&request_body(&request), &request, provider)?;

@@ -1,7 +1,7 @@
 //! The engine's whole call stack: one shared stack around the provider router.
 //!
 //! ```text
-//!   engine ─► trace ─► [privacy] ─► router ─► provider's stack (cost ─► retry ─► limit ─► timeout ─► wire)
+//!   engine ─► trace ─► [privacy] ─► capture ─► router ─► provider's stack (cost ─► retry ─► limit ─► timeout ─► wire)
 //! ```
 //!
 //! (Why that order: [`super::layers`].) The layer at the privacy position and the per-root state it
@@ -18,6 +18,7 @@
 
 use std::sync::Arc;
 
+use super::genai::CaptureLayer;
 use super::layers::TraceLayer;
 use super::privacy::{PrivacyEvents, heard_by};
 use super::provider::Providers;
@@ -36,12 +37,12 @@ pub struct CallStack {
 }
 
 impl CallStack {
-    /// `trace ─► router`: no privacy.
+    /// `trace ─► capture ─► router`: no privacy.
     pub fn new(providers: Providers) -> Self {
         CallStack::with_privacy(providers, None)
     }
 
-    /// `trace ─► privacy ─► router`, with the privacy seam when given.
+    /// `trace ─► privacy ─► capture ─► router`, with the privacy seam when given.
     pub fn with_privacy(providers: Providers, privacy: Option<Seam>) -> Self {
         let mut stack = Stack::new().layer(TraceLayer);
         let mut roots = Vec::new();
@@ -49,6 +50,8 @@ impl CallStack {
             stack = stack.boxed_layer(seam.layer);
             roots = seam.roots;
         }
+        // Below privacy: the only content a span may carry is the masked text (`genai`).
+        stack = stack.layer(CaptureLayer);
         let mut order = stack.names();
         order.push("router");
         CallStack {
@@ -314,7 +317,7 @@ mod tests {
                 roots: Vec::new(),
             }),
         );
-        assert_eq!(stack.order(), ["trace", "probe", "router"]);
+        assert_eq!(stack.order(), ["trace", "probe", "capture", "router"]);
 
         let (sink, mut consumer) = TokenSink::channel();
         let response = stack.call(request("ceo", Some(sink))).await.unwrap();
@@ -421,6 +424,6 @@ mod tests {
             ["cost", "retry", "limit", "timeout"]
         );
         let plain = CallStack::new(Providers::from_services([]));
-        assert_eq!(plain.order(), ["trace", "router"]);
+        assert_eq!(plain.order(), ["trace", "capture", "router"]);
     }
 }

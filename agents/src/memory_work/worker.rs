@@ -16,6 +16,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 use opc_retry::{Jitter, RetryPolicy};
 use tokio::sync::Notify;
@@ -187,10 +188,19 @@ async fn run_job(
     if !archival {
         return Ok(JobOutcome::Done);
     }
+    // The job's `update_memory facts` span, in the trace of the request it is about (the task's
+    // stored context), after that request's answer: memory work is off the request path.
+    let span = crate::spans::memory_span(opc_telemetry::conventions::UPDATE_MEMORY, "facts");
+    if let Some(task) = job.task
+        && !span.is_disabled()
+        && let Ok(record) = rt.store().task(task).await
+    {
+        opc_telemetry::carry::adopt(&span, record.trace.as_deref());
+    }
     match job.kind {
-        JobKind::Extract => extract::run(rt, facts, job).await,
+        JobKind::Extract => extract::run(rt, facts, job).instrument(span).await,
         JobKind::Consolidate if rt.config().framework.memory.consolidation.enabled => {
-            consolidate::run(rt, facts, job).await
+            consolidate::run(rt, facts, job).instrument(span).await
         }
         JobKind::Consolidate => Ok(JobOutcome::Done),
     }

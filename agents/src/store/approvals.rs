@@ -917,6 +917,7 @@ mod tests {
                     input: "go",
                     messages: &[],
                     author: None,
+                    trace: None,
                 })
                 .unwrap()
         };

@@ -30,7 +30,8 @@
 //! - `tool_calls`: the tool-call ledger and the Bash commands approved for a conversation;
 //! - `approvals`, `notices`, `recovery` (startup), `lock` (one engine per database),
 //!   `checkpointer` (WAL checkpoints off the writers' path), [`erase`] (`opc privacy erase`: every
-//!   stored copy of a value rewritten, in every table of the file).
+//!   stored copy of a value rewritten, in every table of the file), `commits` (each write
+//!   transaction's commit latency, on both backends, as the `opc.store.commit.duration` metric).
 //!
 //! Invariants:
 //! - every state change is one transaction (a savepoint inside the writer's group commit), and a
@@ -52,6 +53,7 @@ mod approvals;
 mod carry;
 mod checkpointer;
 pub mod cluster;
+mod commits;
 pub mod erase;
 mod error;
 mod ledger;
@@ -321,6 +323,7 @@ mod testing {
                 input: "hello",
                 messages: &[Message::user("hello")],
                 author: None,
+                trace: None,
             })
             .unwrap()
     }
@@ -337,6 +340,7 @@ mod testing {
                 input: "do it",
                 messages: &[],
                 author: None,
+                trace: None,
             })
             .unwrap()
     }

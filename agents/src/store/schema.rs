@@ -111,6 +111,12 @@ const MIGRATIONS: &[Migration] = &[
               ALTER TABLE llm_calls ADD COLUMN work TEXT NOT NULL DEFAULT 'task';
               CREATE INDEX llm_calls_memory ON llm_calls(agent, created_at) WHERE work = 'memory';",
     },
+    Migration {
+        what: "tasks keep the trace context they were created under",
+        // The W3C `traceparent` of the span a task was created under (telemetry, issue 37), so a
+        // resumed tree stays one trace. NULL = telemetry was off, which every earlier task reads as.
+        sql: "ALTER TABLE tasks ADD COLUMN trace TEXT;",
+    },
 ];
 
 /// The engine's tables as a component of the file: its `schema_versions` row is `agents`.
@@ -253,6 +259,43 @@ mod tests {
         // Opening again applies nothing and keeps the rows.
         let store = Store::open(&path).unwrap();
         assert_eq!(store.undelivered_notices().unwrap().len(), 1);
+    }
+
+    /// A task from before the trace column reads back with no trace context, and a new task in
+    /// the upgraded file keeps its own.
+    #[test]
+    fn tasks_from_before_the_trace_column_read_back_without_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("opc.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(V1).unwrap();
+            conn.execute_batch(
+                "INSERT INTO conversations (id, root_agent, created_at) VALUES ('c', 'ceo', 1);
+                 INSERT INTO tasks (id, root_id, conversation_id, agent, depth, state, input, \
+                 created_at, updated_at) VALUES (1, 1, 'c', 'ceo', 0, 'COMPLETED', 'old', 1, 1);",
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let old = store.task(1).unwrap();
+        assert_eq!((old.input.as_str(), old.trace), ("old", None));
+        let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let new = store
+            .create_task(&crate::store::NewTask {
+                parent_id: None,
+                conversation_id: "c",
+                agent: "ceo",
+                depth: 0,
+                tool_use_id: None,
+                tool_index: 0,
+                input: "new",
+                messages: &[],
+                author: None,
+                trace: Some(trace),
+            })
+            .unwrap();
+        assert_eq!(store.task(new).unwrap().trace.as_deref(), Some(trace));
     }
 
     #[test]

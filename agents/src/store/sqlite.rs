@@ -17,6 +17,7 @@
 //! written to the file before `COMMIT` returns, so a kill -9 of the process loses nothing that was
 //! answered; as before, only an OS crash or power loss may lose the last commits). If the `COMMIT`
 //! itself fails, every job of the group is answered with that error (its changes were rolled back).
+//! Each group's `COMMIT` is timed for the store's commit latency metric (`commits.rs`).
 //!
 //! Reads do not queue behind writes: a file database gets a second, read-only connection, which in WAL
 //! mode sees the last commit. A caller reads its own writes because its write future resolved after
@@ -40,6 +41,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::carry::Carry;
+use super::commits::{self, Backend};
 use super::ledger::encode_turn;
 use super::tasks::encode_history;
 use super::{
@@ -202,9 +204,13 @@ fn commit_group(db: &Db, group: Vec<Box<dyn Job>>) {
     }
     let committed = match broken {
         Some(e) => Err(e),
-        None => exec(&db.conn(), "COMMIT", [])
-            .map(|_| ())
-            .map_err(|e| failure(&e)),
+        None => {
+            // The commit latency metric: the `COMMIT` alone, once per group (one transaction).
+            let started = std::time::Instant::now();
+            let done = exec(&db.conn(), "COMMIT", []);
+            commits::record(Backend::Sqlite, started);
+            done.map(|_| ()).map_err(|e| failure(&e))
+        }
     };
     match committed {
         Ok(()) => {
@@ -410,6 +416,7 @@ sqlite_store! {
             let tool_index = task.tool_index;
             let input = task.input.to_string();
             let author = task.author.map(str::to_string);
+            let trace = task.trace.map(str::to_string);
             self.write(move |db| {
                 let task = NewTask {
                     parent_id,
@@ -421,6 +428,7 @@ sqlite_store! {
                     input: &input,
                     messages: &[],
                     author: author.as_deref(),
+                    trace: trace.as_deref(),
                 };
                 db.create_task_encoded(&task, &messages)
             })
@@ -488,6 +496,7 @@ mod tests {
             input: "hello",
             messages,
             author: None,
+            trace: None,
         }
     }
 

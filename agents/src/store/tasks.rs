@@ -60,11 +60,16 @@ pub struct TaskRecord {
     /// The cluster node that ran it last (PostgreSQL with several nodes); always `None` on SQLite,
     /// where one process owns the file.
     pub node: Option<String>,
+    /// The W3C `traceparent` of the span it was created under ([`NewTask::trace`]); `None` when
+    /// telemetry was off then, and for every task from before the column. Why stored: whoever runs
+    /// the task (this process after a restart, or another cluster node) makes its `invoke_agent`
+    /// span a child of this context, so a tree stays one trace.
+    pub trace: Option<String>,
 }
 
 pub(super) const TASK_COLUMNS: &str = "id, parent_id, root_id, conversation_id, agent, depth, tool_use_id, tool_index, \
      state, input, output, summary, error, escalation, created_at, updated_at, finished_at, \
-     tokens_in, tokens_out, cost_usd, llm_calls, unknown_usage_calls";
+     tokens_in, tokens_out, cost_usd, llm_calls, unknown_usage_calls, trace";
 
 pub(super) fn task_from_row(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
     let state: String = row.get(8)?;
@@ -92,6 +97,7 @@ pub(super) fn task_from_row(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         llm_calls: row.get(20)?,
         unknown_usage_calls: row.get(21)?,
         node: None,
+        trace: row.get(22)?,
     })
 }
 
@@ -127,6 +133,11 @@ pub struct NewTask<'a> {
     /// Who wrote a root task's message, for recall's provenance (`platform:user id`); `None` records
     /// [`super::recall::USER_AUTHOR`]. A child task's author is always its delegating agent.
     pub author: Option<&'a str>,
+    /// The W3C `traceparent` of the span it is created under: the parent's `execute_tool delegate`
+    /// span for a child, the inbound message's span for a root; `None` when telemetry is off. Stored
+    /// with the task so a tree stays one trace across restarts and cluster nodes: wherever the task
+    /// runs, its `invoke_agent` span is made a child of this context.
+    pub trace: Option<&'a str>,
 }
 
 impl Db {
@@ -222,8 +233,8 @@ impl Db {
         let now = now_ms();
         exec(&tx,
             "INSERT INTO tasks (parent_id, root_id, conversation_id, agent, depth, tool_use_id, tool_index, \
-             state, input, messages, created_at, updated_at) \
-             VALUES (?1, COALESCE(?2, 0), ?3, ?4, ?5, ?6, ?7, ?11, ?8, ?9, ?10, ?10)",
+             state, input, messages, created_at, updated_at, trace) \
+             VALUES (?1, COALESCE(?2, 0), ?3, ?4, ?5, ?6, ?7, ?11, ?8, ?9, ?10, ?10, ?12)",
             params![
                 task.parent_id,
                 root_id,
@@ -235,7 +246,8 @@ impl Db {
                 task.input,
                 messages,
                 now,
-                TaskState::Created.as_str()
+                TaskState::Created.as_str(),
+                task.trace
             ],
         )
         .map_err(sql("creating a task"))?;
@@ -401,6 +413,7 @@ mod tests {
                 input: "again",
                 messages: &[],
                 author: None,
+                trace: None,
             });
             match second {
                 Err(StoreError::Busy { task, .. }) => {

@@ -25,6 +25,10 @@
 //! A running gateway reloads its config without a restart ([`crate::reload`]): on a save from the
 //! admin console, a change to the file or a prompt file, or `SIGHUP`.
 //!
+//! With telemetry on (`OTEL_EXPORTER_OTLP_ENDPOINT` or `framework.telemetry`), start-up says where
+//! traces and metrics go in one line on stderr; after a clean stop `main` flushes what is pending
+//! (within 5 s).
+//!
 //! Invariants: an invalid config never starts a server (nor replaces a running one); secrets are read from the environment only and
 //! never printed; SIGINT and SIGTERM stop accepting, close platform connections, let in-flight tasks
 //! persist their state, and exit 0.
@@ -56,7 +60,12 @@ mod routes;
 /// chat, a logged drop on platforms that already got their ack).
 const INBOX_CAPACITY: usize = 4096;
 
-pub fn run(path: &Path, listen: Option<SocketAddr>, node: Option<&str>) -> ExitCode {
+pub fn run(
+    path: &Path,
+    listen: Option<SocketAddr>,
+    node: Option<&str>,
+    telemetry: Option<&opc_telemetry::Telemetry>,
+) -> ExitCode {
     let started = Instant::now();
     let loaded = match crate::setup::load_config(path) {
         Ok(loaded) => loaded,
@@ -77,7 +86,14 @@ pub fn run(path: &Path, listen: Option<SocketAddr>, node: Option<&str>) -> ExitC
         }
     };
     match crate::setup::runtime() {
-        Ok(runtime) => runtime.block_on(serve(Arc::new(loaded), path, address, node, started)),
+        Ok(runtime) => runtime.block_on(serve(
+            Arc::new(loaded),
+            path,
+            address,
+            node,
+            started,
+            telemetry,
+        )),
         Err(code) => code,
     }
 }
@@ -219,6 +235,7 @@ async fn serve(
     address: SocketAddr,
     node: Option<String>,
     started: Instant,
+    telemetry: Option<&opc_telemetry::Telemetry>,
 ) -> ExitCode {
     // serenity, slack-morphism and reqwest all use rustls; one process-wide provider must be chosen
     // before the first TLS client exists.
@@ -314,6 +331,26 @@ async fn serve(
             cluster.node().id,
             humantime::format_duration(lease)
         ));
+    }
+    let embeds = loaded.config.agents.values().any(|a| {
+        a.memory.recall
+            || a.memory.archival
+            || a.tools
+                .contains(&opc_hierarchy::schema::Tool::ConversationSearch)
+    });
+    if let Some(telemetry) = telemetry {
+        eprint(&format!("opc: {}\n", telemetry.description()));
+        // The queue gauges, read when metrics are collected (on the SDK's thread): calls waiting
+        // for the NER model, and recall rows waiting for their embedding (when anything embeds).
+        let store = recall.store.clone();
+        let backlog = move || {
+            let (_, vectors, last) = store.cursors().ok()?;
+            u64::try_from(last.saturating_sub(vectors)).ok()
+        };
+        opc_telemetry::metrics::observe_queues(
+            opc_agents::llm::privacy::ner_queue,
+            embeds.then(|| Box::new(backlog) as Box<dyn Fn() -> Option<u64> + Send + Sync>),
+        );
     }
     if let Some((provider, var)) = &missing_key {
         eprint(&format!(
@@ -482,12 +519,7 @@ async fn serve(
     }
     // Recall's and facts' embedding model, the same way: until it lands, both search by keywords
     // (BM25).
-    if loaded.config.agents.values().any(|a| {
-        a.memory.recall
-            || a.memory.archival
-            || a.tools
-                .contains(&opc_hierarchy::schema::Tool::ConversationSearch)
-    }) {
+    if embeds {
         super::models::load_embedder_in_background(recall.embed.clone());
     }
     // On a signal: stop accepting, and close the adapters at once — that ends open event streams and

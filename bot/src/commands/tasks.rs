@@ -453,6 +453,7 @@ mod tests {
             llm_calls: 1,
             unknown_usage_calls: 0,
             node: node.map(str::to_string),
+            trace: None,
         }
     }
 

@@ -240,6 +240,7 @@ mod tests {
                 input: "ship it?",
                 messages: &[],
                 author: None,
+                trace: None,
             })
             .await
             .unwrap();

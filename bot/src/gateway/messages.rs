@@ -11,6 +11,7 @@
 //! - message text is never logged.
 
 use std::sync::Arc;
+use tracing::Instrument;
 
 use opc_adapters::{Adapter, Inbound, Place};
 use opc_agents::store::StoreError;
@@ -30,6 +31,36 @@ pub(super) struct Waiting {
     pub(super) place: Place,
     /// Its row in the database while it waits in a cluster (see `parked.rs`).
     pub(super) parked: Option<i64>,
+    /// Its `opc.inbound {platform}` span (see [`inbound_span`]), open from its arrival until its
+    /// request is started; the root task's trace context is taken inside it.
+    pub(super) span: tracing::Span,
+}
+
+/// The span of an inbound message (OpenTelemetry; disabled unless telemetry exports it): the
+/// parent of its request's root `invoke_agent` span, and itself a child of the trace context the
+/// platform's request carried (a web request's `traceparent` header), so a caller that traces its
+/// own request sees OPC's work inside it. Ids and the platform only, never the text or the user.
+pub(super) fn inbound_span(inbound: &Inbound, conversation: Option<&str>) -> tracing::Span {
+    let platform = inbound.place.platform;
+    // The web chat is an HTTP server; Slack's and Discord's events are consumed from a platform.
+    let kind = match platform {
+        opc_adapters::Platform::Web => "server",
+        _ => "consumer",
+    };
+    let span = tracing::info_span!(
+        target: opc_telemetry::TARGET,
+        "inbound",
+        otel.name = %format_args!("{} {platform}", opc_telemetry::conventions::INBOUND),
+        otel.kind = kind,
+        opc.platform = %platform,
+        gen_ai.conversation.id = tracing::field::Empty,
+    );
+    // A new conversation's id is known once its request starts (`start_new` records it).
+    if let Some(conversation) = conversation {
+        span.record("gen_ai.conversation.id", conversation);
+    }
+    opc_telemetry::carry::adopt(&span, inbound.traceparent.as_deref());
+    span
 }
 
 impl Waiting {
@@ -113,6 +144,7 @@ impl Gateway {
             return;
         }
         let waiting = Waiting {
+            span: inbound_span(inbound, conversation.as_deref()),
             adapter,
             inbound: inbound.clone(),
             text: text.to_string(),
@@ -170,9 +202,13 @@ impl Gateway {
         match inner
             .engine
             .send_from(None, &waiting.text, Some(&waiting.author()))
+            .instrument(waiting.span.clone())
             .await
         {
             Ok(run) => {
+                waiting
+                    .span
+                    .record("gen_ai.conversation.id", run.conversation.as_str());
                 if let Err(e) = inner.threads.bind(&waiting.place, &run.conversation) {
                     tracing::error!(error = %e, "could not record the thread of a new conversation");
                 }
@@ -191,6 +227,7 @@ impl Gateway {
         match inner
             .engine
             .send_from(Some(&conversation), &waiting.text, Some(&waiting.author()))
+            .instrument(waiting.span.clone())
             .await
         {
             Ok(run) => self.answer(waiting, run, events),

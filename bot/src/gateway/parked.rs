@@ -46,6 +46,10 @@ struct Kept {
     text: String,
     /// The thread it continued.
     thread: String,
+    /// Its inbound span's trace context (telemetry), so the node that answers it continues the
+    /// same trace. Absent in rows kept by an older OPC.
+    #[serde(default)]
+    trace: Option<String>,
 }
 
 impl Gateway {
@@ -73,6 +77,7 @@ impl Gateway {
             reply: waiting.inbound.reply.clone(),
             text,
             thread,
+            trace: opc_telemetry::carry::of(&waiting.span),
         };
         let Ok(json) = serde_json::to_string(&kept) else {
             return;
@@ -154,22 +159,26 @@ impl Gateway {
     fn revive(&self, json: &str) -> Option<Waiting> {
         let kept: Kept = serde_json::from_str(json).ok()?;
         let adapter = self.adapter(kept.place.platform)?;
-        Some(Waiting {
-            adapter,
-            inbound: Inbound {
-                place: kept.written_in,
-                user: User {
-                    id: kept.user_id,
-                    name: kept.user_name,
-                    roles: kept.user_roles,
-                },
-                reply: kept.reply,
-                kind: InboundKind::Message {
-                    text: kept.text.clone(),
-                    continues: kept.thread,
-                },
-                delivery: None,
+        let inbound = Inbound {
+            place: kept.written_in,
+            user: User {
+                id: kept.user_id,
+                name: kept.user_name,
+                roles: kept.user_roles,
             },
+            reply: kept.reply,
+            kind: InboundKind::Message {
+                text: kept.text.clone(),
+                continues: kept.thread,
+            },
+            delivery: None,
+            // The node that kept it continues its trace.
+            traceparent: kept.trace,
+        };
+        Some(Waiting {
+            span: super::messages::inbound_span(&inbound, None),
+            adapter,
+            inbound,
             text: kept.text,
             place: kept.place,
             parked: None,

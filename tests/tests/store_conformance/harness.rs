@@ -66,6 +66,7 @@ pub async fn root(store: &dyn Store, conversation: &str, input: &str) -> TaskId 
             input,
             messages: &[Message::user(input)],
             author: Some("web:alice"),
+            trace: None,
         })
         .await
         .unwrap()
@@ -90,6 +91,7 @@ pub async fn child(
             input: "do the part",
             messages: &[],
             author: None,
+            trace: None,
         })
         .await
         .unwrap()

@@ -46,6 +46,7 @@ conformance! {
                 input: "second",
                 messages: &[],
                 author: None,
+                trace: None,
             })
             .await;
         assert!(matches!(second, Err(StoreError::Busy { task, .. }) if task == r), "{}: {second:?}", b.name);
@@ -71,6 +72,7 @@ conformance! {
                     input: &format!("request {i}"),
                     messages: &[],
                     author: None,
+                    trace: None,
                 })
                 .await
             }));
@@ -99,5 +101,61 @@ conformance! {
         assert!(matches!(s.messages(r + 99).await, Err(StoreError::NoTask(_))), "{}", b.name);
         let recent: Vec<_> = s.recent_roots(10).await.unwrap().into_iter().map(|t| t.id).collect();
         assert_eq!(recent, vec![r], "{}", b.name);
+    }
+}
+
+conformance! {
+    /// A task's trace context (the W3C `traceparent` it was created under) is stored with it and
+    /// read back by every read that returns a task, `begin` included; a task created without one
+    /// (telemetry off) reads back `None`.
+    async fn a_tasks_trace_context_round_trips(b: &Backend) {
+        const ROOT_TRACE: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        const CHILD_TRACE: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01";
+        let s = &*b.store;
+        let new = |conversation, parent, tool_use_id, input, trace| NewTask {
+            parent_id: parent,
+            conversation_id: conversation,
+            agent: if parent.is_some() { "vp" } else { "ceo" },
+            depth: u32::from(parent.is_some()),
+            tool_use_id,
+            tool_index: 0,
+            input,
+            messages: &[],
+            author: None,
+            trace,
+        };
+        let r = s.create_task(&new("c1", None, None, "plan", Some(ROOT_TRACE))).await.unwrap();
+        let c = s
+            .create_task(&new("c1", Some(r), Some("tool-1"), "part", Some(CHILD_TRACE)))
+            .await
+            .unwrap();
+        let plain = s.create_task(&new("c2", None, None, "plain", None)).await.unwrap();
+        let plain_child = s
+            .create_task(&new("c2", Some(plain), Some("tool-2"), "part", None))
+            .await
+            .unwrap();
+        let want = |id| match id {
+            id if id == r => Some(ROOT_TRACE.to_string()),
+            id if id == c => Some(CHILD_TRACE.to_string()),
+            _ => None,
+        };
+        for id in [r, c, plain, plain_child] {
+            assert_eq!(s.task(id).await.unwrap().trace, want(id), "{}: task {id}", b.name);
+        }
+        for t in s.tree(r).await.unwrap().into_iter().chain(s.tree(plain).await.unwrap()) {
+            assert_eq!(t.trace, want(t.id), "{}: tree, task {}", b.name, t.id);
+        }
+        for t in s.live_tasks().await.unwrap().into_iter().chain(s.recent_roots(10).await.unwrap()) {
+            assert_eq!(t.trace, want(t.id), "{}: live or recent, task {}", b.name, t.id);
+        }
+        let kid = s.child_for(r, "tool-1", 0).await.unwrap().unwrap();
+        assert_eq!(kid.trace.as_deref(), Some(CHILD_TRACE), "{}", b.name);
+        let last = s.last_root_task("c2").await.unwrap().unwrap();
+        assert_eq!((last.id, last.trace), (plain, None), "{}", b.name);
+        // The session's start reads the record too (its own query on PostgreSQL).
+        let (begun, _) = s.begin(c).await.unwrap();
+        assert_eq!(begun.trace.as_deref(), Some(CHILD_TRACE), "{}", b.name);
+        let (begun, _) = s.begin(plain).await.unwrap();
+        assert_eq!(begun.trace, None, "{}", b.name);
     }
 }

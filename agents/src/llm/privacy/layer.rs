@@ -10,6 +10,10 @@
 //! - detection runs on the blocking pool when the NER model is in use, at most one model run per CPU.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use opc_telemetry::tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing::Instrument;
 
 use opc_privacy::Style;
 use opc_privacy::detect::Detector;
@@ -115,8 +119,20 @@ impl Privacy {
     /// The call, masked on the way out and restored on the way in (see the module doc).
     async fn handle(&self, mut request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let shared = &self.shared;
+        // The privacy work of this call, under its `chat` span: what was found, by type, and
+        // whether the NER tier took part (never a value). It covers the wait for the NER and the
+        // masking, not the call below.
+        let span = tracing::info_span!(
+            target: opc_telemetry::TARGET,
+            "privacy",
+            otel.name = opc_telemetry::conventions::PRIVACY,
+            opc.privacy.mode = shared.mode.as_str(),
+            opc.privacy.ner_ready = tracing::field::Empty,
+            opc.privacy.masked = tracing::field::Empty,
+        );
         // Before anything is masked: a request masked without the NER tier it needs would carry names.
-        shared.ner.pass().await?;
+        shared.ner.pass().instrument(span.clone()).await?;
+        span.record("opc.privacy.ner_ready", shared.detector.uses_model());
         let state = request
             .meta
             .root_id
@@ -127,6 +143,8 @@ impl Privacy {
             _ => None,
         };
         let (counts, held) = if shared.detector.uses_model() {
+            // Counted from here until its masking is done: the `opc.ner.queue` gauge.
+            let _queued = Queued::enter();
             // The NER model takes milliseconds per new message: run it on the blocking pool, so it never
             // stalls the runtime's workers (which serve every other conversation and the chat sockets).
             let _permit = shared
@@ -162,6 +180,8 @@ impl Privacy {
             counts: TypeCounts::from(&counts),
             routed_to: None,
         };
+        observe_counts(&span, &report.counts);
+        drop(span);
         if let (Mode::Route { provider, model }, Some(mut original)) = (&shared.mode, original)
             && !counts.is_empty()
         {
@@ -191,6 +211,42 @@ impl Privacy {
         Ok(response)
     }
 }
+/// Model calls waiting for the NER model or being masked by it, in this process.
+static NER_QUEUE: AtomicU64 = AtomicU64::new(0);
+
+/// How many model calls wait for the NER model (or are being masked by it) now: the
+/// `opc.ner.queue` gauge. Under load this is what bounds conversations per second.
+pub fn ner_queue() -> u64 {
+    NER_QUEUE.load(Ordering::Relaxed)
+}
+
+/// One call counted in [`NER_QUEUE`] while it lives (also when its future is dropped).
+struct Queued;
+
+impl Queued {
+    fn enter() -> Queued {
+        NER_QUEUE.fetch_add(1, Ordering::Relaxed);
+        Queued
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        NER_QUEUE.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The counts of one call on its privacy span: the total and one attribute per type.
+fn observe_counts(span: &tracing::Span, counts: &TypeCounts) {
+    if span.is_disabled() {
+        return;
+    }
+    span.record("opc.privacy.masked", i64::from(counts.total()));
+    for (kind, n) in counts.iter() {
+        span.set_attribute(format!("opc.privacy.masked.{kind}"), i64::from(n));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

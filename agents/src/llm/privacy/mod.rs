@@ -58,7 +58,7 @@ mod state;
 pub use announce::PrivacyEvents;
 pub(crate) use announce::heard_by;
 pub use gate::{NerGate, Readiness, needs_ner, readiness};
-pub use layer::PrivacyLayer;
+pub use layer::{PrivacyLayer, ner_queue};
 pub use policy::{Mode, detector, mode};
 pub use report::{PrivacyReport, TypeCounts};
 pub use state::{PrivacyState, VAULT_CAPACITY};

@@ -21,6 +21,9 @@
 //! handled once whichever node it reached), singleton holds (one node holds the Discord gateway),
 //! provider limits counted across the cluster (calls in flight and the rate's theoretical arrival
 //! time), and the config history (a config saved on any node reaches every node).
+//!
+//! Migration 4 is SQLite's version 8: each task's trace context (`tasks.trace`, the W3C
+//! `traceparent` it was created under), so a tree resumed on another node stays one trace.
 
 use opc_migrate::{Component, Legacy, Migration};
 
@@ -37,6 +40,11 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         what: "the cluster's shared records: platform deliveries, singleton holds, provider limits, config history",
         sql: V3,
+    },
+    Migration {
+        what: "tasks keep the trace context they were created under",
+        // NULL = telemetry was off, which every earlier task reads as.
+        sql: "ALTER TABLE tasks ADD COLUMN trace TEXT;",
     },
 ];
 

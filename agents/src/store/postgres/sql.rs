@@ -15,6 +15,9 @@
 //! pipelined read ([`Pipe::open`]) and ends with a pipelined batch and its COMMIT ([`Pipe::commit`]):
 //! two round trips.
 //!
+//! Every commit here ([`Tx::commit`], [`atomic`], [`Pipe::commit`]) is timed for the store's commit
+//! latency metric (`store/commits.rs`).
+//!
 //! A leaf: every concern file of `postgres/` uses it, and it uses none of them.
 
 use std::future::Future;
@@ -26,6 +29,7 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
+use super::super::commits::{self, Backend};
 use super::super::{DbFailure, DbFault, StoreError, TaskId};
 
 /// Parameters of one statement.
@@ -144,10 +148,14 @@ impl<'a> Tx<'a> {
         self.recall.store(true, Ordering::Relaxed);
     }
 
-    /// Commit; whether it appended to recall memory.
+    /// Commit; whether it appended to recall memory. The commit latency metric times the COMMIT's
+    /// round trip alone (the statements before it were each awaited already).
     pub(super) async fn commit(self) -> Result<bool, StoreError> {
         let recall = self.recall.load(Ordering::Relaxed);
-        self.tx.commit().await.map_err(pg("committing"))?;
+        let started = std::time::Instant::now();
+        let done = self.tx.commit().await;
+        commits::record(Backend::Postgres, started);
+        done.map_err(pg("committing"))?;
         Ok(recall)
     }
 }
@@ -257,6 +265,10 @@ async fn send(
 /// its own transaction); the rows of each step. Under a
 /// `lease`, two: the lease is checked first ([`StoreError::Fenced`], nothing written, when it moved
 /// on), then the steps and the COMMIT.
+///
+/// The commit latency metric: the COMMIT travels with the statements, so it cannot be timed
+/// apart; the round trip that carries it is timed (the whole write here, [`Pipe::commit`]'s round
+/// trip under a lease).
 pub(super) async fn atomic(
     c: deadpool_postgres::Object,
     lease: Option<Lease>,
@@ -266,11 +278,15 @@ pub(super) async fn atomic(
         let (pipe, _) = Pipe::open(c, lease, &[]).await?;
         return pipe.commit(steps).await;
     }
-    if steps.len() == 1 {
+    let started = std::time::Instant::now();
+    let done = if steps.len() == 1 {
         // One statement is a transaction of its own: no BEGIN and COMMIT to send.
-        return send(&c, false, steps, None).await;
-    }
-    send(&c, true, steps, Some("COMMIT")).await
+        send(&c, false, steps, None).await
+    } else {
+        send(&c, true, steps, Some("COMMIT")).await
+    };
+    commits::record(Backend::Postgres, started);
+    done
 }
 
 /// A pipelined write transaction that reads before it decides: opened with its first statements
@@ -331,12 +347,16 @@ impl Pipe {
     }
 
     /// Send `steps` and the COMMIT, in one round trip; the rows of each step. A failure rolls the
-    /// whole transaction back.
+    /// whole transaction back. The commit latency metric times this round trip (the COMMIT
+    /// travels with `steps`, so it cannot be timed apart).
     pub(super) async fn commit(mut self, steps: &[Step<'_>]) -> Result<Vec<Vec<Row>>, StoreError> {
         let Some(c) = &self.c else {
             return Err(closed());
         };
-        match send(c, false, steps, Some("COMMIT")).await {
+        let started = std::time::Instant::now();
+        let sent = send(c, false, steps, Some("COMMIT")).await;
+        commits::record(Backend::Postgres, started);
+        match sent {
             Ok(rows) => {
                 // Ended: the connection goes back to the pool.
                 self.c.take();

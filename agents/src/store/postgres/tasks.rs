@@ -15,8 +15,8 @@ use super::recall;
 use super::sql::{Lease, Step, Tx, atomic, exec, get, opt, rows, u32_of, u64_of};
 use crate::llm::Message;
 
-/// The columns of a task row on PostgreSQL: SQLite's [`TASK_COLUMNS`] (one list for both), then
-/// `node` (index 22).
+/// The columns of a task row on PostgreSQL: SQLite's [`TASK_COLUMNS`] (one list for both, `trace`
+/// its last, index 22), then `node` (index 23).
 pub(super) fn task_columns() -> &'static str {
     static COLUMNS: OnceLock<String> = OnceLock::new();
     COLUMNS.get_or_init(|| format!("{TASK_COLUMNS}, node"))
@@ -24,7 +24,7 @@ pub(super) fn task_columns() -> &'static str {
 
 /// How many columns [`task_columns`] selects: a query that selects more after them reads those from
 /// this index on.
-pub(super) const TASK_COLUMN_COUNT: usize = 23;
+pub(super) const TASK_COLUMN_COUNT: usize = 24;
 
 /// A task row (the columns of [`task_columns`], in order).
 pub(super) fn task_from_row(row: &Row) -> Result<TaskRecord, StoreError> {
@@ -53,6 +53,7 @@ pub(super) fn task_from_row(row: &Row) -> Result<TaskRecord, StoreError> {
         cost_usd: get(row, 19, DOING)?,
         llm_calls: u32_of(get(row, 20, DOING)?),
         unknown_usage_calls: u32_of(get(row, 21, DOING)?),
+        trace: get(row, 22, DOING)?,
         node: get(row, TASK_COLUMN_COUNT - 1, DOING)?,
     })
 }
@@ -145,6 +146,7 @@ pub(super) async fn create_task(
         None => {
             let lock_params: [&(dyn ToSql + Sync); 3] = [&task.conversation_id, &task.agent, &now];
             params.extend_from_slice(recall_or_nulls(recall_params));
+            params.push(&task.trace);
             let rows = atomic(
                 c,
                 lease,
@@ -177,6 +179,7 @@ pub(super) async fn create_task(
         }
         Some(parent) => {
             params.extend_from_slice(recall_or_nulls(recall_params));
+            params.push(&task.trace);
             params.push(&parent);
             atomic(
                 c,
@@ -219,15 +222,15 @@ fn no_answer() -> StoreError {
     }
 }
 
-/// The columns a new task is inserted with (`$1`–`$10` of [`create_root_sql`] and
-/// [`create_child_sql`], after the id and the root id), and its recall row's (`$12`–`$20`: a
-/// [`recall::Entry`]'s parameters, `$15` its task standing in for the new id).
+/// The columns a new task is inserted with (`$1`–`$10` and `$21`, its trace context, of
+/// [`create_root_sql`] and [`create_child_sql`], after the id and the root id), and its recall
+/// row's (`$12`–`$20`: a [`recall::Entry`]'s parameters, `$15` its task standing in for the new id).
 const NEW_TASK: &str = "conversation_id, agent, depth, tool_use_id, tool_index, state, input, \
-     messages, created_at, updated_at, node";
+     messages, created_at, updated_at, node, trace";
 
 /// The values of [`NEW_TASK`].
 const NEW_TASK_VALUES: &str = "$1::TEXT, $2::TEXT, $3::BIGINT, $4::TEXT, $5::BIGINT, $6::TEXT, \
-     $7::TEXT, $8::TEXT, $9::BIGINT, $9::BIGINT, $10::TEXT";
+     $7::TEXT, $8::TEXT, $9::BIGINT, $9::BIGINT, $10::TEXT, $21::TEXT";
 
 /// The recall row of a new task `fresh.id` (when `$11`), written by `author` (an SQL expression).
 /// `$15`, the entry's task, is not written but must be read for its type to be known.
@@ -260,15 +263,15 @@ fn create_root_sql() -> &'static str {
     })
 }
 
-/// A child of `$21` (held `FOR SHARE`): its root id and its instructions' author are the parent's
+/// A child of `$22` (held `FOR SHARE`): its root id and its instructions' author are the parent's
 /// (`$13` is not read); answers the new id, or no row when the parent does not exist.
 fn create_child_sql() -> &'static str {
     static SQL: OnceLock<String> = OnceLock::new();
     SQL.get_or_init(|| {
         format!(
-            "WITH parent AS (SELECT root_id, agent FROM tasks WHERE id = $21 FOR SHARE), \
+            "WITH parent AS (SELECT root_id, agent FROM tasks WHERE id = $22 FOR SHARE), \
              fresh AS (INSERT INTO tasks (parent_id, root_id, {NEW_TASK}) \
-             SELECT $21::BIGINT, parent.root_id, {NEW_TASK_VALUES} FROM parent RETURNING id), \
+             SELECT $22::BIGINT, parent.root_id, {NEW_TASK_VALUES} FROM parent RETURNING id), \
              recall AS ({recall} FROM fresh, parent WHERE $11) \
              SELECT id FROM fresh",
             recall = recall_values("COALESCE(parent.agent, $13::TEXT)"),
@@ -410,6 +413,6 @@ mod tests {
     #[test]
     fn the_column_count_is_the_lists() {
         assert_eq!(task_columns().split(',').count(), TASK_COLUMN_COUNT);
-        assert!(task_columns().ends_with(", node"));
+        assert!(task_columns().ends_with(", trace, node"));
     }
 }

@@ -132,9 +132,11 @@ impl ToolHandler for BashTool {
         let allow = org.bash_allow(&agent);
         cx.note(Some(safe_summary(&args.command, &allow)), None);
         let Some(access) = org.workspace_access(&agent) else {
+            observe_run("not_run", None);
             return Ok((format!("`{agent}` has no workspace in this org"), true));
         };
         if let Err(e) = prepare_workspace(&access.write).await {
+            observe_run("not_run", None);
             return Ok((
                 format!(
                     "cannot create the workspace {}: {e}; check that `framework.workspace.root` is writable by OPC",
@@ -147,6 +149,7 @@ impl ToolHandler for BashTool {
         if let Decision::Unlisted(why) = decide(&args.command, &allow) {
             match org.bash_unlisted(&agent) {
                 Unlisted::Deny => {
+                    observe_run("denied", None);
                     return Ok((
                         format!(
                             "not run: `{agent}`'s bash policy does not allow this command ({why}), and \
@@ -178,7 +181,10 @@ impl ToolHandler for BashTool {
                             approval::Verdict::ForConversation => {
                                 cx.host().approve_command(&args.command, decided.id).await?;
                             }
-                            approval::Verdict::Rejected(text) => return Ok((text, true)),
+                            approval::Verdict::Rejected(text) => {
+                                observe_run("rejected", None);
+                                return Ok((text, true));
+                            }
                         }
                     }
                 }
@@ -203,13 +209,47 @@ impl ToolHandler for BashTool {
         };
         let (timeout, clamped) = args.timeout();
         match self.sandbox.run(&policy, &args.command, timeout).await {
-            Err(e) => Ok((format!("not run: {e}"), true)),
+            Err(e) => {
+                observe_run("not_run", None);
+                Ok((format!("not run: {e}"), true))
+            }
             Ok(output) => {
                 cx.note(None, output.exit_code);
+                observe_run(run_outcome(&output), output.exit_code);
                 Ok(result_text(&output, timeout, clamped))
             }
         }
     }
+}
+
+/// How a command that the sandbox ran ended, in one word (`opc.sandbox.outcome`).
+fn run_outcome(output: &opc_sandbox::Output) -> &'static str {
+    if output.timed_out {
+        "timed_out"
+    } else if output.exit_code == Some(0) {
+        "ok"
+    } else if output.exit_code.is_some() {
+        "failed"
+    } else if output.signal.is_some() {
+        "killed"
+    } else {
+        "unknown"
+    }
+}
+
+/// Record a command's sandbox outcome on its `execute_tool Bash` span (the current span: the
+/// session runs each tool inside its own) and count it in `opc.sandbox.runs`. Never the command
+/// or its output, which may hold real personal data.
+fn observe_run(outcome: &'static str, exit_code: Option<i32>) {
+    let span = tracing::Span::current();
+    span.record("opc.sandbox.outcome", outcome);
+    if let Some(code) = exit_code {
+        span.record("opc.sandbox.exit_code", code);
+    }
+    opc_telemetry::metrics::instruments().sandbox_runs.add(
+        1,
+        &[opc_telemetry::metrics::kv("opc.sandbox.outcome", outcome)],
+    );
 }
 
 /// Create the workspace if it is missing; when OPC runs as root, hand it to the sandbox's user so
