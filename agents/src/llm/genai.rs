@@ -153,10 +153,16 @@ fn finish_reason(reason: &StopReason) -> &str {
 
 /// Captures the request and response content on the current `chat` span when content capture is
 /// on. It sits directly above the router, below the privacy layer: see the module doc.
-pub struct CaptureLayer;
+pub struct CaptureLayer {
+    /// A privacy layer is above: capture only requests it masked (they carry its egress guard).
+    /// A request `route` sent to the trusted model as written carries none, and its real values
+    /// must not be exported either.
+    pub masked_only: bool,
+}
 
 struct Capture {
     inner: SharedLlm,
+    masked_only: bool,
 }
 
 impl Layer for CaptureLayer {
@@ -165,7 +171,10 @@ impl Layer for CaptureLayer {
     }
 
     fn layer(&self, inner: SharedLlm) -> SharedLlm {
-        Arc::new(Capture { inner })
+        Arc::new(Capture {
+            inner,
+            masked_only: self.masked_only,
+        })
     }
 }
 
@@ -173,7 +182,9 @@ impl Layer for CaptureLayer {
 impl LlmService for Capture {
     async fn call(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let span = tracing::Span::current();
-        let capture = opc_telemetry::capture_content() && !span.is_disabled();
+        let capture = opc_telemetry::capture_content()
+            && !span.is_disabled()
+            && (!self.masked_only || request.guard.is_some());
         if capture {
             if !request.system.is_empty() {
                 let system = json!([{ "type": "text", "content": request.system }]);
@@ -245,7 +256,117 @@ fn part(content: &Content) -> Value {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Mutex;
+
+    use tracing_subscriber::layer::{Context, SubscriberExt};
+
     use super::*;
+    use crate::llm::{CallMeta, EgressGuard, LeakCheck};
+
+    /// Collects the names of the fields recorded on spans after their creation.
+    #[derive(Clone, Default)]
+    struct Recorded(Arc<Mutex<Vec<String>>>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Recorded {
+        fn on_record(
+            &self,
+            _: &tracing::span::Id,
+            values: &tracing::span::Record<'_>,
+            _: Context<'_, S>,
+        ) {
+            struct Names<'a>(&'a mut Vec<String>);
+            impl tracing::field::Visit for Names<'_> {
+                fn record_debug(&mut self, field: &tracing::field::Field, _: &dyn std::fmt::Debug) {
+                    self.0.push(field.name().to_string());
+                }
+            }
+            values.record(&mut Names(&mut self.0.lock().unwrap()));
+        }
+    }
+
+    struct Answers;
+
+    #[async_trait::async_trait]
+    impl LlmService for Answers {
+        async fn call(&self, _: LlmRequest) -> Result<LlmResponse, LlmError> {
+            Ok(LlmResponse {
+                content: vec![Content::text("done")],
+                stop_reason: StopReason::EndTurn,
+                usage: None,
+                cost_usd: 0.0,
+                attempts: 1,
+                privacy: None,
+            })
+        }
+    }
+
+    struct NoLeak;
+
+    impl LeakCheck for NoLeak {
+        fn leak_in(&self, _: &str) -> Option<opc_privacy::EntityType> {
+            None
+        }
+    }
+
+    fn request(guarded: bool) -> LlmRequest {
+        LlmRequest {
+            provider: "p".into(),
+            model: "m".into(),
+            system: "You are the CEO.".into(),
+            messages: vec![Message::user("hello")],
+            tools: vec![],
+            tool_choice: None,
+            max_tokens: 100,
+            stream: None,
+            meta: CallMeta {
+                agent: "ceo".into(),
+                task_id: Some(1),
+                root_id: Some(1),
+                conversation: Some("c-1".into()),
+                work: Default::default(),
+            },
+            guard: guarded.then(|| EgressGuard::new(NoLeak)),
+        }
+    }
+
+    /// What the capture layer records on the `chat` span for one call.
+    fn captured(masked_only: bool, guarded: bool) -> Vec<String> {
+        let recorded = Recorded::default();
+        let subscriber = tracing_subscriber::registry().with(recorded.clone());
+        let _default = tracing::subscriber::set_default(subscriber);
+        let service = CaptureLayer { masked_only }.layer(Arc::new(Answers));
+        let request = request(guarded);
+        let span = chat_span(&request);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime
+            .block_on(tracing::Instrument::instrument(service.call(request), span))
+            .unwrap();
+        recorded.0.lock().unwrap().clone()
+    }
+
+    #[test]
+    fn content_is_captured_only_when_asked_and_only_as_the_privacy_layer_masked_it() {
+        opc_telemetry::set_capture_content(true);
+        let masked = captured(true, true);
+        assert!(
+            masked.contains(&"gen_ai.input.messages".to_string()),
+            "{masked:?}"
+        );
+        assert!(
+            masked.contains(&"gen_ai.output.messages".to_string()),
+            "{masked:?}"
+        );
+        // `route` sent this request to the trusted model as written: no guard, no capture.
+        assert_eq!(captured(true, false), Vec::<String>::new());
+        // No privacy layer in the stack: what is sent is what is captured.
+        assert!(captured(false, false).contains(&"gen_ai.input.messages".to_string()));
+        opc_telemetry::set_capture_content(false);
+        assert_eq!(captured(false, true), Vec::<String>::new());
+    }
 
     #[test]
     fn a_history_reads_as_the_conventions_messages() {

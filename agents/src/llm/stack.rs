@@ -46,12 +46,13 @@ impl CallStack {
     pub fn with_privacy(providers: Providers, privacy: Option<Seam>) -> Self {
         let mut stack = Stack::new().layer(TraceLayer);
         let mut roots = Vec::new();
+        let masked_only = privacy.is_some();
         if let Some(seam) = privacy {
             stack = stack.boxed_layer(seam.layer);
             roots = seam.roots;
         }
         // Below privacy: the only content a span may carry is the masked text (`genai`).
-        stack = stack.layer(CaptureLayer);
+        stack = stack.layer(CaptureLayer { masked_only });
         let mut order = stack.names();
         order.push("router");
         CallStack {
