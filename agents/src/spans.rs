@@ -34,9 +34,9 @@ pub(crate) fn agent_span(record: &TaskRecord, role: &str) -> tracing::Span {
         otel.kind = "internal",
         otel.status_code = Empty,
         gen_ai.operation.name = INVOKE_AGENT,
-        gen_ai.agent.name = %record.agent,
-        gen_ai.agent.id = %record.agent,
-        gen_ai.conversation.id = %record.conversation_id,
+        gen_ai.agent.name = record.agent.as_str(),
+        gen_ai.agent.id = record.agent.as_str(),
+        gen_ai.conversation.id = record.conversation_id.as_str(),
         opc.agent.role = role,
         opc.task.id = record.id,
         opc.task.root_id = record.root_id,
@@ -172,9 +172,53 @@ pub(crate) fn approval_waited(wait: &ApprovalWait<'_>) {
         .with_attributes([
             KeyValue::new("opc.approval.id", wait.id),
             KeyValue::new("opc.approval.option", wait.option.to_string()),
-            KeyValue::new("opc.approval.decided_by", wait.decided_by.to_string()),
+            KeyValue::new("opc.approval.decided_by", decider(wait.decided_by)),
             KeyValue::new("opc.approval.wait_ms", waited_ms),
         ])
         .start_with_context(&tracer, &parent);
     span.end_with_timestamp(at(wait.decided_ms.max(wait.asked_ms)));
+}
+
+/// Who decided, as exported: the platform's user id (`slack:U123`), `console`, or a system
+/// decider (`timeout`, `cancelled`, `error`) — never a person's name. The store keeps
+/// `Name (platform:id)` for the cards; only the part in the parentheses leaves the process.
+fn decider(decided_by: &str) -> String {
+    if crate::store::SystemDecider::ALL
+        .iter()
+        .any(|system| system.as_str() == decided_by)
+    {
+        return decided_by.to_string();
+    }
+    if decided_by.starts_with("console") {
+        return "console".to_string();
+    }
+    decided_by
+        .strip_suffix(')')
+        .and_then(|rest| rest.rsplit_once(" ("))
+        .map(|(_, id)| id)
+        .filter(|id| id.contains(':') && !id.contains(char::is_whitespace))
+        .unwrap_or("person")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decider;
+
+    #[test]
+    fn a_decider_is_exported_by_id_never_by_name() {
+        assert_eq!(
+            decider("Dana Whitfield (slack:U024BE7LH)"),
+            "slack:U024BE7LH"
+        );
+        assert_eq!(
+            decider("operator (web:c8dd3a7cbabfb7c0)"),
+            "web:c8dd3a7cbabfb7c0"
+        );
+        assert_eq!(decider("console (access token)"), "console");
+        assert_eq!(decider("timeout"), "timeout");
+        // Anything else is a person whose id is not known: their words are not exported.
+        assert_eq!(decider("Dana Whitfield"), "person");
+        assert_eq!(decider("Dana (has a note)"), "person");
+    }
 }
