@@ -412,12 +412,22 @@ fn phone(real: &str, rng: &mut FakeRng) -> String {
     } else {
         1.min(n)
     };
-    match nanp_at {
-        Some(at) => fill_nanp(&mut digits, at, rng),
-        None => {
-            for d in digits.iter_mut().skip(keep) {
-                *d = digit(rng);
+    let original = digits.clone();
+    // The line (the last four digits) never stays the real one: a real 555-01xx number would
+    // otherwise come back with its own line one time in a hundred, and the fake would carry the
+    // real number's tail (`974.555.0199` for `415.555.0199`).
+    let tail = n.saturating_sub(4);
+    for _ in 0..64 {
+        match nanp_at {
+            Some(at) => fill_nanp(&mut digits, at, rng),
+            None => {
+                for d in digits.iter_mut().skip(keep) {
+                    *d = digit(rng);
+                }
             }
+        }
+        if n <= keep || digits[tail..] != original[tail..] {
+            break;
         }
     }
     refill_digits(real, &digits)
@@ -1133,6 +1143,18 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_fake_phone_never_keeps_the_real_line() {
+        // A fictional 555-01xx number: its fake is 555-01xx too, and only the line can coincide.
+        for seed in 0..2_000u64 {
+            let mut rng = FakeRng::seed_from_u64(seed);
+            let fake = phone("415.555.0199", &mut rng);
+            assert!(!fake.ends_with("0199"), "seed {seed}: {fake}");
+            let fake = phone("+46 70 123 45 67", &mut rng);
+            assert!(!fake.ends_with("45 67"), "seed {seed}: {fake}");
         }
     }
 
