@@ -77,6 +77,19 @@ impl Duties {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, State>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Root `root`'s duty was found taken over by another node: stop it, forget it, and say so
+    /// ([`LOST`]) unless it was said already. The renewal and the check before posting can both
+    /// find it at once on two threads; checking and cancelling under the lock makes the first
+    /// the only one to say it.
+    fn lose(&self, root: TaskId, token: &CancellationToken) {
+        let mut held = self.lock();
+        if !token.is_cancelled() {
+            token.cancel();
+            tracing::warn!(task = root, "{LOST}");
+        }
+        held.remove(&root);
+    }
 }
 
 /// One reply duty held by this node: the right, and the obligation, to post root `root`'s answer.
@@ -113,8 +126,7 @@ impl Duty {
         match held {
             Ok(true) => true,
             Ok(false) => {
-                self.lost.cancel();
-                tracing::warn!(task = self.root, "{LOST}");
+                self.gateway.inner.duties.lose(self.root, &self.lost);
                 false
             }
             Err(error) => {
@@ -249,14 +261,8 @@ impl Gateway {
                     }
                 }
                 Ok(true) => {}
-                Ok(false) => {
-                    // A warning: this node was paused or cut off past the lease.
-                    if !token.is_cancelled() {
-                        token.cancel();
-                        tracing::warn!(task = root, "{LOST}");
-                    }
-                    self.inner.duties.lock().remove(&root);
-                }
+                // A warning: this node was paused or cut off past the lease.
+                Ok(false) => self.inner.duties.lose(root, &token),
                 Err(_) => ok = false,
             }
         }
