@@ -219,6 +219,13 @@ fn main() -> ExitCode {
     opc_sandbox::enter_if_launcher();
     let cli = Cli::parse();
     let config = cli.config.path();
+    // `OPC_KERNEL` (the NER's and the embedder's int8 kernel, for benches and bug reports): an
+    // unknown value or a kernel this CPU cannot run stops here with its fix, not at the first model
+    // call.
+    if let Err(e) = opc_privacy::kernel::from_env() {
+        term::eprint(&format!("error: {e}\n"));
+        return ExitCode::from(2);
+    }
     // Telemetry before the logger, for the commands that run agents: its layer is part of the
     // subscriber, and a bad `OTEL_*` value stops them here, with its fix (exit 2).
     let telemetry = if matches!(cli.command, Command::Run { .. } | Command::Chat { .. }) {

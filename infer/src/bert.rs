@@ -405,30 +405,52 @@ impl Encoder {
             dispatch(
                 #[inline(always)]
                 || {
-                    // K transposed ([hd][len]) so each query's scores are axpys over keys.
-                    let mut kt = vec![0f32; hd * len];
+                    // K transposed ([hd][len], rows padded to 16 with zeros) so each query's
+                    // scores are axpys over keys in whole vectors.
+                    let lp = len.div_ceil(16) * 16;
+                    let mut kt = vec![0f32; hd * lp];
                     for j in 0..len {
                         let k = &qkv[(r0 + j) * 3 * h + h + head * hd..][..hd];
                         for (d, &v) in k.iter().enumerate() {
-                            kt[d * len + j] = v;
+                            kt[d * lp + j] = v;
                         }
                     }
-                    let mut scores = vec![0f32; len];
+                    let mut scores = vec![0f32; lp];
+                    // Accumulators are local arrays (registers), 16 lanes at a time, so the loops
+                    // vectorise; each score and each output sums in the same order as one scalar
+                    // loop would (over d, over keys).
                     for i in 0..len {
                         let q = &qkv[(r0 + i) * 3 * h + head * hd..][..hd];
-                        scores.fill(0.0);
-                        for (d, &qd) in q.iter().enumerate() {
-                            let qd = qd * scale;
-                            for (s, k) in scores.iter_mut().zip(&kt[d * len..(d + 1) * len]) {
-                                *s += qd * k;
+                        let (sc, _) = scores.as_chunks_mut::<16>();
+                        for (c, sc) in sc.iter_mut().enumerate() {
+                            let mut acc = [0f32; 16];
+                            for (d, &qd) in q.iter().enumerate() {
+                                let qd = qd * scale;
+                                let k = &kt[d * lp + c * 16..][..16];
+                                for l in 0..16 {
+                                    acc[l] += qd * k[l];
+                                }
                             }
+                            *sc = acc;
                         }
-                        ops::softmax(&mut scores);
+                        ops::softmax(&mut scores[..len]);
                         let o = &mut out[i * hd..(i + 1) * hd];
-                        for (j, &p) in scores.iter().enumerate() {
-                            let v = &qkv[(r0 + j) * 3 * h + 2 * h + head * hd..][..hd];
-                            for (o, v) in o.iter_mut().zip(v) {
-                                *o += p * v;
+                        let v_at = |j: usize| (r0 + j) * 3 * h + 2 * h + head * hd;
+                        let (oc, tail) = o.as_chunks_mut::<16>();
+                        for (c, oc) in oc.iter_mut().enumerate() {
+                            let mut acc = [0f32; 16];
+                            for (j, &p) in scores[..len].iter().enumerate() {
+                                let v = &qkv[v_at(j) + c * 16..][..16];
+                                for l in 0..16 {
+                                    acc[l] += p * v[l];
+                                }
+                            }
+                            *oc = acc;
+                        }
+                        let done = hd - tail.len();
+                        for (t, o) in tail.iter_mut().enumerate() {
+                            for (j, &p) in scores[..len].iter().enumerate() {
+                                *o += p * qkv[v_at(j) + done + t];
                             }
                         }
                     }

@@ -95,8 +95,8 @@ pub fn add_layer_norm(
                     }
                 }
                 let n = x.len() as f32;
-                let mean = x.iter().sum::<f32>() / n;
-                let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n;
+                let mean = lane_sum(x, |v| v) / n;
+                let var = lane_sum(x, |v| (v - mean) * (v - mean)) / n;
                 let inv = 1.0 / (var + eps).sqrt();
                 for ((v, w), b) in x.iter_mut().zip(weight).zip(bias) {
                     *v = (*v - mean) * inv * w + b;
@@ -119,15 +119,42 @@ pub fn add_layer_norm(
     }
 }
 
+/// `Σ f(x)` in 16 interleaved partial sums (then added in order), so the loop vectorises (f32 adds
+/// do not reassociate); the order is fixed, so the result is the same on every CPU.
+#[inline(always)]
+fn lane_sum(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0f32; 16];
+    let (chunks, tail) = x.as_chunks::<16>();
+    for c in chunks {
+        for l in 0..16 {
+            acc[l] += f(c[l]);
+        }
+    }
+    for (a, &v) in acc.iter_mut().zip(tail) {
+        *a += f(v);
+    }
+    acc.iter().sum()
+}
+
 /// Softmax of one row, in place.
 #[inline(always)]
 pub(crate) fn softmax(x: &mut [f32]) {
-    let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-    let mut sum = 0.0;
+    // The maximum in 16 lanes too (vectorises; max is exact, so the order does not matter).
+    let mut lanes = [f32::NEG_INFINITY; 16];
+    let (chunks, tail) = x.as_chunks::<16>();
+    for c in chunks {
+        for l in 0..16 {
+            lanes[l] = lanes[l].max(c[l]);
+        }
+    }
+    for (m, &v) in lanes.iter_mut().zip(tail) {
+        *m = m.max(v);
+    }
+    let max = lanes.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
     for v in x.iter_mut() {
         *v = exp(*v - max);
-        sum += *v;
     }
+    let sum = lane_sum(x, |v| v);
     let inv = 1.0 / sum;
     for v in x.iter_mut() {
         *v *= inv;

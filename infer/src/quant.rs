@@ -9,6 +9,12 @@
 //! a block with an outlier (BERT's hidden states have a few large dimensions) costs precision to that
 //! block only. Each output is then `Σ_blocks sx·sw·Σ_i (w_i − zero)·x_i`, the integer dot exact.
 //!
+//! The f32 arithmetic is defined once, so that every kernel computes the same bits: per output, for
+//! each block in order, `acc = acc + f32(dot) * (sx * sw)` (two roundings, no fused multiply-add;
+//! `dot` is the exact i32 `Σ w·x − zero·Σ x`, below 2^24 so its conversion is exact), then
+//! `y = acc + bias`. The weights are laid out for the SIMD kernels (16 outputs side by side, see
+//! [`QMatrix`]) so each output's sum runs in one lane, in that order.
+//!
 //! Invariant that keeps the kernels exact: the weight bytes are at most 127 and activation levels at
 //! most 127 in magnitude, so `vpmaddubsw` (u8 × i8 pairs summed into i16) never saturates:
 //! 2 · 127 · 127 < 32,767.
@@ -26,7 +32,18 @@ pub enum QuantError {
     Shape(String),
 }
 
+/// Outputs per group in the packed layout: one 512-bit register of i32 lanes, or two 256-bit ones.
+pub(crate) const LANES: usize = 16;
+
+/// One block of one group: `[BLOCK / 4][LANES][4]` bytes, 4 consecutive `k` of one output per i32
+/// lane, so one `vpdpbusd` takes 4 `k` × 16 outputs.
+pub(crate) type PackedBlock = [u8; BLOCK * LANES];
+
 /// A weight matrix `[n, k]` (PyTorch's `[out, in]`) in quantised blocks, with its bias.
+///
+/// Kept in the one layout every kernel reads (so the weights are held once, whichever kernel runs):
+/// outputs in groups of [`LANES`] (the last group padded with level 0, scale 0), and per group and
+/// block of 32 `k`, a [`PackedBlock`]. Scales and bias follow the groups, 16 to an array.
 #[derive(Clone)]
 pub struct QMatrix {
     /// Output features.
@@ -35,12 +52,12 @@ pub struct QMatrix {
     pub k: usize,
     /// Subtracted from every byte.
     pub(crate) zero: u8,
-    /// `[n][k]` bytes, each ≤ 127.
-    pub(crate) q: Vec<u8>,
-    /// `[n][k / BLOCK]`.
-    pub(crate) scales: Vec<f32>,
-    /// `[n]`.
-    pub(crate) bias: Vec<f32>,
+    /// `[n.div_ceil(LANES)][k / BLOCK]` blocks, each byte ≤ 127.
+    pub(crate) q: Vec<PackedBlock>,
+    /// `[groups][k / BLOCK][LANES]`.
+    pub(crate) scales: Vec<[f32; LANES]>,
+    /// `[groups][LANES]` (0 past `n`).
+    pub(crate) bias: Vec<[f32; LANES]>,
 }
 
 impl QMatrix {
@@ -72,18 +89,75 @@ impl QMatrix {
             return Err(QuantError::Shape(format!("level {l} outside -63..=63")));
         }
         let zero = 64u8;
-        let q = levels
-            .iter()
-            .map(|&l| (i16::from(l) + i16::from(zero)) as u8)
-            .collect();
-        Ok(Self {
+        let blocks = k / BLOCK;
+        Ok(Self::pack(
+            n,
+            k,
+            zero,
+            |r, c| (i16::from(levels[r * k + c]) + i16::from(zero)) as u8,
+            |r, b| scales[r * blocks + b],
+            |r| bias[r],
+        ))
+    }
+
+    /// Lay out a matrix from its byte, scale and bias at (output, input) / (output, block) / output.
+    fn pack(
+        n: usize,
+        k: usize,
+        zero: u8,
+        byte: impl Fn(usize, usize) -> u8,
+        scale: impl Fn(usize, usize) -> f32,
+        bias: impl Fn(usize) -> f32,
+    ) -> Self {
+        let groups = n.div_ceil(LANES);
+        let blocks = k / BLOCK;
+        let mut q = vec![[zero; BLOCK * LANES]; groups * blocks];
+        let mut s = vec![[0f32; LANES]; groups * blocks];
+        let mut b = vec![[0f32; LANES]; groups];
+        for r in 0..n {
+            let (g, lane) = (r / LANES, r % LANES);
+            b[g][lane] = bias(r);
+            for blk in 0..blocks {
+                s[g * blocks + blk][lane] = scale(r, blk);
+                let out = &mut q[g * blocks + blk];
+                for i in 0..BLOCK {
+                    out[(i / 4 * LANES + lane) * 4 + i % 4] = byte(r, blk * BLOCK + i);
+                }
+            }
+        }
+        Self {
             n,
             k,
             zero,
             q,
-            scales,
-            bias,
-        })
+            scales: s,
+            bias: b,
+        }
+    }
+
+    /// The stored byte of output `r`, input `c`.
+    #[inline(always)]
+    pub(crate) fn byte(&self, r: usize, c: usize) -> u8 {
+        let blocks = self.k / BLOCK;
+        let i = c % BLOCK;
+        self.q[r / LANES * blocks + c / BLOCK][(i / 4 * LANES + r % LANES) * 4 + i % 4]
+    }
+
+    /// The scale of output `r`, block `b`.
+    #[inline(always)]
+    pub(crate) fn scale(&self, r: usize, b: usize) -> f32 {
+        self.scales[r / LANES * (self.k / BLOCK) + b][r % LANES]
+    }
+
+    /// The bias of output `r`.
+    #[inline(always)]
+    pub(crate) fn bias(&self, r: usize) -> f32 {
+        self.bias[r / LANES][r % LANES]
+    }
+
+    /// Output groups of [`LANES`] (the last one possibly partial).
+    pub(crate) fn groups(&self) -> usize {
+        self.n.div_ceil(LANES)
     }
 
     /// Quantise an f32 matrix `[n][k]` (row-major, PyTorch's `[out, in]`): per block of 32, scale =
@@ -125,119 +199,125 @@ impl QMatrix {
                 "concatenated matrices differ in k".into(),
             ));
         }
-        Ok(Self {
-            n: parts.iter().map(|p| p.n).sum(),
-            k: first.k,
-            zero: first.zero,
-            q: parts.iter().flat_map(|p| p.q.iter().copied()).collect(),
-            scales: parts
-                .iter()
-                .flat_map(|p| p.scales.iter().copied())
-                .collect(),
-            bias: parts.iter().flat_map(|p| p.bias.iter().copied()).collect(),
-        })
+        // Output r of the whole is output r - start of the part that holds it.
+        let mut owner = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            owner.extend((0..p.n).map(|r| (i, r)));
+        }
+        Ok(Self::pack(
+            owner.len(),
+            first.k,
+            first.zero,
+            |r, c| parts[owner[r].0].byte(owner[r].1, c),
+            |r, b| parts[owner[r].0].scale(owner[r].1, b),
+            |r| parts[owner[r].0].bias(owner[r].1),
+        ))
     }
 
     /// Row `r` as f32 (the values, without bias).
     pub fn row(&self, r: usize, out: &mut [f32]) {
-        let blocks = self.k / BLOCK;
         let zero = f32::from(self.zero);
-        for ((o, q), s) in out
-            .chunks_exact_mut(BLOCK)
-            .zip(self.q[r * self.k..(r + 1) * self.k].chunks_exact(BLOCK))
-            .zip(&self.scales[r * blocks..(r + 1) * blocks])
-        {
-            for (o, &q) in o.iter_mut().zip(q) {
-                *o = (f32::from(q) - zero) * s;
-            }
+        for (c, o) in out.iter_mut().enumerate().take(self.k) {
+            *o = (f32::from(self.byte(r, c)) - zero) * self.scale(r, c / BLOCK);
         }
     }
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        self.q.len() + 4 * (self.scales.len() + self.bias.len())
+        std::mem::size_of_val(&self.q[..])
+            + std::mem::size_of_val(&self.scales[..])
+            + std::mem::size_of_val(&self.bias[..])
     }
 }
 
 /// Activations `[m][k]` quantised per row and block for one multiply.
 pub(crate) struct QInput {
     pub(crate) m: usize,
-    /// `[m][k]` levels, `|q| ≤ 127`.
-    pub(crate) q: Vec<i8>,
+    /// `[m][k / BLOCK]` blocks of levels (`|q| ≤ 127`), 4 consecutive levels per i32 (little-endian
+    /// bytes), the unit a kernel broadcasts.
+    pub(crate) q: Vec<[i32; BLOCK / 4]>,
     /// `[m][k / BLOCK]` block scales.
     pub(crate) scales: Vec<f32>,
-    /// `[m][k / 4]`: each block's scale repeated per group of 4 values (one SIMD lane each).
-    pub(crate) lane_scales: Vec<f32>,
-    /// `[m][k / 4]`: `zero · (sum of the 4 levels of that lane)`, what the weights' offset adds.
+    /// `[m][k / BLOCK]`: `zero · Σ levels of the block`, what the weights' offset adds to the dot.
     pub(crate) corr: Vec<i32>,
 }
 
 impl QInput {
     pub(crate) fn new(x: &[f32], k: usize, zero: u8) -> Self {
         let m = x.len() / k;
+        let blocks = k / BLOCK;
         let mut out = Self {
             m,
-            q: vec![0; m * k],
-            scales: vec![0.0; m * k / BLOCK],
-            lane_scales: vec![0.0; m * k / 4],
-            corr: vec![0; m * k / 4],
+            q: vec![[0; BLOCK / 4]; m * blocks],
+            scales: vec![0.0; m * blocks],
+            corr: vec![0; m * blocks],
         };
         let zero = i32::from(zero);
-        let rows = out
-            .q
-            .par_chunks_mut(k)
-            .zip(out.scales.par_chunks_mut(k / BLOCK))
-            .zip(out.lane_scales.par_chunks_mut(k / 4))
-            .zip(out.corr.par_chunks_mut(k / 4))
-            .zip(x.par_chunks(k));
-        #[allow(clippy::type_complexity)]
-        let quantize_row = |((((q, s), ls), corr), x): (
-            (((&mut [i8], &mut [f32]), &mut [f32]), &mut [i32]),
-            &[f32],
-        )| {
-            quantize_row(x, q, s);
-            for (ls, s) in ls.chunks_exact_mut(BLOCK / 4).zip(s.iter()) {
-                ls.fill(*s);
-            }
-            for (c, q) in corr.iter_mut().zip(q.chunks_exact(4)) {
-                *c = zero * q.iter().map(|&v| i32::from(v)).sum::<i32>();
-            }
+        // Rows at a time, compiled for the best instruction set (rounding and the byte packing
+        // vectorise only with SSE4.1 and up).
+        let rows = |q: &mut [[i32; BLOCK / 4]], s: &mut [f32], corr: &mut [i32], x: &[f32]| {
+            crate::ops::dispatch(
+                #[inline(always)]
+                || {
+                    let (xb, _) = x.as_chunks::<BLOCK>();
+                    for (((q, s), c), x) in q.iter_mut().zip(s).zip(corr).zip(xb) {
+                        let mut levels = [0i8; BLOCK];
+                        *s = quantize_block(x, &mut levels);
+                        let (quads, _) = levels.as_chunks::<4>();
+                        for (q, l) in q.iter_mut().zip(quads) {
+                            *q = i32::from_le_bytes(l.map(|v| v as u8));
+                        }
+                        *c = zero * levels.iter().map(|&v| i32::from(v)).sum::<i32>();
+                    }
+                },
+            )
         };
-        if m >= 16 {
-            rows.for_each(quantize_row);
-        } else {
+        const ROWS_PER_TASK: usize = 8;
+        if m >= 2 * ROWS_PER_TASK {
+            let per = ROWS_PER_TASK * blocks;
             out.q
-                .chunks_mut(k)
-                .zip(out.scales.chunks_mut(k / BLOCK))
-                .zip(out.lane_scales.chunks_mut(k / 4))
-                .zip(out.corr.chunks_mut(k / 4))
-                .zip(x.chunks(k))
-                .for_each(quantize_row);
+                .par_chunks_mut(per)
+                .zip(out.scales.par_chunks_mut(per))
+                .zip(out.corr.par_chunks_mut(per))
+                .zip(x.par_chunks(ROWS_PER_TASK * k))
+                .for_each(|(((q, s), c), x)| rows(q, s, c, x));
+        } else {
+            rows(&mut out.q, &mut out.scales, &mut out.corr, x);
         }
         out
     }
+
+    /// The level of row `i`, input `c`.
+    #[cfg(test)]
+    pub(crate) fn level(&self, i: usize, c: usize) -> i8 {
+        let blocks = self.q.len() / self.m.max(1);
+        let word = self.q[i * blocks + c / BLOCK][c % BLOCK / 4];
+        word.to_le_bytes()[c % 4] as i8
+    }
 }
 
-/// Quantise one row to symmetric int8 per block: scale = max |x| / 127.
-pub(crate) fn quantize_row(x: &[f32], q: &mut [i8], scales: &mut [f32]) {
-    for ((x, q), s) in x
-        .chunks_exact(BLOCK)
-        .zip(q.chunks_exact_mut(BLOCK))
-        .zip(scales.iter_mut())
-    {
-        let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
-        if amax == 0.0 {
-            *s = 0.0;
-            q.fill(0);
-            continue;
-        }
-        *s = amax / 127.0;
-        let inv = 127.0 / amax;
-        for (q, &v) in q.iter_mut().zip(x) {
-            // Round half away from zero, clamped: |q| ≤ 127 keeps vpmaddubsw exact.
-            *q = (v * inv).round().clamp(-127.0, 127.0) as i8;
+/// Quantise one block to symmetric int8: scale = max |x| / 127 (returned).
+#[inline(always)]
+fn quantize_block(x: &[f32; BLOCK], q: &mut [i8; BLOCK]) -> f32 {
+    // The maximum in 16 lanes (max is exact, so the order does not matter; a fold would not
+    // vectorise).
+    let mut lanes = [0f32; 16];
+    for half in x.as_chunks::<16>().0 {
+        for l in 0..16 {
+            lanes[l] = lanes[l].max(half[l].abs());
         }
     }
+    let amax = lanes.iter().fold(0f32, |m, &v| m.max(v));
+    if amax == 0.0 {
+        q.fill(0);
+        return 0.0;
+    }
+    let inv = 127.0 / amax;
+    for (q, &v) in q.iter_mut().zip(x) {
+        // Round half away from zero, clamped: |q| ≤ 127 keeps vpmaddubsw exact.
+        *q = (v * inv).round().clamp(-127.0, 127.0) as i8;
+    }
+    amax / 127.0
 }
 
 #[cfg(test)]
@@ -269,15 +349,15 @@ mod tests {
                 for b in 0..blocks {
                     let dot: i64 = (b * BLOCK..(b + 1) * BLOCK)
                         .map(|c| {
-                            i64::from(input.q[i * w.k + c])
-                                * (i64::from(w.q[n * w.k + c]) - i64::from(w.zero))
+                            i64::from(input.level(i, c))
+                                * (i64::from(w.byte(n, c)) - i64::from(w.zero))
                         })
                         .sum();
                     acc += dot as f64
                         * f64::from(input.scales[i * blocks + b])
-                        * f64::from(w.scales[n * blocks + b]);
+                        * f64::from(w.scale(n, b));
                 }
-                y[i * w.n + n] = (acc + f64::from(w.bias[n])) as f32;
+                y[i * w.n + n] = (acc + f64::from(w.bias(n))) as f32;
             }
         }
         y
@@ -296,7 +376,7 @@ mod tests {
                     .zip(&x[i * w.k..(i + 1) * w.k])
                     .map(|(a, b)| f64::from(*a) * f64::from(*b))
                     .sum();
-                y[i * w.n + n] = dot as f32 + w.bias[n];
+                y[i * w.n + n] = dot as f32 + w.bias(n);
             }
         }
         y
@@ -349,7 +429,7 @@ mod tests {
         for r in 0..4 {
             q.row(r, &mut row);
             for (b, (a, w)) in row.iter().zip(&w[r * 64..]).enumerate() {
-                let s = q.scales[r * 2 + b / BLOCK];
+                let s = q.scale(r, b / BLOCK);
                 assert!((a - w).abs() <= s * 0.5 + 1e-6);
             }
         }

@@ -39,5 +39,8 @@ pub use conversation::Conversation;
 pub use entity::{Entity, EntityType};
 pub use guard::Held;
 pub use mask::{Counts, Masked};
+/// The NER's int8 kernel choice (`OPC_KERNEL`), so the binary can refuse a bad value at start-up
+/// without depending on `opc-infer` itself.
+pub use opc_infer::kernel;
 pub use stream::StreamRestorer;
 pub use vault::{Style, Vault, VaultFull};

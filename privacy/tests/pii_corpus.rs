@@ -1,7 +1,7 @@
 //! The generated corpus (`examples/pii_corpus.rs`) keeps its promises: offsets line up with the text,
 //! each split is a pure function of its seed, the tuning split shares no template, no phrasing and no
-//! person's name with the held-out split nor with the blind `fresh` split, every split covers every
-//! labelled type and document kind, and the structured values pass their checksums.
+//! person's name with the held-out split nor with the blind `fresh` and `unseen` splits, every split
+//! covers every labelled type and document kind, and the structured values pass their checksums.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,7 +16,7 @@ use corpus::values::Split;
 
 const COUNT: usize = 2_000;
 
-const SPLITS: [Split; 3] = [Split::Tune, Split::Heldout, Split::Fresh];
+const SPLITS: [Split; 4] = [Split::Tune, Split::Heldout, Split::Fresh, Split::Unseen];
 
 fn docs(split: Split, seed: u64) -> Vec<Doc> {
     corpus::documents(split, seed, COUNT)
@@ -85,14 +85,18 @@ fn each_split_is_a_function_of_its_seed() {
     // The same seed gives unrelated splits.
     let texts =
         |split| -> BTreeSet<String> { docs(split, 3).iter().map(|d| d.text.clone()).collect() };
-    let (t, h, f) = (
+    let (t, h, f, u) = (
         texts(Split::Tune),
         texts(Split::Heldout),
         texts(Split::Fresh),
+        texts(Split::Unseen),
     );
     assert!(t.is_disjoint(&h));
     assert!(t.is_disjoint(&f));
     assert!(h.is_disjoint(&f));
+    assert!(u.is_disjoint(&t));
+    assert!(u.is_disjoint(&h));
+    assert!(u.is_disjoint(&f));
 }
 
 fn words(s: &str) -> Vec<String> {
@@ -129,25 +133,24 @@ fn splits_share_no_template_or_phrasing() {
     for (split, _, sh) in &all {
         assert!(sh.len() > 120, "{split:?}: {}", sh.len());
     }
-    // Every pair: the fresh split was written without reading the other two, so it must differ from
-    // both, and above all from the tuning split the detector was fitted to.
+    // Every pair: the fresh and unseen splits were written without reading the others, so each must
+    // differ from all of them, and above all from the tuning split the detector was fitted to.
+    // Every pair is checked before failing, so one message names every clash.
+    let mut shared: Vec<String> = Vec::new();
     for (i, (a, a_ids, a_sh)) in all.iter().enumerate() {
         for (b, b_ids, b_sh) in &all[i + 1..] {
             assert!(
                 a_ids.is_disjoint(b_ids),
                 "{a:?} / {b:?}: shared template id"
             );
-            let shared: Vec<String> = a_sh
-                .iter()
-                .filter(|(k, _)| b_sh.contains_key(*k))
-                .map(|(k, tpl)| format!("{k:?} ({tpl} / {})", b_sh[k]))
-                .collect();
-            assert!(
-                shared.is_empty(),
-                "{a:?} / {b:?}: shared phrasing: {shared:#?}"
+            shared.extend(
+                a_sh.iter()
+                    .filter(|(k, _)| b_sh.contains_key(*k))
+                    .map(|(k, tpl)| format!("{a:?} / {b:?}: {k:?} ({tpl} / {})", b_sh[k])),
             );
         }
     }
+    assert!(shared.is_empty(), "shared phrasing: {shared:#?}");
 }
 
 /// No name (given, family, or the two together) appears in both splits.
@@ -168,7 +171,7 @@ fn splits_share_no_name() {
     };
     let t = names(Split::Tune);
     assert!(t.len() > 300, "{}", t.len());
-    for other in [Split::Heldout, Split::Fresh] {
+    for other in [Split::Heldout, Split::Fresh, Split::Unseen] {
         let h = names(other);
         assert!(h.len() > 300, "{other:?}: {}", h.len());
         let shared: Vec<&String> = t.intersection(&h).collect();
@@ -176,10 +179,10 @@ fn splits_share_no_name() {
     }
 }
 
-/// The blind split draws from its own lists and the held-out half of the shared ones: no name, place,
-/// e-mail, URL or address of the tuning split shows up in it.
+/// The blind splits draw from their own lists and the held-out half of the shared ones: no name,
+/// place, e-mail, URL or address of the tuning split shows up in them.
 #[test]
-fn fresh_shares_no_value_with_tune() {
+fn blind_splits_share_no_value_with_tune() {
     let values = |split| -> BTreeSet<(&'static str, String)> {
         let mut out = BTreeSet::new();
         for d in docs(split, 21) {
@@ -196,10 +199,53 @@ fn fresh_shares_no_value_with_tune() {
         }
         out
     };
-    let (t, f) = (values(Split::Tune), values(Split::Fresh));
-    assert!(f.len() > 1_000, "{}", f.len());
-    let shared: Vec<_> = t.intersection(&f).collect();
-    assert!(shared.is_empty(), "values in tune and fresh: {shared:?}");
+    let t = values(Split::Tune);
+    for blind in [Split::Fresh, Split::Unseen] {
+        let f = values(blind);
+        assert!(f.len() > 1_000, "{blind:?}: {}", f.len());
+        let shared: Vec<_> = t.intersection(&f).collect();
+        assert!(
+            shared.is_empty(),
+            "values in tune and {blind:?}: {shared:?}"
+        );
+    }
+}
+
+/// The `unseen` split's shapes are its own: no e-mail domain, API-key prefix, IBAN country or card
+/// brand prefix of the tuning split shows up in it (phones are left out: a random area code can
+/// match by chance, and a shared country code is not a shared shape).
+#[test]
+fn unseen_shares_no_shape_with_tune() {
+    fn key_prefix(v: &str) -> String {
+        match v.find(['_', '-', '.']) {
+            Some(i) if i <= 10 => v[..=i].to_string(),
+            _ => v.chars().take(4).collect(),
+        }
+    }
+    let shapes = |split| -> BTreeSet<(&'static str, String)> {
+        let mut out = BTreeSet::new();
+        for d in docs(split, 23) {
+            let chars: Vec<char> = d.text.chars().collect();
+            for s in &d.spans {
+                let v: String = chars[s.start..s.end].iter().collect();
+                let shape = match s.kind {
+                    "EMAIL" => v.rsplit('@').next().unwrap_or("").to_lowercase(),
+                    "API_KEY" => key_prefix(&v),
+                    "IBAN" => v.chars().take(2).collect(),
+                    "CREDIT_CARD" => v.chars().filter(char::is_ascii_digit).take(2).collect(),
+                    _ => continue,
+                };
+                out.insert((s.kind, shape));
+            }
+        }
+        out
+    };
+    let (t, u) = (shapes(Split::Tune), shapes(Split::Unseen));
+    for kind in ["EMAIL", "API_KEY", "IBAN", "CREDIT_CARD"] {
+        assert!(u.iter().any(|(k, _)| *k == kind), "unseen has no {kind}");
+    }
+    let shared: Vec<_> = t.intersection(&u).collect();
+    assert!(shared.is_empty(), "shapes in tune and unseen: {shared:?}");
 }
 
 #[test]

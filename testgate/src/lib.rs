@@ -1,5 +1,5 @@
 //! Gates for tests that need something a machine may lack: a cached model, a kernel feature, a
-//! browser, a system program, a database server.
+//! CPU feature, a browser, a system program, a database server.
 //!
 //! Why a crate: such tests live in many crates (the sandbox's, privacy's NER, memory's embedder, the
 //! end-to-end suite), and each used to decide for itself whether a missing part means "skip" or
@@ -38,6 +38,9 @@ pub enum Group {
     /// A PostgreSQL server: the Debian server binaries (`initdb`, `pg_ctl`) for a throw-away one, or
     /// `OPC_TEST_POSTGRES_URL` for one already running.
     Postgres,
+    /// A CPU with AVX-512 VNNI or AVX-VNNI (the int8 kernels `opc-infer` checks bit for bit against
+    /// its portable one).
+    Vnni,
 }
 
 impl Group {
@@ -52,6 +55,7 @@ impl Group {
             Group::Root => "root",
             Group::SharedData => "shared-data",
             Group::Postgres => "postgres",
+            Group::Vnni => "vnni",
         }
     }
 }
@@ -130,6 +134,7 @@ mod tests {
             Group::Root,
             Group::SharedData,
             Group::Postgres,
+            Group::Vnni,
         ];
         let mut names: Vec<&str> = all.iter().map(|g| g.name()).collect();
         names.sort();

@@ -62,6 +62,12 @@ pub const TEMPLATES: &[(&str, u32, Template)] = &[
     ("negative/sku-catalogue", 2, negative_catalog),
     ("negative/asset-fields", 2, negative_form),
     ("negative/rota-table", 2, negative_schedule),
+    ("negative/config-digests", 3, negative_digests),
+    ("config/secret-among-digests", 3, secret_among_digests),
+    ("sentence/lone-given", 3, lone_given),
+    ("fields/label-parentheses", 2, label_parentheses),
+    ("chat/typed-address", 2, chat_address),
+    ("sales/region-acronyms", 2, region_acronyms),
 ];
 
 fn intro(g: &mut Gen, d: &mut Doc) {
@@ -1258,4 +1264,230 @@ fn negative_schedule(g: &mut Gen, d: &mut Doc) {
         .lit(" moved to ")
         .val(&g.date())
         .lit(".");
+}
+
+// ---- Issue 38: classes the blind split's figures pointed at (credential-shaped values that are not
+// credentials; lone given names; names in a label's parentheses; lowercase chat addresses; region
+// acronyms). Each template mixes the class's negatives with its positives.
+
+/// One line of a config, lock file, log or shell history holding a value shaped like a credential
+/// that is not one: a digest, a commit, a UUID, a build id, a pagination or CSRF token, a signature,
+/// a path or port after `-p`, a redacted value.
+fn not_a_key_line(g: &mut Gen, d: &mut Doc) {
+    match g.below(22) {
+        0 => d.lit("checksum: sha256:").val(&g.hex(64)),
+        1 => {
+            let name = g.pick(&["left-pad", "lodash.merge", "@babel/core", "zod"]);
+            d.lit("\"").val(name).lit("\": { \"integrity\": \"sha512-");
+            d.val(&g.base64(86)).lit("==\" }")
+        }
+        2 => {
+            let svc = g.pick(&["payments-api", "ledger", "report-worker"]);
+            d.lit("image: ").val(svc).lit("@sha256:").val(&g.hex(64))
+        }
+        3 => d.lit("commit ").val(&g.hex(40)),
+        4 => {
+            let (a, b) = (g.hex(7), g.hex(7));
+            d.lit("Merge: ").val(&a).lit(" ").val(&b)
+        }
+        5 => d.lit("cache_key: ").val(&g.hex(40)),
+        6 => {
+            let h = g.hex(64);
+            d.lit("cache-key: node-modules-linux-").val(&h)
+        }
+        7 => d.lit("idempotency_key: ").val(&g.uuid()),
+        8 => d.lit("\"request_id\": \"").val(&g.uuid()).lit("\""),
+        9 => d
+            .lit("\"next_page_token\": \"")
+            .val(&g.base64(40))
+            .lit("\""),
+        10 => {
+            let n = g.digits(4);
+            d.lit("BUILD_ID=")
+                .val(&format!("2026.{}.{}", g.below(12) + 1, n))
+        }
+        11 => d.lit("etag: \"").val(&g.hex(32)).lit("\""),
+        12 => d.lit("X-Hub-Signature-256: sha256=").val(&g.hex(64)),
+        13 => {
+            let port = 8000 + g.below(999);
+            d.lit("docker run -p ")
+                .val(&format!("{port}:{port}"))
+                .lit(" -v /srv/data:/data worker:");
+            d.val(&g.version())
+        }
+        14 => d.lit("mkdir -p build/artifacts/").val(&g.hex(7)),
+        15 => {
+            let key = format!("{}-{}", g.pick(&["OPS", "PAY", "WEB"]), g.below(9000) + 100);
+            d.lit("{\"key\": \"").val(&key).lit("\", \"fields\": {}}")
+        }
+        16 => d.lit("  - key: app.kubernetes.io/part-of"),
+        17 => d.lit("token_endpoint: /oauth2/v1/token"),
+        18 => {
+            let acct = g.digits(12);
+            d.lit("kms_key: arn:aws:kms:eu-west-1:")
+                .val(&acct)
+                .lit(":key/")
+                .val(&g.uuid())
+        }
+        19 => d.lit(g.pick(&[
+            "password: [REDACTED]",
+            "api_key: \"********\"",
+            "client_secret: ${VAULT_CLIENT_SECRET}",
+        ])),
+        20 => {
+            let h = g.hex(64);
+            d.lit("GET /exports/q3.csv?X-Amz-Expires=900&X-Amz-Signature=")
+                .val(&h);
+            d.lit(" proto=h2 status=").val("206")
+        }
+        _ => {
+            let t = g.base64(32).replace(['+', '/'], "x");
+            d.lit("<input type=\"hidden\" name=\"csrf_token\" value=\"")
+                .val(&t)
+                .lit("\">")
+        }
+    };
+}
+
+/// A config or shell excerpt full of credential-shaped values that are not credentials.
+fn negative_digests(g: &mut Gen, d: &mut Doc) {
+    d.lit(g.pick(&[
+        "Pasting the relevant bits of the deploy config:\n",
+        "From the lock file and the CI log:\n",
+        "Attaching what the runner printed:\n",
+    ]));
+    for i in 0..g.below(3) + 3 {
+        if i > 0 {
+            d.lit("\n");
+        }
+        not_a_key_line(g, d);
+    }
+}
+
+/// Real secrets with no vendor prefix, and vendor keys, among lines that only look like them.
+fn secret_among_digests(g: &mut Gen, d: &mut Doc) {
+    d.lit("Someone committed this by mistake, rotate it:\n");
+    not_a_key_line(g, d);
+    d.lit("\n");
+    match g.below(8) {
+        0 => {
+            let s = g.secret_body(32);
+            d.lit("client_secret: ").ent("API_KEY", &s)
+        }
+        1 => {
+            let k = g.aws_key_id();
+            d.lit("AWS_ACCESS_KEY_ID=").ent("API_KEY", &k)
+        }
+        2 => {
+            let s = g.secret_body(40);
+            d.lit("Authorization: Bearer ").ent("API_KEY", &s)
+        }
+        3 => {
+            let h = g.hex(32);
+            d.lit("\"api_key\": \"").ent("API_KEY", &h).lit("\"")
+        }
+        4 => {
+            let u = g.uuid();
+            d.lit("SNYK_TOKEN=").ent("API_KEY", &u)
+        }
+        5 => {
+            let k = g.api_key();
+            d.lit("export STRIPE_KEY=").ent("API_KEY", &k)
+        }
+        6 => {
+            let s = g.secret_body(28);
+            d.lit("deploy --token ").ent("API_KEY", &s)
+        }
+        _ => {
+            let s = g.secret_body(14);
+            d.lit("mysql -u app -p ").ent("API_KEY", &s)
+        }
+    };
+    d.lit("\n");
+    not_a_key_line(g, d);
+}
+
+/// Given names alone at the start of a sentence, with no cue word before them.
+fn lone_given(g: &mut Gen, d: &mut Doc) {
+    let (a, b) = (g.person(), g.person());
+    d.ent(P, &a.short());
+    d.lit(g.pick(&[
+        " signed off on the budget yesterday. ",
+        " will cover the front desk until noon. ",
+        " has the spare badge for the lab. ",
+        " said the quote looks fine to her. ",
+    ]));
+    d.ent(P, &b.short());
+    d.lit(g.pick(&[
+        " can take over once the audit wraps up.",
+        " was out sick, so the review slipped to ",
+        " already booked the van for ",
+    ]));
+    if !d.text.ends_with('.') {
+        d.val(&g.date()).lit(".");
+    }
+}
+
+/// A label followed by a name in parentheses (`Owner (Maria Lopez)`), among labels whose
+/// parentheses hold no name (`Status (internal)`).
+fn label_parentheses(g: &mut Gen, d: &mut Doc) {
+    let (a, b) = (g.person(), g.person_with_initial());
+    d.lit("Workstream: ").val(g.pick(TEAMS)).lit("\n");
+    d.lit(g.pick(&["Owner (", "Lead (", "Approver ("]))
+        .ent(P, &a.full())
+        .lit(")\n");
+    d.lit("Status (internal): ")
+        .val(g.pick(&["On Track", "At Risk", "Blocked"]))
+        .lit("\n");
+    d.lit(g.pick(&["Backup owner (", "Reviewer (", "Point of contact ("]))
+        .ent(P, &b.full())
+        .lit("): ");
+    d.val(g.pick(&["confirmed", "pending", "n/a"]))
+        .lit("\nBudget (EUR): ")
+        .val(&format!("{}", g.below(90_000) + 1000));
+}
+
+/// A lowercase chat where someone types a whole address, ending in its city, region and postcode.
+fn chat_address(g: &mut Gen, d: &mut Doc) {
+    let (a, b) = (g.person(), g.person());
+    let addr = g.address();
+    d.ent(P, &a.chat())
+        .lit(": whats the address for saturday\n");
+    d.ent(P, &b.chat());
+    d.lit(g.pick(&[": its ", ": come to ", ": we moved, new place is "]));
+    d.ent(A, &addr.inline().to_lowercase());
+    d.lit(g.pick(&[
+        " see u there",
+        " text when ur outside",
+        " ring the bell twice",
+    ]));
+    if g.chance(50) {
+        d.lit("\n").ent(P, &a.chat()).lit(": cool thx");
+    }
+}
+
+/// Region and business acronyms (`EMEA`, `APAC`, `DACH`) in a sales update: never a person or a
+/// place someone is in.
+fn region_acronyms(g: &mut Gen, d: &mut Doc) {
+    let regions = [
+        "EMEA", "APAC", "LATAM", "DACH", "ANZ", "MENA", "NORAM", "CEE", "APJ",
+    ];
+    let (r1, r2, r3) = (g.pick(&regions), g.pick(&regions), g.pick(&regions));
+    d.val(r1)
+        .lit(" bookings were up ")
+        .val(&format!("{}%", g.below(30) + 1));
+    d.lit(" quarter on quarter, ").val(r2).lit(" flat.\n");
+    if g.chance(50) {
+        let p = g.person();
+        d.lit("Questions on the ")
+            .val(r3)
+            .lit(" pipeline go to ")
+            .ent(P, &p.full())
+            .lit(".");
+    } else {
+        d.val(r3)
+            .lit(" and ")
+            .val(g.pick(&["GTM", "SMB", "QBR", "ARR", "OKR"]))
+            .lit(" numbers follow in the deck.");
+    }
 }

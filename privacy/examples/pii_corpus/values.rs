@@ -26,6 +26,8 @@ pub enum Split {
     Heldout,
     /// Written blind (without reading the other splits' templates), for the final numbers.
     Fresh,
+    /// Written blind again, later and by another hand, with its own kinds and values (`unseen.rs`).
+    Unseen,
 }
 
 impl Split {
@@ -34,6 +36,7 @@ impl Split {
             "tune" | "tuning" => Some(Split::Tune),
             "heldout" | "held-out" => Some(Split::Heldout),
             "fresh" => Some(Split::Fresh),
+            "unseen" => Some(Split::Unseen),
             _ => None,
         }
     }
@@ -42,6 +45,7 @@ impl Split {
             Split::Tune => "tune",
             Split::Heldout => "heldout",
             Split::Fresh => "fresh",
+            Split::Unseen => "unseen",
         }
     }
 }
@@ -415,6 +419,7 @@ impl Gen {
             Split::Tune => 0x7475_6e65,
             Split::Heldout => 0x6865_6c64,
             Split::Fresh => 0x6672_6573_6821,
+            Split::Unseen => 0x756e_7365_656e,
         };
         Gen {
             rng: StdRng::seed_from_u64(seed ^ salt),
@@ -500,7 +505,7 @@ impl Gen {
     pub fn person(&mut self) -> Person {
         let table = match self.split {
             Split::Tune => TUNE_NAMES,
-            Split::Heldout => HELDOUT_NAMES,
+            Split::Heldout | Split::Unseen => HELDOUT_NAMES,
             Split::Fresh => return super::fresh::person(self),
         };
         let source = self.weighted(table);
@@ -585,7 +590,7 @@ impl Gen {
         let table = match self.split {
             Split::Tune => TUNE_COUNTRIES,
             // `Fresh` writes its own addresses (`address` defers); this serves `city_country` only.
-            Split::Heldout | Split::Fresh => HELDOUT_COUNTRIES,
+            Split::Heldout | Split::Fresh | Split::Unseen => HELDOUT_COUNTRIES,
         };
         self.weighted(table)
     }
@@ -918,7 +923,7 @@ impl Gen {
     pub fn phone(&mut self) -> String {
         let shapes = match self.split {
             Split::Tune => &TUNE_PHONES,
-            Split::Heldout => &HELDOUT_PHONES,
+            Split::Heldout | Split::Unseen => &HELDOUT_PHONES,
             Split::Fresh => &super::fresh::PHONES,
         };
         let list = match self.below(12) {
@@ -947,7 +952,7 @@ impl Gen {
     pub fn phone_local(&mut self) -> String {
         let shapes = match self.split {
             Split::Tune => &TUNE_PHONES,
-            Split::Heldout => &HELDOUT_PHONES,
+            Split::Heldout | Split::Unseen => &HELDOUT_PHONES,
             Split::Fresh => &super::fresh::PHONES,
         };
         let s = self.pick(shapes.local);
@@ -983,7 +988,9 @@ impl Gen {
             (_, 0) | (_, 1) => (format!("4{}", self.digits(1)), 16),
             (_, 2) => (format!("5{}", self.below(5) + 1), 16),
             (Split::Tune, _) => (self.pick(&["34", "37"]).to_string(), 15),
-            (Split::Heldout | Split::Fresh, _) => (self.pick(&["6011", "35"]).to_string(), 16),
+            (Split::Heldout | Split::Fresh | Split::Unseen, _) => {
+                (self.pick(&["6011", "35"]).to_string(), 16)
+            }
         };
         let mut digits: Vec<u8> = prefix.bytes().map(|b| b - b'0').collect();
         while digits.len() < len - 1 {
@@ -1000,7 +1007,7 @@ impl Gen {
         let s: String = digits.iter().map(|d| char::from(b'0' + d)).collect();
         let sep = match self.split {
             Split::Tune => self.pick(&[" ", "-", ""]),
-            Split::Heldout | Split::Fresh => self.pick(&[" ", "-", " ", ""]),
+            Split::Heldout | Split::Fresh | Split::Unseen => self.pick(&[" ", "-", " ", ""]),
         };
         if len == 15 {
             format!("{}{sep}{}{sep}{}", &s[..4], &s[4..10], &s[10..])
@@ -1027,7 +1034,7 @@ impl Gen {
                 ("NL", "AAAA##########"),
                 ("ES", "####################"),
             ]),
-            Split::Heldout | Split::Fresh => self.pick(&[
+            Split::Heldout | Split::Fresh | Split::Unseen => self.pick(&[
                 ("IT", "A######################"),
                 ("BE", "############"),
                 ("CH", "#################"),
@@ -1070,7 +1077,7 @@ impl Gen {
     pub fn ip(&mut self) -> String {
         if self.chance(match self.split {
             Split::Tune => 15,
-            Split::Heldout => 25,
+            Split::Heldout | Split::Unseen => 25,
             Split::Fresh => return super::fresh::ip(self),
         }) {
             return format!(
@@ -1111,7 +1118,7 @@ impl Gen {
                 Person::ascii(&p.family),
                 self.below(999)
             ),
-            (Split::Heldout | Split::Fresh, _) => format!(
+            (Split::Heldout | Split::Fresh | Split::Unseen, _) => format!(
                 "https://crm.northwind.com/contacts/{}/profile",
                 self.digits(7)
             ),
@@ -1128,7 +1135,9 @@ impl Gen {
         body.replace_range(3..4, &format!("{}", self.below(10)));
         let prefix = match self.split {
             Split::Tune => self.pick(&["ghp_", "sk-proj-", "xoxb-1234-", "sk_live_"]),
-            Split::Heldout => self.pick(&["glpat-", "xoxp-", "AKIA", "sk-ant-api03-"]),
+            Split::Heldout | Split::Unseen => {
+                self.pick(&["glpat-", "xoxp-", "AKIA", "sk-ant-api03-"])
+            }
             Split::Fresh => return super::fresh::api_key(self),
         };
         if prefix == "AKIA" {
@@ -1303,4 +1312,59 @@ pub fn luhn(digits: &[u8]) -> bool {
         })
         .sum();
     sum.is_multiple_of(10)
+}
+
+/// Credential-shaped values that are not credentials (digests, ids, commits) and generic secrets
+/// with no vendor prefix, for the tuning split's API-key templates. Added for issue 38; the other
+/// splits do not call these.
+impl Gen {
+    /// `n` lower-case hex digits (a digest or a commit id).
+    pub fn hex(&mut self, n: usize) -> String {
+        (0..n)
+            .map(|_| char::from(b"0123456789abcdef"[self.below(16)]))
+            .collect()
+    }
+
+    /// A random UUID (version 4 layout).
+    pub fn uuid(&mut self) -> String {
+        let variant = self.pick(&["8", "9", "a", "b"]);
+        format!(
+            "{}-{}-4{}-{variant}{}-{}",
+            self.hex(8),
+            self.hex(4),
+            self.hex(3),
+            self.hex(3),
+            self.hex(12)
+        )
+    }
+
+    /// `n` characters of base64 (`+`, `/` included), as in a digest or an integrity hash.
+    pub fn base64(&mut self, n: usize) -> String {
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        (0..n)
+            .map(|_| char::from(alphabet[self.below(alphabet.len())]))
+            .collect()
+    }
+
+    /// A generic secret with no vendor prefix: `n` letters of both cases and digits, at least one
+    /// of each.
+    pub fn secret_body(&mut self, n: usize) -> String {
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        let mut s: Vec<u8> = (0..n.max(3))
+            .map(|_| alphabet[self.below(alphabet.len())])
+            .collect();
+        s[0] = b'A' + self.below(26) as u8;
+        s[1] = b'a' + self.below(26) as u8;
+        s[2] = b'0' + self.below(10) as u8;
+        String::from_utf8(s).unwrap_or_default()
+    }
+
+    /// An AWS access key id: `AKIA` and 16 capitals and digits.
+    pub fn aws_key_id(&mut self) -> String {
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+        let body: String = (0..16)
+            .map(|_| char::from(alphabet[self.below(alphabet.len())]))
+            .collect();
+        format!("AKIA{body}")
+    }
 }

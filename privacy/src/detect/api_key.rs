@@ -7,6 +7,14 @@
 //!   webhook URLs (the whole URL). The value is reported (not the name) when it looks like a secret: for
 //!   password-like names any non-placeholder value of 6+ characters, otherwise 12+ characters with
 //!   enough entropy and a mix of character classes, so `key = value_name` or `token: $ENV_VAR` is left.
+//!
+//! What is never a credential, whatever the name before it says ([`not_secret_shape`],
+//! [`name_holds_secret`]): digests (`sha256:…`, `sha512-…`, a hex value named `checksum`, `hash`,
+//! `fingerprint`, `commit`), UUIDs after a name that is not plainly a secret's (`idempotency_key`,
+//! `key`), values made of words and numbers (`app.kubernetes.io/name`, `PROJ-1234`, `1.4.2`, a date),
+//! paths, port mappings (`docker run -p 8080:80`, `mkdir -p src/ui`), resource names (`arn:…`), and
+//! the values of keys and tokens that are handles rather than credentials (`cache_key`, `page_token`,
+//! `next_token`, `X-Amz-Signature`). A vendor prefix followed by words (`ASIA-PACIFIC-2024`) is no key.
 
 use regex::Regex;
 
@@ -168,12 +176,168 @@ fn placeholder(v: &str) -> bool {
                 | "password"
                 | "secret"
                 | "token"
+                | "n/a"
         )
+        || [
+            "redacted",
+            "hidden",
+            "masked",
+            "omitted",
+            "removed",
+            "sanitized",
+            "sanitised",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
         || v.bytes().all(|b| b == v.as_bytes()[0])
 }
 
+/// The lower-case words of a name: split at `_`, `.`, `-`, other punctuation and digits, and at
+/// camel-case humps (`tokenExpiresAt` → `token`, `expires`, `at`; `X-Amz-Signature` → `x`, `amz`,
+/// `signature`).
+fn name_words(name: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if !c.is_ascii_alphabetic() {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && prev_lower && !cur.is_empty() {
+            words.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_ascii_lowercase();
+        cur.push(c.to_ascii_lowercase());
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
+/// Last words of a name that say its value describes or points at a secret, or is a digest or a
+/// time, rather than being one (`token_endpoint`, `key_fingerprint`, `tokenExpiresAt`, `sha256`).
+const NOT_SECRET_LAST: &[&str] = &[
+    "endpoint",
+    "hash",
+    "hashes",
+    "fingerprint",
+    "checksum",
+    "digest",
+    "sha",
+    "md",
+    "crc",
+    "at",
+    "expiry",
+    "expires",
+    "expiration",
+    "ttl",
+    "timeout",
+    "prefix",
+    "suffix",
+    "provider",
+    "issuer",
+    "audience",
+    "scope",
+    "scopes",
+    "algorithm",
+    "alg",
+    "store",
+    "dir",
+    "host",
+    "hint",
+    "label",
+    "description",
+    "policy",
+    "rotation",
+    "created",
+    "updated",
+    "status",
+    "index",
+    "region",
+    "arn",
+    "column",
+    "schema",
+    "pattern",
+    "template",
+    "limit",
+    "source",
+    "usage",
+    "used",
+];
+
+/// Words that, qualifying a `key`, a `token` or a `signature`, make it a handle rather than a
+/// credential: a cache or idempotency key, a pagination or CSRF token, a digest, a commit.
+const HANDLE_WORDS: &[&str] = &[
+    "cache",
+    "idempotency",
+    "partition",
+    "primary",
+    "foreign",
+    "sort",
+    "row",
+    "object",
+    "dedup",
+    "dedupe",
+    "deduplication",
+    "lock",
+    "routing",
+    "hash",
+    "hashed",
+    "fingerprint",
+    "checksum",
+    "digest",
+    "commit",
+    "revision",
+    "etag",
+    "page",
+    "next",
+    "continuation",
+    "cursor",
+    "sync",
+    "pagination",
+    "csrf",
+    "xsrf",
+    "public",
+    "pub",
+    "trace",
+    "correlation",
+    "build",
+    "shard",
+    "bucket",
+    "sig",
+    "signature",
+    "signatures",
+    "signed",
+    "hot",
+    "idempotent",
+];
+
+/// Whether a name's words say plainly that it holds a secret (`client_secret`, `auth_token`,
+/// `db_password`, `api_key`, `access_key`, `credentials`): not merely a `key` or a `login`.
+fn plainly_secret(words: &[String]) -> bool {
+    words.iter().enumerate().any(|(i, w)| {
+        let next = words.get(i + 1).map(String::as_str);
+        w.starts_with("secret")
+            || w.starts_with("token")
+            || password_word(w)
+            || (w.starts_with("auth") && !w.starts_with("author"))
+            || w.starts_with("credential")
+            || w == "apikey"
+            || (matches!(
+                w.as_str(),
+                "api" | "access" | "private" | "secret" | "signing"
+            ) && next == Some("key"))
+    })
+}
+
 /// Whether a name like `api_key` can hold a secret, rather than naming one (`credentialsId`,
-/// `LLM_SECRET_NAME`, `token_url`, `publicToken`, `csrf-token`).
+/// `LLM_SECRET_NAME`, `token_url`, `publicToken`, `csrf-token`, `cache_key`, `page_token`,
+/// `token_endpoint`, `X-Amz-Signature`).
 pub fn name_holds_secret(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     const ENDS: &[&str] = &[
@@ -188,29 +352,210 @@ pub fn name_holds_secret(name: &str) -> bool {
     {
         return false;
     }
-    // Matched through `key` alone: only a name that ends in it (`api_key`, `HEROKU_KEY`, `hubspotKey`),
-    // not `keyword`, `pubkey_st` or `master-keying`.
-    const STRONG: &[&str] = &[
-        "secret",
-        "token",
-        "pass",
-        "pwd",
-        "auth",
-        "credential",
-        "signature",
-        "login",
-        "sig",
-    ];
-    STRONG.iter().any(|w| n.contains(w)) || n.ends_with("key")
+    let words = name_words(name);
+    if words
+        .last()
+        .is_some_and(|w| NOT_SECRET_LAST.contains(&w.as_str()))
+    {
+        return false;
+    }
+    // A handle's qualifier wins over `key`, `token` and `signature`, not over a plain secret word
+    // (`client_secret`, `db_password`): `page_token`, `cache_key`, `webhook_signature` are handles.
+    let secret_word = |w: &String| {
+        w.starts_with("secret")
+            || password_word(w)
+            || w.starts_with("credential")
+            || (w.starts_with("auth") && !w.starts_with("author"))
+    };
+    if words.iter().any(|w| HANDLE_WORDS.contains(&w.as_str())) && !words.iter().any(secret_word) {
+        return false;
+    }
+    // Word by word: `passenger`, `passport`, `consignee`, `designation` hold `pass` and `sig` but
+    // name no secret. Matched through `key` alone: only a name that ends in it (`api_key`,
+    // `HEROKU_KEY`, `hubspotKey`), not `keyword`, `pubkey_st`, `master-keying` or `turkey`.
+    let strong = words.iter().any(|w| {
+        w.contains("secret")
+            || w.starts_with("token")
+            || w.ends_with("token")
+            || password_word(w)
+            || (w.contains("auth") && !w.contains("author"))
+            || w.contains("credential")
+            || w.starts_with("signature")
+            || w == "sig"
+            || w == "login"
+    });
+    let key = n.ends_with("key")
+        && !words.last().is_some_and(|w| {
+            matches!(
+                w.as_str(),
+                "turkey"
+                    | "monkey"
+                    | "jockey"
+                    | "hockey"
+                    | "donkey"
+                    | "whiskey"
+                    | "hotkey"
+                    | "turnkey"
+            )
+        });
+    strong || key
+}
+
+/// Whether a word of a name makes it a password's (`password`, `db_pass` → `pass`, `dbpass`,
+/// `passphrase`, `PWD`), not a word that merely holds `pass` (`passenger`, `passport`, `bypass`).
+fn password_word(w: &str) -> bool {
+    matches!(
+        w,
+        "pw" | "pwd" | "passw" | "passwd" | "passcode" | "passkey" | "passwords"
+    ) || w.ends_with("password")
+        || w.ends_with("passwd")
+        || w.ends_with("passphrase")
+        || (w.ends_with("pass")
+            && !matches!(
+                w,
+                "bypass" | "compass" | "overpass" | "underpass" | "trespass" | "surpass"
+            ))
+}
+
+/// Words before a name that make it something other than a secret's: `Boarding Pass:`, `Room
+/// Key:`, `Answer key:`, `Gate pass:` (a form's label of two words, of which the run before the
+/// operator is only the last).
+const LABEL_QUALIFIERS: &[&str] = &[
+    "boarding",
+    "room",
+    "answer",
+    "gate",
+    "bus",
+    "season",
+    "guest",
+    "visitor",
+    "ski",
+    "hall",
+    "door",
+    "locker",
+    "car",
+    "house",
+    "map",
+    "music",
+    "piano",
+    "hotel",
+    "day",
+    "press",
+    "sort",
+    "primary",
+    "foreign",
+    "public",
+    "cache",
+    "partition",
+    "row",
+];
+
+/// A UUID (`550e8400-e29b-41d4-a716-446655440000`, any case, braces allowed).
+fn uuid(v: &str) -> bool {
+    let v = v.trim_start_matches('{').trim_end_matches('}');
+    let parts: Vec<&str> = v.split('-').collect();
+    parts.len() == 5
+        && parts
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(p, n)| p.len() == n && p.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Words and numbers joined by punctuation, each part all letters in one case shape (`lower`,
+/// `UPPER`, `Title`) or all digits: `app.kubernetes.io/name`, `PROJ-1234`, `1.4.2`, `8080:80`,
+/// `src/components/ui`, `ORD-2024-00123`. A random credential mixes letters and digits, or cases,
+/// inside its parts.
+fn wordy(v: &str) -> bool {
+    let mut any = false;
+    let all = v
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|p| !p.is_empty())
+        .all(|p| {
+            any = true;
+            let b = p.as_bytes();
+            // A part of up to three characters (`Q3`, `v2`, `x86`) is a word too.
+            b.len() <= 3
+                || b.iter().all(u8::is_ascii_digit)
+                || b.iter().all(u8::is_ascii_lowercase)
+                || b.iter().all(u8::is_ascii_uppercase)
+                || (b[0].is_ascii_uppercase() && b[1..].iter().all(u8::is_ascii_lowercase))
+        });
+    any && all && v.is_ascii()
+}
+
+/// A digest named by its algorithm (`sha256:9f86…`, `sha512-z4Ph…`, `md5=…`), a date or time
+/// (`2024-11-05T10:00:00Z`), a resource name (`arn:aws:kms:…`) or a path (`/var/run/secrets/x`,
+/// `./certs/key.pem`, `~/.ssh/id_ed25519`).
+fn descriptor(v: &str) -> bool {
+    let lower = v.to_ascii_lowercase();
+    let algo = [
+        "sha1", "sha224", "sha256", "sha384", "sha512", "md5", "blake2b", "blake3", "crc32",
+    ]
+    .iter()
+    .any(|a| {
+        lower
+            .strip_prefix(a)
+            .is_some_and(|r| r.starts_with([':', '=', '-']))
+    });
+    let date = v.len() >= 8
+        && v.as_bytes()[..4].iter().all(u8::is_ascii_digit)
+        && v.bytes()
+            .all(|b| b.is_ascii_digit() || b"-:./+TZ ".contains(&b));
+    let path =
+        (v.starts_with('/') || v.starts_with("./") || v.starts_with("../") || v.starts_with("~/"))
+            && !v.contains(['+', '='])
+            && v.split('/').all(|p| p.len() <= 32);
+    algo || date || path || lower.starts_with("arn:")
+}
+
+/// An AWS access key id is exactly `AKIA` or `ASIA` and 16 capitals and digits; a longer token with
+/// that start (`ASIA-PACIFIC-2026-Q3`, `AKIA_ROTATION_2024`) is something else. Other tokens pass.
+fn aws_shaped(token: &str) -> bool {
+    if !(token.starts_with("AKIA") || token.starts_with("ASIA")) {
+        return true;
+    }
+    let t = token.trim_end_matches('=');
+    t.len() == 20
+        && t.bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+}
+
+/// Whether a value has a shape no credential has, assigned to `name`: see the module's notes. A
+/// password may be made of words (`correct-horse-battery`), so for password names only digests,
+/// dates, paths and resource names are left.
+pub fn not_secret_shape(name: &str, v: &str) -> bool {
+    if descriptor(v) {
+        return true;
+    }
+    let words = name_words(name);
+    let password = words.iter().any(|w| password_word(w));
+    if password {
+        return false;
+    }
+    // A UUID is a vendor's key after a name that says whose (`HEROKU_KEY`, `hubspotKey`,
+    // `SNYK_TOKEN`), an id after a bare `key` or `sig` (handles like `idempotency_key` are
+    // left by their name).
+    wordy(v) || (uuid(v) && words.len() <= 1 && !plainly_secret(&words))
 }
 
 /// Whether `v`, assigned to a name like `name`, looks like a secret rather than a reference or prose.
 pub fn secret_value(name: &str, v: &str) -> bool {
     let v = v.trim_end_matches(['.', ')', ']', '}', '>']);
-    if placeholder(v) || v.len() < 6 {
+    if placeholder(v) || v.len() < 6 || not_secret_shape(name, v) {
         return false;
     }
-    let lname = name.to_ascii_lowercase();
+    let words = name_words(name);
+    let password = words.iter().any(|w| password_word(w));
+    // A login is a user's name (`login: maria.lopez1987`), a secret only when it looks random.
+    if !password
+        && words.iter().any(|w| w == "login")
+        && !plainly_secret(&words)
+        && v.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
+        })
+    {
+        return false;
+    }
     let classes = [
         v.bytes().any(|b| b.is_ascii_lowercase()),
         v.bytes().any(|b| b.is_ascii_uppercase()),
@@ -241,7 +586,7 @@ pub fn secret_value(name: &str, v: &str) -> bool {
         // `secret_length = X25519.secret_length`, `token: access-token`
         return false;
     }
-    if lname.contains("pass") || lname.contains("pwd") {
+    if password {
         return classes >= 2 || v.len() >= 10;
     }
     v.len() >= 12 && classes >= 2 && entropy(v) >= 3.0
@@ -344,7 +689,14 @@ impl Recognizer for ApiKeyRecognizer {
                 if super::before_is(text, start, |b| b.is_ascii_alphanumeric()) {
                     continue;
                 }
-                if secrets::credential_kind(m).is_some() {
+                // A vendor prefix followed by words and numbers is a slug (`ASIA-PACIFIC-2024`,
+                // `sk-2024-release-notes`), not a key.
+                // Only short prefixes collide with words (`sk-`, `hf_`, `SG.`, `pul-`); a test
+                // token after `gloas-` spelt as words is still meant as one.
+                let slug = secrets::vendor_prefix(m)
+                    .is_some_and(|p| p.len() <= 4 && wordy(&m[p.len()..]))
+                    || !aws_shaped(m);
+                if !slug && secrets::credential_kind(m).is_some() {
                     push(start, end, 0.99);
                 }
             }
@@ -381,6 +733,19 @@ impl Recognizer for ApiKeyRecognizer {
                 };
                 let name = &text[ns..ne];
                 let value = text[vs..ve].trim_end_matches(['.', ')', ']', '}']);
+                // `Boarding Pass: …`, `Room Key: …`: the word before the name qualifies it.
+                let before = text[..ns].strip_suffix(' ').unwrap_or("");
+                let qualifier = before
+                    .rsplit(|c: char| !c.is_ascii_alphabetic())
+                    .next()
+                    .unwrap_or("")
+                    .to_ascii_lowercase();
+                // A query parameter (`/reset?token=…`, `&sig=…`): a URL's or a request line's, which
+                // the URL recogniser masks whole; a one-time value, not a credential to rotate.
+                let query = text[..ns].ends_with(['?', '&']);
+                if query || LABEL_QUALIFIERS.contains(&qualifier.as_str()) {
+                    continue;
+                }
                 // `http://…` after `token:` is a URL, not a secret; leave it to the other rules.
                 if value.contains("://")
                     || value.contains('@')
@@ -435,13 +800,17 @@ impl Recognizer for ApiKeyRecognizer {
                 }
             }
             for g in super::captures_at_starts(&self.flag, text, starts) {
-                if let Some((vs, ve)) = g[1] {
+                if let (Some((fs, _)), Some((vs, ve))) = (g[0], g[1]) {
                     let v = &text[vs..ve];
-                    if !v.starts_with('-')
-                        && !v.starts_with('[')
-                        && !v.contains("://")
-                        && secret_value("password", v)
-                    {
+                    // `-p` and `-u` are a password and a user only to some commands: to `mkdir`,
+                    // `docker run`, `ssh` and `git push` they take a path, a port mapping, a port
+                    // or a remote, all made of words and numbers.
+                    let short = !text[fs..vs].contains("--");
+                    let not_a_value = v.starts_with('-')
+                        || v.starts_with('[')
+                        || v.contains("://")
+                        || (short && wordy(v));
+                    if !not_a_value && secret_value("password", v) {
                         push(vs, ve, 0.9);
                     }
                 }
@@ -451,7 +820,11 @@ impl Recognizer for ApiKeyRecognizer {
         for g in super::captures_at_starts(&self.bearer, text, auth_starts) {
             if let Some((vs, ve)) = g[1] {
                 let v = &text[vs..ve];
-                if !placeholder(v) && v.bytes().any(|b| b.is_ascii_digit() || b == b'=') {
+                // `token 2024-11-05T10`, `token PROJ-1234`, `token 550e8400-…`: a date, a code, an id.
+                if !placeholder(v)
+                    && v.bytes().any(|b| b.is_ascii_digit() || b == b'=')
+                    && !not_secret_shape("token", v)
+                {
                     push(vs, ve, 0.9);
                 }
             }
@@ -581,5 +954,78 @@ mod tests {
         ] {
             assert!(spans(t).is_empty(), "{t}: {:?}", spans(t));
         }
+    }
+
+    #[test]
+    fn digests_ids_handles_and_commands_are_not_secrets() {
+        for t in [
+            "checksum: sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            "cache_key: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b",
+            "idempotency_key: 550e8400-e29b-41d4-a716-446655440000",
+            r#"{"key": "PROJ-1234", "self": "x"}"#,
+            r#"{"next_page_token": "eyJvZmZzZXQiOjEwMCwibGltaXQiOjUwfQ"}"#,
+            "key: app.kubernetes.io/managed-by",
+            "X-Amz-Signature=7c1b8e5a4f0d2e9b3a6c8d1f2e4a7b9c0d3e5f6a8b1c2d4e6f7a9b0c1d2e3f4a5",
+            "token_endpoint: /oauth2/v1/token",
+            "tokenExpiresAt: 2026-11-29T14:00:00Z",
+            "kms_key: arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+            "docker run -p 8080:80 nginx",
+            "mkdir -p src/components/ui",
+            "password: [REDACTED]",
+            "the reset token 2026-11-29T14 expired",
+            "region ASIA-PACIFIC-2026-Q3 and sk-2026-11-release-notes-final",
+            "integrity sha512-z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kxvUdBeoGlODJ6+SfaPg==",
+        ] {
+            assert!(spans(t).is_empty(), "{t}: {:?}", spans(t));
+        }
+    }
+
+    #[test]
+    fn words_that_hold_pass_sig_or_login_name_no_secret() {
+        for t in [
+            "Passenger: NOWAK/TOMASZ MR",
+            "passport_number: X12345678",
+            "Consignee: KOWALSKA/ANNA",
+            "Boarding Pass: BP-9Q77-ZX81",
+            "login: maria.lopez1987",
+            "GET /account/reset?token=9f86d081884c7d659a2feaa0c55ad015 HTTP/2",
+        ] {
+            assert!(spans(t).is_empty(), "{t}: {:?}", spans(t));
+        }
+        assert_eq!(spans("db_pass: Hx7qP2vLm9"), vec!["Hx7qP2vLm9"]);
+        assert_eq!(spans("PASSWORD=s3cr3t!x"), vec!["s3cr3t!x"]);
+    }
+
+    #[test]
+    fn real_keys_next_to_handles_are_still_found() {
+        assert_eq!(
+            spans("client_secret: Zx81Kq0pLmN3vB7tR2yW"),
+            vec!["Zx81Kq0pLmN3vB7tR2yW"]
+        );
+        assert_eq!(
+            spans("HEROKU_API_KEY=550e8400-e29b-41d4-a716-446655440000"),
+            vec!["550e8400-e29b-41d4-a716-446655440000"]
+        );
+        assert_eq!(
+            spans("GITHUB_TOKEN=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"),
+            vec!["9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"]
+        );
+        assert_eq!(spans("mysql -u root -p Hx7qP2vLm9 db"), vec!["Hx7qP2vLm9"]);
+        assert_eq!(
+            spans("db_password: Correct-Horse-Battery"),
+            vec!["Correct-Horse-Battery"]
+        );
+        assert_eq!(
+            spans("aws key AKIAZ3MQ7XK2V9PLT4RB in the log"),
+            vec!["AKIAZ3MQ7XK2V9PLT4RB"]
+        );
+    }
+
+    #[test]
+    fn name_words_split_at_humps_and_punctuation() {
+        assert_eq!(name_words("tokenExpiresAt"), vec!["token", "expires", "at"]);
+        assert_eq!(name_words("X-Amz-Signature"), vec!["x", "amz", "signature"]);
+        assert_eq!(name_words("md5_hash"), vec!["md", "hash"]);
+        assert_eq!(name_words("API_KEY"), vec!["api", "key"]);
     }
 }

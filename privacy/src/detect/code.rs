@@ -719,12 +719,53 @@ fn yaml_keys(text: &str, starts: &[usize], out: &mut Vec<(usize, usize)>) -> Vec
         keys.push((start + key.start(), start + key.end()));
         lines.push(i);
     }
-    if keys.len() >= 2 && (document || nested >= 1 || scalars >= 2) {
+    // A chat transcript has the same shape (`kai: yes` / `mo: 12` / `kai: im in lisbon till
+    // friday`), but its heads repeat (a speaker speaks again; a mapping holds each key once), no
+    // line is a list item, and at least half of what follows the heads is said: a sentence of
+    // plain words. A tool's records repeat their keys too (`stat`'s `Modify:`, ansible's
+    // `changed:`), but hold no sentence. Without a `---` or nesting, a transcript is not YAML.
+    let transcript = {
+        let mut heads: Vec<&str> = Vec::new();
+        let (mut repeated, mut listed, mut said) = (false, false, 0);
+        for &i in &lines {
+            let line = line_at(text, starts, i);
+            let Some(caps) = KEY.captures(line) else {
+                continue;
+            };
+            let (Some(indent), Some(key)) = (caps.get(1), caps.get(2)) else {
+                continue;
+            };
+            listed |= line.trim_start().starts_with("- ");
+            let value = caps.get(3).map_or("", |v| v.as_str());
+            if indent.as_str().is_empty() {
+                repeated |= heads.contains(&key.as_str());
+                heads.push(key.as_str());
+            }
+            said += usize::from(sentence(value));
+        }
+        repeated && !listed && said >= 1 && 2 * said >= lines.len()
+    };
+    if keys.len() >= 2 && (document || nested >= 1 || (scalars >= 2 && !transcript)) {
         out.extend(keys);
         lines
     } else {
         Vec::new()
     }
+}
+
+/// Whether a value is a sentence of plain words: three or more, at least two in three of them
+/// lower-case letters only (`im in lisbon till friday`), not a record's fields.
+fn sentence(value: &str) -> bool {
+    let words: Vec<&str> = value.split_whitespace().collect();
+    let plain = words
+        .iter()
+        .filter(|w| {
+            w.trim_end_matches([',', '.', '!', '?'])
+                .chars()
+                .all(|c| c.is_lowercase() || c == '\'')
+        })
+        .count();
+    words.len() >= 3 && 3 * plain >= 2 * words.len()
 }
 
 /// A value a config holds rather than a sentence: a number, a boolean or null, a quoted string, a
@@ -785,6 +826,25 @@ mod tests {
         let mut found = vec![person(text, value)];
         drop_code_readings(text, &mut found);
         !found.is_empty()
+    }
+
+    #[test]
+    fn a_chat_answering_yes_and_numbers_is_not_yaml() {
+        let place = |text: &str, value: &str| {
+            let mut found = vec![Entity {
+                kind: EntityType::Location,
+                ..person(text, value)
+            }];
+            drop_code_readings(text, &mut found);
+            !found.is_empty()
+        };
+        let chat = "kai: anyone on tonight\nmo: yes\nkai: 12\nmo: im in lisbon till friday";
+        let play = "changed: [web1]\nok: [web2]\nchanged: [web3]";
+        assert!(!kept(play, "changed"));
+        assert!(place(chat, "lisbon"));
+        assert!(kept(chat, "kai"));
+        let config = "host: db.internal\nport: 5432\nssl: true\nregion: lisbon";
+        assert!(!place(config, "lisbon"));
     }
 
     #[test]

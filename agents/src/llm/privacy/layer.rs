@@ -449,6 +449,62 @@ mod tests {
         release.send(true).unwrap();
     }
 
+    /// A stand-in NER that tags one name and keeps every text it was asked to read.
+    struct Counting(Mutex<Vec<String>>);
+
+    impl opc_privacy::detect::NerModel for Counting {
+        fn entities(&self, text: &str) -> Vec<opc_privacy::Entity> {
+            self.0.lock().unwrap().push(text.to_string());
+            OneName(NAME).entities(text)
+        }
+    }
+
+    /// Issue 38: what a new conversation carries that the process has read before (the system
+    /// prompt, a message recalled from another conversation) is not read by the model again, and
+    /// is still masked: the recalled name gets this conversation's own substitute.
+    #[tokio::test]
+    async fn a_new_conversation_reads_only_new_text_with_the_model_and_masks_all_of_it() {
+        let model = Arc::new(Counting(Mutex::default()));
+        let slot = NerSlot::default();
+        slot.set(model.clone());
+        let layer = PrivacyLayer::new(Mode::Mask, detector_on(&slot), NerGate::optional(slot));
+        let roots = layer.roots();
+        let wire = Wire::new(vec![Content::text("ok")], &[]);
+        let stack = stack(layer, vec![("p", wire.clone())]);
+        let system = "You are the CEO.\nAgent id: ceo\n";
+        let said = format!("Please call {NAME} about the renewal.");
+        crate::llm::stack::RootLifecycle::root_started(&*roots, 1, "c-1");
+        stack
+            .call(request(system, vec![Message::user(said.clone())]))
+            .await
+            .unwrap();
+        let first: Vec<String> = model.0.lock().unwrap().drain(..).collect();
+        assert_eq!(first, [system.to_string(), said.clone()]);
+
+        // Another conversation: the Select step recalls the first one's message before its task.
+        crate::llm::stack::RootLifecycle::root_started(&*roots, 2, "c-2");
+        let recalled = format!("Relevant memory:\n- [29 November 2026, user] {said}\n\nTask:\n");
+        let task = "ok thanks, please proceed";
+        let mut call = request(system, vec![Message::user(task)]);
+        call.messages[0]
+            .content
+            .insert(0, Content::text(recalled.clone()));
+        call.meta.root_id = Some(2);
+        stack.call(call).await.unwrap();
+        let read: Vec<String> = model.0.lock().unwrap().drain(..).collect();
+        assert!(
+            !read.iter().any(|t| t.contains(NAME) || t == system),
+            "read again: {read:?}"
+        );
+        assert!(read.iter().any(|t| t == task), "{read:?}");
+        let sent = wire.requests.lock().unwrap()[1].messages[0].text();
+        assert!(!sent.contains(NAME), "{sent}");
+        assert_eq!(
+            roots.get(2).unwrap().restore(&sent),
+            format!("{recalled}{task}")
+        );
+    }
+
     /// The wire client's stand-in: the body as a wire client would build it, checked by the guard,
     /// then recorded; answers with `answer` (text blocks and tool uses), streamed in `chunks`.
     struct Wire {

@@ -17,6 +17,7 @@ use opc_privacy::{Conversation, Counts, Held, Vault};
 use serde_json::Value;
 
 use super::cache::DetectCache;
+use super::parts::parts;
 use crate::llm::{Content, LlmError, LlmRequest, LlmResponse, ToolChoice};
 
 /// Every string inside a JSON value (tool inputs), in order.
@@ -96,7 +97,8 @@ fn in_structure(structure: &str, word: &str) -> bool {
 
 /// Masks the whole request in place — system prompt, text blocks, every string of the tool inputs,
 /// tool results — in one batch (the vault's indexes are rebuilt at most once per request), each text
-/// detected at most once per conversation.
+/// detected at most once per conversation, and each part of it ([`parts`]) at most once per process
+/// while the shared cache holds it; what is new is detected in one batch.
 ///
 /// The masker and the egress guard agree: a value is either replaced everywhere the request carries
 /// it, or not mapped at all. Masking cannot reach the request's [`structure`] (tool names, ids, keys),
@@ -122,8 +124,15 @@ pub(super) fn mask_request(
     slots.retain(|text| !text.is_empty());
     let masked = {
         let texts: Vec<&str> = slots.iter().map(|text| text.as_str()).collect();
+        // Every part the shared cache does not hold yet, detected in one batch (usually the new
+        // message alone: the system prompt, the history and recalled messages were read before).
+        let all_parts: Vec<&str> = texts
+            .iter()
+            .flat_map(|text| parts(text).into_iter().map(move |part| &text[part]))
+            .collect();
+        cache.prefetch(detector, &all_parts);
         let detect = |text: &str| {
-            let mut found = cache.detect(detector, text);
+            let mut found = cache.detect_parts(detector, text);
             found.retain(|e| !in_structure(&structure, e.text(text)));
             found
         };

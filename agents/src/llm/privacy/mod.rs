@@ -6,7 +6,8 @@
 //!
 //! - **on the way out** the whole request is masked with the conversation's vault: the system prompt,
 //!   every text block, every string inside `tool_use` inputs and every `tool_result`. Detection is
-//!   cached per text for the conversation, so a call scans only the text it has not seen. Tool specs
+//!   cached per text for the conversation, and per text (a recalled memory block per recalled
+//!   message) for the process, so a call scans only the text it has not seen. Tool specs
 //!   (the org's text) are not scanned, but values the conversation already holds are swept from them;
 //! - **on the way in** the answer's text and its `tool_use` inputs are restored (a `delegate` carries
 //!   the real value into the engine; the child's request is masked again, with the same vault, so the
@@ -33,7 +34,8 @@
 //! The files, one concern each (none depends on `layer`, which uses them all):
 //! - `policy`: the mode and the detector a config asks for;
 //! - `gate`: the NER gate and the gateway's readiness;
-//! - `cache`: detections shared by every conversation;
+//! - `parts`: the parts a text is detected in (a recalled memory block, message by message);
+//! - `cache`: detections shared by every conversation, part by part;
 //! - `state`: one conversation's vault, and the egress guard over it;
 //! - `masking`: masking a request and restoring an answer, over the wire's JSON;
 //! - `restore`: the restoring sink for streamed text;
@@ -50,6 +52,7 @@ mod cache;
 mod gate;
 mod layer;
 mod masking;
+mod parts;
 mod policy;
 mod report;
 mod restore;

@@ -1022,6 +1022,53 @@ pub fn mailbox_names(text: &str, out: &mut Vec<Entity>) {
     }
 }
 
+/// Names in parentheses right after a label that introduces a person: `Owner (Maria Lopez)`,
+/// `Reviewer (Goran W. Marković): pending`, `Backup owner (Li Jun)`. The label is the one to three
+/// words before ` (`; its last word (or the whole) must be a name label (`owner`, `reviewer`,
+/// `contact`, `patient`). The parentheses must hold two to five name-shaped words and nothing else,
+/// so `Status (internal)` or `Host (Zoom)` are left; `to` and `from` are not labels here (`moved to
+/// (Berlin)`).
+pub fn paren_names(text: &str, out: &mut Vec<Entity>) {
+    for (open, _) in text.match_indices(" (") {
+        let inner_start = open + 2;
+        let Some(len) = text[inner_start..].find([')', '\n']) else {
+            continue;
+        };
+        if !text[inner_start + len..].starts_with(')') {
+            continue;
+        }
+        let inner = &text[inner_start..inner_start + len];
+        if inner.split_whitespace().count() < 2 {
+            continue;
+        }
+        let Some((s, e)) = name_in(inner) else {
+            continue;
+        };
+        // The label: the words before ` (` on the same line, after any `:` or separator.
+        let line_start = text[..open]
+            .rfind(['\n', ':', '|', '\t', ';', ',', '.'])
+            .map_or(0, |i| i + 1);
+        let words: Vec<String> = text[line_start..open]
+            .split_whitespace()
+            .map(str::to_lowercase)
+            .collect();
+        if words.is_empty() {
+            continue;
+        }
+        let last = words[words.len() - 1].as_str();
+        if matches!(last, "to" | "from" | "cc" | "bcc") {
+            continue;
+        }
+        let labelled = (1..=words.len().min(3)).any(|n| {
+            let label = words[words.len() - n..].join(" ");
+            names_a_person(&label) || WEAK_NAME_FIELDS.contains(&label.as_str())
+        });
+        if labelled {
+            out.push(person(inner_start + s, inner_start + e));
+        }
+    }
+}
+
 /// Whether a word of `name` (three letters or more) is in the mailbox's local part.
 fn shares_word(name: &str, local: &str) -> bool {
     name.split(|c: char| !c.is_alphabetic())
@@ -1047,6 +1094,16 @@ mod tests {
         let mut out = Vec::new();
         field_names(text, &mut out);
         out.iter().map(|e| &text[e.start..e.end]).collect()
+    }
+
+    #[test]
+    fn names_in_a_labels_parentheses() {
+        let text = "Owner (Maria Lopez)\nStatus (internal): ok\nReviewer (Goran W. Marković): pending\n\
+                    Host (Zoom)\nmoved to (New Town)\nBudget (EUR): 3\nPoint of contact (Li Jun)";
+        let mut out = Vec::new();
+        paren_names(text, &mut out);
+        let got: Vec<&str> = out.iter().map(|e| &text[e.start..e.end]).collect();
+        assert_eq!(got, vec!["Maria Lopez", "Goran W. Marković", "Li Jun"]);
     }
 
     #[test]

@@ -1203,6 +1203,8 @@ pub fn apply(gaz: &Gazetteer, text: &str, tokens: &[TokenPred], out: &mut Vec<En
         }
     }
     *out = kept;
+    // `EMEA`, `APAC`, `DACH` are sales regions, not where someone is.
+    super::decode::drop_acronyms(text, out);
 }
 
 /// The longest gazetteer name starting at word `i`: its length in words and kind.

@@ -449,8 +449,8 @@ pub fn speaker_names(text: &str, person: impl Fn(usize, usize) -> f32, out: &mut
     let heads: Vec<&str> = SPEAKER
         .captures_iter(text)
         .filter_map(|c| c.name("name"))
+        .filter(|m| !label(m.as_str()) && !config_value_after(text, m.end()))
         .map(|m| m.as_str())
-        .filter(|h| !label(h))
         .collect();
     let lower: Vec<String> = heads.iter().map(|h| h.to_lowercase()).collect();
     let repeats = lower
@@ -464,7 +464,7 @@ pub fn speaker_names(text: &str, person: impl Fn(usize, usize) -> f32, out: &mut
     let transcript = heads.len() >= 2 && (repeats || 2 * handles > heads.len());
     for caps in SPEAKER.captures_iter(text) {
         let Some(m) = caps.name("name") else { continue };
-        if label(m.as_str()) {
+        if label(m.as_str()) || config_value_after(text, m.end()) {
             continue;
         }
         if !transcript && person(m.start(), m.end()) < SPEAKER_MIN {
@@ -477,6 +477,22 @@ pub fn speaker_names(text: &str, person: impl Fn(usize, usize) -> f32, out: &mut
             score: RULE_SCORE,
         });
     }
+}
+
+/// Whether the rest of the line after a line head's colon at `head_end` is one value of a config
+/// or a log rather than something said: a single token of twelve or more characters holding a
+/// digit (`etag: "9f86d0…"`, `cache-key: node-modules-linux-4b1f…`, `request_id: 550e8400-…`).
+/// A phone number typed alone (`+44 7700 900123`, `+14155552671`) is still something said.
+fn config_value_after(text: &str, head_end: usize) -> bool {
+    let Some(rest) = text.get(head_end..) else {
+        return false;
+    };
+    let line = rest.strip_prefix(':').unwrap_or(rest);
+    let line = line[..line.find('\n').unwrap_or(line.len())].trim();
+    !line.contains(char::is_whitespace)
+        && line.chars().count() >= 12
+        && line.chars().any(|c| c.is_ascii_digit())
+        && !line.starts_with('+')
 }
 
 /// The least model reading of a person (1 − P(O), mean over the words) for a line-start speaker.
