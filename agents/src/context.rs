@@ -6,7 +6,10 @@
 //! - **Select**: the task text from the direct parent only, never the ancestor chain; plus the current
 //!   facts and whatever the memory hooks recall for that task, asked once by the session before its
 //!   first turn and prepended to the task message of each request — never stored in the task's
-//!   history, so the persisted conversation holds only what was said.
+//!   history, so the persisted conversation holds only what was said. With graph memory
+//!   (`framework.memory.graph.enabled`) the facts are multi-hop: those about the entities the task
+//!   names (matched by alias, no model call) and their neighbours one hop away join the search's
+//!   hits within the same token budget.
 //! - **Compress**: done by the orchestrator on child results above `resultCompressionThreshold`
 //!   ([`estimate_tokens`], [`summary_request`]).
 //! - **Isolate**: each session is built from scratch here, from the agent's own config and its own task;
@@ -100,6 +103,9 @@ struct Facts {
     agents: std::collections::HashSet<String>,
     /// Token budget of the facts in one request.
     budget: usize,
+    /// `framework.memory.graph.enabled`: the multi-hop Select (facts of the entities the task names
+    /// and of their neighbours join the search's).
+    graph: bool,
 }
 
 /// How many facts the Select step asks for before the budget trims them.
@@ -162,7 +168,8 @@ impl BlockMemory {
 impl BlockMemory {
     /// Add long-term facts: the tools and the memory worker over `store`, and the Select step for
     /// agents with `memory.archival` on: the best current facts for each task, from the namespaces
-    /// the agent may read, within `budget` tokens.
+    /// the agent may read, within `budget` tokens. With `framework.memory.graph.enabled` the Select
+    /// is multi-hop: the facts of the entities the task names and of their neighbours join them.
     pub fn with_facts(
         mut self,
         store: opc_memory::facts::FactStore,
@@ -173,6 +180,7 @@ impl BlockMemory {
             store,
             agents: archival_agents(config),
             budget,
+            graph: config.framework.memory.graph_enabled,
         });
         self
     }
@@ -201,6 +209,59 @@ pub fn fact_line(v: &opc_memory::facts::FactVersion) -> String {
         (None, None) => format!("recorded {}", day(v.recorded_at)),
     };
     format!("[fact, {when}] {}", v.text.trim())
+}
+
+/// The multi-hop candidates of the Select step: the current facts about the entities `task` names
+/// (matched by alias, no model call) and about their neighbours one hop away, newest first.
+fn neighbour_facts(
+    store: &opc_memory::facts::FactStore,
+    namespaces: &[String],
+    task: &str,
+) -> Result<Vec<opc_memory::facts::FactVersion>, opc_memory::facts::FactError> {
+    let named: Vec<i64> = store
+        .entities_in(namespaces, task)?
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    if named.is_empty() {
+        return Ok(Vec::new());
+    }
+    store.neighbour_facts(
+        namespaces,
+        &named,
+        opc_memory::facts::View::Current,
+        FACT_HITS,
+    )
+}
+
+/// The order in which the Select step offers facts to the budget: the search's hits and the
+/// graph's neighbours interleaved, the search's best first, each version once.
+///
+/// Why interleave rather than append the neighbours: the search always fills its `FACT_HITS`
+/// (its vector half ranks every fact, however weakly related), so appended neighbours would be the
+/// first cut by the budget — and they are exactly the facts a multi-hop question needs ("what is
+/// Marco Diaz's deadline?" shares no word with "the Orion project ships on June 30th"). Why not
+/// neighbours first: they are ordered by recency, not relevance, and a hub entity has many; the
+/// search's best hit stays the first line. Alternating gives both halves the same share of the
+/// budget when it is tight and changes nothing when it is not.
+fn select_order(
+    searched: Vec<opc_memory::facts::FactVersion>,
+    neighbours: Vec<opc_memory::facts::FactVersion>,
+) -> Vec<opc_memory::facts::FactVersion> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(searched.len() + neighbours.len());
+    let (mut a, mut b) = (searched.into_iter(), neighbours.into_iter());
+    loop {
+        let (x, y) = (a.next(), b.next());
+        if x.is_none() && y.is_none() {
+            return out;
+        }
+        for v in [x, y].into_iter().flatten() {
+            if seen.insert(v.id) {
+                out.push(v);
+            }
+        }
+    }
 }
 
 /// Agents whose config has `memory.recall` on.
@@ -308,24 +369,35 @@ impl MemoryHooks for BlockMemory {
         if !facts.agents.contains(agent) || task.trim().is_empty() {
             return Vec::new();
         }
+        let namespaces: Vec<String> = self
+            .blocks
+            .readable(agent)
+            .iter()
+            .map(|owner| opc_memory::blocks::agent_namespace(owner))
+            .collect();
         let query = opc_memory::facts::FactQuery {
             text: task.to_string(),
-            namespaces: self
-                .blocks
-                .readable(agent)
-                .iter()
-                .map(|owner| opc_memory::blocks::agent_namespace(owner))
-                .collect(),
+            namespaces: namespaces.clone(),
             view: opc_memory::facts::View::Current,
             limit: FACT_HITS,
         };
         let store = facts.store.clone();
+        let (graph, text) = (facts.graph, task.to_string());
         let span = crate::spans::memory_span(SEARCH_MEMORY, "facts");
-        let hits = match tokio::task::spawn_blocking(move || store.search(&query))
-            .instrument(span.clone())
-            .await
-        {
-            Ok(Ok(hits)) => hits,
+        let found = tokio::task::spawn_blocking(move || {
+            let hits = store.search(&query)?;
+            // Multi-hop: a failure here costs the neighbours only, never the search's hits.
+            let neighbours = if graph {
+                neighbour_facts(&store, &namespaces, &text)
+            } else {
+                Ok(Vec::new())
+            };
+            Ok::<_, opc_memory::facts::FactError>((hits, neighbours))
+        })
+        .instrument(span.clone())
+        .await;
+        let (hits, neighbours) = match found {
+            Ok(Ok(found)) => found,
             Ok(Err(e)) => {
                 tracing::error!(agent, error = %e, "facts search failed; the task runs without facts");
                 return Vec::new();
@@ -335,10 +407,14 @@ impl MemoryHooks for BlockMemory {
                 return Vec::new();
             }
         };
+        let neighbours = neighbours.unwrap_or_else(|e| {
+            tracing::error!(agent, error = %e, "graph neighbours failed; the task gets the searched facts only");
+            Vec::new()
+        });
         let mut out = Vec::new();
         let mut used = 0;
-        for hit in hits {
-            let line = fact_line(&hit.version);
+        for version in select_order(hits.into_iter().map(|h| h.version).collect(), neighbours) {
+            let line = fact_line(&version);
             let cost = estimate_tokens(&line);
             if used + cost > facts.budget {
                 break;
@@ -361,6 +437,7 @@ impl MemoryHooks for BlockMemory {
                 store: f.store.clone(),
                 agents: archival_agents(config),
                 budget: f.budget,
+                graph: config.framework.memory.graph_enabled,
             }),
         }))
     }
@@ -492,13 +569,17 @@ impl ContextBuilder {
         if recalled.is_empty() {
             return None;
         }
-        let mut text = String::from("Relevant memory:\n");
+        // The shape is recall's (`RECALL_HEAD` … `RECALL_TAIL`): what stores a task's text or
+        // extracts from it cuts a copy of this block out by it, so it is never stored again.
+        let mut text = String::from(opc_memory::recall::message::RECALL_HEAD);
         for item in recalled {
             text.push_str("- ");
             text.push_str(&item);
             text.push('\n');
         }
-        text.push_str("\nTask:\n");
+        // The last item's line end is the tail's first.
+        text.pop();
+        text.push_str(opc_memory::recall::message::RECALL_TAIL);
         Some(text)
     }
 }
@@ -609,6 +690,135 @@ mod tests {
             "{text}"
         );
         assert_eq!(render_blocks(&[]), "");
+    }
+
+    /// The org of the multi-hop test: one CEO keeping facts, graph memory `graph`.
+    #[allow(clippy::unwrap_used)]
+    fn graph_org(dir: &std::path::Path, graph: bool) -> opc_hierarchy::Loaded {
+        let text = format!(
+            "framework:\n  defaultModel: m\n  providers: {{ p: {{ kind: anthropic, apiKeyEnv: OPC_NO_SUCH_KEY, models: {{ m: {{ input: 1, output: 1 }} }} }} }}\n  privacy: {{ enabled: false }}\n  memory: {{ consolidation: {{ enabled: false }}, graph: {{ enabled: {graph} }} }}\nagents:\n  ceo: {{ role: CEO, memory: {{ recall: false, archival: true }} }}\n"
+        );
+        let path = dir.join(format!("graph-{graph}.yaml"));
+        std::fs::write(&path, text).unwrap();
+        opc_hierarchy::load(&path).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// "What is Marco Diaz's deadline?" shares no word with "The Orion project ships on June
+    /// 30th"; with graph memory the Select step still brings it, through Marco Diaz —leads→ Orion
+    /// project; without, it does not.
+    #[tokio::test]
+    #[allow(clippy::unwrap_used)]
+    async fn a_question_about_a_person_selects_the_fact_of_the_project_they_lead() {
+        use opc_memory::facts::{Op, Provenance};
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("opc.db");
+        let facts =
+            opc_memory::facts::FactStore::open(&db, opc_memory::embed::EmbedSlot::new()).unwrap();
+        let add = |text: &str, subject: &str, relation: Option<(&str, &str)>| Op::Add {
+            text: text.into(),
+            subject: Some(subject.into()),
+            predicate: relation.map(|(p, _)| p.to_string()),
+            object: relation.map(|(_, o)| o.to_string()),
+            valid_from: None,
+            valid_to: None,
+        };
+        let ops = [
+            add(
+                "Marco Diaz leads the Orion project",
+                "Marco Diaz",
+                Some(("leads", "Orion project")),
+            ),
+            add(
+                "The Orion project ships on June 30th",
+                "Orion project",
+                None,
+            ),
+            add(
+                "The cafeteria closes at three on Fridays",
+                "cafeteria",
+                None,
+            ),
+        ];
+        let provenance = Provenance {
+            agent: "ceo".into(),
+            ..Provenance::default()
+        };
+        facts
+            .apply(
+                &opc_memory::blocks::agent_namespace("ceo"),
+                &ops,
+                &provenance,
+                1_000,
+            )
+            .unwrap();
+        let question = "What is Marco Diaz's deadline?";
+        let mut selected = Vec::new();
+        for graph in [false, true] {
+            let loaded = graph_org(dir.path(), graph);
+            let memory = BlockMemory::open(&db, &loaded.config, Arc::new(loaded.org.clone()))
+                .unwrap()
+                .with_facts(facts.clone(), &loaded.config, FACTS_BUDGET_TOKENS);
+            selected.push(memory.facts("ceo", question).await);
+        }
+        let has = |lines: &[String], text: &str| lines.iter().any(|l| l.ends_with(text));
+        let (without, with) = (&selected[0], &selected[1]);
+        assert!(
+            has(without, "Marco Diaz leads the Orion project"),
+            "{without:?}"
+        );
+        assert!(
+            !has(without, "The Orion project ships on June 30th"),
+            "no word in common, no graph: {without:?}"
+        );
+        assert!(has(with, "Marco Diaz leads the Orion project"), "{with:?}");
+        assert!(
+            has(with, "The Orion project ships on June 30th"),
+            "{with:?}"
+        );
+        assert!(
+            !has(with, "The cafeteria closes at three on Fridays"),
+            "{with:?}"
+        );
+        assert_eq!(
+            with.iter()
+                .filter(|l| l.ends_with("Marco Diaz leads the Orion project"))
+                .count(),
+            1,
+            "a fact both searched and a neighbour is listed once: {with:?}"
+        );
+    }
+
+    #[test]
+    fn the_select_order_alternates_and_lists_each_version_once() {
+        let v = |id: i64| opc_memory::facts::FactVersion {
+            id,
+            fact_id: id,
+            namespace: "agent/ceo".into(),
+            text: format!("fact {id}"),
+            subject: None,
+            predicate: None,
+            object: None,
+            valid_from: None,
+            valid_to: None,
+            recorded_at: 0,
+            invalidated_at: None,
+            reason: None,
+            source: opc_memory::facts::Source::Agent,
+            agent: "ceo".into(),
+            task: None,
+            conversation: None,
+            source_messages: Vec::new(),
+            model: None,
+            ledger_id: None,
+        };
+        let ids =
+            |vs: Vec<opc_memory::facts::FactVersion>| vs.iter().map(|v| v.id).collect::<Vec<_>>();
+        assert_eq!(
+            ids(select_order(vec![v(1), v(2), v(3)], vec![v(2), v(9)])),
+            [1, 2, 9, 3]
+        );
+        assert_eq!(ids(select_order(vec![], vec![v(5)])), [5]);
+        assert_eq!(ids(select_order(vec![v(4)], vec![])), [4]);
     }
 
     #[test]

@@ -987,12 +987,18 @@ fn build_state(
     shared: Shared,
 ) -> Result<EngineState, EngineError> {
     let memory = shared.memory;
-    let tools = crate::tools::ToolRegistry::standard(
+    let mut tools = crate::tools::ToolRegistry::standard(
         memory.blocks(),
         memory.recall_store(),
         memory.fact_store(),
         shared.options.sandbox.clone(),
     );
+    // Graph memory is a framework switch: `graph_search` exists in this state only when it is on.
+    if config.framework.memory.graph_enabled
+        && let (Some(blocks), Some(facts)) = (memory.blocks(), memory.fact_store())
+    {
+        tools.add_graph(blocks, facts);
+    }
     let context = ContextBuilder::new(&config, &org, base_dir, memory)?;
     let resolve = |agent: &str, model: &str| {
         config

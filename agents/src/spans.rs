@@ -119,6 +119,7 @@ pub(crate) fn memory_operation(tool: &str) -> Option<(&'static str, &'static str
         "conversation_search" => (SEARCH_MEMORY, "recall"),
         "archival_search" => (SEARCH_MEMORY, "archival"),
         "archival_insert" => (UPDATE_MEMORY, "archival"),
+        "graph_search" => (SEARCH_MEMORY, "graph"),
         _ => return None,
     })
 }

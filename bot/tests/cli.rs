@@ -548,6 +548,8 @@ fn memory_facts_lists_current_believed_valid_and_history_beside_a_writer() {
             &[Op::Add {
                 text: "The launch is on May 3rd".into(),
                 subject: Some("launch".into()),
+                predicate: None,
+                object: None,
                 valid_from: Some(ms("2026-05-03")),
                 valid_to: None,
             }],
@@ -563,6 +565,8 @@ fn memory_facts_lists_current_believed_valid_and_history_beside_a_writer() {
                 target: old,
                 text: "The launch moved to May 17th".into(),
                 subject: Some("launch".into()),
+                predicate: None,
+                object: None,
                 valid_from: Some(ms("2026-05-17")),
                 valid_to: None,
                 reason: Some("moved".into()),

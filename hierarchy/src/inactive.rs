@@ -55,42 +55,13 @@ pub fn inactive(config: &Config) -> Vec<Inactive> {
             effect: effect.to_string(),
         });
     };
-    let framework = &config.framework;
-    let memory = &framework.memory;
-    let agents = |pick: &dyn Fn(&crate::schema::Agent) -> bool| -> Vec<&str> {
-        config
-            .agents
-            .iter()
-            .filter(|(_, a)| pick(a))
-            .map(|(id, _)| id.as_str())
-            .collect()
-    };
     // Core blocks, shared blocks, shareWith, recall (the Select step and `conversation_search`) and
     // local embeddings are active: blocks reach every prompt, every task and answer is recorded and
     // searched under the namespace ACL.
     // Archival memory (facts extracted after each completed task, `archival_search` /
     // `archival_insert`) and sleep-time consolidation run too: they are not listed.
-    let recall = agents(&|a| a.memory.recall);
-    if memory.embedding.provider == crate::schema::EmbeddingProvider::OpenAiCompatible
-        && (!recall.is_empty()
-            || config
-                .agents
-                .values()
-                .any(|a| a.tools.contains(&Tool::ConversationSearch)))
-    {
-        add(
-            KeyPath::of(["framework", "memory", "embedding", "provider"]),
-            "openai-compatible embeddings",
-            "recall embeds with the local model (all-MiniLM-L6-v2) instead",
-        );
-    }
-    if memory.graph_enabled {
-        add(
-            KeyPath::of(["framework", "memory", "graph", "enabled"]),
-            "graph memory",
-            "no entities or relations are kept",
-        );
-    }
+    // Embeddings from an OpenAI-compatible endpoint (behind the privacy gateway) are active too.
+    // Graph memory (relations on the facts, the multi-hop Select, `graph_search`) runs too.
     let mut tools: Vec<&str> = Vec::new();
     let mut first: Option<KeyPath> = None;
     for (id, agent) in &config.agents {
@@ -148,15 +119,59 @@ mod tests {
         assert_eq!(inactive(&on), Vec::new());
     }
 
-    /// What is still not run is still listed.
+    /// Graph memory runs (issue 39): not listed.
     #[test]
-    fn graph_memory_is_still_listed() {
+    fn graph_memory_is_active() {
         let text = "framework:\n  defaultModel: m\n  providers: { p: { kind: anthropic, models: { m: { input: 1, output: 1 } } } }\n  privacy: { enabled: false }\n  memory: { graph: { enabled: true } }\nagents:\n  ceo: { role: CEO, memory: { recall: false } }\n";
         let c = crate::parse("t.yaml", text.to_string(), None)
             .unwrap_or_else(|e| panic!("{e}"))
             .config;
-        let features: Vec<String> = inactive(&c).into_iter().map(|i| i.feature).collect();
-        assert_eq!(features, ["graph memory"]);
+        assert!(c.framework.memory.graph_enabled);
+        let listed = inactive(&c);
+        assert!(listed.is_empty(), "{listed:?}");
+    }
+
+    /// OpenAI-compatible embeddings run (issue 39): not listed; their `baseUrl` is required and must be
+    /// an http(s) URL, and `apiKeyEnv` names a variable.
+    #[test]
+    fn openai_compatible_embeddings_are_active_and_checked() {
+        let with = |embedding: &str| {
+            format!(
+                "framework:\n  defaultModel: m\n  providers: {{ p: {{ kind: anthropic, models: {{ m: {{ input: 1, output: 1 }} }} }} }}\n  privacy: {{ enabled: false }}\n  memory: {{ consolidation: {{ enabled: false }}, embedding: {embedding} }}\nagents:\n  ceo: {{ role: CEO, tools: [conversation_search] }}\n"
+            )
+        };
+        let ok = with(
+            "{ provider: openai-compatible, model: text-embedding-3-small, dimensions: 256, baseUrl: 'http://127.0.0.1:9/v1/', apiKeyEnv: EMBED_KEY }",
+        );
+        let c = crate::parse("t.yaml", ok, None)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .config;
+        let listed = inactive(&c);
+        assert!(listed.is_empty(), "{listed:?}");
+        let e = &c.framework.memory.embedding;
+        assert_eq!(e.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+        assert_eq!(e.api_key_env.as_ref().map(|v| v.name()), Some("EMBED_KEY"));
+        assert_eq!(e.dimensions.get(), 256);
+        for (bad, says) in [
+            (
+                "{ provider: openai-compatible, model: x }",
+                "missing required key `baseUrl`",
+            ),
+            (
+                "{ provider: openai-compatible, model: x, baseUrl: 'ftp://h/v1' }",
+                "baseUrl",
+            ),
+            (
+                "{ provider: openai-compatible, model: x, baseUrl: 'http://h/v1', apiKeyEnv: 'not a var' }",
+                "apiKeyEnv",
+            ),
+        ] {
+            let error = crate::parse("t.yaml", with(bad), None)
+                .err()
+                .unwrap_or_else(|| panic!("{bad} was accepted"))
+                .to_string();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
     }
 
     /// On PostgreSQL, several nodes run (`framework.cluster`) and `opc privacy erase` works: nothing

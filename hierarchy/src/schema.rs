@@ -288,6 +288,11 @@ pub struct Embedding {
     pub model: String,
     /// Vector dimensions.
     pub dimensions: NonZeroU32,
+    /// Base URL of the OpenAI-compatible API (`POST {baseUrl}/embeddings`); required for
+    /// `openai-compatible`, ignored for `local`.
+    pub base_url: Option<String>,
+    /// Environment variable holding the endpoint's API key (none for a keyless local server).
+    pub api_key_env: Option<EnvVar>,
 }
 
 /// `framework.memory.consolidation`.
@@ -1079,19 +1084,33 @@ impl Default for Embedding {
             provider: EmbeddingProvider::Local,
             model: "all-MiniLM-L6-v2".to_string(),
             dimensions: non_zero(384),
+            base_url: None,
+            api_key_env: None,
         }
     }
 }
 
 impl Embedding {
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
-        const KEYS: &[&str] = &["provider", "model", "dimensions"];
+        const KEYS: &[&str] = &["provider", "model", "dimensions", "baseUrl", "apiKeyEnv"];
         let f = cx.fields(node, path, KEYS)?;
         let d = Embedding::default();
+        let provider = f.or(cx, path, "provider", d.provider);
+        // `baseUrl` is checked as an http(s) URL whenever it is given (a typo should not wait until
+        // the provider is switched to be reported); a remote provider cannot run without it.
+        let base_url = f.optional::<Url>(cx, path, "baseUrl").map(|url| url.0);
+        if provider == EmbeddingProvider::OpenAiCompatible && f.node("baseUrl").is_none() {
+            cx.push(
+                Diagnostic::error(path, cx.key_span(path), "missing required key `baseUrl`")
+                    .with_hint("openai-compatible embeddings need the API's URL (OPC posts to `{baseUrl}/embeddings`), e.g. `baseUrl: https://api.openai.com/v1`, or `http://127.0.0.1:11434/v1` for Ollama"),
+            );
+        }
         Some(Embedding {
-            provider: f.or(cx, path, "provider", d.provider),
+            provider,
             model: f.or(cx, path, "model", d.model),
             dimensions: f.or(cx, path, "dimensions", d.dimensions),
+            base_url,
+            api_key_env: f.optional(cx, path, "apiKeyEnv"),
         })
     }
 }

@@ -77,6 +77,9 @@ impl Embedder for QueryVectors {
     fn model_id(&self) -> &'static str {
         "all-MiniLM-L6-v2"
     }
+    fn dimensions(&self) -> usize {
+        opc_memory::embed::DIM
+    }
 }
 
 /// This thread's time on a CPU so far (`/proc/thread-self/schedstat`, ns): unlike the wall clock, it
@@ -221,6 +224,8 @@ fn ingest(path: &Path, facts: usize, versions: usize, words: &[&str], expected_e
                             Op::Add {
                                 text,
                                 subject,
+                                predicate: None,
+                                object: None,
                                 valid_from: Some(clock),
                                 valid_to: None,
                             }
@@ -229,6 +234,8 @@ fn ingest(path: &Path, facts: usize, versions: usize, words: &[&str], expected_e
                                 target: ids[i],
                                 text,
                                 subject,
+                                predicate: None,
+                                object: None,
                                 valid_from: Some(clock),
                                 valid_to: None,
                                 reason: Some("changed".into()),

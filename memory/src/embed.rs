@@ -1,9 +1,9 @@
 //! Sentence embeddings for recall memory: `all-MiniLM-L6-v2` run in-process by `opc-infer`'s int8
 //! encoder (the kernels the privacy NER runs on).
 //!
-//! Role: turn message texts into 384-d unit vectors the recall store compares by dot product. The model
-//! is sentence-transformers' recipe exactly: BERT (6 layers, hidden 384) → mean of the last hidden
-//! states over the attention mask → L2 normalisation, at most 256 word pieces (its
+//! Role: turn message texts into 384-d unit vectors the recall and facts stores compare by dot
+//! product. The model is sentence-transformers' recipe exactly: BERT (6 layers, hidden 384) → mean
+//! of the last hidden states over the attention mask → L2 normalisation, at most 256 word pieces (its
 //! `sentence_bert_config.json`). The files come from `opc-models` ([`opc_models::MINILM`]), verified
 //! by sha256 before loading.
 //!
@@ -22,7 +22,16 @@
 //! [`EmbedSlot`] is shared by the store's worker and the loader, starts empty, and is filled once.
 //! Until then recall searches by BM25 alone.
 //!
-//! Invariants: every vector returned has [`DIM`] components and unit norm (or is all zero for a text
+//! The seam: [`Embedder`] is any model — this one, or a remote OpenAI-compatible endpoint
+//! (`opc-agents`) — saying its generation key ([`Embedder::model_id`]: model and dimensions), its
+//! size, its preferred batch and its descriptor (what rebuilds it, never a secret). The stores keep
+//! vectors per generation (`recall::generation`); a slot also holds the previous generation's
+//! embedder ([`EmbedSlot::set_previous`]) so queries are embedded by the model of the vectors they
+//! are compared with while a new generation fills. [`EmbedError::Unavailable`] means "try later":
+//! the stores keep rows waiting and retry with backoff.
+//!
+//! Invariants: every vector an embedder returns has [`Embedder::dimensions`] components (the stores
+//! check it and name the row otherwise); every vector MiniLM returns has [`DIM`] components and unit norm (or is all zero for a text
 //! with no tokens, which then matches nothing); an embedder never logs the text it sees.
 
 use std::path::Path;
@@ -33,24 +42,54 @@ use std::collections::HashMap;
 use opc_infer::{Encoder, EncoderError, QMatrix, QTable, Source};
 use tokenizers::{Tokenizer, TruncationParams};
 
-/// Dimensions of a vector.
+/// Dimensions of a MiniLM vector (other embedders say theirs through [`Embedder::dimensions`]; the
+/// stores never assume this one).
 pub const DIM: usize = 384;
 /// Word pieces kept per text (sentence-transformers' `max_seq_length` for this model).
 pub const MAX_PIECES: usize = 256;
 /// Texts run through the model together. Larger batches amortise the per-call overhead but pad more.
 const BATCH: usize = 32;
+/// MiniLM's generation key: the id every vector it computed is stored with (the same string since
+/// the first release, so databases from then keep their vectors as the active generation).
+pub const MINILM_ID: &str = "all-MiniLM-L6-v2";
 
-/// Something that turns texts into unit vectors of [`DIM`] components.
+/// Something that turns texts into unit vectors of [`Embedder::dimensions`] components.
 pub trait Embedder: Send + Sync {
-    /// One vector per text, in order.
+    /// One unit vector per text, in order, each of `self.dimensions()` components.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
-    /// A short name recorded with each stored vector (so a model change can re-embed).
-    fn model_id(&self) -> &'static str;
+    /// The generation key stored with each vector: the model AND its dimensions ([`MINILM_ID`] for
+    /// the local model; `openai-compatible:<model>:<dims>` for a remote one). Vectors of two ids are
+    /// never compared.
+    fn model_id(&self) -> &str;
+    /// Components per vector (384 for MiniLM).
+    fn dimensions(&self) -> usize;
+    /// Texts per call the embedder prefers (the stores batch by it).
+    fn batch_size(&self) -> usize {
+        32
+    }
+    /// What the stores record for this embedder's generation, so that a later start can build it
+    /// again to embed queries while a newer generation fills: `{"provider", "model", "dimensions",
+    /// "baseUrl", "apiKeyEnv"}` — never a secret. The default describes a local model.
+    fn descriptor(&self) -> serde_json::Value {
+        serde_json::json!({
+            "provider": "local",
+            "model": self.model_id(),
+            "dimensions": self.dimensions(),
+        })
+    }
 }
 
-/// Where an embedder lands once loaded; cheap to clone, shared by the store and the loader.
+/// Where embedders land once loaded; cheap to clone, shared by the stores and the loaders.
+///
+/// It holds the configured embedder (`set`, filled once) and, optionally, the embedder of the
+/// generation the stores hold on disk when that is another model (`set_previous`): while the stores
+/// fill the new generation in the background, searches keep embedding their queries with the
+/// previous one, so a query is only ever compared with vectors of its own model.
 #[derive(Clone, Default)]
-pub struct EmbedSlot(Arc<OnceLock<Arc<dyn Embedder>>>);
+pub struct EmbedSlot {
+    current: Arc<OnceLock<Arc<dyn Embedder>>>,
+    previous: Arc<OnceLock<Arc<dyn Embedder>>>,
+}
 
 impl EmbedSlot {
     /// An empty slot.
@@ -67,12 +106,34 @@ impl EmbedSlot {
 
     /// Fill the slot; `false` when it was already filled (the first model stays).
     pub fn set(&self, model: Arc<dyn Embedder>) -> bool {
-        self.0.set(model).is_ok()
+        self.current.set(model).is_ok()
     }
 
-    /// The model, once loaded.
+    /// The configured model, once loaded.
     pub fn get(&self) -> Option<&Arc<dyn Embedder>> {
-        self.0.get()
+        self.current.get()
+    }
+
+    /// Register the embedder of the generation on disk when the configured one is another model
+    /// (rebuilt from the descriptor the stores recorded, see `generations`); `false` when one was
+    /// registered already.
+    pub fn set_previous(&self, model: Arc<dyn Embedder>) -> bool {
+        self.previous.set(model).is_ok()
+    }
+
+    /// The previous generation's embedder, when registered.
+    pub fn previous(&self) -> Option<&Arc<dyn Embedder>> {
+        self.previous.get()
+    }
+
+    /// The loaded embedder whose [`Embedder::model_id`] is `id` (the configured one or the
+    /// previous one), if any.
+    pub fn for_model(&self, id: &str) -> Option<Arc<dyn Embedder>> {
+        [self.get(), self.previous()]
+            .into_iter()
+            .flatten()
+            .find(|m| m.model_id() == id)
+            .cloned()
     }
 }
 
@@ -96,6 +157,10 @@ pub enum EmbedError {
     /// Running the model failed.
     #[error("embedding failed: {0}")]
     Run(String),
+    /// The embedder cannot run now (endpoint down, rate limited, timed out): the stores try again
+    /// later with backoff; rows keep waiting, nothing is lost, keyword search goes on.
+    #[error("the embedder is unavailable for now: {0}")]
+    Unavailable(String),
 }
 
 fn run_err(e: impl std::fmt::Display) -> EmbedError {
@@ -295,8 +360,16 @@ impl Embedder for MiniLm {
         Ok(out)
     }
 
-    fn model_id(&self) -> &'static str {
-        "all-MiniLM-L6-v2"
+    fn model_id(&self) -> &str {
+        MINILM_ID
+    }
+
+    fn dimensions(&self) -> usize {
+        DIM
+    }
+
+    fn batch_size(&self) -> usize {
+        BATCH
     }
 }
 

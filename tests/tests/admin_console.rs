@@ -946,6 +946,8 @@ async fn the_memory_page_lists_facts_in_every_view_with_a_facts_history() {
             &[Op::Add {
                 text: "The launch is on May 3rd".into(),
                 subject: Some("launch".into()),
+                predicate: None,
+                object: None,
                 valid_from: Some(ms("2026-05-03")),
                 valid_to: None,
             }],
@@ -961,6 +963,8 @@ async fn the_memory_page_lists_facts_in_every_view_with_a_facts_history() {
                 target: old,
                 text: "The launch moved to May 17th".into(),
                 subject: Some("launch".into()),
+                predicate: None,
+                object: None,
                 valid_from: Some(ms("2026-05-17")),
                 valid_to: None,
                 reason: Some("moved".into()),

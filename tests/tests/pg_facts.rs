@@ -102,6 +102,8 @@ fn add(text: &str, subject: Option<&str>) -> Op {
     Op::Add {
         text: text.into(),
         subject: subject.map(Into::into),
+        predicate: None,
+        object: None,
         valid_from: None,
         valid_to: None,
     }
@@ -112,6 +114,8 @@ fn upd(target: i64, text: &str) -> Op {
         target,
         text: text.into(),
         subject: None,
+        predicate: None,
+        object: None,
         valid_from: None,
         valid_to: None,
         reason: None,
@@ -164,6 +168,8 @@ fn the_launch_moves_from_may_3rd_to_may_17th() {
                 &[Op::Add {
                     text: "The Orion launch is on 2026-05-03".into(),
                     subject: Some("Orion launch".into()),
+                    predicate: None,
+                    object: None,
                     valid_from: Some(day1),
                     valid_to: None,
                 }],
@@ -588,6 +594,9 @@ impl Embedder for BagOfWords {
     }
     fn model_id(&self) -> &'static str {
         "bag-of-words"
+    }
+    fn dimensions(&self) -> usize {
+        DIM
     }
 }
 

@@ -42,6 +42,9 @@ impl Embedder for Words {
     fn model_id(&self) -> &'static str {
         "test-words"
     }
+    fn dimensions(&self) -> usize {
+        opc_memory::embed::DIM
+    }
 }
 
 fn text(out: &[u8]) -> String {

@@ -64,6 +64,9 @@ impl Embedder for Words {
     fn model_id(&self) -> &'static str {
         "test-words"
     }
+    fn dimensions(&self) -> usize {
+        opc_memory::embed::DIM
+    }
 }
 
 /// Catch up until both indexes hold every committed row (a transaction still open anywhere on the

@@ -19,6 +19,7 @@
 //!   provider (privacy, tracing) sits above the router, once.
 
 pub mod anthropic;
+pub mod embed;
 mod endpoint;
 pub mod genai;
 pub mod layers;

@@ -25,7 +25,7 @@ use opc_memory::blocks::{Block, agent_namespace};
 use opc_memory::facts::{FactStore, Provenance, Source, View, ops, prompt};
 use serde_json::Value;
 
-use super::extract::{MAX_TOKENS, blocking, record_facts_spec};
+use super::extract::{MAX_TOKENS, blocking, record_facts_spec_for};
 use super::{JobOutcome, call, cap, memory_model, namespace};
 use crate::context::render_blocks;
 use crate::ending::TaskEnd;
@@ -90,7 +90,8 @@ pub(super) async fn run(
             .filter_map(|t| rt.tools().get(t.wire_name()))
             .collect()
     };
-    let mut tools = vec![record_facts_spec()];
+    let graph = super::extract::graph_on(rt);
+    let mut tools = vec![record_facts_spec_for(graph)];
     let children: Vec<(String, String)> = Vec::new();
     for handler in &handlers {
         tools.push(handler.spec(&SpecContext {
@@ -126,7 +127,7 @@ pub(super) async fn run(
         let request = LlmRequest {
             provider: provider.clone(),
             model: model.clone(),
-            system: prompt::consolidate_system(agent),
+            system: prompt::consolidate_system_for(agent, graph),
             messages: messages.clone(),
             tools: tools.clone(),
             tool_choice: Some(ToolChoice::Auto),
@@ -166,7 +167,7 @@ pub(super) async fn run(
         for (id, name, input) in uses {
             let (text, is_error) = if name == ops::RECORD_FACTS {
                 let result = record(
-                    rt,
+                    graph,
                     facts,
                     &ns,
                     &input,
@@ -258,7 +259,7 @@ struct Summary {
 /// One `record_facts` call of the run: one batch, or a tool error and nothing written.
 #[allow(clippy::too_many_arguments)]
 async fn record(
-    _rt: &EngineState,
+    graph: bool,
     facts: &FactStore,
     ns: &str,
     input: &Value,
@@ -266,7 +267,7 @@ async fn record(
     provenance: Provenance,
     summary: &mut Summary,
 ) -> (String, bool) {
-    let ops = match ops::parse(input, listed) {
+    let ops = match ops::parse_for(input, listed, graph) {
         Ok(ops) => ops,
         Err(e) => return (format!("rejected, nothing written: {}", e.0), true),
     };

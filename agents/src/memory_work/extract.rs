@@ -6,9 +6,11 @@
 //!    agent's namespace is skipped (no call);
 //! 2. the top 10 current facts of the agent's namespace most similar to it (hybrid search), listed
 //!    one JSON object per line in the user message (`prompt::extract_user`);
-//! 3. the call: system `prompt::extract_system` (first line `OPC memory: extract`), one tool,
-//!    `record_facts`, forced (`tool_choice`), model `consolidation.model` or the fast model;
-//! 4. `ops::parse` against the listed ids: malformed → [`Event::FactsRejected`], nothing written;
+//! 3. the call: system `prompt::extract_system_for` (first line `OPC memory: extract`), one tool,
+//!    `record_facts`, forced (`tool_choice`), model `consolidation.model` or the fast model; with
+//!    `framework.memory.graph.enabled` the prompt asks for relations and the tool's operations take
+//!    `predicate`/`object` (still one call per task);
+//! 4. `ops::parse_for` against the listed ids: malformed → [`Event::FactsRejected`], nothing written;
 //! 5. `apply_marking`: the batch and the exchange's "extracted" mark in one transaction, with
 //!    provenance (agent, task, conversation, recall seqs, model, ledger id, source `agent`) →
 //!    [`Event::FactsRecorded`].
@@ -35,13 +37,20 @@ const QUERY_CHARS: usize = 2_000;
 /// Upper bound on the answer's tokens (a batch of short statements).
 pub(super) const MAX_TOKENS: u32 = 2_048;
 
-/// The `record_facts` tool as offered.
-pub(super) fn record_facts_spec() -> ToolSpec {
+/// The `record_facts` tool as offered; with graph memory (`graph`) its operations also take
+/// `predicate` and `object`.
+pub(super) fn record_facts_spec_for(graph: bool) -> ToolSpec {
     ToolSpec {
         name: ops::RECORD_FACTS.to_string(),
         description: ops::record_facts_description().to_string(),
-        input_schema: ops::record_facts_schema(),
+        input_schema: ops::record_facts_schema_for(graph),
     }
+}
+
+/// Whether the engine's current config has graph memory on (`framework.memory.graph.enabled`):
+/// read per job, so a reload that turns it on or off applies to the next extraction.
+pub(super) fn graph_on(rt: &EngineState) -> bool {
+    rt.config().framework.memory.graph_enabled
 }
 
 /// Run a blocking facts call on the blocking pool (it runs to its end even if the job is dropped,
@@ -103,12 +112,14 @@ pub(super) async fn run(
         Ok(m) => m,
         Err(e) => return Ok(JobOutcome::Retry(e)),
     };
+    // One config read for the whole job: the prompt, the schema and the parser agree.
+    let graph = graph_on(rt);
     let request = LlmRequest {
         provider,
         model,
-        system: prompt::extract_system(&job.agent),
+        system: prompt::extract_system_for(&job.agent, graph),
         messages: vec![Message::user(prompt::extract_user(&exchange, &listed))],
-        tools: vec![record_facts_spec()],
+        tools: vec![record_facts_spec_for(graph)],
         tool_choice: Some(ToolChoice::Tool(ops::RECORD_FACTS.to_string())),
         max_tokens: MAX_TOKENS,
         stream: None,
@@ -133,7 +144,7 @@ pub(super) async fn run(
     });
     let ids: HashSet<i64> = listed.iter().map(|v| v.id).collect();
     let parsed = match input {
-        Some(input) => ops::parse(&input, &ids).map_err(|e| e.0),
+        Some(input) => ops::parse_for(&input, &ids, graph).map_err(|e| e.0),
         None => Err("the answer did not call record_facts".to_string()),
     };
     let ops = match parsed {

@@ -94,7 +94,12 @@ macro_rules! carried_as_clone {
     )*};
 }
 
-carried_as_clone!(TaskRecord, CallRecord, ToolCallRecord);
+carried_as_clone!(
+    TaskRecord,
+    CallRecord,
+    ToolCallRecord,
+    crate::llm::embed::EmbedCall
+);
 
 /// How a task ended, owned.
 pub(super) enum OwnedEnding {

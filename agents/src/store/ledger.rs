@@ -547,6 +547,64 @@ impl Db {
     }
 }
 
+/// Remote embedding calls (issue 39): a table of their own (`embedding_calls`), since they belong
+/// to no task; [`Db::embedding_spend_since`] gives them as [`Spend`] rows of work `embedding`.
+impl Db {
+    /// Record one remote embedding call.
+    pub fn record_embedding_call(
+        &self,
+        call: &crate::llm::embed::EmbedCall,
+    ) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "INSERT INTO embedding_calls (model, texts, tokens, cost_usd, usage_unknown, \
+                 duration_ms, attempts, error, privacy_counts, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    call.model,
+                    i64::from(call.texts),
+                    call.tokens as i64,
+                    call.cost_usd,
+                    call.usage_unknown,
+                    call.duration_ms as i64,
+                    call.attempts,
+                    call.error,
+                    call.masked.as_ref().map(|m| m.to_json()),
+                    now_ms(),
+                ],
+            )
+            .map(|_| ())
+            .map_err(sql("recording an embedding call"))
+    }
+
+    /// Embedding spend since `since_ms`, by model, most expensive first.
+    pub fn embedding_spend_since(&self, since_ms: i64) -> Result<Vec<Spend>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT model, COUNT(*), SUM(tokens), SUM(cost_usd) FROM embedding_calls \
+                 WHERE created_at >= ?1 GROUP BY model ORDER BY SUM(cost_usd) DESC, model",
+            )
+            .map_err(sql("summing embedding spend"))?;
+        let rows = stmt
+            .query_map([since_ms], |r| {
+                Ok(Spend {
+                    agent: String::new(),
+                    model: r.get(0)?,
+                    conversation: String::new(),
+                    work: "embedding".into(),
+                    calls: r.get::<_, i64>(1)? as u64,
+                    tokens_in: r.get::<_, i64>(2)? as u64,
+                    tokens_out: 0,
+                    cost_usd: r.get(3)?,
+                })
+            })
+            .map_err(sql("summing embedding spend"))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(sql("summing embedding spend"))
+    }
+}
+
 /// The latest LLM call to one `provider/model`, for the console's provider state.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LatestCall {
@@ -697,6 +755,51 @@ mod tests {
         assert_eq!(spend.len(), 1);
         assert_eq!((spend[0].calls, spend[0].conversation.as_str()), (2, "c"));
         assert!(store.spend_since(now_ms() + 60_000).unwrap().is_empty());
+    }
+
+    #[test]
+    fn embedding_calls_are_kept_apart_and_summed_by_model() {
+        let store = Db::in_memory().unwrap();
+        let call = |model: &str, tokens: u64, cost_usd: f64| crate::llm::embed::EmbedCall {
+            model: model.into(),
+            texts: 4,
+            tokens,
+            cost_usd,
+            usage_unknown: false,
+            duration_ms: 3,
+            attempts: 1,
+            error: None,
+            masked: None,
+        };
+        store
+            .record_embedding_call(&call("oai/small", 40, 0.5))
+            .unwrap();
+        store
+            .record_embedding_call(&call("oai/small", 10, 0.25))
+            .unwrap();
+        store
+            .record_embedding_call(&call("oai/large", 5, 1.0))
+            .unwrap();
+        let spend = store.embedding_spend_since(0).unwrap();
+        let rows: Vec<_> = spend
+            .iter()
+            .map(|s| (s.model.as_str(), s.work.as_str(), s.calls, s.tokens_in))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("oai/large", "embedding", 1, 5),
+                ("oai/small", "embedding", 2, 50)
+            ]
+        );
+        // Not a task's spend.
+        assert!(store.spend_since(0).unwrap().is_empty());
+        assert!(
+            store
+                .embedding_spend_since(now_ms() + 60_000)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

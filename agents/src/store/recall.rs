@@ -11,7 +11,11 @@
 //! approval request and its escalation, and the decider (a platform user id, or [`SYSTEM_AUTHOR`] for
 //! an expiry or a cancellation) for an approval's decision;
 //! the thread is the conversation, so recall's neighbour boost stays within one conversation.
+//!
+//! Hygiene: a row holds what was written, never the recalled memory put before a task: the session
+//! puts it in the request only, and a copy of it at the start of a text is cut out here.
 
+use opc_memory::recall::message::without_recall;
 use opc_memory::recall::{NewMessage, append_in};
 use rusqlite::{Connection, OptionalExtension};
 
@@ -123,6 +127,9 @@ fn append(
     text: &str,
     now: i64,
 ) -> Result<(), StoreError> {
+    // What the Select step put before a task is memory already: a copy of it (a delegation that
+    // quoted its manager's request) is not stored again (`without_recall`).
+    let text = without_recall(text);
     if text.trim().is_empty() {
         return Ok(());
     }

@@ -117,7 +117,29 @@ const MIGRATIONS: &[Migration] = &[
         // resumed tree stays one trace. NULL = telemetry was off, which every earlier task reads as.
         sql: "ALTER TABLE tasks ADD COLUMN trace TEXT;",
     },
+    Migration {
+        what: "the ledger records remote embedding calls apart (tokens and cost, never text)",
+        // Issue 39: an embedding call belongs to no task (the stores embed rows in the
+        // background), so it has a table of its own; `privacy_counts` is what was masked, by type.
+        sql: EMBEDDING_CALLS,
+    },
 ];
+
+/// The table of remote embedding calls (PostgreSQL's migration 5 is the same in its types).
+const EMBEDDING_CALLS: &str = "CREATE TABLE embedding_calls (
+                  id             INTEGER PRIMARY KEY,
+                  model          TEXT NOT NULL,
+                  texts          BIGINT NOT NULL,
+                  tokens         BIGINT NOT NULL,
+                  cost_usd       DOUBLE PRECISION NOT NULL,
+                  usage_unknown  BIGINT NOT NULL DEFAULT 0,
+                  duration_ms    BIGINT NOT NULL,
+                  attempts       BIGINT NOT NULL,
+                  error          TEXT,
+                  privacy_counts TEXT,
+                  created_at     BIGINT NOT NULL
+              );
+              CREATE INDEX embedding_calls_at ON embedding_calls(created_at);";
 
 /// The engine's tables as a component of the file: its `schema_versions` row is `agents`.
 pub const COMPONENT: Component = Component {

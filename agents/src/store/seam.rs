@@ -158,6 +158,16 @@ pub trait Store: Send + Sync {
     /// Spend since `since_ms`, by agent, model and conversation.
     async fn spend_since(&self, since_ms: i64) -> Result<Vec<Spend>, StoreError>;
 
+    /// Record one remote embedding call (issue 39): no task, no text; shown apart in Costs.
+    async fn record_embedding_call(
+        &self,
+        call: &crate::llm::embed::EmbedCall,
+    ) -> Result<(), StoreError>;
+
+    /// Embedding spend since `since_ms`, by model: [`Spend`] rows with `work = "embedding"`, no
+    /// agent and no conversation.
+    async fn embedding_spend_since(&self, since_ms: i64) -> Result<Vec<Spend>, StoreError>;
+
     /// The latest call per model within the last `window` calls.
     async fn latest_calls(&self, window: u32) -> Result<Vec<LatestCall>, StoreError>;
 

@@ -348,6 +348,7 @@ sqlite_store! {
         totals(root_id: TaskId) -> Totals;
         privacy_by_day(since_ms: i64) -> Vec<PrivacyDay>;
         spend_since(since_ms: i64) -> Vec<Spend>;
+        embedding_spend_since(since_ms: i64) -> Vec<Spend>;
         latest_calls(window: u32) -> Vec<LatestCall>;
         tool_calls(root_id: TaskId) -> Vec<ToolCallRecord>;
         approval(id: i64) -> Option<Approval>;
@@ -387,6 +388,7 @@ sqlite_store! {
         drop_memory_job(id: i64) -> ();
         defer_memory_job(id: i64, not_before: i64, failed_attempt: bool, why: &str) -> ();
         record_memory_call(call: &CallRecord) -> i64;
+        record_embedding_call(call: &crate::llm::embed::EmbedCall) -> ();
         memory_root_seen(
             agent: &str,
             root: TaskId,

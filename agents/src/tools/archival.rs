@@ -314,6 +314,8 @@ mod tests {
             namespace: "agent/ceo".into(),
             text: "The launch is on May 17th".into(),
             subject: Some("launch".into()),
+            predicate: None,
+            object: None,
             valid_from: Some(opc_memory::facts::time::parse_time("2026-05-17").unwrap()),
             valid_to: None,
             recorded_at: 0,

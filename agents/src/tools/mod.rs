@@ -12,7 +12,9 @@
 //! the session implements: `tools` depends on neither the session nor the approval flow.
 //!
 //! `conversation_search` (`search`) runs over the recall store and `archival_search` /
-//! `archival_insert` (`archival`) over the facts store, both under the block store's ACL.
+//! `archival_insert` (`archival`) over the facts store, both under the block store's ACL;
+//! `graph_search` (`graph`) walks the facts' entities and relations under the same ACL, added by
+//! [`ToolRegistry::add_graph`] only for a config with `framework.memory.graph.enabled`.
 //!
 //! Why validation is typed decoding rather than a JSON Schema engine: the schemas are small and
 //! fixed, and decoding into the structs below with `deny_unknown_fields` plus the checks in `validate`
@@ -29,6 +31,7 @@ mod archival;
 pub mod bash;
 mod builtin;
 pub mod files;
+mod graph;
 pub mod memory;
 mod search;
 
@@ -284,6 +287,16 @@ impl ToolRegistry {
             memory::register(&mut registry, blocks);
         }
         registry
+    }
+
+    /// Add `graph_search` over `facts` (with the ACL of `blocks`): the engine does so for a config
+    /// with `framework.memory.graph.enabled`, per config state, so a reload turns it on or off.
+    pub fn add_graph(
+        &mut self,
+        blocks: opc_memory::blocks::BlockStore,
+        facts: opc_memory::facts::FactStore,
+    ) {
+        graph::register(self, blocks, facts);
     }
 
     /// The tool called `name`, if this registry runs it.

@@ -495,7 +495,9 @@ pub async fn decide(
 /// `GET /admin/api/costs`: spend today, this week (7 days) and this month (30 days), by agent, by
 /// model and by platform, most expensive first; and apart, by kind of work (`by_work`: `task`, the
 /// conversations' own calls, and `memory`, fact extraction and consolidation after them) with the
-/// memory work by agent (`memory_by_agent`). The totals and the other groupings hold both.
+/// memory work by agent (`memory_by_agent`), and `embedding`, the remote embedding calls of recall
+/// and facts (issue 39), by model in `embeddings`. The totals and `by_model` hold every kind;
+/// `by_agent` and `by_platform` the calls of agents (embedding calls have neither).
 pub async fn costs(State(admin): State<Arc<Admin>>) -> Response {
     let Some(gateway) = admin.gateway.get() else {
         return not_running();
@@ -512,7 +514,10 @@ pub async fn costs(State(admin): State<Arc<Admin>>) -> Response {
         let store = engine.store();
         let mut spend = Vec::with_capacity(periods.len());
         for (name, since) in periods {
-            spend.push((name, store.spend_since(since).await?));
+            let mut rows = store.spend_since(since).await?;
+            let embedding = store.embedding_spend_since(since).await?;
+            rows.extend(embedding);
+            spend.push((name, rows));
         }
         Ok::<_, opc_agents::store::StoreError>(spend)
     })
@@ -524,6 +529,8 @@ pub async fn costs(State(admin): State<Arc<Admin>>) -> Response {
     };
     let mut out = serde_json::Map::new();
     for (name, rows) in spend {
+        let (embedding, calls): (Vec<Spend>, Vec<Spend>) =
+            rows.iter().cloned().partition(|s| s.work == "embedding");
         let platform_of = |s: &Spend| {
             platforms
                 .get(&s.conversation)
@@ -534,14 +541,15 @@ pub async fn costs(State(admin): State<Arc<Admin>>) -> Response {
             name.into(),
             json!({
                 "total": group(&rows, |_| "all".into()).first().cloned().unwrap_or(json!({"key": "all", "calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0})),
-                "by_agent": group(&rows, |s| s.agent.clone()),
+                "by_agent": group(&calls, |s| s.agent.clone()),
                 "by_model": group(&rows, |s| s.model.clone()),
-                "by_platform": group(&rows, platform_of),
+                "by_platform": group(&calls, platform_of),
                 "by_work": group(&rows, |s| s.work.clone()),
                 "memory_by_agent": group(
                     &rows.iter().filter(|s| s.work == "memory").cloned().collect::<Vec<_>>(),
                     |s| s.agent.clone(),
                 ),
+                "embeddings": group(&embedding, |s| s.model.clone()),
             }),
         );
     }

@@ -33,6 +33,8 @@ use opc_adapters::Page;
 const PAGE: &str = include_str!("assets/admin.html");
 const CSS: &str = include_str!("assets/admin.css");
 const JS: &str = include_str!("assets/admin.js");
+/// The Memory page's graph view (its own file: it is most of a page); runs before [`JS`], which starts it.
+const GRAPH_JS: &str = include_str!("assets/graph.js");
 
 /// Largest config text the console takes — to validate, to edit, to diff or to save (a 1,000-agent org
 /// is ~200 kB). The one limit: every endpoint that reads a config text answers 413 above it.
@@ -93,7 +95,7 @@ impl Admin {
         let page = PAGE
             .replace("{{TITLE}}", &html_escape::encode_text(&title))
             .replace("{{CSS}}", CSS)
-            .replace("{{JS}}", JS);
+            .replace("{{JS}}", &[GRAPH_JS, JS].join("\n"));
         Arc::new(Admin {
             config_path,
             base_dir,
@@ -212,6 +214,12 @@ impl Admin {
                 Method::GET,
                 "/admin/api/memory/facts/{id}",
                 memory::fact_history,
+                self.clone(),
+            ),
+            Page::new(
+                Method::GET,
+                "/admin/api/memory/graph",
+                memory::graph,
                 self.clone(),
             ),
             Page::new(

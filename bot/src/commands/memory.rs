@@ -3,7 +3,8 @@
 //! `search` opens the engine's database (`framework.memory.path`) on its own connections, loads the
 //! embedding model when it is fetched (else searches by BM25 and says so), and searches the namespaces
 //! the agent may read. `eval locomo` indexes each LoCoMo conversation into a fresh store through the
-//! same append + catch-up path the engine uses and prints evidence recall@k.
+//! same append + catch-up path the engine uses and prints evidence recall@k (per question category
+//! too with `--by-category`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -44,6 +45,9 @@ pub enum MemoryCommand {
     /// AGENT's long-term facts: current ones, those it believed at a time (`--at`), those true in
     /// the world at a time (`--valid-at`), or every version (`--history`).
     Facts(super::memory_facts::FactsArgs),
+    /// AGENT's graph of entities and relations (on its facts): whole, or around `--entity` within
+    /// `--depth` hops, now or as believed at `--at`, as text, JSON, Graphviz dot or Neo4j Cypher.
+    Graph(super::memory_graph::GraphArgs),
 }
 
 /// `opc memory eval …`
@@ -67,6 +71,10 @@ pub enum EvalCommand {
         /// Output format.
         #[arg(long, value_enum, default_value_t = FormatArg::Text)]
         format: FormatArg,
+        /// Add a row per question category (single-hop, multi-hop, temporal, …: its question count and
+        /// recall@k) above the overall row (the JSON always has them).
+        #[arg(long)]
+        by_category: bool,
     },
 }
 
@@ -122,6 +130,7 @@ pub fn run(config: &Path, command: MemoryCommand) -> ExitCode {
         MemoryCommand::Show(args) => super::memory_blocks::show(config, args),
         MemoryCommand::History(args) => super::memory_blocks::history(config, args),
         MemoryCommand::Facts(args) => super::memory_facts::facts(config, args),
+        MemoryCommand::Graph(args) => super::memory_graph::graph(config, args),
         MemoryCommand::Search {
             query,
             agent,
@@ -134,7 +143,8 @@ pub fn run(config: &Path, command: MemoryCommand) -> ExitCode {
             k,
             mode,
             format,
-        }) => locomo(&turns, &qa, &k, mode.into(), format),
+            by_category,
+        }) => locomo(&turns, &qa, &k, mode.into(), format, by_category),
     }
 }
 
@@ -237,7 +247,14 @@ fn search(config: &Path, text: &str, agent: &str, mode: Mode, limit: usize) -> E
     }
 }
 
-fn locomo(turns: &Path, qa: &Path, ks: &[usize], mode: Mode, format: FormatArg) -> ExitCode {
+fn locomo(
+    turns: &Path,
+    qa: &Path,
+    ks: &[usize],
+    mode: Mode,
+    format: FormatArg,
+    by_category: bool,
+) -> ExitCode {
     for f in [turns, qa] {
         if !f.is_file() {
             eprint(&format!("error: {} is not a readable file\n", f.display()));
@@ -254,7 +271,7 @@ fn locomo(turns: &Path, qa: &Path, ks: &[usize], mode: Mode, format: FormatArg) 
         Ok(reports) => {
             for r in &reports {
                 match format {
-                    FormatArg::Text => print(&r.text()),
+                    FormatArg::Text => print(&r.text(by_category)),
                     FormatArg::Json => print(&format!(
                         "{}\n",
                         serde_json::to_string(r)

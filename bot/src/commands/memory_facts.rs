@@ -217,6 +217,8 @@ mod tests {
             namespace: "agent/ceo".into(),
             text: "The launch is on May 3rd".into(),
             subject: Some("launch".into()),
+            predicate: None,
+            object: None,
             valid_from: Some(parse_time("2026-05-03").unwrap()),
             valid_to: None,
             recorded_at: parse_time("2026-04-01T10:00:00Z").unwrap(),

@@ -3,10 +3,12 @@
 //! depends on the rest of the binary and nothing depends back on it.
 
 pub mod chat;
+pub mod embedder;
 pub mod init;
 pub mod memory;
 pub mod memory_blocks;
 pub mod memory_facts;
+pub mod memory_graph;
 pub mod models;
 pub mod privacy;
 pub mod run;

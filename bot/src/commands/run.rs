@@ -491,7 +491,12 @@ async fn serve(
     });
     gateway.start(inbound).await;
     // Hot reload: saves from the console, changes on disk, SIGHUP.
-    let reloader = Reloader::new(path.to_path_buf(), live.clone(), engine, gateway.clone());
+    let reloader = Reloader::new(
+        path.to_path_buf(),
+        live.clone(),
+        engine.clone(),
+        gateway.clone(),
+    );
     admin.attach(crate::admin::Running {
         reloader: reloader.clone(),
         gateway: gateway.clone(),
@@ -517,10 +522,10 @@ async fn serve(
     if opc_agents::llm::privacy::needs_ner(&loaded.config) {
         ner.load();
     }
-    // Recall's and facts' embedding model, the same way: until it lands, both search by keywords
-    // (BM25).
+    // Recall's and facts' embedder, the same way: until the local model lands, both search by
+    // keywords (BM25); a remote endpoint (`openai-compatible`) is ready at once.
     if embeds {
-        super::models::load_embedder_in_background(recall.embed.clone());
+        super::embedder::fill(&loaded, &recall.embed, &recall.store, &engine);
     }
     // On a signal: stop accepting, and close the adapters at once — that ends open event streams and
     // platform sockets, which graceful shutdown would otherwise wait for forever.

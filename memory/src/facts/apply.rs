@@ -7,10 +7,17 @@
 //! UPDATE opens a new version of the same fact, and INVALIDATE records the closing as a version that
 //! was never current (the closer's source and reason), so every change is a version. An ADD whose normalised text hashes like a
 //! current fact of the namespace (or an earlier ADD of the batch) is dropped as a duplicate.
+//!
+//! Graph memory: a version may carry a relation, `predicate` + `object` (both or neither; an object
+//! needs a subject). The object is resolved through the alias table like the subject, into
+//! `object_entity_id`; the edge is the version, so closing the version closes the edge. An UPDATE
+//! that names no relation and no new subject keeps the fact's relation (as it keeps its subject);
+//! one that names a new subject without a relation drops it (the old relation was about the old
+//! subject).
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::ops::{MAX_REASON, MAX_SUBJECT, MAX_TEXT};
+use super::ops::{MAX_OBJECT, MAX_PREDICATE, MAX_REASON, MAX_SUBJECT, MAX_TEXT};
 use super::prompt::content_hash;
 use super::{Applied, FactError, Op, Provenance, entities};
 
@@ -49,6 +56,46 @@ fn check_text(i: usize, field: &str, s: &str, max: usize) -> Result<(), FactErro
     Ok(())
 }
 
+/// A relation's checks: both or neither of `predicate` and `object`, bounded, and (when
+/// `subject_known`) an object only with a subject.
+fn check_relation(
+    i: usize,
+    subject: Option<&str>,
+    predicate: &Option<String>,
+    object: &Option<String>,
+    subject_known: bool,
+) -> Result<(), FactError> {
+    match (predicate, object) {
+        (None, None) => return Ok(()),
+        (Some(_), None) => {
+            return Err(FactError::Invalid(format!(
+                "facts[{i}].object: required with a predicate (both or neither); name the entity the relation points to"
+            )));
+        }
+        (None, Some(_)) => {
+            return Err(FactError::Invalid(format!(
+                "facts[{i}].predicate: required with an object (both or neither); name the relation, e.g. \"leads\""
+            )));
+        }
+        (Some(p), Some(o)) => {
+            for (field, s, max) in [("predicate", p, MAX_PREDICATE), ("object", o, MAX_OBJECT)] {
+                if s.trim().is_empty() {
+                    return Err(FactError::Invalid(format!(
+                        "facts[{i}].{field}: empty; give both predicate and object, or neither"
+                    )));
+                }
+                check_text(i, field, s, max)?;
+            }
+        }
+    }
+    if subject_known && subject.is_none_or(|s| s.trim().is_empty()) {
+        return Err(FactError::Invalid(format!(
+            "facts[{i}].subject: required with an object; a relation goes from the subject to the object"
+        )));
+    }
+    Ok(())
+}
+
 /// Validate ops that did not come through [`super::ops::parse`] (a direct `insert`, a test).
 pub fn validate(namespace: &str, ops: &[Op]) -> Result<(), FactError> {
     if namespace.trim().is_empty() {
@@ -61,17 +108,28 @@ pub fn validate(namespace: &str, ops: &[Op]) -> Result<(), FactError> {
             Op::Add {
                 text,
                 subject,
+                predicate,
+                object,
                 valid_from,
                 valid_to,
-            } => (Some(text), subject, &None, *valid_from, *valid_to),
+            } => {
+                check_relation(i, subject.as_deref(), predicate, object, true)?;
+                (Some(text), subject, &None, *valid_from, *valid_to)
+            }
             Op::Update {
                 text,
                 subject,
+                predicate,
+                object,
                 valid_from,
                 valid_to,
                 reason,
                 ..
-            } => (Some(text), subject, reason, *valid_from, *valid_to),
+            } => {
+                // The subject may be kept from the target: checked again when it is known.
+                check_relation(i, subject.as_deref(), predicate, object, false)?;
+                (Some(text), subject, reason, *valid_from, *valid_to)
+            }
             Op::Invalidate { reason, .. } => (None, &None, reason, None, None),
             Op::Noop => continue,
         };
@@ -100,47 +158,101 @@ pub fn validate(namespace: &str, ops: &[Op]) -> Result<(), FactError> {
     Ok(())
 }
 
-/// The target's fact id and subject, if it is a current version of `namespace`; otherwise the
-/// error that fails the batch.
+/// The target's fact id, subject and relation, if it is a current version of `namespace`;
+/// otherwise the error that fails the batch.
 fn current_target(
     tx: &Transaction<'_>,
     namespace: &str,
     i: usize,
     target: i64,
-) -> Result<(i64, Option<String>), FactError> {
+) -> Result<Target, FactError> {
     let row: Option<TargetRow> = tx
         .query_row(
-            "SELECT fact_id, namespace, invalidated_at, subject FROM memory_fact_versions WHERE id = ?1",
+            "SELECT fact_id, namespace, invalidated_at, subject, predicate, object
+             FROM memory_fact_versions WHERE id = ?1",
             [target],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            |r| {
+                Ok(TargetRow {
+                    fact_id: r.get(0)?,
+                    namespace: r.get(1)?,
+                    invalidated_at: r.get(2)?,
+                    subject: r.get(3)?,
+                    predicate: r.get(4)?,
+                    object: r.get(5)?,
+                })
+            },
         )
         .optional()
         .map_err(|e| db(tx, e))?;
     target_state(namespace, i, target, row)
 }
 
-/// A target's row as both backends read it: (fact_id, namespace, invalidated_at, subject).
-pub(super) type TargetRow = (i64, String, Option<i64>, Option<String>);
+/// A target's row as both backends read it.
+pub(super) struct TargetRow {
+    pub(super) fact_id: i64,
+    pub(super) namespace: String,
+    pub(super) invalidated_at: Option<i64>,
+    pub(super) subject: Option<String>,
+    pub(super) predicate: Option<String>,
+    pub(super) object: Option<String>,
+}
 
-/// Judge op `i`'s `target` from its row (None: no such version): its fact id and subject when it is
-/// a current version of `namespace`, else the error that fails the batch (shared by both backends,
-/// so they fail a batch with the same words).
+/// A current target: what an UPDATE keeps when it names nothing new.
+pub(super) struct Target {
+    pub(super) fact_id: i64,
+    pub(super) subject: Option<String>,
+    pub(super) predicate: Option<String>,
+    pub(super) object: Option<String>,
+}
+
+/// Judge op `i`'s `target` from its row (None: no such version): what it keeps when it is a current
+/// version of `namespace`, else the error that fails the batch (shared by both backends, so they
+/// fail a batch with the same words).
 pub(super) fn target_state(
     namespace: &str,
     i: usize,
     target: i64,
     row: Option<TargetRow>,
-) -> Result<(i64, Option<String>), FactError> {
+) -> Result<Target, FactError> {
     match row {
         None => Err(FactError::Invalid(format!(
             "facts[{i}].target: no fact version {target}; target an id that was listed"
         ))),
-        Some((_, ns, _, _)) if ns != namespace => Err(FactError::Invalid(format!(
+        Some(r) if r.namespace != namespace => Err(FactError::Invalid(format!(
             "facts[{i}].target: fact version {target} is not in {namespace}; an agent changes only its own facts"
         ))),
-        Some((_, _, Some(_), _)) => Err(FactError::Stale(target)),
-        Some((fact, _, None, subject)) => Ok((fact, subject)),
+        Some(r) if r.invalidated_at.is_some() => Err(FactError::Stale(target)),
+        Some(r) => Ok(Target {
+            fact_id: r.fact_id,
+            subject: r.subject,
+            predicate: r.predicate,
+            object: r.object,
+        }),
     }
+}
+
+/// What an UPDATE's new version says: its subject and relation, given or kept from `old` (see the
+/// module doc), checked (an object needs a subject). Shared by both backends.
+#[allow(clippy::type_complexity)]
+pub(super) fn updated_fields<'a>(
+    i: usize,
+    old: &'a Target,
+    subject: Option<&'a str>,
+    predicate: Option<&'a str>,
+    object: Option<&'a str>,
+) -> Result<(Option<&'a str>, Option<&'a str>, Option<&'a str>), FactError> {
+    let (predicate, object) = match (predicate, object, subject) {
+        (Some(p), Some(o), _) => (Some(p), Some(o)),
+        (_, _, None) => (old.predicate.as_deref(), old.object.as_deref()),
+        _ => (None, None),
+    };
+    let subject = subject.or(old.subject.as_deref());
+    if object.is_some() && subject.is_none() {
+        return Err(FactError::Invalid(format!(
+            "facts[{i}].subject: required with an object; the fact has no subject to keep"
+        )));
+    }
+    Ok((subject, predicate, object))
 }
 
 pub(super) fn db(tx: &rusqlite::Connection, source: rusqlite::Error) -> FactError {
@@ -201,9 +313,11 @@ fn record_closing(
         "INSERT INTO memory_fact_versions (fact_id, namespace, text, subject, entity_id, content_hash,
              valid_from, valid_to, recorded_at, invalidated_at, reason, source, agent, task,
              conversation, source_messages, model, ledger_id, closed_source, closed_agent,
-             closed_task, closed_conversation, closed_model, closed_ledger_id)
+             closed_task, closed_conversation, closed_model, closed_ledger_id, predicate, object,
+             object_entity_id)
          SELECT fact_id, ?2, text, subject, entity_id, content_hash, valid_from, valid_to, ?3, ?3,
-             reason, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?4, ?5, ?6, ?7, ?9, ?10
+             reason, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?4, ?5, ?6, ?7, ?9, ?10,
+             predicate, object, object_entity_id
          FROM memory_fact_versions WHERE id = ?1",
         params![
             target,
@@ -233,6 +347,8 @@ pub(super) struct NewVersion<'a> {
     pub(super) fact_id: i64,
     pub(super) text: &'a str,
     pub(super) subject: Option<&'a str>,
+    pub(super) predicate: Option<&'a str>,
+    pub(super) object: Option<&'a str>,
     pub(super) valid_from: Option<i64>,
     pub(super) valid_to: Option<i64>,
     pub(super) reason: Option<&'a str>,
@@ -249,12 +365,22 @@ fn open_version(
         Some(s) => entities::resolve(tx, namespace, s, now_ms)?,
         None => None,
     };
+    // An edge needs both ends: no subject entity, no object entity (the relation stays as text).
+    let (predicate, object) = match (v.predicate, v.object, entity) {
+        (Some(p), Some(o), Some(_)) => (Some(p), Some(o)),
+        _ => (None, None),
+    };
+    let object_entity = match object {
+        Some(o) => entities::resolve(tx, namespace, o, now_ms)?,
+        None => None,
+    };
     let messages = serde_json::to_string(&p.source_messages).unwrap_or_else(|_| "[]".into());
     tx.execute(
         "INSERT INTO memory_fact_versions (fact_id, namespace, text, subject, entity_id, content_hash,
              valid_from, valid_to, recorded_at, reason, source, agent, task, conversation,
-             source_messages, model, ledger_id)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+             source_messages, model, ledger_id, predicate, object, object_entity_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+             ?18, ?19, ?20)",
         params![
             v.fact_id,
             namespace,
@@ -272,7 +398,10 @@ fn open_version(
             p.conversation,
             messages,
             p.model,
-            p.ledger_id
+            p.ledger_id,
+            predicate,
+            object,
+            object_entity
         ],
     )?;
     let id = tx.last_insert_rowid();
@@ -303,6 +432,8 @@ pub fn run(
             Op::Add {
                 text,
                 subject,
+                predicate,
+                object,
                 valid_from,
                 valid_to,
             } => {
@@ -333,6 +464,8 @@ pub fn run(
                         fact_id,
                         text,
                         subject: subject.as_deref().map(str::trim),
+                        predicate: predicate.as_deref().map(str::trim),
+                        object: object.as_deref().map(str::trim),
                         valid_from: *valid_from,
                         valid_to: *valid_to,
                         reason: None,
@@ -353,22 +486,32 @@ pub fn run(
                 target,
                 text,
                 subject,
+                predicate,
+                object,
                 valid_from,
                 valid_to,
                 reason,
             } => {
-                let (fact_id, old_subject) = current_target(tx, namespace, i, *target)?;
+                let old = current_target(tx, namespace, i, *target)?;
+                // An UPDATE that names no subject keeps the fact's (and its relation, see above).
+                let (subject, predicate, object) = updated_fields(
+                    i,
+                    &old,
+                    subject.as_deref().map(str::trim),
+                    predicate.as_deref().map(str::trim),
+                    object.as_deref().map(str::trim),
+                )?;
                 close(tx, *target, *valid_from, reason.as_deref(), p, now_ms).map_err(e)?;
                 let text = text.trim();
-                // An UPDATE that names no subject keeps the fact's.
-                let subject = subject.as_deref().map(str::trim).or(old_subject.as_deref());
                 let id = open_version(
                     tx,
                     namespace,
                     &NewVersion {
-                        fact_id,
+                        fact_id: old.fact_id,
                         text,
                         subject,
+                        predicate,
+                        object,
                         valid_from: *valid_from,
                         valid_to: *valid_to,
                         reason: reason.as_deref(),

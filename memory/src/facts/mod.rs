@@ -18,15 +18,20 @@
 //!
 //! Map: two backends behind [`FactStore`], each operation's SQL once per backend: SQLite
 //! (`sqlite`: connections and transactions; the SQL in [`apply`], [`entities`], [`query`],
-//! [`search`]; the tables are memory's migration 4, [`crate::schema::facts`]) and PostgreSQL
-//! (`postgres`; the tables are [`crate::schema::postgres`]'s migration 2). Shared by both:
+//! [`search`]; the tables are memory's migration 4, [`crate::schema::facts`], and 5,
+//! [`crate::schema::graph`]) and PostgreSQL (`postgres`; the tables are
+//! [`crate::schema::postgres`]'s migrations 2 and 3). Shared by both:
 //! [`time`] (RFC 3339), [`entities::normalise`] (subjects, aliases), [`apply::validate`] and
 //! `apply::target_state` (a batch's checks), [`search`]'s query words, in-memory vectors and
 //! fusion, [`ops`] (the `record_facts` tool), [`prompt`] (the memory calls' text), [`json`]
-//! (renderings).
+//! (renderings), [`graph`] (graph memory: a version's `predicate` + object entity is an edge; the
+//! neighbourhood walk, entities named in a text, and the graph's renderings; its SQL is one text
+//! for both backends).
 
 pub mod apply;
+mod embedding;
 pub mod entities;
+pub mod graph;
 pub mod json;
 pub mod ops;
 mod postgres;
@@ -37,6 +42,10 @@ mod sqlite;
 pub mod time;
 
 #[cfg(test)]
+mod embedding_tests;
+#[cfg(test)]
+mod graph_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::HashMap;
@@ -44,7 +53,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
-use crate::embed::EmbedSlot;
+use crate::embed::{EmbedSlot, Embedder};
+use crate::recall::generation::{self, Generation, GenerationState, Switch};
 use crate::recall::vectors::quantise;
 use search::CurrentVectors;
 
@@ -119,6 +129,10 @@ pub struct FactVersion {
     pub text: String,
     /// What it is about, as written (linked to an entity).
     pub subject: Option<String>,
+    /// The relation to `object` (graph memory: "leads"); set together with `object`.
+    pub predicate: Option<String>,
+    /// The entity the relation points to, as written (linked to an entity like `subject`).
+    pub object: Option<String>,
     /// World time from which it holds (None: open).
     pub valid_from: Option<i64>,
     /// World time until which it holds, exclusive (None: open).
@@ -167,6 +181,10 @@ pub enum Op {
         text: String,
         /// What it is about.
         subject: Option<String>,
+        /// The relation from `subject` to `object` (graph memory; both or neither).
+        predicate: Option<String>,
+        /// The entity the relation points to (needs `subject`).
+        object: Option<String>,
         /// World time from.
         valid_from: Option<i64>,
         /// World time to.
@@ -180,6 +198,11 @@ pub enum Op {
         text: String,
         /// What it is about.
         subject: Option<String>,
+        /// The relation from `subject` to `object` (both or neither; neither, with no new
+        /// subject, keeps the fact's relation).
+        predicate: Option<String>,
+        /// The entity the relation points to (needs a subject, given or kept).
+        object: Option<String>,
         /// World time from (also the closed version's `valid_to`).
         valid_from: Option<i64>,
         /// World time to.
@@ -282,8 +305,13 @@ struct Inner {
     slot: EmbedSlot,
     /// The current versions' vectors (loaded on the first search once the embedder is there).
     vectors: RwLock<CurrentVectors>,
-    /// Current versions may lack a vector (written before the embedder loaded).
+    /// Current versions may lack a vector (written before the embedder loaded, or while it was
+    /// down).
     pending: AtomicBool,
+    /// The embedding generations' rows ([`embedding`]).
+    gens: embedding::GenDb,
+    /// Which embedder is down, what was said, whether the background filler runs.
+    health: embedding::Health,
 }
 
 /// Where the facts are: each operation's SQL is written once per backend ([`sqlite`],
@@ -303,6 +331,8 @@ pub(crate) struct Embedded {
 /// Current versions embedded after a batch, at most (the rest at the next batch or
 /// [`FactStore::embed_pending`]).
 const BACKFILL: usize = 32;
+/// Current versions per round of the background filler (one write transaction per generation).
+const FILL_ROUND: usize = 256;
 
 /// The error of a change asked of a store opened read-only.
 fn read_only(place: &str) -> FactError {
@@ -312,13 +342,15 @@ fn read_only(place: &str) -> FactError {
 }
 
 impl FactStore {
-    fn build(backend: Backend, slot: EmbedSlot) -> Self {
+    fn build(backend: Backend, slot: EmbedSlot, gens: embedding::GenDb) -> Self {
         FactStore {
             inner: Arc::new(Inner {
                 backend,
                 slot,
                 vectors: RwLock::new(CurrentVectors::default()),
                 pending: AtomicBool::new(true),
+                gens,
+                health: embedding::Health::default(),
             }),
         }
     }
@@ -328,6 +360,7 @@ impl FactStore {
         Ok(Self::build(
             Backend::Sqlite(sqlite::SqliteFacts::open(db_path)?),
             slot,
+            embedding::GenDb::sqlite(db_path, false),
         ))
     }
 
@@ -336,15 +369,18 @@ impl FactStore {
         Ok(Self::build(
             Backend::Sqlite(sqlite::SqliteFacts::open_read_only(db_path)?),
             slot,
+            embedding::GenDb::sqlite(db_path, true),
         ))
     }
 
     /// Open read-write on PostgreSQL, bringing memory's PostgreSQL tables up to date first
     /// (`conn.migrate(&crate::schema::postgres::COMPONENT)`). Several nodes may share the database.
     pub fn open_postgres(conn: opc_pg::Blocking, slot: EmbedSlot) -> Result<Self, FactError> {
+        let gens = embedding::GenDb::Postgres(conn.clone());
         Ok(Self::build(
             Backend::Postgres(postgres::PgFacts::open(conn)?),
             slot,
+            gens,
         ))
     }
 
@@ -354,9 +390,11 @@ impl FactStore {
         conn: opc_pg::Blocking,
         slot: EmbedSlot,
     ) -> Result<Self, FactError> {
+        let gens = embedding::GenDb::Postgres(conn.clone());
         Ok(Self::build(
             Backend::Postgres(postgres::PgFacts::open_read_only(conn)?),
             slot,
+            gens,
         ))
     }
 
@@ -368,23 +406,123 @@ impl FactStore {
         }
     }
 
-    /// Embed `texts` when the embedder is loaded: (model id, int8 vectors with their scales).
+    /// The generations on disk and what to do about them ([`generation::plan`]), with the
+    /// bookkeeping done when this store may write (the first generation created, a new one
+    /// started, abandoned ones dropped).
+    fn plan(&self) -> Result<generation::Plan, FactError> {
+        let configured = self
+            .inner
+            .slot
+            .get()
+            .map(|m| (m.model_id().to_string(), m.descriptor().to_string()));
+        let plan_of = |gens: &[Generation]| {
+            generation::plan(
+                gens,
+                configured.as_ref().map(|(m, d)| (m.as_str(), d.clone())),
+            )
+        };
+        let plan = plan_of(&self.inner.gens.list()?);
+        if (plan.create.is_none() && plan.stale.is_empty()) || self.is_read_only() {
+            return Ok(plan);
+        }
+        self.inner.gens.apply_plan(&plan)?;
+        if let Some((model, _, GenerationState::Filling)) = &plan.create {
+            tracing::info!(
+                from = plan.active.as_deref().unwrap_or(""),
+                to = %model,
+                "facts: the embedding model changed; re-embedding the current facts in the background (searches keep the current vectors until it is complete)"
+            );
+        }
+        // Read again: another process or node may have raced this one (its generation stands).
+        Ok(plan_of(&self.inner.gens.list()?))
+    }
+
+    /// Facts' embedding generations as recorded (the active one, and one filling when the
+    /// configured embedder changed), so a start-up can rebuild the previous embedder
+    /// ([`EmbedSlot::set_previous`]).
+    pub fn embedding_generations(&self) -> Result<Vec<Generation>, FactError> {
+        self.inner.gens.list()
+    }
+
+    /// Embed `texts` with `model`, in calls of its preferred batch size, as int8 vectors with their
+    /// scales; every vector must have the size the model declares (an error naming the version,
+    /// from `ids`, or the text's place otherwise). A failure of the embedder is remembered
+    /// ([`embedding::Health`]); a success lifts it.
+    fn embed_checked(
+        &self,
+        model: &dyn Embedder,
+        texts: &[&str],
+        ids: Option<&[i64]>,
+    ) -> Result<Vec<(Vec<i8>, f32)>, FactError> {
+        let id = model.model_id();
+        let want = model.dimensions();
+        let mut out = Vec::with_capacity(texts.len());
+        for (n, chunk) in texts.chunks(model.batch_size().max(1)).enumerate() {
+            let vectors = match model.embed(chunk) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.inner.health.failed(id, &e);
+                    return Err(e.into());
+                }
+            };
+            if vectors.len() != chunk.len() {
+                return Err(FactError::Invalid(format!(
+                    "embedder {id:?} returned {} vectors for {} texts; the facts stay without vectors",
+                    vectors.len(),
+                    chunk.len()
+                )));
+            }
+            for (i, v) in vectors.iter().enumerate() {
+                if v.len() != want {
+                    let at = n * model.batch_size().max(1) + i;
+                    let row = match ids.and_then(|ids| ids.get(at)) {
+                        Some(version) => format!("fact version {version}"),
+                        None => format!("text {} of the batch", at + 1),
+                    };
+                    return Err(FactError::Invalid(format!(
+                        "embedder {id:?} returned {} components for {row} where it declares {want}: \
+                         check its `dimensions` setting; the facts stay without vectors",
+                        v.len()
+                    )));
+                }
+                out.push(quantise(v));
+            }
+        }
+        self.inner.health.worked(id);
+        Ok(out)
+    }
+
+    /// Embed `texts` with the active generation's embedder: (model id, int8 vectors with their
+    /// scales). `None` when that embedder is not loaded, is known to be down, or fails now (the
+    /// versions are then written without vectors and embedded later, in the background): a batch
+    /// never fails, nor waits on a down embedder, because of its vectors.
     #[allow(clippy::type_complexity)]
     fn embed(
         &self,
+        plan: &generation::Plan,
         texts: &[&str],
-    ) -> Result<Option<(&'static str, Vec<(Vec<i8>, f32)>)>, FactError> {
-        let Some(model) = self.inner.slot.get() else {
+    ) -> Result<Option<(String, Vec<(Vec<i8>, f32)>)>, FactError> {
+        let Some(model) = plan
+            .active
+            .as_deref()
+            .and_then(|m| self.inner.slot.for_model(m))
+        else {
             return Ok(None);
         };
+        let id = model.model_id().to_string();
         if texts.is_empty() {
-            return Ok(Some((model.model_id(), Vec::new())));
+            return Ok(Some((id, Vec::new())));
         }
-        let vectors = model.embed(texts)?;
-        Ok(Some((
-            model.model_id(),
-            vectors.iter().map(|v| quantise(v)).collect(),
-        )))
+        if self.inner.health.is_down(&id) {
+            return Ok(None);
+        }
+        match self.embed_checked(model.as_ref(), texts, None) {
+            Ok(vectors) => Ok(Some((id, vectors))),
+            Err(e) => {
+                tracing::debug!(error = %e, "facts: the batch is written without vectors");
+                Ok(None)
+            }
+        }
     }
 
     /// Apply one batch to `namespace` in ONE transaction. ADD opens a version (dropped as a duplicate
@@ -425,7 +563,8 @@ impl FactStore {
                 _ => None,
             })
             .collect();
-        let embedded = self.embed(&texts)?.map(|(model, vectors)| Embedded {
+        let plan = self.plan()?;
+        let embedded = self.embed(&plan, &texts)?.map(|(model, vectors)| Embedded {
             model: model.to_string(),
             by_text: texts.iter().map(|t| t.to_string()).zip(vectors).collect(),
         });
@@ -445,7 +584,7 @@ impl FactStore {
                         for id in &changes.closed {
                             cv.remove(*id);
                         }
-                        if let Some(emb) = &embedded {
+                        if let Some(emb) = embedded.as_ref().filter(|e| e.model == cv.model) {
                             for o in &changes.opened {
                                 if let Some((q, scale)) = emb.by_text.get(o.text.as_str()) {
                                     cv.insert(o.id, &o.namespace, o.recorded_at, q, *scale);
@@ -473,8 +612,14 @@ impl FactStore {
         if embedded.is_none() && !changes.opened.is_empty() {
             self.inner.pending.store(true, Ordering::Relaxed);
         } else if embedded.is_some() && self.inner.pending.load(Ordering::Relaxed) {
-            // Versions written before the embedder loaded: a few per batch.
-            self.embed_pending(BACKFILL)?;
+            // Versions written before the embedder loaded: a few per batch. The batch is committed:
+            // a failure here only leaves them to the background filler.
+            if let Err(e) = self.embed_pending(BACKFILL) {
+                tracing::debug!(error = %e, "facts: backfilling vectors failed; retrying in the background");
+            }
+        }
+        if self.inner.pending.load(Ordering::Relaxed) || plan.filling.is_some() {
+            self.kick_filler();
         }
         Ok(applied)
     }
@@ -487,29 +632,86 @@ impl FactStore {
         }
     }
 
-    /// Embed up to `limit` current versions that have no vector of the loaded model yet (written
-    /// before it loaded); returns how many. Nothing to do (0) when the embedder is not loaded.
+    /// Embed up to `limit` current versions without a vector of the active generation (written
+    /// before its embedder loaded, or while it was down), and up to `limit` of a generation filling
+    /// (switching to it when none is left); returns how many. Nothing to do (0) when no embedder is
+    /// loaded or the store is read-only.
     pub fn embed_pending(&self, limit: usize) -> Result<usize, FactError> {
-        let Some(model) = self.inner.slot.get().map(|m| m.model_id()) else {
-            return Ok(0);
-        };
-        if self.is_read_only() {
-            return Ok(0);
+        self.vector_round(limit).map(|(n, _)| n)
+    }
+
+    /// [`Self::embed_pending`], and what is left for the background filler.
+    fn vector_round(&self, limit: usize) -> Result<(usize, embedding::Round), FactError> {
+        if self.is_read_only() || self.inner.slot.get().is_none() {
+            return Ok((0, embedding::Round::Idle));
         }
+        let plan = self.plan()?;
+        let mut done = 0;
+        let mut waiting = false;
+        let mut failed = None;
+        let active = plan
+            .active
+            .as_deref()
+            .and_then(|m| self.inner.slot.for_model(m));
+        if let Some(model) = active {
+            match self.embed_missing(model.as_ref(), limit) {
+                Ok(n) => {
+                    if n < limit {
+                        self.inner.pending.store(false, Ordering::Relaxed);
+                    }
+                    done += n;
+                }
+                Err(e) => failed = Some(e),
+            }
+        }
+        let filling = plan
+            .filling
+            .as_deref()
+            .and_then(|m| self.inner.slot.for_model(m));
+        if let Some(model) = filling {
+            match self.embed_missing(model.as_ref(), limit) {
+                Ok(0) => match self.inner.gens.switch(model.model_id())? {
+                    // The in-memory vectors follow at the next search: they are of another model
+                    // now (`current_vectors` reloads them).
+                    Switch::Done => {
+                        tracing::info!(model = %model.model_id(), "facts: re-embedding complete; searching the new embedding generation");
+                    }
+                    Switch::Lacking => waiting = true,
+                    Switch::NotFilling => {}
+                },
+                Ok(n) => done += n,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let round = if done > 0 {
+            embedding::Round::Busy
+        } else if waiting {
+            embedding::Round::Waiting
+        } else {
+            embedding::Round::Idle
+        };
+        Ok((done, round))
+    }
+
+    /// Embed up to `limit` current versions without a vector of `model` and store them under it;
+    /// how many.
+    fn embed_missing(&self, model: &dyn Embedder, limit: usize) -> Result<usize, FactError> {
+        let id = model.model_id();
         let todo = match &self.inner.backend {
-            Backend::Sqlite(b) => b.unembedded(model, limit)?,
-            Backend::Postgres(b) => b.unembedded(model, limit)?,
+            Backend::Sqlite(b) => b.unembedded(id, limit)?,
+            Backend::Postgres(b) => b.unembedded(id, limit)?,
         };
-        if todo.len() < limit {
-            self.inner.pending.store(false, Ordering::Relaxed);
-        }
         if todo.is_empty() {
             return Ok(0);
         }
         let texts: Vec<&str> = todo.iter().map(|t| t.1.as_str()).collect();
-        let Some((model, vectors)) = self.embed(&texts)? else {
-            return Ok(0);
-        };
+        let ids: Vec<i64> = todo.iter().map(|t| t.0).collect();
+        let vectors = self.embed_checked(model, &texts, Some(&ids))?;
         let rows: Vec<(i64, Vec<i8>, f32)> = todo
             .iter()
             .zip(vectors)
@@ -517,7 +719,7 @@ impl FactStore {
             .collect();
         match &self.inner.backend {
             Backend::Sqlite(b) => {
-                b.store_vectors(model, &rows)?;
+                b.store_vectors(id, &rows)?;
                 // This process reloads too, at its next search.
                 if let Ok(mut cv) = self.inner.vectors.write() {
                     cv.generation = None;
@@ -530,10 +732,40 @@ impl FactStore {
                     .zip(rows)
                     .map(|((_, text), (id, q, scale))| (id, text.clone(), q, scale))
                     .collect();
-                b.store_vectors(model, &rows)?
+                b.store_vectors(id, &rows)?
             }
         }
         Ok(todo.len())
+    }
+
+    /// Start the background filler when it is not running ([`embedding::run_filler`]): it embeds
+    /// what is pending and fills a new generation, with backoff while the embedder fails, and ends
+    /// when there is nothing left (or the store is dropped).
+    fn kick_filler(&self) {
+        if self.is_read_only()
+            || self.inner.slot.get().is_none()
+            || self.inner.health.filler.swap(true, Ordering::AcqRel)
+        {
+            return;
+        }
+        let weak = Arc::downgrade(&self.inner);
+        let spawned = std::thread::Builder::new()
+            .name("facts-embedder".into())
+            .spawn(move || {
+                embedding::run_filler(
+                    weak,
+                    |inner: &Inner| &inner.health.filler,
+                    |inner| {
+                        let store = FactStore {
+                            inner: Arc::clone(inner),
+                        };
+                        store.vector_round(FILL_ROUND).map(|(_, round)| round)
+                    },
+                )
+            });
+        if spawned.is_err() {
+            self.inner.health.filler.store(false, Ordering::Release);
+        }
     }
 
     /// `archival_insert`: one ADD with source from `provenance`.
@@ -548,6 +780,8 @@ impl FactStore {
         let op = Op::Add {
             text: text.to_string(),
             subject: subject.map(str::to_string),
+            predicate: None,
+            object: None,
             valid_from: None,
             valid_to: None,
         };
@@ -584,7 +818,7 @@ impl FactStore {
                     .inner
                     .vectors
                     .read()
-                    .map(|cv| cv.generation == Some(generation))
+                    .map(|cv| cv.generation == Some(generation) && cv.model == model)
                     .unwrap_or(false);
                 if !fresh {
                     let loaded = b.load_vectors(model, generation)?;
@@ -593,12 +827,67 @@ impl FactStore {
                     }
                 }
             }
-            Backend::Postgres(b) => b.follow(&self.inner.vectors, model)?,
+            Backend::Postgres(b) => {
+                let held = self
+                    .inner
+                    .vectors
+                    .read()
+                    .map(|cv| cv.model.clone())
+                    .unwrap_or_default();
+                if held != model {
+                    // Another generation (a switch): follow its vectors from the start.
+                    b.reset_follow();
+                }
+                b.follow(&self.inner.vectors, model)?;
+                if held != model
+                    && let Ok(mut cv) = self.inner.vectors.write()
+                {
+                    cv.model = model.to_string();
+                }
+            }
         }
         self.inner
             .vectors
             .read()
             .map_err(|_| FactError::Invalid("facts vectors: a search panicked".to_string()))
+    }
+
+    /// The active generation's embedder, which embeds queries (never another model's); `None`
+    /// when it is not loaded (said once when the configured one is another model, filling).
+    fn query_embedder(&self) -> Result<Option<Arc<dyn Embedder>>, FactError> {
+        let plan = self.plan()?;
+        if plan.filling.is_some() {
+            self.kick_filler();
+        }
+        let model = plan
+            .active
+            .as_deref()
+            .and_then(|m| self.inner.slot.for_model(m));
+        if model.is_none()
+            && self.inner.slot.get().is_some()
+            && !self.inner.health.said_off.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(
+                generation = plan.active.as_deref().unwrap_or(""),
+                "facts: the embedder of the stored vectors is not available (the configured model is another, being filled in the background); searching by keywords only until the new vectors are complete"
+            );
+        }
+        Ok(model)
+    }
+
+    /// The query's vector; `None` (keywords only) while `model` is known to be down, or when it
+    /// fails now (then remembered as down).
+    fn embed_query(&self, model: &dyn Embedder, text: &str) -> Option<Vec<f32>> {
+        if self.inner.health.is_down(model.model_id()) {
+            return None;
+        }
+        match model.embed(&[text]) {
+            Ok(v) => v.into_iter().next(),
+            Err(e) => {
+                self.inner.health.failed(model.model_id(), &e);
+                None
+            }
+        }
     }
 
     /// Hybrid (BM25 + vectors) search in `query.view` over `query.namespaces`. `Current` and
@@ -618,12 +907,9 @@ impl FactStore {
             View::ValidAt(_) | View::History => None,
         };
         let mut vector = Vec::new();
-        if let (Some(by), Some(model)) = (recorded_by, self.inner.slot.get()) {
-            let q = model
-                .embed(&[query.text.as_str()])?
-                .into_iter()
-                .next()
-                .unwrap_or_default();
+        if let (Some(by), Some(model)) = (recorded_by, self.query_embedder()?)
+            && let Some(q) = self.embed_query(model.as_ref(), &query.text)
+        {
             let id = model.model_id();
             let mut best = search::Best::new(pool);
             for (vid, s) in self

@@ -6,6 +6,12 @@
 //! a generic JSON Schema validator because it also checks what the schema cannot say (a target must
 //! be one of the listed ids, at most once per batch; `valid_to` not before `valid_from`), and it never
 //! panics on any input (a test feeds garbage of every shape).
+//!
+//! Graph memory (`framework.memory.graph.enabled`): ADD and UPDATE may carry a relation,
+//! `predicate` (a short verb phrase) and `object` (an entity name), both or neither, an object only
+//! with a subject. Only agents with graph memory are offered the two fields
+//! ([`record_facts_schema_for`]`(true)`) and accept them ([`parse_for`]`(.., true)`); with it off
+//! the fields are unknown and a model that sends them anyway is told graph memory is off.
 
 use std::collections::{HashMap, HashSet};
 
@@ -25,6 +31,10 @@ pub const MAX_TEXT: usize = 2000;
 pub const MAX_SUBJECT: usize = 200;
 /// Characters of a reason at most.
 pub const MAX_REASON: usize = 500;
+/// Characters of a relation's predicate at most (a short verb phrase: "leads", "reports to").
+pub const MAX_PREDICATE: usize = 60;
+/// Characters of a relation's object at most (an entity name, as a subject).
+pub const MAX_OBJECT: usize = 200;
 
 const FIELDS: &[&str] = &[
     "op",
@@ -34,6 +44,8 @@ const FIELDS: &[&str] = &[
     "valid_to",
     "target",
     "reason",
+    "predicate",
+    "object",
 ];
 
 /// Why a `record_facts` input was rejected (what and where).
@@ -41,8 +53,40 @@ const FIELDS: &[&str] = &[
 #[error("{0}")]
 pub struct Rejected(pub String);
 
-/// The input's JSON Schema.
+/// The input's JSON Schema without graph memory (no relation fields).
 pub fn record_facts_schema() -> Value {
+    record_facts_schema_for(false)
+}
+
+/// The input's JSON Schema; with `graph`, ADD and UPDATE may carry `predicate` and `object`.
+pub fn record_facts_schema_for(graph: bool) -> Value {
+    let mut schema = base_schema();
+    if graph
+        && let Some(props) = schema
+            .pointer_mut("/properties/facts/items/properties")
+            .and_then(Value::as_object_mut)
+    {
+        props.insert(
+            "predicate".into(),
+            json!({
+                "type": ["string", "null"],
+                "maxLength": MAX_PREDICATE,
+                "description": "The relation from `subject` to `object`, a short verb phrase (\"leads\", \"reports to\", \"depends on\"), when the text states one (ADD, UPDATE). Both predicate and object, or neither."
+            }),
+        );
+        props.insert(
+            "object".into(),
+            json!({
+                "type": ["string", "null"],
+                "maxLength": MAX_OBJECT,
+                "description": "The entity the relation points to (a project, person, customer, system), spelled the same way every time; needs `subject`."
+            }),
+        );
+    }
+    schema
+}
+
+fn base_schema() -> Value {
     let time = |what: &str| {
         json!({
             "type": ["string", "null"],
@@ -208,6 +252,67 @@ fn absent(item: &Map<String, Value>, path: &str, field: &str, why: &str) -> Resu
     }
 }
 
+/// An op's relation: `predicate` and `object`, both or neither, only with graph memory, only on
+/// ADD and UPDATE, an object only with a subject (an UPDATE may keep the fact's subject: the store
+/// checks that one).
+fn relation(
+    item: &Map<String, Value>,
+    path: &str,
+    op: &str,
+    has_subject: bool,
+    graph: bool,
+) -> Result<(Option<String>, Option<String>), Rejected> {
+    let given = |f: &str| !matches!(item.get(f), None | Some(Value::Null));
+    if !graph {
+        for field in ["predicate", "object"] {
+            if given(field) {
+                return Err(reject(
+                    &format!("{path}.{field}"),
+                    "graph memory is off for this agent (framework.memory.graph.enabled); \
+                     record the relation in `text` and leave predicate and object out",
+                ));
+            }
+        }
+        return Ok((None, None));
+    }
+    let predicate = string(item, path, "predicate", MAX_PREDICATE)?;
+    let object = string(item, path, "object", MAX_OBJECT)?;
+    match (&predicate, &object) {
+        (None, None) => return Ok((None, None)),
+        _ if !matches!(op, "ADD" | "UPDATE") => {
+            let field = if predicate.is_some() {
+                "predicate"
+            } else {
+                "object"
+            };
+            return Err(reject(
+                &format!("{path}.{field}"),
+                format!("{op} takes no relation; only ADD and UPDATE carry predicate and object"),
+            ));
+        }
+        (Some(_), None) => {
+            return Err(reject(
+                &format!("{path}.object"),
+                "required with a predicate (both or neither): the entity the relation points to",
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(reject(
+                &format!("{path}.predicate"),
+                "required with an object (both or neither): the relation, e.g. \"leads\"",
+            ));
+        }
+        (Some(_), Some(_)) => {}
+    }
+    if op == "ADD" && !has_subject {
+        return Err(reject(
+            &format!("{path}.subject"),
+            "required with an object: a relation goes from the subject to the object",
+        ));
+    }
+    Ok((predicate, object))
+}
+
 fn ordered(
     path: &str,
     from: Option<i64>,
@@ -226,8 +331,15 @@ fn ordered(
 
 /// Validate a `record_facts` input against the schema and the ids that were listed. Whole or
 /// nothing: any error rejects the batch, with a message saying what and where
-/// (`facts[2].target: 17 was not listed`).
+/// (`facts[2].target: 17 was not listed`). Graph memory off: see [`parse_for`].
 pub fn parse(input: &Value, listed: &HashSet<i64>) -> Result<Vec<Op>, Rejected> {
+    parse_for(input, listed, false)
+}
+
+/// [`parse`], with graph memory on or off: with `graph`, ADD and UPDATE may carry `predicate` and
+/// `object` (both or neither; an object only with a subject); without it, either is rejected
+/// saying graph memory is off.
+pub fn parse_for(input: &Value, listed: &HashSet<i64>, graph: bool) -> Result<Vec<Op>, Rejected> {
     let Value::Object(top) = input else {
         return Err(reject(
             "input",
@@ -296,6 +408,7 @@ pub fn parse(input: &Value, listed: &HashSet<i64>) -> Result<Vec<Op>, Rejected> 
         let text = string(item, &path, "text", MAX_TEXT)?;
         let subject = string(item, &path, "subject", MAX_SUBJECT)?;
         let reason = string(item, &path, "reason", MAX_REASON)?;
+        let (predicate, object) = relation(item, &path, op, subject.is_some(), graph)?;
         let (valid_from, valid_to) = ordered(
             &path,
             time(item, &path, "valid_from")?,
@@ -320,6 +433,8 @@ pub fn parse(input: &Value, listed: &HashSet<i64>) -> Result<Vec<Op>, Rejected> 
                 Op::Add {
                     text: need_text(text)?,
                     subject,
+                    predicate,
+                    object,
                     valid_from,
                     valid_to,
                 }
@@ -328,6 +443,8 @@ pub fn parse(input: &Value, listed: &HashSet<i64>) -> Result<Vec<Op>, Rejected> 
                 target: target(item, &path, listed, &mut seen, i)?,
                 text: need_text(text)?,
                 subject,
+                predicate,
+                object,
                 valid_from,
                 valid_to,
                 reason,

@@ -1,6 +1,7 @@
 //! The facts store on PostgreSQL (`framework.memory.storage: postgres`): the tables of memory's
-//! PostgreSQL migration 2 ([`crate::schema::postgres`]), reached through one `opc_pg::Blocking`
-//! connection, possibly shared by several nodes.
+//! PostgreSQL migrations 2 and 3 ([`crate::schema::postgres`]; 3 adds graph memory's relation
+//! columns), reached through one `opc_pg::Blocking` connection, possibly shared by several nodes.
+//! The graph's queries are [`super::graph`]'s SQL, shared with SQLite; [`PgFacts::select`] runs them.
 //!
 //! Invariants (and why):
 //! - a batch is ONE transaction, like SQLite's; but other nodes write at the same time, so every
@@ -33,8 +34,9 @@ use opc_pg::postgres::error::SqlState;
 use opc_pg::postgres::types::ToSql;
 use opc_pg::postgres::{self, Client, GenericClient, IsolationLevel, Row, Transaction};
 
-use super::apply::{Changes, NewVersion, Opened, TargetRow, target_state};
+use super::apply::{Changes, NewVersion, Opened, Target, TargetRow, target_state, updated_fields};
 use super::entities::{AliasError, normalise};
+use super::graph::{Arg, Cell, Kind, Sql};
 use super::prompt::content_hash;
 use super::query::COLUMNS;
 use super::search::{self, Best, CurrentVectors, PAST_VECTORS, dot_i8, from_blob, to_blob};
@@ -113,6 +115,12 @@ impl PgFacts {
                 "the PostgreSQL database {place} has no facts tables yet (memory schema version \
                  {found}, facts need {FACTS_SINCE}): start `opc run` or `opc chat` with this config \
                  once to create them"
+            )));
+        }
+        // The reads name columns of every migration (graph memory's relation, …), as on SQLite.
+        if found < known {
+            return Err(FactError::Invalid(format!(
+                "the PostgreSQL database {place} has memory schema version {found}, this build                  reads {known}: start `opc run` or `opc chat` of this build with this config once                  to upgrade it"
             )));
         }
         Ok(PgFacts {
@@ -229,6 +237,12 @@ impl PgFacts {
                 tx.commit()
             })
         })?)
+    }
+
+    /// Forget the vectors' horizon: the next [`Self::follow`] loads from the start (the embedding
+    /// generation switched: the vectors of another model are followed).
+    pub(super) fn reset_follow(&self) {
+        *self.horizon.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     /// Bring `vectors` up to date with the table, in commit order (see the module doc): the first
@@ -370,6 +384,42 @@ impl PgFacts {
             format!("SELECT {COLUMNS} FROM memory_fact_versions v WHERE v.id = ANY($1)"),
             vec![Box::new(ids.to_vec())],
         )
+    }
+
+    /// Run one of [`super::graph`]'s queries (SQL shared with SQLite), decoding each column as
+    /// `kinds` says.
+    pub(super) fn select(
+        &self,
+        doing: &'static str,
+        sql: Sql,
+        kinds: &'static [Kind],
+    ) -> Result<Vec<Vec<Cell>>, FactError> {
+        let params: Vec<Param> = sql
+            .args
+            .into_iter()
+            .map(|a| -> Param {
+                match a {
+                    Arg::Int(i) => Box::new(i),
+                    Arg::Text(s) => Box::new(s),
+                }
+            })
+            .collect();
+        let text = sql.text;
+        Ok(self.conn.run(doing, move |c| {
+            c.query(&text, &refs(&params))?
+                .iter()
+                .map(|r| {
+                    kinds
+                        .iter()
+                        .enumerate()
+                        .map(|(i, k)| match k {
+                            Kind::Int => r.try_get(i).map(Cell::Int),
+                            Kind::Text => r.try_get(i).map(Cell::Text),
+                        })
+                        .collect::<Result<Vec<Cell>, postgres::Error>>()
+                })
+                .collect()
+        })?)
     }
 
     fn versions(
@@ -669,6 +719,8 @@ impl Batch {
                 Op::Add {
                     text,
                     subject,
+                    predicate,
+                    object,
                     valid_from,
                     valid_to,
                 } => {
@@ -699,6 +751,8 @@ impl Batch {
                         fact_id,
                         text,
                         subject: subject.as_deref().map(str::trim),
+                        predicate: predicate.as_deref().map(str::trim),
+                        object: object.as_deref().map(str::trim),
                         valid_from: *valid_from,
                         valid_to: *valid_to,
                         reason: None,
@@ -711,22 +765,35 @@ impl Batch {
                     target,
                     text,
                     subject,
+                    predicate,
+                    object,
                     valid_from,
                     valid_to,
                     reason,
                 } => {
-                    let (fact_id, old_subject) = match current_target(&mut tx, ns, i, *target)? {
+                    let old = match current_target(&mut tx, ns, i, *target)? {
                         Ok(found) => found,
+                        Err(e) => return Ok(Err(e)),
+                    };
+                    // An UPDATE that names no subject keeps the fact's (and its relation).
+                    let (subject, predicate, object) = match updated_fields(
+                        i,
+                        &old,
+                        subject.as_deref().map(str::trim),
+                        predicate.as_deref().map(str::trim),
+                        object.as_deref().map(str::trim),
+                    ) {
+                        Ok(fields) => fields,
                         Err(e) => return Ok(Err(e)),
                     };
                     close(&mut tx, *target, *valid_from, reason.as_deref(), p, now_ms)?;
                     let text = text.trim();
-                    // An UPDATE that names no subject keeps the fact's.
-                    let subject = subject.as_deref().map(str::trim).or(old_subject.as_deref());
                     let v = NewVersion {
-                        fact_id,
+                        fact_id: old.fact_id,
                         text,
                         subject,
+                        predicate,
+                        object,
                         valid_from: *valid_from,
                         valid_to: *valid_to,
                         reason: reason.as_deref(),
@@ -786,22 +853,29 @@ fn lock_key(namespace: &str, hash: &str) -> i32 {
     i32::from_le_bytes(((h ^ (h >> 32)) as u32).to_le_bytes())
 }
 
-/// The target's fact id and subject, after locking its row (`FOR UPDATE`: a node closing the same
+/// The target's fact id, subject and relation, after locking its row (`FOR UPDATE`: a node closing the same
 /// version at the same time waits for this transaction, then sees the version closed).
 fn current_target(
     tx: &mut Transaction<'_>,
     namespace: &str,
     i: usize,
     target: i64,
-) -> Result<Result<(i64, Option<String>), FactError>, postgres::Error> {
+) -> Result<Result<Target, FactError>, postgres::Error> {
     let row: Option<TargetRow> = tx
         .query_opt(
-            "SELECT fact_id, namespace, invalidated_at, subject FROM memory_fact_versions
-             WHERE id = $1 FOR UPDATE",
+            "SELECT fact_id, namespace, invalidated_at, subject, predicate, object
+             FROM memory_fact_versions WHERE id = $1 FOR UPDATE",
             &[&target],
         )?
         .map(|r| -> Result<TargetRow, postgres::Error> {
-            Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?))
+            Ok(TargetRow {
+                fact_id: r.try_get(0)?,
+                namespace: r.try_get(1)?,
+                invalidated_at: r.try_get(2)?,
+                subject: r.try_get(3)?,
+                predicate: r.try_get(4)?,
+                object: r.try_get(5)?,
+            })
         })
         .transpose()?;
     Ok(target_state(namespace, i, target, row))
@@ -851,10 +925,12 @@ fn record_closing(
         "INSERT INTO memory_fact_versions (fact_id, namespace, text, subject, entity_id, content_hash,
              valid_from, valid_to, recorded_at, invalidated_at, reason, source, agent, task,
              conversation, source_messages, model, ledger_id, closed_source, closed_agent,
-             closed_task, closed_conversation, closed_model, closed_ledger_id)
+             closed_task, closed_conversation, closed_model, closed_ledger_id, predicate, object,
+             object_entity_id)
          SELECT fact_id, $2::TEXT, text, subject, entity_id, content_hash, valid_from, valid_to,
              $3::BIGINT, $3::BIGINT, reason, $4::TEXT, $5::TEXT, $6::BIGINT, $7::TEXT, $8::TEXT,
-             $9::TEXT, $10::BIGINT, $4::TEXT, $5::TEXT, $6::BIGINT, $7::TEXT, $9::TEXT, $10::BIGINT
+             $9::TEXT, $10::BIGINT, $4::TEXT, $5::TEXT, $6::BIGINT, $7::TEXT, $9::TEXT, $10::BIGINT,
+             predicate, object, object_entity_id
          FROM memory_fact_versions WHERE id = $1
          RETURNING id",
         &[
@@ -884,12 +960,22 @@ fn open_version(
         Some(s) => resolve(tx, namespace, s, now_ms)?,
         None => None,
     };
+    // An edge needs both ends, as on SQLite (`apply::open_version`).
+    let (predicate, object) = match (v.predicate, v.object, entity) {
+        (Some(p), Some(o), Some(_)) => (Some(p), Some(o)),
+        _ => (None, None),
+    };
+    let object_entity = match object {
+        Some(o) => resolve(tx, namespace, o, now_ms)?,
+        None => None,
+    };
     let messages = serde_json::to_string(&p.source_messages).unwrap_or_else(|_| "[]".into());
     tx.query_one(
         "INSERT INTO memory_fact_versions (fact_id, namespace, text, subject, entity_id, content_hash,
              valid_from, valid_to, recorded_at, reason, source, agent, task, conversation,
-             source_messages, model, ledger_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+             source_messages, model, ledger_id, predicate, object, object_entity_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+             $18, $19, $20)
          RETURNING id",
         &[
             &v.fact_id,
@@ -909,6 +995,9 @@ fn open_version(
             &messages,
             &p.model,
             &p.ledger_id,
+            &predicate,
+            &object,
+            &object_entity,
         ],
     )?
     .try_get(0)
@@ -978,8 +1067,8 @@ fn upsert_vector(
 ) -> Result<u64, postgres::Error> {
     tx.execute(
         "INSERT INTO memory_fact_vectors (version_id, model, scale, vector) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (version_id) DO UPDATE
-             SET model = EXCLUDED.model, scale = EXCLUDED.scale, vector = EXCLUDED.vector",
+         ON CONFLICT (version_id, model) DO UPDATE
+             SET scale = EXCLUDED.scale, vector = EXCLUDED.vector",
         &[&id, &model, &f64::from(scale), &to_blob(q)],
     )
 }
@@ -1046,5 +1135,7 @@ fn version(r: &Row) -> Result<FactVersion, postgres::Error> {
         source_messages: serde_json::from_str(&messages).unwrap_or_default(),
         model: r.try_get(15)?,
         ledger_id: r.try_get(16)?,
+        predicate: r.try_get(17)?,
+        object: r.try_get(18)?,
     })
 }

@@ -6,6 +6,10 @@
 //! that targets must be listed ids, and to answer NOOP when nothing is new. Facts are listed one
 //! JSON object per line ([`super::FactVersion::prompt_line`]): each line parses alone, and a model
 //! copies an `id` from it without confusing neighbours.
+//!
+//! Graph memory is a parameter of the prompt functions (`*_for(.., graph)`), never a global: with
+//! it on, the operations also teach `predicate`/`object` (a relation, where the text states one),
+//! still in the same one call per task; with it off the text is exactly what it was before.
 
 use sha2::{Digest, Sha256};
 
@@ -37,10 +41,27 @@ same way every time, so the facts about it can be found together.
 - Record what was said: a user who dislikes something is a fact about the user, not a reason to \
 invalidate a fact about the thing.";
 
+/// What graph memory adds to the operations: relations, where the text states one.
+const RELATIONS: &str = "\
+Relations (graph memory): when a fact states a relation between two named things, also give \
+`predicate` (a short verb phrase: \"leads\", \"reports to\", \"depends on\", \"works at\") and \
+`object` (the other thing's name, spelled as its own facts spell their subject), on ADD or UPDATE, \
+both or neither, with `subject` set. Only relations the text states; never guess one. Example:
+{\"op\":\"ADD\",\"text\":\"Marco Diaz leads the Orion project\",\"subject\":\"Marco Diaz\",\
+\"predicate\":\"leads\",\"object\":\"Orion project\"}
+An UPDATE that gives no relation keeps the fact's; give it again when it changed.";
+
 /// System prompt of an extraction call; its first line is exactly `OPC memory: extract`.
+/// Without graph memory (see [`extract_system_for`]).
 pub fn extract_system(agent: &str) -> String {
-    format!(
-        "{EXTRACT_MARKER}
+    extract_system_for(agent, false)
+}
+
+/// System prompt of an extraction call, with graph memory on or off (`graph`: ask for relations).
+pub fn extract_system_for(agent: &str, graph: bool) -> String {
+    with_relations(
+        format!(
+            "{EXTRACT_MARKER}
 You keep the long-term facts of the agent `{agent}`. Read the exchange and record, with one call \
 of the `record_facts` tool, what it teaches that is worth knowing beyond this conversation: \
 decisions, dates, names, figures, preferences, commitments, owners. Skip greetings, questions, \
@@ -48,7 +69,17 @@ guesses, and what the listed facts already say. A listed fact the exchange chang
 that fact, not a new ADD.
 
 {OPERATIONS}"
+        ),
+        graph,
     )
+}
+
+fn with_relations(prompt: String, graph: bool) -> String {
+    if graph {
+        format!("{prompt}\n\n{RELATIONS}")
+    } else {
+        prompt
+    }
 }
 
 /// The user message: the exchange, then the listed facts one JSON object per line.
@@ -61,9 +92,16 @@ pub fn extract_user(exchange: &str, listed: &[FactVersion]) -> String {
 }
 
 /// System prompt of a consolidation run; first line exactly `OPC memory: consolidate`.
+/// Without graph memory (see [`consolidate_system_for`]).
 pub fn consolidate_system(agent: &str) -> String {
-    format!(
-        "{CONSOLIDATE_MARKER}
+    consolidate_system_for(agent, false)
+}
+
+/// System prompt of a consolidation run, with graph memory on or off.
+pub fn consolidate_system_for(agent: &str, graph: bool) -> String {
+    with_relations(
+        format!(
+            "{CONSOLIDATE_MARKER}
 You tidy the long-term memory of the agent `{agent}` while it is idle. Its current facts are \
 listed one JSON object per line. With one call of `record_facts`:
 - merge duplicates: keep the better-worded fact and INVALIDATE the other with the reason \
@@ -75,6 +113,8 @@ If core memory block tools are offered, use them too: keep the agent's blocks cu
 their limits. Change nothing that is already right.
 
 {OPERATIONS}"
+        ),
+        graph,
     )
 }
 
@@ -130,6 +170,23 @@ mod tests {
             assert!(p.contains("RFC 3339") && p.contains("NOOP") && p.contains("listed"));
         }
         assert!(extract_user("user: hi", &[]).contains("(none)"));
+    }
+
+    #[test]
+    fn relations_are_asked_only_with_graph_memory() {
+        assert_eq!(extract_system("ceo"), extract_system_for("ceo", false));
+        assert!(!extract_system("ceo").contains("predicate"));
+        assert!(!consolidate_system("ceo").contains("predicate"));
+        for p in [
+            extract_system_for("ceo", true),
+            consolidate_system_for("ceo", true),
+        ] {
+            assert_eq!(
+                p.lines().next().map(|l| l.starts_with("OPC memory: ")),
+                Some(true)
+            );
+            assert!(p.contains("\"predicate\":\"leads\"") && p.contains("both or neither"));
+        }
     }
 
     #[test]

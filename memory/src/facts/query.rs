@@ -16,7 +16,7 @@ use super::{FactVersion, Source, View};
 /// The columns [`row`] reads, in order (`v.` qualified).
 pub const COLUMNS: &str = "v.id, v.fact_id, v.namespace, v.text, v.subject, v.valid_from, v.valid_to, \
      v.recorded_at, v.invalidated_at, v.reason, v.source, v.agent, v.task, v.conversation, \
-     v.source_messages, v.model, v.ledger_id";
+     v.source_messages, v.model, v.ledger_id, v.predicate, v.object";
 
 /// One version from a row selected with [`COLUMNS`].
 pub fn row(r: &Row<'_>) -> rusqlite::Result<FactVersion> {
@@ -41,6 +41,8 @@ pub fn row(r: &Row<'_>) -> rusqlite::Result<FactVersion> {
         source_messages: serde_json::from_str(&messages).unwrap_or_default(),
         model: r.get(15)?,
         ledger_id: r.get(16)?,
+        predicate: r.get(17)?,
+        object: r.get(18)?,
     })
 }
 

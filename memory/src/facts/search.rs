@@ -8,8 +8,11 @@
 //! the current facts have their own index (a tenth of the rows at ten versions a fact) and the
 //! reader's namespaces are ANDed into the match (see [`crate::schema::facts`]).
 //!
-//! Vectors: each version's MiniLM vector is stored as int8 with one scale (`memory_fact_vectors`,
-//! 388 bytes a version). Only the **current** versions' vectors are held in memory (that is what
+//! Vectors: each version's vector is stored as int8 with one scale (`memory_fact_vectors`, 388
+//! bytes a version with MiniLM), keyed by (version, model): the active embedding generation's, and
+//! while a new one fills, its too (`crate::recall::generation`). [`CurrentVectors`] holds ONE
+//! model's vectors (`model`), all of one size fixed by the first inserted; the store replaces it
+//! whole when the generation switches, so a query is never compared with another model's vectors. Only the **current** versions' vectors are held in memory (that is what
 //! extraction, Select and `archival_search` without `at` search: 100k current facts are ~39 MB);
 //! a `BelievedAt(t)` search scores the current versions recorded by t from memory and reads the
 //! vectors of the versions closed after t from SQLite (an index range, capped at
@@ -21,7 +24,6 @@ use std::collections::HashMap;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, params_from_iter};
 
-use crate::embed::DIM;
 use crate::recall::fusion::{self, Fusion};
 use crate::recall::vectors::quantise;
 
@@ -278,9 +280,9 @@ pub fn to_blob(q: &[i8]) -> Vec<u8> {
     q.iter().map(|x| x.to_le_bytes()[0]).collect()
 }
 
-/// The inverse of [`to_blob`].
+/// The inverse of [`to_blob`] (any size but empty: the holder checks it against its generation's).
 pub fn from_blob(b: &[u8]) -> Option<Vec<i8>> {
-    (b.len() == DIM).then(|| b.iter().map(|x| i8::from_le_bytes([*x])).collect())
+    (!b.is_empty()).then(|| b.iter().map(|x| i8::from_le_bytes([*x])).collect())
 }
 
 /// The current versions' vectors, in memory. Rows are removed by swapping the last one in.
@@ -288,6 +290,10 @@ pub fn from_blob(b: &[u8]) -> Option<Vec<i8>> {
 pub struct CurrentVectors {
     /// `memory_facts_meta.generation` this reflects; None until loaded.
     pub generation: Option<i64>,
+    /// The embedding generation (model id) of every vector held; empty until loaded.
+    pub model: String,
+    /// Components per vector (0 until the first insert).
+    dims: usize,
     ids: Vec<i64>,
     namespaces: Vec<u32>,
     recorded: Vec<i64>,
@@ -313,9 +319,20 @@ impl CurrentVectors {
         self.data.len() + self.ids.len() * (8 + 4 + 8 + 4) + self.position.len() * 16
     }
 
-    /// Add (or replace) a current version's vector.
+    /// Add (or replace) a current version's vector; one of another size than those held is left
+    /// out (the version is then found by keywords), with a warning naming it.
     pub fn insert(&mut self, id: i64, namespace: &str, recorded_at: i64, q: &[i8], scale: f32) {
-        if q.len() != DIM {
+        if self.dims == 0 && self.ids.is_empty() {
+            self.dims = q.len();
+        }
+        if q.len() != self.dims || q.is_empty() {
+            tracing::warn!(
+                version = id,
+                components = q.len(),
+                expected = self.dims,
+                model = %self.model,
+                "facts: a vector of another size than its generation's was left out"
+            );
             return;
         }
         self.remove(id);
@@ -341,21 +358,23 @@ impl CurrentVectors {
             self.namespaces.swap(i, last);
             self.recorded.swap(i, last);
             self.scales.swap(i, last);
-            let (head, tail) = self.data.split_at_mut(last * DIM);
-            head[i * DIM..(i + 1) * DIM].copy_from_slice(&tail[..DIM]);
+            let dims = self.dims;
+            let (head, tail) = self.data.split_at_mut(last * dims);
+            head[i * dims..(i + 1) * dims].copy_from_slice(&tail[..dims]);
             self.position.insert(moved, i);
         }
         self.ids.pop();
         self.namespaces.pop();
         self.recorded.pop();
         self.scales.pop();
-        self.data.truncate(last * DIM);
+        self.data.truncate(last * self.dims);
     }
 
     /// Load every current version's vector of `model` from SQLite.
     pub fn load(conn: &Connection, model: &str, generation: i64) -> rusqlite::Result<Self> {
         let mut out = CurrentVectors {
             generation: Some(generation),
+            model: model.to_string(),
             ..Default::default()
         };
         let mut stmt = conn.prepare(
@@ -387,7 +406,7 @@ impl CurrentVectors {
             .iter()
             .filter_map(|n| self.ns_ids.get(n).copied())
             .collect();
-        if allowed.is_empty() || limit == 0 || query.len() != DIM {
+        if allowed.is_empty() || limit == 0 || query.len() != self.dims || self.dims == 0 {
             return Vec::new();
         }
         let mut mask = vec![false; self.ns_ids.len()];
@@ -400,7 +419,7 @@ impl CurrentVectors {
             if !mask[self.namespaces[i] as usize] || self.recorded[i] > recorded_by {
                 continue;
             }
-            let row = &self.data[i * DIM..(i + 1) * DIM];
+            let row = &self.data[i * self.dims..(i + 1) * self.dims];
             best.offer(
                 dot_i8(&q, row) as f32 * self.scales[i] * qscale,
                 self.ids[i],
@@ -471,7 +490,8 @@ pub fn score_past(
         while let Some(r) = rows.next()? {
             budget = budget.saturating_sub(1);
             let blob: Vec<u8> = r.get(2)?;
-            if let Some(row) = from_blob(&blob) {
+            // Of the query's model (the SQL says so), so of its size; checked all the same.
+            if let Some(row) = from_blob(&blob).filter(|row| row.len() == q.len()) {
                 best.offer(
                     dot_i8(&q, &row) as f32 * r.get::<_, f64>(1)? as f32 * qscale,
                     r.get(0)?,
@@ -496,6 +516,7 @@ pub fn fuse(bm25: &[(i64, f32)], vector: &[(i64, f32)]) -> Vec<(i64, f32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::embed::DIM;
 
     #[test]
     fn match_expressions_are_quoted_words() {

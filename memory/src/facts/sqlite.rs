@@ -5,16 +5,18 @@
 //! so a batch's read-check-write needs no row lock); each also bumps `memory_facts_meta.generation`,
 //! which is how another process holding vectors in memory learns that it must reload them
 //! ([`FactStore`](super::FactStore) compares it before a vector search). The SQL of each operation
-//! lives in [`super::apply`], [`super::entities`], [`super::query`] and [`super::search`]; this file
-//! holds the connections and the transactions around them.
+//! lives in [`super::apply`], [`super::entities`], [`super::query`], [`super::search`] and
+//! [`super::graph`]; this file holds the connections and the transactions around them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params_from_iter};
 
 use super::apply::{self, Changes};
 use super::entities::{self, AliasError};
+use super::graph::{Arg, Cell, Kind, Sql};
 use super::search::{self, Best, CurrentVectors};
 use super::{Applied, Embedded, FactError, FactVersion, Op, Provenance, View, query};
 
@@ -90,6 +92,13 @@ impl SqliteFacts {
             return Err(FactError::Invalid(format!(
                 "{path} has no facts tables yet (memory schema version {found}, facts need 4): \
                  start `opc run` or `opc chat` with this config once to create them"
+            )));
+        }
+        // The reads name columns of every migration (graph memory's relation, …): an older
+        // schema is upgraded by a writer first, never read half-understood.
+        if found < known {
+            return Err(FactError::Invalid(format!(
+                "{path} has memory schema version {found}, this build reads {known}: start                  `opc run` or `opc chat` of this build with this config once to upgrade it"
             )));
         }
         Ok(SqliteFacts {
@@ -260,6 +269,33 @@ impl SqliteFacts {
 
     pub(super) fn by_ids(&self, ids: &[i64]) -> Result<Vec<FactVersion>, FactError> {
         self.read(|c| query::by_ids(c, ids))
+    }
+
+    /// Run one of [`super::graph`]'s queries (SQL shared with PostgreSQL), decoding each column
+    /// as `kinds` says.
+    pub(super) fn select(&self, sql: &Sql, kinds: &[Kind]) -> Result<Vec<Vec<Cell>>, FactError> {
+        let params: Vec<SqlValue> = sql
+            .args
+            .iter()
+            .map(|a| match a {
+                Arg::Int(i) => SqlValue::Integer(*i),
+                Arg::Text(s) => SqlValue::Text(s.clone()),
+            })
+            .collect();
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(&sql.text)?;
+            let rows = stmt.query_map(params_from_iter(params), |r| {
+                kinds
+                    .iter()
+                    .enumerate()
+                    .map(|(i, k)| match k {
+                        Kind::Int => r.get(i).map(Cell::Int),
+                        Kind::Text => r.get(i).map(Cell::Text),
+                    })
+                    .collect::<rusqlite::Result<Vec<Cell>>>()
+            })?;
+            rows.collect()
+        })
     }
 
     pub(super) fn bm25(

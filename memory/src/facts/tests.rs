@@ -36,6 +36,8 @@ fn add(text: &str, subject: Option<&str>) -> Op {
     Op::Add {
         text: text.into(),
         subject: subject.map(Into::into),
+        predicate: None,
+        object: None,
         valid_from: None,
         valid_to: None,
     }
@@ -60,6 +62,8 @@ fn the_launch_moves_from_may_3rd_to_may_17th() {
             &[Op::Add {
                 text: "The Orion launch is on 2026-05-03".into(),
                 subject: Some("Orion launch".into()),
+                predicate: None,
+                object: None,
                 valid_from: Some(day1),
                 valid_to: None,
             }],
@@ -236,6 +240,8 @@ fn a_stale_or_foreign_target_fails_the_whole_batch() {
         target,
         text: "Budget is 12k".into(),
         subject: None,
+        predicate: None,
+        object: None,
         valid_from: None,
         valid_to: None,
         reason: None,
@@ -316,6 +322,8 @@ fn parse_accepts_the_contract() {
         Op::Add {
             text: "Alice owns billing".into(),
             subject: Some("Billing".into()),
+            predicate: None,
+            object: None,
             valid_from: Some(t("2026-05-03T00:00:00Z")),
             valid_to: None
         }
@@ -628,6 +636,8 @@ fn subjects_become_entities_with_aliases() {
             target: a,
             text: "The Orion launch is on May 24".into(),
             subject: None,
+            predicate: None,
+            object: None,
             valid_from: None,
             valid_to: None,
             reason: None,
@@ -751,6 +761,9 @@ impl Embedder for BagOfWords {
     fn model_id(&self) -> &'static str {
         "bag-of-words"
     }
+    fn dimensions(&self) -> usize {
+        DIM
+    }
 }
 
 #[test]
@@ -796,6 +809,8 @@ fn hybrid_search_finds_by_meaning_once_the_embedder_loads() {
                 target: early,
                 text: "The Orion launch is on May 24".into(),
                 subject: None,
+                predicate: None,
+                object: None,
                 valid_from: None,
                 valid_to: None,
                 reason: None,

@@ -188,7 +188,9 @@ impl RecallStore {
             }
         }
         if !embed.is_empty() {
-            match self.inner.slot.get().cloned() {
+            // The active generation's embedder (a generation filling meanwhile finds these rows
+            // without its vector and embeds them itself).
+            match self.query_embedder() {
                 Some(model) => {
                     let mut messages = self.load(&embed)?;
                     messages.sort_by_key(|m| m.seq);

@@ -6,6 +6,11 @@
 //! recall@k = the share of a question's evidence `dia_id`s among the top k hits, averaged over the
 //! questions that have evidence (LoCoMo's own metric; questions with no resolvable evidence are
 //! counted in `skipped`, not scored).
+//!
+//! A report keeps every scored question (its conversation, category, and each evidence turn's rank),
+//! so it can be cut by category (`opc memory eval locomo --by-category`) and by conversation
+//! ([`Report::part`]: tuning on some conversations and checking on the others, as
+//! `examples/locomo_tune.rs` does).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,6 +47,26 @@ pub struct Report {
     pub overall: Vec<f64>,
     /// Per category name: (questions, recall@k per k in percent).
     pub by_category: BTreeMap<String, (usize, Vec<f64>)>,
+    /// Per conversation (`sample_id`): (questions, recall@k per k in percent).
+    pub by_sample: BTreeMap<String, (usize, Vec<f64>)>,
+    /// Every scored question, for [`Report::part`].
+    #[serde(skip)]
+    pub scored: Vec<Scored>,
+}
+
+/// One scored question.
+#[derive(Debug, Clone)]
+pub struct Scored {
+    /// Its conversation (`sample_id`).
+    pub sample: String,
+    /// Its category name.
+    pub category: String,
+    /// The share of its evidence in the top k, per k (0–1).
+    pub per_k: Vec<f64>,
+    /// The question, for error analysis.
+    pub question: String,
+    /// Each evidence `dia_id` with its 1-based rank among the hits (`None`: not in the top max k).
+    pub ranks: Vec<(String, Option<usize>)>,
 }
 
 struct Turn {
@@ -186,8 +211,8 @@ pub fn run(
             samples.push(&t.sample);
         }
     }
-    // Per configuration: per question (category, recall per k).
-    let mut scores: Vec<Vec<(String, Vec<f64>)>> = vec![Vec::new(); configs.len()];
+    // Per configuration: every scored question.
+    let mut scores: Vec<Vec<Scored>> = vec![Vec::new(); configs.len()];
     let mut skipped = 0;
     let never = AtomicBool::new(false);
     for (i, sample) in samples.iter().enumerate() {
@@ -242,47 +267,83 @@ pub fn run(
                         found as f64 / q.evidence.len() as f64
                     })
                     .collect();
-                scores[c].push((q.category.clone(), per_k));
+                let ranks = q
+                    .evidence
+                    .iter()
+                    .map(|e| (e.clone(), ids.iter().position(|i| i == e).map(|p| p + 1)))
+                    .collect();
+                scores[c].push(Scored {
+                    sample: q.sample.clone(),
+                    category: q.category.clone(),
+                    per_k,
+                    question: q.text.clone(),
+                    ranks,
+                });
             }
         }
     }
     Ok(configs
         .iter()
         .zip(scores)
-        .map(|(config, s)| {
-            let mean = |rows: &[&Vec<f64>]| -> Vec<f64> {
-                (0..ks.len())
-                    .map(|j| {
-                        if rows.is_empty() {
-                            0.0
-                        } else {
-                            100.0 * rows.iter().map(|r| r[j]).sum::<f64>() / rows.len() as f64
-                        }
-                    })
-                    .collect()
-            };
-            let all: Vec<&Vec<f64>> = s.iter().map(|x| &x.1).collect();
-            let mut by_category = BTreeMap::new();
-            let mut cats: Vec<&String> = s.iter().map(|x| &x.0).collect();
-            cats.sort();
-            cats.dedup();
-            for cat in cats {
-                let rows: Vec<&Vec<f64>> = s.iter().filter(|x| &x.0 == cat).map(|x| &x.1).collect();
-                by_category.insert(cat.clone(), (rows.len(), mean(&rows)));
-            }
-            Report {
-                config: config.clone(),
-                ks: ks.clone(),
-                questions: s.len(),
-                skipped,
-                overall: mean(&all),
-                by_category,
-            }
-        })
+        .map(|(config, s)| summarise(config.clone(), ks.clone(), skipped, s))
         .collect())
 }
 
+/// Mean recall per k, in percent, of `rows` (0 for none).
+fn mean(rows: &[&Scored], ks: usize) -> Vec<f64> {
+    (0..ks)
+        .map(|j| {
+            if rows.is_empty() {
+                0.0
+            } else {
+                100.0 * rows.iter().map(|r| r.per_k[j]).sum::<f64>() / rows.len() as f64
+            }
+        })
+        .collect()
+}
+
+/// The report of `scored` questions: overall, per category and per conversation.
+fn summarise(config: Config, ks: Vec<usize>, skipped: usize, scored: Vec<Scored>) -> Report {
+    let group = |key: fn(&Scored) -> &String| {
+        let mut keys: Vec<&String> = scored.iter().map(key).collect();
+        keys.sort();
+        keys.dedup();
+        keys.into_iter()
+            .map(|k| {
+                let rows: Vec<&Scored> = scored.iter().filter(|x| key(x) == k).collect();
+                (k.clone(), (rows.len(), mean(&rows, ks.len())))
+            })
+            .collect::<BTreeMap<_, _>>()
+    };
+    let by_category = group(|x| &x.category);
+    let by_sample = group(|x| &x.sample);
+    let all: Vec<&Scored> = scored.iter().collect();
+    let overall = mean(&all, ks.len());
+    Report {
+        config,
+        questions: scored.len(),
+        skipped,
+        overall,
+        by_category,
+        by_sample,
+        ks,
+        scored,
+    }
+}
+
 impl Report {
+    /// The same report over the questions of the conversations `samples` only (a held-out part);
+    /// `skipped` is not split and reads 0.
+    pub fn part(&self, samples: &[&str]) -> Report {
+        let scored = self
+            .scored
+            .iter()
+            .filter(|s| samples.contains(&s.sample.as_str()))
+            .cloned()
+            .collect();
+        summarise(self.config.clone(), self.ks.clone(), 0, scored)
+    }
+
     /// The recall at `k` in percent, when `k` was measured.
     pub fn at(&self, k: usize) -> Option<f64> {
         self.ks
@@ -291,8 +352,9 @@ impl Report {
             .map(|i| self.overall[i])
     }
 
-    /// A table for people; ends with `recall@10 = NN.N` when 10 is among the ks.
-    pub fn text(&self) -> String {
+    /// A table for people: one row per category when `by_category`, then the overall row; ends
+    /// with `recall@10 = NN.N` when 10 is among the ks.
+    pub fn text(&self, by_category: bool) -> String {
         let mut out = format!(
             "LoCoMo evidence recall ({}, mode {:?}, {} questions, {} without evidence skipped)\n",
             self.config.name, self.config.mode, self.questions, self.skipped
@@ -308,8 +370,10 @@ impl Report {
             let cells: Vec<String> = v.iter().map(|x| format!("{x:>6.1}")).collect();
             format!("{name:<14} {n:>5}  {}\n", cells.join(" "))
         };
-        for (cat, (n, v)) in &self.by_category {
-            out.push_str(&row(cat, *n, v));
+        if by_category {
+            for (cat, (n, v)) in &self.by_category {
+                out.push_str(&row(cat, *n, v));
+            }
         }
         out.push_str(&row("overall", self.questions, &self.overall));
         if let Some(r) = self.at(10) {

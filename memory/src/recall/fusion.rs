@@ -6,8 +6,12 @@
 //! - Neighbour boost: chat answers often span two turns (a question and its reply), so each
 //!   candidate's score is raised by `β ×` the best score of its immediate neighbours in the same
 //!   thread. Measured on LoCoMo (docs/memory.md), it is the largest single gain after fusion.
+//! - Author boost: a candidate whose author the query names is raised by a constant (before the
+//!   neighbour boost, so a named person's turn also lifts the turn that answers it).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+use super::Message;
 
 /// How the two lists are combined.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -85,6 +89,42 @@ pub fn sort(list: &mut [Fused]) {
     list.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.seq.cmp(&b.seq)));
 }
 
+/// Raise by `weight` each candidate whose author the query names (a whole word of it, any case;
+/// an author of several words when the query holds them all). A question about a person is mostly
+/// answered by what that person said ("what do Melanie's kids like?" — Melanie's own turns).
+/// Authors that are ids (`slack:U123`, `user`) are rarely named, so there it changes nothing.
+pub fn author_boost(list: &mut [Fused], messages: &[Message], query: &str, weight: f32) {
+    if weight == 0.0 {
+        return;
+    }
+    let words: HashSet<String> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let named: HashSet<i64> = messages
+        .iter()
+        .filter(|m| {
+            let mut parts = m
+                .author
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .peekable();
+            parts.peek().is_some() && parts.all(|p| words.contains(&p.to_lowercase()))
+        })
+        .map(|m| m.seq)
+        .collect();
+    if named.is_empty() {
+        return;
+    }
+    for f in list.iter_mut() {
+        if named.contains(&f.seq) {
+            f.score += weight;
+        }
+    }
+    sort(list);
+}
+
 /// Raise each candidate by `beta ×` its best neighbour's score; `neighbours[i]` are the seqs adjacent
 /// to `list[i]` in its thread. Scores are read before any is raised.
 pub fn neighbour_boost(list: &mut [Fused], neighbours: &[(Option<i64>, Option<i64>)], beta: f32) {
@@ -138,5 +178,43 @@ mod tests {
         let seqs: Vec<i64> = list.iter().map(|f| f.seq).collect();
         assert_eq!(seqs, [1, 2, 9], "1 and 2 lift each other, 9 has none");
         assert!(list[2].score < list[1].score);
+    }
+
+    fn said(seq: i64, author: &str) -> Message {
+        Message {
+            seq,
+            namespace: "n".into(),
+            author: author.into(),
+            conversation: "c".into(),
+            task: None,
+            thread: None,
+            source_id: None,
+            time_ms: 0,
+            content_hash: String::new(),
+            text: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_named_author_lifts_their_messages_and_ids_change_nothing() {
+        let list = fuse(
+            &[(1, 3.0), (2, 2.8), (3, 1.0)],
+            &[],
+            Fusion::Weighted { vector: 0.0 },
+        );
+        let messages = [said(1, "Caroline"), said(2, "Melanie"), said(3, "Mary Ann")];
+        let order = |l: &[Fused]| l.iter().map(|f| f.seq).collect::<Vec<_>>();
+        let mut named = list.clone();
+        author_boost(&mut named, &messages, "What do Melanie's kids like?", 0.2);
+        assert_eq!(order(&named), [2, 1, 3], "Melanie's own turn first");
+        let mut both = list.clone();
+        author_boost(&mut both, &messages, "Did mary meet ann?", 1.5);
+        assert_eq!(order(&both), [3, 1, 2], "every word of a two-word author");
+        let mut part = list.clone();
+        author_boost(&mut part, &messages, "Did Mary call?", 1.5);
+        assert_eq!(part, list, "one word of two is not the author");
+        let mut off = list.clone();
+        author_boost(&mut off, &messages, "What do Melanie's kids like?", 0.0);
+        assert_eq!(off, list);
     }
 }

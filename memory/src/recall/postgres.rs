@@ -20,6 +20,13 @@
 //!   from text read before such a rewrite is not stored ([`Postgres::put_vectors`] checks the row's
 //!   content hash), so no node adopts it.
 //!
+//! - Generations ([`super::generation`]): vectors are keyed by (row, model). The follower reads
+//!   the vectors of its index's generation only. When a node sees that another generation became
+//!   active (some node switched), it follows the table again from the start into a fresh index of
+//!   that generation and swaps it in whole ([`Postgres::reset_feed`]). A vector is stored only while
+//!   its generation is recorded, so a node that has not seen a switch yet cannot bring back vectors
+//!   of the generation the switch deleted.
+//!
 //! Invariants: every write is one transaction; nothing here takes a lock on a row that another
 //! writer waits for, except the `recall_vectors` row two nodes insert at once (the second waits for
 //! the first's commit, then does nothing).
@@ -30,12 +37,23 @@ use std::sync::{Mutex, RwLock};
 use opc_pg::Blocking;
 use opc_pg::postgres::IsolationLevel;
 
+use super::generation::{self, Generation, Plan, Store, Switch};
 use super::tail::{self, Position, Window};
 use super::vectors::{self, VectorIndex};
 use super::{Message, NewMessage, Pair, RecallError};
 
 /// Rows per window when following the table for vectors (no text is read: rows are small).
 const FOLLOW_BATCH: i64 = 4096;
+
+/// Store one vector (`$1` seq, `$2` model, `$3` blob) unless the row's text changed since it was
+/// read (`$4`, the content hash then; NULL: not checked), its generation is no longer recorded (a
+/// switch deleted it), or some node stored it first.
+const STORE_VECTOR: &str = "INSERT INTO recall_vectors (seq, model, vector) \
+     SELECT $1::BIGINT, $2::TEXT, $3::BYTEA \
+     WHERE ($4::text IS NULL OR EXISTS (SELECT 1 FROM recall_messages \
+         WHERE seq = $1::BIGINT AND content_hash = $4::text)) \
+     AND EXISTS (SELECT 1 FROM memory_embedding_generations WHERE store = 'recall' AND model = $2::TEXT) \
+     ON CONFLICT (seq, model) DO NOTHING";
 
 /// Where the vector follower stands.
 #[derive(Default)]
@@ -159,12 +177,21 @@ impl Postgres {
     /// Follow the table from the vector follower's position to the horizon: push every stored
     /// vector into `index` and remember the rows without one. The rows pushed.
     pub fn follow_vectors(&self, index: &RwLock<VectorIndex>) -> Result<usize, RecallError> {
+        let model = index
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .model
+            .clone();
+        if model.is_empty() {
+            return Ok(0);
+        }
         let mut feed = self.feed();
         let mut loaded = 0;
         loop {
             let at = feed.at.clone();
+            let m = model.clone();
             let window = self.conn.run("reading recall vectors", move |c| {
-                tail::vector_rows(c, &at, FOLLOW_BATCH)
+                tail::vector_rows(c, &at, FOLLOW_BATCH, &m)
             })?;
             let full = window.rows.len() as i64 >= FOLLOW_BATCH;
             {
@@ -198,12 +225,18 @@ impl Postgres {
         limit: usize,
         index: &RwLock<VectorIndex>,
     ) -> Result<Vec<Message>, RecallError> {
+        let model = index
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .model
+            .clone();
         loop {
             let seqs: Vec<i64> = self.feed().missing.iter().take(limit).copied().collect();
             if seqs.is_empty() {
                 return Ok(Vec::new());
             }
             let wanted = seqs.clone();
+            let model = model.clone();
             let (messages, stored) = self.conn.run("reading recall rows to embed", move |c| {
                 let mut tx = c
                     .build_transaction()
@@ -212,12 +245,13 @@ impl Postgres {
                     .start()?;
                 let sql = format!(
                     "SELECT {}, v.vector FROM recall_messages m \
-                     LEFT JOIN recall_vectors v ON v.seq = m.seq WHERE m.seq = ANY($1) ORDER BY m.seq",
+                     LEFT JOIN recall_vectors v ON v.seq = m.seq AND v.model = $2 \
+                     WHERE m.seq = ANY($1) ORDER BY m.seq",
                     tail::MESSAGE_COLUMNS
                 );
                 let mut messages = Vec::new();
                 let mut stored = Vec::new();
-                for r in tx.query(&sql, &[&wanted])? {
+                for r in tx.query(&sql, &[&wanted, &model])? {
                     let m = tail::message(&r)?;
                     match r.try_get::<_, Option<Vec<u8>>>(10)? {
                         Some(blob) => stored.push((m, blob)),
@@ -273,12 +307,7 @@ impl Postgres {
         };
         Ok(self.conn.run("storing recall vectors", move |c| {
             let mut tx = c.transaction()?;
-            let insert = tx.prepare(
-                "INSERT INTO recall_vectors (seq, model, vector) SELECT $1::BIGINT, $2::TEXT, $3::BYTEA \
-                 WHERE $4::text IS NULL OR EXISTS (SELECT 1 FROM recall_messages \
-                 WHERE seq = $1::BIGINT AND content_hash = $4::text) \
-                 ON CONFLICT (seq) DO NOTHING",
-            )?;
+            let insert = tx.prepare(STORE_VECTOR)?;
             let mut taken = Vec::new();
             for ((seq, blob), hash) in rows.iter().zip(&hashes) {
                 if tx.execute(&insert, &[seq, &model, blob, hash])? == 0 {
@@ -288,8 +317,8 @@ impl Postgres {
             let mut theirs = HashMap::new();
             if !taken.is_empty() {
                 for r in tx.query(
-                    "SELECT seq, vector FROM recall_vectors WHERE seq = ANY($1)",
-                    &[&taken],
+                    "SELECT seq, vector FROM recall_vectors WHERE seq = ANY($1) AND model = $2",
+                    &[&taken, &model],
                 )? {
                     theirs.insert(r.try_get(0)?, r.try_get(1)?);
                 }
@@ -319,7 +348,7 @@ impl Postgres {
             let mut tx = c.transaction()?;
             let put = tx.prepare(
                 "INSERT INTO recall_vectors (seq, model, vector) VALUES ($1, $2, $3) \
-                 ON CONFLICT (seq) DO UPDATE SET model = EXCLUDED.model, vector = EXCLUDED.vector",
+                 ON CONFLICT (seq, model) DO UPDATE SET vector = EXCLUDED.vector",
             )?;
             for (seq, blob) in &rows {
                 tx.execute(&put, &[seq, &model, blob])?;
@@ -355,6 +384,103 @@ impl Postgres {
         let cursor = |first: Option<i64>| first.map_or(last, |s| s - 1);
         let vector_first = [vector_first, vector_missing].into_iter().flatten().min();
         Ok((cursor(bm25_first), cursor(vector_first), last))
+    }
+
+    /// Forget where the vector follower stands (the index is replaced by one of another
+    /// generation, which follows the table from the start).
+    pub fn reset_feed(&self) {
+        *self.feed() = Feed::default();
+    }
+
+    /// Recall's embedding generations.
+    pub fn generations(&self) -> Result<Vec<Generation>, RecallError> {
+        Ok(self.conn.run("reading embedding generations", |c| {
+            generation::list_pg(c, Store::Recall)
+        })?)
+    }
+
+    /// Carry out a plan's bookkeeping (create its generation, drop stale ones), in one transaction.
+    pub fn apply_plan(&self, plan: &Plan) -> Result<(), RecallError> {
+        let plan = plan.clone();
+        let now = opc_migrate::now_ms();
+        Ok(self.conn.run("recording embedding generations", move |c| {
+            generation::apply_pg(c, Store::Recall, &plan, "recall_vectors", now)
+        })?)
+    }
+
+    /// Up to `limit` committed messages after seq `after` without a vector of `model`, in `seq`
+    /// order (the filling generation's work; a row that commits behind the filler is found by the
+    /// switch's check, which sends the filler round again).
+    pub fn to_fill(
+        &self,
+        model: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<Message>, RecallError> {
+        let model = model.to_string();
+        Ok(self.conn.run("reading recall rows to re-embed", move |c| {
+            let sql = format!(
+                "SELECT {} FROM recall_messages m WHERE m.seq > $1 AND NOT EXISTS \
+                 (SELECT 1 FROM recall_vectors v WHERE v.seq = m.seq AND v.model = $2) \
+                 ORDER BY m.seq LIMIT $3",
+                tail::MESSAGE_COLUMNS
+            );
+            c.query(&sql, &[&after, &model, &limit])?
+                .iter()
+                .map(tail::message)
+                .collect()
+        })?)
+    }
+
+    /// Store vectors `(seq, blob, content hash read with the text)` of the filling generation
+    /// `model`, in one transaction; a row rewritten since (another hash) or embedded by another node
+    /// first is left as it is.
+    pub fn put_filled(
+        &self,
+        model: &str,
+        rows: Vec<(i64, Vec<u8>, String)>,
+    ) -> Result<(), RecallError> {
+        let model = model.to_string();
+        self.conn
+            .run("storing re-embedded recall vectors", move |c| {
+                let mut tx = c.transaction()?;
+                let insert = tx.prepare(STORE_VECTOR)?;
+                for (seq, blob, hash) in &rows {
+                    tx.execute(&insert, &[seq, &model, blob, &Some(hash.as_str())])?;
+                }
+                tx.commit()
+            })?;
+        Ok(())
+    }
+
+    /// Make `model` the active generation if every committed row has a vector of it, deleting the
+    /// old generation's vectors, in one transaction (the generation rows locked first: two nodes
+    /// switch once).
+    pub fn switch(&self, model: &str) -> Result<Switch, RecallError> {
+        let model = model.to_string();
+        Ok(self
+            .conn
+            .run("switching the recall embedding generation", move |c| {
+                let mut tx = c.transaction()?;
+                let lacking: bool = tx
+                    .query_one(
+                        "SELECT EXISTS(SELECT 1 FROM recall_messages m WHERE NOT EXISTS \
+                     (SELECT 1 FROM recall_vectors v WHERE v.seq = m.seq AND v.model = $1))",
+                        &[&model],
+                    )?
+                    .try_get(0)?;
+                if lacking {
+                    tx.rollback()?;
+                    return Ok(Switch::Lacking);
+                }
+                let done = generation::switch_pg(&mut tx, Store::Recall, &model, "recall_vectors")?;
+                tx.commit()?;
+                Ok(if done {
+                    Switch::Done
+                } else {
+                    Switch::NotFilling
+                })
+            })?)
     }
 
     /// The erasures whose indexing is still pending: `(id, pending)` in id order.

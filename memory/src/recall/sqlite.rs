@@ -8,6 +8,9 @@
 //!   lets readers run beside the writer).
 //! - Every write is one transaction (`BEGIN IMMEDIATE` for appends: the sequence number is assigned
 //!   inside it).
+//! - Vectors are stored per (row, model): the active generation's and, while one fills, the new
+//!   one's ([`super::generation`]). A generation switches inside one write transaction that first
+//!   checks every row has a vector of it, so no row is left without one after the switch.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -15,6 +18,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, params};
 
+use super::generation::{self, Generation, Plan, Store, Switch};
 use super::{Message, NewMessage, RecallError};
 
 /// Recall's connections to one SQLite file.
@@ -143,20 +147,21 @@ impl Sqlite {
         Ok(out)
     }
 
-    /// Every stored vector with its message's namespace and time, in `seq` order: `(seq, namespace,
-    /// time, blob)`.
+    /// Every stored vector of `model` with its message's namespace and time, in `seq` order:
+    /// `(seq, namespace, time, blob)`.
     pub fn stored_vectors(
         &self,
+        model: &str,
         mut each: impl FnMut(i64, String, i64, Vec<u8>) -> Result<(), RecallError>,
     ) -> Result<(), RecallError> {
         let conn = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let mut stmt = conn
             .prepare(
                 "SELECT v.seq, m.namespace, m.time_ms, v.vector FROM recall_vectors v
-                 JOIN recall_messages m ON m.seq = v.seq ORDER BY v.seq",
+                 JOIN recall_messages m ON m.seq = v.seq WHERE v.model = ?1 ORDER BY v.seq",
             )
             .map_err(self.db_err())?;
-        let mut rows = stmt.query([]).map_err(self.db_err())?;
+        let mut rows = stmt.query([model]).map_err(self.db_err())?;
         while let Some(r) = rows.next().map_err(self.db_err())? {
             let read = || -> rusqlite::Result<(i64, String, i64, Vec<u8>)> {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
@@ -242,6 +247,64 @@ impl Sqlite {
                 put.execute(params![seq, model, blob])?;
             }
             Ok(())
+        })
+    }
+
+    /// Recall's embedding generations.
+    pub fn generations(&self) -> Result<Vec<Generation>, RecallError> {
+        self.with_reader(|c| generation::list_sqlite(c, Store::Recall))
+    }
+
+    /// Carry out a plan's bookkeeping (create its generation, drop stale ones), in one transaction.
+    pub fn apply_plan(&self, plan: &Plan) -> Result<(), RecallError> {
+        let now = opc_migrate::now_ms();
+        self.write(|tx| generation::apply_sqlite(tx, Store::Recall, plan, "recall_vectors", now))
+    }
+
+    /// Up to `limit` messages after `after` without a vector of `model`, in `seq` order (the
+    /// filling generation's work).
+    pub fn to_fill(
+        &self,
+        model: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<Message>, RecallError> {
+        self.with_reader(|c| {
+            let columns = MESSAGE_COLUMNS
+                .split(", ")
+                .map(|col| format!("m.{col}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {columns} FROM recall_messages m WHERE m.seq > ?1 AND NOT EXISTS
+                 (SELECT 1 FROM recall_vectors v WHERE v.seq = m.seq AND v.model = ?2)
+                 ORDER BY m.seq LIMIT ?3"
+            ))?;
+            stmt.query_map(params![after, model, limit], row_to_message)?
+                .collect()
+        })
+    }
+
+    /// Make `model` the active generation if every row has a vector of it, deleting the old
+    /// generation's vectors, in one transaction.
+    pub fn switch(&self, model: &str) -> Result<Switch, RecallError> {
+        self.write(|tx| {
+            let lacking: bool = tx.query_row(
+                "SELECT EXISTS(SELECT 1 FROM recall_messages m WHERE NOT EXISTS
+                 (SELECT 1 FROM recall_vectors v WHERE v.seq = m.seq AND v.model = ?1))",
+                [model],
+                |r| r.get(0),
+            )?;
+            if lacking {
+                return Ok(Switch::Lacking);
+            }
+            Ok(
+                if generation::switch_sqlite(tx, Store::Recall, model, "recall_vectors")? {
+                    Switch::Done
+                } else {
+                    Switch::NotFilling
+                },
+            )
         })
     }
 

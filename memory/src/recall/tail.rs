@@ -121,7 +121,7 @@ pub fn messages(
          ORDER BY m.xid, m.seq LIMIT $4",
         Position::WINDOW
     );
-    window(client, at, limit, &sql, 10, message)
+    window(client, at, limit, &sql, 10, None, message)
 }
 
 /// A row as the vector indexer needs it: its stored vector when some node embedded it already.
@@ -136,19 +136,21 @@ pub struct VectorRow {
     pub vector: Option<Vec<u8>>,
 }
 
-/// The rows committed after `at`, at most `limit`, each with its stored vector if any (the vector
-/// indexer's read: the text is not read here, only for the rows it embeds).
+/// The rows committed after `at`, at most `limit`, each with its stored vector of `model` if any
+/// (the vector indexer's read: the text is not read here, only for the rows it embeds).
 pub fn vector_rows(
     client: &mut postgres::Client,
     at: &Position,
     limit: i64,
+    model: &str,
 ) -> Result<Window<VectorRow>, postgres::Error> {
     let sql = format!(
         "SELECT m.seq, m.namespace, m.time_ms, v.vector, m.xid::text FROM recall_messages m \
-         LEFT JOIN recall_vectors v ON v.seq = m.seq WHERE {} ORDER BY m.xid, m.seq LIMIT $4",
+         LEFT JOIN recall_vectors v ON v.seq = m.seq AND v.model = $5 WHERE {} \
+         ORDER BY m.xid, m.seq LIMIT $4",
         Position::WINDOW
     );
-    window(client, at, limit, &sql, 4, |r| {
+    window(client, at, limit, &sql, 4, Some(model), |r| {
         Ok(VectorRow {
             seq: r.try_get(0)?,
             namespace: r.try_get(1)?,
@@ -159,13 +161,15 @@ pub fn vector_rows(
 }
 
 /// Run `sql` (rows after the position and below the horizon, `m.seq` first and the row's `xid` as
-/// text in column `xid_column`) in one snapshot and move the position (see the module doc).
+/// text in column `xid_column`; `extra` as `$5` when given) in one snapshot and move the position
+/// (see the module doc).
 fn window<T>(
     client: &mut postgres::Client,
     at: &Position,
     limit: i64,
     sql: &str,
     xid_column: usize,
+    extra: Option<&str>,
     map: impl Fn(&Row) -> Result<T, postgres::Error>,
 ) -> Result<Window<T>, postgres::Error> {
     let limit = limit.max(1);
@@ -178,7 +182,10 @@ fn window<T>(
         .query_one("SELECT pg_snapshot_xmin(pg_current_snapshot())::text", &[])?
         .try_get(0)?;
     let (xid, seq) = at.params();
-    let found = tx.query(sql, &[&xid, &seq, &horizon, &limit])?;
+    let found = match extra {
+        Some(e) => tx.query(sql, &[&xid, &seq, &horizon, &limit, &e])?,
+        None => tx.query(sql, &[&xid, &seq, &horizon, &limit])?,
+    };
     let mut rows = Vec::with_capacity(found.len());
     let mut last = None;
     for r in &found {

@@ -8,7 +8,7 @@
 //! upgraded past them.
 //!
 //! Map: one file per migration, in order: [`blocks`] (1), [`recall`] (2), [`erasures`] (3), [`facts`]
-//! (4). The features (blocks, recall, facts) call [`migrate`] and [`open`] and depend on this module;
+//! (4), [`graph`] (5), [`embeddings`] (6). The features (blocks, recall, facts) call [`migrate`] and [`open`] and depend on this module;
 //! it depends on none of them, so a feature's SQL never reaches back into the list that creates it.
 //!
 //! Invariants:
@@ -19,8 +19,10 @@
 //! - migrations are append-only: a released migration's SQL is never edited, only followed.
 
 pub mod blocks;
+pub mod embeddings;
 pub mod erasures;
 pub mod facts;
+pub mod graph;
 /// Memory's tables on PostgreSQL (SQL only).
 pub mod postgres;
 pub mod recall;
@@ -45,6 +47,14 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration {
         what: "facts: bi-temporal versions, entities, their FTS5 index and vectors",
         sql: facts::V4,
+    },
+    Migration {
+        what: "graph memory: relations (predicate, object entity) on fact versions",
+        sql: graph::V5,
+    },
+    Migration {
+        what: "embedding generations: vectors keyed by (row, model) and each generation's state",
+        sql: embeddings::V6,
     },
 ];
 

@@ -50,6 +50,14 @@ CREATE TABLE recall_vectors (
         what: "core blocks and their history, recall erasures, and facts",
         sql: V2,
     },
+    Migration {
+        what: "graph memory: relations (predicate, object entity) on fact versions",
+        sql: V3,
+    },
+    Migration {
+        what: "embedding generations: vectors keyed by (row, model) and each generation's state",
+        sql: V4,
+    },
 ];
 
 /// Migration 2: memory's other tables, as SQLite's migrations 1, 3 and 4 define them, in
@@ -192,6 +200,54 @@ CREATE TABLE memory_facts_meta (
     generation BIGINT NOT NULL
 );
 INSERT INTO memory_facts_meta (id, generation) VALUES (1, 0);
+";
+
+/// Migration 3: graph memory, as SQLite's migration 5 ([`super::graph`], which says why the
+/// indexes are these): an edge is a fact version with a `predicate` and an object entity, indexed
+/// for both directions, current edges first then closed ones by closing time.
+const V3: &str = "
+ALTER TABLE memory_fact_versions ADD COLUMN predicate TEXT;
+ALTER TABLE memory_fact_versions ADD COLUMN object TEXT;
+ALTER TABLE memory_fact_versions ADD COLUMN object_entity_id BIGINT REFERENCES memory_entities (id);
+CREATE INDEX memory_fact_edges_out
+    ON memory_fact_versions (entity_id, invalidated_at, object_entity_id, recorded_at)
+    WHERE entity_id IS NOT NULL;
+CREATE INDEX memory_fact_edges_in
+    ON memory_fact_versions (object_entity_id, invalidated_at, entity_id, recorded_at)
+    WHERE object_entity_id IS NOT NULL;
+";
+
+/// Migration 4: embedding generations, as SQLite's migration 6
+/// ([`super::embeddings`]): the generations table, and both vector tables keyed by (row, model) so a
+/// row holds its vector of the active generation and of the one filling beside it. A database with
+/// vectors already gets the most common model's generation inferred as `active`.
+const V4: &str = "
+CREATE TABLE memory_embedding_generations (
+    store      TEXT   NOT NULL,
+    model      TEXT   NOT NULL,
+    descriptor TEXT   NOT NULL,
+    state      TEXT   NOT NULL,
+    started_ms BIGINT NOT NULL,
+    PRIMARY KEY (store, model)
+);
+CREATE UNIQUE INDEX memory_embedding_generations_one_active
+    ON memory_embedding_generations (store) WHERE state = 'active';
+ALTER TABLE recall_vectors DROP CONSTRAINT recall_vectors_pkey;
+ALTER TABLE recall_vectors ADD PRIMARY KEY (seq, model);
+ALTER TABLE memory_fact_vectors DROP CONSTRAINT memory_fact_vectors_pkey;
+ALTER TABLE memory_fact_vectors ADD PRIMARY KEY (version_id, model);
+INSERT INTO memory_embedding_generations (store, model, descriptor, state, started_ms)
+    SELECT 'recall', model,
+           json_build_object('provider', 'local', 'model', model, 'dimensions', dims)::text,
+           'active', (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT
+    FROM (SELECT model, MIN(length(vector)) / 4 AS dims, COUNT(*) AS n FROM recall_vectors
+          GROUP BY model ORDER BY n DESC LIMIT 1) AS most;
+INSERT INTO memory_embedding_generations (store, model, descriptor, state, started_ms)
+    SELECT 'facts', model,
+           json_build_object('provider', 'local', 'model', model, 'dimensions', dims)::text,
+           'active', (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT
+    FROM (SELECT model, MIN(length(vector)) AS dims, COUNT(*) AS n FROM memory_fact_vectors
+          GROUP BY model ORDER BY n DESC LIMIT 1) AS most;
 ";
 
 /// Memory's tables on PostgreSQL: its `schema_versions` row is `memory`.

@@ -69,6 +69,20 @@ impl NerGate {
         }
     }
 
+    /// `Ok` when masking may run now without waiting: the model is in, or it is not required (the
+    /// load is kicked either way). Else why not. For callers that must not wait and can try again
+    /// later (remote embeddings: rows wait for the model rather than leave masked by patterns only).
+    pub fn ready_now(&self) -> Result<(), String> {
+        self.kick();
+        if !self.wanted || self.wait.is_none() || self.slot.get().is_some() {
+            return Ok(());
+        }
+        Err(format!(
+            "the privacy NER model that finds names is not loaded yet ({}); nothing is sent until it is",
+            self.slot.state().as_str()
+        ))
+    }
+
     /// `Ok` once the call may be masked: the model is in, or it is not required. Else why not, for
     /// people: what is missing, that nothing was sent, and how to fix it.
     pub(super) async fn pass(&self) -> Result<(), LlmError> {

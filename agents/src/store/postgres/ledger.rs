@@ -29,7 +29,7 @@ use super::super::{
     TaskPrivacy, TaskState, Totals, now_ms,
 };
 use super::recall;
-use super::sql::{Lease, Step, Tx, atomic, get, i64_of, one, rows, u32_of, u64_of};
+use super::sql::{Lease, Step, Tx, atomic, exec, get, i64_of, one, rows, u32_of, u64_of};
 use crate::llm::privacy::TypeCounts;
 
 /// One UTC day, in ms.
@@ -456,6 +456,66 @@ pub(super) async fn spend_since(
             tokens_in: u64_of(get(r, 4, DOING)?),
             tokens_out: u64_of(get(r, 5, DOING)?),
             cost_usd: get(r, 6, DOING)?,
+        })
+    })
+    .collect()
+}
+
+/// Record one remote embedding call (issue 39): its own table, no task.
+pub(super) async fn record_embedding_call(
+    t: &Tx<'_>,
+    call: &crate::llm::embed::EmbedCall,
+) -> Result<(), StoreError> {
+    const DOING: &str = "recording an embedding call";
+    let masked = call.masked.as_ref().map(|m| m.to_json());
+    let params: [&(dyn ToSql + Sync); 10] = [
+        &call.model,
+        &i64::from(call.texts),
+        &(call.tokens as i64),
+        &call.cost_usd,
+        &i64::from(call.usage_unknown),
+        &(call.duration_ms as i64),
+        &i64::from(call.attempts),
+        &call.error,
+        &masked,
+        &now_ms(),
+    ];
+    exec(
+        t.c(),
+        DOING,
+        "INSERT INTO embedding_calls (model, texts, tokens, cost_usd, usage_unknown, duration_ms, \
+         attempts, error, privacy_counts, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        &params,
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Embedding spend since `since_ms`, by model, most expensive first (work `embedding`).
+pub(super) async fn embedding_spend_since(
+    c: &impl GenericClient,
+    since_ms: i64,
+) -> Result<Vec<Spend>, StoreError> {
+    const DOING: &str = "summing embedding spend";
+    rows(
+        c,
+        DOING,
+        "SELECT model, COUNT(*), SUM(tokens)::BIGINT, SUM(cost_usd) FROM embedding_calls \
+         WHERE created_at >= $1 GROUP BY model ORDER BY SUM(cost_usd) DESC, model",
+        &[&since_ms],
+    )
+    .await?
+    .iter()
+    .map(|r| {
+        Ok(Spend {
+            agent: String::new(),
+            model: get(r, 0, DOING)?,
+            conversation: String::new(),
+            work: "embedding".into(),
+            calls: u64_of(get(r, 1, DOING)?),
+            tokens_in: u64_of(get(r, 2, DOING)?),
+            tokens_out: 0,
+            cost_usd: get(r, 3, DOING)?,
         })
     })
     .collect()

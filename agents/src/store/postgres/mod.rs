@@ -301,6 +301,7 @@ pg_store! {
         ledger::totals(root_id: TaskId) -> Totals;
         ledger::privacy_by_day(since_ms: i64) -> Vec<PrivacyDay>;
         ledger::spend_since(since_ms: i64) -> Vec<Spend>;
+        ledger::embedding_spend_since(since_ms: i64) -> Vec<Spend>;
         ledger::latest_calls(window: u32) -> Vec<LatestCall>;
         ledger::memory_calls(task_id: TaskId) -> Vec<(i64, CallRecord)>;
         ledger::memory_tokens_since(agent: &str, since_ms: i64) -> u64;
@@ -339,6 +340,7 @@ pg_store! {
         memory_jobs::drop_memory_job(id: i64) -> ();
         memory_jobs::defer_memory_job(id: i64, not_before: i64, failed_attempt: bool, why: &str) -> ();
         ledger::record_memory_call(call: &CallRecord) -> i64;
+        ledger::record_embedding_call(call: &crate::llm::embed::EmbedCall) -> ();
         memory_jobs::memory_root_seen(
             agent: &str,
             root: TaskId,

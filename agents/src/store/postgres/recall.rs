@@ -7,6 +7,7 @@
 //! (`tasks.rs`, `ledger.rs`), with [`COLUMNS`] and [`hash_of`] from here.
 
 use opc_memory::recall::NewMessage;
+use opc_memory::recall::message::without_recall;
 use tokio_postgres::types::ToSql;
 
 use super::super::recall::USER_AUTHOR;
@@ -58,6 +59,8 @@ impl Entry {
         text: &str,
         now: i64,
     ) -> Option<Entry> {
+        // As on SQLite: a copy of the recall preamble is not stored again (`without_recall`).
+        let text = without_recall(text);
         if text.trim().is_empty() {
             return None;
         }

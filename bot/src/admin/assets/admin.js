@@ -215,8 +215,8 @@
       const period = (name, label) => el("section", { class: "panel" }, el("h3", {}, label),
         el("p", { class: "big" }, money(r[name].total.cost_usd)), el("p", { class: "muted" }, `${r[name].total.calls} calls, ${tokens(r[name].total.tokens_in + r[name].total.tokens_out)} tokens`),
         table("Agent", r[name].by_agent), table("Model", r[name].by_model), table("Platform", r[name].by_platform),
-        table("Work", r[name].by_work.map((x) => Object.assign({}, x, { key: x.key === "memory" ? "memory (facts, consolidation)" : "tasks" }))),
-        table("Memory work", r[name].memory_by_agent));
+        table("Work", r[name].by_work.map((x) => Object.assign({}, x, { key: x.key === "memory" ? "memory (facts, consolidation)" : x.key === "embedding" ? "embeddings (recall, facts)" : "tasks" }))),
+        table("Memory work", r[name].memory_by_agent), table("Embeddings", r[name].embeddings || []));
       const top = r.today.by_agent[0], topModel = r.today.by_model[0];
       $("costs").replaceChildren(
         el("p", { class: "status" }, (top ? `Today the most expensive agent is ${top.key} (${money(top.cost_usd)}), and the most expensive model ${topModel.key} (${money(topModel.cost_usd)}).` : "No spend today.") +
@@ -250,6 +250,8 @@
       if (!r.blocks.length) body.append(el("tr", {}, el("td", { colspan: "5", class: "muted" }, "No blocks yet: they are created from the config at start.")));
     } catch (e) { banner(e.message); }
     loadFacts();
+    // The graph view (graph.js), started once with this page's helpers.
+    opcGraph({ $, api, el, badge, day, validity }).draw();
   }
   // Facts: an agent's, in one of four views; a row opens that fact's versions, oldest first.
   const day = (t) => t ? t.replace(/T00:00:00Z$/, "").replace("T", " ").replace(/Z$/, " UTC") : "open";
