@@ -135,6 +135,7 @@ fn embedder(url: &str, batch: usize) -> RemoteEmbedder {
         ledger_model: "embeddings/bench-embed".into(),
         masker: Some(masker),
         ledger: None,
+        guard: None,
     })
     .expect("embedder")
 }

@@ -190,6 +190,12 @@ impl Changes {
             om.postgres != nm.postgres,
             nm.postgres == s.framework.memory.postgres,
         );
+        // The embedder is built once, at start (a remote one with its endpoint, key and masker).
+        restart(
+            "framework.memory.embedding",
+            om.embedding != nm.embedding,
+            nm.embedding == s.framework.memory.embedding,
+        );
         // A node's leases are renewed on the lease it joined with; the other nodes still run on
         // theirs, so a new `leaseTtl` takes effect as each node restarts.
         restart(

@@ -67,6 +67,14 @@ pub trait Embedder: Send + Sync {
     fn batch_size(&self) -> usize {
         32
     }
+    /// The vector of one search query. A search runs before an agent's task, so an embedder that
+    /// can be slow to fail (a remote endpoint that hangs) answers this quickly or fails, without the
+    /// retries that background indexing can afford; the store then searches by keywords.
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        self.embed(&[text])?
+            .pop()
+            .ok_or_else(|| EmbedError::Run("the embedder returned no vector for the query".into()))
+    }
     /// What the stores record for this embedder's generation, so that a later start can build it
     /// again to embed queries while a newer generation fills: `{"provider", "model", "dimensions",
     /// "baseUrl", "apiKeyEnv"}` — never a secret. The default describes a local model.

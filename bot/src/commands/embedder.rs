@@ -75,11 +75,24 @@ fn random_key() -> Result<[u8; 32], String> {
 fn masking_key(db: &Path) -> Result<[u8; 32], String> {
     let path = key_path(db);
     let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
-    match std::fs::read_to_string(&path) {
+    // A process that just created the file writes it a moment later: an empty file is read again
+    // for up to a second before it is taken for a bad one.
+    let mut read = std::fs::read_to_string(&path);
+    for _ in 0..20 {
+        match &read {
+            Ok(text) if text.trim().is_empty() => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                read = std::fs::read_to_string(&path);
+            }
+            _ => break,
+        }
+    }
+    match read {
         Ok(text) => {
             let text = text.trim();
             let mut key = [0u8; 32];
             let ok = text.len() == 64
+                && text.is_ascii()
                 && key.iter_mut().enumerate().all(|(i, k)| {
                     u8::from_str_radix(&text[2 * i..2 * i + 2], 16)
                         .map(|v| *k = v)
@@ -133,6 +146,16 @@ fn start_remote(
     options.ledger = Some(Arc::new(StoreLedger {
         engine: engine.clone(),
         warned: Arc::default(),
+    }));
+    // The masker is built from the privacy settings of now. A reload that changes them (turns the
+    // gateway on, adds a type) applies to model calls at once, but this embedder would go on
+    // masking the old way: it holds its texts back until `opc run` restarts with the new settings.
+    let built_with = config.framework.privacy.clone();
+    let live = engine.clone();
+    options.guard = Some(Arc::new(move || {
+        (live.config().framework.privacy != built_with).then(|| {
+            "the privacy settings changed since `opc run` started, and embeddings are masked with the settings it started with; restart `opc run` to embed with the new ones (rows wait, nothing is lost)".to_string()
+        })
     }));
     Ok(Arc::new(RemoteEmbedder::start(options)?))
 }

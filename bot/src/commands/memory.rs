@@ -172,6 +172,19 @@ fn search(config: &Path, text: &str, agent: &str, mode: Mode, limit: usize) -> E
         Ok(database) => database,
         Err(code) => return code,
     };
+    // The stored vectors are the configured embedder's. Only the local model can be loaded here (a
+    // remote one needs the engine's privacy gateway and ledger), and loading MiniLM beside remote
+    // vectors would make this read-only command start re-embedding the store into a MiniLM
+    // generation. So with a remote embedder this searches by keywords, and says so.
+    let local = loaded.config.framework.memory.embedding.provider
+        == opc_hierarchy::schema::EmbeddingProvider::Local;
+    if !local && mode != Mode::Bm25 {
+        eprint(
+            "note: `framework.memory.embedding` is an OpenAI-compatible endpoint, which only `opc run` calls \
+             (through the privacy gateway); searching by keywords here. The console's Memory search uses the vectors\n",
+        );
+    }
+    let wanted = local && mode != Mode::Bm25;
     let opened = match &database {
         crate::setup::Database::Sqlite(db) => {
             if !db.exists() {
@@ -182,7 +195,7 @@ fn search(config: &Path, text: &str, agent: &str, mode: Mode, limit: usize) -> E
                 ));
                 return ExitCode::SUCCESS;
             }
-            RecallStore::open(db, embedder(mode != Mode::Bm25))
+            RecallStore::open(db, embedder(wanted))
         }
         // This node's index beside the config (shared with a running `opc run` here, as the
         // SQLite file's is).
@@ -192,7 +205,7 @@ fn search(config: &Path, text: &str, agent: &str, mode: Mode, limit: usize) -> E
                 RecallStore::open_postgres(
                     conn,
                     &crate::setup::recall_index_dir(&loaded, None),
-                    embedder(mode != Mode::Bm25),
+                    embedder(wanted),
                 )
             }),
     };

@@ -881,8 +881,8 @@ impl FactStore {
         if self.inner.health.is_down(model.model_id()) {
             return None;
         }
-        match model.embed(&[text]) {
-            Ok(v) => v.into_iter().next(),
+        match model.embed_query(text) {
+            Ok(v) => Some(v),
             Err(e) => {
                 self.inner.health.failed(model.model_id(), &e);
                 None

@@ -950,8 +950,8 @@ impl RecallStore {
         if self.is_down(model.model_id()) {
             return None;
         }
-        match model.embed(&[text]) {
-            Ok(mut v) => v.pop(),
+        match model.embed_query(text) {
+            Ok(v) => Some(v),
             Err(e) => {
                 if !self.is_down(model.model_id()) {
                     tracing::warn!(error = %e, "recall memory: the query could not be embedded; searching by keywords only for now");

@@ -26,7 +26,16 @@
 //!   [`EmbedError::Unavailable`] (the stores keep the rows and try later), and for a short,
 //!   growing while every call fails at once without a request, so a search never waits on an
 //!   endpoint known to be down. A refusal (400, 401, 403, 404, a wrong dimension) is
-//!   [`EmbedError::Run`] with what, where and the fix, logged once.
+//!   [`EmbedError::Run`] with what, where and the fix, logged once; but a 400, 413 or 422 of a
+//!   batch is first narrowed down by halves, and one text refused while a probe passes gets a zero
+//!   vector, so one text the server cannot take never holds back the rows after it.
+//! - **Searches** ([`Embedder::embed_query`]) get one attempt of at most [`QUERY_TIMEOUT`], no
+//!   retries: a search runs before the agent's task, so an endpoint that hangs costs a request
+//!   seconds of keyword-only search, never minutes.
+//! - **Reloads**: the masker is built at start. A [`RemoteOptions::guard`] holds every text back
+//!   while the running config's privacy settings differ from those it was built with (until
+//!   `opc run` restarts), so a reload that turns the gateway on never leaves unmasked sending
+//!   behind.
 //!
 //! Why a worker thread: [`Embedder::embed`] is synchronous (the stores call it from their indexer
 //! threads, and from searches), and the HTTP client is async. The embedder owns one thread running a
@@ -71,6 +80,12 @@ const COOL_BASE: Duration = Duration::from_secs(1);
 const COOL_MAX: Duration = Duration::from_secs(30);
 /// After a refusal (a config error), the same error is returned without a request for this long.
 const REFUSED_FOR: Duration = Duration::from_secs(60);
+/// Time limit of a search query's one attempt: a search runs before the agent's task, so a query
+/// gets one short try, no retries (background indexing has the retries), then keywords.
+const QUERY_TIMEOUT: Duration = Duration::from_secs(3);
+/// Statuses that may be about one input of a batch (too long, malformed for this server), not the
+/// config: such a refusal is narrowed down by halves before it is taken for a config error.
+const PER_INPUT: [u16; 3] = [400, 413, 422];
 
 /// One HTTP call to the embeddings endpoint, for the ledger: counts and money, never text.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -134,7 +149,15 @@ pub struct RemoteOptions {
     pub masker: Option<Arc<EmbedMasker>>,
     /// Where calls are recorded.
     pub ledger: Option<Arc<dyn EmbedLedger>>,
+    /// Asked before every call: `Some(why)` stops the call (nothing is sent; the stores keep the rows
+    /// and try later). The bot uses it to hold sending while the running config's privacy settings
+    /// differ from those the masker was built with (a reload that turns the gateway on must never
+    /// leave earlier-built, unmasked sending behind).
+    pub guard: Option<Guard>,
 }
+
+/// See [`RemoteOptions::guard`].
+pub type Guard = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
 impl RemoteOptions {
     /// The options `config`'s `framework.memory.embedding` asks for, the key read with `env`: the
@@ -249,6 +272,7 @@ impl RemoteOptions {
             ),
             masker: None,
             ledger: None,
+            guard: None,
         })
     }
 }
@@ -278,6 +302,8 @@ pub fn masker_for(
 struct Job {
     body: String,
     inputs: usize,
+    /// A search query's: one attempt within [`QUERY_TIMEOUT`], no retries.
+    quick: bool,
     masked: Option<TypeCounts>,
     done: std::sync::mpsc::Sender<(Result<Reply, LlmError>, u32)>,
 }
@@ -309,7 +335,12 @@ impl opc_retry::Retryable for Attempt {
 
 impl Worker {
     /// One attempt: limit (slot, then rate), then the time limit around the post.
-    async fn attempt(&self, body: &str, inputs: usize) -> Result<Reply, Attempt> {
+    async fn attempt(&self, body: &str, inputs: usize, quick: bool) -> Result<Reply, Attempt> {
+        let limit = if quick {
+            self.attempt_timeout.min(QUERY_TIMEOUT)
+        } else {
+            self.attempt_timeout
+        };
         let _slot = match &self.slots {
             Some(slots) => slots.acquire().await.ok(),
             None => None,
@@ -317,29 +348,28 @@ impl Worker {
         if let Some(rate) = &self.rate {
             rate.until_ready().await;
         }
-        match tokio::time::timeout(
-            self.attempt_timeout,
-            self.wire.post(body.to_string(), inputs),
-        )
-        .await
-        {
+        match tokio::time::timeout(limit, self.wire.post(body.to_string(), inputs)).await {
             Ok(result) => result.map_err(Attempt),
             Err(_) => Err(Attempt(LlmError::Timeout {
                 provider: wire::LABEL.into(),
-                after: self.attempt_timeout,
+                after: limit,
             })),
         }
     }
 
-    /// A job through retry, then priced and recorded.
+    /// A job through retry (a query's: one short attempt), then priced and recorded.
     async fn run(self: Arc<Self>, job: Job) {
         let started = Instant::now();
         let tries = std::sync::atomic::AtomicU32::new(0);
+        let quick = RetryPolicy {
+            max_attempts: 1,
+            ..self.retry
+        };
         let result = opc_retry::retry(
-            &self.retry,
+            if job.quick { &quick } else { &self.retry },
             || {
                 tries.fetch_add(1, Ordering::Relaxed);
-                self.attempt(&job.body, job.inputs)
+                self.attempt(&job.body, job.inputs, job.quick)
             },
             std::future::pending::<()>(),
             |attempt, delay, error: &Attempt| {
@@ -416,6 +446,10 @@ pub struct RemoteEmbedder {
     blocked: Mutex<Option<Blocked>>,
     /// Whether a refusal was logged already (it is said once).
     refusal_said: AtomicBool,
+    /// [`RemoteOptions::guard`].
+    guard: Option<Guard>,
+    /// Whether the guard's stop was logged already (it is said once per stop).
+    guard_said: AtomicBool,
 }
 
 impl std::fmt::Debug for RemoteEmbedder {
@@ -445,6 +479,7 @@ impl RemoteEmbedder {
             ledger_model,
             masker,
             ledger,
+            guard,
         } = options;
         let worker = Arc::new(Worker {
             wire: Wire {
@@ -495,6 +530,8 @@ impl RemoteEmbedder {
             deadline,
             blocked: Mutex::new(None),
             refusal_said: AtomicBool::new(false),
+            guard,
+            guard_said: AtomicBool::new(false),
         })
     }
 
@@ -561,13 +598,38 @@ impl RemoteEmbedder {
         }
     }
 
-    /// One batch: mask, check the bytes, hand to the worker, wait.
-    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// `Some(error)` while the guard holds sending back (said once per stop).
+    fn held(&self) -> Option<EmbedError> {
+        let guard = self.guard.as_ref()?;
+        match guard() {
+            Some(why) => {
+                if !self.guard_said.swap(true, Ordering::Relaxed) {
+                    tracing::warn!("remote embeddings wait: {why}");
+                }
+                Some(EmbedError::Unavailable(why))
+            }
+            None => {
+                self.guard_said.store(false, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    /// One batch: mask, check the bytes, hand to the worker, wait. A failed call's HTTP status
+    /// comes with its error (a refusal of one input is narrowed down by the caller).
+    fn embed_batch(
+        &self,
+        texts: &[&str],
+        quick: bool,
+    ) -> Result<Vec<Vec<f32>>, (EmbedError, Option<u16>)> {
+        if let Some(held) = self.held() {
+            return Err((held, None));
+        }
         let (sent, masked) = match &self.masker {
             Some(masker) => {
                 let masked = masker
                     .mask(texts)
-                    .map_err(|NotReady(why)| EmbedError::Unavailable(why))?;
+                    .map_err(|NotReady(why)| (EmbedError::Unavailable(why), None))?;
                 (masked.texts.clone(), Some(masked))
             }
             None => (texts.iter().map(|t| t.to_string()).collect(), None),
@@ -582,29 +644,79 @@ impl RemoteEmbedder {
             && masked.leaks(&body)
         {
             // The masker and this check agree by construction; a hit means a bug, and nothing is sent.
-            return Err(EmbedError::Run(
+            return Err((EmbedError::Run(
                 "the privacy egress guard stopped an embeddings request: it still carried a real value; nothing was sent".into(),
-            ));
+            ), None));
         }
         let (done, answer) = std::sync::mpsc::channel();
         self.jobs
             .send(Job {
                 body,
                 inputs: texts.len(),
+                quick,
                 masked: masked.as_ref().map(|m| TypeCounts::from(&m.counts)),
                 done,
             })
-            .map_err(|_| EmbedError::Unavailable("the embeddings worker has stopped".into()))?;
-        let (result, _attempts) = answer.recv_timeout(self.deadline).map_err(|_| {
-            EmbedError::Unavailable(format!(
-                "the embeddings endpoint {} did not answer within {}",
-                self.base_url,
-                humantime::format_duration(self.deadline)
-            ))
+            .map_err(|_| {
+                (
+                    EmbedError::Unavailable("the embeddings worker has stopped".into()),
+                    None,
+                )
+            })?;
+        // A query's one attempt, plus the limiter's wait; a batch's every attempt and backoff.
+        let deadline = if quick {
+            QUERY_TIMEOUT * 2
+        } else {
+            self.deadline
+        };
+        let (result, _attempts) = answer.recv_timeout(deadline).map_err(|_| {
+            (
+                EmbedError::Unavailable(format!(
+                    "the embeddings endpoint {} did not answer within {}",
+                    self.base_url,
+                    humantime::format_duration(deadline)
+                )),
+                None,
+            )
         })?;
-        result
-            .map(|reply| reply.vectors)
-            .map_err(|error| self.embed_error(error))
+        result.map(|reply| reply.vectors).map_err(|error| {
+            let status = error.status().or_else(|| match &error {
+                LlmError::Exhausted { last, .. } => last.status(),
+                _ => None,
+            });
+            (self.embed_error(error), status)
+        })
+    }
+
+    /// The texts of `chunk` (indexes into `texts`). A refusal that may be about one input
+    /// ([`PER_INPUT`]) is narrowed down by halves; a single text still refused while a probe text
+    /// passes gets a zero vector (it matches nothing; keyword search still finds its row), so one
+    /// text the endpoint cannot take never holds back every row after it. When the probe is refused
+    /// too, the refusal is the config's and is returned.
+    fn embed_split(&self, texts: &[&str], chunk: &[usize]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
+        match self.embed_batch(&batch, false) {
+            Ok(vectors) => Ok(vectors),
+            Err((_, Some(status))) if PER_INPUT.contains(&status) && chunk.len() > 1 => {
+                let (first, second) = chunk.split_at(chunk.len() / 2);
+                let mut vectors = self.embed_split(texts, first)?;
+                vectors.extend(self.embed_split(texts, second)?);
+                Ok(vectors)
+            }
+            Err((error, Some(status))) if PER_INPUT.contains(&status) => {
+                match self.embed_batch(&["probe"], false) {
+                    Ok(_) => {
+                        tracing::warn!(
+                            status,
+                            "the embeddings endpoint refused one text (too long or malformed for it); its row is kept without a vector, and keyword search still finds it"
+                        );
+                        Ok(vec![vec![0.0; self.dimensions]])
+                    }
+                    Err(_) => Err(error),
+                }
+            }
+            Err((error, _)) => Err(error),
+        }
     }
 
     /// A call-stack error as the stores need it: try later, or a refusal said with its fix.
@@ -650,14 +762,32 @@ impl Embedder for RemoteEmbedder {
             return Err(error);
         }
         for chunk in send.chunks(self.batch) {
-            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
-            let result = self.embed_batch(&batch);
+            let result = self.embed_split(texts, chunk);
             self.outcome(result.as_ref().err());
             for (&i, v) in chunk.iter().zip(result?) {
                 out[i] = v;
             }
         }
         Ok(out)
+    }
+
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        if text.trim().is_empty() {
+            return Ok(vec![0.0; self.dimensions]);
+        }
+        if let Some(error) = self.fail_fast() {
+            return Err(error);
+        }
+        let result = self.embed_batch(&[text], true).map_err(|(error, _)| error);
+        // A query that fails marks the endpoint down like a batch does (searches then skip it at
+        // once), but a refusal of the query alone does not stop the indexing.
+        match &result {
+            Ok(_) | Err(EmbedError::Unavailable(_)) => self.outcome(result.as_ref().err()),
+            Err(_) => {}
+        }
+        result?
+            .pop()
+            .ok_or_else(|| EmbedError::Run("the embeddings endpoint returned no vector".into()))
     }
 
     fn model_id(&self) -> &str {

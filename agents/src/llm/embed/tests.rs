@@ -22,6 +22,10 @@ struct Script {
     bodies: Vec<String>,
     /// Every `authorization` header received.
     auth: Vec<String>,
+    /// A request whose inputs include this text is refused with 400 (an input too long for it).
+    refuse: Option<String>,
+    /// Never answer (an endpoint that accepts and hangs).
+    hang: bool,
 }
 
 type Shared = Arc<Mutex<Script>>;
@@ -67,17 +71,25 @@ async fn handle(mut socket: tokio::net::TcpStream, script: Shared) {
     }
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
     let body = String::from_utf8_lossy(&buf[head_end..head_end + length]).to_string();
-    let status = {
+    let (status, hang) = {
         let mut s = script.lock().unwrap();
         s.bodies.push(body.clone());
+        let refused = s
+            .refuse
+            .as_ref()
+            .is_some_and(|r| body.contains(&format!("\"{r}\"")));
         if let Some(auth) = head
             .lines()
             .find(|l| l.to_lowercase().starts_with("authorization:"))
         {
             s.auth.push(auth.to_string());
         }
-        s.statuses.pop_front().unwrap_or(200)
+        let scripted = s.statuses.pop_front().unwrap_or(200);
+        (if refused { 400 } else { scripted }, s.hang)
     };
+    if hang {
+        std::future::pending::<()>().await;
+    }
     let reply = if status == 200 {
         let request: serde_json::Value = serde_json::from_str(&body).unwrap();
         let dims = request["dimensions"].as_u64().unwrap() as usize;
@@ -173,6 +185,7 @@ fn options(url: &str, batch: usize, ledger: &Arc<Ledger>) -> RemoteOptions {
         ledger_model: "embeddings/embed-small".into(),
         masker: Some(masker()),
         ledger: Some(ledger.clone() as Arc<dyn EmbedLedger>),
+        guard: None,
     }
 }
 
@@ -265,13 +278,20 @@ fn a_5xx_is_retried_and_a_down_endpoint_is_unavailable_then_recovers() {
         .statuses
         .extend([503, 503, 503, 429, 429, 429]);
     let error = embedder.embed(&["second"]).unwrap_err();
+    // The cool-down started before `embed` returned, so it still holds while less than its first
+    // length has passed since now.
+    let failed = std::time::Instant::now();
     assert!(matches!(error, EmbedError::Unavailable(_)), "{error}");
     let sent = script.lock().unwrap().bodies.len();
     assert_eq!(sent, 2 + 3, "the 500 and its retry, then three attempts");
-    // Known down: the next call fails at once, without a request.
-    let error = embedder.embed(&["third"]).unwrap_err();
-    assert!(matches!(error, EmbedError::Unavailable(_)), "{error}");
-    assert_eq!(script.lock().unwrap().bodies.len(), sent);
+    // Known down: the next call fails at once, without a request (checked only when it ran within
+    // the cool-down: a machine slow enough to pass it would rightly ask the endpoint again).
+    let result = embedder.embed(&["third"]);
+    if failed.elapsed() < super::COOL_BASE {
+        let error = result.unwrap_err();
+        assert!(matches!(error, EmbedError::Unavailable(_)), "{error}");
+        assert_eq!(script.lock().unwrap().bodies.len(), sent);
+    }
     assert!(
         calls(&ledger, 2)[1]
             .error
@@ -338,4 +358,67 @@ fn options_come_from_the_config_with_the_providers_price_and_limits() {
     assert_eq!(options.price.map(|p| p.input), Some(0.02));
     assert_eq!(options.requests_per_minute.map(|n| n.get()), Some(60));
     assert!(masker_for(&config, NerSlot::default(), [0; 32]).is_none());
+}
+
+#[test]
+fn one_text_the_endpoint_refuses_is_left_without_a_vector_and_the_others_are_embedded() {
+    let (url, script) = serve();
+    script.lock().unwrap().refuse = Some("far too long".into());
+    let ledger = Arc::new(Ledger::default());
+    let embedder = RemoteEmbedder::start(options(&url, 16, &ledger)).unwrap();
+    let vectors = embedder
+        .embed(&["alpha", "beta", "far too long", "gamma"])
+        .unwrap();
+    assert_eq!(vectors.len(), 4);
+    for (i, v) in vectors.iter().enumerate() {
+        let zero = v.iter().all(|x| *x == 0.0);
+        assert_eq!(zero, i == 2, "text {i}: {v:?}");
+    }
+    // Narrowed by halves (4, then 2 + 2, then 1 + 1 of the refused half, then the probe), and the
+    // embedder is not left refusing: the next text is embedded.
+    assert!(script.lock().unwrap().bodies.len() > 2);
+    let next = embedder.embed(&["delta"]).unwrap();
+    assert!(next[0].iter().any(|x| *x != 0.0));
+}
+
+#[test]
+fn a_refusal_of_every_text_is_the_configs_and_is_returned() {
+    let (url, script) = serve();
+    script.lock().unwrap().statuses.extend([400; 16]);
+    let ledger = Arc::new(Ledger::default());
+    let embedder = RemoteEmbedder::start(options(&url, 16, &ledger)).unwrap();
+    let error = embedder.embed(&["alpha"]).unwrap_err();
+    assert!(matches!(error, EmbedError::Run(_)), "{error}");
+}
+
+#[test]
+fn a_search_query_to_an_endpoint_that_hangs_gets_one_short_attempt() {
+    let (url, script) = serve();
+    script.lock().unwrap().hang = true;
+    let ledger = Arc::new(Ledger::default());
+    let embedder = RemoteEmbedder::start(options(&url, 16, &ledger)).unwrap();
+    let error = embedder.embed_query("where is the report").unwrap_err();
+    let failed = std::time::Instant::now();
+    assert!(matches!(error, EmbedError::Unavailable(_)), "{error}");
+    assert_eq!(script.lock().unwrap().bodies.len(), 1, "no retries");
+    // Marked down: the next query fails at once, without a request (checked when it ran within
+    // the cool-down, as above).
+    let again = embedder.embed_query("again");
+    if failed.elapsed() < super::COOL_BASE {
+        assert!(again.is_err());
+        assert_eq!(script.lock().unwrap().bodies.len(), 1);
+    }
+}
+
+#[test]
+fn a_guard_that_holds_sending_back_sends_nothing() {
+    let (url, script) = serve();
+    let ledger = Arc::new(Ledger::default());
+    let mut held = options(&url, 16, &ledger);
+    held.guard = Some(Arc::new(|| Some("privacy settings changed".into())));
+    let embedder = RemoteEmbedder::start(held).unwrap();
+    let error = embedder.embed(&["Ann Smith, ann@example.com"]).unwrap_err();
+    assert!(matches!(error, EmbedError::Unavailable(_)), "{error}");
+    assert!(embedder.embed_query("ann@example.com").is_err());
+    assert!(script.lock().unwrap().bodies.is_empty());
 }
