@@ -222,6 +222,24 @@ async fn a_config_saved_on_one_node_runs_on_every_node_and_an_invalid_one_nowher
     })
     .await;
     assert_eq!(refused["last"]["trigger"], "cluster", "{refused}");
+    // The file was never touched, so a look at the file (the watcher's, here forced by writing the
+    // same text again) finds it running and withdraws nothing: the refusal stands.
+    let looked = refused["checked"].as_u64().unwrap();
+    std::fs::write(nodes.file(B), &first).unwrap();
+    let after = poll(
+        WAIT,
+        "B's watcher to look at its unchanged file",
+        || async {
+            let status = get(nodes.node(B), "/admin/api/reload").await;
+            (status["checked"].as_u64() > Some(looked)).then_some(status)
+        },
+    )
+    .await;
+    assert_eq!(
+        (&after["last"]["outcome"], &after["stale"]),
+        (&json!("rejected"), &json!(true)),
+        "{after}"
+    );
     assert_eq!(file_of(&mut nodes, B), first, "B's file is left as it was");
     assert_eq!(row_digest(&db, B).await, Some(digest(&first)));
     assert_eq!(nodes.node(B).health().await["status"], "ok");

@@ -288,14 +288,22 @@ impl Reloader {
         }
     }
 
-    /// The files are the running ones. After a refusal that means they were put back: the refusal
-    /// is withdrawn (the console's banner clears) and that is said whatever the trigger. Otherwise it
-    /// is said only to `SIGHUP`, whose sender is waiting for an answer.
+    /// The files are the running ones. After a refusal of the files that means they were put back:
+    /// the refusal is withdrawn (the console's banner clears) and that is said whatever the trigger.
+    /// Otherwise it is said only to `SIGHUP`, whose sender is waiting for an answer.
+    ///
+    /// A refusal of a config saved in the cluster is not about the files (it was never written to
+    /// them), so the files matching the running config withdraw nothing: it stands until a config
+    /// is applied. (The watcher's debounced look after the previous cluster write used to land just
+    /// after such a refusal and clear it.)
     fn unchanged(&self, trigger: Trigger) -> Report {
         let generation = self.live.generation();
         *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        let restored = matches!(*last, Some(Report::Rejected { .. }));
+        let restored = matches!(
+            *last,
+            Some(Report::Rejected { trigger: refused_by, .. }) if refused_by != Trigger::Cluster
+        );
         let report = Report::Unchanged {
             trigger,
             generation,
