@@ -16,11 +16,18 @@
 //!   in one response under a per-response CSP nonce;
 //! - validating text never touches the file on disk or the running config.
 
+mod blocks;
 mod cluster;
 mod config;
 mod live;
+mod logs;
 mod memory;
+mod org;
+mod overview;
 mod save;
+mod session;
+mod timeline;
+mod vault;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,8 +40,26 @@ use opc_adapters::Page;
 const PAGE: &str = include_str!("assets/admin.html");
 const CSS: &str = include_str!("assets/admin.css");
 const JS: &str = include_str!("assets/admin.js");
-/// The Memory page's graph view (its own file: it is most of a page); runs before [`JS`], which starts it.
-const GRAPH_JS: &str = include_str!("assets/graph.js");
+/// The page modules, one file each (a page's view is most of a file); they run before [`JS`], which
+/// starts them with its shared helpers. Their styles follow [`CSS`].
+const MODULES_JS: [&str; 9] = [
+    include_str!("assets/graph.js"),
+    include_str!("assets/session.js"),
+    include_str!("assets/overview.js"),
+    include_str!("assets/logs.js"),
+    include_str!("assets/orggraph.js"),
+    include_str!("assets/timeline.js"),
+    include_str!("assets/blocks.js"),
+    include_str!("assets/vault.js"),
+    include_str!("assets/preview.js"),
+];
+const MODULES_CSS: [&str; 5] = [
+    include_str!("assets/session.css"),
+    include_str!("assets/overview.css"),
+    include_str!("assets/orggraph.css"),
+    include_str!("assets/timeline.css"),
+    include_str!("assets/panels.css"),
+];
 
 /// Largest config text the console takes — to validate, to edit, to diff or to save (a 1,000-agent org
 /// is ~200 kB). The one limit: every endpoint that reads a config text answers 413 above it.
@@ -94,8 +119,11 @@ impl Admin {
         let title = format!("{org_name} — OPC admin");
         let page = PAGE
             .replace("{{TITLE}}", &html_escape::encode_text(&title))
-            .replace("{{CSS}}", CSS)
-            .replace("{{JS}}", &[GRAPH_JS, JS].join("\n"));
+            .replace(
+                "{{CSS}}",
+                &[&[CSS][..], &MODULES_CSS[..]].concat().join("\n"),
+            )
+            .replace("{{JS}}", &[&MODULES_JS[..], &[JS][..]].concat().join("\n"));
         Arc::new(Admin {
             config_path,
             base_dir,
@@ -135,6 +163,20 @@ impl Admin {
 
     /// The console's pages.
     pub fn pages(self: &Arc<Self>) -> Vec<Page> {
+        let mut pages = self.core_pages();
+        pages.extend(session::pages(self));
+        pages.extend(overview::pages(self));
+        pages.extend(logs::pages(self));
+        pages.extend(org::pages(self));
+        pages.extend(timeline::pages(self));
+        pages.extend(blocks::pages(self));
+        pages.extend(vault::pages(self));
+        pages
+    }
+
+    /// The pages of the console's first pages (org, tasks, approvals, costs, events, memory, privacy,
+    /// config).
+    fn core_pages(self: &Arc<Self>) -> Vec<Page> {
         vec![
             Page::new(Method::GET, "/admin", page, self.clone()),
             Page::new(Method::GET, "/admin/api/config", config::read, self.clone()),

@@ -1,8 +1,19 @@
-// The admin console: a page per hash (#org, #config), every request with the access token when the
-// console was opened with one (?token=…). Nothing is loaded from another host.
+// The admin console: a page per hash (#overview, #org, #config). A browser is signed in by its session
+// cookie; a console opened with ?token=… (scripts, old bookmarks) sends that token on every request of
+// this page and takes it out of the address bar at once, so it is not kept in history. Nothing is
+// loaded from another host.
+//
+// The page modules (overview.js, orggraph.js, timeline.js, blocks.js, logs.js, vault.js, preview.js,
+// session.js) come before this file in the page's one script; each is a factory taking the shared
+// helpers (`ctx` below) and returning the hooks this file calls.
 (() => {
   "use strict";
   const token = new URLSearchParams(location.search).get("token");
+  if (token) {
+    const url = new URL(location.href);
+    url.searchParams.delete("token");
+    history.replaceState(history.state, "", url.pathname + url.search + url.hash);
+  }
   const $ = (id) => document.getElementById(id);
   const headers = (extra) => {
     const h = Object.assign({}, extra || {});
@@ -13,7 +24,10 @@
   const banner = (text) => { $("banner").textContent = text || ""; $("banner").hidden = !text; };
   const api = async (path, options) => {
     const r = await fetch(path, Object.assign({ cache: "no-store" }, options, { headers: headers(options && options.headers) }));
-    if (r.status === 401) throw new Error("Access token missing or wrong: open the console as /admin?token=<token>.");
+    if (r.status === 401) {
+      if (!token) location.assign("/signin?next=" + encodeURIComponent(location.pathname + location.hash));
+      throw new Error("Signed out, or the access token is wrong: sign in again.");
+    }
     const body = await r.json().catch(() => ({}));
     if (!r.ok) throw new Error(body.error || ("the server answered " + r.status));
     return body;
@@ -27,16 +41,28 @@
     return e;
   };
 
+  // ---- the console's one event stream, shared by every page ----
+  // Listeners by kind ("*" hears every engine event): the Events page's live tail, the overview, the org
+  // graph. `stream_state` ({text}) says whether the stream is live; "*" does not hear it.
+  const listeners = new Map();
+  const on = (kind, fn) => { if (!listeners.has(kind)) listeners.set(kind, []); listeners.get(kind).push(fn); };
+  const dispatch = (kind, data) => {
+    for (const fn of [...(listeners.get(kind) || []), ...(kind === "stream_state" ? [] : listeners.get("*") || [])]) {
+      try { fn(data, kind); } catch (e) { /* one listener's fault does not stop the others */ }
+    }
+  };
+
   // ---- pages ----
-  const pages = ["org", "tasks", "approvals", "costs", "channels", "events", "memory", "privacy", "config"];
+  const pages = ["overview", "org", "tasks", "approvals", "costs", "channels", "events", "memory", "privacy", "config"];
   const loaded = {};
-  let current = "org";
+  let current = "overview";
   // Pages that show live data are refreshed while they are shown (the Events page streams instead).
-  const refresh = { org: () => loadStates(), tasks: () => loadTasks(), approvals: () => loadApprovals(),
-    costs: () => loadCosts(), channels: () => loadChannels(), privacy: () => loadPrivacy(),
+  const refresh = { overview: () => modules.overview.refresh(), org: () => { loadStates(); modules.orgGraph.refresh(); },
+    tasks: () => loadTasks(), approvals: () => loadApprovals(),
+    costs: () => loadCosts(), channels: () => loadChannels(), privacy: () => { loadPrivacy(); modules.vault.refresh(); },
     config: () => loadClusterHistory() };
   function show() {
-    const name = pages.includes(location.hash.slice(1)) ? location.hash.slice(1) : "org";
+    const name = pages.includes(location.hash.slice(1)) ? location.hash.slice(1) : "overview";
     current = name;
     for (const p of pages) $("page-" + p).hidden = p !== name;
     for (const a of document.querySelectorAll("nav a[data-page]")) {
@@ -44,7 +70,8 @@
     }
     if (!loaded[name]) {
       loaded[name] = true;
-      ({ org: loadOrg, config: loadConfig, events: startEvents, memory: loadMemory }[name] || refresh[name])();
+      ({ overview: () => modules.overview.load(), org: loadOrg, config: loadConfig, events: startEvents, memory: loadMemory,
+        privacy: () => { loadPrivacy(); modules.vault.load(); } }[name] || refresh[name])();
     } else if (refresh[name]) refresh[name]();
   }
   setInterval(() => { if (!document.hidden && refresh[current] && loaded[current]) refresh[current](); }, 3000);
@@ -55,6 +82,9 @@
   const stateClass = (s) => "state " + (/THINK|EXECUT|CREATED|ASSIGNED|RESULT|thinking/.test(s) ? "thinking" : /AWAIT|DELEGATED|waiting|PENDING|pending/.test(s) ? "waiting" : s.toLowerCase());
   const badge = (s) => el("span", { class: stateClass(s) }, s.toLowerCase().replace(/_/g, " "));
   window.addEventListener("hashchange", show);
+  // Buttons that change something carry data-admin-only: a viewer's console hides them (admin.css), and
+  // the server refuses the request anyway.
+  const adminOnly = (e) => { e.setAttribute("data-admin-only", ""); return e; };
 
   // ---- Org ----
   let orgGeneration = 0;
@@ -84,6 +114,7 @@
         }
       }
       loadStates();
+      modules.orgGraph.load();
     } catch (e) { loaded.org = false; banner(e.message); }
   }
 
@@ -112,6 +143,7 @@
     } catch (e) { banner(e.message); }
   }
   async function loadTask(id) {
+    modules.timeline.show(id);
     try {
       const r = await api("/admin/api/tasks/" + id);
       const byParent = new Map();
@@ -143,7 +175,7 @@
       const live = root && !/COMPLETED|FAILED|CANCELLED|ESCALATED/.test(root.state);
       const head = el("div", { class: "toolbar" }, el("h3", {}, `Request #${root.task.id}`),
         el("span", { class: "muted" }, `${tokens(r.totals.tokens_in + r.totals.tokens_out)} tokens · ${money(r.totals.cost_usd)} · ${root.task.conversation_id}`));
-      if (live) head.append(el("button", { type: "button", id: "cancel-task", onclick: () => cancelTask(root.task.id) }, "Cancel this request"));
+      if (live) head.append(adminOnly(el("button", { type: "button", id: "cancel-task", onclick: () => cancelTask(root.task.id) }, "Cancel this request")));
       $("task-detail").replaceChildren(head, node(root));
     } catch (e) { $("task-detail").replaceChildren(el("p", { class: "status bad" }, e.message)); }
   }
@@ -177,7 +209,7 @@
         const parts = [el("div", { class: "head" }, el("strong", {}, `#${a.id} · ${a.agent}`), " ", badge(a.state),
           el("span", { class: "muted" }, ` asked ${when(a.created_at)}`)), el("p", {}, a.summary)];
         if (a.state === "pending") {
-          parts.push(el("p", { class: "muted" }, `Expires ${when(a.expires_at)}.`), el("div", { class: "actions" },
+          parts.push(el("p", { class: "muted" }, `Expires ${when(a.expires_at)}.`), el("div", { class: "actions", "data-admin-only": "" },
             ...a.options.map((o) => el("button", { type: "button", class: o.outcome === "approve" ? "primary" : "", "data-decide": o.label,
               "data-outcome": o.outcome, onclick: () => decide(a.id, o.label) }, o.label))));
         } else {
@@ -240,15 +272,7 @@
   // ---- Memory ----
   async function loadMemory() {
     api("/api/org").then((r) => $("memory-agents").replaceChildren(...r.agents.map((a) => el("option", { value: a.id }, a.role || a.id)))).catch(() => {});
-    try {
-      const r = await api("/admin/api/memory/blocks");
-      const body = $("block-list").tBodies[0];
-      body.replaceChildren(...r.blocks.map((b) => el("tr", { "data-label": b.label },
-        el("td", {}, b.namespace), el("td", {}, b.label + (b.read_only ? " (read-only)" : "")),
-        el("td", {}, el("div", { class: "value" }, b.value)), el("td", { class: "num" }, `${b.chars}/${b.limit}`),
-        el("td", { class: "num" }, String(b.version)))));
-      if (!r.blocks.length) body.append(el("tr", {}, el("td", { colspan: "5", class: "muted" }, "No blocks yet: they are created from the config at start.")));
-    } catch (e) { banner(e.message); }
+    modules.blocks.load();
     loadFacts();
     // The graph view (graph.js), started once with this page's helpers.
     opcGraph({ $, api, el, badge, day, validity }).draw();
@@ -376,8 +400,7 @@
       $("event-pause").setAttribute("aria-pressed", String(paused));
       $("event-pause").textContent = paused ? "Resume" : "Pause";
     });
-    // EventSource cannot send headers: with an access token, stream with fetch instead.
-    const add = (kind, data) => {
+    const add = (data, kind) => {
       if (paused) return;
       const agent = data.agent || data.from || "";
       const detail = kind === "delegated" ? `${data.from} → ${data.to} (#${data.child})` : kind === "tool_called" ? data.tool
@@ -392,7 +415,16 @@
       while (body.rows.length > 500) body.deleteRow(body.rows.length - 1);
       filter();
     };
-    const state = (t) => { $("event-state").textContent = t; };
+    on("*", add);
+    on("stream_state", (d) => { $("event-state").textContent = d.text; });
+    $("event-state").textContent = streamText;
+    modules.logs.load();
+  }
+  // The stream itself, from the page's start: its events reach the listeners above (`on`).
+  // EventSource cannot send headers: with an access token, stream with fetch instead.
+  let streamText = "Connecting…";
+  const state = (t) => { streamText = t; dispatch("stream_state", { text: t }); };
+  function startStream() {
     (async function stream() {
       while (true) {
         try {
@@ -414,7 +446,9 @@
                 else if (line.startsWith("data:")) data += line.slice(5).trim();
               }
               if (!data) continue;
-              try { if (kind === "lagged") state(`Live (missed ${JSON.parse(data).missed} events while busy).`); else add(kind, JSON.parse(data)); } catch (e) { /* a malformed event is skipped */ }
+              let parsed;
+              try { parsed = JSON.parse(data); } catch (e) { continue; /* a malformed event is skipped */ }
+              if (kind === "lagged") state(`Live (missed ${parsed.missed} events while busy).`); else dispatch(kind, parsed);
             }
           }
           state("Disconnected; reconnecting…");
@@ -623,7 +657,7 @@
         if (reload) { original = body.text; etag = body.etag; text.value = body.text; render(); buttons(); validate(); }
         return;
       }
-      if (r.status === 401) throw new Error("Access token missing or wrong: open the console as /admin?token=<token>.");
+      if (r.status === 401) throw new Error("Signed out: sign in again in another tab, then save (your edits are kept here).");
       if (!r.ok) throw new Error(body.error || ("the server answered " + r.status));
       const saved = text.value;
       original = saved; etag = body.etag;
@@ -717,6 +751,7 @@
         : `${e} error${e === 1 ? "" : "s"}${w ? `, ${w} warning${w === 1 ? "" : "s"}` : ""}.`;
       status.className = "status " + (report.valid ? "ok" : "bad");
       valid = report.valid;
+      modules.preview.update(report, text.value);
       buttons();
       listProblems();
       render();
@@ -847,5 +882,23 @@
     } catch (e) { loaded.config = false; $("config-status").textContent = e.message; banner(e.message); }
   }
 
+  // ---- the page modules ----
+  // What every module gets. Hooks each returns (all may be no-ops):
+  //   session.start()                       at boot: who is signed in (sets body[data-role]), sign-out
+  //   overview.load() / .refresh()          the Overview page (#overview)
+  //   orgGraph.load() / .refresh()          the Org page's graph (#org-graph)
+  //   timeline.show(rootTaskId)             the Tasks page's waterfall for one request (#task-timeline)
+  //   blocks.load()                         the Memory page's core blocks, editable by admins (#blocks)
+  //   logs.load()                           the Events page's stored history (#event-history)
+  //   vault.load() / .refresh()             the Privacy page's vault status (#vault)
+  //   preview.update(report, text)          the Config page's hierarchy preview (#config-preview)
+  const ctx = { $, api, el, badge, banner, money, tokens, when, span, stateClass, day, validity, on, headers, adminOnly,
+    token, isShown: (name) => current === name };
+  const modules = {
+    session: opcSession(ctx), overview: opcOverview(ctx), orgGraph: opcOrgGraph(ctx), timeline: opcTimeline(ctx),
+    blocks: opcBlocks(ctx), logs: opcLogs(ctx), vault: opcVault(ctx), preview: opcPreview(ctx),
+  };
+  modules.session.start();
+  startStream();
   show();
 })();
