@@ -141,6 +141,8 @@ impl Changes {
         );
         section("framework.execution".into(), of.execution != nf.execution);
         section("framework.privacy".into(), of.privacy != nf.privacy);
+        // Read by the event log's purge at each run, so a new retention applies at the next purge.
+        section("framework.console".into(), of.console != nf.console);
         let (og, ng) = (&o.gateway, &n.gateway);
         section("gateway.rateLimit".into(), og.rate_limit != ng.rate_limit);
         section("gateway.approvers".into(), og.approvers != ng.approvers);

@@ -60,6 +60,52 @@ pub struct Framework {
     pub cluster: ClusterSettings,
     /// OpenTelemetry export (`framework.telemetry`); the standard `OTEL_*` variables win over it.
     pub telemetry: TelemetrySettings,
+    /// The admin console (`framework.console`).
+    pub console: ConsoleSettings,
+}
+
+/// `framework.console` — what the admin console keeps.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConsoleSettings {
+    /// How long the engine's events are kept for the Events page's history (`eventRetention`,
+    /// default 7 days); older ones are deleted. At least [`ConsoleSettings::MIN_EVENT_RETENTION`].
+    pub event_retention: Duration,
+}
+
+impl Default for ConsoleSettings {
+    fn default() -> Self {
+        ConsoleSettings {
+            event_retention: Duration::from_secs(7 * 24 * 60 * 60),
+        }
+    }
+}
+
+impl ConsoleSettings {
+    /// The shortest retention: events younger than this are always kept.
+    pub const MIN_EVENT_RETENTION: Duration = Duration::from_secs(60 * 60);
+    const KEYS: &'static [&'static str] = &["eventRetention"];
+
+    fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
+        let f = cx.fields(node, path, Self::KEYS)?;
+        let d = ConsoleSettings::default();
+        let event_retention = f.or(cx, path, "eventRetention", d.event_retention);
+        if event_retention < Self::MIN_EVENT_RETENTION {
+            cx.push(
+                Diagnostic::error(
+                    path.key("eventRetention"),
+                    f.node("eventRetention").map_or(node.span, |n| n.span),
+                    format!(
+                        "an event retention of {} is too short: the shortest is {}",
+                        humantime::format_duration(event_retention),
+                        humantime::format_duration(Self::MIN_EVENT_RETENTION)
+                    ),
+                )
+                .with_hint("write e.g. `eventRetention: 7d` (the default) or `30d`; events are what the console's Events page can look back on"),
+            );
+            return None;
+        }
+        Some(ConsoleSettings { event_retention })
+    }
 }
 
 /// `framework.telemetry` — where traces and metrics go over OTLP/HTTP. Everything is optional and
@@ -448,6 +494,9 @@ pub struct Web {
     pub listen: SocketAddr,
     /// Env var holding the access token; required for a non-loopback `listen` and with `public_url`.
     pub access_token_env: Option<EnvVar>,
+    /// Env var holding the viewer token: a read-only console (no config save, no approvals, no
+    /// cancel, no block edits) and no chat. Needs `access_token_env` beside it.
+    pub viewer_token_env: Option<EnvVar>,
     /// The address people open when a reverse proxy stands in front (`https://opc.example.com`): its
     /// host is one the listener answers to, and its origin one it accepts changes from. Only a scheme,
     /// a host and an optional port, normalised without a trailing `/`.
@@ -772,6 +821,7 @@ impl Framework {
         "sandbox",
         "cluster",
         "telemetry",
+        "console",
     ];
 
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
@@ -811,6 +861,9 @@ impl Framework {
         let telemetry = f
             .node("telemetry")
             .and_then(|n| TelemetrySettings::decode(n, path.key("telemetry"), cx));
+        let console = f
+            .node("console")
+            .and_then(|n| ConsoleSettings::decode(n, path.key("console"), cx));
         Some(Framework {
             name: f.or(cx, path, "name", "OPC".to_string()),
             default_model: default_model?,
@@ -824,6 +877,7 @@ impl Framework {
             sandbox: sandbox.unwrap_or_default(),
             cluster: cluster.unwrap_or_default(),
             telemetry: telemetry.unwrap_or_default(),
+            console: console.unwrap_or_default(),
         })
     }
 
@@ -1330,6 +1384,7 @@ impl Default for Channels {
             web: Web {
                 listen: DEFAULT_WEB_LISTEN,
                 access_token_env: None,
+                viewer_token_env: None,
                 public_url: None,
             },
         }
@@ -1529,7 +1584,11 @@ impl Decode for Discord {
 
 impl Web {
     fn decode(node: &Node, path: Path<'_>, cx: &mut Decoder) -> Option<Self> {
-        let f = cx.fields(node, path, &["listen", "accessTokenEnv", "publicUrl"])?;
+        let f = cx.fields(
+            node,
+            path,
+            &["listen", "accessTokenEnv", "viewerTokenEnv", "publicUrl"],
+        )?;
         let listen = match f.node("listen") {
             Some(n) => {
                 let text = String::decode(n, path.key("listen"), cx)?;
@@ -1566,9 +1625,22 @@ impl Web {
             Some(n) => Some(public_url(n, path.key("publicUrl"), cx)?),
             None => None,
         };
+        let viewer_token_env = f.optional(cx, path, "viewerTokenEnv");
+        if viewer_token_env.is_some() && f.node("accessTokenEnv").is_none() {
+            let span = f.node("viewerTokenEnv").map_or(node.span, |n| n.span);
+            cx.push(
+                Diagnostic::error(
+                    path.key("viewerTokenEnv"),
+                    span,
+                    "a viewer token needs an access token beside it",
+                )
+                .with_hint("add `accessTokenEnv: OPC_WEB_TOKEN` under `channels.web` (the admins' token; export it where `opc run` starts), or remove `viewerTokenEnv`"),
+            );
+        }
         Some(Web {
             listen,
             access_token_env,
+            viewer_token_env,
             public_url,
         })
     }
