@@ -54,6 +54,7 @@ use crate::live::LiveConfig;
 use crate::reload::Reloader;
 use crate::term::{eprint, print};
 
+mod org_page;
 mod routes;
 
 /// How many inbound events may wait for the gateway before adapters push back (HTTP 503 on the web

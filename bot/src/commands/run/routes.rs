@@ -13,13 +13,12 @@
 //! Invariant: the router is built from the list [`pages`] returns, and the test below walks that list,
 //! so a page added anywhere is protected and tested without anyone remembering to.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, Method, header};
-use axum::response::{Html, IntoResponse, Json, Response};
+use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
 use opc_adapters::pages::Names;
 use opc_adapters::{Adapter, Page};
@@ -37,7 +36,7 @@ pub fn pages(
     adapters: &[Arc<dyn Adapter>],
 ) -> Vec<Page> {
     let mut pages = vec![
-        Page::new(Method::GET, "/org", org_page, live.clone()),
+        Page::new(Method::GET, "/org", super::org_page::org_page, live.clone()),
         Page::new(Method::GET, "/api/org", org_json, live.clone()),
     ];
     pages.extend(admin.pages());
@@ -109,51 +108,7 @@ async fn org_json(State(live): State<Arc<LiveConfig>>) -> Json<Value> {
     )
 }
 
-/// The org chart as a page of nested lists. Its link back to the chat keeps the query (the access
-/// token, when the page was opened with one).
-async fn org_page(State(live): State<Arc<LiveConfig>>, RawQuery(query): RawQuery) -> Html<String> {
-    let loaded = live.get();
-    let org = &loaded.org;
-    let name = html_escape::encode_text(&loaded.config.framework.name);
-    let chat = match query {
-        Some(query) => format!("/?{query}"),
-        None => "/".to_string(),
-    };
-    let mut page = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{name} — OPC</title>\
-         <meta name=\"referrer\" content=\"no-referrer\">\
-         <style>body{{font:15px system-ui,sans-serif;margin:2em}}li{{margin:.3em 0}}.role{{color:#555}}</style>\
-         </head><body><h1>{name}</h1><p>{} agents in {} levels. <a href=\"{}\">Chat</a></p><ul>",
-        org.len(),
-        org.depth() + 1,
-        html_escape::encode_double_quoted_attribute(&chat)
-    );
-    // Iterative walk with explicit close markers, so a deep org cannot overflow the stack.
-    enum Step<'a> {
-        Open(&'a str),
-        Close,
-    }
-    let mut stack = vec![Step::Open(org.root())];
-    while let Some(step) = stack.pop() {
-        match step {
-            Step::Open(id) => {
-                let role = html_escape::encode_text(org.role(id).unwrap_or_default());
-                let _ = write!(
-                    page,
-                    "<li><b>{}</b> <span class=\"role\">{role}</span><ul>",
-                    html_escape::encode_text(id)
-                );
-                stack.push(Step::Close);
-                stack.extend(org.children(id).into_iter().rev().map(Step::Open));
-            }
-            Step::Close => page.push_str("</ul></li>"),
-        }
-    }
-    page.push_str("</ul></body></html>");
-    Html(page)
-}
-
-fn breadth_first(org: &OrgTree) -> Vec<&str> {
+pub(super) fn breadth_first(org: &OrgTree) -> Vec<&str> {
     let mut order = vec![org.root()];
     order.extend(org.descendants(org.root()));
     order
