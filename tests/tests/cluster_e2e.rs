@@ -1120,14 +1120,25 @@ async fn a_node_paused_past_its_lease_writes_nothing_into_the_tree_it_lost() {
         stderr.contains("moved to another node").then_some(())
     })
     .await;
-    // Past B's late answer: it arrived SLOW_MS after it was asked, and B has had a heartbeat since.
-    poll(FAILOVER, "B's late model answer to be sent", || async {
-        llm.requests_for(&vp_eng)
-            .iter()
-            .filter(|q| q.session.contains(&victim.input))
-            .all(|q| q.answered_at.is_some())
-            .then_some(())
-    })
+    // Past B's late answer: it is sent SLOW_MS after it was asked, and B has had a heartbeat since.
+    // When B resumes before then, its heartbeat stops the tree and drops the call first, so that
+    // answer is never sent at all: either way, past that moment nothing more comes to B.
+    poll(
+        FAILOVER,
+        "B's late model answer to be sent or dropped",
+        || async {
+            let now = std::time::SystemTime::now();
+            llm.requests_for(&vp_eng)
+                .iter()
+                .filter(|q| q.session.contains(&victim.input))
+                .all(|q| {
+                    q.answered_at.is_some()
+                        || q.received_at + Duration::from_millis(SLOW_MS) + Duration::from_secs(1)
+                            <= now
+                })
+                .then_some(())
+        },
+    )
     .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(
