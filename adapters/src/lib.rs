@@ -27,6 +27,7 @@ pub mod dedup;
 pub mod discord;
 pub mod markdown;
 pub mod pages;
+pub mod session;
 pub mod slack;
 pub mod stream;
 mod text;

@@ -1,15 +1,18 @@
-//! The listener's pages: HTTP endpoints served to people (the web chat, the org chart, their JSON APIs),
-//! all behind one access check.
+//! The listener's pages: HTTP endpoints served to people (the web chat, the org chart, the console,
+//! their JSON APIs), all behind one access check, and the sign-in page that gets a browser past it.
 //!
 //! Why a list and not a `Router`: the gateway builds its router from one list of [`Page`]s and puts the
-//! access check on all of them at once ([`protect`]), and a test walks the same list to prove that each
-//! one refuses a request without the token. A new page cannot be added without being protected.
+//! access check on all of them at once ([`protect_with`]), and a test walks the same list to prove that
+//! each one refuses a request without the token. A new page cannot be added without being protected.
 //! Endpoints that verify their own signatures (Slack's and Discord's webhooks) are not pages: adapters
 //! serve them from [`crate::Adapter::routes`]; so is the gateway's `/healthz`.
 //!
 //! The check, in this order (the first that fails answers; nothing of the body is read before):
-//! 1. **the access token**, when one is configured: `Authorization: Bearer …` (the scheme in any case,
-//!    RFC 7235) or a `token=…` query parameter, else 401;
+//! 1. **the credentials**, when an access token is configured ([`Access`]): `Authorization: Bearer …`
+//!    (the scheme in any case, RFC 7235), a `token=…` query parameter, or the session cookie the
+//!    sign-in page set, each with the access token or the viewer token. Without them a browser asking
+//!    for a page (a `GET` accepting `text/html`) is sent to the sign-in page (`303` to
+//!    `/signin?next=<path>`); anything else is answered 401;
 //! 2. **the `Host`** must be one of the listener's names ([`Names`]): the loopback names (`127.0.0.1`,
 //!    `localhost`, `[::1]`) with the listener's port, the configured listen address, and the host of
 //!    `channels.web.publicUrl`; when the listener is on an unspecified address (`0.0.0.0`, `::`), also
@@ -24,30 +27,49 @@
 //! 4. the same requests must carry **`Content-Type: application/json`** (an optional `charset`
 //!    parameter allowed), even those whose endpoint reads no body (a cancel): a cross-site form or
 //!    `text/plain` post is a "simple request" that a browser sends without asking, a JSON one is not.
-//!    Else 403.
+//!    Else 403;
+//! 5. the same requests from a **viewer** (the viewer token, by any of the three means) are refused
+//!    403: a viewer reads everything and changes nothing, whichever page it asks.
 //!
-//! Refusals are 403 with `{"error": …}` saying what was wrong and how to fix it; they never echo the
-//! token.
+//! The sign-in endpoints pass steps 2 to 4 but need no credentials (they are how one gets them):
+//! `GET /signin` (the page), `POST /signin` (`{"token": …, "next": "/admin"}`: a session cookie, the
+//! attempts limited per peer), `POST /signout` (the session deleted, the cookie cleared; a viewer may).
+//! A page opened with a valid `?token=` (a script's link, an old bookmark) also gets the session
+//! cookie, so the page, which takes the token out of its address at once, still works after a reload.
+//!
+//! Refusals are 401 or 403 with `{"error": …}` saying what was wrong and how to fix it; they never
+//! echo the token.
 //!
 //! Invariants:
-//! - with a token configured, a page runs only for a request carrying it, checked before anything else
-//!   of the request is read;
-//! - the comparison takes the same time wherever a guess goes wrong, and says nothing about the
-//!   token's length (both sides are hashed, the digests compared in constant time);
-//! - the token is never logged.
+//! - with a token configured, a page runs only for a request carrying valid credentials, checked
+//!   before anything else of the request is read;
+//! - a viewer's request that can change something never reaches a page;
+//! - tokens are compared as digests in constant time ([`crate::session`]), and never logged;
+//! - a sign-in follows `next` only to a path on this listener.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::handler::Handler;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
+
+use crate::session::{Access, Caller, Role, Via};
+
+/// The sign-in page, and where its form posts.
+pub const SIGN_IN: &str = "/signin";
+/// Where the console's "Sign out" posts.
+pub const SIGN_OUT: &str = "/signout";
+
+/// Largest sign-in body: a token and a path.
+const SIGN_IN_BODY: usize = 8 << 10;
+
+const SIGN_IN_PAGE: &str = include_str!("signin.html");
+const SIGN_IN_CSS: &str = include_str!("signin.css");
 
 /// One page: a method and a path with the handler that serves them.
 pub struct Page {
@@ -95,10 +117,17 @@ impl Page {
     }
 }
 
-/// The pages as one router, all behind the listener's check (see the module doc): the access token
-/// when `token` is set, the `Host` against `names`, and for requests that change something the origin
-/// and the JSON content type. Two pages with the same path and different methods are served together.
+/// The pages as one router, all behind the listener's check (see the module doc) with the access
+/// `token` alone: no viewer token, no sign-in page.
 pub fn protect(pages: Vec<Page>, token: Option<String>, names: Names) -> Router {
+    protect_with(pages, Arc::new(Access::new(token.as_deref(), None)), names)
+}
+
+/// The pages as one router, all behind the listener's check (see the module doc): the credentials
+/// of `access`, the `Host` against `names`, and for requests that change something the origin, the
+/// JSON content type and the caller's role. Two pages with the same path and different methods are
+/// served together. With sign-in (or no token at all), the sign-in endpoints are served too.
+pub fn protect_with(pages: Vec<Page>, access: Arc<Access>, names: Names) -> Router {
     let mut routes: Vec<(&'static str, MethodRouter)> = Vec::new();
     for page in pages {
         match routes.iter_mut().find(|(path, _)| *path == page.path) {
@@ -106,14 +135,30 @@ pub fn protect(pages: Vec<Page>, token: Option<String>, names: Names) -> Router 
             None => routes.push((page.path, page.route)),
         }
     }
-    let router = routes
+    let mut router = routes
         .into_iter()
         .fold(Router::new(), |router, (path, route)| {
             router.route(path, route)
         });
+    let sign_in_served = access.sign_in().is_some() || !access.required();
+    if sign_in_served {
+        router = router
+            .route(
+                SIGN_IN,
+                axum::routing::get(sign_in_page)
+                    .post(sign_in)
+                    .with_state(access.clone())
+                    .layer(axum::extract::DefaultBodyLimit::max(SIGN_IN_BODY)),
+            )
+            .route(
+                SIGN_OUT,
+                axum::routing::post(sign_out).with_state(access.clone()),
+            );
+    }
     let guard = Arc::new(Guard {
-        token: token.map(|token| Sha256::digest(token.as_bytes()).to_vec()),
+        access,
         names,
+        sign_in_served,
     });
     // `layer`, not `route_layer`: a method or path no page serves is refused (401, 403) before it can
     // tell a caller without the token which methods exist (405) — and a wrong `Host` learns nothing.
@@ -260,9 +305,11 @@ fn public_origin(url: &str) -> Result<(String, u16, u16), String> {
 
 /// What [`check`] compares requests against.
 struct Guard {
-    /// The SHA-256 digest of the access token, when one is configured.
-    token: Option<Vec<u8>>,
+    /// The credentials.
+    access: Arc<Access>,
     names: Names,
+    /// Whether the sign-in endpoints are served (they then need no credentials).
+    sign_in_served: bool,
 }
 
 /// A page's HTML response from `template` (whose `{{NONCE}}` marks its inline `<style>` and
@@ -292,21 +339,6 @@ pub fn html_page(template: &str) -> Response {
             .insert(header::CONTENT_SECURITY_POLICY, value);
     }
     response
-}
-
-/// Whether `given` is the token whose SHA-256 digest is `expected`.
-pub(crate) fn matches(given: &str, expected: &[u8]) -> bool {
-    bool::from(Sha256::digest(given.as_bytes()).as_slice().ct_eq(expected))
-}
-
-/// The token of an `Authorization` header's value when its scheme is `Bearer` (in any case: schemes
-/// are case-insensitive, RFC 7235).
-pub(crate) fn bearer(value: &str) -> Option<&str> {
-    let (scheme, token) = value.trim().split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then(|| token.trim())
-        .filter(|token| !token.is_empty())
 }
 
 /// Whether a `Content-Type` value is JSON: `application/json`, with at most a `charset` parameter.
@@ -422,42 +454,123 @@ fn refusal(names: &Names, method: &Method, headers: &HeaderMap) -> Option<String
     }
 }
 
-/// The listener's check (see the module doc), in its order: token, `Host`, origin, content type.
-async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    if let Some(expected) = &guard.token {
-        let from_header = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(bearer)
-            .map(str::to_string);
-        let from_query = request.uri().query().and_then(|query| {
-            form_urlencoded::parse(query.as_bytes())
-                .find(|(key, _)| key == "token")
-                .map(|(_, value)| value.into_owned())
-        });
-        let ok = [from_header, from_query]
-            .into_iter()
-            .flatten()
-            .any(|given| matches(&given, expected));
-        if !ok {
-            return unauthorized();
+/// The listener's check (see the module doc), in its order: credentials, `Host`, origin, content
+/// type, role. The caller it let in is put in the request's extensions ([`Caller`]).
+async fn check(State(guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let signing_in = guard.sign_in_served && (path == SIGN_IN || path == SIGN_OUT);
+    let caller = if signing_in {
+        None
+    } else {
+        // The front door (`web::exposure`) may have identified the caller already.
+        let known = request.extensions().get::<Caller>().copied();
+        let found = match known {
+            Some(caller) => Some(caller),
+            None => match guard
+                .access
+                .identify(request.headers(), request.uri())
+                .await
+            {
+                Ok(found) => found,
+                Err(unavailable) => return sessions_unavailable(&unavailable.0),
+            },
+        };
+        match found {
+            Some(caller) => Some(caller),
+            None if guard.access.sign_in().is_some() && wants_page(&request) => {
+                return to_sign_in(request.uri());
+            }
+            None => return unauthorized(),
         }
-    }
+    };
     if let Some(reason) = refusal(&guard.names, request.method(), request.headers()) {
         return forbidden(reason);
     }
-    next.run(request).await
+    let Some(caller) = caller else {
+        return next.run(request).await;
+    };
+    if caller.role == Role::Viewer && !is_safe(request.method()) {
+        return read_only();
+    }
+    // A page opened with `?token=`: its cookie too, so that it survives a reload once the page has
+    // taken the token out of its address.
+    let keep = caller.via == Via::Query && wants_page(&request) && guard.access.sign_in().is_some();
+    request.extensions_mut().insert(caller);
+    let mut response = next.run(request).await;
+    if keep && response.status().is_success() {
+        let access = guard.access.clone();
+        let started = tokio::task::spawn_blocking(move || {
+            access.start(caller.role, crate::session::now_ms())
+        })
+        .await;
+        match started {
+            Ok(Ok((id, _))) => {
+                response
+                    .headers_mut()
+                    .append(header::SET_COOKIE, guard.access.cookie(&id));
+            }
+            // The page is served all the same; its next reload needs the token again.
+            Ok(Err(e)) => tracing::warn!(error = %e, "could not keep a session for a ?token= page"),
+            Err(e) => tracing::warn!(error = %e, "could not keep a session for a ?token= page"),
+        }
+    }
+    response
+}
+
+/// Whether `request` is a browser asking for a page: a `GET` (or `HEAD`) accepting `text/html`.
+/// Scripts and the pages' own `fetch` calls ask for JSON or anything (`*/*`): they get a 401.
+pub fn wants_page(request: &Request) -> bool {
+    matches!(*request.method(), Method::GET | Method::HEAD)
+        && request
+            .headers()
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.contains("text/html"))
+}
+
+/// `303` to the sign-in page, which comes back to `uri` (without a `token` parameter: it was wrong,
+/// and a token is never put back into an address).
+pub fn to_sign_in(uri: &Uri) -> Response {
+    let query: Vec<(String, String)> = uri
+        .query()
+        .map(|query| {
+            form_urlencoded::parse(query.as_bytes())
+                .filter(|(key, _)| key != "token")
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut back = uri.path().to_string();
+    if !query.is_empty() {
+        back.push('?');
+        back.push_str(
+            &form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(query)
+                .finish(),
+        );
+    }
+    let location = format!(
+        "{SIGN_IN}?{}",
+        form_urlencoded::Serializer::new(String::new())
+            .append_pair("next", &back)
+            .finish()
+    );
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }
 
 fn unauthorized() -> Response {
     tracing::debug!("request without a valid access token");
     let mut response = (
         StatusCode::UNAUTHORIZED,
-        axum::Json(serde_json::json!({
-            "error": "this page needs the access token: send the header `Authorization: Bearer <token>`, \
-                      or open the page as `/?token=<token>`"
-        })),
+        axum::Json(serde_json::json!({ "error": UNAUTHORIZED })),
     )
         .into_response();
     response
@@ -466,29 +579,216 @@ fn unauthorized() -> Response {
     response
 }
 
+/// What a request without credentials is told (the front door says the same).
+pub(crate) const UNAUTHORIZED: &str = "this page needs the access token: sign in at /signin, send the \
+     header `Authorization: Bearer <token>`, or open the page as `/?token=<token>`";
+
+/// A viewer's change, refused.
+pub(crate) fn read_only() -> Response {
+    forbidden(
+        "refused: this console is read-only (viewer token): a viewer may look at everything but change \
+         nothing; sign in with the access token (`channels.web.accessTokenEnv`) to do this"
+            .to_string(),
+    )
+}
+
+/// The session store could not be read: the credentials cannot be checked (503, never let in).
+pub(crate) fn sessions_unavailable(why: &str) -> Response {
+    tracing::warn!(error = %why, "session store unavailable");
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        axum::Json(serde_json::json!({
+            "error": format!("sessions cannot be checked right now ({why}); try again, or send the token as `Authorization: Bearer <token>`")
+        })),
+    )
+        .into_response()
+}
+
+/// A JSON answer with `status`, never cached.
+fn answer(status: StatusCode, body: serde_json::Value) -> Response {
+    (
+        status,
+        [(header::CACHE_CONTROL, "no-store")],
+        axum::Json(body),
+    )
+        .into_response()
+}
+
+/// The `next` parameter of `uri`'s query, made local ([`crate::session::local_path`]).
+fn next_of(uri: &Uri) -> String {
+    let next = uri.query().and_then(|query| {
+        form_urlencoded::parse(query.as_bytes())
+            .find(|(key, _)| key == "next")
+            .map(|(_, value)| value.into_owned())
+    });
+    crate::session::local_path(next.as_deref())
+}
+
+/// `303` to `path` (already a local path).
+fn see_other(path: &str) -> Response {
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    if let Ok(value) = HeaderValue::from_str(path) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response
+}
+
+/// `GET /signin`: the sign-in page; straight on to `next` when no token is needed or the browser is
+/// signed in already.
+async fn sign_in_page(State(access): State<Arc<Access>>, request: Request) -> Response {
+    let next = next_of(request.uri());
+    let Some(sign_in) = access.sign_in() else {
+        return see_other(&next);
+    };
+    if let Ok(Some(_)) = access.identify(request.headers(), request.uri()).await {
+        return see_other(&next);
+    }
+    let page = SIGN_IN_PAGE
+        .replace("{{CSS}}", SIGN_IN_CSS)
+        .replace(
+            "{{NEXT}}",
+            &html_escape::encode_double_quoted_attribute(&next),
+        )
+        .replace("{{TITLE}}", &html_escape::encode_text(&sign_in.title));
+    html_page(&page)
+}
+
+/// What `POST /signin` reads.
+#[derive(serde::Deserialize)]
+struct SignInBody {
+    token: String,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+/// `POST /signin`: the token exchanged for a session cookie (see the module doc).
+async fn sign_in(State(access): State<Arc<Access>>, request: Request) -> Response {
+    let Some(sign_in) = access.sign_in() else {
+        return answer(
+            StatusCode::BAD_REQUEST,
+            serde_json::json!({"error": "this listener has no access token (`channels.web.accessTokenEnv`): \
+                there is nothing to sign in to; open /admin"}),
+        );
+    };
+    if let Err(wait) = sign_in.limit.attempt(peer(&request)) {
+        let seconds = wait.as_secs().max(1);
+        let mut response = answer(
+            StatusCode::TOO_MANY_REQUESTS,
+            serde_json::json!({"error": format!(
+                "too many sign-in attempts from this address: wait {seconds} s and try again"
+            )}),
+        );
+        if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        return response;
+    }
+    let body = match axum::body::to_bytes(request.into_body(), SIGN_IN_BODY).await {
+        Ok(body) => body,
+        Err(_) => {
+            return answer(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                serde_json::json!({"error": format!(
+                    "the sign-in body is over {} KiB: send {{\"token\": \"…\", \"next\": \"/admin\"}}",
+                    SIGN_IN_BODY >> 10
+                )}),
+            );
+        }
+    };
+    // serde's message is not repeated: it could quote the body, which holds a token.
+    let form: SignInBody = match serde_json::from_slice(&body) {
+        Ok(form) => form,
+        Err(e) => {
+            return answer(
+                StatusCode::BAD_REQUEST,
+                serde_json::json!({"error": format!(
+                    "the sign-in body must be JSON: {{\"token\": \"…\", \"next\": \"/admin\"}} (the token a \
+                     string; `next` optional); what was sent is not, at line {} column {}",
+                    e.line(),
+                    e.column()
+                )}),
+            );
+        }
+    };
+    let Some(role) = access.role_of(form.token.trim()) else {
+        tracing::debug!("a sign-in with a wrong token");
+        return answer(
+            StatusCode::UNAUTHORIZED,
+            serde_json::json!({"error": "wrong token: it is neither this OPC's access token \
+                (`channels.web.accessTokenEnv`) nor its viewer token (`channels.web.viewerTokenEnv`); \
+                check the value with whoever runs `opc run`"}),
+        );
+    };
+    let started = {
+        let access = access.clone();
+        tokio::task::spawn_blocking(move || access.start(role, crate::session::now_ms())).await
+    };
+    let (id, caller) = match started {
+        Ok(Ok(started)) => started,
+        Ok(Err(e)) => return sessions_unavailable(&e.to_string()),
+        Err(e) => return sessions_unavailable(&e.to_string()),
+    };
+    let mut response = answer(
+        StatusCode::OK,
+        serde_json::json!({
+            "role": caller.role,
+            "expires_at": caller.expires_at,
+            "next": crate::session::local_path(form.next.as_deref()),
+        }),
+    );
+    response
+        .headers_mut()
+        .append(header::SET_COOKIE, access.cookie(&id));
+    response
+}
+
+/// `POST /signout`: the browser's session deleted and its cookie cleared.
+async fn sign_out(State(access): State<Arc<Access>>, headers: HeaderMap) -> Response {
+    let ended = {
+        let access = access.clone();
+        tokio::task::spawn_blocking(move || access.end(&headers)).await
+    };
+    match ended {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return sessions_unavailable(&e.to_string()),
+        Err(e) => return sessions_unavailable(&e.to_string()),
+    }
+    let mut response = answer(
+        StatusCode::OK,
+        serde_json::json!({"signed_out": true, "next": SIGN_IN}),
+    );
+    response
+        .headers_mut()
+        .append(header::SET_COOKIE, access.cleared_cookie());
+    response
+}
+
+/// The address sign-in attempts are counted against: the client a trusted proxy names (the last
+/// `X-Forwarded-For` entry, the one the proxy added; the front door removes the header when it does
+/// not trust it), else the peer. Behind a proxy without it, every client counts as the proxy.
+fn peer(request: &Request) -> IpAddr {
+    let forwarded = request
+        .headers()
+        .get_all(HeaderName::from_static("x-forwarded-for"))
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .next_back()
+        .and_then(|last| last.trim().parse::<IpAddr>().ok());
+    forwarded
+        .or_else(|| {
+            request
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|ConnectInfo(peer)| peer.ip())
+        })
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-
-    #[test]
-    fn the_token_matches_only_itself() {
-        let expected = Sha256::digest(b"secret").to_vec();
-        assert!(matches("secret", &expected));
-        assert!(!matches("secreT", &expected));
-        assert!(!matches("secret2", &expected));
-        assert!(!matches("", &expected));
-    }
-
-    #[test]
-    fn the_bearer_scheme_is_case_insensitive() {
-        for header in ["Bearer tok", "bearer tok", "BEARER  tok ", "bEaReR tok"] {
-            assert_eq!(bearer(header), Some("tok"), "{header}");
-        }
-        for header in ["Basic tok", "Bearertok", "Bearer ", "tok", ""] {
-            assert_eq!(bearer(header), None, "{header}");
-        }
-    }
 
     fn loopback() -> Names {
         Names::new("127.0.0.1:7420".parse().unwrap(), None).unwrap()

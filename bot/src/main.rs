@@ -29,6 +29,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod log;
 mod node;
 mod reload;
+mod sessions;
 mod setup;
 mod term;
 mod validation;

@@ -12,12 +12,17 @@
 //!   shared by reference counting, so a call that adds nothing pays only a lock and a clone of an `Arc`
 //!   (when they are rebuilt is decided in `indexes.rs`);
 //! - what a text holds is answered by those indexes: restoring by the restorer's rules (`restore.rs`),
-//!   leaks and held values by the egress guard's (`guard.rs`); the calls here only pick the index.
+//!   leaks and held values by the egress guard's (`guard.rs`); the calls here only pick the index;
+//! - every vault alive in the process is listed by [`live_vaults`] as a [`VaultStatus`]: how many
+//!   values of each type it holds and when the first and last were stored, never a value (real or
+//!   fake: a fake maps to a real one). The list holds a vault's tally weakly, so a dropped vault
+//!   leaves it at the next registration.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use rand::SeedableRng;
 
@@ -36,6 +41,131 @@ pub enum Style {
     Fake,
     /// Mode `redact`: numbered typed placeholders, `[PERSON_NAME_1]`.
     Placeholder,
+}
+
+impl Style {
+    /// How substitutes are made, per type, in words: what the console's vault status shows as the
+    /// fake scheme. It follows `fake.rs` (a test checks the shapes it names).
+    pub fn scheme(self) -> Vec<(EntityType, &'static str)> {
+        EntityType::ALL
+            .iter()
+            .map(|&kind| {
+                let how = match self {
+                    Style::Placeholder => {
+                        "a numbered placeholder of its type ([PERSON_NAME_1], [EMAIL_2], …), the same one for the same value"
+                    }
+                    Style::Fake => fake_scheme(kind),
+                };
+                (kind, how)
+            })
+            .collect()
+    }
+}
+
+/// How mode `mask` makes a fake of `kind` (see `fake.rs`).
+fn fake_scheme(kind: EntityType) -> &'static str {
+    match kind {
+        EntityType::PersonName => {
+            "another name with the same number of words, in the same script and letter case (English given and family names for Latin script)"
+        }
+        EntityType::Email => {
+            "a made-up name at a reserved example domain (example.com, .org, .net), keeping the local part's separator and trailing digits"
+        }
+        EntityType::Phone => {
+            "random digits in the same layout, keeping the country code; North American numbers use the fictional 555-01xx lines"
+        }
+        EntityType::CreditCard => {
+            "random digits in the same layout and length that pass the Luhn check"
+        }
+        EntityType::ApiKey => {
+            "the vendor prefix kept (sk-ant-, ghp_, AKIA, xoxb-), the rest random with the same length and character classes; never a live key"
+        }
+        EntityType::Address => {
+            "the same layout: numbers (house, unit, postcode) get random digits of the same length, names become made-up words, a state code another state's; street suffixes are kept"
+        }
+        EntityType::Location => {
+            "a real place of the same kind (city, region, country) in the same script and letter case"
+        }
+        EntityType::Ssn => {
+            "a random number of valid shape (never area 000, 666 or 9xx), same layout"
+        }
+        EntityType::IpAddress => {
+            "an address from the documentation ranges (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24; 2001:db8::/32 for IPv6)"
+        }
+        EntityType::Iban => "an IBAN of the same country and length with valid mod-97 check digits",
+        EntityType::Url => {
+            "a word host at a reserved example domain, path segments replaced by words (extensions kept), query values scrambled"
+        }
+    }
+}
+
+/// What the console shows of one live vault: counts and times, never a value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VaultStatus {
+    /// The root task and conversation it serves, when its owner named them ([`Vault::label`]).
+    pub label: Option<(i64, String)>,
+    /// How its substitutes look.
+    pub style: Style,
+    /// Real values held, by type (types with none left out), in [`EntityType::ALL`] order.
+    pub by_type: Vec<(EntityType, usize)>,
+    /// When the first value was stored (Unix ms), `None` while it holds none.
+    pub oldest_ms: Option<u64>,
+    /// When the latest value was stored (Unix ms).
+    pub newest_ms: Option<u64>,
+}
+
+impl VaultStatus {
+    /// All real values held.
+    pub fn values(&self) -> usize {
+        self.by_type.iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// A vault's counts, shared with the process-wide list of live vaults.
+#[derive(Default)]
+struct Tally {
+    style: Style,
+    label: Option<(i64, String)>,
+    counts: [usize; EntityType::ALL.len()],
+    oldest_ms: Option<u64>,
+    newest_ms: Option<u64>,
+}
+
+/// The tallies of every vault made in this process; dead ones are dropped at each registration.
+fn registry() -> MutexGuard<'static, Vec<Weak<Mutex<Tally>>>> {
+    static LIVE: OnceLock<Mutex<Vec<Weak<Mutex<Tally>>>>> = OnceLock::new();
+    LIVE.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The status of every vault alive in this process (in the order they were made), values never.
+pub fn live_vaults() -> Vec<VaultStatus> {
+    // Upgraded under the list's lock, read after it: a vault storing a value never waits on the list.
+    let tallies: Vec<Arc<Mutex<Tally>>> = registry().iter().filter_map(Weak::upgrade).collect();
+    tallies.iter().map(|tally| status_of(tally)).collect()
+}
+
+fn status_of(tally: &Mutex<Tally>) -> VaultStatus {
+    let tally = tally.lock().unwrap_or_else(|e| e.into_inner());
+    VaultStatus {
+        label: tally.label.clone(),
+        style: tally.style,
+        by_type: EntityType::ALL
+            .iter()
+            .zip(tally.counts)
+            .filter(|(_, n)| *n > 0)
+            .map(|(&kind, n)| (kind, n))
+            .collect(),
+        oldest_ms: tally.oldest_ms,
+        newest_ms: tally.newest_ms,
+    }
 }
 
 /// The vault cannot take another value: it holds `capacity` values already. The call must fail
@@ -75,6 +205,8 @@ pub struct Vault {
     /// Next placeholder number per type (mode `redact`).
     numbers: [u32; EntityType::ALL.len()],
     indexes: Mutex<Indexes>,
+    /// Counts and times, listed by [`live_vaults`] while this vault lives.
+    tally: Arc<Mutex<Tally>>,
 }
 
 impl fmt::Debug for Vault {
@@ -92,7 +224,17 @@ impl Vault {
     /// An empty vault. `seed` drives the fakes (the same seed and the same sequence of values give the
     /// same substitutes); `capacity` bounds the number of real values held.
     pub fn new(seed: u64, style: Style, capacity: usize) -> Vault {
+        let tally = Arc::new(Mutex::new(Tally {
+            style,
+            ..Tally::default()
+        }));
+        {
+            let mut live = registry();
+            live.retain(|t| t.strong_count() > 0);
+            live.push(Arc::downgrade(&tally));
+        }
         Vault {
+            tally,
             style,
             capacity,
             rng: FakeRng::seed_from_u64(seed),
@@ -122,6 +264,21 @@ impl Vault {
     /// Whether the vault holds nothing.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// Name the root task and conversation this vault serves, for [`live_vaults`] (the console's vault
+    /// status shows the conversation, never a value).
+    pub fn label(&mut self, root: i64, conversation: &str) {
+        self.lock_tally().label = Some((root, conversation.to_string()));
+    }
+
+    /// This vault's counts and times.
+    pub fn status(&self) -> VaultStatus {
+        status_of(&self.tally)
+    }
+
+    fn lock_tally(&self) -> MutexGuard<'_, Tally> {
+        self.tally.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The stable substitute for `real`; the same real value always gets the same substitute.
@@ -154,6 +311,11 @@ impl Vault {
             sub: sub.clone(),
             kind,
         });
+        let now = now_ms();
+        let mut tally = self.lock_tally();
+        tally.counts[kind as usize] += 1;
+        tally.oldest_ms.get_or_insert(now);
+        tally.newest_ms = Some(now);
         Ok(sub)
     }
 
@@ -254,6 +416,63 @@ mod tests {
     #[test]
     fn vault_is_send_and_sync() {
         assert_send_sync::<Vault>();
+    }
+
+    #[test]
+    fn a_vaults_status_counts_by_type_and_lives_as_long_as_it() {
+        let mut v = Vault::new(7, Style::Fake, 100);
+        v.label(42, "conv-status-test");
+        let mine = |all: Vec<VaultStatus>| {
+            all.into_iter()
+                .filter(|s| s.label == Some((42, "conv-status-test".to_string())))
+                .collect::<Vec<_>>()
+        };
+        let empty = mine(live_vaults());
+        assert_eq!(empty.len(), 1);
+        assert_eq!((empty[0].values(), empty[0].oldest_ms), (0, None));
+        let fake = v
+            .substitute("Ada Lovelace", EntityType::PersonName)
+            .unwrap();
+        v.substitute("ada@lovelace.org", EntityType::Email).unwrap();
+        v.substitute("Ada Lovelace", EntityType::PersonName)
+            .unwrap();
+        let status = v.status();
+        assert_eq!(
+            status.by_type,
+            vec![(EntityType::PersonName, 1), (EntityType::Email, 1)]
+        );
+        assert!(status.oldest_ms.is_some() && status.oldest_ms <= status.newest_ms);
+        assert_eq!(mine(live_vaults()), vec![status.clone()]);
+        // Never a value: neither the real one nor its fake.
+        let shown = format!("{status:?}");
+        for value in ["Ada", "Lovelace", "ada@", fake.as_str()] {
+            assert!(!shown.contains(value), "{shown}");
+        }
+        drop(v);
+        assert!(mine(live_vaults()).is_empty());
+    }
+
+    #[test]
+    fn the_scheme_names_every_type_and_says_what_the_fakes_do() {
+        let scheme = Style::Fake.scheme();
+        assert_eq!(scheme.len(), EntityType::ALL.len());
+        let how = |kind| scheme.iter().find(|(k, _)| *k == kind).unwrap().1;
+        // What it says holds for the fakes made.
+        let mut v = Vault::new(3, Style::Fake, 100);
+        let email = v.substitute("jane.doe@corp.io", EntityType::Email).unwrap();
+        assert!(how(EntityType::Email).contains("example"));
+        assert!(email.contains("@example."), "{email}");
+        let ip = v.substitute("10.1.2.3", EntityType::IpAddress).unwrap();
+        assert!(
+            ["192.0.2.", "198.51.100.", "203.0.113."]
+                .iter()
+                .any(|p| ip.starts_with(p) && how(EntityType::IpAddress).contains(p)),
+            "{ip}"
+        );
+        let mut r = Vault::new(3, Style::Placeholder, 100);
+        let placeholder = r.substitute("Ada", EntityType::PersonName).unwrap();
+        assert_eq!(placeholder, "[PERSON_NAME_1]");
+        assert!(Style::Placeholder.scheme()[0].1.contains("[PERSON_NAME_1]"));
     }
 
     #[test]

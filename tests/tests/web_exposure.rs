@@ -8,7 +8,9 @@
 //! - with a token, any path under `/admin` or `/api`, served or not, answers 401 without it, and an
 //!   unknown one 404 only with it;
 //! - `Forwarded` / `X-Forwarded-Host` count (and are checked) only with `publicUrl` set, from the
-//!   loopback peer the proxy is; otherwise they change nothing.
+//!   loopback peer the proxy is; otherwise they change nothing;
+//! - a browser asking for a page without the token is sent to the sign-in page (303), on the public
+//!   name; the sign-in page answers only the listener's names, like every page.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::process::Command;
@@ -326,5 +328,43 @@ async fn forwarded_hosts_count_only_from_a_loopback_proxy_with_a_public_url() {
         let (status, body) = get(&opc, "/admin/api/config", &[forwarded]).await;
         assert_eq!(status, 200, "{forwarded:?}: {body}");
     }
+    assert_eq!(opc.stop().0, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_without_the_token_is_sent_to_sign_in_on_the_public_name() {
+    let org = org(PROXIED);
+    let opc = start(&org);
+    // Redirects are read here, not followed.
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let page = |path: &str, host: &str| {
+        client
+            .get(opc.url(path))
+            .header("host", host)
+            .header("accept", "text/html,*/*;q=0.8")
+            .send()
+    };
+    for (path, next) in [("/admin", "%2Fadmin"), ("/", "%2F"), ("/org", "%2Forg")] {
+        let response = page(path, PUBLIC_HOST).await.unwrap();
+        assert_eq!(response.status(), 303, "GET {path} as a page");
+        assert_eq!(
+            response.headers()["location"],
+            format!("/signin?next={next}").as_str(),
+            "{path}"
+        );
+        // A foreign name is misdirected first, page or not.
+        let response = page(path, "attacker.example").await.unwrap();
+        assert_eq!(response.status(), 421, "GET {path} as attacker.example");
+    }
+    let response = page("/signin?next=/admin", PUBLIC_HOST).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let response = page("/signin", "attacker.example").await.unwrap();
+    assert_eq!(response.status(), 421);
+    // An API call still gets its 401 JSON, page or not.
+    let (status, body) = get(&opc, "/admin/api/config", &[("host", PUBLIC_HOST)]).await;
+    assert_eq!(status, 401, "{body}");
     assert_eq!(opc.stop().0, Some(0));
 }

@@ -240,6 +240,12 @@ impl Adapter for WebChat {
             )
             .body_limit(MAX_BODY),
             Page::new(
+                Method::GET,
+                "/api/conversations",
+                api::list_conversations,
+                shared.clone(),
+            ),
+            Page::new(
                 Method::POST,
                 "/api/conversations/{id}/messages",
                 api::send_message,

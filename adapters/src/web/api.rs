@@ -1,5 +1,5 @@
-//! The JSON API under `/api`: start a conversation, send a message, open a conversation's event
-//! stream, decide an approval, read the banner. Each handler turns a request into an inbound event
+//! The JSON API under `/api`: start a conversation, list a browser's conversations, send a message,
+//! open a conversation's event stream, decide an approval, read the banner. Each handler turns a request into an inbound event
 //! (or a stream) and every failure into a JSON `{"error"}` a person can act on.
 //!
 //! Invariants:
@@ -9,13 +9,15 @@
 //!   the question is in the transcript before its answer can be;
 //! - each conversation is its own user (its id is the user id), so rate limits apply per
 //!   conversation;
-//! - message text is never logged.
+//! - message text is never logged;
+//! - a list names its conversations by id (the ids one browser keeps): there is no listing of every
+//!   conversation, so one page cannot read another's titles without their ids.
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -25,7 +27,7 @@ use super::MAX_BODY;
 use super::choice::Choice;
 use super::events;
 use super::state::{Shared, valid_id};
-use super::transcript::{Author, TranscriptError};
+use super::transcript::{Author, MAX_LISTED, TranscriptError};
 use crate::{Command, Inbound, InboundKind, Place, Platform, Posted, ReplyHandle, User};
 
 /// The place of a conversation: the web chat has no channels, so the conversation is both.
@@ -256,6 +258,66 @@ pub(super) async fn create_conversation(
     (StatusCode::CREATED, axum::Json(json!({ "id": id }))).into_response()
 }
 
+/// `GET /api/conversations?ids=a,b,c`: the summaries of those conversations that exist, newest first
+/// (`{"conversations": [{"id", "title", "last", "last_author", "at", "messages"}]}`); ids the server
+/// does not know are left out, so the page can forget them.
+pub(super) async fn list_conversations(
+    State(shared): State<Arc<Shared>>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let ids = match listed_ids(query.as_deref().unwrap_or("")) {
+        Ok(ids) => ids,
+        Err(message) => return error(StatusCode::BAD_REQUEST, &message),
+    };
+    let summaries = if ids.is_empty() {
+        Vec::new()
+    } else {
+        match shared.lock().transcript.summaries(&ids) {
+            Ok(summaries) => summaries,
+            Err(e) => return database_error(&e),
+        }
+    };
+    let mut response = axum::Json(json!({ "conversations": summaries })).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// The ids of a list request's query (`ids=a,b,c`; an encoded comma is a comma), each once, in the
+/// order given; or what is wrong with it.
+fn listed_ids(query: &str) -> Result<Vec<String>, String> {
+    let mut ids: Vec<String> = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let Some(value) = pair.strip_prefix("ids=") else {
+            return Err(format!(
+                "unknown parameter `{}`: ask for conversations as ?ids=<id>,<id>,…",
+                pair.split('=').next().unwrap_or(pair)
+            ));
+        };
+        let value = value.replace("%2C", ",").replace("%2c", ",");
+        for id in value.split(',').filter(|id| !id.is_empty()) {
+            if !valid_id(id) {
+                return Err(
+                    "`ids` must be conversation ids (letters, digits and `-`, at most 64 each), \
+                     separated by commas"
+                        .to_string(),
+                );
+            }
+            if !ids.iter().any(|known| known == id) {
+                ids.push(id.to_string());
+            }
+        }
+    }
+    if ids.len() > MAX_LISTED {
+        return Err(format!(
+            "{} conversation ids asked for; ask for at most {MAX_LISTED} at once",
+            ids.len()
+        ));
+    }
+    Ok(ids)
+}
+
 /// `POST /api/conversations/{id}/messages`: a message (or command) continuing a conversation.
 pub(super) async fn send_message(
     State(shared): State<Arc<Shared>>,
@@ -363,6 +425,7 @@ pub(super) async fn decide(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
@@ -375,6 +438,28 @@ mod tests {
         let inbound = inbound_for("c1", "hello /status", None);
         assert!(
             matches!(inbound.kind, InboundKind::Mention { continues: Some(ref c), .. } if c == "c1")
+        );
+    }
+
+    #[test]
+    fn a_list_query_names_plain_ids_and_not_too_many() {
+        assert_eq!(listed_ids("ids=a,b%2Cc,a,").unwrap(), vec!["a", "b", "c"]);
+        assert_eq!(listed_ids("").unwrap(), Vec::<String>::new());
+        assert!(
+            listed_ids("ids=../x")
+                .unwrap_err()
+                .contains("conversation ids")
+        );
+        assert!(
+            listed_ids("id=a")
+                .unwrap_err()
+                .contains("unknown parameter `id`")
+        );
+        let many = (0..=MAX_LISTED).map(|i| i.to_string()).collect::<Vec<_>>();
+        assert!(
+            listed_ids(&format!("ids={}", many.join(",")))
+                .unwrap_err()
+                .contains("at most")
         );
     }
 

@@ -1,6 +1,11 @@
-// The web chat's script: one conversation over the JSON API and its server-sent event stream.
+// The web chat's script: one conversation over the JSON API and its server-sent event stream, and the
+// list of this browser's conversations beside it.
 // Invariants: every text from the server is escaped before it reaches innerHTML (the markdown subset
-// is applied to escaped text; links only for http(s) URLs); the page works with the keyboard alone.
+// is applied to escaped text; links only for http(s) URLs; the list is built with textContent); the
+// page works with the keyboard alone. The list's ids live in this browser's localStorage only (at most
+// KEEP, newest first): the server lists a conversation only to a page that names its id, and ids it
+// does not know are forgotten here. A 401 sends the page to /signin (unless a ?token= was given: then
+// the token is wrong, and the page says so).
 "use strict";
 (function () {
   const token = new URLSearchParams(location.search).get("token");
@@ -14,7 +19,13 @@
   const traceCount = document.getElementById("trace-count");
   const orgLink = document.getElementById("org-link");
   const banner = document.getElementById("banner");
+  const consoleLink = document.getElementById("console-link");
+  const listNode = document.getElementById("conversation-list");
+  const listEmpty = document.getElementById("conversations-empty");
+  const sidebar = document.getElementById("conversations");
+  const toggle = document.getElementById("conversations-toggle");
   if (token) orgLink.href = "/org?token=" + encodeURIComponent(token);
+  if (token) consoleLink.href = "/admin?token=" + encodeURIComponent(token);
   let conversation = null;
   let source = null;
 
@@ -57,15 +68,23 @@
   }
   async function postJson(path, body) {
     const response = await fetch(path, { method: "POST", headers: headers(), body: JSON.stringify(body) });
+    if (response.status === 401) signedOut();
     let data = {};
     try { data = await response.json(); } catch (e) { /* not JSON */ }
     return { status: response.status, data };
   }
   function say(text) { statusLine.textContent = text; }
+  // Signed out (a session expired, or none): the sign-in page, which comes back here. A page opened
+  // with ?token= has a wrong token instead, and says so.
+  function signedOut() {
+    if (token) { say("Access token missing or wrong: open this page as /?token=<token>."); return; }
+    location.assign("/signin?next=" + encodeURIComponent(location.pathname + location.hash));
+  }
   // The gateway's standing notice (a missing LLM key, with how to fix it), above the conversation.
   async function loadBanner() {
     try {
       const r = await fetch("/api/banner", { headers: headers(), cache: "no-store" });
+      if (r.status === 401) { signedOut(); return; }
       if (!r.ok) return;
       const data = await r.json();
       banner.hidden = !data.banner;
@@ -209,11 +228,112 @@
     traceCount.textContent = String(traceList.children.length);
   }
 
+  // ---- this browser's conversations ----
+  const KEY = "opc.conversations";
+  const KEEP = 100; // the server lists at most 100 at once
+  function kept() {
+    try {
+      const ids = JSON.parse(localStorage.getItem(KEY) || "[]");
+      return Array.isArray(ids) ? ids.filter((id) => typeof id === "string" && /^[0-9A-Za-z-]{1,64}$/.test(id)).slice(0, KEEP) : [];
+    } catch (e) { return []; }
+  }
+  function keep(ids) {
+    try { localStorage.setItem(KEY, JSON.stringify(ids.slice(0, KEEP))); } catch (e) { /* private mode: the list is this page's */ }
+  }
+  // Remember `id` (started or opened here) as the most recent.
+  function remember(id) { keep([id, ...kept().filter((k) => k !== id)]); }
+  function ago(ms) {
+    const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+    if (s < 60) return "just now";
+    if (s < 3600) return Math.floor(s / 60) + " min ago";
+    if (s < 86400) return Math.floor(s / 3600) + " h ago";
+    return new Date(ms).toLocaleDateString();
+  }
+  function mark() {
+    for (const a of listNode.querySelectorAll("a[data-conversation]")) {
+      if (a.dataset.conversation === conversation) a.setAttribute("aria-current", "true");
+      else a.removeAttribute("aria-current");
+    }
+  }
+  function entry(c) {
+    const a = document.createElement("a");
+    a.href = "#c=" + c.id;
+    a.dataset.conversation = c.id;
+    a.dataset.at = String(c.at);
+    const title = document.createElement("strong");
+    title.className = "title";
+    title.textContent = c.title || "(no message yet)";
+    const last = document.createElement("span");
+    last.className = "last";
+    last.textContent = c.last ? (c.last_author === "user" ? "You: " : "") + c.last : "";
+    const time = document.createElement("time");
+    time.dateTime = new Date(c.at).toISOString();
+    time.title = new Date(c.at).toLocaleString();
+    time.textContent = ago(c.at);
+    a.append(title, last, time);
+    a.setAttribute("aria-label", (c.title || "New conversation") + ", last message " + ago(c.at));
+    a.addEventListener("click", (ev) => { ev.preventDefault(); openConversation(c.id); });
+    const li = document.createElement("li");
+    li.append(a);
+    return li;
+  }
+  let listing = null;
+  // One request for every kept id; the server answers newest first and leaves out ids it does not know.
+  async function loadList() {
+    const ids = kept();
+    if (!ids.length) { listNode.replaceChildren(); listEmpty.hidden = false; return; }
+    try {
+      const r = await fetch("/api/conversations?ids=" + ids.map(encodeURIComponent).join(","), { headers: headers(), cache: "no-store" });
+      if (r.status === 401) { signedOut(); return; }
+      if (!r.ok) return;
+      const data = await r.json();
+      const known = new Set(data.conversations.map((c) => c.id));
+      // Forget what the server does not know (kept ids added since the request stay).
+      keep(kept().filter((id) => known.has(id) || !ids.includes(id)));
+      const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.conversation : null;
+      listNode.replaceChildren(...data.conversations.map(entry));
+      listEmpty.hidden = data.conversations.length > 0;
+      mark();
+      if (focused) { const again = listNode.querySelector('a[data-conversation="' + focused + '"]'); if (again) again.focus(); }
+    } catch (e) { /* the list is a convenience: the chat works without it; the next event tries again */ }
+  }
+  // At most one list request per half second, after the open conversation changes.
+  function listSoon() {
+    if (listing) return;
+    listing = setTimeout(() => { listing = null; loadList(); }, 500);
+  }
+  function openConversation(id) {
+    if (id !== conversation) connect(id);
+    setSidebar(false);
+    input.focus();
+  }
+  function setSidebar(opened) {
+    sidebar.classList.toggle("open", opened);
+    toggle.setAttribute("aria-expanded", String(opened));
+  }
+  toggle.addEventListener("click", () => {
+    const opened = !sidebar.classList.contains("open");
+    setSidebar(opened);
+    if (opened) { const first = listNode.querySelector("a"); (first || sidebar).focus(); }
+  });
+  sidebar.addEventListener("keydown", (ev) => { if (ev.key === "Escape" && sidebar.classList.contains("open")) { setSidebar(false); toggle.focus(); } });
+  // The console, for an admin only (a viewer, an open listener or an older server get no link).
+  async function loadSession() {
+    try {
+      const r = await fetch("/api/session", { headers: headers(), cache: "no-store" });
+      if (!r.ok) return;
+      const data = await r.json();
+      consoleLink.hidden = data.role !== "admin";
+    } catch (e) { /* no link */ }
+  }
+
   // ---- the event stream ----
   function connect(id) {
     if (source) source.close();
     conversation = id;
     history.replaceState(null, "", location.pathname + location.search + "#c=" + id);
+    remember(id);
+    mark();
     let url = "/api/conversations/" + encodeURIComponent(id) + "/events";
     if (token) url += "?token=" + encodeURIComponent(token);
     const es = new EventSource(url);
@@ -224,11 +344,13 @@
       handler(data);
     });
     on("reset", clearAll);
-    on("message", showMessage);
-    on("edit", editMessage);
-    on("card", showCard);
+    // Each change to the conversation's messages refreshes the list (at most twice a second).
+    const listed = (handler) => (data) => { handler(data); listSoon(); };
+    on("message", listed(showMessage));
+    on("edit", listed(editMessage));
+    on("card", listed(showCard));
     on("card_update", showCard);
-    on("notice", showNotice);
+    on("notice", listed(showNotice));
     on("progress", showProgress);
     es.addEventListener("open", () => { if (statusLine.dataset.lost) { say("Connected."); delete statusLine.dataset.lost; } });
     es.addEventListener("error", () => {
@@ -237,8 +359,8 @@
         // Refused (404: forgotten after a restart, 401: token): say so; otherwise retry later.
         fetch(url, { method: "GET", headers: headers() }).then((r) => {
           if (r.body) r.body.cancel();
-          if (r.status === 404) { forget(); say("That conversation does not exist on this server; your next message starts a new one."); }
-          else if (r.status === 401) say("Access token missing or wrong: open this page as /?token=<token>.");
+          if (r.status === 404) { forget(); listSoon(); say("That conversation does not exist on this server; your next message starts a new one."); }
+          else if (r.status === 401) signedOut();
           else setTimeout(() => { if (es === source) connect(id); }, 2000);
         }).catch(() => setTimeout(() => { if (es === source) connect(id); }, 2000));
       } else {
@@ -252,6 +374,7 @@
     source = null;
     conversation = null;
     history.replaceState(null, "", location.pathname + location.search);
+    mark();
   }
 
   // ---- actions ----
@@ -307,6 +430,7 @@
     forget();
     clearAll();
     log.appendChild(empty);
+    setSidebar(false);
     say("New conversation: your next message starts it.");
     input.focus();
   });
@@ -314,5 +438,9 @@
   const match = /^#c=([0-9A-Za-z-]{1,64})$/.exec(location.hash);
   if (match) connect(match[1]);
   loadBanner();
+  loadList();
+  loadSession();
+  // The list's times ("3 min ago") age while the page is open.
+  setInterval(() => { if (!document.hidden) loadList(); }, 60000);
   input.focus();
 })();

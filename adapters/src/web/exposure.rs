@@ -9,11 +9,15 @@
 //!    otherwise make the console answer to names nobody chose, and a page on another name that
 //!    resolves to this machine (DNS rebinding) would read it. `/healthz` is outside: a liveness probe
 //!    names the machine however its orchestrator likes, and the answer carries nothing.
-//! 2. **The access token for `/admin` and `/api`** (the inner layer, only with a token configured).
-//!    Any path under either prefix, served or not, answers `401` until the request carries the token
-//!    (`Authorization: Bearer …` or `?token=…`, as [`crate::pages`] accepts it); only then does the
-//!    router say `404` for a path it does not serve. Without this, a 404 before the check and a 401
-//!    after it would tell a caller without the token which routes exist.
+//! 2. **The credentials for `/admin` and `/api`** (the inner layer, only with a token configured).
+//!    Any path under either prefix, served or not, answers `401` until the request carries the
+//!    access token or the viewer token (`Authorization: Bearer …`, `?token=…`, or a session cookie,
+//!    as [`crate::pages`] accepts them); only then does the router say `404` for a path it does not
+//!    serve. Without this, a 404 before the check and a 401 after it would tell a caller without the
+//!    token which routes exist. A browser asking for the console's page is sent to the sign-in page
+//!    instead of the 401; a viewer's request that could change something is refused 403 here
+//!    already. The caller found is handed on to the pages' check (a request extension), so a
+//!    session is looked up once.
 //!
 //! `Forwarded` and `X-Forwarded-*` headers are what a proxy says about the original request. They
 //! are trusted only when `publicUrl` is set (there is a proxy) and the peer is on loopback (it is
@@ -23,21 +27,22 @@
 //! Invariants:
 //! - a request whose `Host` (or trusted forwarded host) is foreign is answered 421, before routing,
 //!   on every path but `/healthz`;
-//! - with a token configured, no path under `/admin` or `/api` answers anything but 401 without it;
+//! - with a token configured, no path under `/admin` or `/api` answers anything but 401 (or the
+//!   sign-in page's 303) without valid credentials, and no viewer changes anything there;
 //! - a handler sees `Forwarded` / `X-Forwarded-*` headers only when they were trusted;
-//! - the token is compared as in [`crate::pages`]: digests, in constant time; it is never logged.
+//! - tokens are compared as in [`crate::pages`] ([`crate::session::Access`]): digests, in constant
+//!   time; they are never logged.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
+use crate::pages::{self, Names};
+use crate::session::{Access, Role};
 use axum::Router;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use sha2::{Digest, Sha256};
-
-use crate::pages::{self, Names};
 
 /// The path outside the host check (see the module doc).
 const HEALTH: &str = "/healthz";
@@ -46,7 +51,7 @@ const HEALTH: &str = "/healthz";
 const TOKEN_PREFIXES: [&str; 2] = ["/admin", "/api"];
 
 /// What the front door compares requests against: the listener's names, whether a proxy is
-/// configured, and the access token's digest.
+/// configured, and the credentials.
 pub struct Exposure {
     names: Names,
     /// How a refusal names the listener (`http://127.0.0.1:7420`).
@@ -56,25 +61,25 @@ pub struct Exposure {
     /// The address the listener is bound to: a peer of a loopback-bound listener is on loopback even
     /// when the server does not pass on the peer's address.
     bound: SocketAddr,
-    /// The SHA-256 digest of the access token, when one is configured.
-    token: Option<Vec<u8>>,
+    /// The credentials (tokens' digests, sessions).
+    access: Arc<Access>,
 }
 
-/// Without the token's digest: a digest of a weak token can be guessed offline.
+/// Without the credentials' digests (`Access` shows none).
 impl std::fmt::Debug for Exposure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Exposure")
             .field("names", &self.names)
             .field("public_url", &self.public_url)
             .field("bound", &self.bound)
-            .field("token", &self.token.is_some())
+            .field("access", &self.access)
             .finish_non_exhaustive()
     }
 }
 
 impl Exposure {
     /// The front door of a listener bound to `bound` (the address it actually listens on), with
-    /// `public_url` (`channels.web.publicUrl`) and the access `token`, when configured.
+    /// `public_url` (`channels.web.publicUrl`) and the listener's credentials.
     ///
     /// # Errors
     /// When `public_url` is not an `http(s)://host[:port]` URL (the config's validation refuses those
@@ -82,7 +87,7 @@ impl Exposure {
     pub fn new(
         bound: SocketAddr,
         public_url: Option<&str>,
-        token: Option<&str>,
+        access: Arc<Access>,
     ) -> Result<Exposure, String> {
         let port = bound.port();
         Ok(Exposure {
@@ -94,7 +99,7 @@ impl Exposure {
             },
             public_url: public_url.map(|url| url.trim().trim_end_matches('/').to_string()),
             bound,
-            token: token.map(|token| Sha256::digest(token.as_bytes()).to_vec()),
+            access,
         })
     }
 
@@ -189,29 +194,50 @@ async fn host_check(
     next.run(request).await
 }
 
-/// The inner layer: with a token configured, every path under [`TOKEN_PREFIXES`] needs it.
+/// The inner layer: with a token configured, every path under [`TOKEN_PREFIXES`] needs valid
+/// credentials (a page request without them goes to the sign-in page), and a viewer changes nothing.
 async fn token_gate(
     State(exposure): State<Arc<Exposure>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    let Some(expected) = &exposure.token else {
-        return next.run(request).await;
-    };
-    if !needs_token(request.uri().path()) || carries_token(&request, expected) {
+    if !exposure.access.required() || !needs_token(request.uri().path()) {
         return next.run(request).await;
     }
-    tracing::debug!("request under /admin or /api without a valid access token");
-    let mut response = refusal(
-        StatusCode::UNAUTHORIZED,
-        "this page needs the access token: send the header `Authorization: Bearer <token>`, or \
-         open the page as `/?token=<token>`"
-            .to_string(),
-    );
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    response
+    let caller = match exposure
+        .access
+        .identify(request.headers(), request.uri())
+        .await
+    {
+        Ok(caller) => caller,
+        Err(unavailable) => return pages::sessions_unavailable(&unavailable.0),
+    };
+    match caller {
+        Some(caller) if caller.role == Role::Viewer && !is_safe(request.method()) => {
+            pages::read_only()
+        }
+        Some(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        None if exposure.access.sign_in().is_some() && pages::wants_page(&request) => {
+            pages::to_sign_in(request.uri())
+        }
+        None => {
+            tracing::debug!("request under /admin or /api without a valid access token");
+            let mut response = refusal(StatusCode::UNAUTHORIZED, pages::UNAUTHORIZED.to_string());
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            response
+        }
+    }
+}
+
+/// Whether `method` cannot change anything.
+fn is_safe(method: &axum::http::Method) -> bool {
+    use axum::http::Method;
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
 /// Whether `path` is one of [`TOKEN_PREFIXES`] or under one (`/admin`, `/admin/…`; not `/administer`).
@@ -220,23 +246,6 @@ fn needs_token(path: &str) -> bool {
         path.strip_prefix(prefix)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
     })
-}
-
-/// Whether `request` carries the token whose digest is `expected`: as `Authorization: Bearer …` (the
-/// scheme in any case, RFC 7235) or as a `token` query parameter — what [`crate::pages`] accepts.
-fn carries_token(request: &Request, expected: &[u8]) -> bool {
-    let from_header = request
-        .headers()
-        .get_all(header::AUTHORIZATION)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .filter_map(pages::bearer)
-        .any(|given| pages::matches(given, expected));
-    from_header
-        || request.uri().query().is_some_and(|query| {
-            form_urlencoded::parse(query.as_bytes())
-                .any(|(key, value)| key == "token" && pages::matches(&value, expected))
-        })
 }
 
 /// Every host named by `Forwarded` (`host=`) and `X-Forwarded-Host` headers, in order.
@@ -323,8 +332,12 @@ mod tests {
 
     use super::*;
 
+    fn access(token: Option<&str>) -> Arc<Access> {
+        Arc::new(Access::new(token, None))
+    }
+
     fn exposure(public_url: Option<&str>, token: Option<&str>) -> Exposure {
-        Exposure::new("127.0.0.1:7420".parse().unwrap(), public_url, token).unwrap()
+        Exposure::new("127.0.0.1:7420".parse().unwrap(), public_url, access(token)).unwrap()
     }
 
     #[test]
@@ -364,7 +377,7 @@ mod tests {
         let open = Exposure::new(
             "0.0.0.0:7420".parse().unwrap(),
             Some("https://opc.example.com"),
-            Some("t"),
+            access(Some("t")),
         )
         .unwrap();
         assert!(!open.trusts_forwarding(None));
@@ -401,11 +414,21 @@ mod tests {
         assert_eq!(headers.len(), 1, "only Host is left: {headers:?}");
     }
 
-    /// One HTTP/1.1 request, raw, to `address`: the status code.
+    /// One HTTP/1.1 GET, raw, to `address`: the status code.
     async fn status(address: SocketAddr, path: &str, headers: &[(&str, &str)]) -> u16 {
+        request(address, "GET", path, headers).await
+    }
+
+    /// One HTTP/1.1 request, raw, to `address`: the status code.
+    async fn request(
+        address: SocketAddr,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> u16 {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-        let mut request = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
+        let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
         for (name, value) in headers {
             request.push_str(&format!("{name}: {value}\r\n"));
         }
@@ -429,9 +452,13 @@ mod tests {
         let app = Router::new()
             .route("/admin/known", axum::routing::get(|| async { "known" }))
             .merge(Router::new().route("/healthz", axum::routing::get(|| async { "ok" })));
-        let guarded = Exposure::new(bound, Some("https://opc.example.com"), Some("s3cret"))
-            .unwrap()
-            .guard(app);
+        let guarded = Exposure::new(
+            bound,
+            Some("https://opc.example.com"),
+            Arc::new(Access::new(Some("s3cret"), Some("viewer"))),
+        )
+        .unwrap()
+        .guard(app);
         tokio::spawn(async move {
             axum::serve(
                 listener,
@@ -461,6 +488,23 @@ mod tests {
         assert_eq!(
             status(bound, "/admin/nonexistent", &[("host", own), token]).await,
             404
+        );
+        // The viewer token reads, and changes nothing: refused before routing, whatever the path.
+        let viewer = ("authorization", "Bearer viewer");
+        assert_eq!(
+            status(bound, "/admin/known", &[("host", own), viewer]).await,
+            200
+        );
+        for path in ["/admin/known", "/api/nonexistent"] {
+            assert_eq!(
+                request(bound, "POST", path, &[("host", own), viewer]).await,
+                403,
+                "{path}"
+            );
+        }
+        assert_eq!(
+            request(bound, "POST", "/admin/known", &[("host", own), token]).await,
+            405
         );
         // A foreign host is misdirected, token or not, known path or not; the public name is ours.
         for path in ["/admin/known", "/api/nonexistent", "/"] {

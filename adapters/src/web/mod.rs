@@ -6,6 +6,10 @@
 //! see [`crate::pages`]):
 //! - `GET /` — the page (HTML, CSS and JS in one response, no external fetches);
 //! - `POST /api/conversations` — `201 {"id"}`; an optional `{"text"}` is sent as the first message;
+//! - `GET /api/conversations?ids=a,b,c` — `{"conversations": [{"id", "title", "last", "last_author",
+//!   "at", "messages"}]}`, newest first: the list of the conversations one browser keeps (the page
+//!   keeps their ids in `localStorage`); unknown ids are left out, more than
+//!   [`transcript::MAX_LISTED`] is a `400`;
 //! - `POST /api/conversations/{id}/messages` `{"text"}` — `202`; `/word rest` is a command (shown in
 //!   the conversation as typed, then answered with a notice), anything else a mention continuing the
 //!   conversation;

@@ -527,6 +527,22 @@ impl Db {
             .map_err(sql("listing approvals"))
     }
 
+    /// Every approval of root `root_id`'s tree, pending or decided, oldest first (the request
+    /// timeline's approval waits).
+    pub fn tree_approvals(&self, root_id: TaskId) -> Result<Vec<Approval>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE root_id = ?1 ORDER BY id"
+            ))
+            .map_err(sql("listing approvals"))?;
+        let rows = stmt
+            .query_map([root_id], approval_from_row)
+            .map_err(sql("listing approvals"))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(sql("listing approvals"))
+    }
+
     /// The latest `limit` approvals, pending or decided, newest first.
     pub fn recent_approvals(&self, limit: u32) -> Result<Vec<Approval>, StoreError> {
         let conn = self.conn();

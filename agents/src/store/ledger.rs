@@ -48,6 +48,27 @@ pub struct CallRecord {
     pub privacy: Option<CallPrivacy>,
 }
 
+/// An LLM call with the time it ended, for the request timeline.
+///
+/// Why the end: the ledger row is written when the call returns (its tokens and cost are known only
+/// then), so the row's time is the call's end and the call started `duration_ms` before it.
+#[derive(Clone, Debug, Serialize)]
+pub struct TimedCall {
+    /// When the call ended, ms since epoch.
+    pub ended_at: i64,
+    /// The call.
+    #[serde(flatten)]
+    pub call: CallRecord,
+}
+
+impl TimedCall {
+    /// When the call started, ms since epoch (its end less its wall time, retries included).
+    pub fn started_at(&self) -> i64 {
+        self.ended_at
+            .saturating_sub(i64::try_from(self.call.duration_ms).unwrap_or(i64::MAX))
+    }
+}
+
 /// What the privacy gateway did to one call, for the ledger: counts by type, never values.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CallPrivacy {
@@ -157,6 +178,46 @@ fn insert_call(
         ],
     )?;
     Ok(conn.last_insert_rowid())
+}
+
+/// The columns a [`CallRecord`] is read from, in [`call_from_row`]'s order.
+const READ_COLUMNS: &str = "task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, attempts, \
+     tool_calls, error, usage_unknown, privacy_mode, privacy_counts, privacy_routed_to, \
+     privacy_blocked";
+
+/// A ledger row read as [`READ_COLUMNS`] (the first 15 columns of `row`).
+fn call_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CallRecord> {
+    let tools: String = row.get(8)?;
+    Ok(CallRecord {
+        task_id: row.get(0)?,
+        agent: row.get(1)?,
+        model: row.get(2)?,
+        tokens_in: row.get::<_, i64>(3)? as u64,
+        tokens_out: row.get::<_, i64>(4)? as u64,
+        cost_usd: row.get(5)?,
+        duration_ms: row.get::<_, i64>(6)? as u64,
+        attempts: row.get(7)?,
+        tool_calls: serde_json::from_str(&tools).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(
+                8,
+                rusqlite::types::Type::Text,
+                format!("tool calls: {e}").into(),
+            )
+        })?,
+        error: row.get(9)?,
+        usage_unknown: row.get(10)?,
+        privacy: match row.get::<_, Option<String>>(11)? {
+            None => None,
+            Some(mode) => Some(CallPrivacy {
+                mode,
+                counts: TypeCounts::from_json(
+                    &row.get::<_, Option<String>>(12)?.unwrap_or_default(),
+                ),
+                routed_to: row.get(13)?,
+                blocked: row.get(14)?,
+            }),
+        },
+    })
 }
 
 /// A call's tool calls as stored (JSON).
@@ -279,44 +340,37 @@ impl Db {
     fn calls_of(&self, task_id: TaskId, work: &str) -> Result<Vec<CallRecord>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn
-            .prepare_cached(
-                "SELECT task_id, agent, model, tokens_in, tokens_out, cost_usd, duration_ms, attempts, \
-                 tool_calls, error, usage_unknown, privacy_mode, privacy_counts, privacy_routed_to, \
-                 privacy_blocked FROM llm_calls WHERE task_id = ?1 AND work = ?2 ORDER BY id",
-            )
+            .prepare_cached(&format!(
+                "SELECT {READ_COLUMNS} FROM llm_calls WHERE task_id = ?1 AND work = ?2 ORDER BY id"
+            ))
             .map_err(sql("reading the ledger"))?;
         let rows = stmt
-            .query_map(rusqlite::params![task_id, work], |row| {
-                let tools: String = row.get(8)?;
-                Ok(CallRecord {
-                    task_id: row.get(0)?,
-                    agent: row.get(1)?,
-                    model: row.get(2)?,
-                    tokens_in: row.get::<_, i64>(3)? as u64,
-                    tokens_out: row.get::<_, i64>(4)? as u64,
-                    cost_usd: row.get(5)?,
-                    duration_ms: row.get::<_, i64>(6)? as u64,
-                    attempts: row.get(7)?,
-                    tool_calls: serde_json::from_str(&tools).map_err(|e| {
-                        rusqlite::Error::FromSqlConversionFailure(
-                            8,
-                            rusqlite::types::Type::Text,
-                            format!("tool calls: {e}").into(),
-                        )
-                    })?,
-                    error: row.get(9)?,
-                    usage_unknown: row.get(10)?,
-                    privacy: match row.get::<_, Option<String>>(11)? {
-                        None => None,
-                        Some(mode) => Some(CallPrivacy {
-                            mode,
-                            counts: TypeCounts::from_json(
-                                &row.get::<_, Option<String>>(12)?.unwrap_or_default(),
-                            ),
-                            routed_to: row.get(13)?,
-                            blocked: row.get(14)?,
-                        }),
-                    },
+            .query_map(rusqlite::params![task_id, work], call_from_row)
+            .map_err(sql("reading the ledger"))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(sql("reading the ledger"))
+    }
+
+    /// Every task call (not memory work) of root `root_id`'s tree, in the order they were recorded,
+    /// each with the time it ended: the request timeline's model segments.
+    pub fn tree_calls(&self, root_id: TaskId) -> Result<Vec<TimedCall>, StoreError> {
+        let conn = self.conn();
+        let columns = READ_COLUMNS
+            .split(", ")
+            .map(|c| format!("c.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {columns}, c.created_at FROM llm_calls c JOIN tasks t ON t.id = c.task_id \
+                 WHERE t.root_id = ?1 AND c.work = 'task' ORDER BY c.id"
+            ))
+            .map_err(sql("reading the ledger"))?;
+        let rows = stmt
+            .query_map([root_id], |row| {
+                Ok(TimedCall {
+                    call: call_from_row(row)?,
+                    ended_at: row.get(15)?,
                 })
             })
             .map_err(sql("reading the ledger"))?;

@@ -78,7 +78,8 @@ pub use approvals::{
 pub use cluster::{Claimed, Cluster, NodeIdentity, NodeRow, RELAY_LIMIT, SavedConfig, Wake};
 pub use error::{DbFailure, DbFault, StoreError};
 pub use ledger::{
-    CallPrivacy, CallRecord, LatestCall, PrivacyDay, Spend, TaskPrivacy, Totals, tokens_text,
+    CallPrivacy, CallRecord, LatestCall, PrivacyDay, Spend, TaskPrivacy, TimedCall, Totals,
+    tokens_text,
 };
 pub use lifecycle::Ending;
 pub use lock::claim as claim_database;

@@ -24,7 +24,7 @@ use std::time::Duration;
 use super::{
     Approval, CallRecord, Decided, Ending, JobEnd, LatestCall, MemoryJob, NewTask, Notice,
     OfferedOption, PrivacyDay, Recovery, Spend, StoreError, TaskId, TaskPrivacy, TaskRecord,
-    TaskState, ToolCallRecord, Totals,
+    TaskState, TimedCall, ToolCallRecord, Totals,
 };
 use crate::llm::Message;
 
@@ -140,6 +140,10 @@ pub trait Store: Send + Sync {
     /// The LLM calls made for a task, in order.
     async fn calls(&self, task_id: TaskId) -> Result<Vec<CallRecord>, StoreError>;
 
+    /// Every task call (memory work apart) of a tree, in the order recorded, each with the time it
+    /// ended (the ledger's row is written when the call returns): the request timeline.
+    async fn tree_calls(&self, root_id: TaskId) -> Result<Vec<TimedCall>, StoreError>;
+
     /// What the privacy gateway did per task of a tree.
     async fn privacy_by_task(
         &self,
@@ -198,6 +202,9 @@ pub trait Store: Send + Sync {
 
     /// The latest approvals, newest first.
     async fn recent_approvals(&self, limit: u32) -> Result<Vec<Approval>, StoreError>;
+
+    /// Every approval of a tree, pending or decided, oldest first.
+    async fn tree_approvals(&self, root_id: TaskId) -> Result<Vec<Approval>, StoreError>;
 
     /// Decide an approval, at most once.
     async fn decide(&self, id: i64, decision: &str, by: &str) -> Result<Decided, StoreError>;

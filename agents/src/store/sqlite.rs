@@ -47,7 +47,7 @@ use super::tasks::encode_history;
 use super::{
     Approval, CallRecord, Db, DbFailure, Decided, Ending, JobEnd, LatestCall, MemoryJob, NewTask,
     Notice, OfferedOption, PrivacyDay, Recovery, Spend, Store, StoreError, TaskId, TaskPrivacy,
-    TaskRecord, TaskState, ToolCallRecord, Totals, exec, failure,
+    TaskRecord, TaskState, TimedCall, ToolCallRecord, Totals, exec, failure,
 };
 use crate::llm::Message;
 
@@ -343,6 +343,7 @@ sqlite_store! {
         recent_roots(limit: u32) -> Vec<TaskRecord>;
         live_tasks() -> Vec<TaskRecord>;
         calls(task_id: TaskId) -> Vec<CallRecord>;
+        tree_calls(root_id: TaskId) -> Vec<TimedCall>;
         privacy_by_task(root_id: TaskId) -> HashMap<TaskId, TaskPrivacy>;
         tree_totals(root_id: TaskId) -> (u64, u64, f64);
         totals(root_id: TaskId) -> Totals;
@@ -354,6 +355,7 @@ sqlite_store! {
         approval(id: i64) -> Option<Approval>;
         pending_approvals() -> Vec<Approval>;
         recent_approvals(limit: u32) -> Vec<Approval>;
+        tree_approvals(root_id: TaskId) -> Vec<Approval>;
         command_approved(conversation_id: &str, agent: &str, command: &str) -> bool;
         notices(conversation_id: &str) -> Vec<String>;
         undelivered_notices() -> Vec<Notice>;

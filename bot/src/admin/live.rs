@@ -214,7 +214,7 @@ fn error_kind(message: &str) -> String {
 
 /// What an agent is doing, from its live tasks: thinking beats waiting on a human, which beats
 /// waiting on children.
-fn state_of(tasks: &[&TaskRecord]) -> &'static str {
+pub(super) fn state_of(tasks: &[&TaskRecord]) -> &'static str {
     let has = |f: fn(TaskState) -> bool| tasks.iter().any(|t| f(t.state));
     if has(|s| {
         matches!(

@@ -97,6 +97,9 @@ pub struct Admin {
     /// The cluster this process is a node of (PostgreSQL), for the Org page's nodes table and the
     /// Config page's cluster history; `None` on SQLite.
     cluster: Option<Arc<dyn opc_agents::store::Cluster>>,
+    /// The engine's events as stored for the Events page's history and the overview (see [`logs`]):
+    /// recorded from `attach` on.
+    history: std::sync::OnceLock<logs::History>,
 }
 
 impl std::fmt::Debug for Admin {
@@ -136,6 +139,7 @@ impl Admin {
             feed: std::sync::OnceLock::new(),
             closing: tokio_util::sync::CancellationToken::new(),
             cluster,
+            history: std::sync::OnceLock::new(),
         })
     }
 
@@ -145,6 +149,10 @@ impl Admin {
         let _ = self.reloader.set(running.reloader);
         let feed = live::console_feed(running.gateway.engine(), self.closing.clone());
         let _ = self.feed.set(feed);
+        // Stored events: this node's own (a cluster's nodes each record theirs, tagged).
+        let node = self.cluster.as_ref().map(|c| c.node().id.clone());
+        let history = logs::start(running.gateway.engine(), &running.live, node);
+        let _ = self.history.set(history);
         let _ = self.gateway.set(running.gateway);
         let _ = self.live.set(running.live);
         let _ = self.recall.set(running.recall);

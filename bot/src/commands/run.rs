@@ -22,6 +22,11 @@
 //! Every request passes the front door ([`opc_adapters::web::exposure`]) before routing: a foreign
 //! `Host` is answered 421, and with a token every path under `/admin` and `/api` answers 401 without it.
 //!
+//! With `channels.web.accessTokenEnv`, browsers sign in (`/signin`) for a session kept in the org's
+//! database ([`crate::sessions`]), so it survives a restart; `channels.web.viewerTokenEnv` names a
+//! second token, for a read-only console. Both variables are read like the platforms' secrets (missing
+//! or empty: refused, naming the variable), must differ, and are never printed.
+//!
 //! A running gateway reloads its config without a restart ([`crate::reload`]): on a save from the
 //! admin console, a change to the file or a prompt file, or `SIGHUP`.
 //!
@@ -40,6 +45,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use opc_adapters::discord::{DiscordAdapter, DiscordConfig};
+use opc_adapters::session::{Access, SignIn};
 use opc_adapters::slack::{SlackAdapter, SlackConfig, SlackMode};
 use opc_adapters::web::{WebChat, WebConfig};
 use opc_adapters::{Adapter, Inbound};
@@ -144,6 +150,8 @@ struct Secrets {
     slack: Option<SlackConfig>,
     discord: Option<DiscordConfig>,
     web_token: Option<String>,
+    /// The viewer token (`channels.web.viewerTokenEnv`): a read-only console.
+    viewer_token: Option<String>,
 }
 
 /// Read `var`, or explain which config key names it and how to fix it.
@@ -223,10 +231,33 @@ fn secrets(loaded: &Loaded) -> Result<Secrets, String> {
         "channels.web.accessTokenEnv",
         "channels.web.accessTokenEnv",
     )?;
+    let viewer_token = optional_secret(
+        channels.web.viewer_token_env.as_ref(),
+        "channels.web.viewerTokenEnv",
+        "channels.web.viewerTokenEnv",
+    )?;
+    // The same value for both would make every viewer an admin (the access token wins).
+    if let (Some(admin), Some(viewer), Some(admin_var), Some(viewer_var)) = (
+        &web_token,
+        &viewer_token,
+        &channels.web.access_token_env,
+        &channels.web.viewer_token_env,
+    ) && admin == viewer
+    {
+        return Err(format!(
+            "error: `channels.web.accessTokenEnv` ({}) and `channels.web.viewerTokenEnv` ({}) hold the same token, \
+             so a viewer would be an admin\n\
+             hint: give the viewer token a value of its own (e.g. `export {}=$(openssl rand -hex 32)`)\n",
+            admin_var.name(),
+            viewer_var.name(),
+            viewer_var.name()
+        ));
+    }
     Ok(Secrets {
         slack,
         discord,
         web_token,
+        viewer_token,
     })
 }
 
@@ -285,6 +316,17 @@ async fn serve(
             eprint(&format!("error: {e}\n"));
             return ExitCode::FAILURE;
         }
+    };
+    // The console's sign-in sessions, in the same database, when there is a token to sign in with.
+    let sessions = match &secrets.web_token {
+        Some(_) => match open_sessions(&database) {
+            Ok(sessions) => Some(sessions),
+            Err(message) => {
+                eprint(&message);
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
     };
     // Scratch dirs that unsandboxed runs of a crashed OPC left behind. Enforced runs leave none:
     // their HOME and /tmp vanish with their mount namespace, and their processes die with OPC.
@@ -442,12 +484,30 @@ async fn serve(
     for note in admin.recover() {
         eprint(&format!("opc: {note}\n"));
     }
+    // Who may come in: the access token, the viewer token, and sessions signed in with either.
+    let web = &loaded.config.channels.web;
+    let mut access = Access::new(
+        secrets.web_token.as_deref(),
+        secrets.viewer_token.as_deref(),
+    );
+    if let Some(store) = sessions {
+        access = access.with_sign_in(SignIn {
+            store,
+            limit: Arc::new(crate::sessions::Attempts::new()),
+            secure: web
+                .public_url
+                .as_deref()
+                .is_some_and(|url| url.trim().to_ascii_lowercase().starts_with("https://")),
+            title: loaded.config.framework.name.clone(),
+        });
+    }
+    let access = Arc::new(access);
     // The front door before routing: a foreign `Host` is answered 421, and with a token every path
     // under /admin and /api needs it first (see `opc_adapters::web::exposure`).
     let exposure = match opc_adapters::web::exposure::Exposure::new(
         bound,
-        loaded.config.channels.web.public_url.as_deref(),
-        secrets.web_token.as_deref(),
+        web.public_url.as_deref(),
+        access.clone(),
     ) {
         Ok(exposure) => exposure,
         Err(e) => {
@@ -459,7 +519,7 @@ async fn serve(
         &live,
         &admin,
         &adapters,
-        secrets.web_token,
+        access,
         names,
         engine.ner_slot(),
     ));
@@ -564,6 +624,19 @@ async fn serve(
             ExitCode::FAILURE
         }
     }
+}
+
+/// The sessions table in the org's database (its own connection), or the printed error.
+fn open_sessions(
+    database: &crate::setup::Database,
+) -> Result<Arc<crate::sessions::Sessions>, String> {
+    let opened = match database {
+        crate::setup::Database::Sqlite(path) => crate::sessions::Sessions::open(path),
+        crate::setup::Database::Postgres { url, .. } => opc_pg::Blocking::connect(url, "sessions")
+            .map_err(crate::sessions::SessionsError::from)
+            .and_then(crate::sessions::Sessions::open_postgres),
+    };
+    opened.map(Arc::new).map_err(|e| format!("error: {e}\n"))
 }
 
 /// The web listener on `address`, or the printed error (exit 1).

@@ -797,6 +797,55 @@ impl BlockStore {
     }
 }
 
+/// The author an operator's edit is recorded under (the admin console; a config value an admin
+/// changed is recorded under it too).
+pub const ADMIN: &str = "admin";
+
+/// An operator's edit (the admin console): no agent's ACL applies — the operator may change every
+/// block — but every other rule of an edit does, in the edit's one transaction: a read-only block is
+/// refused ([`BlockError::ReadOnly`]: it follows the config), the version the operator read is
+/// checked ([`BlockError::Stale`], with the current value and version), the limit is enforced
+/// ([`BlockError::OverLimit`]), and the change is kept in the block's history by [`ADMIN`].
+#[derive(Clone, Debug)]
+pub struct AdminEdit {
+    /// `agent/<id>` or [`SHARED`].
+    pub namespace: String,
+    /// The block's label.
+    pub label: String,
+    /// The whole new value.
+    pub value: String,
+    /// The version the operator read.
+    pub version: u64,
+}
+
+impl AdminEdit {
+    fn request(&self) -> EditRequest {
+        EditRequest {
+            namespace: self.namespace.clone(),
+            label: self.label.clone(),
+            writable: true,
+            edit: Edit::Write(self.value.clone()),
+            read_version: Some(self.version),
+            author: ADMIN.to_string(),
+            task: None,
+        }
+    }
+}
+
+/// Apply an operator's `edit` ([`AdminEdit`]) on a bare SQLite connection to the engine's file (the
+/// console holds no [`BlockStore`]); the block as written.
+pub fn admin_write(conn: &mut Connection, edit: &AdminEdit) -> Result<Block, BlockError> {
+    sqlite::edit(conn, &edit.request())
+}
+
+/// [`admin_write`] on PostgreSQL (memory's tables must exist: nothing is migrated).
+pub fn admin_write_postgres(
+    conn: &opc_pg::Blocking,
+    edit: &AdminEdit,
+) -> Result<Block, BlockError> {
+    postgres::edit(conn, edit.request())
+}
+
 /// The history of `label` on a bare SQLite connection (`opc memory history` opens the database
 /// read-only, without the config).
 pub fn read_history(
@@ -917,6 +966,55 @@ mod tests {
             agent,
             task: Some(7),
         }
+    }
+
+    #[test]
+    fn an_admin_edit_skips_the_acl_but_keeps_read_only_version_and_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let store = open(&db, "I am the CEO");
+        let mut conn = schema::open(&db).unwrap();
+        let edit = |namespace: &str, label: &str, value: &str, version| AdminEdit {
+            namespace: namespace.into(),
+            label: label.into(),
+            value: value.into(),
+            version,
+        };
+        // No agent may write another's block; the operator may.
+        let b = admin_write(&mut conn, &edit("agent/ceo", "persona", "I run it", 1)).unwrap();
+        assert_eq!((b.value.as_str(), b.version), ("I run it", 2));
+        assert!(matches!(
+            admin_write(&mut conn, &edit("agent/ceo", "persona", "late", 1)),
+            Err(BlockError::Stale { read: 1, current: 2, ref value, .. }) if value == "I run it"
+        ));
+        assert!(matches!(
+            admin_write(&mut conn, &edit("agent/ceo", "persona", &"x".repeat(31), 2)),
+            Err(BlockError::OverLimit {
+                limit: 30,
+                new_size: 31,
+                ..
+            })
+        ));
+        assert!(matches!(
+            admin_write(&mut conn, &edit(SHARED, "rules", "be rude", 1)),
+            Err(BlockError::ReadOnly { .. })
+        ));
+        assert!(matches!(
+            admin_write(&mut conn, &edit(SHARED, "nope", "x", 1)),
+            Err(BlockError::NotFound { .. })
+        ));
+        let last = store.history("persona", None).unwrap().pop().unwrap();
+        assert_eq!(
+            (
+                last.author.as_str(),
+                last.operation.as_str(),
+                last.task,
+                last.old_value.as_deref(),
+                last.new_value.as_str()
+            ),
+            (ADMIN, "write", None, Some("I am the CEO"), "I run it")
+        );
+        assert_eq!(store.read("ceo", "persona").unwrap().version, 2);
     }
 
     #[test]

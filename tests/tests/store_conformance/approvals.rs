@@ -9,7 +9,7 @@ use opc_agents::store::{
     Approval, ApprovalState, Decided, OfferedOption, OptionOutcome, Store, SystemDecider, TaskId,
 };
 
-use super::harness::root;
+use super::harness::{child, root};
 use crate::conformance;
 
 /// A minute: long enough that nothing expires while a test runs.
@@ -292,5 +292,32 @@ conformance! {
             let again = s.decide(a.id, "reject", "bob").await.unwrap();
             assert!(matches!(again, Decided::AlreadyDecided(_)), "{}: {again:?}", b.name);
         }
+    }
+}
+
+conformance! {
+    /// A tree's approvals, its children's among them, oldest first with their times (asked, and
+    /// decided once decided), and none of another tree's.
+    async fn a_trees_approvals_are_listed_with_their_times(b: &Backend) {
+        let s = &*b.store;
+        let r = root(s, "c", "ship it").await;
+        let kid = child(s, r, "c", "vp", "tool-1").await;
+        let other = root(s, "d", "elsewhere").await;
+        let options = labels(&["approve", "reject"]);
+        let first = ask(s, r, "t1", "ship?", &options, MINUTE).await.0.id;
+        let second = ask(s, kid, "t2", "refund?", &options, MINUTE).await.0.id;
+        ask(s, other, "t3", "other?", &options, MINUTE).await;
+        s.decide(first, "approve", "ana").await.unwrap();
+        let listed = s.tree_approvals(r).await.unwrap();
+        let seen: Vec<_> = listed.iter().map(|a| (a.id, a.task_id, a.state)).collect();
+        assert_eq!(
+            seen,
+            [(first, r, ApprovalState::Approved), (second, kid, ApprovalState::Pending)],
+            "{}",
+            b.name
+        );
+        assert!(listed[0].decided_at.is_some_and(|d| d >= listed[0].created_at), "{}", b.name);
+        assert_eq!(listed[1].decided_at, None, "{}", b.name);
+        assert!(s.tree_approvals(r + 1000).await.unwrap().is_empty(), "{}", b.name);
     }
 }

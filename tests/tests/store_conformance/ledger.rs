@@ -363,3 +363,38 @@ conformance! {
         }
     }
 }
+
+conformance! {
+    /// A tree's task calls (memory work apart), every task's, in the order recorded, each with the
+    /// time it ended — the ledger's row is written when the call returns, so its start is its end
+    /// less its duration — and only that tree's.
+    async fn a_trees_calls_carry_the_time_they_ended(b: &Backend) {
+        let s = &*b.store;
+        let r = root(s, "c", "hello").await;
+        let kid = child(s, r, "c", "vp", "tool-1").await;
+        let other = root(s, "d", "elsewhere").await;
+        let before = now_ms();
+        let mut first = call(r, 10, false);
+        first.duration_ms = 40;
+        s.record_call(&first).await.unwrap();
+        s.record_call(&call(kid, 5, false)).await.unwrap();
+        s.record_call(&call(other, 7, false)).await.unwrap();
+        let mut memory = call(kid, 3, false);
+        memory.agent = "vp".into();
+        s.record_memory_call(&memory).await.unwrap();
+        let after = now_ms();
+        let calls = s.tree_calls(r).await.unwrap();
+        assert_eq!(
+            calls.iter().map(|c| (c.call.task_id, c.call.tokens_in)).collect::<Vec<_>>(),
+            [(r, 10), (kid, 5)],
+            "{}",
+            b.name
+        );
+        for c in &calls {
+            assert!((before..=after).contains(&c.ended_at), "{}: {} not in {before}..={after}", b.name, c.ended_at);
+        }
+        assert!(calls[0].ended_at <= calls[1].ended_at, "{}", b.name);
+        assert_eq!(calls[0].started_at(), calls[0].ended_at - 40, "{}", b.name);
+        assert!(s.tree_calls(r + 1000).await.unwrap().is_empty(), "{}", b.name);
+    }
+}

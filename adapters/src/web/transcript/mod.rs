@@ -18,7 +18,10 @@
 //!   notices are numbered with the messages, so a replay shows them in the order they came;
 //! - the trace keeps the last [`MAX_PROGRESS`] events per conversation; messages are all kept (they
 //!   are the transcript), a replay sends the last [`MAX_MESSAGES`];
-//! - approval cards are found by their approval id, whichever conversation holds them.
+//! - approval cards are found by their approval id, whichever conversation holds them;
+//! - a conversation's summary (for the chat's list) is read by id only, with at most [`MAX_LISTED`]
+//!   ids at once and its texts cut in SQL, so a list costs a bounded read whatever the
+//!   conversations hold.
 
 mod postgres;
 mod sqlite;
@@ -36,6 +39,18 @@ pub use sqlite::{COMPONENT, MIGRATIONS};
 pub const MAX_MESSAGES: usize = 200;
 /// Trace events kept per conversation; the oldest go first.
 pub const MAX_PROGRESS: usize = 500;
+
+/// Most conversations summarised by one [`Transcript::summaries`] call (the chat's list asks for the
+/// conversations one browser keeps; a longer list is refused, not cut).
+pub const MAX_LISTED: usize = 100;
+/// Characters of a summary's title (the conversation's first user message) and of its last message;
+/// longer texts are cut and end in `…`.
+pub const TITLE_CHARS: usize = 60;
+/// See [`TITLE_CHARS`].
+pub const LAST_CHARS: usize = 120;
+/// Characters read from the database for a summary's texts: one more than shown, to know that a text
+/// was cut.
+const SUMMARY_CHARS: usize = LAST_CHARS + 1;
 
 /// A database error, with what was being done.
 #[derive(Debug, thiserror::Error)]
@@ -125,6 +140,34 @@ pub struct StoredCard {
     pub number: i64,
     /// The card, as last drawn.
     pub card: Card,
+}
+
+/// One conversation as the chat's list shows it. Its texts are plain (as written, markdown and all),
+/// on one line, cut to [`TITLE_CHARS`] / [`LAST_CHARS`].
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Summary {
+    /// The conversation's id.
+    pub id: String,
+    /// Its first user message; `None` before one was sent.
+    pub title: Option<String>,
+    /// Its last message (or notice, or card), `None` when it has none.
+    pub last: Option<String>,
+    /// Who wrote the last message (`user`, `bot`, `notice`).
+    pub last_author: Option<&'static str>,
+    /// When its last message was recorded (Unix ms), or when it was started.
+    pub at: i64,
+    /// How many messages it holds.
+    pub messages: i64,
+}
+
+/// A summary as either backend reads it, its texts cut to [`SUMMARY_CHARS`] characters.
+struct SummaryRow {
+    id: String,
+    at: i64,
+    messages: i64,
+    title: Option<String>,
+    last: Option<String>,
+    last_author: Option<String>,
 }
 
 /// A message as either backend stores it (`card` is the card's JSON).
@@ -281,6 +324,53 @@ impl Transcript {
     }
 }
 
+impl Transcript {
+    /// The summaries of those of `ids` that exist, newest first (by last message; ties by id); ids
+    /// not found are left out. At most [`MAX_LISTED`] ids: the caller bounds the list.
+    pub fn summaries(&mut self, ids: &[String]) -> Result<Vec<Summary>, TranscriptError> {
+        let ids = &ids[..ids.len().min(MAX_LISTED)];
+        let rows = match &mut self.backend {
+            Backend::Sqlite(conn) => sqlite::summaries(conn, ids)?,
+            Backend::Postgres(conn) => postgres::summaries(conn, ids)?,
+        };
+        let mut summaries: Vec<Summary> = rows
+            .into_iter()
+            .map(|row| Summary {
+                id: row.id,
+                title: row.title.map(|t| one_line(&t, TITLE_CHARS)),
+                last: row.last.map(|t| one_line(&t, LAST_CHARS)),
+                last_author: row.last_author.map(|a| Author::parse(&a).as_str()),
+                at: row.at,
+                messages: row.messages,
+            })
+            .collect();
+        summaries.sort_by(|a, b| b.at.cmp(&a.at).then_with(|| a.id.cmp(&b.id)));
+        Ok(summaries)
+    }
+}
+
+/// `text` on one line (runs of whitespace become one space), cut to `chars` characters with `…`
+/// when longer.
+fn one_line(text: &str, chars: usize) -> String {
+    let mut out = String::new();
+    let mut count = 0;
+    for word in text.split_whitespace() {
+        for c in (!out.is_empty())
+            .then_some(' ')
+            .into_iter()
+            .chain(word.chars())
+        {
+            if count == chars {
+                out.push('…');
+                return out;
+            }
+            out.push(c);
+            count += 1;
+        }
+    }
+    out
+}
+
 /// A card as stored: its JSON.
 fn encode(card: &Card) -> Result<String, TranscriptError> {
     serde_json::to_string(card).map_err(TranscriptError::Encoding)
@@ -397,6 +487,48 @@ mod tests {
             Some(5)
         );
         assert!(t.replay("nope").unwrap().is_none());
+    }
+
+    #[test]
+    fn summaries_show_the_first_question_and_the_last_message_newest_first() {
+        let mut t = Transcript::open(None).unwrap();
+        t.create("old").unwrap();
+        t.push("old", Author::User, "first\n  question", None, false)
+            .unwrap();
+        t.push("old", Author::Bot, "answer", None, false).unwrap();
+        t.create("empty").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        t.create("new").unwrap();
+        let long = "x".repeat(500);
+        t.push("new", Author::User, &long, None, false).unwrap();
+        let ids: Vec<String> = ["new", "nope", "old", "empty", "../x"]
+            .map(String::from)
+            .to_vec();
+        let listed = t.summaries(&ids).unwrap();
+        let order: Vec<&str> = listed.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(order[0], "new");
+        assert_eq!(order.len(), 3, "unknown ids are left out: {order:?}");
+        let old = listed.iter().find(|s| s.id == "old").unwrap();
+        assert_eq!(old.title.as_deref(), Some("first question"));
+        assert_eq!(old.last.as_deref(), Some("answer"));
+        assert_eq!(old.last_author, Some("bot"));
+        assert_eq!(old.messages, 2);
+        let new = &listed[0];
+        assert_eq!(
+            new.title.as_deref().unwrap().chars().count(),
+            TITLE_CHARS + 1
+        );
+        assert!(new.title.as_deref().unwrap().ends_with('…'));
+        assert_eq!(new.last.as_deref().unwrap().chars().count(), LAST_CHARS + 1);
+        let empty = listed.iter().find(|s| s.id == "empty").unwrap();
+        assert_eq!((empty.title.as_deref(), empty.messages), (None, 0));
+    }
+
+    #[test]
+    fn one_line_cuts_at_characters_not_bytes() {
+        assert_eq!(one_line("  a\n\tb  ", 10), "a b");
+        assert_eq!(one_line("ééé", 2), "éé…");
+        assert_eq!(one_line("ab", 2), "ab");
     }
 
     #[test]

@@ -15,13 +15,22 @@ use opc_migrate::now_ms;
 use opc_pg::Blocking;
 use opc_pg::postgres::{Client, IsolationLevel, Transaction};
 
-use super::{MAX_MESSAGES, MAX_PROGRESS, MessageRow, NewMessage, ReplayRows, TranscriptError};
+use super::{
+    MAX_MESSAGES, MAX_PROGRESS, MessageRow, NewMessage, ReplayRows, SUMMARY_CHARS, SummaryRow,
+    TranscriptError,
+};
 
 /// The `web_*` tables' migrations on PostgreSQL, in order (append only; never edit a published one).
-const MIGRATIONS: &[opc_migrate::Migration] = &[opc_migrate::Migration {
-    what: "the web chat's conversations, messages and trace",
-    sql: V1,
-}];
+const MIGRATIONS: &[opc_migrate::Migration] = &[
+    opc_migrate::Migration {
+        what: "the web chat's conversations, messages and trace",
+        sql: V1,
+    },
+    opc_migrate::Migration {
+        what: "the time of each conversation's last message (for the chat's list)",
+        sql: V2,
+    },
+];
 
 /// The transcript's tables in a PostgreSQL database: its `schema_versions` row is `web`, as on
 /// SQLite.
@@ -55,6 +64,9 @@ CREATE TABLE web_progress (
     PRIMARY KEY (conversation, seq)
 );
 ";
+
+/// Migration 2, as on SQLite.
+const V2: &str = "ALTER TABLE web_conversations ADD COLUMN last_at BIGINT;";
 
 const CREATE: &str = "INSERT INTO web_conversations (id, created_at) VALUES ($1, $2) \
                       ON CONFLICT DO NOTHING";
@@ -95,6 +107,10 @@ pub(super) fn push(
         let Some(number) = next(&mut tx, &id, Counter::Message)? else {
             return Ok(None);
         };
+        tx.execute(
+            "UPDATE web_conversations SET last_at = $2 WHERE id = $1",
+            &[&id, &now_ms()],
+        )?;
         tx.execute(
             "INSERT INTO web_messages (conversation, number, author, text, card, approval) \
              VALUES ($1, $2, $3, $4, $5, $6)",
@@ -233,6 +249,40 @@ pub(super) fn replay(conn: &Blocking, id: &str) -> Result<Option<ReplayRows>, Tr
             }))
         })?,
     )
+}
+
+/// The summary of each of `ids` that exists (in no particular order), in one statement.
+pub(super) fn summaries(
+    conn: &Blocking,
+    ids: &[String],
+) -> Result<Vec<SummaryRow>, TranscriptError> {
+    let ids = ids.to_vec();
+    Ok(conn.run("reading conversations", move |client| {
+        client
+            .query(
+                "SELECT c.id, COALESCE(c.last_at, c.created_at), c.next_message - 1, \
+                    (SELECT substr(m.text, 1, $2) FROM web_messages m \
+                        WHERE m.conversation = c.id AND m.author = 'user' ORDER BY m.number LIMIT 1), \
+                    (SELECT substr(m.text, 1, $2) FROM web_messages m \
+                        WHERE m.conversation = c.id ORDER BY m.number DESC LIMIT 1), \
+                    (SELECT m.author FROM web_messages m \
+                        WHERE m.conversation = c.id ORDER BY m.number DESC LIMIT 1) \
+                 FROM web_conversations c WHERE c.id = ANY($1)",
+                &[&ids, &(SUMMARY_CHARS as i32)],
+            )?
+            .iter()
+            .map(|r| {
+                Ok(SummaryRow {
+                    id: r.try_get(0)?,
+                    at: r.try_get(1)?,
+                    messages: r.try_get(2)?,
+                    title: r.try_get(3)?,
+                    last: r.try_get(4)?,
+                    last_author: r.try_get(5)?,
+                })
+            })
+            .collect()
+    })?)
 }
 
 /// A conversation's counters.

@@ -13,13 +13,22 @@ use std::path::Path;
 use opc_migrate::now_ms;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
-use super::{MAX_MESSAGES, MAX_PROGRESS, MessageRow, NewMessage, ReplayRows, TranscriptError};
+use super::{
+    MAX_MESSAGES, MAX_PROGRESS, MessageRow, NewMessage, ReplayRows, SUMMARY_CHARS, SummaryRow,
+    TranscriptError,
+};
 
 /// The `web_*` tables' migrations on SQLite, in order (append only; never edit a published one).
-pub const MIGRATIONS: &[opc_migrate::Migration] = &[opc_migrate::Migration {
-    what: "the web chat's conversations, messages and trace",
-    sql: V1,
-}];
+pub const MIGRATIONS: &[opc_migrate::Migration] = &[
+    opc_migrate::Migration {
+        what: "the web chat's conversations, messages and trace",
+        sql: V1,
+    },
+    opc_migrate::Migration {
+        what: "the time of each conversation's last message (for the chat's list)",
+        sql: V2,
+    },
+];
 
 /// The transcript's tables as a component of the SQLite database file.
 pub const COMPONENT: opc_migrate::Component = opc_migrate::Component {
@@ -54,6 +63,10 @@ CREATE TABLE IF NOT EXISTS web_progress (
     PRIMARY KEY (conversation, seq)
 ) WITHOUT ROWID;
 ";
+
+/// Migration 2: when a conversation's last message was recorded (Unix ms; `NULL` for a conversation
+/// from before it, read as its `created_at`).
+const V2: &str = "ALTER TABLE web_conversations ADD COLUMN last_at INTEGER;";
 
 fn failed(doing: &'static str) -> impl FnOnce(rusqlite::Error) -> TranscriptError {
     move |source| TranscriptError::Sqlite { doing, source }
@@ -114,6 +127,9 @@ pub(super) fn push(
     let Some(number) = next(&tx, id, "next_message")? else {
         return Ok(None);
     };
+    tx.prepare_cached("UPDATE web_conversations SET last_at = ?2 WHERE id = ?1")
+        .and_then(|mut stmt| stmt.execute(params![id, now_ms()]))
+        .map_err(failed("dating a message"))?;
     tx.prepare_cached(
         "INSERT INTO web_messages (conversation, number, author, text, card, approval) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -245,6 +261,52 @@ pub(super) fn replay(conn: &Connection, id: &str) -> Result<Option<ReplayRows>, 
         trace,
     }))
 }
+
+/// The summary of each of `ids` that exists (in no particular order), in one read transaction.
+pub(super) fn summaries(
+    conn: &mut Connection,
+    ids: &[String],
+) -> Result<Vec<SummaryRow>, TranscriptError> {
+    let tx = conn
+        .transaction()
+        .map_err(failed("starting to read conversations"))?;
+    let mut found = Vec::with_capacity(ids.len());
+    {
+        let mut stmt = tx
+            .prepare_cached(SUMMARY)
+            .map_err(failed("reading conversations"))?;
+        for id in ids {
+            let row = stmt
+                .query_row(params![id, SUMMARY_CHARS as i64], |r| {
+                    Ok(SummaryRow {
+                        id: r.get(0)?,
+                        at: r.get(1)?,
+                        messages: r.get(2)?,
+                        title: r.get(3)?,
+                        last: r.get(4)?,
+                        last_author: r.get(5)?,
+                    })
+                })
+                .optional()
+                .map_err(failed("reading conversations"))?;
+            found.extend(row);
+        }
+    }
+    tx.commit().map_err(failed("reading conversations"))?;
+    Ok(found)
+}
+
+/// One conversation's summary: the first user message and the last message, cut in SQL so a long
+/// message is not read whole.
+const SUMMARY: &str = "
+SELECT c.id, COALESCE(c.last_at, c.created_at), c.next_message - 1,
+    (SELECT substr(m.text, 1, ?2) FROM web_messages m
+        WHERE m.conversation = c.id AND m.author = 'user' ORDER BY m.number LIMIT 1),
+    (SELECT substr(m.text, 1, ?2) FROM web_messages m
+        WHERE m.conversation = c.id ORDER BY m.number DESC LIMIT 1),
+    (SELECT m.author FROM web_messages m
+        WHERE m.conversation = c.id ORDER BY m.number DESC LIMIT 1)
+FROM web_conversations c WHERE c.id = ?1";
 
 /// Take the next value of counter `column` of conversation `id`; `None` for an unknown conversation.
 fn next(

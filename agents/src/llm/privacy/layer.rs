@@ -63,7 +63,9 @@ impl PrivacyLayer {
                 style,
                 detector,
                 ner,
-                roots: RootStates::new(move |_, _| PrivacyState::new(style)),
+                roots: RootStates::new(move |root, conversation| {
+                    PrivacyState::for_root(style, root, conversation)
+                }),
                 cache: DetectCache::new(),
                 model_runs: tokio::sync::Semaphore::new(
                     std::thread::available_parallelism().map_or(2, |n| n.get()),

@@ -26,6 +26,14 @@ impl PrivacyState {
         }
     }
 
+    /// A fresh state for root `root` of `conversation`, its vault labelled with them so the console's
+    /// vault status names the conversation (never a value).
+    pub fn for_root(style: Style, root: i64, conversation: &str) -> Self {
+        let state = PrivacyState::new(style);
+        state.lock().vault_mut().label(root, conversation);
+        state
+    }
+
     /// The conversation (vault and per-text detections), locked.
     pub(super) fn lock(&self) -> MutexGuard<'_, Conversation> {
         self.conversation.lock().unwrap_or_else(|p| p.into_inner())

@@ -26,7 +26,7 @@ use tokio_postgres::types::ToSql;
 use super::super::approvals::{APPROVAL_COLUMNS, recalled_decision};
 use super::super::{
     Approval, ApprovalState, DbFailure, DbFault, Decided, OfferedOption, OptionOutcome, StoreError,
-    SystemDecider, TaskRecord, now_ms, resolve_options,
+    SystemDecider, TaskId, TaskRecord, now_ms, resolve_options,
 };
 use super::recall;
 use super::sql::{Tx, exec, get, one, opt, rows};
@@ -98,6 +98,22 @@ pub(super) async fn pending_approvals(c: &impl GenericClient) -> Result<Vec<Appr
         DOING,
         &format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE state = $1 ORDER BY id"),
         &[&ApprovalState::Pending.as_str()],
+    )
+    .await?;
+    approvals_of(&list, DOING)
+}
+
+/// Every approval of root `root_id`'s tree, pending or decided, oldest first.
+pub(super) async fn tree_approvals(
+    c: &impl GenericClient,
+    root_id: TaskId,
+) -> Result<Vec<Approval>, StoreError> {
+    const DOING: &str = "listing approvals";
+    let list = rows(
+        c,
+        DOING,
+        &format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE root_id = $1 ORDER BY id"),
+        &[&root_id],
     )
     .await?;
     approvals_of(&list, DOING)

@@ -26,7 +26,7 @@ use tokio_postgres::types::ToSql;
 use super::super::ledger::{day_text, encode_turn};
 use super::super::{
     CallPrivacy, CallRecord, DbFailure, DbFault, LatestCall, PrivacyDay, Spend, StoreError, TaskId,
-    TaskPrivacy, TaskState, Totals, now_ms,
+    TaskPrivacy, TaskState, TimedCall, Totals, now_ms,
 };
 use super::recall;
 use super::sql::{Lease, Step, Tx, atomic, exec, get, i64_of, one, rows, u32_of, u64_of};
@@ -280,6 +280,35 @@ async fn calls_of(
     .await?
     .iter()
     .map(call_from_row)
+    .collect()
+}
+
+/// Every task call (not memory work) of root `root_id`'s tree, in the order recorded, each with the
+/// time it ended (the row's time: it is written when the call returns).
+pub(super) async fn tree_calls(
+    c: &impl GenericClient,
+    root_id: TaskId,
+) -> Result<Vec<TimedCall>, StoreError> {
+    const DOING: &str = "reading the ledger";
+    rows(
+        c,
+        DOING,
+        "SELECT c.id, c.task_id, c.agent, c.model, c.tokens_in, c.tokens_out, c.cost_usd, \
+         c.duration_ms, c.attempts, c.tool_calls, c.error, c.usage_unknown, c.privacy_mode, \
+         c.privacy_counts, c.privacy_routed_to, c.privacy_blocked, c.created_at \
+         FROM llm_calls c JOIN tasks t ON t.id = c.task_id \
+         WHERE t.root_id = $1 AND c.work = 'task' ORDER BY c.id",
+        &[&root_id],
+    )
+    .await?
+    .iter()
+    .map(|row| {
+        let (_, call) = call_from_row(row)?;
+        Ok(TimedCall {
+            call,
+            ended_at: get(row, 16, DOING)?,
+        })
+    })
     .collect()
 }
 

@@ -50,7 +50,7 @@ use super::tasks::encode_history;
 use super::{
     Approval, CallRecord, DbFailure, DbFault, Decided, Ending, JobEnd, LatestCall, MemoryJob,
     NewTask, Notice, OfferedOption, PrivacyDay, Recovery, Spend, Store, StoreError, TaskId,
-    TaskPrivacy, TaskRecord, TaskState, ToolCallRecord, Totals,
+    TaskPrivacy, TaskRecord, TaskState, TimedCall, ToolCallRecord, Totals,
 };
 use crate::llm::Message;
 
@@ -296,6 +296,7 @@ pg_store! {
         tasks::recent_roots(limit: u32) -> Vec<TaskRecord>;
         tasks::live_tasks() -> Vec<TaskRecord>;
         ledger::calls(task_id: TaskId) -> Vec<CallRecord>;
+        ledger::tree_calls(root_id: TaskId) -> Vec<TimedCall>;
         ledger::privacy_by_task(root_id: TaskId) -> HashMap<TaskId, TaskPrivacy>;
         ledger::tree_totals(root_id: TaskId) -> (u64, u64, f64);
         ledger::totals(root_id: TaskId) -> Totals;
@@ -310,6 +311,7 @@ pg_store! {
         approvals::approval(id: i64) -> Option<Approval>;
         approvals::pending_approvals() -> Vec<Approval>;
         approvals::recent_approvals(limit: u32) -> Vec<Approval>;
+        approvals::tree_approvals(root_id: TaskId) -> Vec<Approval>;
         notices::notices(conversation_id: &str) -> Vec<String>;
         notices::undelivered_notices() -> Vec<Notice>;
         memory_jobs::next_memory_job(now: i64) -> Option<MemoryJob>;

@@ -41,6 +41,9 @@
     return e;
   };
 
+  // Settles once the session module knows who is signed in (body[data-role] is set then).
+  let sessionKnown = Promise.resolve();
+
   // ---- the console's one event stream, shared by every page ----
   // Listeners by kind ("*" hears every engine event): the Events page's live tail, the overview, the org
   // graph. `stream_state` ({text}) says whether the stream is live; "*" does not hear it.
@@ -876,7 +879,13 @@
       original = config.text; etag = config.etag;
       render();
       buttons();
-      validate();
+      // A viewer reads the config and changes nothing: no editing, and no checks as you type (the
+      // server refuses a viewer's every POST, the checks' too).
+      await sessionKnown;
+      if (document.body.dataset.role === "viewer") {
+        text.readOnly = true;
+        $("config-status").textContent = "Read-only console (viewer token): the config can be read here, not edited.";
+      } else validate();
       loadHistory();
       loadClusterHistory();
     } catch (e) { loaded.config = false; $("config-status").textContent = e.message; banner(e.message); }
@@ -898,7 +907,7 @@
     session: opcSession(ctx), overview: opcOverview(ctx), orgGraph: opcOrgGraph(ctx), timeline: opcTimeline(ctx),
     blocks: opcBlocks(ctx), logs: opcLogs(ctx), vault: opcVault(ctx), preview: opcPreview(ctx),
   };
-  modules.session.start();
+  sessionKnown = Promise.resolve(modules.session.start()).catch(() => {});
   startStream();
   show();
 })();

@@ -1,7 +1,7 @@
-//! The listener's router, built in one place: every page (the gateway's org chart and its JSON, and
-//! each adapter's [`Adapter::pages`] — the web chat) behind the one access check of
-//! [`opc_adapters::pages::protect`]; outside it only `/healthz` and the platform webhooks
-//! ([`Adapter::routes`]), which verify their own signatures.
+//! The listener's router, built in one place: every page (the gateway's org chart and its JSON, the
+//! console's, and each adapter's [`Adapter::pages`] — the web chat) behind the one access check of
+//! [`opc_adapters::pages::protect_with`], with the sign-in page it serves; outside it only `/healthz`
+//! and the platform webhooks ([`Adapter::routes`]), which verify their own signatures.
 //!
 //! `/healthz` answers `ok` (200) as long as the process serves. Asked for JSON (`Accept:
 //! application/json`), it adds where the privacy gateway's NER model stands:
@@ -21,6 +21,7 @@ use axum::http::{HeaderMap, Method, header};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
 use opc_adapters::pages::Names;
+use opc_adapters::session::Access;
 use opc_adapters::{Adapter, Page};
 use opc_hierarchy::OrgTree;
 use opc_privacy::detect::NerSlot;
@@ -46,14 +47,14 @@ pub fn pages(
     pages
 }
 
-/// The listener's router: [`pages`] behind the listener's check — `token` (when set), the `Host`
-/// against `names`, and same-origin JSON for changes — plus `/healthz` and the adapters'
-/// self-verifying webhooks.
+/// The listener's router: [`pages`] behind the listener's check — the credentials of `access` (when
+/// a token is set), the `Host` against `names`, same-origin JSON for changes, and no change by a
+/// viewer — with the sign-in page, plus `/healthz` and the adapters' self-verifying webhooks.
 pub fn app(
     live: &Arc<LiveConfig>,
     admin: &Arc<Admin>,
     adapters: &[Arc<dyn Adapter>],
-    token: Option<String>,
+    access: Arc<Access>,
     names: Names,
     ner: NerSlot,
 ) -> Router {
@@ -64,7 +65,7 @@ pub fn app(
             async move { healthz(&live, &ner, &headers) }
         }
     };
-    let mut app = opc_adapters::pages::protect(pages(live, admin, adapters), token, names)
+    let mut app = opc_adapters::pages::protect_with(pages(live, admin, adapters), access, names)
         .route("/healthz", get(health));
     for adapter in adapters {
         app = app.merge(adapter.routes());
@@ -125,10 +126,21 @@ mod tests {
     use super::*;
 
     const TOKEN: &str = "walk-the-routes";
+    const VIEWER: &str = "walk-and-look";
 
     /// A request to `page`, its `{parameters}` filled in, with or without the token; a POST sends `{}`
     /// as JSON (what the listener's own pages send), plus `extra` headers.
     async fn call(base: &str, page: &Page, token: bool, extra: &[(&str, &str)]) -> u16 {
+        call_as(base, page, token.then_some(TOKEN), extra).await.0
+    }
+
+    /// The same with `token` (any, or none): the status and the body.
+    async fn call_as(
+        base: &str,
+        page: &Page,
+        token: Option<&str>,
+        extra: &[(&str, &str)],
+    ) -> (u16, String) {
         let client = opc_tests::http_client();
         let path: String = page
             .path
@@ -137,8 +149,8 @@ mod tests {
             .collect::<Vec<_>>()
             .join("/");
         let mut request = client.request(page.method.clone(), format!("{base}{path}"));
-        if token {
-            request = request.bearer_auth(TOKEN);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
         }
         if page.method != Method::GET {
             request = request.body("{}");
@@ -153,7 +165,34 @@ mod tests {
             .await
             .unwrap_or_else(|_| panic!("{page:?} did not answer in time"))
             .unwrap();
-        response.status().as_u16()
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap_or_default())
+    }
+
+    /// A browser's `GET` of `path` (accepting HTML), raw, so that a redirect is read, not followed:
+    /// the status.
+    async fn raw_get(base: &str, path: &str) -> u16 {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let host = base.trim_start_matches("http://");
+        let path = path.replace(['{', '}'], "");
+        let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/html\r\nConnection: close\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        tokio::time::timeout(
+            Duration::from_secs(20),
+            stream.read_to_string(&mut response),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        response
+            .split(' ')
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("no status in {response:?}"))
     }
 
     #[tokio::test]
@@ -184,11 +223,19 @@ mod tests {
         let admin = Admin::new(org.config_path(), loaded.base_dir.clone(), "walk", None);
         let names = Names::new(listener.local_addr().unwrap(), None).unwrap();
         let ner = opc_privacy::detect::NerSlot::new();
+        let sessions = crate::sessions::Sessions::open(&org.database()).unwrap();
+        let access =
+            Access::new(Some(TOKEN), Some(VIEWER)).with_sign_in(opc_adapters::session::SignIn {
+                store: Arc::new(sessions),
+                limit: Arc::new(crate::sessions::Attempts::new()),
+                secure: false,
+                title: "walk".into(),
+            });
         let app = app(
             &live,
             &admin,
             &adapters,
-            Some(TOKEN.to_string()),
+            Arc::new(access),
             names,
             ner.clone(),
         );
@@ -229,7 +276,72 @@ mod tests {
                 with != 401 && with != 404 && with != 405 || page.path.contains('{') && with == 404,
                 "{page:?} with the token answered {with}"
             );
+            // The viewer token reads every page and changes nothing, whichever page it is.
+            let (viewed, body) = call_as(&base, page, Some(VIEWER), &[]).await;
+            if page.method == Method::GET {
+                assert!(
+                    viewed != 401 && viewed != 403 && viewed != 405,
+                    "{page:?} for a viewer answered {viewed}"
+                );
+            } else {
+                assert_eq!(viewed, 403, "{page:?} for a viewer: {body}");
+                assert!(
+                    body.contains("read-only (viewer token)"),
+                    "{page:?}: {body}"
+                );
+            }
+            // A browser without credentials asking for a page is sent to sign in; a script is not.
+            if page.method == Method::GET {
+                assert_eq!(
+                    raw_get(&base, page.path).await,
+                    303,
+                    "{page:?} as a page without the token"
+                );
+            }
         }
+        // The sign-in endpoints are served without the token, and only from the listener's own pages.
+        let client = opc_tests::http_client();
+        let signin = client
+            .get(format!("{base}/signin?next=/admin"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(signin.status(), 200);
+        assert!(
+            signin.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/html")
+        );
+        let attempt = |token: &str, origin: &str| {
+            client
+                .post(format!("{base}/signin"))
+                .header("content-type", "application/json")
+                .header("origin", origin)
+                .body(json!({"token": token}).to_string())
+                .send()
+        };
+        let foreign = attempt(TOKEN, "https://attacker.example").await.unwrap();
+        assert_eq!(foreign.status(), 403, "a sign-in from another site");
+        assert_eq!(attempt("wrong", &base).await.unwrap().status(), 401);
+        let signed_in = attempt(VIEWER, &base).await.unwrap();
+        assert_eq!(signed_in.status(), 200);
+        let cookie = signed_in.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        let session = cookie.split(';').next().unwrap().to_string();
+        let who: Value = client
+            .get(format!("{base}/api/session"))
+            .header("cookie", &session)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(who["role"], "viewer", "{who}");
+        assert_eq!(who["via"], "session", "{who}");
         // A method a page does not serve tells nothing without the token either (401, not 405).
         let client = opc_tests::http_client();
         for (method, path) in [
