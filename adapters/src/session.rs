@@ -125,8 +125,9 @@ pub trait SessionStore: Send + Sync + 'static {
     fn purge(&self, now_ms: i64) -> Result<u64, StoreError>;
 }
 
-/// How many sign-in attempts a peer may make (implemented by `bot` with governor's keyed limiter):
-/// an access token cannot be guessed online.
+/// How many sign-in attempts a peer may make (implemented by `bot` with governor's keyed limiter), so
+/// the sign-in page is no fast oracle for guessing the token (a bearer header is checked without a
+/// limit: there a long random token is the defence, as `docs/deploy.md` says).
 pub trait AttemptLimit: Send + Sync + 'static {
     /// Count one attempt from `peer`: `Err(wait)` when it is over its allowance, with how long until
     /// it may try again.
@@ -466,8 +467,9 @@ fn decode_id(id: &str) -> Option<[u8; 32]> {
     bytes.try_into().ok()
 }
 
-/// Every value of the session cookie in `headers` (a browser may send several `Cookie` headers, and a
-/// name twice when cookies of several paths match).
+/// The values of the session cookie in `headers` (a browser may send several `Cookie` headers, and a
+/// name twice when cookies of several paths match), at most [`MAX_SESSION_IDS`]: each costs a database
+/// lookup, and a request without credentials must not buy hundreds of them.
 fn session_ids(headers: &HeaderMap) -> Vec<String> {
     headers
         .get_all(header::COOKIE)
@@ -477,8 +479,13 @@ fn session_ids(headers: &HeaderMap) -> Vec<String> {
         .filter_map(|pair| pair.trim().split_once('='))
         .filter(|(name, value)| *name == COOKIE && !value.is_empty())
         .map(|(_, value)| value.trim_matches('"').to_string())
+        .take(MAX_SESSION_IDS)
         .collect()
 }
+
+/// The most session cookie values one request is looked up by (a browser sends one; two when an old
+/// cookie of another path lingers).
+const MAX_SESSION_IDS: usize = 2;
 
 #[cfg(test)]
 mod tests {

@@ -93,7 +93,7 @@ async fn the_vault_counts_what_a_request_holds_and_never_shows_a_value() {
     // A request carrying an e-mail and a phone, its model call held.
     llm.hold();
     let question = format!("Write to {EMAIL} or call {PHONE} about the offer.");
-    let (conversation, mut sse) = chat(&opc, &question).await;
+    let (_, mut sse) = chat(&opc, &question).await;
     let requests = wait_for(WAIT, "the CEO's model call", || {
         let requests = llm.requests_for(&marker("ceo"));
         (!requests.is_empty()).then_some(requests)
@@ -131,17 +131,24 @@ async fn the_vault_counts_what_a_request_holds_and_never_shows_a_value() {
     let oldest = row["oldest_ms"].as_u64().expect("the oldest time is set");
     assert!(oldest <= row["newest_ms"].as_u64().unwrap());
     assert!(body["oldest_age_ms"].is_u64());
-    // The vault names the request's tree; with the engine's label (see the report), its
-    // conversation too.
-    if !row["conversation"].is_null() {
-        assert!(
-            row["conversation"]
-                .as_str()
-                .unwrap()
-                .contains(&conversation),
-            "{row}"
-        );
-    }
+    // The vault names the request's engine conversation, as the Tasks page lists it (the web
+    // chat's id is the thread's: the gateway maps it to the engine's).
+    let tasks: Value = opc_tests::http_client()
+        .get(opc.url("/admin/api/tasks"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let engine = tasks["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["input"].as_str().is_some_and(|i| i.contains(&question)))
+        .unwrap_or_else(|| panic!("the request in the tasks list: {tasks}"));
+    assert_ne!(engine["conversation"], Value::Null, "{engine}");
+    assert_eq!(row["conversation"], engine["conversation"], "{row}");
     let (status, text) = vault(&opc, "?limit=0").await;
     assert_eq!(status, 400);
     assert!(text.contains("from 1 to"), "{text}");

@@ -861,8 +861,24 @@ async fn the_page_chats_streams_and_decides_in_headless_chromium() {
         json!(0)
     );
 
-    // A reload replays the conversation (the id is in the URL's fragment).
-    browser.reload().await.unwrap();
+    // The page took the token out of the address bar at once (it is not kept in history).
+    assert_eq!(
+        browser.eval("location.search").await.unwrap(),
+        json!(""),
+        "?token= stripped"
+    );
+    // Opened again by the same link (the adapter alone keeps no sign-in session: under `opc run` a
+    // reload rides on the session cookie the ?token= page set), the conversation is replayed from
+    // the id in the URL's fragment.
+    let hash = browser.eval("location.hash").await.unwrap();
+    browser
+        .navigate(&format!(
+            "{}/?token=page-token{}",
+            chat.base,
+            hash.as_str().unwrap()
+        ))
+        .await
+        .unwrap();
     browser
         .wait_for(
             "location.hash.startsWith('#c=') && document.querySelectorAll('.msg.user').length === 1 && !!document.querySelector('.card .decision')",

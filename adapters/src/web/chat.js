@@ -5,10 +5,19 @@
 // page works with the keyboard alone. The list's ids live in this browser's localStorage only (at most
 // KEEP, newest first): the server lists a conversation only to a page that names its id, and ids it
 // does not know are forgotten here. A 401 sends the page to /signin (unless a ?token= was given: then
-// the token is wrong, and the page says so).
+// the token is wrong, and the page says so). A ?token= (scripts, old bookmarks) is taken out of the
+// address bar at once, so it is not kept in history; this tab keeps it in sessionStorage for its
+// requests and a reload.
 "use strict";
 (function () {
-  const token = new URLSearchParams(location.search).get("token");
+  const given = new URLSearchParams(location.search).get("token");
+  if (given) {
+    try { sessionStorage.setItem("opc.token", given); } catch (e) { /* storage off: this load only */ }
+    const url = new URL(location.href);
+    url.searchParams.delete("token");
+    history.replaceState(history.state, "", url.pathname + url.search + url.hash);
+  }
+  const token = given || (() => { try { return sessionStorage.getItem("opc.token"); } catch (e) { return null; } })();
   const log = document.getElementById("log");
   const empty = document.getElementById("empty");
   const input = document.getElementById("input");
@@ -77,7 +86,11 @@
   // Signed out (a session expired, or none): the sign-in page, which comes back here. A page opened
   // with ?token= has a wrong token instead, and says so.
   function signedOut() {
-    if (token) { say("Access token missing or wrong: open this page as /?token=<token>."); return; }
+    if (token) {
+      try { sessionStorage.removeItem("opc.token"); } catch (e) { /* nothing kept */ }
+      say("Access token missing or wrong: sign in at /signin, or open this page as /?token=<token>.");
+      return;
+    }
     location.assign("/signin?next=" + encodeURIComponent(location.pathname + location.hash));
   }
   // The gateway's standing notice (a missing LLM key, with how to fix it), above the conversation.

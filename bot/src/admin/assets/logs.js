@@ -17,9 +17,10 @@ const opcEventDetail = (ctx, kind, d) => {
     case "tool_called": return d.tool || "";
     case "tool_finished": return `${d.tool}${d.detail ? ` (${d.detail})` : ""}: ${d.outcome}${d.exit_code != null ? `, exit ${d.exit_code}` : ""}, ${span(d.duration_ms || 0)}`;
     case "agent_finished": return `${d.state}, ${tokens((d.tokens_in || 0) + (d.tokens_out || 0))} tokens, ${money(d.cost_usd || 0)}, ${span(d.duration_ms || 0)}`;
-    case "approval_requested": return `#${d.approval}: ${d.summary}`;
+    // Stored events keep no free text (it may hold real values): its length, and where to read it.
+    case "approval_requested": return `#${d.approval}: ${d.summary != null ? d.summary : `(${d.summary_chars || 0} characters; see Approvals)`}`;
     case "approval_resolved": return `#${d.approval}: ${d.decision} by ${d.by}`;
-    case "escalated": return `${d.kind}: ${d.reason}`;
+    case "escalated": return `${d.kind}: ${d.reason != null ? d.reason : `(${d.reason_chars || 0} characters; see the task)`}`;
     case "config_reloaded": return `generation ${d.generation} (${d.trigger})`;
     case "config_rejected": return `${d.errors} error(s) (${d.trigger})`;
     case "privacy_masked": return `${d.total} masked (${d.mode})`;

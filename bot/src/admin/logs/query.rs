@@ -20,6 +20,8 @@ use super::super::Admin;
 use super::super::config::error;
 use super::store::{EventStore, Filter, StoredEvent};
 
+/// The most distinct `kind`s one query filters by (each is a bound parameter of one `IN (…)`).
+const MAX_KINDS: usize = 50;
 /// A page's events when `limit` is not given.
 pub const DEFAULT_LIMIT: u32 = 200;
 /// The most a page may ask for.
@@ -77,6 +79,11 @@ pub fn parse(pairs: &[(String, String)]) -> Result<(Filter, Format), String> {
                         ));
                     }
                     if !filter.kinds.iter().any(|k| k == kind) {
+                        if filter.kinds.len() >= MAX_KINDS {
+                            return Err(format!(
+                                "`kind`: more than {MAX_KINDS} kinds; name fewer, or leave `kind` out for every kind"
+                            ));
+                        }
                         filter.kinds.push(kind.to_string());
                     }
                 }

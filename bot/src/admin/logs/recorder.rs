@@ -129,8 +129,20 @@ async fn follow(
     }
 }
 
+/// The free-text fields of events, by kind, that are left out of what is stored (their length is kept
+/// as `<field>_chars`): model output after the privacy gateway restored it, so they may hold the real
+/// values it masked, and the history is kept for weeks and exported. The live stream, the approvals
+/// and the tasks keep them where they already are.
+const FREE_TEXT: [(&str, &str); 5] = [
+    ("agent_finished", "text"),
+    ("approval_requested", "summary"),
+    ("escalated", "reason"),
+    ("facts_rejected", "reason"),
+    ("memory_work_failed", "error"),
+];
+
 /// An event's row: its kind, task, agent (`from` for a delegation; else its task's agent, `task_agent`)
-/// and JSON, answer text left out.
+/// and JSON, free text left out ([`FREE_TEXT`]).
 pub fn to_row(
     mut value: Value,
     request: Option<i64>,
@@ -138,10 +150,13 @@ pub fn to_row(
     at: i64,
 ) -> NewEvent {
     let kind = value["event"].as_str().unwrap_or("event").to_string();
-    if let Some(object) = value.as_object_mut()
-        && kind == "agent_finished"
-    {
-        object.remove("text");
+    if let Some(object) = value.as_object_mut() {
+        for (_, field) in FREE_TEXT.iter().filter(|(k, _)| *k == kind) {
+            if let Some(text) = object.remove(*field) {
+                let chars = text.as_str().map_or(0, |t| t.chars().count());
+                object.insert(format!("{field}_chars"), Value::from(chars));
+            }
+        }
     }
     let agent = value["agent"]
         .as_str()
@@ -379,6 +394,24 @@ mod tests {
             1,
         );
         assert_eq!(row.agent.as_deref(), Some("vp"), "else its task's agent");
+
+        // An approval's summary is the model's text with real values restored: its length only.
+        let asked = Event::ApprovalRequested {
+            approval: 5,
+            task: 2,
+            conversation: "c".into(),
+            agent: "vp".into(),
+            path: vec!["ceo".into(), "vp".into()],
+            summary: "Refund alice@example.com".into(),
+            options: vec!["approve".into()],
+        };
+        let row = to_row(serde_json::to_value(&asked).unwrap(), Some(1), None, 1);
+        assert!(!row.data.contains("alice"), "{}", row.data);
+        let data: Value = serde_json::from_str(&row.data).unwrap();
+        assert_eq!(
+            (&data["summary_chars"], &data["approval"]),
+            (&json!(24), &json!(5))
+        );
     }
 
     /// Rows are committed by the writer within about a second, and what is pending when the

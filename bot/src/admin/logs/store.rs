@@ -11,9 +11,12 @@
 //!   database's one migration story (its row in `schema_versions`);
 //! - a batch of events is written in ONE transaction: all of it lands, or none (and it is retried);
 //! - ids only grow (SQLite `AUTOINCREMENT`, PostgreSQL `BIGSERIAL`), even after a purge, so paging
-//!   newest-first with `before=<id>` never repeats nor skips an event;
-//! - `data` is the event's JSON as the console streams it, minus answer text (see the recorder): ids,
-//!   agent ids, states, counts, tool names; never a message.
+//!   newest-first with `before=<id>` never repeats an event, and on SQLite (one writer) never skips
+//!   one. On PostgreSQL ids are handed out at insert, not at commit: with several nodes writing, a
+//!   batch that commits after a page was read can hold lower ids than that page's last, and is
+//!   found by a new query rather than by `before`;
+//! - `data` is the event's JSON as the console streams it, minus free text (see the recorder's
+//!   `FREE_TEXT`): ids, agent ids, states, counts, tool names; never a message.
 
 use std::sync::Mutex;
 
