@@ -29,6 +29,8 @@ mod session;
 mod timeline;
 mod vault;
 
+pub(crate) use logs::store::{EventStore, POSTGRES_COMPONENT as EVENTS_POSTGRES_COMPONENT};
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -143,6 +143,8 @@ fn copy(file: &Path, url: &str) -> Result<String, String> {
     drop(opc_agents::SqliteStore::open(file).map_err(|e| e.to_string())?);
     drop(crate::gateway::threads::Threads::open(file).map_err(|e| e.to_string())?);
     drop(opc_adapters::web::transcript::Transcript::open(Some(file)).map_err(|e| e.to_string())?);
+    drop(crate::admin::EventStore::open_sqlite(file).map_err(|e| e.to_string())?);
+    drop(crate::sessions::Sessions::open(file).map_err(|e| e.to_string())?);
     let _claim = opc_agents::store::claim_database(file).map_err(|e| e.to_string())?;
     let sqlite = rusqlite::Connection::open_with_flags(
         file,
@@ -157,6 +159,8 @@ fn copy(file: &Path, url: &str) -> Result<String, String> {
         &opc_memory::schema::postgres::COMPONENT,
         &opc_adapters::web::transcript::POSTGRES_COMPONENT,
         &crate::gateway::threads::POSTGRES_COMPONENT,
+        &crate::admin::EVENTS_POSTGRES_COMPONENT,
+        &crate::sessions::POSTGRES_COMPONENT,
     ] {
         pg.migrate(component).map_err(|e| e.to_string())?;
     }

@@ -18,6 +18,9 @@
 mod postgres;
 mod sqlite;
 
+/// The sessions table's migrations on PostgreSQL (`opc store copy` creates every component's tables).
+pub use postgres::COMPONENT as POSTGRES_COMPONENT;
+
 #[cfg(test)]
 mod tests;
 
