@@ -335,9 +335,13 @@ async fn forwarded_hosts_count_only_from_a_loopback_proxy_with_a_public_url() {
 async fn a_browser_without_the_token_is_sent_to_sign_in_on_the_public_name() {
     let org = org(PROXIED);
     let opc = start(&org);
-    // Redirects are read here, not followed.
+    // Redirects are read here, not followed. (The crypto provider is installed first, as
+    // `opc_tests::http_client` does: this test may run before any other in the process.)
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .read_timeout(std::time::Duration::from_secs(60))
         .build()
         .unwrap();
     let page = |path: &str, host: &str| {
